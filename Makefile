@@ -1,0 +1,197 @@
+# rmem - remote memory service.  Plain GNU make; see README.md.
+#
+#   make                 rmemd, librmem.so.1, librmem.a, rmemctl   (build/)
+#   make run             installs missing packages, runs rmemd in the foreground
+#   make test            installs missing packages, runs every test under ASan/UBSan
+#   make install         PREFIX=/usr/local DESTDIR=
+#   make SANITIZE=address,undefined   sanitized build (build-san/)
+#   make WERROR=0        warnings are not errors (they are by default)
+
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR    ?= /lib/systemd/system
+DESTDIR    ?=
+
+VERSION    := 0.1.0
+SOMAJOR    := 1
+
+CC         ?= cc
+CXX        ?= c++
+PKG_CONFIG ?= pkg-config
+WERROR     ?= 1
+SANITIZE   ?=
+
+B := build$(if $(SANITIZE),-san)
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wformat=2 -Wformat-security -Wpointer-arith -Wcast-align -Wvla \
+	-Wundef -Wwrite-strings -Wnull-dereference -Wimplicit-fallthrough
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+OPT := -O2 -g
+ifneq ($(SANITIZE),)
+OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
+endif
+
+CPPFLAGS_ALL := -D_GNU_SOURCE -DRMEM_VERSION_STRING='"$(VERSION)"' \
+	-Iclient-lib/include -Iclient-lib -Idaemon $(CPPFLAGS)
+CFLAGS_ALL := -std=gnu11 $(OPT) $(WARN) -fPIC $(CFLAGS)
+LDFLAGS_ALL := $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
+
+DAEMON_PKGS := libevent libconfig libsystemd libibverbs librdmacm
+DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
+DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
+CONFIG_LIBS := $(shell $(PKG_CONFIG) --libs libconfig 2>/dev/null)
+LIB_PKGS := libibverbs librdmacm
+LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
+LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
+
+PROTO_SRC := client-lib/proto.c
+LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
+	client-lib/endpoint.c $(PROTO_SRC)
+DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/pool.c \
+	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
+	daemon/ctl.c daemon/listen.c $(PROTO_SRC)
+CTL_SRCS := client-lib/rmemctl.c
+
+LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
+CTL_OBJS := $(CTL_SRCS:%.c=$(B)/d/%.o)
+
+UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint
+FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large
+UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
+FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
+
+.PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp
+all: $(B)/rmemd $(B)/librmem.so.$(SOMAJOR) $(B)/librmem.a $(B)/rmemctl $(B)/librmem.pc
+
+$(B)/lib/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LIB_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/d/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(DAEMON_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/librmem.so.$(SOMAJOR): $(LIB_OBJS) client-lib/librmem.map
+	$(CC) -shared -Wl,-soname,librmem.so.$(SOMAJOR) \
+		-Wl,--version-script=client-lib/librmem.map -Wl,--no-undefined \
+		$(LDFLAGS_ALL) -o $@ $(LIB_OBJS) $(LIB_LIBS)
+	ln -sf librmem.so.$(SOMAJOR) $(B)/librmem.so
+
+$(B)/librmem.a: $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/librmem.pc: client-lib/librmem.pc.in
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(B)/rmemd: $(DAEMON_OBJS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(DAEMON_LIBS)
+
+# rmemctl uses only the public library.
+$(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_OBJS) -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN'
+
+# ---- tests ------------------------------------------------------------------
+$(B)/tests/test_alloc: tests/unit/test_alloc.c $(B)/d/daemon/alloc.o
+$(B)/tests/test_proto: tests/unit/test_proto.c $(B)/d/client-lib/proto.o
+$(B)/tests/test_endpoint: tests/unit/test_endpoint.c $(B)/lib/client-lib/endpoint.o
+$(B)/tests/test_config: tests/unit/test_config.c $(B)/d/daemon/config.o
+$(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
+$(B)/tests/test_region: tests/unit/test_region.c $(B)/d/daemon/region.o $(B)/d/daemon/alloc.o
+$(UNIT_BINS):
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -Itests $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(EXTRA_LIBS)
+
+$(B)/tests/harness.o: tests/func/harness.c tests/func/harness.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -Itests $(CFLAGS_ALL) -c -o $@ $<
+
+$(B)/tests/%: tests/func/%.c $(B)/tests/harness.o $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -Itests $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
+		$(B)/tests/harness.o -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..' -lpthread
+
+# rmem.h must stand alone, in C and in C++.
+headercheck: $(B)/headercheck.c.ok $(B)/headercheck.cc.ok
+$(B)/headercheck.c.ok: client-lib/include/rmem.h
+	@mkdir -p $(B)
+	echo '#include <rmem.h>' | $(CC) -std=c99 -Wall -Wextra -Werror -pedantic -Iclient-lib/include -x c -fsyntax-only -
+	@touch $@
+$(B)/headercheck.cc.ok: client-lib/include/rmem.h
+	@mkdir -p $(B)
+	echo '#include <rmem.h>' | $(CXX) -std=c++11 -Wall -Wextra -Werror -pedantic -Iclient-lib/include -x c++ -fsyntax-only -
+	@touch $@
+
+deps:
+	@scripts/install-deps
+
+# make test: everything, sanitized, ending with "N passed, N failed".
+test: deps
+	@$(MAKE) --no-print-directory SANITIZE=address,undefined check
+
+check: all headercheck $(UNIT_BINS) $(FUNC_BINS)
+	@RMEM_BUILD=$(B) tests/run-tests $(UNIT_BINS) $(FUNC_BINS) tests/func/test_rmemctl.sh tests/func/test_daemon.sh
+
+unit: $(UNIT_BINS)
+	@RMEM_BUILD=$(B) tests/run-tests $(UNIT_BINS)
+
+run: deps all
+	@mkdir -p /run/rmemd
+	$(B)/rmemd -c etc/rmemd.conf
+
+# ---- fuzzing (clang + libFuzzer) ---------------------------------------------
+FUZZ_SECONDS ?= 60
+build-fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(PROTO_SRC)
+	@mkdir -p $(dir $@)
+	clang -g -O1 -D_GNU_SOURCE -Iclient-lib -fsanitize=fuzzer,address,undefined -o $@ $^
+fuzz: build-fuzz/fuzz_proto
+	mkdir -p build-fuzz/corpus-proto
+	build-fuzz/fuzz_proto -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-proto tests/fuzz/corpus/proto
+
+# ---- install ----------------------------------------------------------------
+MAN3 := $(wildcard docs/man/*.3)
+MAN5 := $(wildcard docs/man/*.5)
+MAN7 := $(wildcard docs/man/*.7)
+MAN8 := $(wildcard docs/man/*.8)
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(SYSCONFDIR)/rmemd $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
+		$(DESTDIR)$(MANDIR)/man8
+	install -m 755 $(B)/rmemd $(DESTDIR)$(SBINDIR)/rmemd
+	$(CC) $(LDFLAGS_ALL) -o $(DESTDIR)$(BINDIR)/rmemctl $(CTL_OBJS) -L$(B) -lrmem
+	install -m 755 $(B)/librmem.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/librmem.so.$(SOMAJOR)
+	ln -sf librmem.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/librmem.so
+	install -m 644 $(B)/librmem.a $(DESTDIR)$(LIBDIR)/librmem.a
+	install -m 644 $(B)/librmem.pc $(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc
+	install -m 644 client-lib/include/rmem.h $(DESTDIR)$(INCLUDEDIR)/rmem.h
+	test -e $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf || \
+		install -m 644 etc/rmemd.conf $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf
+	sed 's|@SBINDIR@|$(SBINDIR)|' systemd/rmemd.service > $(DESTDIR)$(UNITDIR)/rmemd.service
+	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3)
+	$(if $(MAN5),install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5)
+	$(if $(MAN7),install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7)
+	$(if $(MAN8),install -m 644 $(MAN8) $(DESTDIR)$(MANDIR)/man8)
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/rmemd $(DESTDIR)$(BINDIR)/rmemctl \
+		$(DESTDIR)$(LIBDIR)/librmem.so* $(DESTDIR)$(LIBDIR)/librmem.a \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc $(DESTDIR)$(INCLUDEDIR)/rmem.h \
+		$(DESTDIR)$(UNITDIR)/rmemd.service
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(shell find build build-san -name '*.d' 2>/dev/null)

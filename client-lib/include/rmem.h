@@ -1,0 +1,164 @@
+/*
+ * rmem.h - the only public header of librmem, the rmem remote-memory client.
+ *
+ * Conventions (they hold for every call below):
+ *  - Calls that return int return 0 (or a count where stated) on success and a
+ *    negative errno on failure; rmem_strerror() turns either into text.
+ *  - The library never prints, never exits and holds no global state.
+ *  - An rmem_client is one session with one rmemd.  It is not thread-safe: use
+ *    one client per thread, or serialise calls on a client yourself.  Distinct
+ *    clients may be used from distinct threads at once.
+ *  - struct rmem_region is a plain value the caller owns; copy it freely.
+ *
+ * Errors common to every call that talks to the daemon:
+ *  -ECONNREFUSED  nothing listens at the endpoint
+ *  -ETIMEDOUT     the daemon did not answer within opts.timeout_ms
+ *  -ECONNRESET    the connection broke; the client is unusable, rmem_close() it
+ *  -EPROTO        the peer speaks another protocol version, or sent garbage
+ */
+#ifndef RMEM_H
+#define RMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RMEM_VERSION_MAJOR 0
+#define RMEM_VERSION_MINOR 1
+
+/* Opaque; one session with one rmemd. */
+typedef struct rmem_client rmem_client;
+
+/* A region handed out by rmem_alloc().  Plain value; copy it freely. */
+struct rmem_region {
+	uint64_t id;     /* never reused while the daemon runs */
+	uint64_t addr;   /* remote address of byte 0 (meaningful on RDMA) */
+	uint64_t length; /* usable bytes, >= the size asked */
+	uint32_t rkey;   /* RDMA rkey, or the TCP path's random key */
+	uint32_t flags;  /* reserved, 0 */
+};
+
+/*
+ * Connection options.  Always initialise with rmem_opts_init() so that fields
+ * added later get their defaults; pass sizeof the struct you were built with.
+ */
+struct rmem_opts {
+	size_t size;           /* sizeof(struct rmem_opts), set by rmem_opts_init */
+	const char *transport; /* "auto" (default), "rdma" or "tcp"; NULL = "auto" */
+	int timeout_ms;        /* connect and per-request timeout; default 10000,
+	                          <= 0 waits forever */
+};
+
+/* Fills *o with defaults.  size is sizeof(*o) as the caller sees it. */
+void rmem_opts_init(struct rmem_opts *o, size_t size);
+
+/*
+ * Connects to rmemd and opens a session.
+ *  endpoint: "HOST:PORT", "tcp://HOST:PORT", "rdma://HOST:PORT" or "unix:PATH".
+ *  o: NULL for defaults.
+ * On success *out owns the session; release it with rmem_close().
+ * Errors: -EINVAL (bad endpoint or options), -ENOTSUP (transport "rdma" or an
+ * rdma:// endpoint on a build or machine without RDMA; never a silent fallback),
+ * -ENOMEM, and the connection errors above.
+ */
+int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **out);
+
+/* Ends the session; the daemon frees every region the session still holds.
+ * Accepts NULL. */
+void rmem_close(rmem_client *c);
+
+/* "rdma", "tcp" or "unix": the path this client really uses.  Never NULL. */
+const char *rmem_transport(const rmem_client *c);
+
+/*
+ * remote_malloc: carves at least size bytes from the daemon's pools.
+ * flags must be 0 (no flags are defined yet).  The bytes read as zero.
+ * Errors: -EINVAL (size 0, unknown flags, NULL), -ENOMEM (no pool can hold it).
+ */
+int rmem_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out);
+
+/*
+ * remote_free: returns the region's bytes to the pool.  The key stops working.
+ * Errors: -ENOENT (never allocated, or already freed), -EACCES (wrong key, or
+ * another client's region), -EINVAL (NULL).
+ */
+int rmem_free(rmem_client *c, const struct rmem_region *r);
+
+/*
+ * Copies len bytes from buf to the region at byte off (rmem_write), or from the
+ * region at off into buf (rmem_read).  Any length is accepted; large transfers
+ * stream in bounded chunks.  len 0 is a no-op that still checks the handle.
+ * Errors: -ERANGE (off + len past r->length), -ENOENT, -EACCES, -EINVAL.
+ */
+int rmem_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
+	       const void *buf, size_t len);
+int rmem_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
+	      void *buf, size_t len);
+
+/* Pool-wide figures, summed over every pool of the daemon. */
+struct rmem_stats {
+	uint64_t pool_bytes;   /* bytes of all pools */
+	uint64_t used_bytes;   /* bytes held by live regions */
+	uint64_t free_bytes;   /* pool_bytes - used_bytes */
+	uint64_t largest_free; /* the largest single allocation that can succeed */
+	uint64_t regions;      /* live regions */
+	uint64_t clients;      /* connected sessions */
+	uint64_t peak_used;    /* highest used_bytes since start */
+	uint64_t allocs;       /* successful allocations since start */
+	uint64_t frees;        /* regions returned since start (any cause) */
+};
+
+/* Errors: -EINVAL (NULL) and the connection errors. */
+int rmem_stats(rmem_client *c, struct rmem_stats *out);
+
+/*
+ * Admin listings.  They are served only on the daemon's Unix admin socket
+ * ("unix:PATH" endpoint); elsewhere they fail with -EACCES.  Each call fills up
+ * to max entries and returns how many it filled (>= 0).
+ */
+struct rmem_pool_info {
+	char name[32];         /* NUL-terminated */
+	uint64_t bytes;        /* pool size */
+	uint64_t used_bytes;
+	uint64_t largest_free;
+	uint64_t regions;
+	uint32_t page_size;    /* bytes per page backing the pool: 4096, 2 MiB... */
+	uint32_t alignment;    /* every region starts and ends on this */
+};
+int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max);
+
+struct rmem_region_info {
+	uint64_t id;
+	uint64_t addr;
+	uint64_t length;
+	uint64_t client_id;    /* the session that owns it */
+	uint32_t pool;         /* index into rmem_pools() */
+	uint32_t reserved;
+};
+/* Regions with id > after, in id order; page through with the last id seen. */
+int rmem_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out, size_t max);
+
+struct rmem_client_info {
+	uint64_t id;           /* session id */
+	uint64_t regions;
+	uint64_t used_bytes;
+	uint64_t connected_ms; /* how long the session has lived */
+	uint64_t idle_ms;      /* time since its last request */
+	char transport[8];     /* "tcp", "unix", "rdma" */
+	char peer[64];         /* "1.2.3.4:5678", "uid=0 pid=12" ... */
+};
+/* Sessions with id > after, in id order. */
+int rmem_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, size_t max);
+
+/* Text for a negative (or positive) errno value, including the rmem meanings
+ * of each code.  Never NULL; the string is static. */
+const char *rmem_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RMEM_H */

@@ -1,0 +1,287 @@
+/*
+ * proto.h - the rmem wire protocol: one codec shared by rmemd and librmem.
+ *
+ * Pure functions over byte buffers: no I/O, no allocation, no globals.  Every
+ * decoder checks each length before it reads, and rejects what it does not
+ * understand.  The normative description is docs/protocol.md.
+ *
+ * Version history (PROTO_VERSION):
+ *   1  first version: HELLO ALLOC FREE WRITE READ STATS PING POOLS REGIONS CLIENTS.
+ *
+ * Frame = header (PROTO_HDR_LEN bytes) + payload (hdr.length bytes).
+ * All integers little-endian, fixed width.
+ *
+ *   off size field
+ *    0   4   magic      PROTO_MAGIC ("RMEM" as bytes 'R' 'M' 'E' 'M')
+ *    4   2   version    PROTO_VERSION
+ *    6   2   opcode     enum proto_op
+ *    8   2   flags      PROTO_F_RESPONSE on replies; other bits must be 0
+ *   10   2   reserved   must be 0
+ *   12   4   length     payload bytes that follow the header
+ *   16   8   req_id     chosen by the requester, echoed in the reply
+ *
+ * Every reply payload starts with an int32 status: 0 or a positive Linux errno.
+ * A reply whose status is not 0 is exactly PROTO_STATUS_LEN bytes long, whatever
+ * the opcode: the reply decoders accept that and report the status.
+ */
+#ifndef RMEM_PROTO_H
+#define RMEM_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_MAGIC       0x4d454d52u /* "RMEM" read as little-endian u32 */
+#define PROTO_VERSION     1
+#define PROTO_HDR_LEN     24
+
+#define PROTO_F_RESPONSE  0x0001u
+
+/* Largest payload of any frame other than WRITE requests and READ replies. */
+#define PROTO_MAX_CTL     4096u
+/* Largest data part of one WRITE request or READ reply.  Larger transfers are
+ * split by the client into several frames. */
+#define PROTO_MAX_IO      (16u << 20)
+
+enum proto_op {
+	PROTO_OP_ERROR   = 0,  /* reply only: the request could not be decoded */
+	PROTO_OP_HELLO   = 1,
+	PROTO_OP_ALLOC   = 2,
+	PROTO_OP_FREE    = 3,
+	PROTO_OP_WRITE   = 4,
+	PROTO_OP_READ    = 5,
+	PROTO_OP_STATS   = 6,
+	PROTO_OP_PING    = 7,
+	PROTO_OP_POOLS   = 8,  /* admin */
+	PROTO_OP_REGIONS = 9,  /* admin */
+	PROTO_OP_CLIENTS = 10, /* admin */
+	PROTO_OP_COUNT
+};
+
+struct proto_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t opcode;
+	uint16_t flags;
+	uint16_t reserved;
+	uint32_t length;
+	uint64_t req_id;
+};
+
+/*
+ * Header codec.  proto_hdr_decode() needs exactly PROTO_HDR_LEN bytes and
+ * returns:
+ *   0        a header this version understands; *h is filled
+ *  -EBADMSG  bad magic, non-zero reserved bits, or unknown flags
+ *  -EPROTO   good magic, other version (h->version and h->req_id are filled so
+ *            the receiver can answer with an ERROR frame)
+ *  -EOPNOTSUPP unknown opcode
+ *  -EMSGSIZE length above the limit for that opcode and direction
+ *            (PROTO_MAX_CTL, or PROTO_MAX_IO + the fixed part for WRITE
+ *            requests and READ replies)
+ */
+void proto_hdr_encode(uint8_t out[PROTO_HDR_LEN], const struct proto_hdr *h);
+int proto_hdr_decode(const uint8_t in[PROTO_HDR_LEN], struct proto_hdr *h);
+/* The largest payload a frame with this opcode and flags may carry. */
+uint32_t proto_max_payload(uint16_t opcode, uint16_t flags);
+
+/* ---- request payloads ---------------------------------------------------- */
+
+/* HELLO request: client_version u32, features u32 (0), pid u32, reserved u32 */
+struct proto_hello_req {
+	uint32_t client_version;
+	uint32_t features;
+	uint32_t pid;
+};
+#define PROTO_HELLO_REQ_LEN 16
+
+/* ALLOC request: size u64, flags u32, reserved u32 */
+struct proto_alloc_req {
+	uint64_t size;
+	uint32_t flags;
+};
+#define PROTO_ALLOC_REQ_LEN 16
+
+/* FREE request: id u64, rkey u32, reserved u32 */
+struct proto_free_req {
+	uint64_t id;
+	uint32_t rkey;
+};
+#define PROTO_FREE_REQ_LEN 16
+
+/*
+ * WRITE request: id u64, offset u64, rkey u32, reserved u32, then data.
+ * READ request:  id u64, offset u64, rkey u32, length u32.
+ * For WRITE, length is the data that follows (hdr.length - PROTO_IO_REQ_LEN).
+ */
+struct proto_io_req {
+	uint64_t id;
+	uint64_t offset;
+	uint32_t rkey;
+	uint32_t length;
+};
+#define PROTO_IO_REQ_LEN 24
+
+/* POOLS request: empty.  REGIONS/CLIENTS request: after u64, max u32, reserved u32 */
+struct proto_list_req {
+	uint64_t after;
+	uint32_t max;
+};
+#define PROTO_LIST_REQ_LEN 16
+
+/* STATS and PING requests: empty payload. */
+
+/* ---- reply payloads (all start with status i32, reserved u32) -------------- */
+#define PROTO_STATUS_LEN 8
+
+/* HELLO reply: status, reserved, session_id u64, server_version u32, max_io u32 */
+struct proto_hello_rep {
+	uint64_t session_id;
+	uint32_t server_version;
+	uint32_t max_io;
+};
+#define PROTO_HELLO_REP_LEN (PROTO_STATUS_LEN + 16)
+
+/* ALLOC reply: status, reserved, id u64, addr u64, length u64, rkey u32, flags u32 */
+struct proto_region {
+	uint64_t id;
+	uint64_t addr;
+	uint64_t length;
+	uint32_t rkey;
+	uint32_t flags;
+};
+#define PROTO_ALLOC_REP_LEN (PROTO_STATUS_LEN + 32)
+
+/* READ reply: status, reserved, then the data (only when status is 0). */
+
+/*
+ * STATS reply: status, reserved, count u32, reserved u32, then count u64
+ * values in enum proto_stat order.  A decoder takes the values it knows and
+ * ignores extra ones, so later versions may append figures.
+ */
+enum proto_stat {
+	PROTO_STAT_POOL_BYTES, PROTO_STAT_USED_BYTES, PROTO_STAT_FREE_BYTES,
+	PROTO_STAT_LARGEST_FREE, PROTO_STAT_REGIONS, PROTO_STAT_CLIENTS,
+	PROTO_STAT_PEAK_USED, PROTO_STAT_ALLOCS, PROTO_STAT_FREES,
+	PROTO_STAT_COUNT
+};
+struct proto_stats {
+	uint64_t v[PROTO_STAT_COUNT];
+};
+
+/*
+ * Listing replies: status, reserved, count u32, reserved u32, then count
+ * fixed-size records:
+ *   POOLS   (PROTO_POOL_REC_LEN): name[32] (NUL padded), bytes u64, used u64,
+ *           largest_free u64, regions u64, page_size u32, alignment u32
+ *   REGIONS (PROTO_REGION_REC_LEN): id u64, addr u64, length u64,
+ *           client_id u64, pool u32, reserved u32
+ *   CLIENTS (PROTO_CLIENT_REC_LEN): id u64, regions u64, used u64,
+ *           connected_ms u64, idle_ms u64, transport[8], peer[64]
+ * count * record length must equal the rest of the payload exactly.
+ */
+#define PROTO_LIST_HDR_LEN   (PROTO_STATUS_LEN + 8)
+#define PROTO_POOL_REC_LEN   72
+#define PROTO_REGION_REC_LEN 40
+#define PROTO_CLIENT_REC_LEN 112
+
+struct proto_pool_rec {
+	char name[32];
+	uint64_t bytes, used, largest_free, regions;
+	uint32_t page_size, alignment;
+};
+struct proto_region_rec {
+	uint64_t id, addr, length, client_id;
+	uint32_t pool;
+};
+struct proto_client_rec {
+	uint64_t id, regions, used, connected_ms, idle_ms;
+	char transport[8];
+	char peer[64];
+};
+/* How many records fit in one listing reply (PROTO_MAX_CTL bound). */
+#define PROTO_LIST_MAX(reclen) ((PROTO_MAX_CTL - PROTO_LIST_HDR_LEN) / (reclen))
+
+/*
+ * Payload codecs.  encode functions write exactly the documented length into
+ * out (which must hold it) and return that length.  decode functions take the
+ * payload and its length and return 0, or -EBADMSG when the length is wrong or
+ * a reserved field is not 0.  Reply decoders also return the peer's status as
+ * *status (0 or a negative errno); the rest of *out is only filled when it is 0.
+ */
+size_t proto_hello_req_encode(uint8_t *out, const struct proto_hello_req *m);
+int proto_hello_req_decode(const uint8_t *in, size_t len, struct proto_hello_req *m);
+size_t proto_alloc_req_encode(uint8_t *out, const struct proto_alloc_req *m);
+int proto_alloc_req_decode(const uint8_t *in, size_t len, struct proto_alloc_req *m);
+size_t proto_free_req_encode(uint8_t *out, const struct proto_free_req *m);
+int proto_free_req_decode(const uint8_t *in, size_t len, struct proto_free_req *m);
+/* io_req: the PROTO_IO_REQ_LEN fixed part of WRITE and READ; len must be >=
+ * PROTO_IO_REQ_LEN for WRITE (data follows) and == for READ.  For WRITE the
+ * decoder sets m->length to the data length itself; the encoder writes
+ * m->length for READ and 0 for WRITE. */
+size_t proto_io_req_encode(uint8_t *out, uint16_t opcode, const struct proto_io_req *m);
+int proto_io_req_decode(const uint8_t *in, size_t len, uint16_t opcode, struct proto_io_req *m);
+size_t proto_list_req_encode(uint8_t *out, const struct proto_list_req *m);
+int proto_list_req_decode(const uint8_t *in, size_t len, struct proto_list_req *m);
+/* Requests with an empty payload: len must be 0. */
+int proto_empty_decode(size_t len);
+
+/* Every reply begins with this; status is 0 or a negative errno. */
+size_t proto_status_encode(uint8_t *out, int status);
+int proto_status_decode(const uint8_t *in, size_t len, int *status);
+
+size_t proto_hello_rep_encode(uint8_t *out, const struct proto_hello_rep *m);
+int proto_hello_rep_decode(const uint8_t *in, size_t len, int *status, struct proto_hello_rep *m);
+size_t proto_alloc_rep_encode(uint8_t *out, const struct proto_region *m);
+int proto_alloc_rep_decode(const uint8_t *in, size_t len, int *status, struct proto_region *m);
+size_t proto_stats_rep_encode(uint8_t *out, const struct proto_stats *m);
+int proto_stats_rep_decode(const uint8_t *in, size_t len, int *status, struct proto_stats *m);
+
+/* Listing replies: encode the list header for count records (records are
+ * appended by the caller with the *_rec_encode functions). */
+size_t proto_list_hdr_encode(uint8_t *out, uint32_t count);
+/* Checks status, count and that len == PROTO_LIST_HDR_LEN + count * reclen. */
+int proto_list_hdr_decode(const uint8_t *in, size_t len, size_t reclen,
+			  int *status, uint32_t *count);
+size_t proto_pool_rec_encode(uint8_t *out, const struct proto_pool_rec *m);
+void proto_pool_rec_decode(const uint8_t *in, struct proto_pool_rec *m);
+size_t proto_region_rec_encode(uint8_t *out, const struct proto_region_rec *m);
+void proto_region_rec_decode(const uint8_t *in, struct proto_region_rec *m);
+size_t proto_client_rec_encode(uint8_t *out, const struct proto_client_rec *m);
+void proto_client_rec_decode(const uint8_t *in, struct proto_client_rec *m);
+
+/* Little-endian helpers, also used by callers that build frames by hand. */
+static inline void proto_put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+static inline void proto_put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void proto_put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t proto_get_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t proto_get_u32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+static inline uint64_t proto_get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+#endif /* RMEM_PROTO_H */

@@ -1,0 +1,63 @@
+/*
+ * config.h - rmemd's configuration: libconfig file -> one typed struct.
+ *
+ * Every key has a type, bounds and a default in one table (config.c); unknown
+ * keys are errors; every error names file:line.  The file is optional only in
+ * the sense that a missing default path (/etc/rmemd/rmemd.conf) means "all
+ * defaults"; a path given with -c must exist.
+ */
+#ifndef RMEMD_CONFIG_H
+#define RMEMD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_DEFAULT_PATH "/etc/rmemd/rmemd.conf"
+#define CONFIG_MAX_POOLS    16
+#define CONFIG_NAME_MAX     32
+
+enum config_hugepages { CONFIG_HUGEPAGES_OFF, CONFIG_HUGEPAGES_ON, CONFIG_HUGEPAGES_AUTO };
+enum config_log_level { CONFIG_LOG_ERR = 3, CONFIG_LOG_WARNING = 4, CONFIG_LOG_NOTICE = 5,
+			CONFIG_LOG_INFO = 6, CONFIG_LOG_DEBUG = 7 };
+
+struct config_pool {
+	char name[CONFIG_NAME_MAX];     /* default "default" */
+	uint64_t size;                  /* bytes; default 1 GiB; >= 1 MiB */
+	enum config_hugepages hugepages;/* default auto */
+	uint64_t alignment;             /* bytes, power of two in [8, 1 GiB]; default 64 */
+};
+
+struct config {
+	/* listen = { tcp = "0.0.0.0:7470"; rdma = "0.0.0.0:7471"; admin = "/run/rmemd/rmemd.sock"; } */
+	char listen_tcp[128];           /* "" disables the TCP listener */
+	char listen_rdma[128];          /* "" disables the RDMA listener */
+	char listen_admin[108];         /* Unix socket path; "" disables */
+	struct config_pool pools[CONFIG_MAX_POOLS];
+	size_t npools;                  /* >= 1; default one pool as above */
+	/* limits = { max_clients = 1024; lease_timeout_ms = 10000; } */
+	uint32_t max_clients;           /* [1, 1000000], default 1024 */
+	uint32_t lease_timeout_ms;      /* [100, 86400000], default 10000 */
+	/* log = { level = "info"; } */
+	enum config_log_level log_level;
+};
+
+/* Fills *cfg with the embedded defaults. */
+void config_defaults(struct config *cfg);
+
+/*
+ * Loads path over the defaults.  On error returns a negative errno and writes
+ * a one-line message "FILE:LINE: what" (or "FILE: what") into err.
+ * -ENOENT when the file does not exist (the caller decides whether that is
+ * fine), -EINVAL for any content error.
+ */
+int config_load(struct config *cfg, const char *path, char *err, size_t errlen);
+
+/* Parses "4096", "64K", "256M", "4G", "1T" (binary units, optional "B"/"iB"
+ * suffix as in "64KiB").  Returns 0 or -EINVAL (syntax) / -ERANGE (overflow). */
+int config_parse_size(const char *s, uint64_t *out);
+
+/* Writes the effective configuration as "key = value" lines through the
+ * callback, so main can log it at start. */
+void config_dump(const struct config *cfg, void (*line)(void *arg, const char *text), void *arg);
+
+#endif /* RMEMD_CONFIG_H */

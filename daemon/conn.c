@@ -1,0 +1,411 @@
+/*
+ * conn.c - see conn.h.
+ *
+ * Receive side: bytes are read into a small buffer and cut into frames.  The
+ * data of a WRITE is copied from that buffer into the pool only for what
+ * arrived together with its header; the rest is read() straight into the pool.
+ * Send side: replies are queued in an evbuffer and flushed once per batch of
+ * requests; READ data of more than COPY_MAX bytes is queued by reference to
+ * the pool, and no further request is served until it has gone out.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "server.h"
+
+#define IN_CAP     (64u << 10)
+#define OUT_HIGH   (256u << 10) /* stop serving while this much waits to go out */
+#define COPY_MAX   (64u << 10)  /* smaller READ replies are copied, not referenced */
+#define READ_ROUNDS 16          /* reads per wake-up, so one client cannot starve others */
+#define DIRECT_MAX (4u << 20)   /* bytes per read() straight into the pool */
+
+static void conn_on_read(evutil_socket_t fd, short what, void *arg);
+static void conn_on_write(evutil_socket_t fd, short what, void *arg);
+
+static void conn_free(struct conn *c)
+{
+	struct server *srv = c->srv;
+
+	if (c->ev_read)
+		event_free(c->ev_read);
+	if (c->ev_write)
+		event_free(c->ev_write);
+	/* The queued output may reference pool memory: drop it before the
+	 * session hands its regions back. */
+	if (c->out)
+		evbuffer_free(c->out);
+	if (c->fd >= 0)
+		close(c->fd);
+	session_destroy(srv, c->s);
+	if (c->prev)
+		c->prev->next = c->next;
+	else if (srv->conns == c)
+		srv->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c->in);
+	free(c);
+}
+
+static void conn_close(struct conn *c, const char *why)
+{
+	if (c->dead)
+		return;
+	log_debug("connection of %s closed: %s", c->s ? c->s->peer : "?", why);
+	c->dead = true;
+}
+
+int conn_accept(struct server *srv, int fd, enum session_transport transport, bool admin,
+		const char *peer)
+{
+	struct conn *c = calloc(1, sizeof *c);
+
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->srv = srv;
+	c->fd = fd;
+	c->in = malloc(IN_CAP);
+	c->out = evbuffer_new();
+	c->s = session_new(srv, transport, admin, peer);
+	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
+	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
+	c->next = srv->conns;
+	if (srv->conns)
+		srv->conns->prev = c;
+	srv->conns = c;
+	if (!c->in || !c->out || !c->s || !c->ev_read || !c->ev_write ||
+	    event_add(c->ev_read, NULL) < 0) {
+		log_err("no memory for a new connection from %s", peer);
+		conn_free(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void conn_close_all(struct server *srv)
+{
+	while (srv->conns)
+		conn_free(srv->conns);
+}
+
+/* ---- replies --------------------------------------------------------------- */
+
+static void put_reply_hdr(uint8_t *buf, const struct proto_hdr *req, uint16_t opcode, size_t len)
+{
+	struct proto_hdr h = {
+		.magic = PROTO_MAGIC,
+		.version = PROTO_VERSION,
+		.opcode = opcode,
+		.flags = PROTO_F_RESPONSE,
+		.length = (uint32_t)len,
+		.req_id = req ? req->req_id : 0,
+	};
+
+	proto_hdr_encode(buf, &h);
+}
+
+void conn_reply(struct conn *c, const struct proto_hdr *req, const uint8_t *payload, size_t len)
+{
+	uint8_t buf[PROTO_HDR_LEN + PROTO_MAX_CTL];
+
+	if (len > PROTO_MAX_CTL) { /* a handler bug; never send what the peer must refuse */
+		log_err("reply of %zu bytes to opcode %u is too long", len, req->opcode);
+		conn_fail(c, req, -EIO, "internal error");
+		return;
+	}
+	put_reply_hdr(buf, req, req->opcode, len);
+	memcpy(buf + PROTO_HDR_LEN, payload, len);
+	if (evbuffer_add(c->out, buf, PROTO_HDR_LEN + len) < 0)
+		conn_close(c, "out of memory");
+}
+
+void conn_reply_status(struct conn *c, const struct proto_hdr *req, int status)
+{
+	uint8_t st[PROTO_STATUS_LEN];
+
+	conn_reply(c, req, st, proto_status_encode(st, status));
+}
+
+void conn_reply_data(struct conn *c, const struct proto_hdr *req, const uint8_t *data, size_t len)
+{
+	uint8_t buf[PROTO_HDR_LEN + PROTO_STATUS_LEN];
+	int rc;
+
+	put_reply_hdr(buf, req, req->opcode, PROTO_STATUS_LEN + len);
+	proto_status_encode(buf + PROTO_HDR_LEN, 0);
+	rc = evbuffer_add(c->out, buf, sizeof buf);
+	if (rc == 0 && len <= COPY_MAX) {
+		rc = evbuffer_add(c->out, data, len);
+	} else if (rc == 0) {
+		rc = evbuffer_add_reference(c->out, data, len, NULL, NULL);
+		c->out_pinned = true;
+	}
+	if (rc < 0)
+		conn_close(c, "out of memory");
+}
+
+void conn_fail(struct conn *c, const struct proto_hdr *req, int status, const char *why)
+{
+	uint8_t buf[PROTO_HDR_LEN + PROTO_STATUS_LEN];
+
+	log_info("client %s: %s; closing its connection", c->s->peer, why);
+	put_reply_hdr(buf, req, PROTO_OP_ERROR, PROTO_STATUS_LEN);
+	proto_status_encode(buf + PROTO_HDR_LEN, status);
+	evbuffer_add(c->out, buf, sizeof buf);
+	c->closing = true;
+}
+
+/* ---- receive state machine -------------------------------------------------- */
+
+static bool conn_blocked(const struct conn *c)
+{
+	return c->dead || c->closing || c->out_pinned || evbuffer_get_length(c->out) >= OUT_HIGH;
+}
+
+static void write_done(struct conn *c)
+{
+	conn_reply_status(c, &c->hdr, c->wstatus);
+	c->rx = RX_HDR;
+}
+
+static void write_begin(struct conn *c, const uint8_t *p)
+{
+	struct proto_io_req io;
+	uint8_t *where = NULL;
+	int rc;
+
+	rc = proto_io_req_decode(p, c->hdr.length, PROTO_OP_WRITE, &io);
+	if (rc < 0) {
+		conn_fail(c, &c->hdr, -rc, "malformed WRITE");
+		return;
+	}
+	rc = session_io(c->srv, c->s, io.id, io.rkey, io.offset, io.length, &where);
+	/* A refused WRITE still has its data on the wire: consume and drop it, so
+	 * the stream stays in step and the next request is served. */
+	c->wstatus = rc;
+	c->wdst = rc == 0 ? where : NULL;
+	c->wleft = io.length;
+	c->rx = RX_WDATA;
+	if (!c->wleft)
+		write_done(c);
+}
+
+static void on_header(struct conn *c, const uint8_t *p)
+{
+	int rc = proto_hdr_decode(p, &c->hdr);
+
+	if (rc < 0) {
+		conn_fail(c, rc == -EPROTO ? &c->hdr : NULL, -rc,
+			  rc == -EPROTO ? "other protocol version" : "undecodable frame header");
+		return;
+	}
+	if (c->hdr.flags & PROTO_F_RESPONSE) {
+		conn_fail(c, &c->hdr, EBADMSG, "sent a reply frame");
+		return;
+	}
+	if (!c->s->hello_done && c->hdr.opcode != PROTO_OP_HELLO) {
+		conn_fail(c, &c->hdr, EPROTO, "request before HELLO");
+		return;
+	}
+	c->s->last_ns = session_now_ns();
+	if (c->hdr.opcode == PROTO_OP_WRITE) {
+		if (c->hdr.length < PROTO_IO_REQ_LEN)
+			conn_fail(c, &c->hdr, EBADMSG, "short WRITE");
+		else
+			c->rx = RX_WHDR;
+	} else {
+		c->rx = RX_BODY;
+	}
+}
+
+static void on_body(struct conn *c, const uint8_t *p)
+{
+	int rc = ctl_dispatch(c, &c->hdr, p, c->hdr.length);
+
+	if (rc == -EBADMSG)
+		conn_fail(c, &c->hdr, EBADMSG, "malformed request payload");
+	else if (rc < 0)
+		conn_reply_status(c, &c->hdr, rc);
+	c->rx = RX_HDR;
+}
+
+/* Serves every complete request in the receive buffer, as far as the send
+ * side lets it. */
+static void conn_process(struct conn *c)
+{
+	while (!conn_blocked(c)) {
+		size_t avail = c->in_end - c->in_start;
+		const uint8_t *p = c->in + c->in_start;
+		size_t n;
+
+		switch (c->rx) {
+		case RX_HDR:
+			if (avail < PROTO_HDR_LEN)
+				return;
+			c->in_start += PROTO_HDR_LEN;
+			on_header(c, p);
+			break;
+		case RX_BODY:
+			if (avail < c->hdr.length)
+				return;
+			c->in_start += c->hdr.length;
+			on_body(c, p);
+			break;
+		case RX_WHDR:
+			if (avail < PROTO_IO_REQ_LEN)
+				return;
+			c->in_start += PROTO_IO_REQ_LEN;
+			write_begin(c, p);
+			break;
+		case RX_WDATA:
+			n = avail < c->wleft ? avail : (size_t)c->wleft;
+			if (!n)
+				return;
+			if (c->wdst) {
+				memcpy(c->wdst, p, n);
+				c->wdst += n;
+			}
+			c->in_start += n;
+			c->wleft -= n;
+			if (!c->wleft)
+				write_done(c);
+			break;
+		}
+	}
+}
+
+/* One read(): straight into the pool when a WRITE's data is due and nothing
+ * is buffered, else into the receive buffer.  Returns read()'s result. */
+static ssize_t conn_read_once(struct conn *c)
+{
+	ssize_t n;
+
+	if (c->rx == RX_WDATA && c->in_start == c->in_end) {
+		size_t want = c->wleft < DIRECT_MAX ? (size_t)c->wleft : DIRECT_MAX;
+		uint8_t *dst = c->wdst;
+
+		if (!dst) { /* discarding: the empty receive buffer is the scratch */
+			dst = c->in;
+			if (want > IN_CAP)
+				want = IN_CAP;
+		}
+		n = read(c->fd, dst, want);
+		if (n > 0) {
+			if (c->wdst)
+				c->wdst += n;
+			c->wleft -= (uint64_t)n;
+			if (!c->wleft)
+				write_done(c);
+		}
+		return n;
+	}
+	if (c->in_start == c->in_end) {
+		c->in_start = c->in_end = 0;
+	} else if (c->in_start > 0 && c->in_end == IN_CAP) {
+		memmove(c->in, c->in + c->in_start, c->in_end - c->in_start);
+		c->in_end -= c->in_start;
+		c->in_start = 0;
+	}
+	n = read(c->fd, c->in + c->in_end, IN_CAP - c->in_end);
+	if (n > 0)
+		c->in_end += (size_t)n;
+	return n;
+}
+
+/* ---- send side and event bookkeeping ---------------------------------------- */
+
+static void conn_flush(struct conn *c)
+{
+	while (!c->dead && evbuffer_get_length(c->out)) {
+		int n = evbuffer_write(c->out, c->fd);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			conn_close(c, "send failed");
+			return;
+		}
+	}
+	if (!evbuffer_get_length(c->out))
+		c->out_pinned = false;
+}
+
+/* Serve, send, and serve again what sending unblocked; then wait for the
+ * events that can make progress. */
+static void conn_pump(struct conn *c)
+{
+	for (;;) {
+		size_t before = c->in_start;
+		enum conn_rx rx_before = c->rx;
+
+		conn_process(c);
+		conn_flush(c);
+		if (c->dead)
+			return;
+		if (c->closing) {
+			/* The ERROR frame is small and is sent at once, or the peer is
+			 * not reading: either way we are done with it. */
+			conn_close(c, "protocol error");
+			return;
+		}
+		if (conn_blocked(c) || (c->in_start == before && c->rx == rx_before))
+			break;
+	}
+	if (evbuffer_get_length(c->out))
+		event_add(c->ev_write, NULL);
+	else
+		event_del(c->ev_write);
+	if (conn_blocked(c))
+		event_del(c->ev_read);
+	else
+		event_add(c->ev_read, NULL);
+}
+
+static void conn_on_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	for (int round = 0; round < READ_ROUNDS && !conn_blocked(c); round++) {
+		ssize_t n = conn_read_once(c);
+
+		if (n == 0) {
+			conn_close(c, "closed by peer");
+			break;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				conn_close(c, strerror(errno));
+			break;
+		}
+		conn_process(c);
+	}
+	if (!c->dead)
+		conn_pump(c);
+	if (c->dead)
+		conn_free(c);
+}
+
+static void conn_on_write(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	conn_pump(c);
+	if (c->dead)
+		conn_free(c);
+}

@@ -1,0 +1,65 @@
+/*
+ * conn.h - one client connection of rmemd: socket I/O, framing and the TCP
+ * data path.  Requests of one connection are served strictly in order, one at
+ * a time; that is what makes it safe to stream WRITE data into, and READ data
+ * out of, pool memory without copies (a region can only be freed by a later
+ * request of the same connection, or by its death, which stops the stream).
+ */
+#ifndef RMEMD_CONN_H
+#define RMEMD_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+#include "session.h"
+
+struct server;
+struct event;
+struct evbuffer;
+
+enum conn_rx { RX_HDR, RX_BODY, RX_WHDR, RX_WDATA };
+
+struct conn {
+	struct server *srv;
+	struct session *s;
+	int fd;
+	struct event *ev_read, *ev_write;
+	struct evbuffer *out;
+	bool out_pinned;        /* out holds pool memory by reference: serve nothing more
+				   until it has drained */
+	bool closing;           /* protocol error: flush what is queued, then close */
+	bool dead;              /* closed; freed when the current callback returns */
+	enum conn_rx rx;
+	struct proto_hdr hdr;   /* the request being received */
+	uint8_t *in;            /* receive buffer; WRITE data bypasses it when it can */
+	size_t in_start, in_end;
+	uint8_t *wdst;          /* where WRITE data lands, NULL to discard it */
+	uint64_t wleft;         /* WRITE data bytes still to come */
+	int wstatus;            /* the WRITE's answer once its data is consumed */
+	struct conn *prev, *next;
+};
+
+/* Takes ownership of the connected, nonblocking fd and opens its session.
+ * -errno on failure (fd closed). */
+int conn_accept(struct server *srv, int fd, enum session_transport transport, bool admin,
+		const char *peer);
+/* Closes every connection (at shutdown); their sessions release their regions. */
+void conn_close_all(struct server *srv);
+
+/* Queues a reply to req with the given payload (status included). */
+void conn_reply(struct conn *c, const struct proto_hdr *req, const uint8_t *payload, size_t len);
+/* Queues a status-only reply (status 0 or negative errno). */
+void conn_reply_status(struct conn *c, const struct proto_hdr *req, int status);
+/* Queues a READ reply: status 0 and len bytes of pool memory at data. */
+void conn_reply_data(struct conn *c, const struct proto_hdr *req, const uint8_t *data, size_t len);
+/* Queues an ERROR frame and closes the connection once it is sent. */
+void conn_fail(struct conn *c, const struct proto_hdr *req, int status, const char *why);
+
+/* Serves one complete control request (ctl.c).  A negative return is sent
+ * back as the request's status; -EBADMSG means the payload was malformed and
+ * ends the connection. */
+int ctl_dispatch(struct conn *c, const struct proto_hdr *h, const uint8_t *payload, size_t len);
+
+#endif /* RMEMD_CONN_H */

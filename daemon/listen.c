@@ -1,0 +1,266 @@
+/*
+ * listen.c - see listen.h.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/listener.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "listen.h"
+#include "log.h"
+#include "server.h"
+
+#define BACKLOG 1024
+
+struct listeners {
+	struct evconnlistener *tcp;
+	struct evconnlistener *admin;
+	char admin_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
+
+/* "HOST:PORT" or "[V6]:PORT" -> host and port strings. */
+static int split_host_port(const char *s, char *host, size_t hostlen, char *port, size_t portlen)
+{
+	const char *colon;
+	const char *h = s;
+	size_t hl;
+
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || end[1] != ':')
+			return -EINVAL;
+		h = s + 1;
+		hl = (size_t)(end - h);
+		colon = end + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -EINVAL;
+		hl = (size_t)(colon - s);
+	}
+	if (hl >= hostlen || strlen(colon + 1) >= portlen || !colon[1])
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	snprintf(port, portlen, "%s", colon + 1);
+	return 0;
+}
+
+static void peer_name(const struct sockaddr *sa, char *out, size_t outlen)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+		port = ntohs(in->sin_port);
+		snprintf(out, outlen, "%s:%u", host, port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+		port = ntohs(in6->sin6_port);
+		snprintf(out, outlen, "[%s]:%u", host, port);
+	} else {
+		snprintf(out, outlen, "?");
+	}
+}
+
+static void on_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+			  int salen, void *arg)
+{
+	char peer[64];
+	int one = 1;
+
+	(void)l;
+	(void)salen;
+	peer_name(sa, peer, sizeof peer);
+	/* Replies are small and latency-bound; never let Nagle hold them. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+	conn_accept(arg, fd, SESSION_TCP, false, peer);
+}
+
+static void on_unix_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+			   int salen, void *arg)
+{
+	struct ucred cred;
+	socklen_t clen = sizeof cred;
+	char peer[64];
+	bool admin = false;
+
+	(void)l;
+	(void)sa;
+	(void)salen;
+	/* Admin rights come from the kernel's word on who is calling, never
+	 * from anything the client says. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+		admin = cred.uid == 0 || cred.uid == geteuid();
+		snprintf(peer, sizeof peer, "uid=%u", (unsigned)cred.uid);
+	} else {
+		snprintf(peer, sizeof peer, "uid=?");
+	}
+	conn_accept(arg, fd, SESSION_UNIX, admin, peer);
+}
+
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+	(void)l;
+	(void)arg;
+	/* EMFILE and friends: keep listening, the next accept may work. */
+	log_warn("accept: %s", strerror(errno));
+}
+
+static int open_tcp(struct server *srv, struct listeners *ls, char *err, size_t errlen)
+{
+	const char *addr = srv->cfg.listen_tcp;
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+				  .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai = NULL;
+	char host[128], port[16];
+	int fd = -1, one = 1, rc;
+
+	if (split_host_port(addr, host, sizeof host, port, sizeof port) < 0) {
+		snprintf(err, errlen, "listen.tcp: \"%s\" is not HOST:PORT", addr);
+		return -EINVAL;
+	}
+	rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai);
+	if (rc) {
+		snprintf(err, errlen, "listen.tcp: %s: %s", addr, gai_strerror(rc));
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, BACKLOG) < 0)
+		goto fail;
+	ls->tcp = evconnlistener_new(srv->base, on_tcp_accept, srv,
+				     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+	if (!ls->tcp)
+		goto fail;
+	evconnlistener_set_error_cb(ls->tcp, on_accept_error);
+	freeaddrinfo(ai);
+	return 0;
+fail:
+	rc = -errno;
+	snprintf(err, errlen, "listen.tcp: %s: %s", addr, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return rc;
+}
+
+/* A socket file left by a crashed rmemd is removed; one that still answers
+ * belongs to a running rmemd and is left alone. */
+static int clear_stale_socket(const struct sockaddr_un *sun, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd;
+
+	if (lstat(sun->sun_path, &st) < 0)
+		return 0;
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen, "listen.admin: %s exists and is not a socket", sun->sun_path);
+		return -EEXIST;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (const struct sockaddr *)sun, sizeof *sun) == 0) {
+		close(fd);
+		snprintf(err, errlen, "listen.admin: %s: another rmemd is running", sun->sun_path);
+		return -EADDRINUSE;
+	}
+	if (fd >= 0)
+		close(fd);
+	unlink(sun->sun_path);
+	return 0;
+}
+
+static int open_admin(struct server *srv, struct listeners *ls, char *err, size_t errlen)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	const char *path = srv->cfg.listen_admin;
+	int fd = -1, rc;
+
+	if (strlen(path) >= sizeof sun.sun_path) {
+		snprintf(err, errlen, "listen.admin: path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	rc = clear_stale_socket(&sun, err, errlen);
+	if (rc < 0)
+		return rc;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0)
+		goto fail;
+	/* Anyone may connect as a client; admin rights are checked per peer
+	 * with SO_PEERCRED. */
+	if (chmod(path, 0666) < 0 || listen(fd, BACKLOG) < 0)
+		goto fail_unlink;
+	ls->admin = evconnlistener_new(srv->base, on_unix_accept, srv,
+				       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+	if (!ls->admin)
+		goto fail_unlink;
+	evconnlistener_set_error_cb(ls->admin, on_accept_error);
+	snprintf(ls->admin_path, sizeof ls->admin_path, "%s", path);
+	return 0;
+fail_unlink:
+	rc = -errno;
+	unlink(path);
+	goto out;
+fail:
+	rc = -errno;
+out:
+	snprintf(err, errlen, "listen.admin: %s: %s", path, strerror(-rc));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int listeners_open(struct server *srv, char *err, size_t errlen)
+{
+	struct listeners *ls = calloc(1, sizeof *ls);
+	int rc = 0;
+
+	if (!ls) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	srv->listeners = ls;
+	if (srv->cfg.listen_tcp[0])
+		rc = open_tcp(srv, ls, err, errlen);
+	if (rc == 0 && srv->cfg.listen_admin[0])
+		rc = open_admin(srv, ls, err, errlen);
+	if (rc < 0)
+		listeners_close(srv);
+	return rc;
+}
+
+void listeners_close(struct server *srv)
+{
+	struct listeners *ls = srv->listeners;
+
+	if (!ls)
+		return;
+	if (ls->tcp)
+		evconnlistener_free(ls->tcp);
+	if (ls->admin) {
+		evconnlistener_free(ls->admin);
+		unlink(ls->admin_path);
+	}
+	free(ls);
+	srv->listeners = NULL;
+}

@@ -1,0 +1,248 @@
+/*
+ * main.c - rmemd's lifecycle, in order: config, memlock check, pools, region
+ * table, listeners, READY; then the loop; then the same in reverse.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+
+#include "conn.h"
+#include "listen.h"
+#include "log.h"
+#include "pool.h"
+#include "region.h"
+#include "server.h"
+
+#ifndef RMEM_VERSION_STRING
+#define RMEM_VERSION_STRING "unknown"
+#endif
+
+struct options {
+	const char *config_path;
+	bool config_given;
+	bool test_only;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: rmemd [-c FILE] [-t] [--version] [-h]\n"
+		"Serves pinned memory regions to remote clients (see rmemd(8)).\n\n"
+		"  -c, --config FILE  configuration file (default %s;\n"
+		"                     when that is missing, embedded defaults are used)\n"
+		"  -t, --test         check the configuration and exit\n"
+		"  -V, --version      print the version and exit\n"
+		"  -h, --help         print this help and exit\n",
+		CONFIG_DEFAULT_PATH);
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "test", no_argument, NULL, 't' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	o->config_path = CONFIG_DEFAULT_PATH;
+	while ((ch = getopt_long(argc, argv, "c:tVh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			o->config_path = optarg;
+			o->config_given = true;
+			break;
+		case 't':
+			o->test_only = true;
+			break;
+		case 'V':
+			printf("rmemd %s (protocol %d)\n", RMEM_VERSION_STRING, PROTO_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rmemd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
+static int load_config(const struct options *o, struct config *cfg)
+{
+	char err[512];
+	int rc;
+
+	config_defaults(cfg);
+	rc = config_load(cfg, o->config_path, err, sizeof err);
+	if (rc == -ENOENT && !o->config_given) {
+		log_notice("%s not found; using the embedded defaults", o->config_path);
+		return 0;
+	}
+	if (rc < 0) {
+		/* config errors go to stderr as they are: "FILE:LINE: what" */
+		fprintf(stderr, "%s\n", err);
+		return rc;
+	}
+	return 0;
+}
+
+static void log_config_line(void *arg, const char *text)
+{
+	(void)arg;
+	log_info("config: %s", text);
+}
+
+static void pin_progress(void *arg, const struct pool *p, uint64_t done, uint64_t total)
+{
+	const struct server *srv = arg;
+
+	sd_notifyf(0, "STATUS=pinning pool %s %u/%u (%" PRIu64 "%%)", p->name, p->index + 1,
+		   (unsigned)srv->cfg.npools, total ? done * 100 / total : 100);
+}
+
+static int open_pools(struct server *srv)
+{
+	char err[512];
+	int rc;
+
+	rc = pool_check_memlock(&srv->cfg, err, sizeof err);
+	if (rc < 0) {
+		log_err("%s", err);
+		return rc;
+	}
+	for (uint32_t i = 0; i < srv->cfg.npools; i++) {
+		const struct config_pool *pc = &srv->cfg.pools[i];
+
+		rc = pool_open(&srv->pools[i], pc, i, pin_progress, srv, err, sizeof err);
+		if (rc < 0) {
+			log_err("%s", err);
+			return rc;
+		}
+		srv->npools = i + 1;
+		log_info("pool %s: %" PRIu64 " bytes pinned at %p, %u-byte pages, alignment %" PRIu64,
+			 pc->name, srv->pools[i].size, (void *)srv->pools[i].base,
+			 srv->pools[i].page_size, pc->alignment);
+	}
+	return 0;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	(void)what;
+	log_notice("signal %d: stopping", (int)sig);
+	sd_notify(0, "STOPPING=1");
+	event_base_loopbreak(srv->base);
+}
+
+static void server_close(struct server *srv)
+{
+	conn_close_all(srv);
+	listeners_close(srv);
+	region_table_free(srv->regions);
+	for (uint32_t i = 0; i < srv->npools; i++)
+		pool_close(&srv->pools[i]);
+	if (srv->base)
+		event_base_free(srv->base);
+}
+
+static int serve(struct server *srv)
+{
+	struct event *sigs[2] = { NULL, NULL };
+	const int signos[2] = { SIGTERM, SIGINT };
+	char err[512];
+	int rc = -1;
+
+	srv->base = event_base_new();
+	if (!srv->base) {
+		log_err("event_base_new failed");
+		goto out;
+	}
+	if (open_pools(srv) < 0)
+		goto out;
+	srv->regions = region_table_new();
+	if (!srv->regions) {
+		log_err("out of memory");
+		goto out;
+	}
+	if (listeners_open(srv, err, sizeof err) < 0) {
+		log_err("%s", err);
+		goto out;
+	}
+	for (int i = 0; i < 2; i++) {
+		sigs[i] = evsignal_new(srv->base, signos[i], on_signal, srv);
+		if (!sigs[i] || evsignal_add(sigs[i], NULL) < 0) {
+			log_err("cannot watch signal %d", signos[i]);
+			goto out;
+		}
+	}
+	if (srv->cfg.listen_rdma[0])
+		log_notice("listen.rdma = %s: this build has no RDMA data path yet; "
+			   "clients are served over TCP and the Unix socket only",
+			   srv->cfg.listen_rdma);
+	log_notice("rmemd %s ready: %u pool(s); tcp %s; admin %s", RMEM_VERSION_STRING,
+		   srv->npools, srv->cfg.listen_tcp[0] ? srv->cfg.listen_tcp : "off",
+		   srv->cfg.listen_admin[0] ? srv->cfg.listen_admin : "off");
+	sd_notify(0, "READY=1\nSTATUS=serving");
+	if (event_base_dispatch(srv->base) < 0)
+		log_err("event loop failed");
+	else
+		rc = 0;
+out:
+	for (int i = 0; i < 2; i++)
+		if (sigs[i])
+			event_free(sigs[i]);
+	server_close(srv);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct options opts = { 0 };
+	struct server *srv;
+	int rc;
+
+	rc = parse_args(argc, argv, &opts);
+	if (rc >= 0)
+		return rc;
+	srv = calloc(1, sizeof *srv);
+	if (!srv) {
+		fprintf(stderr, "rmemd: out of memory\n");
+		return 1;
+	}
+	if (load_config(&opts, &srv->cfg) < 0) {
+		free(srv);
+		return 1;
+	}
+	if (opts.test_only) {
+		printf("%s: configuration OK\n", opts.config_path);
+		free(srv);
+		return 0;
+	}
+	log_set_level((int)srv->cfg.log_level);
+	config_dump(&srv->cfg, log_config_line, NULL);
+	/* A client that vanishes mid-reply must cost us an error, not our life. */
+	signal(SIGPIPE, SIG_IGN);
+	sd_notify(0, "STATUS=pinning pools");
+	rc = serve(srv);
+	free(srv);
+	libevent_global_shutdown();
+	return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,42 @@
+/*
+ * pool.h - one pinned memory pool: mapped (hugepages where possible), touched,
+ * locked in RAM, and cut into regions by its own allocator.  The RDMA issue adds
+ * the registration of [base, base + size) here.
+ */
+#ifndef RMEMD_POOL_H
+#define RMEMD_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+struct alloc;
+
+struct pool {
+	char name[CONFIG_NAME_MAX];
+	uint8_t *base;
+	uint64_t size;        /* bytes mapped and locked */
+	uint32_t page_size;   /* 4096 or the hugepage size */
+	uint32_t index;
+	struct alloc *alloc;
+};
+
+/* Progress of a long pin: called now and then with bytes done out of total. */
+typedef void (*pool_progress_fn)(void *arg, const struct pool *p, uint64_t done, uint64_t total);
+
+/*
+ * Checks that RLIMIT_MEMLOCK lets us pin every pool of cfg (with
+ * CAP_IPC_LOCK there is no limit).  -ENOMEM with a message naming the figures
+ * and LimitMEMLOCK in err when it does not.
+ */
+int pool_check_memlock(const struct config *cfg, char *err, size_t errlen);
+
+/* Maps, touches and locks the pool described by pc.  On failure returns a
+ * negative errno with a message in err and leaves *p closed. */
+int pool_open(struct pool *p, const struct config_pool *pc, uint32_t index,
+	      pool_progress_fn progress, void *arg, char *err, size_t errlen);
+/* Unmaps; accepts a pool that was never opened or failed to open. */
+void pool_close(struct pool *p);
+
+#endif /* RMEMD_POOL_H */
