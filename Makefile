@@ -108,7 +108,7 @@ $(B)/tests/test_proto: tests/unit/test_proto.c $(B)/d/client-lib/proto.o
 $(B)/tests/test_endpoint: tests/unit/test_endpoint.c $(B)/lib/client-lib/endpoint.o
 $(B)/tests/test_config: tests/unit/test_config.c $(B)/d/daemon/config.o
 $(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
-$(B)/tests/test_region: tests/unit/test_region.c $(B)/d/daemon/region.o $(B)/d/daemon/alloc.o
+$(B)/tests/test_region: tests/unit/test_region.c $(B)/d/daemon/region.o
 $(UNIT_BINS):
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -Itests $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(EXTRA_LIBS)
@@ -141,7 +141,7 @@ test: deps
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined check
 
 check: all headercheck $(UNIT_BINS) $(FUNC_BINS)
-	@RMEM_BUILD=$(B) tests/run-tests $(UNIT_BINS) $(FUNC_BINS) tests/func/test_rmemctl.sh tests/func/test_daemon.sh
+	@RMEM_BUILD=$(B) tests/run-tests $(UNIT_BINS) $(FUNC_BINS) tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh
 
 unit: $(UNIT_BINS)
 	@RMEM_BUILD=$(B) tests/run-tests $(UNIT_BINS)
@@ -149,6 +149,14 @@ unit: $(UNIT_BINS)
 run: deps all
 	@mkdir -p /run/rmemd
 	$(B)/rmemd -c etc/rmemd.conf
+
+# ---- benchmarks (print figures, assert nothing) ------------------------------
+$(B)/bench/bw: bench/bw.c $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..'
+
+bench-tcp: deps
+	scripts/bench-tcp
 
 # ---- fuzzing (clang + libFuzzer) ---------------------------------------------
 FUZZ_SECONDS ?= 60

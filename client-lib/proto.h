@@ -23,6 +23,7 @@
  * Every reply payload starts with an int32 status: 0 or a positive Linux errno.
  * A reply whose status is not 0 is exactly PROTO_STATUS_LEN bytes long, whatever
  * the opcode: the reply decoders accept that and report the status.
+ * FREE, WRITE and PING replies and ERROR frames carry only the status.
  */
 #ifndef RMEM_PROTO_H
 #define RMEM_PROTO_H
@@ -68,25 +69,32 @@ struct proto_hdr {
 };
 
 /*
- * Header codec.  proto_hdr_decode() needs exactly PROTO_HDR_LEN bytes and
- * returns:
- *   0        a header this version understands; *h is filled
- *  -EBADMSG  bad magic, non-zero reserved bits, or unknown flags
- *  -EPROTO   good magic, other version (h->version and h->req_id are filled so
- *            the receiver can answer with an ERROR frame)
- *  -EOPNOTSUPP unknown opcode
- *  -EMSGSIZE length above the limit for that opcode and direction
- *            (PROTO_MAX_CTL, or PROTO_MAX_IO + the fixed part for WRITE
- *            requests and READ replies)
+ * Header codec.  proto_hdr_encode() always writes PROTO_MAGIC, PROTO_VERSION
+ * and a zero reserved field, whatever h->magic, h->version and h->reserved
+ * say (those are outputs of decode); opcode, flags, length and req_id are
+ * written as given.
+ *
+ * proto_hdr_decode() needs exactly PROTO_HDR_LEN bytes.  It always stores the
+ * raw fields in *h (so after any error but bad magic the receiver can echo
+ * h->req_id in an ERROR frame), then checks them in this order and returns:
+ *   0        a header this version understands
+ *  -EBADMSG  bad magic
+ *  -EPROTO   good magic, other version
+ *  -EBADMSG  unknown flags, or non-zero reserved bits
+ *  -EOPNOTSUPP unknown opcode, or PROTO_OP_ERROR without PROTO_F_RESPONSE
+ *  -EMSGSIZE length above proto_max_payload(opcode, flags)
  */
 void proto_hdr_encode(uint8_t out[PROTO_HDR_LEN], const struct proto_hdr *h);
 int proto_hdr_decode(const uint8_t in[PROTO_HDR_LEN], struct proto_hdr *h);
-/* The largest payload a frame with this opcode and flags may carry. */
+/* The largest payload a frame with this opcode and flags may carry:
+ * PROTO_IO_REQ_LEN + PROTO_MAX_IO for WRITE requests, PROTO_STATUS_LEN +
+ * PROTO_MAX_IO for READ replies, PROTO_MAX_CTL for everything else. */
 uint32_t proto_max_payload(uint16_t opcode, uint16_t flags);
 
 /* ---- request payloads ---------------------------------------------------- */
 
-/* HELLO request: client_version u32, features u32 (0), pid u32, reserved u32 */
+/* HELLO request: client_version u32, features u32, pid u32, reserved u32.
+ * Version 1 defines no features: the decoder rejects features != 0. */
 struct proto_hello_req {
 	uint32_t client_version;
 	uint32_t features;
@@ -133,7 +141,9 @@ struct proto_list_req {
 /* ---- reply payloads (all start with status i32, reserved u32) -------------- */
 #define PROTO_STATUS_LEN 8
 
-/* HELLO reply: status, reserved, session_id u64, server_version u32, max_io u32 */
+/* HELLO reply: status, reserved, session_id u64, server_version u32, max_io u32.
+ * max_io must be 1..PROTO_MAX_IO (else -EBADMSG): a client splits transfers
+ * into frames of at most max_io data bytes. */
 struct proto_hello_rep {
 	uint64_t session_id;
 	uint32_t server_version;
@@ -156,7 +166,8 @@ struct proto_region {
 /*
  * STATS reply: status, reserved, count u32, reserved u32, then count u64
  * values in enum proto_stat order.  A decoder takes the values it knows and
- * ignores extra ones, so later versions may append figures.
+ * ignores extra ones, so later versions may append figures; figures an older
+ * peer did not send decode as 0.  The encoder writes PROTO_STATS_REP_LEN bytes.
  */
 enum proto_stat {
 	PROTO_STAT_POOL_BYTES, PROTO_STAT_USED_BYTES, PROTO_STAT_FREE_BYTES,
@@ -167,6 +178,7 @@ enum proto_stat {
 struct proto_stats {
 	uint64_t v[PROTO_STAT_COUNT];
 };
+#define PROTO_STATS_REP_LEN (PROTO_LIST_HDR_LEN + 8 * PROTO_STAT_COUNT)
 
 /*
  * Listing replies: status, reserved, count u32, reserved u32, then count
@@ -178,6 +190,8 @@ struct proto_stats {
  *   CLIENTS (PROTO_CLIENT_REC_LEN): id u64, regions u64, used u64,
  *           connected_ms u64, idle_ms u64, transport[8], peer[64]
  * count * record length must equal the rest of the payload exactly.
+ * Strings: the encoder sends at most size - 1 bytes and NUL-pads the field;
+ * the decoder stops at the first NUL and always NUL-terminates.
  */
 #define PROTO_LIST_HDR_LEN   (PROTO_STATUS_LEN + 8)
 #define PROTO_POOL_REC_LEN   72
@@ -205,8 +219,10 @@ struct proto_client_rec {
  * Payload codecs.  encode functions write exactly the documented length into
  * out (which must hold it) and return that length.  decode functions take the
  * payload and its length and return 0, or -EBADMSG when the length is wrong or
- * a reserved field is not 0.  Reply decoders also return the peer's status as
- * *status (0 or a negative errno); the rest of *out is only filled when it is 0.
+ * a reserved field is not 0 (-EMSGSIZE and -EINVAL where stated); they write
+ * nothing to their outputs when they fail.  Reply decoders also return the
+ * peer's status as *status (0 or a negative errno); the rest of *out is only
+ * filled when it is 0.  A wire status outside 0..4095 is -EBADMSG.
  */
 size_t proto_hello_req_encode(uint8_t *out, const struct proto_hello_req *m);
 int proto_hello_req_decode(const uint8_t *in, size_t len, struct proto_hello_req *m);
@@ -216,8 +232,12 @@ size_t proto_free_req_encode(uint8_t *out, const struct proto_free_req *m);
 int proto_free_req_decode(const uint8_t *in, size_t len, struct proto_free_req *m);
 /* io_req: the PROTO_IO_REQ_LEN fixed part of WRITE and READ; len must be >=
  * PROTO_IO_REQ_LEN for WRITE (data follows) and == for READ.  For WRITE the
- * decoder sets m->length to the data length itself; the encoder writes
- * m->length for READ and 0 for WRITE. */
+ * decoder sets m->length to the data length itself (len - PROTO_IO_REQ_LEN)
+ * and reads only the fixed part, so len may be hdr.length before the data has
+ * arrived; the encoder writes m->length for READ and 0 for WRITE.  A data
+ * length (WRITE) or m->length (READ) above PROTO_MAX_IO is -EMSGSIZE.  An
+ * opcode other than WRITE or READ is -EINVAL on decode, and encodes nothing
+ * (returns 0). */
 size_t proto_io_req_encode(uint8_t *out, uint16_t opcode, const struct proto_io_req *m);
 int proto_io_req_decode(const uint8_t *in, size_t len, uint16_t opcode, struct proto_io_req *m);
 size_t proto_list_req_encode(uint8_t *out, const struct proto_list_req *m);
@@ -225,9 +245,22 @@ int proto_list_req_decode(const uint8_t *in, size_t len, struct proto_list_req *
 /* Requests with an empty payload: len must be 0. */
 int proto_empty_decode(size_t len);
 
-/* Every reply begins with this; status is 0 or a negative errno. */
+/*
+ * Every reply begins with this; status is 0 or a negative errno.  The encoder
+ * also takes a positive errno as the same code, and sends anything beyond
+ * 4095 as EIO, so that it never puts an undecodable status on the wire.
+ * proto_status_decode() decodes a status-only reply (FREE, WRITE, PING,
+ * ERROR, or any failed reply): len must be exactly PROTO_STATUS_LEN.
+ */
 size_t proto_status_encode(uint8_t *out, int status);
 int proto_status_decode(const uint8_t *in, size_t len, int *status);
+/*
+ * READ reply: len is the whole payload (hdr.length) but only the first
+ * PROTO_STATUS_LEN bytes of in are read, so the status can be decoded before
+ * the data arrives.  On status 0, *data_len = len - PROTO_STATUS_LEN
+ * (-EMSGSIZE above PROTO_MAX_IO); a failed reply must be PROTO_STATUS_LEN.
+ */
+int proto_read_rep_decode(const uint8_t *in, size_t len, int *status, size_t *data_len);
 
 size_t proto_hello_rep_encode(uint8_t *out, const struct proto_hello_rep *m);
 int proto_hello_rep_decode(const uint8_t *in, size_t len, int *status, struct proto_hello_rep *m);
@@ -239,7 +272,10 @@ int proto_stats_rep_decode(const uint8_t *in, size_t len, int *status, struct pr
 /* Listing replies: encode the list header for count records (records are
  * appended by the caller with the *_rec_encode functions). */
 size_t proto_list_hdr_encode(uint8_t *out, uint32_t count);
-/* Checks status, count and that len == PROTO_LIST_HDR_LEN + count * reclen. */
+/* Checks status, count and that len == PROTO_LIST_HDR_LEN + count * reclen;
+ * for REGIONS records (reclen PROTO_REGION_REC_LEN) also that every record's
+ * reserved field is 0, since the record decoders cannot fail.  *count is 0
+ * when the status is not.  reclen 0 is -EINVAL. */
 int proto_list_hdr_decode(const uint8_t *in, size_t len, size_t reclen,
 			  int *status, uint32_t *count);
 size_t proto_pool_rec_encode(uint8_t *out, const struct proto_pool_rec *m);

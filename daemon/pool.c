@@ -76,7 +76,9 @@ static void *map_pool(const struct config_pool *pc, uint64_t *size, uint32_t *pa
 		      char *err, size_t errlen)
 {
 	const int prot = PROT_READ | PROT_WRITE;
-	const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	/* No MAP_NORESERVE: a hugetlb mapping must fail here, at mmap, when the
+	 * hugepages are not there, not later as SIGBUS or ENOMEM while pinning. */
+	const int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 	void *p;
 
 	if (pc->hugepages != CONFIG_HUGEPAGES_OFF) {

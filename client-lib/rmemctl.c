@@ -1,0 +1,768 @@
+/*
+ * rmemctl - shows what rmemd is doing: pool-wide figures, pools, regions and
+ * client sessions, as aligned tables or as one JSON object.
+ *
+ * Uses only the public library (<rmem.h>) and libc, so it doubles as a check
+ * that the public API is enough to administer the daemon.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rmem.h>
+
+#ifndef RMEM_VERSION_STRING
+#define RMEM_VERSION_STRING "unknown"
+#endif
+
+#define DEFAULT_SOCKET "/run/rmemd/rmemd.sock"
+#define EXIT_USAGE 2
+#define LIST_PAGE 128
+#define MAX_POOLS 256
+#define CELL_MAX 80
+
+struct ctl {
+	const char *endpoint;
+	bool unix_socket;
+	bool json;
+	rmem_client *client;
+};
+
+/* ---- text helpers --------------------------------------------------------------- */
+
+static void format_size(char *buf, size_t size, uint64_t bytes)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double value = (double)bytes;
+	size_t unit = 0;
+
+	if (bytes < 1024) {
+		snprintf(buf, size, "%" PRIu64 " B", bytes);
+		return;
+	}
+	value /= 1024;
+	while (value >= 1024 && unit + 1 < sizeof(units) / sizeof(units[0])) {
+		value /= 1024;
+		unit++;
+	}
+	snprintf(buf, size, "%.1f %s", value, units[unit]);
+}
+
+static void format_duration(char *buf, size_t size, uint64_t ms)
+{
+	uint64_t s = ms / 1000;
+
+	if (s < 60)
+		snprintf(buf, size, "%" PRIu64 ".%01" PRIu64 "s", s, ms % 1000 / 100);
+	else if (s < 3600)
+		snprintf(buf, size, "%" PRIu64 "m%02" PRIu64 "s", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(buf, size, "%" PRIu64 "h%02" PRIu64 "m", s / 3600, s % 3600 / 60);
+	else
+		snprintf(buf, size, "%" PRIu64 "d%02" PRIu64 "h", s / 86400, s % 86400 / 3600);
+}
+
+/* Names come from the daemon: never let them move the terminal's cursor. */
+static void printable(char *dst, size_t size, const char *src)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < size && src[i]; i++)
+		dst[i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ? '?' : src[i];
+	dst[i] = '\0';
+}
+
+/* ---- tables --------------------------------------------------------------------- */
+
+struct column {
+	const char *title;
+	bool right; /* numbers align right */
+};
+
+struct table {
+	const struct column *cols;
+	size_t ncols;
+	char *cells; /* rows * ncols cells of CELL_MAX bytes */
+	size_t rows, cap;
+};
+
+static char *cell(const struct table *t, size_t row, size_t col)
+{
+	return t->cells + (row * t->ncols + col) * CELL_MAX;
+}
+
+static int table_add_row(struct table *t)
+{
+	if (t->rows == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		char *cells = realloc(t->cells, cap * t->ncols * CELL_MAX);
+
+		if (!cells)
+			return -ENOMEM;
+		t->cells = cells;
+		t->cap = cap;
+	}
+	t->rows++;
+	return 0;
+}
+
+__attribute__((format(printf, 3, 4)))
+static void table_set(struct table *t, size_t col, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cell(t, t->rows - 1, col), CELL_MAX, fmt, ap);
+	va_end(ap);
+}
+
+static void table_print(const struct table *t)
+{
+	size_t width[16] = { 0 };
+
+	for (size_t col = 0; col < t->ncols && col < 16; col++) {
+		width[col] = strlen(t->cols[col].title);
+		for (size_t row = 0; row < t->rows; row++) {
+			size_t len = strlen(cell(t, row, col));
+
+			if (len > width[col])
+				width[col] = len;
+		}
+	}
+	for (size_t row = 0; row <= t->rows; row++) {
+		for (size_t col = 0; col < t->ncols && col < 16; col++) {
+			const char *text = row == 0 ? t->cols[col].title : cell(t, row - 1, col);
+			bool last = col + 1 == t->ncols;
+
+			if (t->cols[col].right)
+				printf("%*s", (int)width[col], text);
+			else if (last)
+				printf("%s", text);
+			else
+				printf("%-*s", (int)width[col], text);
+			printf(last ? "\n" : "  ");
+		}
+	}
+}
+
+static void table_free(struct table *t)
+{
+	free(t->cells);
+	t->cells = NULL;
+}
+
+/* ---- JSON ----------------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and values past U+10FFFF are not UTF-8. */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* A JSON string; bytes that are not UTF-8 become U+FFFD. */
+static void json_string(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	putchar('"');
+	while (*p) {
+		size_t n = utf8_len(p);
+
+		if (n == 0) {
+			fputs("\\ufffd", stdout);
+			p++;
+		} else if (*p == '"' || *p == '\\') {
+			printf("\\%c", *p++);
+		} else if (*p == '\n') {
+			fputs("\\n", stdout), p++;
+		} else if (*p == '\t') {
+			fputs("\\t", stdout), p++;
+		} else if (*p < 0x20 || *p == 0x7f) {
+			printf("\\u%04x", *p++);
+		} else {
+			fwrite(p, 1, n, stdout);
+			p += n;
+		}
+	}
+	putchar('"');
+}
+
+static void json_u64(const char *key, uint64_t value, bool more)
+{
+	printf("\"%s\":%" PRIu64 "%s", key, value, more ? "," : "");
+}
+
+/* ---- commands ------------------------------------------------------------------- */
+
+static int report(const struct ctl *ctl, const char *what, int err)
+{
+	if (err == -EACCES && !ctl->unix_socket)
+		fprintf(stderr, "rmemctl: %s: admin listings need the Unix socket (-s PATH); "
+			"over TCP only 'stats' is served\n", what);
+	else
+		fprintf(stderr, "rmemctl: %s: %s\n", what, rmem_strerror(err));
+	return EXIT_FAILURE;
+}
+
+static const struct stat_row {
+	const char *key;
+	size_t offset;
+	bool bytes; /* shown with a human size too */
+} stat_rows[] = {
+	{ "pool_bytes", offsetof(struct rmem_stats, pool_bytes), true },
+	{ "used_bytes", offsetof(struct rmem_stats, used_bytes), true },
+	{ "free_bytes", offsetof(struct rmem_stats, free_bytes), true },
+	{ "largest_free", offsetof(struct rmem_stats, largest_free), true },
+	{ "regions", offsetof(struct rmem_stats, regions), false },
+	{ "clients", offsetof(struct rmem_stats, clients), false },
+	{ "peak_used", offsetof(struct rmem_stats, peak_used), true },
+	{ "allocs", offsetof(struct rmem_stats, allocs), false },
+	{ "frees", offsetof(struct rmem_stats, frees), false },
+};
+#define NSTAT_ROWS (sizeof(stat_rows) / sizeof(stat_rows[0]))
+
+static uint64_t stat_value(const struct rmem_stats *st, const struct stat_row *row)
+{
+	uint64_t value;
+
+	memcpy(&value, (const char *)st + row->offset, sizeof(value));
+	return value;
+}
+
+static int cmd_stats(struct ctl *ctl)
+{
+	struct rmem_stats st;
+	int err = rmem_stats(ctl->client, &st);
+
+	if (err)
+		return report(ctl, "stats", err);
+	if (ctl->json) {
+		printf("{\"stats\":{");
+		for (size_t i = 0; i < NSTAT_ROWS; i++)
+			json_u64(stat_rows[i].key, stat_value(&st, &stat_rows[i]), i + 1 < NSTAT_ROWS);
+		printf("}}\n");
+		return 0;
+	}
+	for (size_t i = 0; i < NSTAT_ROWS; i++) {
+		uint64_t value = stat_value(&st, &stat_rows[i]);
+		char key[32], human[32];
+
+		snprintf(key, sizeof(key), "%s:", stat_rows[i].key);
+		printf("%-14s%" PRIu64, key, value);
+		if (stat_rows[i].bytes && value >= 1024) {
+			format_size(human, sizeof(human), value);
+			printf(" (%s)", human);
+		}
+		printf("\n");
+	}
+	return 0;
+}
+
+static int fetch_pools(struct ctl *ctl, struct rmem_pool_info *pools, size_t *count)
+{
+	int n = rmem_pools(ctl->client, pools, MAX_POOLS);
+
+	if (n < 0)
+		return n;
+	*count = (size_t)n;
+	return 0;
+}
+
+static int cmd_pools(struct ctl *ctl)
+{
+	static const struct column cols[] = {
+		{ "NAME", false }, { "SIZE", true }, { "BYTES", true }, { "USED", true },
+		{ "LARGEST FREE", true }, { "REGIONS", true }, { "PAGE", true }, { "ALIGN", true },
+	};
+	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
+	struct rmem_pool_info *pools = calloc(MAX_POOLS, sizeof(*pools));
+	size_t n = 0;
+	int err, rc = EXIT_FAILURE;
+
+	if (!pools)
+		return report(ctl, "pools", -ENOMEM);
+	err = fetch_pools(ctl, pools, &n);
+	if (err) {
+		rc = report(ctl, "pools", err);
+		goto out;
+	}
+	if (ctl->json) {
+		printf("{\"pools\":[");
+		for (size_t i = 0; i < n; i++) {
+			printf("%s{\"name\":", i ? "," : "");
+			json_string(pools[i].name);
+			printf(",");
+			json_u64("bytes", pools[i].bytes, true);
+			json_u64("used_bytes", pools[i].used_bytes, true);
+			json_u64("largest_free", pools[i].largest_free, true);
+			json_u64("regions", pools[i].regions, true);
+			json_u64("page_size", pools[i].page_size, true);
+			json_u64("alignment", pools[i].alignment, false);
+			printf("}");
+		}
+		printf("]}\n");
+		rc = 0;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char name[CELL_MAX], size[32], used[32], largest[32], page[32], align[32];
+
+		if (table_add_row(&t) < 0) {
+			rc = report(ctl, "pools", -ENOMEM);
+			goto out;
+		}
+		printable(name, sizeof(name), pools[i].name);
+		format_size(size, sizeof(size), pools[i].bytes);
+		format_size(used, sizeof(used), pools[i].used_bytes);
+		format_size(largest, sizeof(largest), pools[i].largest_free);
+		format_size(page, sizeof(page), pools[i].page_size);
+		format_size(align, sizeof(align), pools[i].alignment);
+		table_set(&t, 0, "%s", name);
+		table_set(&t, 1, "%s", size);
+		table_set(&t, 2, "%" PRIu64, pools[i].bytes);
+		table_set(&t, 3, "%s", used);
+		table_set(&t, 4, "%s", largest);
+		table_set(&t, 5, "%" PRIu64, pools[i].regions);
+		table_set(&t, 6, "%s", page);
+		table_set(&t, 7, "%s", align);
+	}
+	table_print(&t);
+	rc = 0;
+out:
+	table_free(&t);
+	free(pools);
+	return rc;
+}
+
+/* Grows *items (of item_size bytes) so that room more fit after *count. */
+static int reserve(void **items, size_t *cap, size_t count, size_t room, size_t item_size)
+{
+	void *grown;
+	size_t want = *cap ? *cap : LIST_PAGE;
+
+	if (count + room <= *cap)
+		return 0;
+	while (want < count + room)
+		want *= 2;
+	grown = realloc(*items, want * item_size);
+	if (!grown)
+		return -ENOMEM;
+	*items = grown;
+	*cap = want;
+	return 0;
+}
+
+/* Every region, paging with `after` until the daemon has no more. */
+static int fetch_regions(struct ctl *ctl, struct rmem_region_info **out, size_t *count)
+{
+	struct rmem_region_info *items = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t after = 0;
+	int got, err;
+
+	for (;;) {
+		err = reserve((void **)&items, &cap, n, LIST_PAGE, sizeof(*items));
+		if (err)
+			goto fail;
+		got = rmem_regions(ctl->client, after, items + n, LIST_PAGE);
+		if (got <= 0) {
+			err = got;
+			break;
+		}
+		n += (size_t)got;
+		/* Ids must grow, or paging would never end. */
+		if (items[n - 1].id <= after) {
+			err = -EPROTO;
+			break;
+		}
+		after = items[n - 1].id;
+	}
+	if (err)
+		goto fail;
+	*out = items;
+	*count = n;
+	return 0;
+fail:
+	free(items);
+	return err;
+}
+
+static int fetch_clients(struct ctl *ctl, struct rmem_client_info **out, size_t *count)
+{
+	struct rmem_client_info *items = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t after = 0;
+	int got, err;
+
+	for (;;) {
+		err = reserve((void **)&items, &cap, n, LIST_PAGE, sizeof(*items));
+		if (err)
+			goto fail;
+		got = rmem_clients(ctl->client, after, items + n, LIST_PAGE);
+		if (got <= 0) {
+			err = got;
+			break;
+		}
+		n += (size_t)got;
+		if (items[n - 1].id <= after) {
+			err = -EPROTO;
+			break;
+		}
+		after = items[n - 1].id;
+	}
+	if (err)
+		goto fail;
+	*out = items;
+	*count = n;
+	return 0;
+fail:
+	free(items);
+	return err;
+}
+
+static void print_regions_json(const struct rmem_region_info *r, size_t n)
+{
+	printf("{\"regions\":[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{", i ? "," : "");
+		json_u64("id", r[i].id, true);
+		json_u64("addr", r[i].addr, true);
+		json_u64("length", r[i].length, true);
+		json_u64("client_id", r[i].client_id, true);
+		json_u64("pool", r[i].pool, false);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+static int print_regions_table(const struct rmem_region_info *r, size_t n,
+			       const struct rmem_pool_info *pools, size_t npools)
+{
+	static const struct column cols[] = {
+		{ "ID", true }, { "CLIENT", true }, { "POOL", false }, { "LENGTH", true },
+		{ "BYTES", true }, { "ADDR", false },
+	};
+	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
+
+	for (size_t i = 0; i < n; i++) {
+		char length[32], pool[CELL_MAX];
+
+		if (table_add_row(&t) < 0) {
+			table_free(&t);
+			return -ENOMEM;
+		}
+		if (r[i].pool < npools)
+			printable(pool, sizeof(pool), pools[r[i].pool].name);
+		else
+			snprintf(pool, sizeof(pool), "%" PRIu32, r[i].pool);
+		format_size(length, sizeof(length), r[i].length);
+		table_set(&t, 0, "%" PRIu64, r[i].id);
+		table_set(&t, 1, "%" PRIu64, r[i].client_id);
+		table_set(&t, 2, "%s", pool);
+		table_set(&t, 3, "%s", length);
+		table_set(&t, 4, "%" PRIu64, r[i].length);
+		table_set(&t, 5, "0x%" PRIx64, r[i].addr);
+	}
+	table_print(&t);
+	table_free(&t);
+	return 0;
+}
+
+static int cmd_regions(struct ctl *ctl)
+{
+	struct rmem_region_info *regions = NULL;
+	struct rmem_pool_info *pools = NULL;
+	size_t n = 0, npools = 0;
+	int err;
+
+	err = fetch_regions(ctl, &regions, &n);
+	if (err)
+		return report(ctl, "regions", err);
+	if (ctl->json) {
+		print_regions_json(regions, n);
+		free(regions);
+		return 0;
+	}
+	/* Pool names read better than indexes; without them, show indexes. */
+	pools = calloc(MAX_POOLS, sizeof(*pools));
+	if (pools && fetch_pools(ctl, pools, &npools) < 0)
+		npools = 0;
+	err = print_regions_table(regions, n, pools, npools);
+	free(pools);
+	free(regions);
+	return err ? report(ctl, "regions", err) : 0;
+}
+
+static void print_clients_json(const struct rmem_client_info *cl, size_t n)
+{
+	printf("{\"clients\":[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{", i ? "," : "");
+		json_u64("id", cl[i].id, true);
+		json_u64("regions", cl[i].regions, true);
+		json_u64("used_bytes", cl[i].used_bytes, true);
+		json_u64("connected_ms", cl[i].connected_ms, true);
+		json_u64("idle_ms", cl[i].idle_ms, true);
+		printf("\"transport\":");
+		json_string(cl[i].transport);
+		printf(",\"peer\":");
+		json_string(cl[i].peer);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+static int print_clients_table(const struct rmem_client_info *cl, size_t n)
+{
+	static const struct column cols[] = {
+		{ "ID", true }, { "TRANSPORT", false }, { "REGIONS", true }, { "USED", true },
+		{ "CONNECTED", true }, { "IDLE", true }, { "PEER", false },
+	};
+	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
+
+	for (size_t i = 0; i < n; i++) {
+		char transport[16], peer[CELL_MAX], used[32], connected[32], idle[32];
+
+		if (table_add_row(&t) < 0) {
+			table_free(&t);
+			return -ENOMEM;
+		}
+		printable(transport, sizeof(transport), cl[i].transport);
+		printable(peer, sizeof(peer), cl[i].peer);
+		format_size(used, sizeof(used), cl[i].used_bytes);
+		format_duration(connected, sizeof(connected), cl[i].connected_ms);
+		format_duration(idle, sizeof(idle), cl[i].idle_ms);
+		table_set(&t, 0, "%" PRIu64, cl[i].id);
+		table_set(&t, 1, "%s", transport);
+		table_set(&t, 2, "%" PRIu64, cl[i].regions);
+		table_set(&t, 3, "%s", used);
+		table_set(&t, 4, "%s", connected);
+		table_set(&t, 5, "%s", idle);
+		table_set(&t, 6, "%s", peer);
+	}
+	table_print(&t);
+	table_free(&t);
+	return 0;
+}
+
+static int cmd_clients(struct ctl *ctl)
+{
+	struct rmem_client_info *clients = NULL;
+	size_t n = 0;
+	int err = fetch_clients(ctl, &clients, &n);
+
+	if (err)
+		return report(ctl, "clients", err);
+	if (ctl->json)
+		print_clients_json(clients, n);
+	else
+		err = print_clients_table(clients, n);
+	free(clients);
+	return err ? report(ctl, "clients", err) : 0;
+}
+
+/* ---- main ----------------------------------------------------------------------- */
+
+static const struct command {
+	const char *name;
+	int (*run)(struct ctl *ctl);
+} commands[] = {
+	{ "stats", cmd_stats },
+	{ "pools", cmd_pools },
+	{ "regions", cmd_regions },
+	{ "clients", cmd_clients },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: rmemctl [-s SOCKET | -c HOST:PORT] [--json] COMMAND\n"
+		"Shows the state of rmemd, the rmem remote-memory daemon.\n"
+		"\n"
+		"Commands:\n"
+		"  stats      pool-wide figures (any endpoint)\n"
+		"  pools      the daemon's pools (Unix socket only)\n"
+		"  regions    every live region (Unix socket only)\n"
+		"  clients    every connected session (Unix socket only)\n"
+		"\n"
+		"Options:\n"
+		"  -s, --socket=PATH        the daemon's Unix socket (default: $RMEMD_SOCKET,\n"
+		"                           else " DEFAULT_SOCKET ")\n"
+		"  -c, --connect=HOST:PORT  talk to the daemon over TCP instead\n"
+		"  -j, --json               print one JSON object\n"
+		"  -h, --help               print this help and exit\n"
+		"  -V, --version            print the version and exit\n"
+		"\n"
+		"Exit status: 0 on success, 1 on failure, 2 on a usage error.\n");
+}
+
+__attribute__((format(printf, 1, 2)))
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "rmemctl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'rmemctl --help'.\n");
+	return EXIT_USAGE;
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* Turns -s PATH into an endpoint; a PATH that already says "unix:" is kept. */
+static char *socket_endpoint(const char *path)
+{
+	size_t len = strlen(path);
+	char *endpoint;
+
+	if (strncmp(path, "unix:", 5) == 0)
+		return strdup(path);
+	endpoint = malloc(len + 6);
+	if (endpoint) {
+		memcpy(endpoint, "unix:", 5);
+		memcpy(endpoint + 5, path, len + 1);
+	}
+	return endpoint;
+}
+
+static int open_client(struct ctl *ctl)
+{
+	int err = rmem_connect(ctl->endpoint, NULL, &ctl->client);
+
+	switch (err) {
+	case 0:
+		return 0;
+	case -EINVAL:
+		fprintf(stderr, "rmemctl: invalid endpoint '%s'\n", ctl->endpoint);
+		return EXIT_USAGE;
+	case -EPROTO:
+	case -ENOTSUP:
+	case -ENOMEM:
+	case -EUSERS:
+		fprintf(stderr, "rmemctl: rmemd at %s: %s\n", ctl->endpoint, rmem_strerror(err));
+		return EXIT_FAILURE;
+	case -EACCES:
+		fprintf(stderr, "rmemctl: cannot reach rmemd at %s: permission denied on the "
+			"socket\n", ctl->endpoint);
+		return EXIT_FAILURE;
+	default:
+		fprintf(stderr, "rmemctl: cannot reach rmemd at %s: %s (is rmemd running?)\n",
+			ctl->endpoint, rmem_strerror(err));
+		return EXIT_FAILURE;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "connect", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *socket_path = NULL, *tcp_endpoint = NULL;
+	const struct command *cmd;
+	struct ctl ctl = { .json = false };
+	char *endpoint = NULL;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, "s:c:jhV", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			socket_path = optarg;
+			break;
+		case 'c':
+			tcp_endpoint = optarg;
+			break;
+		case 'j':
+			ctl.json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("rmemctl %s\n", RMEM_VERSION_STRING);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'rmemctl --help'.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (socket_path && tcp_endpoint)
+		return usage_error("%s", "-s and -c exclude each other");
+	if (optind >= argc)
+		return usage_error("%s", "missing command (stats, pools, regions or clients)");
+	if (optind + 1 < argc)
+		return usage_error("unexpected argument '%s'", argv[optind + 1]);
+	cmd = find_command(argv[optind]);
+	if (!cmd)
+		return usage_error("unknown command '%s'", argv[optind]);
+	if (socket_path && !socket_path[0])
+		return usage_error("%s", "-s needs a non-empty path");
+
+	if (tcp_endpoint) {
+		ctl.endpoint = tcp_endpoint;
+		ctl.unix_socket = strncmp(tcp_endpoint, "unix:", 5) == 0;
+	} else {
+		if (!socket_path)
+			socket_path = getenv("RMEMD_SOCKET");
+		if (!socket_path || !socket_path[0])
+			socket_path = DEFAULT_SOCKET;
+		endpoint = socket_endpoint(socket_path);
+		if (!endpoint) {
+			fprintf(stderr, "rmemctl: out of memory\n");
+			return EXIT_FAILURE;
+		}
+		ctl.endpoint = endpoint;
+		ctl.unix_socket = true;
+	}
+
+	rc = open_client(&ctl);
+	if (rc == 0) {
+		rc = cmd->run(&ctl);
+		rmem_close(ctl.client);
+	}
+	free(endpoint);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "rmemctl: cannot write the output: %s\n", strerror(errno));
+		rc = EXIT_FAILURE;
+	}
+	return rc;
+}

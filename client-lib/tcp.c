@@ -1,0 +1,278 @@
+/*
+ * tcp.c - connect with a timeout, and send/receive helpers that survive short
+ * transfers, EINTR and EAGAIN.  See tcp.h.
+ */
+#include "tcp.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NO_DEADLINE INT64_MAX
+/* A Unix socket whose backlog is full refuses a nonblocking connect with
+ * EAGAIN and offers nothing to poll on, so we retry at this interval. */
+#define UNIX_RETRY_MS 10
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t deadline_after(int timeout_ms)
+{
+	return timeout_ms > 0 ? now_ms() + timeout_ms : NO_DEADLINE;
+}
+
+/* Milliseconds left until deadline, as poll() wants them: -1 for none. */
+static int remaining_ms(int64_t deadline)
+{
+	int64_t left;
+
+	if (deadline == NO_DEADLINE)
+		return -1;
+	left = deadline - now_ms();
+	if (left <= 0)
+		return 0;
+	return left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+/* Maps the errno of a failed socket call to the codes rmem.h promises. */
+static int stream_error(int err)
+{
+	switch (err) {
+	case ENOENT:
+		return -ECONNREFUSED;
+	case EPIPE:
+	case ENOTCONN:
+	case ECONNABORTED:
+		return -ECONNRESET;
+	case 0:
+		return -EIO;
+	default:
+		return -err;
+	}
+}
+
+static int wait_until(int fd, short events, int64_t deadline)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+
+	for (;;) {
+		int left = remaining_ms(deadline);
+		int n;
+
+		if (left == 0)
+			return -ETIMEDOUT;
+		n = poll(&pfd, 1, left);
+		if (n > 0)
+			return 0;
+		if (n == 0)
+			return -ETIMEDOUT;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+static int set_stream_options(int fd)
+{
+	int one = 1;
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Finishes a nonblocking connect that is in progress. */
+static int finish_connect(int fd, int64_t deadline)
+{
+	int so_error = 0;
+	socklen_t len = sizeof(so_error);
+	int err = wait_until(fd, POLLOUT, deadline);
+
+	if (err)
+		return err;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len) < 0)
+		return stream_error(errno);
+	return so_error ? stream_error(so_error) : 0;
+}
+
+static int connect_one(const struct addrinfo *ai, int64_t deadline)
+{
+	int fd, err;
+
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    ai->ai_protocol);
+	if (fd < 0)
+		return -errno;
+	err = set_stream_options(fd);
+	if (err)
+		goto fail;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+		return fd;
+	/* After EINTR a nonblocking connect carries on in the background. */
+	if (errno != EINPROGRESS && errno != EINTR) {
+		err = stream_error(errno);
+		goto fail;
+	}
+	err = finish_connect(fd, deadline);
+	if (err)
+		goto fail;
+	return fd;
+fail:
+	close(fd);
+	return err;
+}
+
+static int resolve_error(int gai_err, int saved_errno)
+{
+	switch (gai_err) {
+	case EAI_MEMORY:
+		return -ENOMEM;
+	case EAI_SYSTEM:
+		return saved_errno ? -saved_errno : -EIO;
+	default:
+		return -EHOSTUNREACH;
+	}
+}
+
+int tcp_connect_host(const char *host, const char *port, int timeout_ms)
+{
+	const struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_NUMERICSERV,
+	};
+	int64_t deadline = deadline_after(timeout_ms);
+	struct addrinfo *list = NULL;
+	int err = -EHOSTUNREACH;
+	int gai_err;
+
+	gai_err = getaddrinfo(host, port, &hints, &list);
+	if (gai_err)
+		return resolve_error(gai_err, errno);
+	/* A name may have several addresses (::1 and 127.0.0.1); the daemon may
+	 * listen on only one of them. */
+	for (const struct addrinfo *ai = list; ai; ai = ai->ai_next) {
+		err = connect_one(ai, deadline);
+		if (err >= 0 || err == -ETIMEDOUT)
+			break;
+	}
+	freeaddrinfo(list);
+	return err;
+}
+
+int tcp_connect_unix(const char *path, int timeout_ms)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int64_t deadline = deadline_after(timeout_ms);
+	size_t len = strlen(path);
+	int fd, err;
+
+	if (len == 0 || len >= sizeof(sun.sun_path))
+		return -EINVAL;
+	memcpy(sun.sun_path, path, len + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		int left;
+
+		if (connect(fd, (const struct sockaddr *)&sun, sizeof(sun)) == 0)
+			return fd;
+		if (errno == EINPROGRESS || errno == EINTR) {
+			err = finish_connect(fd, deadline);
+			break;
+		}
+		if (errno != EAGAIN) {
+			err = stream_error(errno);
+			break;
+		}
+		left = remaining_ms(deadline);
+		if (left == 0) {
+			err = -ETIMEDOUT;
+			break;
+		}
+		poll(NULL, 0, left < 0 || left > UNIX_RETRY_MS ? UNIX_RETRY_MS : left);
+	}
+	if (err == 0)
+		return fd;
+	close(fd);
+	return err;
+}
+
+/* Drops the first n bytes from the front of an iovec array. */
+static void iov_advance(struct iovec **iov, int *iovcnt, size_t n)
+{
+	while (*iovcnt > 0 && n >= (*iov)->iov_len) {
+		n -= (*iov)->iov_len;
+		(*iov)++;
+		(*iovcnt)--;
+	}
+	if (*iovcnt > 0) {
+		(*iov)->iov_base = (uint8_t *)(*iov)->iov_base + n;
+		(*iov)->iov_len -= n;
+	}
+}
+
+int tcp_send_all(int fd, struct iovec *iov, int iovcnt, int timeout_ms)
+{
+	iov_advance(&iov, &iovcnt, 0);
+	while (iovcnt > 0) {
+		struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt };
+		ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		int err;
+
+		if (n >= 0) {
+			iov_advance(&iov, &iovcnt, (size_t)n);
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return stream_error(errno);
+		err = wait_until(fd, POLLOUT, deadline_after(timeout_ms));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int tcp_recv_all(int fd, void *buf, size_t len, int timeout_ms)
+{
+	uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+		int err;
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return stream_error(errno);
+		err = wait_until(fd, POLLIN, deadline_after(timeout_ms));
+		if (err)
+			return err;
+	}
+	return 0;
+}

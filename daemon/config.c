@@ -1,0 +1,989 @@
+/*
+ * config.c - see config.h.
+ *
+ * Every key is one row of a table: name, kind, where it is stored, bounds and
+ * its default written as it would be in the file.  The defaults go through the
+ * same validation as the file, so a default can never be out of its bounds.
+ * The file is walked setting by setting (not looked up key by key), which is
+ * what makes every unknown key an error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <libconfig.h>
+
+#include "config.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define FIELD(type, member) .offset = offsetof(type, member), .size = sizeof(((type *)0)->member)
+
+#define MIB (UINT64_C(1) << 20)
+#define GIB (UINT64_C(1) << 30)
+#define PIB (UINT64_C(1) << 50)
+
+/* Longest key path we build, e.g. "pools[15].hugepages". */
+#define PATH_MAX_LEN 64
+/* Longest piece of a user's string quoted back in a message. */
+#define QUOTE_MAX 64
+
+_Static_assert(sizeof(enum config_hugepages) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(enum config_log_level) == sizeof(int), "enum stored as int");
+
+enum key_kind {
+	KIND_U32,       /* integer only */
+	KIND_SIZE,      /* integer or size string; uint64_t */
+	KIND_ENUM,      /* one word of key->words; stored as int */
+	KIND_HOSTPORT,  /* "HOST:PORT", "[V6]:PORT" or "" */
+	KIND_PATH,      /* absolute path or "" */
+	KIND_NAME,      /* 1..CONFIG_NAME_MAX-1 of [A-Za-z0-9_.-] */
+};
+
+#define KEY_POW2       0x1  /* value must be a power of two */
+#define KEY_BOOL_ONOFF 0x2  /* true/false are accepted as "on"/"off" */
+
+struct enum_word {
+	const char *word;
+	int value;
+};
+
+struct key_desc {
+	const char *name;
+	enum key_kind kind;
+	size_t offset;                  /* in struct config or struct config_pool */
+	size_t size;                    /* of the field */
+	uint64_t min, max;              /* KIND_U32, KIND_SIZE */
+	unsigned flags;
+	const struct enum_word *words;  /* KIND_ENUM, ends with a NULL word */
+	const char *def;                /* default, as written in the file */
+};
+
+struct section {
+	const char *name;
+	const struct key_desc *keys;
+	size_t nkeys;
+	bool is_pool_list;              /* a list of groups, keys in struct config_pool */
+};
+
+static const struct enum_word hugepages_words[] = {
+	{ "auto", CONFIG_HUGEPAGES_AUTO },
+	{ "on", CONFIG_HUGEPAGES_ON },
+	{ "off", CONFIG_HUGEPAGES_OFF },
+	{ NULL, 0 },
+};
+
+static const struct enum_word log_level_words[] = {
+	{ "err", CONFIG_LOG_ERR },
+	{ "warning", CONFIG_LOG_WARNING },
+	{ "notice", CONFIG_LOG_NOTICE },
+	{ "info", CONFIG_LOG_INFO },
+	{ "debug", CONFIG_LOG_DEBUG },
+	{ NULL, 0 },
+};
+
+static const struct key_desc listen_keys[] = {
+	{ .name = "tcp", .kind = KIND_HOSTPORT, FIELD(struct config, listen_tcp),
+	  .def = "0.0.0.0:7470" },
+	{ .name = "rdma", .kind = KIND_HOSTPORT, FIELD(struct config, listen_rdma),
+	  .def = "0.0.0.0:7471" },
+	{ .name = "admin", .kind = KIND_PATH, FIELD(struct config, listen_admin),
+	  .def = "/run/rmemd/rmemd.sock" },
+};
+
+static const struct key_desc pool_keys[] = {
+	{ .name = "name", .kind = KIND_NAME, FIELD(struct config_pool, name),
+	  .def = "default" },
+	{ .name = "size", .kind = KIND_SIZE, FIELD(struct config_pool, size),
+	  .min = MIB, .max = PIB, .def = "1G" },
+	{ .name = "hugepages", .kind = KIND_ENUM, FIELD(struct config_pool, hugepages),
+	  .flags = KEY_BOOL_ONOFF, .words = hugepages_words, .def = "auto" },
+	{ .name = "alignment", .kind = KIND_SIZE, FIELD(struct config_pool, alignment),
+	  .min = 8, .max = GIB, .flags = KEY_POW2, .def = "64" },
+};
+
+static const struct key_desc limits_keys[] = {
+	{ .name = "max_clients", .kind = KIND_U32, FIELD(struct config, max_clients),
+	  .min = 1, .max = 1000000, .def = "1024" },
+	{ .name = "lease_timeout_ms", .kind = KIND_U32, FIELD(struct config, lease_timeout_ms),
+	  .min = 100, .max = 86400000, .def = "10000" },
+};
+
+static const struct key_desc log_keys[] = {
+	{ .name = "level", .kind = KIND_ENUM, FIELD(struct config, log_level),
+	  .words = log_level_words, .def = "info" },
+};
+
+static const struct section sections[] = {
+	{ "listen", listen_keys, ARRAY_SIZE(listen_keys), false },
+	{ "pools", pool_keys, ARRAY_SIZE(pool_keys), true },
+	{ "limits", limits_keys, ARRAY_SIZE(limits_keys), false },
+	{ "log", log_keys, ARRAY_SIZE(log_keys), false },
+};
+
+/* Where messages go, and the file to name when a setting does not say. */
+struct ctx {
+	const char *file;
+	char *err;
+	size_t errlen;
+};
+
+/* ---- messages ------------------------------------------------------------ */
+
+__attribute__((format(printf, 5, 6)))
+static int fail_at(struct ctx *ctx, const char *file, int line, const char *path,
+		   const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if (!ctx->err || !ctx->errlen)
+		return -EINVAL;
+	if (!file)
+		file = ctx->file;
+	if (line > 0 && path)
+		snprintf(ctx->err, ctx->errlen, "%s:%d: %s: %s", file, line, path, what);
+	else if (line > 0)
+		snprintf(ctx->err, ctx->errlen, "%s:%d: %s", file, line, what);
+	else if (path)
+		snprintf(ctx->err, ctx->errlen, "%s: %s: %s", file, path, what);
+	else
+		snprintf(ctx->err, ctx->errlen, "%s: %s", file, what);
+	return -EINVAL;
+}
+
+/* s is the setting the problem is about; NULL only while applying defaults. */
+#define fail(ctx, s, path, ...)							\
+	fail_at(ctx, (s) ? config_setting_source_file(s) : "(defaults)",	\
+		(s) ? (int)config_setting_source_line(s) : 0, path, __VA_ARGS__)
+
+/* A user's string made safe for a one-line message: printable, bounded. */
+static const char *quote(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *s && n + 4 < len && n < QUOTE_MAX; s++)
+		buf[n++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
+	if (*s && n + 4 <= len) {
+		memcpy(buf + n, "...", 3);
+		n += 3;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+static const char *type_name(int type)
+{
+	switch (type) {
+	case CONFIG_TYPE_GROUP:  return "a group { }";
+	case CONFIG_TYPE_INT:    return "an integer";
+	case CONFIG_TYPE_INT64:  return "an integer";
+	case CONFIG_TYPE_FLOAT:  return "a floating-point number";
+	case CONFIG_TYPE_STRING: return "a string";
+	case CONFIG_TYPE_BOOL:   return "a boolean";
+	case CONFIG_TYPE_ARRAY:  return "an array [ ]";
+	case CONFIG_TYPE_LIST:   return "a list ( )";
+	default:                 return "nothing";
+	}
+}
+
+/* "1073741824 (1G)": the exact bytes, and the largest unit that divides them. */
+static const char *format_size(uint64_t v, char *buf, size_t len)
+{
+	static const char units[] = "KMGTPE";
+	int unit = -1;
+
+	for (int i = 0; i < 6 && v && !(v & ((UINT64_C(1) << (10 * (i + 1))) - 1)); i++)
+		unit = i;
+	if (unit < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%llu (%llu%c)", (unsigned long long)v,
+			 (unsigned long long)(v >> (10 * (unit + 1))), units[unit]);
+	return buf;
+}
+
+/* ---- sizes ----------------------------------------------------------------- */
+
+static int unit_shift(char c)
+{
+	switch (c) {
+	case 'k': case 'K': return 10;
+	case 'm': case 'M': return 20;
+	case 'g': case 'G': return 30;
+	case 't': case 'T': return 40;
+	case 'p': case 'P': return 50;
+	case 'e': case 'E': return 60;
+	default:            return -1;
+	}
+}
+
+int config_parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	/* strtoull would take "-1", " 1" and "+1"; sizes start with a digit. */
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end && unit_shift(*end) >= 0)
+		shift = unit_shift(*end++);
+	if (shift && end[0] == 'i' && end[1] == 'B')
+		end += 2;
+	else if (end[0] == 'B')
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* ---- one key ------------------------------------------------------------- */
+
+/*
+ * A value as read: a string, or an integer.  Defaults are always strings, so
+ * numeric kinds also accept a string here; the file's types are checked
+ * before, in read_value().
+ */
+struct value {
+	const char *str;
+	long long num;
+};
+
+static int check_range(struct ctx *ctx, const config_setting_t *s, const char *path,
+		       const struct key_desc *k, bool negative, long long num, uint64_t v)
+{
+	char a[48], lo[48], hi[48];
+
+	if (negative || v < k->min || v > k->max) {
+		if (negative)
+			snprintf(a, sizeof a, "%lld", num);
+		else if (k->kind == KIND_SIZE)
+			format_size(v, a, sizeof a);
+		else
+			snprintf(a, sizeof a, "%llu", (unsigned long long)v);
+		if (k->kind == KIND_SIZE)
+			return fail(ctx, s, path, "%s is out of range [%s, %s]", a,
+				    format_size(k->min, lo, sizeof lo),
+				    format_size(k->max, hi, sizeof hi));
+		return fail(ctx, s, path, "%s is out of range [%llu, %llu]", a,
+			    (unsigned long long)k->min, (unsigned long long)k->max);
+	}
+	if ((k->flags & KEY_POW2) && (v & (v - 1)))
+		return fail(ctx, s, path, "%s is not a power of two", format_size(v, a, sizeof a));
+	return 0;
+}
+
+static int store_number(struct ctx *ctx, const config_setting_t *s, const char *path,
+			const struct key_desc *k, const struct value *val, void *field)
+{
+	char q[QUOTE_MAX + 8];
+	uint64_t v = 0;
+	int rc;
+
+	if (val->str) {
+		rc = config_parse_size(val->str, &v);
+		if (rc == -ERANGE)
+			return fail(ctx, s, path, "\"%s\" is too large",
+				    quote(val->str, q, sizeof q));
+		if (rc < 0)
+			return fail(ctx, s, path, "\"%s\" is not a size (examples: 4096, \"64K\", "
+				    "\"256M\", \"4G\", \"1T\", \"64KiB\")",
+				    quote(val->str, q, sizeof q));
+	} else if (val->num >= 0) {
+		v = (uint64_t)val->num;
+	}
+	rc = check_range(ctx, s, path, k, !val->str && val->num < 0, val->num, v);
+	if (rc < 0)
+		return rc;
+	if (k->kind == KIND_U32) {
+		uint32_t v32 = (uint32_t)v;
+
+		memcpy(field, &v32, sizeof v32);
+	} else {
+		memcpy(field, &v, sizeof v);
+	}
+	return 0;
+}
+
+static int store_enum(struct ctx *ctx, const config_setting_t *s, const char *path,
+		      const struct key_desc *k, const char *word, void *field)
+{
+	char choices[128] = "", q[QUOTE_MAX + 8];
+	size_t used = 0;
+
+	for (const struct enum_word *w = k->words; w->word; w++) {
+		if (!strcmp(word, w->word)) {
+			memcpy(field, &w->value, sizeof w->value);
+			return 0;
+		}
+		used += (size_t)snprintf(choices + used, sizeof choices - used, "%s\"%s\"",
+					 w == k->words ? "" : ", ", w->word);
+		if (used >= sizeof choices)
+			break;
+	}
+	return fail(ctx, s, path, "\"%s\" is not one of %s", quote(word, q, sizeof q), choices);
+}
+
+static bool valid_port(const char *p)
+{
+	unsigned port = 0;
+
+	if (!*p || strlen(p) > 5)
+		return false;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		port = port * 10 + (unsigned)(*p - '0');
+	}
+	return port >= 1 && port <= 65535;
+}
+
+static bool all_chars_in(const char *s, size_t len, const char *extra)
+{
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || (c && strchr(extra, c))))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * "HOST:PORT" with HOST a name or IPv4 address, or "[IPV6]:PORT".  Only the
+ * shape is checked here; whether it resolves is the listener's business.
+ */
+static int check_hostport(struct ctx *ctx, const config_setting_t *s, const char *path,
+			  const char *str)
+{
+	char q[QUOTE_MAX + 8];
+	const char *colon, *host = str;
+	size_t hostlen;
+
+	if (str[0] == '[') {
+		const char *close = strchr(str, ']');
+
+		if (!close || close[1] != ':')
+			goto shape;
+		host = str + 1;
+		hostlen = (size_t)(close - host);
+		colon = close + 1;
+		if (!hostlen || !memchr(host, ':', hostlen) ||
+		    !all_chars_in(host, hostlen, ":.%_-"))
+			return fail(ctx, s, path, "\"%s\": bad IPv6 address",
+				    quote(str, q, sizeof q));
+	} else {
+		colon = strrchr(str, ':');
+		if (!colon || colon == str)
+			goto shape;
+		hostlen = (size_t)(colon - str);
+		if (memchr(str, ':', hostlen))
+			return fail(ctx, s, path, "\"%s\": write IPv6 addresses in brackets, "
+				    "as in \"[::1]:7470\"", quote(str, q, sizeof q));
+		if (!all_chars_in(host, hostlen, ".-_"))
+			return fail(ctx, s, path, "\"%s\": bad host name",
+				    quote(str, q, sizeof q));
+	}
+	if (!valid_port(colon + 1))
+		return fail(ctx, s, path, "\"%s\": the port must be a number in [1, 65535]",
+			    quote(str, q, sizeof q));
+	return 0;
+shape:
+	return fail(ctx, s, path, "\"%s\" is not HOST:PORT (examples: \"0.0.0.0:7470\", "
+		    "\"[::1]:7470\"; \"\" disables)", quote(str, q, sizeof q));
+}
+
+static int check_string(struct ctx *ctx, const config_setting_t *s, const char *path,
+			const struct key_desc *k, const char *str)
+{
+	size_t len = strlen(str);
+	char q[QUOTE_MAX + 8];
+
+	if (len >= k->size)
+		return fail(ctx, s, path, "\"%s\" is too long (at most %zu characters)",
+			    quote(str, q, sizeof q), k->size - 1);
+	switch (k->kind) {
+	case KIND_HOSTPORT:
+		return len ? check_hostport(ctx, s, path, str) : 0;
+	case KIND_PATH:
+		if (len && (str[0] != '/' || str[len - 1] == '/'))
+			return fail(ctx, s, path, "\"%s\" is not an absolute path to a socket "
+				    "(\"\" disables)", quote(str, q, sizeof q));
+		return 0;
+	case KIND_NAME:
+		if (!len || !all_chars_in(str, len, "_.-"))
+			return fail(ctx, s, path, "\"%s\": a name is 1 to %zu characters of "
+				    "A-Z a-z 0-9 _ . -", quote(str, q, sizeof q), k->size - 1);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Validates val against key k and stores it at base + k->offset. */
+static int store_value(struct ctx *ctx, const config_setting_t *s, const char *path,
+		       const struct key_desc *k, const struct value *val, void *base)
+{
+	void *field = (char *)base + k->offset;
+	int rc;
+
+	switch (k->kind) {
+	case KIND_U32:
+	case KIND_SIZE:
+		return store_number(ctx, s, path, k, val, field);
+	case KIND_ENUM:
+		return store_enum(ctx, s, path, k, val->str, field);
+	case KIND_HOSTPORT:
+	case KIND_PATH:
+	case KIND_NAME:
+		rc = check_string(ctx, s, path, k, val->str);
+		if (rc < 0)
+			return rc;
+		memset(field, 0, k->size);
+		memcpy(field, val->str, strlen(val->str));
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static bool is_integer(int type)
+{
+	return type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64;
+}
+
+/* Checks the setting's libconfig type against what the key's kind accepts. */
+static int read_value(struct ctx *ctx, const config_setting_t *s, const char *path,
+		      const struct key_desc *k, struct value *val)
+{
+	int type = config_setting_type(s);
+	const char *want = "a string";
+
+	memset(val, 0, sizeof *val);
+	switch (k->kind) {
+	case KIND_U32:
+		if (is_integer(type)) {
+			val->num = config_setting_get_int64(s);
+			return 0;
+		}
+		want = "an integer";
+		break;
+	case KIND_SIZE:
+		if (is_integer(type)) {
+			val->num = config_setting_get_int64(s);
+			return 0;
+		}
+		if (type == CONFIG_TYPE_STRING) {
+			val->str = config_setting_get_string(s);
+			return 0;
+		}
+		want = "a size (an integer, or a string such as \"64K\")";
+		break;
+	case KIND_ENUM:
+		if (type == CONFIG_TYPE_BOOL && (k->flags & KEY_BOOL_ONOFF)) {
+			val->str = config_setting_get_bool(s) ? "on" : "off";
+			return 0;
+		}
+		if (type == CONFIG_TYPE_STRING) {
+			val->str = config_setting_get_string(s);
+			return 0;
+		}
+		break;
+	case KIND_HOSTPORT:
+	case KIND_PATH:
+	case KIND_NAME:
+		if (type == CONFIG_TYPE_STRING) {
+			val->str = config_setting_get_string(s);
+			return 0;
+		}
+		break;
+	}
+	return fail(ctx, s, path, "expected %s, got %s", want, type_name(type));
+}
+
+/* ---- groups ---------------------------------------------------------------- */
+
+static const struct key_desc *find_key(const struct key_desc *keys, size_t nkeys,
+				       const char *name)
+{
+	for (size_t i = 0; i < nkeys; i++)
+		if (!strcmp(keys[i].name, name))
+			return &keys[i];
+	return NULL;
+}
+
+static int unknown_key(struct ctx *ctx, const config_setting_t *s, const char *path,
+		       const struct key_desc *keys, size_t nkeys)
+{
+	char known[160] = "";
+	size_t used = 0;
+
+	for (size_t i = 0; i < nkeys && used < sizeof known; i++)
+		used += (size_t)snprintf(known + used, sizeof known - used, "%s%s",
+					 i ? ", " : "", keys[i].name);
+	return fail(ctx, s, path, "unknown key (known here: %s)", known);
+}
+
+static void apply_defaults(const struct key_desc *keys, size_t nkeys, void *base)
+{
+	struct ctx quiet = { "(defaults)", NULL, 0 };
+
+	for (size_t i = 0; i < nkeys; i++) {
+		struct value val = { .str = keys[i].def };
+
+		store_value(&quiet, NULL, keys[i].name, &keys[i], &val, base);
+	}
+}
+
+/* Every member of group must be one of keys; each is validated and stored. */
+static int load_group(struct ctx *ctx, const config_setting_t *group, const char *prefix,
+		      const struct key_desc *keys, size_t nkeys, void *base)
+{
+	char path[PATH_MAX_LEN];
+
+	if (!config_setting_is_group(group))
+		return fail(ctx, group, prefix, "expected a group { key = value; ... }, got %s",
+			    type_name(config_setting_type(group)));
+	for (int i = 0; i < config_setting_length(group); i++) {
+		const config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
+		const char *name = config_setting_name(s);
+		const struct key_desc *k = find_key(keys, nkeys, name);
+		struct value val;
+		int rc;
+
+		snprintf(path, sizeof path, "%s.%s", prefix, name);
+		if (!k)
+			return unknown_key(ctx, s, path, keys, nkeys);
+		rc = read_value(ctx, s, path, k, &val);
+		if (rc < 0)
+			return rc;
+		rc = store_value(ctx, s, path, k, &val, base);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Checks that need the whole pool, or all pools: unique names, alignment. */
+static int check_pool(struct ctx *ctx, const struct config *cfg, size_t i,
+		      const config_setting_t *group)
+{
+	const struct config_pool *p = &cfg->pools[i];
+	const config_setting_t *s;
+	char path[PATH_MAX_LEN], a[48], b[48];
+
+	for (size_t j = 0; j < i; j++) {
+		if (strcmp(cfg->pools[j].name, p->name))
+			continue;
+		s = config_setting_get_member(group, "name");
+		snprintf(path, sizeof path, "pools[%zu].name", i);
+		return fail(ctx, s ? s : group, path, "\"%s\" is already the name of pools[%zu]%s",
+			    p->name, j, s ? "" : " (give each pool a name)");
+	}
+	if (p->alignment > p->size) {
+		s = config_setting_get_member(group, "alignment");
+		snprintf(path, sizeof path, "pools[%zu].alignment", i);
+		return fail(ctx, s ? s : group, path, "%s is larger than the pool size %s",
+			    format_size(p->alignment, a, sizeof a),
+			    format_size(p->size, b, sizeof b));
+	}
+	return 0;
+}
+
+static int load_pools(struct ctx *ctx, const config_setting_t *list, struct config *cfg)
+{
+	int n = config_setting_length(list);
+	char prefix[PATH_MAX_LEN];
+	int rc;
+
+	if (!config_setting_is_list(list))
+		return fail(ctx, list, "pools", "expected a list ( { name = ...; size = ...; }, "
+			    "... ), got %s", type_name(config_setting_type(list)));
+	if (n == 0)
+		return fail(ctx, list, "pools", "the list is empty; at least one pool is needed");
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *group = config_setting_get_elem(list, (unsigned)i);
+
+		snprintf(prefix, sizeof prefix, "pools[%d]", i);
+		if (i >= CONFIG_MAX_POOLS)
+			return fail(ctx, group, prefix, "too many pools (at most %d)",
+				    CONFIG_MAX_POOLS);
+		apply_defaults(pool_keys, ARRAY_SIZE(pool_keys), &cfg->pools[i]);
+		rc = load_group(ctx, group, prefix, pool_keys, ARRAY_SIZE(pool_keys),
+				&cfg->pools[i]);
+		if (rc < 0)
+			return rc;
+		rc = check_pool(ctx, cfg, (size_t)i, group);
+		if (rc < 0)
+			return rc;
+	}
+	cfg->npools = (size_t)n;
+	return 0;
+}
+
+static int load_root(struct ctx *ctx, const config_setting_t *root, struct config *cfg)
+{
+	char known[80] = "";
+	size_t used = 0;
+	int rc;
+
+	for (size_t j = 0; j < ARRAY_SIZE(sections); j++)
+		used += (size_t)snprintf(known + used, sizeof known - used, "%s%s",
+					 j ? ", " : "", sections[j].name);
+	for (int i = 0; i < config_setting_length(root); i++) {
+		const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
+		const char *name = config_setting_name(s);
+		const struct section *sec = NULL;
+
+		for (size_t j = 0; j < ARRAY_SIZE(sections); j++)
+			if (!strcmp(sections[j].name, name))
+				sec = &sections[j];
+		if (!sec)
+			return fail(ctx, s, name, "unknown key (known here: %s)", known);
+		if (sec->is_pool_list)
+			rc = load_pools(ctx, s, cfg);
+		else
+			rc = load_group(ctx, s, name, sec->keys, sec->nkeys, cfg);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- libconfig 1.5 integer truncation ---------------------------------------- */
+
+/*
+ * libconfig 1.5 reads a plain integer literal into an int and silently
+ * truncates what does not fit ("size = 5368709120;" becomes 1 GiB), and has no
+ * way to tell afterwards.  So the text of every file it read is scanned for
+ * such literals: comments and strings skipped, names skipped whole (they may
+ * contain digits), floats and "L"-suffixed 64-bit literals left alone.
+ */
+static const char *skip_number(const char *p, bool *truncated)
+{
+	const char *start = p;
+	bool hex = false;
+	long long v;
+
+	if (*p == '+' || *p == '-')
+		p++;
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		hex = true;
+		p += 2;
+		while ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') ||
+		       (*p >= 'A' && *p <= 'F'))
+			p++;
+	} else {
+		while (*p >= '0' && *p <= '9')
+			p++;
+		if (*p == '.' || *p == 'e' || *p == 'E') {
+			while ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' ||
+			       *p == 'E' || ((*p == '+' || *p == '-') &&
+					     (p[-1] == 'e' || p[-1] == 'E')))
+				p++;
+			return p;
+		}
+	}
+	if (*p == 'L') {
+		while (*p == 'L')
+			p++;
+		return p;
+	}
+	errno = 0;
+	v = strtoll(start, NULL, hex ? 16 : 10);
+	*truncated = errno == ERANGE || v > INT_MAX || v < INT_MIN;
+	return p;
+}
+
+static const char *skip_to(const char *p, const char *end_marker)
+{
+	const char *q = strstr(p, end_marker);
+
+	return q ? q : p + strlen(p);
+}
+
+/* Returns the line of the first truncated literal in text, 0 if none. */
+static int find_truncated_int(const char *text, const char **literal, int *literal_len)
+{
+	int line = 1;
+
+	for (const char *p = text; *p;) {
+		const char *start = p, *q;
+		bool truncated = false;
+
+		if (*p == '"') {
+			for (p++; *p && *p != '"'; p++)
+				if (*p == '\\' && p[1])
+					p++;
+		} else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
+			p = skip_to(p, "\n");
+			continue;
+		} else if (p[0] == '/' && p[1] == '*') {
+			p = skip_to(p + 2, "*/");
+		} else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			   *p == '*' || *p == '@') {
+			while (all_chars_in(p, 1, "-_*@"))
+				p++;
+			continue;
+		} else if ((*p >= '0' && *p <= '9') ||
+			   ((*p == '-' || *p == '+') && p[1] >= '0' && p[1] <= '9')) {
+			p = skip_number(p, &truncated);
+			if (truncated) {
+				*literal = start;
+				*literal_len = (int)(p - start);
+				return line;
+			}
+			continue;
+		}
+		/* Count the newlines of the token skipped, then step past its end. */
+		for (q = start; q < p; q++)
+			line += *q == '\n';
+		if (*p == '\n')
+			line++;
+		if (*p)
+			p++;
+	}
+	return 0;
+}
+
+/* Config files are small; anything past READ_MAX is not one. */
+#define READ_MAX (16u << 20)
+
+static char *read_text(const char *path)
+{
+	size_t len = 0, cap = 0;
+	char *text = NULL;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		size_t n;
+
+		if (cap - len < 2) {
+			char *bigger = cap < READ_MAX ? realloc(text, cap + 8192) : NULL;
+
+			if (!bigger)
+				goto fail;
+			text = bigger;
+			cap += 8192;
+		}
+		n = fread(text + len, 1, cap - len - 1, f);
+		if (!n)
+			break;
+		len += n;
+	}
+	if (ferror(f))
+		goto fail;
+	text[len] = '\0';
+	fclose(f);
+	return text;
+fail:
+	free(text);
+	fclose(f);
+	return NULL;
+}
+
+/* The setting (in file, at line) that holds a scalar, as a key path. */
+static bool path_at(const config_setting_t *s, const char *file, int line, char *path,
+		    size_t len)
+{
+	size_t used = strlen(path);
+
+	if (!config_setting_is_aggregate(s))
+		return config_setting_source_file(s) &&
+		       !strcmp(config_setting_source_file(s), file) &&
+		       (int)config_setting_source_line(s) == line;
+	for (int i = 0; i < config_setting_length(s); i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		const char *name = config_setting_name(e);
+
+		if (name)
+			snprintf(path + used, len - used, "%s%s", used ? "." : "", name);
+		else
+			snprintf(path + used, len - used, "[%d]", i);
+		if (path_at(e, file, line, path, len))
+			return true;
+		path[used] = '\0';
+	}
+	return false;
+}
+
+static int check_truncated_ints(struct ctx *ctx, const config_t *lc)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < lc->num_filenames && !rc; i++) {
+		const char *name = lc->filenames[i];
+		char path[PATH_MAX_LEN] = "";
+		const char *literal = NULL;
+		int literal_len = 0, line;
+		char *text = read_text(name);
+
+		if (!text)
+			continue;
+		line = find_truncated_int(text, &literal, &literal_len);
+		if (line) {
+			if (literal_len > 40)
+				literal_len = 40;
+			path_at(config_root_setting(lc), name, line, path, sizeof path);
+			rc = fail_at(ctx, name, line, path[0] ? path : NULL,
+				     "%.*s does not fit in a 32-bit integer and libconfig would "
+				     "truncate it; write %.*sL, or a size string such as \"4G\"",
+				     literal_len, literal, literal_len, literal);
+		}
+		free(text);
+	}
+	return rc;
+}
+
+/* ---- entry points ---------------------------------------------------------- */
+
+void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	for (size_t i = 0; i < ARRAY_SIZE(sections); i++) {
+		if (sections[i].is_pool_list)
+			apply_defaults(sections[i].keys, sections[i].nkeys, &cfg->pools[0]);
+		else
+			apply_defaults(sections[i].keys, sections[i].nkeys, cfg);
+	}
+	cfg->npools = 1;
+}
+
+/* Opening first tells "missing" (ENOENT) from "unreadable" from "bad content",
+ * which libconfig folds into one "file I/O error". */
+static int check_readable(struct ctx *ctx, const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0) {
+		rc = -errno;
+		fail_at(ctx, path, 0, NULL, "cannot open: %s", strerror(errno));
+		return rc;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		fail_at(ctx, path, 0, NULL, "cannot stat: %s", strerror(errno));
+	} else if (S_ISDIR(st.st_mode)) {
+		rc = -EISDIR;
+		fail_at(ctx, path, 0, NULL, "is a directory");
+	}
+	close(fd);
+	return rc;
+}
+
+/*
+ * No include_dir: libconfig 1.5 would prefix it to absolute @include paths
+ * too, so an @include path is used as written (absolute, or relative to the
+ * working directory), and every file name in a message is one that opens.
+ */
+int config_load(struct config *cfg, const char *path, char *err, size_t errlen)
+{
+	struct ctx ctx = { path, err, errlen };
+	struct config tmp;
+	config_t lc;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	rc = check_readable(&ctx, path);
+	if (rc < 0)
+		return rc;
+	config_init(&lc);
+	if (!config_read_file(&lc, path)) {
+		const char *efile = config_error_file(&lc) ? config_error_file(&lc) : path;
+
+		rc = config_error_type(&lc) == CONFIG_ERR_FILE_IO ? -EIO : -EINVAL;
+		fail_at(&ctx, efile, config_error_line(&lc), NULL, "%s",
+			config_error_text(&lc) ? config_error_text(&lc) : "cannot read");
+		goto out;
+	}
+	rc = check_truncated_ints(&ctx, &lc);
+	if (rc < 0)
+		goto out;
+	config_defaults(&tmp);
+	rc = load_root(&ctx, config_root_setting(&lc), &tmp);
+	if (rc < 0)
+		goto out;
+	*cfg = tmp;
+out:
+	config_destroy(&lc);
+	return rc;
+}
+
+static void dump_keys(const struct key_desc *keys, size_t nkeys, const char *prefix,
+		      const void *base, void (*line)(void *arg, const char *text), void *arg)
+{
+	for (size_t i = 0; i < nkeys; i++) {
+		const struct key_desc *k = &keys[i];
+		const char *field = (const char *)base + k->offset;
+		char text[256], value[160];
+		uint64_t v64;
+		uint32_t v32;
+		int v;
+
+		switch (k->kind) {
+		case KIND_U32:
+			memcpy(&v32, field, sizeof v32);
+			snprintf(value, sizeof value, "%u", v32);
+			break;
+		case KIND_SIZE:
+			memcpy(&v64, field, sizeof v64);
+			format_size(v64, value, sizeof value);
+			break;
+		case KIND_ENUM:
+			memcpy(&v, field, sizeof v);
+			snprintf(value, sizeof value, "?%d", v);
+			for (const struct enum_word *w = k->words; w->word; w++)
+				if (w->value == v)
+					snprintf(value, sizeof value, "%s", w->word);
+			break;
+		default:
+			snprintf(value, sizeof value, "%.*s", (int)k->size, field);
+			if (!value[0])
+				snprintf(value, sizeof value, "\"\"");
+			break;
+		}
+		snprintf(text, sizeof text, "%s.%s = %s", prefix, k->name, value);
+		line(arg, text);
+	}
+}
+
+void config_dump(const struct config *cfg, void (*line)(void *arg, const char *text), void *arg)
+{
+	char prefix[PATH_MAX_LEN];
+
+	for (size_t i = 0; i < ARRAY_SIZE(sections); i++) {
+		const struct section *sec = &sections[i];
+
+		if (!sec->is_pool_list) {
+			dump_keys(sec->keys, sec->nkeys, sec->name, cfg, line, arg);
+			continue;
+		}
+		for (size_t p = 0; p < cfg->npools && p < CONFIG_MAX_POOLS; p++) {
+			snprintf(prefix, sizeof prefix, "%s[%zu]", sec->name, p);
+			dump_keys(sec->keys, sec->nkeys, prefix, &cfg->pools[p], line, arg);
+		}
+	}
+}

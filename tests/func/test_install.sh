@@ -1,0 +1,77 @@
+#!/bin/bash
+# make install into a staging DESTDIR, then build a program that includes only
+# <rmem.h> and links through pkg-config librmem, and run it against rmemd.
+# TAP output.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+n=0; failed=0
+ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi; }
+
+tmp=$(mktemp -d)
+daemon=""
+cleanup() { [ -n "$daemon" ] && kill "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+stage="$tmp/stage"
+
+# A plain (unsanitized) build, as a user would install it.
+make -s SANITIZE= WERROR=1 PREFIX=/usr DESTDIR="$stage" install >"$tmp/install.log" 2>&1
+ok $? "make install PREFIX=/usr DESTDIR=... succeeds"
+for f in usr/sbin/rmemd usr/bin/rmemctl usr/lib/librmem.so.1 usr/lib/librmem.so usr/lib/librmem.a \
+	usr/include/rmem.h usr/lib/pkgconfig/librmem.pc etc/rmemd/rmemd.conf \
+	lib/systemd/system/rmemd.service usr/share/man/man8/rmemd.8 usr/share/man/man5/rmemd.conf.5 \
+	usr/share/man/man3/rmem_alloc.3 usr/share/man/man7/librmem.7 usr/share/man/man8/rmemctl.8; do
+	[ -e "$stage/$f" ]; ok $? "installed $f"
+done
+soname=$(objdump -p "$stage/usr/lib/librmem.so.1" | awk '/SONAME/ {print $2}')
+[ "$soname" = "librmem.so.1" ]; ok $? "SONAME is librmem.so.1 ($soname)"
+bad=$(nm -D --defined-only "$stage/usr/lib/librmem.so.1" | awk '$2 ~ /[TDB]/ && $3 !~ /^rmem_/ {print $3}')
+[ -z "$bad" ]; ok $? "only rmem_* symbols exported${bad:+ (also: $bad)}"
+grep -q 'ExecStart=/usr/sbin/rmemd' "$stage/lib/systemd/system/rmemd.service"; ok $? "unit points at the installed rmemd"
+
+cat > "$tmp/app.c" <<'APP'
+#include <rmem.h>
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv)
+{
+	rmem_client *c;
+	struct rmem_region r;
+	char out[] = "hello, remote memory", in[sizeof out] = "";
+	int rc = rmem_connect(argv[1], NULL, &c);
+	if (rc < 0) { fprintf(stderr, "connect: %s\n", rmem_strerror(rc)); return 1; }
+	if ((rc = rmem_alloc(c, sizeof out, 0, &r)) < 0 ||
+	    (rc = rmem_write(c, &r, 0, out, sizeof out)) < 0 ||
+	    (rc = rmem_read(c, &r, 0, in, sizeof in)) < 0 ||
+	    (rc = rmem_free(c, &r)) < 0) {
+		fprintf(stderr, "op: %s\n", rmem_strerror(rc));
+		return 1;
+	}
+	printf("%s via %s\n", in, rmem_transport(c));
+	rmem_close(c);
+	return strcmp(in, out) != 0;
+	(void)argc;
+}
+APP
+pc="$stage/usr/lib/pkgconfig"
+flags=$(PKG_CONFIG_PATH="$pc" PKG_CONFIG_SYSROOT_DIR="$stage" pkg-config --cflags --libs librmem)
+ok $? "pkg-config librmem answers ($flags)"
+cc -std=c99 -Wall -Wextra -Werror -o "$tmp/app" "$tmp/app.c" $flags 2>"$tmp/cc.log"
+ok $? "a program that includes only <rmem.h> builds with pkg-config flags"
+
+port=$((20000 + RANDOM % 20000))
+cat > "$tmp/rmemd.conf" <<CONF
+listen = { tcp = "127.0.0.1:$port"; rdma = ""; admin = "$tmp/rmemd.sock"; };
+pools  = ( { name = "default"; size = "16M"; hugepages = "off"; } );
+CONF
+LD_LIBRARY_PATH="$stage/usr/lib" "$stage/usr/sbin/rmemd" -c "$tmp/rmemd.conf" 2>"$tmp/rmemd.log" &
+daemon=$!
+for _ in $(seq 100); do [ -S "$tmp/rmemd.sock" ] && break; sleep 0.1; done
+out=$(LD_LIBRARY_PATH="$stage/usr/lib" "$tmp/app" "tcp://127.0.0.1:$port" 2>&1)
+ok $? "it runs against rmemd: $out"
+[ "$out" = "hello, remote memory via tcp" ]; ok $? "and says which transport it used"
+out=$(LD_LIBRARY_PATH="$stage/usr/lib" "$stage/usr/bin/rmemctl" -s "$tmp/rmemd.sock" --json stats)
+ok $? "installed rmemctl talks to it"
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
