@@ -138,7 +138,7 @@ deps:
 
 # make test: everything, sanitized, ending with "N passed, N failed".
 test: deps
-	@$(MAKE) --no-print-directory SANITIZE=address,undefined check
+	@$(MAKE) -s --no-print-directory SANITIZE=address,undefined check
 
 check: all headercheck $(UNIT_BINS) $(FUNC_BINS)
 	@RMEM_BUILD=$(B) tests/run-tests $(UNIT_BINS) $(FUNC_BINS) tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -106,8 +107,13 @@ static int check_path(const struct endpoint *ep, enum transport_choice choice)
 
 /* ---- framing --------------------------------------------------------------- */
 
+/* The stream can no longer be trusted.  Shutting it down at once lets the
+ * daemon end the session and free its regions without waiting for
+ * rmem_close(); the descriptor itself stays until then. */
 static int poison(struct rmem_client *c, int err)
 {
+	if (!c->broken && c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
 	c->broken = true;
 	return err;
 }
@@ -618,7 +624,10 @@ int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max)
 
 int rmem_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out, size_t max)
 {
-	struct proto_list_req req = { .after = after, .max = list_limit(max, PROTO_REGION_REC_LEN) };
+	struct proto_list_req req = {
+		.after = after,
+		.max = list_limit(max, PROTO_REGION_REC_LEN),
+	};
 	uint8_t buf[PROTO_LIST_REQ_LEN];
 	uint32_t count;
 	int err = check_list(c, out, max);
@@ -646,7 +655,10 @@ int rmem_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out, s
 
 int rmem_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, size_t max)
 {
-	struct proto_list_req req = { .after = after, .max = list_limit(max, PROTO_CLIENT_REC_LEN) };
+	struct proto_list_req req = {
+		.after = after,
+		.max = list_limit(max, PROTO_CLIENT_REC_LEN),
+	};
 	uint8_t buf[PROTO_LIST_REQ_LEN];
 	uint32_t count;
 	int err = check_list(c, out, max);

@@ -46,7 +46,8 @@ static void format_size(char *buf, size_t size, uint64_t bytes)
 		return;
 	}
 	value /= 1024;
-	while (value >= 1024 && unit + 1 < sizeof(units) / sizeof(units[0])) {
+	/* 1023.95 would print as "1024.0": move to the next unit instead. */
+	while (value >= 1023.95 && unit + 1 < sizeof(units) / sizeof(units[0])) {
 		value /= 1024;
 		unit++;
 	}
@@ -226,6 +227,9 @@ static int report(const struct ctl *ctl, const char *what, int err)
 	if (err == -EACCES && !ctl->unix_socket)
 		fprintf(stderr, "rmemctl: %s: admin listings need the Unix socket (-s PATH); "
 			"over TCP only 'stats' is served\n", what);
+	else if (err == -EACCES)
+		fprintf(stderr, "rmemctl: %s: rmemd refused the admin request: this user is not "
+			"trusted on its admin socket (root or rmemd's own user)\n", what);
 	else
 		fprintf(stderr, "rmemctl: %s: %s\n", what, rmem_strerror(err));
 	return EXIT_FAILURE;
@@ -265,8 +269,11 @@ static int cmd_stats(struct ctl *ctl)
 		return report(ctl, "stats", err);
 	if (ctl->json) {
 		printf("{\"stats\":{");
-		for (size_t i = 0; i < NSTAT_ROWS; i++)
-			json_u64(stat_rows[i].key, stat_value(&st, &stat_rows[i]), i + 1 < NSTAT_ROWS);
+		for (size_t i = 0; i < NSTAT_ROWS; i++) {
+			const struct stat_row *row = &stat_rows[i];
+
+			json_u64(row->key, stat_value(&st, row), i + 1 < NSTAT_ROWS);
+		}
 		printf("}}\n");
 		return 0;
 	}

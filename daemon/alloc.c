@@ -6,9 +6,11 @@
  * leftmost node that is long enough, and BY_OFFSET, where a released range
  * finds the neighbours it merges with.  Carving from the front of a range or
  * growing a range into its released neighbour never changes its place in the
- * offset order, so most calls only search the offset tree.  The trees keep no
- * parent pointers (the node stays at 56 bytes): a descent records its path
- * and rebalancing walks that path back up.
+ * offset order, so most calls only search the offset tree; and when the new
+ * (length, offset) still sorts between the old neighbours in the size order,
+ * the node stays where it is there too.  The trees keep no parent pointers
+ * (the node stays at 56 bytes, 64 with malloc's header): a descent records its
+ * path and rebalancing walks that path back up.
  *
  * Build with -DALLOC_DEBUG to check every tree invariant after every call.
  */
@@ -65,12 +67,18 @@ static void alloc_check(const struct alloc *a);
 static inline void alloc_check(const struct alloc *a) { (void)a; }
 #endif
 
+/* The size order, on bare keys: (length, offset). */
+static inline bool size_key_before(uint64_t len_x, uint64_t off_x, uint64_t len_y, uint64_t off_y)
+{
+	return len_x < len_y || (len_x == len_y && off_x < off_y);
+}
+
 /* The tree order: unique keys, because free ranges never share an offset. */
 static inline bool range_before(int t, const struct free_range *x, const struct free_range *y)
 {
 	if (t == BY_OFFSET)
 		return x->offset < y->offset;
-	return x->length < y->length || (x->length == y->length && x->offset < y->offset);
+	return size_key_before(x->length, x->offset, y->length, y->offset);
 }
 
 static inline void path_push(struct avl_path *p, struct free_range *n, int dir)
@@ -231,7 +239,7 @@ static struct free_range *size_tree_last(const struct alloc *a)
 	return x;
 }
 
-/* The size tree is only changed through these two, which keep a->largest. */
+/* The size tree changes only through the size_* helpers, which keep a->largest. */
 static void size_insert(struct alloc *a, struct free_range *n)
 {
 	avl_insert(a, BY_SIZE, n);
@@ -253,13 +261,50 @@ static void size_remove(struct alloc *a, struct free_range *n)
 		a->largest = size_tree_last(a);
 }
 
-/* The shortest free range of at least len bytes, lowest offset among equals;
- * *p is left leading to it. */
-static struct free_range *find_best_fit(const struct alloc *a, uint64_t len, struct avl_path *p)
+/*
+ * Gives n a larger key (a release merged into it).  When it still sorts before
+ * its successor (always true of the largest range, and of a range that takes
+ * back what was just carved from it) the tree needs no change.
+ */
+static void size_grow(struct alloc *a, struct free_range *n, uint64_t offset, uint64_t length)
+{
+	struct avl_path p;
+	struct free_range *x = a->root[BY_SIZE], *next = NULL;
+
+	p.depth = 0;
+	while (x != n) {
+		int d = range_before(BY_SIZE, x, n);
+
+		if (!d)
+			next = x;
+		path_push(&p, x, d);
+		x = x->child[BY_SIZE][d];
+	}
+	for (x = n->child[BY_SIZE][1]; x; x = x->child[BY_SIZE][0])
+		next = x;
+	if (next && !size_key_before(length, offset, next->length, next->offset)) {
+		size_remove_at(a, &p, n);
+		n->offset = offset;
+		n->length = length;
+		size_insert(a, n);
+		return;
+	}
+	n->offset = offset;
+	n->length = length;
+}
+
+/*
+ * The shortest free range of at least len bytes, lowest offset among equals;
+ * *p is left leading to it and *below is the range just before it in the size
+ * order (the last node the search passed on the right), or NULL.
+ */
+static struct free_range *find_best_fit(const struct alloc *a, uint64_t len, struct avl_path *p,
+					struct free_range **below)
 {
 	struct free_range *x = a->root[BY_SIZE], *best = NULL;
 	int best_depth = 0;
 
+	*below = NULL;
 	p->depth = 0;
 	while (x) {
 		if (x->length >= len) {
@@ -268,6 +313,7 @@ static struct free_range *find_best_fit(const struct alloc *a, uint64_t len, str
 			path_push(p, x, 0);
 			x = x->child[BY_SIZE][0];
 		} else {
+			*below = x;
 			path_push(p, x, 1);
 			x = x->child[BY_SIZE][1];
 		}
@@ -383,27 +429,32 @@ void alloc_free(struct alloc *a)
 int alloc_reserve(struct alloc *a, uint64_t size, uint64_t *offset, uint64_t *length)
 {
 	struct avl_path p;
-	struct free_range *best;
+	struct free_range *best, *below;
 	uint64_t len;
 
 	if (size == 0 || size > UINT64_MAX - a->align_mask)
 		return -EINVAL;
 	len = (size + a->align_mask) & ~a->align_mask;
-	best = find_best_fit(a, len, &p);
+	best = find_best_fit(a, len, &p, &below);
 	if (!best)
 		return -ENOMEM;
 	*offset = best->offset;
 	*length = len;
-	size_remove_at(a, &p, best);
 	if (best->length == len) {
+		size_remove_at(a, &p, best);
 		avl_remove(a, BY_OFFSET, best);
 		node_put(a, best);
 		a->free_ranges--;
-	} else {
-		/* Carving the front keeps the node's place in the offset tree. */
+	} else if (below && !size_key_before(below->length, below->offset, best->length - len,
+					      best->offset + len)) {
+		size_remove_at(a, &p, best);
 		best->offset += len;
 		best->length -= len;
 		size_insert(a, best);
+	} else {
+		/* Still after its predecessor in both orders: no tree changes. */
+		best->offset += len;
+		best->length -= len;
 	}
 	a->used += len;
 	if (a->used > a->peak_used)
@@ -456,23 +507,16 @@ int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
 	join_pred = pred && pred->offset + pred->length == offset;
 	join_succ = succ && succ->offset == end;
 	if (join_pred && join_succ) {
-		size_remove(a, pred);
 		size_remove(a, succ);
 		avl_remove(a, BY_OFFSET, succ);
-		pred->length += length + succ->length;
-		size_insert(a, pred);
+		size_grow(a, pred, pred->offset, pred->length + length + succ->length);
 		node_put(a, succ);
 		a->free_ranges--;
 	} else if (join_pred) {
-		size_remove(a, pred);
-		pred->length += length;
-		size_insert(a, pred);
+		size_grow(a, pred, pred->offset, pred->length + length);
 	} else if (join_succ) {
 		/* Still after pred, so its place in the offset tree holds. */
-		size_remove(a, succ);
-		succ->offset = offset;
-		succ->length += length;
-		size_insert(a, succ);
+		size_grow(a, succ, offset, succ->length + length);
 	} else {
 		rc = insert_isolated(a, &p, offset, length);
 		if (rc < 0)

@@ -43,9 +43,14 @@ int alloc_reserve(struct alloc *a, uint64_t size, uint64_t *offset, uint64_t *le
 
 /* Returns a range previously reserved (offset and the length alloc_reserve
  * gave).  -EINVAL, changing nothing, when the range is misaligned, out of the
- * pool, or overlaps a free range (a double release). */
+ * pool, or overlaps a free range (a double release).  Whether it is exactly
+ * one reserved range is the caller's to know: two neighbouring live ranges
+ * released as one are accepted.  -ENOMEM, changing nothing, when the range
+ * touches no free range and the ~64-byte node to track it cannot be
+ * allocated (a later retry may succeed). */
 int alloc_release(struct alloc *a, uint64_t offset, uint64_t length);
 
+/* O(1): cheap enough to call on every request. */
 void alloc_get_stats(const struct alloc *a, struct alloc_stats *out);
 uint64_t alloc_alignment(const struct alloc *a);
 

@@ -345,10 +345,12 @@ static void conn_flush(struct conn *c)
 static void conn_pump(struct conn *c)
 {
 	for (;;) {
-		size_t before = c->in_start;
-		enum conn_rx rx_before = c->rx;
+		bool stalled;
 
 		conn_process(c);
+		/* Processing stops either for want of input or because the send
+		 * side is full; only the second can be undone by a flush. */
+		stalled = conn_blocked(c);
 		conn_flush(c);
 		if (c->dead)
 			return;
@@ -358,7 +360,7 @@ static void conn_pump(struct conn *c)
 			conn_close(c, "protocol error");
 			return;
 		}
-		if (conn_blocked(c) || (c->in_start == before && c->rx == rx_before))
+		if (!stalled || conn_blocked(c))
 			break;
 	}
 	if (evbuffer_get_length(c->out))

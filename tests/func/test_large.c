@@ -1,0 +1,159 @@
+/*
+ * test_large.c - single rmem_write/rmem_read calls of 64 MiB and 200 MiB,
+ * verified byte for byte, while watching that neither the daemon nor the
+ * client buffers the transfer: their peak RSS must not grow by anything like
+ * the amount moved (the data streams in bounded chunks).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "tap.h"
+
+#define MiB (1024ull * 1024)
+#define BIG (200 * MiB)
+#define MEDIUM (64 * MiB)
+/* What the peak RSS may grow by while 200 MiB flow (a few chunks in flight). */
+#define GROWTH_LIMIT_KB (64 * 1024)
+
+static double mib_per_s(uint64_t bytes, uint64_t ms)
+{
+	return (double)bytes / (double)MiB / ((double)(ms ? ms : 1) / 1000.0);
+}
+
+/* One write and one read of len bytes at off, verified. */
+static void transfer(rmem_client *c, const char *tr, uint64_t off, uint8_t *src, uint8_t *dst,
+		     uint64_t len)
+{
+	struct rmem_region r;
+	uint64_t t0, tw, tr_ms;
+	int rc;
+
+	rc = rmem_alloc(c, len + off + 2, 0, &r);
+	if (!ok(rc == 0, "%s: alloc %llu MiB + %llu (%d)", tr, (unsigned long long)(len / MiB),
+		(unsigned long long)(off + 2), rc)) {
+		skip(off ? 6 : 5, "no region");
+		return;
+	}
+	t0 = now_ms();
+	rc = rmem_write(c, &r, off, src, len);
+	tw = now_ms() - t0;
+	ok(rc == 0, "%s: one rmem_write of %llu MiB at offset %llu (%d)", tr,
+	   (unsigned long long)(len / MiB), (unsigned long long)off, rc);
+	memset(dst, 0x11, len);
+	t0 = now_ms();
+	rc = rmem_read(c, &r, off, dst, len);
+	tr_ms = now_ms() - t0;
+	ok(rc == 0 && memcmp(src, dst, len) == 0, "%s: one rmem_read of %llu MiB, equal (%d)", tr,
+	   (unsigned long long)(len / MiB), rc);
+	diag("%s: %llu MiB written at %.0f MiB/s, read at %.0f MiB/s", tr,
+	     (unsigned long long)(len / MiB), mib_per_s(len, tw), mib_per_s(len, tr_ms));
+
+	/* Pieces that straddle the client's chunk boundaries. */
+	{
+		uint8_t piece[8192];
+		uint64_t at = PROTO_MAX_IO - 4096 + 1;
+		int bad = 0;
+
+		for (; at + sizeof piece <= len; at += PROTO_MAX_IO) {
+			rc = rmem_read(c, &r, off + at, piece, sizeof piece);
+			bad += rc != 0 || memcmp(piece, src + at, sizeof piece) != 0;
+		}
+		ok(bad == 0, "%s: 8 KiB reads across every 16 MiB boundary match (%d bad)", tr,
+		   bad);
+		if (off) {
+			rc = rmem_read(c, &r, 0, piece, off);
+			ok(rc == 0 && all_zero(piece, off),
+			   "%s: the %llu bytes before the data are zero", tr,
+			   (unsigned long long)off);
+		}
+		rc = rmem_read(c, &r, off + len, piece, 2);
+		ok(rc == 0 && all_zero(piece, 2), "%s: the 2 bytes after the data are zero", tr);
+	}
+	rc = rmem_free(c, &r);
+	ok(rc == 0, "%s: free (%d)", tr, rc);
+}
+
+static uint64_t hwm_kb(pid_t pid)
+{
+	uint64_t kb = 0;
+
+	if (proc_status_kb(pid, "VmHWM:", &kb) < 0)
+		return 0;
+	return kb;
+}
+
+static void show_rss(pid_t pid, const char *who)
+{
+	uint64_t rss = 0, hwm = 0;
+
+	proc_status_kb(pid, "VmRSS:", &rss);
+	proc_status_kb(pid, "VmHWM:", &hwm);
+	diag("%s: VmRSS %llu KiB, VmHWM %llu KiB", who, (unsigned long long)rss,
+	     (unsigned long long)hwm);
+}
+
+int main(void)
+{
+	struct rmemd d;
+	rmem_client *tcp = NULL, *unx = NULL;
+	uint8_t *src, *dst;
+	uint64_t dhwm0, dhwm1, chwm0, chwm1, rss = 0;
+	int rc;
+
+	src = malloc(BIG);
+	dst = malloc(BIG);
+	if (!src || !dst)
+		tap_skip_all("cannot allocate 2 x 200 MiB of test buffers");
+	/* Touch everything now so the client's peak below is the library's own. */
+	fill_random(src, BIG, 2024);
+	memset(dst, 0, BIG);
+
+	if (rmemd_start(&d, "256M", NULL) < 0)
+		tap_skip_all("rmemd did not start (is it built?)");
+	rc = client_connect(d.tcp_ep, 30000, &tcp);
+	ok(rc == 0, "connect over tcp (%d)", rc);
+	rc = client_connect(d.unix_ep, 30000, &unx);
+	ok(rc == 0, "connect over unix (%d)", rc);
+	if (!tcp || !unx) {
+		rmemd_cleanup(&d);
+		tap_skip_all("no connection");
+	}
+
+	dhwm0 = hwm_kb(d.pid);
+	chwm0 = hwm_kb(getpid());
+	proc_status_kb(d.pid, "VmRSS:", &rss);
+	ok(dhwm0 > 0 && chwm0 > 0, "peak RSS readable: daemon %llu KiB (RSS %llu, pool 256 MiB), "
+	   "client %llu KiB", (unsigned long long)dhwm0, (unsigned long long)rss,
+	   (unsigned long long)chwm0);
+
+	transfer(tcp, "tcp", 0, src, dst, MEDIUM);
+	show_rss(d.pid, "daemon");
+	transfer(unx, "unix", 0, src, dst, MEDIUM);
+	show_rss(d.pid, "daemon");
+	transfer(tcp, "tcp", 3, src, dst, BIG);
+	show_rss(d.pid, "daemon");
+	transfer(unx, "unix", 5, src, dst, BIG);
+	show_rss(d.pid, "daemon");
+
+	dhwm1 = hwm_kb(d.pid);
+	chwm1 = hwm_kb(getpid());
+	ok(dhwm1 && dhwm1 - dhwm0 < GROWTH_LIMIT_KB,
+	   "daemon peak RSS grew by %lld KiB while 528 MiB went each way (limit %u KiB)",
+	   (long long)dhwm1 - (long long)dhwm0, GROWTH_LIMIT_KB);
+	ok(chwm1 && chwm1 - chwm0 < GROWTH_LIMIT_KB,
+	   "client peak RSS grew by %lld KiB beyond its own buffers (limit %u KiB)",
+	   (long long)chwm1 - (long long)chwm0, GROWTH_LIMIT_KB);
+
+	rmem_close(tcp);
+	rmem_close(unx);
+	rc = rmemd_stop(&d);
+	ok(rc == 0, "rmemd exits 0 on SIGTERM (%d)", rc);
+	rmemd_cleanup(&d);
+	free(src);
+	free(dst);
+	return tap_done();
+}
