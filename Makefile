@@ -65,7 +65,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(B)/d/%.o)
 
-UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint
+UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint fuzz_proto_replay
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
 FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
@@ -109,9 +109,11 @@ $(B)/tests/test_endpoint: tests/unit/test_endpoint.c $(B)/lib/client-lib/endpoin
 $(B)/tests/test_config: tests/unit/test_config.c $(B)/d/daemon/config.o
 $(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
 $(B)/tests/test_region: tests/unit/test_region.c $(B)/d/daemon/region.o
+$(B)/tests/fuzz_proto_replay: tests/fuzz/fuzz_proto.c $(B)/d/client-lib/proto.o
+$(B)/tests/fuzz_proto_replay: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN
 $(UNIT_BINS):
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) -Itests $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(EXTRA_LIBS)
+	$(CC) $(CPPFLAGS_ALL) -Itests $(EXTRA_CPPFLAGS) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(EXTRA_LIBS)
 
 $(B)/tests/harness.o: tests/func/harness.c tests/func/harness.h
 	@mkdir -p $(dir $@)
@@ -162,7 +164,7 @@ bench-tcp: deps
 FUZZ_SECONDS ?= 60
 build-fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(PROTO_SRC)
 	@mkdir -p $(dir $@)
-	clang -g -O1 -D_GNU_SOURCE -Iclient-lib -fsanitize=fuzzer,address,undefined -o $@ $^
+	clang -g -O1 -D_GNU_SOURCE -Iclient-lib -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $^
 fuzz: build-fuzz/fuzz_proto
 	mkdir -p build-fuzz/corpus-proto
 	build-fuzz/fuzz_proto -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-proto tests/fuzz/corpus/proto

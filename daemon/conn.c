@@ -184,7 +184,7 @@ static void write_begin(struct conn *c, const uint8_t *p)
 
 	rc = proto_io_req_decode(p, c->hdr.length, PROTO_OP_WRITE, &io);
 	if (rc < 0) {
-		conn_fail(c, &c->hdr, -rc, "malformed WRITE");
+		conn_fail(c, &c->hdr, rc, "malformed WRITE");
 		return;
 	}
 	rc = session_io(c->srv, c->s, io.id, io.rkey, io.offset, io.length, &where);
@@ -203,22 +203,23 @@ static void on_header(struct conn *c, const uint8_t *p)
 	int rc = proto_hdr_decode(p, &c->hdr);
 
 	if (rc < 0) {
-		conn_fail(c, rc == -EPROTO ? &c->hdr : NULL, -rc,
+		/* Past a good magic the decoder has filled req_id: echo it. */
+		conn_fail(c, rc == -EBADMSG && c->hdr.magic != PROTO_MAGIC ? NULL : &c->hdr, rc,
 			  rc == -EPROTO ? "other protocol version" : "undecodable frame header");
 		return;
 	}
 	if (c->hdr.flags & PROTO_F_RESPONSE) {
-		conn_fail(c, &c->hdr, EBADMSG, "sent a reply frame");
+		conn_fail(c, &c->hdr, -EBADMSG, "sent a reply frame");
 		return;
 	}
 	if (!c->s->hello_done && c->hdr.opcode != PROTO_OP_HELLO) {
-		conn_fail(c, &c->hdr, EPROTO, "request before HELLO");
+		conn_fail(c, &c->hdr, -EPROTO, "request before HELLO");
 		return;
 	}
 	c->s->last_ns = session_now_ns();
 	if (c->hdr.opcode == PROTO_OP_WRITE) {
 		if (c->hdr.length < PROTO_IO_REQ_LEN)
-			conn_fail(c, &c->hdr, EBADMSG, "short WRITE");
+			conn_fail(c, &c->hdr, -EBADMSG, "short WRITE");
 		else
 			c->rx = RX_WHDR;
 	} else {
@@ -231,7 +232,7 @@ static void on_body(struct conn *c, const uint8_t *p)
 	int rc = ctl_dispatch(c, &c->hdr, p, c->hdr.length);
 
 	if (rc == -EBADMSG)
-		conn_fail(c, &c->hdr, EBADMSG, "malformed request payload");
+		conn_fail(c, &c->hdr, -EBADMSG, "malformed request payload");
 	else if (rc < 0)
 		conn_reply_status(c, &c->hdr, rc);
 	c->rx = RX_HDR;

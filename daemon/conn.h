@@ -54,7 +54,8 @@ void conn_reply(struct conn *c, const struct proto_hdr *req, const uint8_t *payl
 void conn_reply_status(struct conn *c, const struct proto_hdr *req, int status);
 /* Queues a READ reply: status 0 and len bytes of pool memory at data. */
 void conn_reply_data(struct conn *c, const struct proto_hdr *req, const uint8_t *data, size_t len);
-/* Queues an ERROR frame and closes the connection once it is sent. */
+/* Queues an ERROR frame (status: a negative errno) and closes the connection
+ * once it is sent.  req NULL when the header could not be read at all. */
 void conn_fail(struct conn *c, const struct proto_hdr *req, int status, const char *why);
 
 /* Serves one complete control request (ctl.c).  A negative return is sent

@@ -28,6 +28,8 @@ static int do_hello(struct conn *c, const struct proto_hdr *h, const uint8_t *p,
 
 	if (rc < 0)
 		return rc;
+	if (req.client_version != PROTO_VERSION)
+		return -EPROTO;
 	rc = session_hello(c->srv, c->s);
 	if (rc < 0)
 		return rc;

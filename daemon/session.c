@@ -93,7 +93,7 @@ void session_destroy(struct server *srv, struct session *s)
 int session_hello(struct server *srv, struct session *s)
 {
 	if (s->hello_done)
-		return -EALREADY;
+		return -EINVAL;
 	if (srv->clients >= srv->cfg.max_clients) {
 		log_warn("client %s refused: limits.max_clients (%u) reached", s->peer,
 			 srv->cfg.max_clients);

@@ -37,7 +37,8 @@ struct session *session_new(struct server *srv, enum session_transport transport
 /* Frees every region of s, then s.  Accepts NULL. */
 void session_destroy(struct server *srv, struct session *s);
 
-/* HELLO: counts the session as a client; -EUSERS past limits.max_clients. */
+/* HELLO: counts the session as a client; -EUSERS past limits.max_clients,
+ * -EINVAL when repeated. */
 int session_hello(struct server *srv, struct session *s);
 
 /* remote_malloc: best fit over the pools.  -EINVAL, -ENOMEM. */
