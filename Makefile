@@ -103,7 +103,10 @@ $(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_OBJS) -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN'
 
 # ---- tests ------------------------------------------------------------------
-$(B)/tests/test_alloc: tests/unit/test_alloc.c $(B)/d/daemon/alloc.o
+# The allocator test builds alloc.c itself, with every tree invariant checked
+# after every call.
+$(B)/tests/test_alloc: tests/unit/test_alloc.c daemon/alloc.c
+$(B)/tests/test_alloc: EXTRA_CPPFLAGS = -DALLOC_DEBUG -Idaemon
 $(B)/tests/test_proto: tests/unit/test_proto.c $(B)/d/client-lib/proto.o
 $(B)/tests/test_endpoint: tests/unit/test_endpoint.c $(B)/lib/client-lib/endpoint.o
 $(B)/tests/test_config: tests/unit/test_config.c $(B)/d/daemon/config.o
