@@ -91,9 +91,13 @@ $(B)/librmem.a: $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
+# Written again on every make: PREFIX and friends may differ from the last run.
+PC_SUBST := sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|'
+.PHONY: $(B)/librmem.pc
 $(B)/librmem.pc: client-lib/librmem.pc.in
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+	@mkdir -p $(B)
+	@$(PC_SUBST) $< > $@
 
 $(B)/rmemd: $(DAEMON_OBJS)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(DAEMON_LIBS)
@@ -188,7 +192,7 @@ install: all
 	install -m 755 $(B)/librmem.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/librmem.so.$(SOMAJOR)
 	ln -sf librmem.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/librmem.so
 	install -m 644 $(B)/librmem.a $(DESTDIR)$(LIBDIR)/librmem.a
-	install -m 644 $(B)/librmem.pc $(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc
+	$(PC_SUBST) client-lib/librmem.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc
 	install -m 644 client-lib/include/rmem.h $(DESTDIR)$(INCLUDEDIR)/rmem.h
 	test -e $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf || \
 		install -m 644 etc/rmemd.conf $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf

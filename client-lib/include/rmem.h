@@ -62,7 +62,8 @@ void rmem_opts_init(struct rmem_opts *o, size_t size);
  * On success *out owns the session; release it with rmem_close().
  * Errors: -EINVAL (bad endpoint or options), -ENOTSUP (transport "rdma" or an
  * rdma:// endpoint on a build or machine without RDMA; never a silent fallback),
- * -ENOMEM, and the connection errors above.
+ * -EUSERS (the daemon is at its limits.max_clients), -ENOMEM, and the
+ * connection errors above.
  */
 int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **out);
 

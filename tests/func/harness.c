@@ -282,7 +282,8 @@ int rmemd_start(struct rmemd *d, const char *pool_size, const char *extra)
 		if (truncate(d->log_path, 0) < 0)
 			break;
 	}
-	note("could not start %s/rmemd: %s", harness_build_dir(), strerror(-rc));
+	note("could not start %s/rmemd: %s", harness_build_dir(),
+	     rc == -ECHILD ? "it exited" : strerror(-rc));
 	rmemd_log_tail(d, 40);
 	rmemd_cleanup(d);
 	return rc;
@@ -488,6 +489,54 @@ int stats_wait(rmem_client *c, uint64_t used, uint64_t regions, int timeout_ms,
 			return -ETIMEDOUT;
 		sleep_ms(20);
 	}
+}
+
+#define SWEEP_MAX_REGIONS 64
+#define SWEEP_CHUNK (16u << 20)
+
+static int read_zero(rmem_client *c, const struct rmem_region *r, uint8_t *buf)
+{
+	for (uint64_t at = 0; at < r->length; at += SWEEP_CHUNK) {
+		size_t n = r->length - at < SWEEP_CHUNK ? (size_t)(r->length - at) : SWEEP_CHUNK;
+		int rc = rmem_read(c, r, at, buf, n);
+
+		if (rc < 0)
+			return rc;
+		if (!all_zero(buf, n))
+			return -EILSEQ;
+	}
+	return 0;
+}
+
+int sweep_free_memory(rmem_client *c, uint64_t *swept)
+{
+	struct rmem_region *held = calloc(SWEEP_MAX_REGIONS, sizeof *held);
+	uint8_t *buf = malloc(SWEEP_CHUNK);
+	size_t n = 0;
+	int rc = held && buf ? 0 : -ENOMEM;
+
+	*swept = 0;
+	while (rc == 0 && n < SWEEP_MAX_REGIONS) {
+		struct rmem_stats st;
+
+		rc = rmem_stats(c, &st);
+		if (rc < 0 || st.largest_free == 0)
+			break;
+		rc = rmem_alloc(c, st.largest_free, 0, &held[n]);
+		if (rc < 0)
+			break;
+		*swept += held[n].length;
+		rc = read_zero(c, &held[n++], buf);
+	}
+	for (size_t i = 0; held && i < n; i++) {
+		int frc = rmem_free(c, &held[i]);
+
+		if (rc == 0)
+			rc = frc;
+	}
+	free(held);
+	free(buf);
+	return rc;
 }
 
 void fill_random(void *buf, size_t len, uint64_t seed)

@@ -88,6 +88,13 @@ int client_connect(const char *endpoint, int timeout_ms, rmem_client **out);
 int stats_wait(rmem_client *c, uint64_t used, uint64_t regions, int timeout_ms,
 	       struct rmem_stats *last);
 
+/*
+ * Allocates every free byte of the daemon (largest_free again and again),
+ * reads it all back and frees it.  Returns 0 when it all read zero (bytes
+ * covered in *swept), -EILSEQ when some did not, or an rmem error.
+ */
+int sweep_free_memory(rmem_client *c, uint64_t *swept);
+
 /* Same bytes for the same seed, every run. */
 void fill_random(void *buf, size_t len, uint64_t seed);
 /* True when len bytes at buf are all zero. */

@@ -387,7 +387,8 @@ static void fake_peers(void)
 		stop_fake(&fk, t);
 		if (rc == 0) {
 			rc = rmem_alloc(c, 4096, 0, &r);
-			ok(rc == -ECONNRESET, "ALLOC on a closed connection is -ECONNRESET (%d)", rc);
+			ok(rc == -ECONNRESET, "ALLOC on a closed connection: -ECONNRESET (%d)",
+			   rc);
 			rc = rmem_stats(c, &(struct rmem_stats){ 0 });
 			ok(rc == -ECONNRESET, "and the client stays broken: -ECONNRESET (%d)", rc);
 		} else {
@@ -469,9 +470,10 @@ static void unanswered(const char *dir)
 
 static void bad_endpoints(void)
 {
-	static const char *const bad[] = { "", "nonsense", "127.0.0.1", "127.0.0.1:",
-					   "127.0.0.1:99999", "127.0.0.1:-1", "127.0.0.1:0", "tcp://",
-					   "unix:", "bogus://127.0.0.1:7470" };
+	static const char *const bad[] = {
+		"", "nonsense", "127.0.0.1", "127.0.0.1:", "127.0.0.1:99999", "127.0.0.1:-1",
+		"127.0.0.1:0", "tcp://", "unix:", "bogus://127.0.0.1:7470",
+	};
 	struct rmem_opts o;
 	rmem_client *c = NULL;
 	int rc;
@@ -529,9 +531,13 @@ out:
 int main(void)
 {
 	struct rmemd d;
+	int rc;
 
-	if (rmemd_start(&d, "64M", NULL) < 0)
-		tap_skip_all("rmemd did not start (is it built?)");
+	rc = rmemd_start(&d, "64M", NULL);
+	if (rc == -ENOENT)
+		tap_skip_all("no rmemd in $RMEM_BUILD");
+	if (!ok(rc == 0, "rmemd starts and sends READY=1 (%d)", rc))
+		return tap_done();
 
 	run_endpoint(d.tcp_ep, "tcp");
 	run_endpoint(d.unix_ep, "unix");

@@ -5,11 +5,13 @@
  * everybody else's stay intact.
  */
 #include <errno.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -120,11 +122,11 @@ static int child_client(int wfd, void *arg)
 	return 0;
 }
 
-static int read_report(int fd, struct child_report *rep, int timeout_ms)
+static int read_report_bytes(int fd, void *out, size_t len, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	uint8_t *p = (uint8_t *)rep;
-	size_t left = sizeof *rep;
+	uint8_t *p = out;
+	size_t left = len;
 
 	while (left) {
 		ssize_t n;
@@ -156,7 +158,7 @@ static void child_dies(rmem_client *obs, const char *endpoint, const char *tr, b
 	rc = child_spawn(&ch, child_client, &job);
 	if (!ok(rc == 0, "%s: spawn a child client (%d)", tr, rc))
 		return;
-	rc = read_report(ch.rfd, &rep, 20000);
+	rc = read_report_bytes(ch.rfd, &rep, sizeof rep, 20000);
 	ok(rc == 0 && rep.status == 0, "%s: %s child allocated and wrote %d regions (%d/%d)", tr,
 	   how, CHILD_REGIONS, rc, rc ? 0 : rep.status);
 	if (rc != 0 || rep.status != 0) {
@@ -176,7 +178,8 @@ static void child_dies(rmem_client *obs, const char *endpoint, const char *tr, b
 		   "%s: the child's %llu bytes, %d regions and session show in stats", tr,
 		   (unsigned long long)held, CHILD_REGIONS);
 		rc = rmem_read(obs, &rep.r[0], 0, buf, sizeof buf);
-		ok(rc == -EACCES, "%s: the living child's region is not ours: -EACCES (%d)", tr, rc);
+		ok(rc == -EACCES, "%s: the living child's region is not ours: -EACCES (%d)", tr,
+		   rc);
 		end = child_end(&ch, SIGKILL);
 		ok(end == 128 + SIGKILL, "%s: child killed with SIGKILL (%d)", tr, end);
 	} else {
@@ -204,20 +207,93 @@ static void child_dies(rmem_client *obs, const char *endpoint, const char *tr, b
 		ok(rc == 0, "%s: survivor region %llu still verifies (%d)", tr,
 		   (unsigned long long)keep[i].r.id, rc);
 	}
-	/* What the child wrote must not leak to the next owner. */
+	/* What the child wrote must not leak to the next owner: every free byte
+	 * of the pool, the child's old ranges among them, reads zero. */
 	{
-		struct rmem_region r;
-		uint8_t *buf = malloc(4 * MiB);
+		uint64_t swept = 0;
 
-		rc = rmem_alloc(obs, 4 * MiB, 0, &r);
-		if (rc == 0 && buf)
-			rc = rmem_read(obs, &r, 0, buf, 4 * MiB);
-		ok(rc == 0 && buf && all_zero(buf, 4 * MiB),
-		   "%s: memory taken back from the child reads zero for the next owner (%d)", tr,
-		   rc);
-		rmem_free(obs, &r);
-		free(buf);
+		rc = sweep_free_memory(obs, &swept);
+		ok(rc == 0 && swept == after.free_bytes,
+		   "%s: all %llu free bytes, the child's among them, read zero (%d)", tr,
+		   (unsigned long long)swept, rc);
 	}
+}
+
+/* ---- a local user who is neither root nor rmemd's user ------------------------ */
+
+struct stranger_job {
+	const char *endpoint;
+	struct rmem_region target;   /* somebody else's region */
+};
+
+enum { S_CONNECT, S_STATS, S_POOLS, S_REGIONS, S_CLIENTS, S_OWN, S_READ, S_FREE, S_COUNT };
+
+static int stranger(int wfd, void *arg)
+{
+	const struct stranger_job *job = arg;
+	int res[S_COUNT];
+	struct rmem_pool_info pools[2];
+	struct rmem_region_info regs[2];
+	struct rmem_client_info cls[2];
+	struct rmem_stats st;
+	struct rmem_region own;
+	rmem_client *c = NULL;
+	uint8_t buf[16];
+
+	for (int i = 0; i < S_COUNT; i++)
+		res[i] = -ECANCELED;
+	if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+		return 9;
+	res[S_CONNECT] = client_connect(job->endpoint, 5000, &c);
+	if (res[S_CONNECT] == 0) {
+		res[S_STATS] = rmem_stats(c, &st);
+		res[S_POOLS] = rmem_pools(c, pools, 2);
+		res[S_REGIONS] = rmem_regions(c, 0, regs, 2);
+		res[S_CLIENTS] = rmem_clients(c, 0, cls, 2);
+		res[S_OWN] = rmem_alloc(c, 4096, 0, &own);
+		if (res[S_OWN] == 0)
+			res[S_OWN] = rmem_write(c, &own, 0, "mine", 4);
+		res[S_READ] = rmem_read(c, &job->target, 0, buf, sizeof buf);
+		res[S_FREE] = rmem_free(c, &job->target);
+	}
+	rmem_close(c);
+	return write(wfd, res, sizeof res) == (ssize_t)sizeof res ? 0 : 3;
+}
+
+static void untrusted_user(const struct rmemd *d, const struct witness *w, uint64_t size)
+{
+	struct stranger_job job = { .endpoint = d->unix_ep, .target = w->r };
+	int res[S_COUNT];
+	struct child ch;
+	int rc, end = -1;
+
+	if (geteuid() != 0) {
+		skip(7, "needs root to become nobody");
+		return;
+	}
+	/* Let nobody reach the socket inside our private (0700) directory. */
+	chmod(d->dir, 0755);
+	rc = child_spawn(&ch, stranger, &job);
+	if (rc == 0) {
+		rc = read_report_bytes(ch.rfd, res, sizeof res, 20000);
+		end = child_end(&ch, rc ? SIGKILL : 0);
+	}
+	ok(rc == 0 && end == 0, "a child running as nobody reports back (%d, exit %d)", rc, end);
+	chmod(d->dir, 0700);
+	if (rc != 0 || end != 0) {
+		skip(6, "no report");
+		return;
+	}
+	ok(res[S_CONNECT] == 0 && res[S_STATS] == 0,
+	   "nobody: connects on the Unix socket (%d) and gets stats (%d)", res[S_CONNECT],
+	   res[S_STATS]);
+	ok(res[S_POOLS] == -EACCES && res[S_REGIONS] == -EACCES && res[S_CLIENTS] == -EACCES,
+	   "nobody: admin listings refused with -EACCES (%d %d %d)", res[S_POOLS],
+	   res[S_REGIONS], res[S_CLIENTS]);
+	ok(res[S_OWN] == 0, "nobody: may allocate and write its own region (%d)", res[S_OWN]);
+	ok(res[S_READ] == -EACCES, "nobody: reading root's region is -EACCES (%d)", res[S_READ]);
+	ok(res[S_FREE] == -EACCES, "nobody: freeing root's region is -EACCES (%d)", res[S_FREE]);
+	ok(witness_check(w, size) == 0, "root's region is intact");
 }
 
 int main(void)
@@ -231,8 +307,11 @@ int main(void)
 	uint8_t gone[8];
 	int rc, end;
 
-	if (rmemd_start(&d, "128M", NULL) < 0)
-		tap_skip_all("rmemd did not start (is it built?)");
+	rc = rmemd_start(&d, "128M", NULL);
+	if (rc == -ENOENT)
+		tap_skip_all("no rmemd in $RMEM_BUILD");
+	if (!ok(rc == 0, "rmemd starts and sends READY=1 (%d)", rc))
+		return tap_done();
 
 	rc = client_connect(d.tcp_ep, 10000, &a);
 	ok(rc == 0, "client A over tcp (%d)", rc);
@@ -277,6 +356,7 @@ int main(void)
 		ok(rc == 0, "region %d is unchanged after the intrusions (%d)", i, rc);
 	}
 
+	untrusted_user(&d, &w[0], sizes[0]);
 	child_dies(a, d.tcp_ep, "tcp", true, w, 3, sizes);
 	child_dies(b, d.unix_ep, "unix", true, w, 3, sizes);
 	child_dies(a, d.tcp_ep, "tcp", false, w, 3, sizes);

@@ -340,6 +340,146 @@ static void stalled(const struct rmemd *d)
 	free(dst);
 }
 
+/* A client that asks for a lot and then does not read must not hold anybody
+ * else up; one that hangs up in the middle of a reply must not kill rmemd
+ * (SIGPIPE) nor leave its region behind. */
+static void slow_readers(const struct rmemd *d)
+{
+	enum { BIG = 16 << 20, READS = 4 };
+	uint8_t f[READS * (PROTO_HDR_LEN + PROTO_IO_REQ_LEN)], small[100];
+	struct raw_region g, h;
+	struct rmem_stats st;
+	rmem_client *c = NULL;
+	uint64_t t0;
+	int lazy, rude, rc;
+
+	lazy = raw_session(d, false);
+	rc = lazy >= 0 ? raw_alloc(lazy, 2, BIG, &g) : lazy;
+	for (int i = 0; i < READS && rc == 0; i++)
+		put_io(f + (size_t)i * (PROTO_HDR_LEN + PROTO_IO_REQ_LEN), PROTO_OP_READ,
+		       10 + (uint64_t)i, &g, 0, g.rkey, BIG);
+	rc = rc ? rc : raw_send(lazy, f, sizeof f);
+	ok(rc == 0, "a client asks for %d x 16 MiB and reads nothing (%d)", READS, rc);
+
+	rude = raw_session(d, true);
+	rc = rude >= 0 ? raw_alloc(rude, 2, BIG, &h) : rude;
+	if (rc == 0) {
+		put_io(f, PROTO_OP_READ, 3, &h, 0, h.rkey, BIG);
+		rc = raw_send(rude, f, PROTO_HDR_LEN + PROTO_IO_REQ_LEN);
+	}
+	rc = rc ? rc : raw_recv(rude, small, sizeof small, WAIT_MS);
+	ok(rc == 0, "another asks for 16 MiB, takes 100 bytes and hangs up (%d)", rc);
+	if (rude >= 0)
+		close(rude);
+
+	t0 = now_ms();
+	rc = client_connect(d->tcp_ep, 10000, &c);
+	if (rc == 0) {
+		struct rmem_region r;
+
+		rc = rmem_alloc(c, 4096, 0, &r);
+		rc = rc ? rc : rmem_write(c, &r, 0, small, sizeof small);
+		rc = rc ? rc : rmem_read(c, &r, 0, small, sizeof small);
+		rc = rc ? rc : rmem_free(c, &r);
+	}
+	t0 = now_ms() - t0;
+	ok(rc == 0 && t0 < 5000, "meanwhile a third client is served in %llu ms (%d)",
+	   (unsigned long long)t0, rc);
+	if (lazy >= 0)
+		close(lazy);
+	rc = rc ? rc : stats_wait(c, 0, 0, WAIT_MS, &st);
+	ok(rc == 0, "once they are gone, their 32 MiB are back in the pool (%d)", rc);
+	rmem_close(c);
+}
+
+/*
+ * READ and FREE of the same region sent back to back, with the reader slow
+ * to take the data: the READ must return the bytes as they were, even though
+ * the FREE (and someone else's ALLOC + WRITE of that memory) may run before
+ * the reply has left.
+ */
+static void read_then_free(const struct rmemd *d)
+{
+	enum { LEN = 16 << 20, IOF = PROTO_HDR_LEN + PROTO_IO_REQ_LEN };
+	uint8_t *want = malloc(LEN), *junk = malloc(LEN);
+	uint8_t f[IOF + PROTO_HDR_LEN + PROTO_FREE_REQ_LEN];
+	struct raw_reply r1, r2;
+	struct raw_region g;
+	rmem_client *c = NULL;
+	struct rmem_region other;
+	int fd, rc;
+
+	fd = raw_session(d, false);
+	rc = fd >= 0 && want && junk ? raw_alloc(fd, 2, LEN, &g) : -ENOMEM;
+	if (rc == 0) {
+		fill_random(want, LEN, 31);
+		rc = raw_write(fd, 3, &g, 0, g.rkey, want, LEN);
+	}
+	if (!ok(rc == 0, "a raw client fills 16 MiB (%d)", rc))
+		goto out;
+	put_io(f, PROTO_OP_READ, 4, &g, 0, g.rkey, LEN);
+	raw_hdr(f + IOF, PROTO_VERSION, PROTO_OP_FREE, 0, PROTO_FREE_REQ_LEN, 5);
+	memset(f + IOF + PROTO_HDR_LEN, 0, PROTO_FREE_REQ_LEN);
+	proto_put_u64(f + IOF + PROTO_HDR_LEN, g.id);
+	proto_put_u32(f + IOF + PROTO_HDR_LEN + 8, g.rkey);
+	rc = raw_send(fd, f, sizeof f);
+	ok(rc == 0, "then sends READ and FREE of it in one go, and waits (%d)", rc);
+
+	/* Someone else grabs and scribbles over whatever is free now. */
+	fill_random(junk, LEN, 32);
+	rc = client_connect(d->unix_ep, 10000, &c);
+	if (rc == 0 && rmem_alloc(c, LEN, 0, &other) == 0)
+		rc = rmem_write(c, &other, 0, junk, LEN);
+	ok(rc == 0, "meanwhile another client allocates and scribbles 16 MiB (%d)", rc);
+	sleep_ms(100);
+
+	rc = raw_recv_reply(fd, &r1, PROTO_STATUS_LEN + (size_t)LEN, WAIT_MS);
+	ok(rc == 0 && r1.opcode == PROTO_OP_READ && r1.req_id == 4 && r1.status == 0 &&
+	   r1.length == PROTO_STATUS_LEN + LEN &&
+	   memcmp(r1.payload + PROTO_STATUS_LEN, want, LEN) == 0,
+	   "the READ reply carries the bytes as they were before the FREE (%d)", rc);
+	if (rc == 0)
+		raw_reply_release(&r1);
+	rc = rc ? rc : raw_recv_reply(fd, &r2, PROTO_MAX_CTL, WAIT_MS);
+	ok(rc == 0 && r2.opcode == PROTO_OP_FREE && r2.req_id == 5 && r2.status == 0,
+	   "and the FREE is answered 0 after it (%d)", rc);
+	if (rc == 0)
+		raw_reply_release(&r2);
+	rmem_close(c);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(want);
+	free(junk);
+}
+
+/* Every session slot taken: the next client is turned away cleanly, and gets
+ * in once a slot frees up. */
+static void full_house(const struct rmemd *d)
+{
+	enum { MAX = 64 }; /* limits.max_clients in the harness config */
+	rmem_client *cs[MAX + 1] = { NULL };
+	int n = 0, rc;
+
+	for (int i = 0; i < MAX; i++)
+		n += client_connect(i % 2 ? d->unix_ep : d->tcp_ep, 10000, &cs[i]) == 0;
+	ok(n == MAX, "%d clients connected (max_clients = %d)", n, MAX);
+	rc = client_connect(d->tcp_ep, 10000, &cs[MAX]);
+	ok(rc < 0 && !cs[MAX], "client %d is turned away: %d (%s)", MAX + 1, rc,
+	   rmem_strerror(rc));
+	rmem_close(cs[0]);
+	cs[0] = NULL;
+	for (int i = 0; i < 100; i++) {
+		rc = client_connect(d->tcp_ep, 10000, &cs[MAX]);
+		if (rc == 0)
+			break;
+		sleep_ms(20);
+	}
+	ok(rc == 0, "after one leaves, a new client gets in (%d)", rc);
+	for (int i = 0; i <= MAX; i++)
+		rmem_close(cs[i]);
+}
+
 /* Requests that fail must consume their data and leave the stream in step. */
 static void failing_writes(const struct rmemd *d, bool over_unix)
 {
@@ -537,14 +677,19 @@ int main(void)
 	rmem_client *c = NULL;
 	int rc;
 
-	if (rmemd_start(&d, "64M", NULL) < 0)
-		tap_skip_all("rmemd did not start (is it built?)");
+	rc = rmemd_start(&d, "64M", NULL);
+	if (rc == -ENOENT)
+		tap_skip_all("no rmemd in $RMEM_BUILD");
+	if (!ok(rc == 0, "rmemd starts and sends READY=1 (%d)", rc))
+		return tap_done();
 
 	garbage(&d, false);
 	garbage(&d, true);
 	bad_version(&d);
 	truncated_then_close(&d);
 	stalled(&d);
+	slow_readers(&d);
+	read_then_free(&d);
 	failing_writes(&d, false);
 	failing_writes(&d, true);
 	oversize(&d);
@@ -552,6 +697,7 @@ int main(void)
 	pipelined(&d, false);
 	pipelined(&d, true);
 	churn(&d);
+	full_house(&d);
 
 	/* After all that, business as usual and nothing leaked. */
 	rc = client_connect(d.unix_ep, 10000, &c);
