@@ -70,7 +70,8 @@ FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
 FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
 
-.PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp
+.PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp \
+	vm-setup vm-smoke
 all: $(B)/rmemd $(B)/librmem.so.$(SOMAJOR) $(B)/librmem.a $(B)/rmemctl $(B)/librmem.pc
 
 $(B)/lib/%.o: %.c
@@ -166,6 +167,12 @@ $(B)/bench/bw: bench/bw.c $(B)/librmem.so.$(SOMAJOR)
 
 bench-tcp: deps
 	scripts/bench-tcp
+
+# ---- the Soft-RoCE test VM (tests/vm/README.md) -------------------------------
+vm-setup:
+	@tests/vm/setup
+vm-smoke: vm-setup
+	@tests/vm/run-in-vm -- tests/vm/smoke
 
 # ---- fuzzing (clang + libFuzzer) ---------------------------------------------
 FUZZ_SECONDS ?= 60
