@@ -58,7 +58,7 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/endpoint.c $(PROTO_SRC)
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
-	daemon/ctl.c daemon/listen.c $(PROTO_SRC)
+	daemon/ctl.c daemon/listen.c $(PROTO_SRC) client-lib/endpoint.c
 CTL_SRCS := client-lib/rmemctl.c
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)

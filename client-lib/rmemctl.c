@@ -6,6 +6,7 @@
  * that the public API is enough to administer the daemon.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -386,30 +387,47 @@ static int reserve(void **items, size_t *cap, size_t count, size_t room, size_t 
 	return 0;
 }
 
-/* Every region, paging with `after` until the daemon has no more. */
-static int fetch_regions(struct ctl *ctl, struct rmem_region_info **out, size_t *count)
+/* One page of a listing: rmem_regions() or rmem_clients() behind one type. */
+typedef int (*page_fn)(rmem_client *c, uint64_t after, void *out, size_t max);
+
+static int regions_page(rmem_client *c, uint64_t after, void *out, size_t max)
 {
-	struct rmem_region_info *items = NULL;
+	return rmem_regions(c, after, out, max);
+}
+
+static int clients_page(rmem_client *c, uint64_t after, void *out, size_t max)
+{
+	return rmem_clients(c, after, out, max);
+}
+
+/*
+ * Every entry of a listing, paging with `after` until the daemon has no more.
+ * Both entry types start with their uint64_t id, which is what `after` pages on.
+ */
+static int fetch_all(struct ctl *ctl, page_fn page, size_t item_size, void **out, size_t *count)
+{
+	unsigned char *items = NULL;
 	size_t n = 0, cap = 0;
-	uint64_t after = 0;
+	uint64_t after = 0, last;
 	int got, err;
 
 	for (;;) {
-		err = reserve((void **)&items, &cap, n, LIST_PAGE, sizeof(*items));
+		err = reserve((void **)&items, &cap, n, LIST_PAGE, item_size);
 		if (err)
 			goto fail;
-		got = rmem_regions(ctl->client, after, items + n, LIST_PAGE);
+		got = page(ctl->client, after, items + n * item_size, LIST_PAGE);
 		if (got <= 0) {
 			err = got;
 			break;
 		}
 		n += (size_t)got;
+		memcpy(&last, items + (n - 1) * item_size, sizeof last);
 		/* Ids must grow, or paging would never end. */
-		if (items[n - 1].id <= after) {
+		if (last <= after) {
 			err = -EPROTO;
 			break;
 		}
-		after = items[n - 1].id;
+		after = last;
 	}
 	if (err)
 		goto fail;
@@ -421,38 +439,8 @@ fail:
 	return err;
 }
 
-static int fetch_clients(struct ctl *ctl, struct rmem_client_info **out, size_t *count)
-{
-	struct rmem_client_info *items = NULL;
-	size_t n = 0, cap = 0;
-	uint64_t after = 0;
-	int got, err;
-
-	for (;;) {
-		err = reserve((void **)&items, &cap, n, LIST_PAGE, sizeof(*items));
-		if (err)
-			goto fail;
-		got = rmem_clients(ctl->client, after, items + n, LIST_PAGE);
-		if (got <= 0) {
-			err = got;
-			break;
-		}
-		n += (size_t)got;
-		if (items[n - 1].id <= after) {
-			err = -EPROTO;
-			break;
-		}
-		after = items[n - 1].id;
-	}
-	if (err)
-		goto fail;
-	*out = items;
-	*count = n;
-	return 0;
-fail:
-	free(items);
-	return err;
-}
+_Static_assert(offsetof(struct rmem_region_info, id) == 0, "paging reads the id first");
+_Static_assert(offsetof(struct rmem_client_info, id) == 0, "paging reads the id first");
 
 static void print_regions_json(const struct rmem_region_info *r, size_t n)
 {
@@ -509,7 +497,7 @@ static int cmd_regions(struct ctl *ctl)
 	size_t n = 0, npools = 0;
 	int err;
 
-	err = fetch_regions(ctl, &regions, &n);
+	err = fetch_all(ctl, regions_page, sizeof(*regions), (void **)&regions, &n);
 	if (err)
 		return report(ctl, "regions", err);
 	if (ctl->json) {
@@ -583,7 +571,7 @@ static int cmd_clients(struct ctl *ctl)
 {
 	struct rmem_client_info *clients = NULL;
 	size_t n = 0;
-	int err = fetch_clients(ctl, &clients, &n);
+	int err = fetch_all(ctl, clients_page, sizeof(*clients), (void **)&clients, &n);
 
 	if (err)
 		return report(ctl, "clients", err);

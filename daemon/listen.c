@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "endpoint.h"
 #include "listen.h"
 #include "log.h"
 #include "server.h"
@@ -31,35 +32,6 @@ struct listeners {
 	struct evconnlistener *admin;
 	char admin_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
-
-/* "HOST:PORT" or "[V6]:PORT" -> host and port strings. */
-static int split_host_port(const char *s, char *host, size_t hostlen, char *port, size_t portlen)
-{
-	const char *colon;
-	const char *h = s;
-	size_t hl;
-
-	if (s[0] == '[') {
-		const char *end = strchr(s, ']');
-
-		if (!end || end[1] != ':')
-			return -EINVAL;
-		h = s + 1;
-		hl = (size_t)(end - h);
-		colon = end + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon)
-			return -EINVAL;
-		hl = (size_t)(colon - s);
-	}
-	if (hl >= hostlen || strlen(colon + 1) >= portlen || !colon[1])
-		return -EINVAL;
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	snprintf(port, portlen, "%s", colon + 1);
-	return 0;
-}
 
 static void peer_name(const struct sockaddr *sa, char *out, size_t outlen)
 {
@@ -136,14 +108,15 @@ static int open_tcp(struct server *srv, struct listeners *ls, char *err, size_t 
 	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
 				  .ai_socktype = SOCK_STREAM };
 	struct addrinfo *ai = NULL;
-	char host[128], port[16];
+	struct endpoint ep;
 	int fd = -1, one = 1, rc;
 
-	if (split_host_port(addr, host, sizeof host, port, sizeof port) < 0) {
+	/* The same grammar as the clients' endpoints (config.c checked it). */
+	if (endpoint_parse(addr, &ep) < 0 || ep.kind != ENDPOINT_TCP) {
 		snprintf(err, errlen, "listen.tcp: \"%s\" is not HOST:PORT", addr);
 		return -EINVAL;
 	}
-	rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai);
+	rc = getaddrinfo(ep.host, ep.port, &hints, &ai);
 	if (rc) {
 		snprintf(err, errlen, "listen.tcp: %s: %s", addr, gai_strerror(rc));
 		return -EINVAL;
