@@ -30,14 +30,14 @@ static int do_hello(struct conn *c, const struct proto_hdr *h, const uint8_t *p,
 		return rc;
 	if (req.client_version != PROTO_VERSION)
 		return -EPROTO;
-	rc = session_hello(c->srv, c->s);
-	if (rc < 0)
-		return rc;
-	if (req.pid) {
+	if (req.pid && !c->s->hello_done) {
 		size_t used = strlen(c->s->peer);
 
 		snprintf(c->s->peer + used, sizeof c->s->peer - used, " pid=%u", req.pid);
 	}
+	rc = session_hello(c->srv, c->s);
+	if (rc < 0)
+		return rc;
 	rep.session_id = c->s->id;
 	rep.server_version = PROTO_VERSION;
 	rep.max_io = PROTO_MAX_IO;
