@@ -249,6 +249,85 @@ int proto_read_rep_decode(const uint8_t *in, size_t len, int *status, size_t *da
 	return 0;
 }
 
+/* ---- atomics and the RDMA attach ------------------------------------------- */
+
+size_t proto_atomic_req_encode(uint8_t *out, uint16_t opcode, const struct proto_atomic_req *m)
+{
+	proto_put_u64(out + 0, m->id);
+	proto_put_u64(out + 8, m->offset);
+	proto_put_u32(out + 16, m->rkey);
+	proto_put_u32(out + 20, 0);
+	proto_put_u64(out + 24, m->operand);
+	if (opcode != PROTO_OP_CAS)
+		return PROTO_FAA_REQ_LEN;
+	proto_put_u64(out + 32, m->desired);
+	return PROTO_CAS_REQ_LEN;
+}
+
+int proto_atomic_req_decode(const uint8_t *in, size_t len, uint16_t opcode,
+			    struct proto_atomic_req *m)
+{
+	size_t want;
+
+	if (opcode == PROTO_OP_CAS)
+		want = PROTO_CAS_REQ_LEN;
+	else if (opcode == PROTO_OP_FAA)
+		want = PROTO_FAA_REQ_LEN;
+	else
+		return -EINVAL;
+	if (len != want || proto_get_u32(in + 20))
+		return -EBADMSG;
+	m->id = proto_get_u64(in + 0);
+	m->offset = proto_get_u64(in + 8);
+	m->rkey = proto_get_u32(in + 16);
+	m->operand = proto_get_u64(in + 24);
+	m->desired = opcode == PROTO_OP_CAS ? proto_get_u64(in + 32) : 0;
+	return 0;
+}
+
+size_t proto_atomic_rep_encode(uint8_t *out, uint64_t old)
+{
+	proto_status_encode(out, 0);
+	proto_put_u64(out + 8, old);
+	return PROTO_ATOMIC_REP_LEN;
+}
+
+int proto_atomic_rep_decode(const uint8_t *in, size_t len, int *status, uint64_t *old)
+{
+	int st;
+	int rc = reply_status(in, len, PROTO_ATOMIC_REP_LEN, &st);
+
+	if (rc < 0)
+		return rc;
+	if (st == 0)
+		*old = proto_get_u64(in + 8);
+	*status = st;
+	return 0;
+}
+
+size_t proto_attach_encode(uint8_t *out, const struct proto_attach *m)
+{
+	proto_put_u32(out + 0, PROTO_MAGIC);
+	proto_put_u16(out + 4, PROTO_VERSION);
+	proto_put_u16(out + 6, 0);
+	proto_put_u64(out + 8, m->session_id);
+	proto_put_u64(out + 16, m->attach_token);
+	return PROTO_ATTACH_LEN;
+}
+
+int proto_attach_decode(const uint8_t *in, size_t len, struct proto_attach *m)
+{
+	if (len < PROTO_ATTACH_LEN || proto_get_u32(in + 0) != PROTO_MAGIC)
+		return -EBADMSG;
+	if (proto_get_u16(in + 4) != PROTO_VERSION)
+		return -EPROTO;
+	if (proto_get_u16(in + 6))
+		return -EBADMSG;
+	m->session_id = proto_get_u64(in + 8);
+	m->attach_token = proto_get_u64(in + 16);
+	return 0;
+}
+
 /* ---- fixed replies --------------------------------------------------------- */
 
 size_t proto_hello_rep_encode(uint8_t *out, const struct proto_hello_rep *m)
@@ -257,6 +336,11 @@ size_t proto_hello_rep_encode(uint8_t *out, const struct proto_hello_rep *m)
 	proto_put_u64(out + 8, m->session_id);
 	proto_put_u32(out + 16, m->server_version);
 	proto_put_u32(out + 20, m->max_io);
+	proto_put_u64(out + 24, m->attach_token);
+	proto_put_u16(out + 32, m->rdma_port);
+	out[34] = m->key_mode;
+	out[35] = 0;
+	proto_put_u32(out + 36, 0);
 	return PROTO_HELLO_REP_LEN;
 }
 
@@ -273,9 +357,14 @@ int proto_hello_rep_decode(const uint8_t *in, size_t len, int *status, struct pr
 		max_io = proto_get_u32(in + 20);
 		if (max_io == 0 || max_io > PROTO_MAX_IO)
 			return -EBADMSG;
+		if (in[34] > PROTO_KEYS_REGION_MR || in[35] || proto_get_u32(in + 36))
+			return -EBADMSG;
 		m->session_id = proto_get_u64(in + 8);
 		m->server_version = proto_get_u32(in + 16);
 		m->max_io = max_io;
+		m->attach_token = proto_get_u64(in + 24);
+		m->rdma_port = proto_get_u16(in + 32);
+		m->key_mode = in[34];
 	}
 	*status = st;
 	return 0;

@@ -6,7 +6,8 @@
  * understand.  The normative description is docs/protocol.md.
  *
  * Version history (PROTO_VERSION):
- *   1  first version: HELLO ALLOC FREE WRITE READ STATS PING POOLS REGIONS CLIENTS.
+ *   1  first version: HELLO ALLOC FREE WRITE READ STATS PING POOLS REGIONS CLIENTS
+ *      CAS FAA; the HELLO reply names the RDMA port, key mode and attach token.
  *
  * Frame = header (PROTO_HDR_LEN bytes) + payload (hdr.length bytes).
  * All integers little-endian, fixed width.
@@ -55,6 +56,8 @@ enum proto_op {
 	PROTO_OP_POOLS   = 8,  /* admin */
 	PROTO_OP_REGIONS = 9,  /* admin */
 	PROTO_OP_CLIENTS = 10, /* admin */
+	PROTO_OP_CAS     = 11,
+	PROTO_OP_FAA     = 12,
 	PROTO_OP_COUNT
 };
 
@@ -141,15 +144,65 @@ struct proto_list_req {
 /* ---- reply payloads (all start with status i32, reserved u32) -------------- */
 #define PROTO_STATUS_LEN 8
 
-/* HELLO reply: status, reserved, session_id u64, server_version u32, max_io u32.
+/*
+ * HELLO reply: status, reserved, session_id u64, server_version u32, max_io u32,
+ * attach_token u64, rdma_port u16, key_mode u8, reserved u8, reserved u32.
  * max_io must be 1..PROTO_MAX_IO (else -EBADMSG): a client splits transfers
- * into frames of at most max_io data bytes. */
+ * into frames of at most max_io data bytes.  rdma_port is the daemon's rdma_cm
+ * port (0: no RDMA); a client that wants the RDMA data path connects there
+ * with (session_id, attach_token) as private data, which ties its queue pair
+ * to this session.  key_mode says how the daemon makes region keys on RDMA.
+ */
+enum proto_key_mode {
+	PROTO_KEYS_NONE = 0,      /* no RDMA: keys are the TCP path's random keys */
+	PROTO_KEYS_WINDOW = 1,    /* type 2 memory windows bound on the client's QP */
+	PROTO_KEYS_REGION_MR = 2, /* one MR per region in the client's own PD */
+};
 struct proto_hello_rep {
 	uint64_t session_id;
 	uint32_t server_version;
 	uint32_t max_io;
+	uint64_t attach_token;
+	uint16_t rdma_port;
+	uint8_t key_mode;         /* enum proto_key_mode; others -EBADMSG */
 };
-#define PROTO_HELLO_REP_LEN (PROTO_STATUS_LEN + 16)
+#define PROTO_HELLO_REP_LEN (PROTO_STATUS_LEN + 32)
+
+/* The rdma_cm private data of a client's connect request (bytes, LE):
+ * magic u32 (PROTO_MAGIC), version u16, reserved u16, session_id u64,
+ * attach_token u64. */
+struct proto_attach {
+	uint64_t session_id;
+	uint64_t attach_token;
+};
+#define PROTO_ATTACH_LEN 24
+size_t proto_attach_encode(uint8_t *out, const struct proto_attach *m);
+/* -EBADMSG for a short buffer, bad magic or reserved bits, -EPROTO for another
+ * version.  len may exceed PROTO_ATTACH_LEN (rdma_cm pads private data). */
+int proto_attach_decode(const uint8_t *in, size_t len, struct proto_attach *m);
+
+/*
+ * CAS request: id u64, offset u64, rkey u32, reserved u32, expect u64, desired u64.
+ * FAA request: id u64, offset u64, rkey u32, reserved u32, add u64.
+ * Reply of both: status, reserved, old u64 (the 8 bytes before the operation).
+ * The offset must be a multiple of 8 (the daemon answers EINVAL otherwise).
+ */
+struct proto_atomic_req {
+	uint64_t id;
+	uint64_t offset;
+	uint32_t rkey;
+	uint64_t operand;  /* CAS: expect; FAA: add */
+	uint64_t desired;  /* CAS only */
+};
+#define PROTO_CAS_REQ_LEN 40
+#define PROTO_FAA_REQ_LEN 32
+#define PROTO_ATOMIC_REP_LEN (PROTO_STATUS_LEN + 8)
+/* opcode is PROTO_OP_CAS or PROTO_OP_FAA (-EINVAL otherwise). */
+size_t proto_atomic_req_encode(uint8_t *out, uint16_t opcode, const struct proto_atomic_req *m);
+int proto_atomic_req_decode(const uint8_t *in, size_t len, uint16_t opcode,
+			    struct proto_atomic_req *m);
+size_t proto_atomic_rep_encode(uint8_t *out, uint64_t old);
+int proto_atomic_rep_decode(const uint8_t *in, size_t len, int *status, uint64_t *old);
 
 /* ALLOC reply: status, reserved, id u64, addr u64, length u64, rkey u32, flags u32 */
 struct proto_region {

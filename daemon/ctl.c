@@ -96,6 +96,38 @@ static int do_read(struct conn *c, const struct proto_hdr *h, const uint8_t *p, 
 	return 0;
 }
 
+/*
+ * CAS and FAA on the TCP path.  The loop thread serves one request at a time,
+ * so each is atomic against every other client of the stream path.
+ */
+static int do_atomic(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+{
+	struct proto_atomic_req req;
+	uint8_t out[PROTO_ATOMIC_REP_LEN];
+	uint8_t *where;
+	uint64_t old;
+	int rc = proto_atomic_req_decode(p, len, h->opcode, &req);
+
+	if (rc < 0)
+		return rc;
+	rc = session_io(c->srv, c->s, req.id, req.rkey, req.offset, sizeof old, &where);
+	if (rc < 0)
+		return rc;
+	if (req.offset % sizeof old)
+		return -EINVAL;
+	/* Regions start on the pool's alignment (>= 8), so where is aligned. */
+	memcpy(&old, where, sizeof old);
+	if (h->opcode == PROTO_OP_FAA) {
+		uint64_t sum = old + req.operand;
+
+		memcpy(where, &sum, sizeof sum);
+	} else if (old == req.operand) {
+		memcpy(where, &req.desired, sizeof req.desired);
+	}
+	conn_reply(c, h, out, proto_atomic_rep_encode(out, old));
+	return 0;
+}
+
 static int do_ping(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
 {
 	(void)p;
@@ -246,6 +278,8 @@ static const struct handler handlers[PROTO_OP_COUNT] = {
 	[PROTO_OP_POOLS]   = { do_pools,   true },
 	[PROTO_OP_REGIONS] = { do_regions, true },
 	[PROTO_OP_CLIENTS] = { do_clients, true },
+	[PROTO_OP_CAS]     = { do_atomic,  false },
+	[PROTO_OP_FAA]     = { do_atomic,  false },
 };
 
 int ctl_dispatch(struct conn *c, const struct proto_hdr *h, const uint8_t *payload, size_t len)

@@ -99,6 +99,42 @@ int rmem_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
 int rmem_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	      void *buf, size_t len);
 
+/*
+ * 8-byte atomics on a region; off must be a multiple of 8.  rmem_cas writes
+ * desired where the 8 bytes equal expect; rmem_faa adds add.  Both store the
+ * 8 bytes as they were before into *old (old may be NULL).  The value is in
+ * host byte order.  Atomic against every other atomic on the same transport.
+ * Errors: -EINVAL (off not aligned, NULL r), -ERANGE, -ENOENT, -EACCES.
+ */
+int rmem_cas(rmem_client *c, const struct rmem_region *r, uint64_t off,
+	     uint64_t expect, uint64_t desired, uint64_t *old);
+int rmem_faa(rmem_client *c, const struct rmem_region *r, uint64_t off,
+	     uint64_t add, uint64_t *old);
+
+/*
+ * Asynchronous reads and writes: many may be in flight at once.  The call
+ * queues the operation and returns 0 (or an error for it, without queueing);
+ * its outcome arrives later through rmem_poll() under the caller's cookie.
+ * buf must stay valid and untouched until then.  Completions come in the
+ * order the operations were posted.
+ */
+int rmem_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
+		   void *buf, size_t len, uint64_t cookie);
+int rmem_post_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
+		    const void *buf, size_t len, uint64_t cookie);
+
+struct rmem_completion {
+	uint64_t cookie; /* as given to rmem_post_*() */
+	int status;      /* 0 or a negative errno, as the synchronous call would return */
+};
+
+/*
+ * Waits up to timeout_ms (0: do not wait, < 0: forever) for at least one
+ * completion, then returns how many (<= max) it stored in out, 0 on timeout,
+ * or a negative errno for the connection.
+ */
+int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_ms);
+
 /* Pool-wide figures, summed over every pool of the daemon. */
 struct rmem_stats {
 	uint64_t pool_bytes;   /* bytes of all pools */
