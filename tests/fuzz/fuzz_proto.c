@@ -138,6 +138,36 @@ static void check_list_req(const uint8_t *in, size_t len)
 	CHECK(m2.after == m.after && m2.max == m.max);
 }
 
+static void check_atomic_req(const uint8_t *in, size_t len, uint16_t opcode)
+{
+	uint8_t out[PROTO_CAS_REQ_LEN];
+	struct proto_atomic_req m, m2;
+	size_t n;
+
+	if (proto_atomic_req_decode(in, len, opcode, &m) < 0)
+		return;
+	n = proto_atomic_req_encode(out, opcode, &m);
+	CHECK(n == len && memcmp(out, in, n) == 0);
+	CHECK(proto_atomic_req_decode(out, n, opcode, &m2) == 0);
+	CHECK(m2.id == m.id && m2.offset == m.offset && m2.rkey == m.rkey &&
+	      m2.operand == m.operand && m2.desired == m.desired);
+}
+
+/* The rdma_cm private data is not a frame, but it comes from the network too. */
+static void check_attach(const uint8_t *in, size_t len)
+{
+	uint8_t out[PROTO_ATTACH_LEN];
+	struct proto_attach m, m2;
+
+	if (proto_attach_decode(in, len, &m) < 0)
+		return;
+	CHECK(len >= PROTO_ATTACH_LEN);
+	CHECK(proto_attach_encode(out, &m) == PROTO_ATTACH_LEN &&
+	      memcmp(out, in, PROTO_ATTACH_LEN) == 0);
+	CHECK(proto_attach_decode(out, PROTO_ATTACH_LEN, &m2) == 0 &&
+	      m2.session_id == m.session_id && m2.attach_token == m.attach_token);
+}
+
 static void check_request(uint16_t opcode, const uint8_t *in, size_t len)
 {
 	switch (opcode) {
@@ -162,6 +192,10 @@ static void check_request(uint16_t opcode, const uint8_t *in, size_t len)
 	case PROTO_OP_REGIONS:
 	case PROTO_OP_CLIENTS:
 		check_list_req(in, len);
+		break;
+	case PROTO_OP_CAS:
+	case PROTO_OP_FAA:
+		check_atomic_req(in, len, opcode);
 		break;
 	default:
 		break;
@@ -216,6 +250,9 @@ static void check_hello_rep(const uint8_t *in, size_t len)
 	size_t n;
 	int st, st2;
 
+	/* The struct has padding after key_mode: zero it so memcmp compares fields. */
+	memset(&m, 0, sizeof m);
+	memset(&m2, 0, sizeof m2);
 	if (proto_hello_rep_decode(in, len, &st, &m) < 0)
 		return;
 	if (st) {
@@ -345,6 +382,22 @@ static void check_list_rep(uint16_t opcode, const uint8_t *in, size_t len)
 	}
 }
 
+static void check_atomic_rep(const uint8_t *in, size_t len)
+{
+	uint8_t out[PROTO_ATOMIC_REP_LEN];
+	uint64_t old = 0, old2 = 0;
+	int st, st2;
+
+	if (proto_atomic_rep_decode(in, len, &st, &old) < 0)
+		return;
+	if (st) {
+		check_failed(in, len, st);
+		return;
+	}
+	CHECK(proto_atomic_rep_encode(out, old) == len && memcmp(out, in, len) == 0);
+	CHECK(proto_atomic_rep_decode(out, len, &st2, &old2) == 0 && st2 == 0 && old2 == old);
+}
+
 static void check_reply(uint16_t opcode, const uint8_t *in, size_t len)
 {
 	switch (opcode) {
@@ -371,6 +424,10 @@ static void check_reply(uint16_t opcode, const uint8_t *in, size_t len)
 	case PROTO_OP_CLIENTS:
 		check_list_rep(opcode, in, len);
 		break;
+	case PROTO_OP_CAS:
+	case PROTO_OP_FAA:
+		check_atomic_rep(in, len);
+		break;
 	default:
 		break;
 	}
@@ -395,6 +452,7 @@ static size_t check_frame(const uint8_t *in, size_t avail)
 	len = h.length < avail - PROTO_HDR_LEN ? h.length : avail - PROTO_HDR_LEN;
 	check_request(h.opcode, in + PROTO_HDR_LEN, len);
 	check_reply(h.opcode, in + PROTO_HDR_LEN, len);
+	check_attach(in + PROTO_HDR_LEN, len);
 	return PROTO_HDR_LEN + len;
 }
 

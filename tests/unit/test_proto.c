@@ -533,11 +533,94 @@ static void test_hello_rep(void)
 	ok(proto_hello_rep_decode(buf, PROTO_HELLO_REP_LEN, &st, &out) == -EBADMSG,
 	   "HELLO reply with max_io above PROTO_MAX_IO is -EBADMSG");
 
+	in = (struct proto_hello_rep){ .max_io = 1, .attach_token = UINT64_MAX,
+				       .rdma_port = 7471, .key_mode = PROTO_KEYS_REGION_MR };
+	proto_hello_rep_encode(buf, &in);
+	ok(proto_hello_rep_decode(buf, PROTO_HELLO_REP_LEN, &st, &out) == 0 &&
+	   out.attach_token == UINT64_MAX && out.rdma_port == 7471 &&
+	   out.key_mode == PROTO_KEYS_REGION_MR, "HELLO reply carries token, RDMA port, key mode");
+	buf[34] = PROTO_KEYS_REGION_MR + 1;
+	ok(proto_hello_rep_decode(buf, PROTO_HELLO_REP_LEN, &st, &out) == -EBADMSG,
+	   "HELLO reply with an unknown key mode is -EBADMSG");
+	proto_hello_rep_encode(buf, &in);
+	buf[35] = 1;
+	ok(proto_hello_rep_decode(buf, PROTO_HELLO_REP_LEN, &st, &out) == -EBADMSG,
+	   "HELLO reply with a reserved byte set is -EBADMSG");
+	proto_hello_rep_encode(buf, &in);
+	proto_put_u32(buf + 36, 1);
+	ok(proto_hello_rep_decode(buf, PROTO_HELLO_REP_LEN, &st, &out) == -EBADMSG,
+	   "HELLO reply with a reserved word set is -EBADMSG");
+
 	proto_status_encode(buf, -EPROTO);
 	memset(&out, 0xa5, sizeof out);
 	ok(proto_hello_rep_decode(buf, PROTO_STATUS_LEN, &st, &out) == 0 && st == -EPROTO &&
 	   out.session_id == 0xa5a5a5a5a5a5a5a5ull,
 	   "failed HELLO reply: status only, *out untouched");
+}
+
+static void test_atomics(void)
+{
+	uint8_t buf[BUF_LEN];
+	struct proto_atomic_req cas = { .id = UINT64_MAX, .offset = 8, .rkey = UINT32_MAX,
+					.operand = 1, .desired = UINT64_MAX }, out;
+	struct proto_atomic_req faa = { .id = 3, .offset = 16, .rkey = 7, .operand = 5 };
+	uint64_t old = 0;
+	int st = 1;
+
+	ok(proto_atomic_req_encode(buf, PROTO_OP_CAS, &cas) == PROTO_CAS_REQ_LEN &&
+	   proto_atomic_req_decode(buf, PROTO_CAS_REQ_LEN, PROTO_OP_CAS, &out) == 0 &&
+	   out.id == UINT64_MAX && out.offset == 8 && out.rkey == UINT32_MAX &&
+	   out.operand == 1 && out.desired == UINT64_MAX, "CAS request round trips");
+	ok(proto_atomic_req_decode(buf, PROTO_CAS_REQ_LEN - 1, PROTO_OP_CAS, &out) == -EBADMSG &&
+	   proto_atomic_req_decode(buf, PROTO_CAS_REQ_LEN + 1, PROTO_OP_CAS, &out) == -EBADMSG &&
+	   proto_atomic_req_decode(buf, 0, PROTO_OP_CAS, &out) == -EBADMSG,
+	   "CAS request of the wrong length is -EBADMSG");
+	ok(proto_atomic_req_encode(buf, PROTO_OP_FAA, &faa) == PROTO_FAA_REQ_LEN &&
+	   proto_atomic_req_decode(buf, PROTO_FAA_REQ_LEN, PROTO_OP_FAA, &out) == 0 &&
+	   out.id == 3 && out.offset == 16 && out.rkey == 7 && out.operand == 5 &&
+	   out.desired == 0, "FAA request round trips");
+	ok(proto_atomic_req_decode(buf, PROTO_FAA_REQ_LEN, PROTO_OP_CAS, &out) == -EBADMSG,
+	   "an FAA payload is not a CAS request");
+	proto_put_u32(buf + 20, 1);
+	ok(proto_atomic_req_decode(buf, PROTO_FAA_REQ_LEN, PROTO_OP_FAA, &out) == -EBADMSG,
+	   "atomic request with the reserved word set is -EBADMSG");
+	ok(proto_atomic_req_decode(buf, PROTO_FAA_REQ_LEN, PROTO_OP_READ, &out) == -EINVAL,
+	   "atomic decoder refuses other opcodes");
+
+	ok(proto_atomic_rep_encode(buf, UINT64_MAX - 1) == PROTO_ATOMIC_REP_LEN &&
+	   proto_atomic_rep_decode(buf, PROTO_ATOMIC_REP_LEN, &st, &old) == 0 && st == 0 &&
+	   old == UINT64_MAX - 1, "atomic reply round trips");
+	ok(proto_atomic_rep_decode(buf, PROTO_ATOMIC_REP_LEN - 1, &st, &old) == -EBADMSG,
+	   "short atomic reply is -EBADMSG");
+	proto_status_encode(buf, -EACCES);
+	old = 42;
+	ok(proto_atomic_rep_decode(buf, PROTO_STATUS_LEN, &st, &old) == 0 && st == -EACCES &&
+	   old == 42, "failed atomic reply: status only, old untouched");
+}
+
+static void test_attach(void)
+{
+	uint8_t buf[64] = { 0 };
+	struct proto_attach in = { .session_id = 12, .attach_token = UINT64_MAX }, out;
+
+	ok(proto_attach_encode(buf, &in) == PROTO_ATTACH_LEN &&
+	   proto_attach_decode(buf, PROTO_ATTACH_LEN, &out) == 0 && out.session_id == 12 &&
+	   out.attach_token == UINT64_MAX, "attach private data round trips");
+	ok(proto_attach_decode(buf, sizeof buf, &out) == 0,
+	   "attach private data may be padded (rdma_cm pads it)");
+	ok(proto_attach_decode(buf, PROTO_ATTACH_LEN - 1, &out) == -EBADMSG,
+	   "short attach private data is -EBADMSG");
+	buf[0] ^= 1;
+	ok(proto_attach_decode(buf, PROTO_ATTACH_LEN, &out) == -EBADMSG,
+	   "attach with bad magic is -EBADMSG");
+	proto_attach_encode(buf, &in);
+	proto_put_u16(buf + 4, PROTO_VERSION + 1);
+	ok(proto_attach_decode(buf, PROTO_ATTACH_LEN, &out) == -EPROTO,
+	   "attach of another version is -EPROTO");
+	proto_attach_encode(buf, &in);
+	proto_put_u16(buf + 6, 1);
+	ok(proto_attach_decode(buf, PROTO_ATTACH_LEN, &out) == -EBADMSG,
+	   "attach with reserved bits is -EBADMSG");
 }
 
 static void test_alloc_rep(void)
@@ -780,6 +863,8 @@ int main(void)
 	test_io_req();
 	test_status();
 	test_hello_rep();
+	test_atomics();
+	test_attach();
 	test_alloc_rep();
 	test_read_rep();
 	test_stats();
