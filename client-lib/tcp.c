@@ -1,6 +1,6 @@
 /*
- * tcp.c - connect with a timeout, and send/receive helpers that survive short
- * transfers, EINTR and EAGAIN.  See tcp.h.
+ * tcp.c - connect with a timeout, and send/receive/wait primitives that
+ * hide EINTR and normalise errors.  See tcp.h.
  */
 #include "tcp.h"
 
@@ -224,65 +224,53 @@ int tcp_connect_unix(const char *path, int timeout_ms)
 	return err;
 }
 
-/* Drops the first n bytes from the front of an iovec array. */
-static void iov_advance(struct iovec **iov, int *iovcnt, size_t n)
+ssize_t tcp_send_some(int fd, const struct iovec *iov, int iovcnt)
 {
-	while (*iovcnt > 0 && n >= (*iov)->iov_len) {
-		n -= (*iov)->iov_len;
-		(*iov)++;
-		(*iovcnt)--;
-	}
-	if (*iovcnt > 0) {
-		(*iov)->iov_base = (uint8_t *)(*iov)->iov_base + n;
-		(*iov)->iov_len -= n;
-	}
-}
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 
-int tcp_send_all(int fd, struct iovec *iov, int iovcnt, int timeout_ms)
-{
-	iov_advance(&iov, &iovcnt, 0);
-	while (iovcnt > 0) {
-		struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt };
+	for (;;) {
 		ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-		int err;
 
-		if (n >= 0) {
-			iov_advance(&iov, &iovcnt, (size_t)n);
-			continue;
-		}
+		if (n >= 0)
+			return n;
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return stream_error(errno);
-		err = wait_until(fd, POLLOUT, deadline_after(timeout_ms));
-		if (err)
-			return err;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return -EAGAIN;
+		return stream_error(errno);
 	}
-	return 0;
 }
 
-int tcp_recv_all(int fd, void *buf, size_t len, int timeout_ms)
+ssize_t tcp_recv_some(int fd, void *buf, size_t len)
 {
-	uint8_t *p = buf;
+	for (;;) {
+		ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
 
-	while (len > 0) {
-		ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
-		int err;
-
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
+		if (n > 0)
+			return n;
 		if (n == 0)
 			return -ECONNRESET;
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return stream_error(errno);
-		err = wait_until(fd, POLLIN, deadline_after(timeout_ms));
-		if (err)
-			return err;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return -EAGAIN;
+		return stream_error(errno);
 	}
-	return 0;
+}
+
+int tcp_wait(int fd, short events, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	int64_t deadline = timeout_ms < 0 ? NO_DEADLINE : now_ms() + timeout_ms;
+
+	for (;;) {
+		int n = poll(&pfd, 1, remaining_ms(deadline));
+
+		if (n > 0)
+			return pfd.revents;
+		if (n == 0)
+			return 0;
+		if (errno != EINTR)
+			return -errno;
+	}
 }

@@ -1,10 +1,10 @@
 /*
  * tcp.h - the stream transport of librmem: TCP and Unix sockets.
  *
- * Sockets made here are nonblocking and close-on-exec; every wait is a poll()
- * bounded by timeout_ms (<= 0 waits forever).  For data transfers the timeout
- * bounds each wait for progress, not the whole transfer, so a large transfer
- * on a slow but live link does not time out.  Sends use MSG_NOSIGNAL: the
+ * Sockets made here are nonblocking and close-on-exec.  Connecting waits at
+ * most timeout_ms (<= 0 waits forever); sending and receiving never wait:
+ * the caller (engine.c) decides when to wait, with tcp_wait(), because it
+ * must receive while its sends are blocked.  Sends use MSG_NOSIGNAL: the
  * library never raises SIGPIPE.
  *
  * Errors are normalised to what rmem.h promises: a refused or missing peer is
@@ -15,6 +15,7 @@
 #define RMEM_TCP_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 /* Resolves host (a name or an address literal) with getaddrinfo() and
@@ -27,11 +28,17 @@ int tcp_connect_host(const char *host, const char *port, int timeout_ms);
  * negative errno. */
 int tcp_connect_unix(const char *path, int timeout_ms);
 
-/* Sends every byte described by iov[0..iovcnt); iov is consumed (modified).
- * Returns 0 or a negative errno. */
-int tcp_send_all(int fd, struct iovec *iov, int iovcnt, int timeout_ms);
+/* One sendmsg() of iov, without waiting: the bytes sent (> 0), -EAGAIN when
+ * the socket buffer is full, or a negative errno. */
+ssize_t tcp_send_some(int fd, const struct iovec *iov, int iovcnt);
 
-/* Receives exactly len bytes into buf.  Returns 0 or a negative errno. */
-int tcp_recv_all(int fd, void *buf, size_t len, int timeout_ms);
+/* One recv() into buf, without waiting: the bytes received (> 0), -EAGAIN
+ * when nothing is there, -ECONNRESET at EOF, or a negative errno. */
+ssize_t tcp_recv_some(int fd, void *buf, size_t len);
+
+/* Waits up to timeout_ms (< 0: forever) for events on fd.  Returns the poll()
+ * revents (> 0), 0 when the time ran out, or a negative errno.  A signal
+ * does not end the wait early: it resumes for the time that is left. */
+int tcp_wait(int fd, short events, int timeout_ms);
 
 #endif /* RMEM_TCP_H */

@@ -37,6 +37,7 @@
 
 _Static_assert(sizeof(enum config_hugepages) == sizeof(int), "enum stored as int");
 _Static_assert(sizeof(enum config_log_level) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(enum config_rdma_keys) == sizeof(int), "enum stored as int");
 
 enum key_kind {
 	KIND_U32,       /* integer only */
@@ -80,6 +81,13 @@ static const struct enum_word hugepages_words[] = {
 	{ NULL, 0 },
 };
 
+static const struct enum_word rdma_keys_words[] = {
+	{ "auto", CONFIG_KEYS_AUTO },
+	{ "window", CONFIG_KEYS_WINDOW },
+	{ "region-mr", CONFIG_KEYS_REGION_MR },
+	{ NULL, 0 },
+};
+
 static const struct enum_word log_level_words[] = {
 	{ "err", CONFIG_LOG_ERR },
 	{ "warning", CONFIG_LOG_WARNING },
@@ -109,6 +117,14 @@ static const struct key_desc pool_keys[] = {
 	  .min = 8, .max = GIB, .flags = KEY_POW2, .def = "64" },
 };
 
+/* "auto" is a valid device name too; rdma.c reads it as "pick one". */
+static const struct key_desc rdma_keys[] = {
+	{ .name = "device", .kind = KIND_NAME, FIELD(struct config, rdma_device),
+	  .def = "auto" },
+	{ .name = "keys", .kind = KIND_ENUM, FIELD(struct config, rdma_keys),
+	  .words = rdma_keys_words, .def = "auto" },
+};
+
 static const struct key_desc limits_keys[] = {
 	{ .name = "max_clients", .kind = KIND_U32, FIELD(struct config, max_clients),
 	  .min = 1, .max = 1000000, .def = "1024" },
@@ -124,6 +140,7 @@ static const struct key_desc log_keys[] = {
 static const struct section sections[] = {
 	{ "listen", listen_keys, ARRAY_SIZE(listen_keys), false },
 	{ "pools", pool_keys, ARRAY_SIZE(pool_keys), true },
+	{ "rdma", rdma_keys, ARRAY_SIZE(rdma_keys), false },
 	{ "limits", limits_keys, ARRAY_SIZE(limits_keys), false },
 	{ "log", log_keys, ARRAY_SIZE(log_keys), false },
 };

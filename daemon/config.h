@@ -17,6 +17,8 @@
 #define CONFIG_NAME_MAX     32
 
 enum config_hugepages { CONFIG_HUGEPAGES_OFF, CONFIG_HUGEPAGES_ON, CONFIG_HUGEPAGES_AUTO };
+/* rdma.keys: how region keys are made on the RDMA path (rmemd.conf(5)). */
+enum config_rdma_keys { CONFIG_KEYS_AUTO, CONFIG_KEYS_WINDOW, CONFIG_KEYS_REGION_MR };
 enum config_log_level { CONFIG_LOG_ERR = 3, CONFIG_LOG_WARNING = 4, CONFIG_LOG_NOTICE = 5,
 			CONFIG_LOG_INFO = 6, CONFIG_LOG_DEBUG = 7 };
 
@@ -34,6 +36,9 @@ struct config {
 	char listen_admin[108];         /* Unix socket path; "" disables */
 	struct config_pool pools[CONFIG_MAX_POOLS];
 	size_t npools;                  /* >= 1; default one pool as above */
+	/* rdma = { device = "auto"; keys = "auto"; } */
+	char rdma_device[CONFIG_NAME_MAX];  /* "auto" or a device name such as "rxe0" */
+	enum config_rdma_keys rdma_keys;    /* default auto */
 	/* limits = { max_clients = 1024; lease_timeout_ms = 10000; } */
 	uint32_t max_clients;           /* [1, 1000000], default 1024 */
 	uint32_t lease_timeout_ms;      /* [100, 86400000], default 10000 */

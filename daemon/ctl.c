@@ -4,11 +4,13 @@
  * through session.c, and queue their reply; the framing is conn.c's business.
  */
 #include <errno.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "conn.h"
+#include "rdma.h"
 #include "region.h"
 #include "server.h"
 
@@ -41,6 +43,9 @@ static int do_hello(struct conn *c, const struct proto_hdr *h, const uint8_t *p,
 	rep.session_id = c->s->id;
 	rep.server_version = PROTO_VERSION;
 	rep.max_io = PROTO_MAX_IO;
+	rep.attach_token = c->s->attach_token;
+	rep.rdma_port = rdma_port(c->srv->rdma);
+	rep.key_mode = rdma_key_mode(c->srv->rdma);
 	conn_reply(c, h, out, proto_hello_rep_encode(out, &rep));
 	return 0;
 }
@@ -230,9 +235,12 @@ static int do_regions(struct conn *c, const struct proto_hdr *h, const uint8_t *
 	return 0;
 }
 
-static const char *transport_name(enum session_transport t)
+/* An attached queue pair carries the session's data: say so. */
+static const char *transport_name(const struct session *s)
 {
-	return t == SESSION_UNIX ? "unix" : "tcp";
+	if (s->rdma)
+		return "rdma";
+	return s->transport == SESSION_UNIX ? "unix" : "tcp";
 }
 
 static int do_clients(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
@@ -258,7 +266,7 @@ static int do_clients(struct conn *c, const struct proto_hdr *h, const uint8_t *
 		rec.used = s->used_bytes;
 		rec.connected_ms = (now - s->started_ns) / 1000000;
 		rec.idle_ms = (now - s->last_ns) / 1000000;
-		snprintf(rec.transport, sizeof rec.transport, "%s", transport_name(s->transport));
+		snprintf(rec.transport, sizeof rec.transport, "%s", transport_name(s));
 		snprintf(rec.peer, sizeof rec.peer, "%s", s->peer);
 		at += proto_client_rec_encode(out + at, &rec);
 		n++;
@@ -281,6 +289,18 @@ static const struct handler handlers[PROTO_OP_COUNT] = {
 	[PROTO_OP_CAS]     = { do_atomic,  false },
 	[PROTO_OP_FAA]     = { do_atomic,  false },
 };
+
+void server_end_session(struct server *srv, struct session *s, int status, const char *why)
+{
+	for (struct conn *c = srv->conns; c; c = c->next) {
+		if (c->s != s || c->dead || c->closing)
+			continue;
+		conn_fail(c, NULL, status, why);
+		/* conn_fail only marks it; its own callback sends and closes. */
+		event_active(c->ev_write, EV_WRITE, 0);
+		return;
+	}
+}
 
 int ctl_dispatch(struct conn *c, const struct proto_hdr *h, const uint8_t *payload, size_t len)
 {

@@ -1,6 +1,7 @@
 /*
  * main.c - rmemd's lifecycle, in order: config, memlock check, pools, region
- * table, listeners, READY; then the loop; then the same in reverse.
+ * table, quarantine, RDMA, listeners, READY; then the loop; then the same in
+ * reverse.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -16,8 +17,10 @@
 #include "listen.h"
 #include "log.h"
 #include "pool.h"
+#include "rdma.h"
 #include "region.h"
 #include "server.h"
+#include "session.h"
 
 #ifndef RMEM_VERSION_STRING
 #define RMEM_VERSION_STRING "unknown"
@@ -152,9 +155,15 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(srv->base);
 }
 
+/* Sessions end first (each stops its queue pair, then drops its keys); the
+ * quarantine is emptied at once since no queue pair is left; then the
+ * device lets go of the pools, which go last. */
 static void server_close(struct server *srv)
 {
 	conn_close_all(srv);
+	if (srv->base)
+		session_quarantine_flush(srv);
+	rdma_close(srv);
 	listeners_close(srv);
 	region_table_free(srv->regions);
 	for (uint32_t i = 0; i < srv->npools; i++)
@@ -178,7 +187,12 @@ static int serve(struct server *srv)
 	if (open_pools(srv) < 0)
 		goto out;
 	srv->regions = region_table_new();
-	if (!srv->regions) {
+	if (!srv->regions || session_quarantine_init(srv) < 0) {
+		log_err("out of memory");
+		goto out;
+	}
+	/* Never fatal for want of RDMA: without it rmemd serves TCP. */
+	if (rdma_open(srv) < 0) {
 		log_err("out of memory");
 		goto out;
 	}
@@ -193,13 +207,11 @@ static int serve(struct server *srv)
 			goto out;
 		}
 	}
-	if (srv->cfg.listen_rdma[0])
-		log_notice("listen.rdma = %s: this build has no RDMA data path yet; "
-			   "clients are served over TCP and the Unix socket only",
-			   srv->cfg.listen_rdma);
-	log_notice("rmemd %s ready: %u pool(s); tcp %s; admin %s", RMEM_VERSION_STRING,
-		   srv->npools, srv->cfg.listen_tcp[0] ? srv->cfg.listen_tcp : "off",
-		   srv->cfg.listen_admin[0] ? srv->cfg.listen_admin : "off");
+	log_notice("rmemd %s ready: %u pool(s); tcp %s; admin %s; rdma port %u, keys %s",
+		   RMEM_VERSION_STRING, srv->npools,
+		   srv->cfg.listen_tcp[0] ? srv->cfg.listen_tcp : "off",
+		   srv->cfg.listen_admin[0] ? srv->cfg.listen_admin : "off",
+		   rdma_port(srv->rdma), rdma_key_mode_name(srv->rdma));
 	sd_notify(0, "READY=1\nSTATUS=serving");
 	if (event_base_dispatch(srv->base) < 0)
 		log_err("event loop failed");

@@ -16,6 +16,9 @@ struct region_table;
 struct session;
 struct listeners;
 struct conn;
+struct rdma;
+struct event;
+struct quarantined;
 
 struct server {
 	struct config cfg;
@@ -31,6 +34,18 @@ struct server {
 	uint64_t allocs, frees;
 	struct listeners *listeners;
 	struct conn *conns;          /* open connections (ctl.c) */
+	struct rdma *rdma;           /* the RDMA side (rdma.c); NULL: TCP only */
+	/* Ranges whose NIC key is dead, waiting before they are zeroed and
+	 * returned (session.c); oldest first.  Their bytes count in used_bytes. */
+	struct quarantined *quarantine_first, *quarantine_last;
+	struct event *quarantine_timer;
 };
+
+/*
+ * Ends session s from outside its connection (its queue pair disconnected or
+ * failed): the connection gets an ERROR frame and closes, which destroys the
+ * session.  Safe to call from any callback but s's own connection's (ctl.c).
+ */
+void server_end_session(struct server *srv, struct session *s, int status, const char *why);
 
 #endif /* RMEMD_SERVER_H */

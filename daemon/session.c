@@ -2,15 +2,26 @@
  * session.c - see session.h.
  */
 #include <errno.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "alloc.h"
 #include "log.h"
+#include "rdma.h"
 #include "server.h"
 #include "session.h"
+
+/* A range waiting in the quarantine (see session.h). */
+struct quarantined {
+	uint32_t pool;
+	uint64_t offset, length;
+	uint64_t due_ns;
+	struct quarantined *next;
+};
 
 uint64_t session_now_ns(void)
 {
@@ -45,22 +56,114 @@ struct session *session_new(struct server *srv, enum session_transport transport
  * The one way bytes go back to a pool.  Zeroing before release keeps one
  * client's data from ever being read by the next owner of the range.
  */
-static void release_region(struct server *srv, struct session *s, struct region *r)
+static void return_range(struct server *srv, uint32_t pool, uint64_t offset, uint64_t length)
 {
-	struct pool *p = &srv->pools[r->pool];
+	struct pool *p = &srv->pools[pool];
 	int rc;
 
-	memset(p->base + r->offset, 0, r->length);
-	rc = alloc_release(p->alloc, r->offset, r->length);
+	memset(p->base + offset, 0, length);
+	rc = alloc_release(p->alloc, offset, length);
 	if (rc < 0) /* the table and the allocator disagree: a bug, say it loudly */
 		log_err("pool %s: release of [%llu, +%llu) refused: %s", p->name,
-			(unsigned long long)r->offset, (unsigned long long)r->length,
-			strerror(-rc));
-	s->used_bytes -= r->length;
+			(unsigned long long)offset, (unsigned long long)length, strerror(-rc));
+	srv->used_bytes -= length;
+}
+
+static void arm_quarantine(struct server *srv, uint64_t now)
+{
+	uint64_t wait = srv->quarantine_first->due_ns > now ?
+			srv->quarantine_first->due_ns - now : 0;
+	struct timeval tv = { .tv_sec = (time_t)(wait / 1000000000u),
+			      .tv_usec = (suseconds_t)(wait % 1000000000u / 1000u) };
+
+	evtimer_add(srv->quarantine_timer, &tv);
+}
+
+static void on_quarantine_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	uint64_t now = session_now_ns();
+	struct quarantined *q;
+
+	(void)fd;
+	(void)what;
+	while ((q = srv->quarantine_first) && q->due_ns <= now) {
+		srv->quarantine_first = q->next;
+		return_range(srv, q->pool, q->offset, q->length);
+		free(q);
+	}
+	if (!srv->quarantine_first)
+		srv->quarantine_last = NULL;
+	else
+		arm_quarantine(srv, now);
+}
+
+/* Every entry waits the same time, so appending keeps the list in due order
+ * and the timer only ever needs the head's time. */
+static void quarantine(struct server *srv, uint32_t pool, uint64_t offset, uint64_t length)
+{
+	struct quarantined *q = srv->quarantine_timer ? malloc(sizeof *q) : NULL;
+	uint64_t now = session_now_ns();
+
+	if (!q) {
+		/* The key is already dead; what is lost is only the margin for an
+		 * access that was on the wire when it died. */
+		log_err("no memory to quarantine [%llu, +%llu): returned at once",
+			(unsigned long long)offset, (unsigned long long)length);
+		return_range(srv, pool, offset, length);
+		return;
+	}
+	*q = (struct quarantined){ .pool = pool, .offset = offset, .length = length,
+				   .due_ns = now + QUARANTINE_MS * 1000000ull };
+	if (srv->quarantine_last)
+		srv->quarantine_last->next = q;
+	else
+		srv->quarantine_first = q;
+	srv->quarantine_last = q;
+	if (srv->quarantine_first == q)
+		arm_quarantine(srv, now);
+}
+
+int session_quarantine_init(struct server *srv)
+{
+	srv->quarantine_timer = evtimer_new(srv->base, on_quarantine_timer, srv);
+	return srv->quarantine_timer ? 0 : -ENOMEM;
+}
+
+void session_quarantine_flush(struct server *srv)
+{
+	struct quarantined *q;
+
+	while ((q = srv->quarantine_first)) {
+		srv->quarantine_first = q->next;
+		return_range(srv, q->pool, q->offset, q->length);
+		free(q);
+	}
+	srv->quarantine_last = NULL;
+	if (srv->quarantine_timer)
+		event_free(srv->quarantine_timer);
+	srv->quarantine_timer = NULL;
+}
+
+/*
+ * The NIC key dies first, then the id and TCP key (the region leaves the
+ * table), then the bytes: at once for a TCP-only key, which nothing can be
+ * using once this loop moves on, after the quarantine for a NIC key.
+ */
+static void release_region(struct server *srv, struct session *s, struct region *r)
+{
+	uint32_t pool = r->pool;
+	uint64_t offset = r->offset, length = r->length;
+	bool had_nic_key = s->rdma && rdma_key_drop(s->rdma, r->id) > 0;
+
+	s->used_bytes -= length;
 	s->nregions--;
-	srv->used_bytes -= r->length;
 	srv->frees++;
 	region_remove(srv->regions, &s->regions, r);
+	if (had_nic_key)
+		quarantine(srv, pool, offset, length);
+	else
+		return_range(srv, pool, offset, length);
 }
 
 void session_destroy(struct server *srv, struct session *s)
@@ -71,8 +174,13 @@ void session_destroy(struct server *srv, struct session *s)
 		return;
 	n = s->nregions;
 	bytes = s->used_bytes;
+	/* No remote access from here on, whatever the keys; then each key dies,
+	 * then the queue pair and its protection domain. */
+	rdma_peer_stop(s->rdma);
 	while (s->regions.first)
 		release_region(srv, s, s->regions.first);
+	rdma_peer_destroy(s->rdma);
+	s->rdma = NULL;
 	if (s->hello_done) {
 		srv->clients--;
 		log_info("client %llu (%s) gone: %llu regions, %llu bytes returned",
@@ -99,10 +207,35 @@ int session_hello(struct server *srv, struct session *s)
 			 srv->cfg.max_clients);
 		return -EUSERS;
 	}
+	for (size_t got = 0; got < sizeof s->attach_token;) {
+		ssize_t n = getrandom((char *)&s->attach_token + got, sizeof s->attach_token - got, 0);
+
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0)
+			got += (size_t)n;
+	}
 	s->hello_done = true;
 	srv->clients++;
 	log_info("client %llu (%s) connected", (unsigned long long)s->id, s->peer);
 	return 0;
+}
+
+struct session *session_find(struct server *srv, uint64_t id)
+{
+	for (struct session *s = srv->sessions_first; s; s = s->next)
+		if (s->id == id)
+			return s->hello_done ? s : NULL;
+	return NULL;
+}
+
+bool session_token_ok(const struct session *s, uint64_t token)
+{
+	/* One XOR and one compare of whole words: no early exit at the first
+	 * byte that differs, so the time says nothing about the token. */
+	volatile uint64_t diff = s->attach_token ^ token;
+
+	return s->hello_done && diff == 0;
 }
 
 int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t flags,
@@ -135,6 +268,16 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
 	if (!r) {
 		alloc_release(best->alloc, off, len);
 		return -ENOMEM;
+	}
+	if (s->rdma) {
+		/* The NIC key replaces the random one: the same key then serves
+		 * both data paths. */
+		rc = rdma_key_new(s->rdma, r->id, best->index, best->base + off, len, &r->key);
+		if (rc < 0) {
+			region_remove(srv->regions, &s->regions, r);
+			alloc_release(best->alloc, off, len);
+			return rc;
+		}
 	}
 	s->used_bytes += len;
 	s->nregions++;

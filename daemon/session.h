@@ -16,6 +16,7 @@
 #include "region.h"
 
 struct server;
+struct rdma_peer;
 
 enum session_transport { SESSION_TCP, SESSION_UNIX };
 
@@ -29,22 +30,33 @@ struct session {
 	uint64_t used_bytes;
 	uint64_t nregions;
 	struct region_list regions;
+	uint64_t attach_token;   /* the secret that ties a queue pair to us (HELLO) */
+	struct rdma_peer *rdma;  /* our attached queue pair (rdma.c), or NULL */
 	struct session *prev, *next;
 };
 
 struct session *session_new(struct server *srv, enum session_transport transport,
 			    bool admin, const char *peer);
-/* Frees every region of s, then s.  Accepts NULL. */
+/* Frees every region of s, then s: the queue pair stops first, then each
+ * key dies, then the queue pair goes.  Accepts NULL. */
 void session_destroy(struct server *srv, struct session *s);
 
-/* HELLO: counts the session as a client; -EUSERS past limits.max_clients,
- * -EINVAL when repeated. */
+/* HELLO: counts the session as a client and draws its attach token;
+ * -EUSERS past limits.max_clients, -EINVAL when repeated. */
 int session_hello(struct server *srv, struct session *s);
 
-/* remote_malloc: best fit over the pools.  -EINVAL, -ENOMEM. */
+/* The session past HELLO with this id, or NULL (for the RDMA attach). */
+struct session *session_find(struct server *srv, uint64_t id);
+/* Whether token is s's attach token, in time independent of where they differ. */
+bool session_token_ok(const struct session *s, uint64_t token);
+
+/* remote_malloc: best fit over the pools.  A session with a queue pair gets
+ * a key the NIC enforces (rdma_key_new's errors too); others a random key.
+ * -EINVAL, -ENOMEM. */
 int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t flags,
 		  const struct region **out);
-/* remote_free: -ENOENT, -EACCES. */
+/* remote_free: -ENOENT, -EACCES.  A region with a NIC key loses it first and
+ * its range waits in the quarantine before it is zeroed and reused. */
 int session_free(struct server *srv, struct session *s, uint64_t id, uint32_t key);
 /*
  * Checks a read or write of [off, off + len) of region id with key and
@@ -54,5 +66,16 @@ int session_io(struct server *srv, struct session *s, uint64_t id, uint32_t key,
 	       uint64_t off, uint64_t len, uint8_t **where);
 
 uint64_t session_now_ns(void);
+
+/*
+ * The quarantine: a range whose NIC key was just invalidated waits
+ * QUARANTINE_MS before it is zeroed and returned to its allocator, so that an
+ * access already on the wire can never land in the next owner's region.
+ * init makes the timer (0 or -ENOMEM); flush returns every range at once and
+ * frees the timer (at shutdown, when no queue pair is left).
+ */
+#define QUARANTINE_MS 200
+int session_quarantine_init(struct server *srv);
+void session_quarantine_flush(struct server *srv);
 
 #endif /* RMEMD_SESSION_H */

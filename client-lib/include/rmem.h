@@ -5,9 +5,13 @@
  *  - Calls that return int return 0 (or a count where stated) on success and a
  *    negative errno on failure; rmem_strerror() turns either into text.
  *  - The library never prints, never exits and holds no global state.
- *  - An rmem_client is one session with one rmemd.  It is not thread-safe: use
- *    one client per thread, or serialise calls on a client yourself.  Distinct
- *    clients may be used from distinct threads at once.
+ *  - An rmem_client is one session with one rmemd.  It is thread-safe: any
+ *    number of threads may call on the same client at once.  Each call holds
+ *    the client for its whole run (a lock per client, granted in the order
+ *    threads ask), so calls on one client take turns; a call that waits (a
+ *    synchronous call for its reply, rmem_poll() for a completion) makes the
+ *    others wait meanwhile.  For parallel waits use several clients.  Only
+ *    rmem_close() must not race with any other call on the same client.
  *  - struct rmem_region is a plain value the caller owns; copy it freely.
  *
  * Errors common to every call that talks to the daemon:
@@ -117,6 +121,13 @@ int rmem_faa(rmem_client *c, const struct rmem_region *r, uint64_t off,
  * its outcome arrives later through rmem_poll() under the caller's cookie.
  * buf must stay valid and untouched until then.  Completions come in the
  * order the operations were posted.
+ * The checks of rmem_read()/rmem_write() (-EINVAL, -ERANGE) and a broken
+ * client (-ECONNRESET) are returned at once; what the daemon refuses
+ * (-EACCES, -ENOENT) arrives as the completion's status.  A post may wait
+ * while too much is in flight (64 operations or 64 MiB on the TCP path), and
+ * handles replies meanwhile.  Any thread may post, and any thread's
+ * rmem_poll() may return the completion.  rmem_close() drops operations
+ * still in flight: their buffers are the caller's again when it returns.
  */
 int rmem_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
 		   void *buf, size_t len, uint64_t cookie);
@@ -132,6 +143,10 @@ struct rmem_completion {
  * Waits up to timeout_ms (0: do not wait, < 0: forever) for at least one
  * completion, then returns how many (<= max) it stored in out, 0 on timeout,
  * or a negative errno for the connection.
+ * With nothing in flight it returns 0 at once, whatever timeout_ms.  When the
+ * connection breaks (or makes no progress for opts.timeout_ms), every
+ * operation in flight completes with -ECONNRESET; once those have been
+ * returned, rmem_poll() returns -ECONNRESET.  -EINVAL: c or out NULL, max < 1.
  */
 int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_ms);
 

@@ -85,7 +85,8 @@ static int same_config(const struct config *a, const struct config *b)
 	if (strcmp(a->listen_tcp, b->listen_tcp) || strcmp(a->listen_rdma, b->listen_rdma) ||
 	    strcmp(a->listen_admin, b->listen_admin) || a->npools != b->npools ||
 	    a->max_clients != b->max_clients || a->lease_timeout_ms != b->lease_timeout_ms ||
-	    a->log_level != b->log_level)
+	    a->log_level != b->log_level || strcmp(a->rdma_device, b->rdma_device) ||
+	    a->rdma_keys != b->rdma_keys)
 		return 0;
 	for (size_t i = 0; i < a->npools && i < CONFIG_MAX_POOLS; i++) {
 		const struct config_pool *p = &a->pools[i], *q = &b->pools[i];
@@ -118,9 +119,13 @@ static void test_defaults(void)
 	ok(cfg.max_clients == 1024, "default max_clients 1024 (%u)", cfg.max_clients);
 	ok(cfg.lease_timeout_ms == 10000, "default lease 10000 ms (%u)", cfg.lease_timeout_ms);
 	ok(cfg.log_level == CONFIG_LOG_INFO, "default log level info");
+	ok(!strcmp(cfg.rdma_device, "auto"), "default rdma.device auto (%s)", cfg.rdma_device);
+	ok(cfg.rdma_keys == CONFIG_KEYS_AUTO, "default rdma.keys auto (%d)", (int)cfg.rdma_keys);
 
 	dump(&cfg, &d);
-	ok(d.lines == 3 + 4 + 2 + 1, "dump of the defaults has 10 lines (%d)", d.lines);
+	ok(d.lines == 3 + 4 + 2 + 2 + 1, "dump of the defaults has 12 lines (%d)", d.lines);
+	ok(has_line(&d, "rdma.device = auto"), "dump: rdma.device");
+	ok(has_line(&d, "rdma.keys = auto"), "dump: rdma.keys");
 	ok(has_line(&d, "listen.tcp = 0.0.0.0:7470"), "dump: listen.tcp");
 	ok(has_line(&d, "listen.admin = /run/rmemd/rmemd.sock"), "dump: listen.admin");
 	ok(has_line(&d, "pools[0].name = default"), "dump: pools[0].name");
@@ -218,6 +223,7 @@ static void test_full_file(void)
 		"  { name = \"c\"; hugepages = true; alignment = 8; }\n"
 		");\n"
 		"limits = { max_clients = 1000000; lease_timeout_ms = 86400000; };\n"
+		"rdma = { device = \"mlx5_0\"; keys = \"region-mr\"; };\n"
 		"log = { level = \"debug\"; };\n";
 	struct config cfg;
 	struct dump d;
@@ -243,8 +249,12 @@ static void test_full_file(void)
 	ok(cfg.max_clients == 1000000 && cfg.lease_timeout_ms == 86400000,
 	   "limits at their maximum");
 	ok(cfg.log_level == CONFIG_LOG_DEBUG, "log level debug");
+	ok(!strcmp(cfg.rdma_device, "mlx5_0") && cfg.rdma_keys == CONFIG_KEYS_REGION_MR,
+	   "rdma: device and keys as written");
 	dump(&cfg, &d);
-	ok(d.lines == 3 + 3 * 4 + 2 + 1, "dump has one line per key and pool (%d)", d.lines);
+	ok(d.lines == 3 + 3 * 4 + 2 + 2 + 1, "dump has one line per key and pool (%d)", d.lines);
+	ok(has_line(&d, "rdma.device = mlx5_0") && has_line(&d, "rdma.keys = region-mr"),
+	   "dump shows the rdma group");
 	ok(has_line(&d, "listen.rdma = \"\"") && has_line(&d, "pools[2].name = c") &&
 	   has_line(&d, "pools[1].alignment = 1048576 (1M)") &&
 	   has_line(&d, "pools[1].hugepages = off"), "dump shows what was loaded");
@@ -401,6 +411,16 @@ static const struct bad_case bad_cases[] = {
 	{ "bad log level", "\nlog = {\n level = \"verbose\";\n};\n", 3,
 	  "log.level: \"verbose\" is not one of \"err\", \"warning\", \"notice\", \"info\", "
 	  "\"debug\"" },
+	{ "bad rdma.keys", "rdma = {\n device = \"rxe0\";\n keys = \"mw\";\n};\n", 3,
+	  "rdma.keys: \"mw\" is not one of \"auto\", \"window\", \"region-mr\"" },
+	{ "rdma.keys is a string", "rdma = { keys = 2; };\n", 1,
+	  "rdma.keys: expected a string, got an integer" },
+	{ "bad rdma.device name", "\nrdma = { device = \"rxe 0\"; };\n", 2,
+	  "rdma.device: \"rxe 0\": a name is" },
+	{ "empty rdma.device", "rdma = { device = \"\"; };\n", 1, "rdma.device: \"\": a name" },
+	{ "unknown key in rdma", "rdma = {\n keys = \"auto\";\n mode = \"x\";\n};\n", 3,
+	  "rdma.mode: unknown key (known here: device, keys)" },
+	{ "rdma is a group", "rdma = \"rxe0\";\n", 1, "rdma: expected a group" },
 	{ "control characters are not echoed", "log = { level = \"a\\nb\"; };\n", 1,
 	  "log.level: \"a?b\" is not one of" },
 };

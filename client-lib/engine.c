@@ -1,0 +1,592 @@
+/*
+ * engine.c - the one in-order request engine of the stream transport.
+ *
+ * The daemon answers the requests of a connection strictly in the order it
+ * received them.  So the engine keeps one FIFO of the frames sent and not yet
+ * answered, and every reply must answer the frame at its head; anything else
+ * means the stream is out of step, and the client is then broken for good.
+ * Synchronous calls and posted operations share the FIFO: a call waiting for
+ * its own reply first handles the replies to the frames sent before it,
+ * completing posted operations into the queue that rmem_poll() empties.
+ *
+ * The engine never waits on one direction only.  The daemon stops reading
+ * requests while its replies cannot go out, so a send that finds the socket
+ * full receives replies while it waits for room; without that, a WRITE queued
+ * behind a few large READs would deadlock both sides.
+ *
+ * The receiver is resumable: a reply may arrive in pieces over several calls
+ * (rmem_poll with timeout 0, say), so where it stands lives in the client.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "client.h"
+#include "tcp.h"
+
+#define NO_DEADLINE INT64_MAX
+#define FIFO_MASK (ENG_MAX_FRAMES - 1)
+#define INITIAL_CQ 64u
+
+_Static_assert((ENG_MAX_FRAMES & FIFO_MASK) == 0, "ENG_MAX_FRAMES must be a power of two");
+_Static_assert(ENG_STAGE_CAP >= PROTO_HDR_LEN + PROTO_MAX_CTL, "a control reply fits the stage");
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct eng_frame *fifo_at(struct rmem_client *c, uint32_t i)
+{
+	return &c->fifo[(c->fifo_head + i) & FIFO_MASK];
+}
+
+/* The receiver's next part: len bytes into dst. */
+static void expect(struct rmem_client *c, enum eng_rx_state state, void *dst, size_t len)
+{
+	c->rx_state = state;
+	c->rx_dst = dst;
+	c->rx_left = len;
+}
+
+static void expect_header(struct rmem_client *c)
+{
+	expect(c, RX_HDR, c->rx_hdr_buf, PROTO_HDR_LEN);
+}
+
+void eng_init(struct rmem_client *c)
+{
+	c->fifo_head = c->fifo_count = 0;
+	c->bytes_in_flight = 0;
+	c->stage_start = c->stage_end = 0;
+	expect_header(c);
+}
+
+/* ---- completions --------------------------------------------------------------- */
+
+int eng_cq_reserve(struct rmem_client *c)
+{
+	struct eng_cq *q = &c->cq;
+	uint32_t need = q->count + c->async_ops + 1;
+	uint32_t cap = q->cap ? q->cap : INITIAL_CQ;
+	struct rmem_completion *v;
+
+	if (need <= q->cap)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	v = malloc(cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < q->count; i++)
+		v[i] = q->v[(q->head + i) & (q->cap - 1)];
+	free(q->v);
+	q->v = v;
+	q->cap = cap;
+	q->head = 0;
+	return 0;
+}
+
+int eng_cq_take(struct rmem_client *c, struct rmem_completion *out, int max)
+{
+	struct eng_cq *q = &c->cq;
+	uint32_t n = q->count < (uint32_t)max ? q->count : (uint32_t)max;
+
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = q->v[(q->head + i) & (q->cap - 1)];
+	q->head = (q->head + n) & (q->cap ? q->cap - 1 : 0);
+	q->count -= n;
+	return (int)n;
+}
+
+/* An operation has ended.  Room in the queue was reserved when it was posted. */
+static void op_finish(struct rmem_client *c, struct eng_op *op)
+{
+	struct eng_cq *q = &c->cq;
+
+	if (!op->async) {
+		op->done = true;
+		return;
+	}
+	q->v[(q->head + q->count) & (q->cap - 1)] = (struct rmem_completion){
+		.cookie = op->cookie,
+		.status = op->status,
+	};
+	q->count++;
+	c->async_ops--;
+	free(op);
+}
+
+static void op_frame_done(struct rmem_client *c, struct eng_op *op, int status)
+{
+	if (status && !op->status)
+		op->status = status;
+	if (--op->frames == 0 && op->sealed)
+		op_finish(c, op);
+}
+
+void eng_seal(struct rmem_client *c, struct eng_op *op)
+{
+	op->sealed = true;
+	if (op->frames == 0)
+		op_finish(c, op);
+}
+
+/* The reply to the head frame is complete. */
+static void frame_done(struct rmem_client *c, int status)
+{
+	struct eng_frame *f = fifo_at(c, 0);
+	struct eng_op *op = f->op;
+
+	c->bytes_in_flight -= f->len;
+	c->fifo_head = (c->fifo_head + 1) & FIFO_MASK;
+	c->fifo_count--;
+	expect_header(c);
+	op_frame_done(c, op, status);
+}
+
+int eng_fail(struct rmem_client *c, int err)
+{
+	/* Shutting the socket down at once lets the daemon end the session and
+	 * free its regions without waiting for rmem_close(). */
+	if (!c->broken && c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
+	c->broken = true;
+	while (c->fifo_count) {
+		struct eng_op *op = fifo_at(c, 0)->op;
+
+		/* The caller of a synchronous call learns why; posted operations
+		 * all read the same way. */
+		if (!op->async)
+			op->status = err;
+		frame_done(c, -ECONNRESET);
+	}
+	c->stage_start = c->stage_end = 0;
+	return err;
+}
+
+void eng_release(struct rmem_client *c)
+{
+	/* Outside of a call only posted operations can be in flight. */
+	while (c->fifo_count) {
+		struct eng_frame *f = fifo_at(c, 0);
+		struct eng_op *op = f->op;
+
+		c->fifo_head = (c->fifo_head + 1) & FIFO_MASK;
+		c->fifo_count--;
+		if (--op->frames == 0 && op->async)
+			free(op);
+	}
+	free(c->cq.v);
+	c->cq = (struct eng_cq){ 0 };
+}
+
+/* ---- receiving ------------------------------------------------------------------ */
+
+static int on_header(struct rmem_client *c)
+{
+	const struct eng_frame *f = fifo_at(c, 0);
+	struct proto_hdr *h = &c->rx_hdr;
+
+	/* -EPROTO (another version) and every other decode error alike: the
+	 * peer does not speak our protocol. */
+	if (proto_hdr_decode(c->rx_hdr_buf, h) != 0 || h->flags != PROTO_F_RESPONSE)
+		return eng_fail(c, -EPROTO);
+	/* The daemon answers a request it cannot decode with an ERROR frame,
+	 * then closes; a header it could not decode gets req_id 0. */
+	if (h->opcode == PROTO_OP_ERROR && (h->req_id == f->req_id || h->req_id == 0)) {
+		if (h->length != PROTO_STATUS_LEN)
+			return eng_fail(c, -EPROTO);
+		expect(c, RX_ERROR, c->rx_status, PROTO_STATUS_LEN);
+		return 0;
+	}
+	if (h->opcode != f->opcode || h->req_id != f->req_id)
+		return eng_fail(c, -EPROTO);
+	switch (f->opcode) {
+	case PROTO_OP_WRITE:
+		if (h->length != PROTO_STATUS_LEN)
+			return eng_fail(c, -EPROTO);
+		expect(c, RX_STATUS, c->rx_status, PROTO_STATUS_LEN);
+		return 0;
+	case PROTO_OP_READ:
+		if (h->length < PROTO_STATUS_LEN)
+			return eng_fail(c, -EPROTO);
+		expect(c, RX_STATUS, c->rx_status, PROTO_STATUS_LEN);
+		return 0;
+	default:
+		if (h->length > PROTO_MAX_CTL)
+			return eng_fail(c, -EPROTO);
+		f->op->rx_len = h->length;
+		expect(c, RX_PAYLOAD, c->rx, h->length);
+		return 0;
+	}
+}
+
+static int on_status(struct rmem_client *c)
+{
+	const struct eng_frame *f = fifo_at(c, 0);
+	size_t data_len = 0;
+	int status = 0;
+
+	if (f->opcode == PROTO_OP_WRITE) {
+		if (proto_status_decode(c->rx_status, c->rx_hdr.length, &status) < 0)
+			return eng_fail(c, -EPROTO);
+		frame_done(c, status);
+		return 0;
+	}
+	if (proto_read_rep_decode(c->rx_status, c->rx_hdr.length, &status, &data_len) < 0)
+		return eng_fail(c, -EPROTO);
+	if (status) {
+		frame_done(c, status);
+		return 0;
+	}
+	if (data_len != f->len)
+		return eng_fail(c, -EPROTO);
+	expect(c, RX_DATA, f->dst, data_len);
+	return 0;
+}
+
+static int on_error_frame(struct rmem_client *c)
+{
+	int status = 0;
+
+	if (proto_status_decode(c->rx_status, PROTO_STATUS_LEN, &status) < 0 || status == 0)
+		return eng_fail(c, -EPROTO);
+	return eng_fail(c, status);
+}
+
+/* The current part of the head's reply has fully arrived. */
+static int on_part(struct rmem_client *c)
+{
+	switch (c->rx_state) {
+	case RX_HDR:
+		return on_header(c);
+	case RX_STATUS:
+		return on_status(c);
+	case RX_DATA:
+	case RX_PAYLOAD:
+		frame_done(c, 0);
+		return 0;
+	case RX_ERROR:
+		return on_error_frame(c);
+	}
+	return eng_fail(c, -EPROTO);
+}
+
+/* Handles what the stage holds.  Returns with the stage empty, or with the
+ * FIFO empty, or broken. */
+static int consume_stage(struct rmem_client *c)
+{
+	while (c->fifo_count > 0) {
+		size_t avail = c->stage_end - c->stage_start;
+		size_t n = avail < c->rx_left ? avail : c->rx_left;
+		int err;
+
+		if (n > 0) {
+			memcpy(c->rx_dst, c->stage + c->stage_start, n);
+			c->rx_dst += n;
+			c->rx_left -= n;
+			c->stage_start += (uint32_t)n;
+		}
+		if (c->rx_left > 0)
+			return 0;
+		err = on_part(c);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Bytes of f's reply after its header that may pass through the stage; sets
+ * *stop when no byte after them may (bulk READ data, or the end of what is
+ * known). */
+static size_t reply_tail(const struct eng_frame *f, bool *stop)
+{
+	switch (f->opcode) {
+	case PROTO_OP_WRITE:
+		return PROTO_STATUS_LEN;
+	case PROTO_OP_READ:
+		if (f->len > ENG_COPY_MAX) {
+			*stop = true;
+			return PROTO_STATUS_LEN;
+		}
+		return PROTO_STATUS_LEN + f->len;
+	default:
+		/* Length unknown until its header; and nothing is ever sent after
+		 * a control request before its reply is in. */
+		*stop = true;
+		return PROTO_MAX_CTL;
+	}
+}
+
+/* How much one recv() into the empty stage may take: the rest of the current
+ * part and the replies after it, up to the first bulk READ data, so that
+ * bulk data is never copied.  (A READ that fails is shorter than assumed;
+ * then a little of what follows may be copied, which is harmless.) */
+static size_t stage_want(struct rmem_client *c)
+{
+	const struct eng_frame *f = fifo_at(c, 0);
+	size_t want = c->rx_left;
+	bool stop = false;
+
+	switch (c->rx_state) {
+	case RX_HDR:
+		want += reply_tail(f, &stop);
+		break;
+	case RX_STATUS:
+		want += reply_tail(f, &stop) - PROTO_STATUS_LEN;
+		break;
+	default:
+		stop = true;
+		break;
+	}
+	for (uint32_t i = 1; !stop && i < c->fifo_count && want < ENG_STAGE_CAP; i++)
+		want += PROTO_HDR_LEN + reply_tail(fifo_at(c, i), &stop);
+	return want < ENG_STAGE_CAP ? want : ENG_STAGE_CAP;
+}
+
+/* One recv(): READ data straight into the caller's buffer, anything else into
+ * the (empty) stage.  Returns tcp_recv_some()'s result. */
+static ssize_t recv_more(struct rmem_client *c)
+{
+	ssize_t n;
+
+	c->stage_start = c->stage_end = 0;
+	if (c->rx_state == RX_DATA) {
+		n = tcp_recv_some(c->fd, c->rx_dst, c->rx_left);
+		if (n > 0) {
+			c->rx_dst += n;
+			c->rx_left -= (size_t)n;
+		}
+		return n;
+	}
+	n = tcp_recv_some(c->fd, c->stage, stage_want(c));
+	if (n > 0)
+		c->stage_end = (uint32_t)n;
+	return n;
+}
+
+/* Handles every reply that can be had without waiting.  0, or a negative
+ * errno when the stream broke. */
+static int eng_recv(struct rmem_client *c)
+{
+	if (c->broken)
+		return -ECONNRESET;
+	for (;;) {
+		int err = consume_stage(c);
+		ssize_t n;
+
+		if (err)
+			return err;
+		if (c->fifo_count == 0) {
+			/* Bytes nobody asked for: the peer is out of step. */
+			if (c->stage_start != c->stage_end)
+				return eng_fail(c, -EPROTO);
+			return 0;
+		}
+		n = recv_more(c);
+		if (n == -EAGAIN)
+			return 0;
+		if (n < 0)
+			return eng_fail(c, (int)n);
+		c->last_progress_ms = mono_ms();
+	}
+}
+
+/* ---- waiting ---------------------------------------------------------------------- */
+
+/*
+ * Waits until the socket can make progress: readable while replies are due,
+ * writable when want_out.  Returns 0 then, 1 once deadline has passed, or a
+ * negative errno: when something is due and nothing has moved for
+ * c->timeout_ms, the daemon is stuck and the stream is broken (-ETIMEDOUT).
+ * Callers only wait when something is due.
+ */
+static int eng_wait(struct rmem_client *c, bool want_out, int64_t deadline)
+{
+	short events = (short)((c->fifo_count ? POLLIN : 0) | (want_out ? POLLOUT : 0));
+	int64_t stall = c->timeout_ms > 0 ? c->last_progress_ms + c->timeout_ms : NO_DEADLINE;
+	int64_t until = deadline < stall ? deadline : stall;
+	int64_t now = mono_ms();
+	int left = -1;
+	int rc;
+
+	if (until != NO_DEADLINE) {
+		if (now >= stall)
+			return eng_fail(c, -ETIMEDOUT);
+		if (now >= deadline)
+			return 1; /* the caller's turn to decide; no need to ask poll() */
+		left = until - now > INT32_MAX ? INT32_MAX : (int)(until - now);
+	}
+	rc = tcp_wait(c->fd, events, left);
+	if (rc < 0)
+		return eng_fail(c, rc);
+	if (rc > 0)
+		return 0;
+	if (mono_ms() >= stall)
+		return eng_fail(c, -ETIMEDOUT);
+	return mono_ms() >= deadline ? 1 : 0;
+}
+
+/* ---- sending ------------------------------------------------------------------------ */
+
+static bool frame_fits(const struct rmem_client *c, uint32_t bytes)
+{
+	if (c->fifo_count == ENG_MAX_FRAMES)
+		return false;
+	/* One frame always goes, whatever its size. */
+	return c->fifo_count == 0 || c->bytes_in_flight + bytes <= ENG_MAX_BYTES;
+}
+
+static int make_room(struct rmem_client *c, uint32_t bytes)
+{
+	while (!frame_fits(c, bytes)) {
+		int err = eng_recv(c);
+
+		if (err)
+			return err;
+		if (frame_fits(c, bytes))
+			break;
+		err = eng_wait(c, false, NO_DEADLINE);
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+/* Drops the first n bytes from the front of an iovec array. */
+static void iov_advance(struct iovec **iov, int *iovcnt, size_t n)
+{
+	while (*iovcnt > 0 && n >= (*iov)->iov_len) {
+		n -= (*iov)->iov_len;
+		(*iov)++;
+		(*iovcnt)--;
+	}
+	if (*iovcnt > 0 && n > 0) {
+		(*iov)->iov_base = (uint8_t *)(*iov)->iov_base + n;
+		(*iov)->iov_len -= n;
+	}
+}
+
+static int send_iov(struct rmem_client *c, struct iovec *iov, int iovcnt)
+{
+	while (iovcnt > 0) {
+		ssize_t n = tcp_send_some(c->fd, iov, iovcnt);
+		int err;
+
+		if (n > 0) {
+			c->last_progress_ms = mono_ms();
+			iov_advance(&iov, &iovcnt, (size_t)n);
+			continue;
+		}
+		if (n < 0 && n != -EAGAIN)
+			return eng_fail(c, (int)n);
+		err = eng_recv(c);
+		if (err)
+			return err;
+		err = eng_wait(c, true, NO_DEADLINE);
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+int eng_send(struct rmem_client *c, struct eng_op *op, uint16_t opcode, const void *fixed,
+	     size_t fixed_len, const void *data, uint32_t data_len, void *dst, uint32_t read_len)
+{
+	uint8_t hdr[PROTO_HDR_LEN];
+	struct iovec iov[3];
+	struct eng_frame *f;
+	int iovcnt = 0;
+	int err;
+
+	if (c->broken)
+		return -ECONNRESET;
+	err = make_room(c, data_len + read_len);
+	if (err)
+		return err;
+	proto_hdr_encode(hdr, &(struct proto_hdr){
+		.opcode = opcode,
+		.length = (uint32_t)(fixed_len + data_len),
+		.req_id = c->next_req_id,
+	});
+	/* Queued before the first byte goes, so every reply finds its frame. */
+	if (c->fifo_count == 0)
+		c->last_progress_ms = mono_ms();
+	f = fifo_at(c, c->fifo_count++);
+	*f = (struct eng_frame){
+		.op = op,
+		.req_id = c->next_req_id++,
+		.dst = dst,
+		.len = data_len + read_len,
+		.opcode = opcode,
+	};
+	c->bytes_in_flight += f->len;
+	op->frames++;
+	op->sent++;
+
+	iov[iovcnt++] = (struct iovec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
+	if (fixed_len)
+		iov[iovcnt++] = (struct iovec){ .iov_base = (void *)fixed, .iov_len = fixed_len };
+	if (data_len)
+		iov[iovcnt++] = (struct iovec){ .iov_base = (void *)data, .iov_len = data_len };
+	return send_iov(c, iov, iovcnt);
+}
+
+/* ---- waiting for results ------------------------------------------------------------- */
+
+int eng_wait_op(struct rmem_client *c, struct eng_op *op)
+{
+	/* Waits first: the reply to a request just sent is rarely there yet
+	 * (and when anything is, poll() says so at once).  A broken stream
+	 * has ended every frame, so op is done then too. */
+	while (!op->done) {
+		int err = eng_wait(c, false, NO_DEADLINE);
+
+		if (err >= 0)
+			err = eng_recv(c);
+		if (err < 0 && !op->done)
+			return err;
+	}
+	return op->status;
+}
+
+int eng_progress(struct rmem_client *c, int timeout_ms)
+{
+	int64_t deadline = timeout_ms < 0 ? NO_DEADLINE : mono_ms() + timeout_ms;
+
+	for (;;) {
+		int err = eng_recv(c);
+
+		/* Completions first, even those a failure just made. */
+		if (c->cq.count || err)
+			return c->cq.count ? 0 : err;
+		if (c->fifo_count == 0)
+			return 0;
+		err = eng_wait(c, false, deadline);
+		if (err)
+			return c->cq.count || err > 0 ? 0 : err;
+	}
+}
+
+int eng_call(struct rmem_client *c, uint16_t opcode, const void *payload, size_t len,
+	     size_t *reply_len)
+{
+	struct eng_op op = { .sealed = true };
+	int err;
+
+	err = eng_send(c, &op, opcode, payload, len, NULL, 0, NULL, 0);
+	if (err)
+		return err;
+	err = eng_wait_op(c, &op);
+	if (err)
+		return err;
+	*reply_len = op.rx_len;
+	return 0;
+}

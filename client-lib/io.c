@@ -1,0 +1,238 @@
+/*
+ * io.c - the calls that touch a region's bytes: rmem_read and rmem_write,
+ * their posted forms and rmem_poll, and the 8-byte atomics.
+ *
+ * A synchronous transfer is a posted one that its caller waits for: both
+ * split into chunks of c->max_io and go through the engine (engine.c), so
+ * there is one code path.  After a chunk is refused no further chunk of that
+ * operation is sent; the replies to those already sent are still handled,
+ * and the operation ends with the first error.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "client.h"
+
+struct io_job {
+	uint16_t opcode;  /* PROTO_OP_READ or PROTO_OP_WRITE */
+	const struct rmem_region *r;
+	uint64_t off;
+	const uint8_t *src; /* WRITE */
+	uint8_t *dst;       /* READ */
+	size_t len;
+};
+
+/* The checks every transfer makes before any I/O. */
+static int check_io(const rmem_client *c, const struct rmem_region *r, uint64_t off,
+		    const void *buf, size_t len)
+{
+	if (!c || !r || (!buf && len > 0))
+		return -EINVAL;
+	/* Written so that off + len cannot overflow. */
+	if (len > r->length || off > r->length - len)
+		return -ERANGE;
+	return 0;
+}
+
+/* Sends the job's chunks for op.  len 0 still sends one request, so that the
+ * daemon checks the handle.  0 or the error that stopped the sending. */
+static int io_submit(struct rmem_client *c, struct eng_op *op, const struct io_job *job)
+{
+	bool write = job->opcode == PROTO_OP_WRITE;
+	size_t pos = 0;
+
+	do {
+		size_t left = job->len - pos;
+		uint32_t n = left < c->max_io ? (uint32_t)left : c->max_io;
+		struct proto_io_req req = {
+			.id = job->r->id,
+			.offset = job->off + pos,
+			.rkey = job->r->rkey,
+			.length = n,
+		};
+		uint8_t fixed[PROTO_IO_REQ_LEN];
+		int err;
+
+		proto_io_req_encode(fixed, job->opcode, &req);
+		err = eng_send(c, op, job->opcode, fixed, sizeof(fixed),
+			       write && n ? job->src + pos : NULL, write ? n : 0,
+			       !write && n ? job->dst + pos : NULL, write ? 0 : n);
+		if (err)
+			return err;
+		pos += n;
+	} while (pos < job->len && !op->status);
+	return 0;
+}
+
+static int io_sync(struct rmem_client *c, const struct io_job *job)
+{
+	struct eng_op op = { .async = false };
+	int err;
+
+	if (c->broken)
+		return -ECONNRESET;
+	err = io_submit(c, &op, job);
+	eng_seal(c, &op);
+	if (op.sent == 0)
+		return err;
+	/* After a failed send the engine has ended op with the cause. */
+	return eng_wait_op(c, &op);
+}
+
+static int io_post(struct rmem_client *c, const struct io_job *job, uint64_t cookie)
+{
+	struct eng_op *op;
+	int err;
+
+	if (c->broken)
+		return -ECONNRESET;
+	/* So that ending it can never fail for want of memory. */
+	err = eng_cq_reserve(c);
+	if (err)
+		return err;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	op->async = true;
+	op->cookie = cookie;
+	c->async_ops++;
+	err = io_submit(c, op, job);
+	if (op->sent == 0) {
+		/* Nothing went out: the caller hears of it here, not later. */
+		c->async_ops--;
+		free(op);
+		return err;
+	}
+	/* Anything else, a broken stream included, arrives as its completion. */
+	eng_seal(c, op);
+	return 0;
+}
+
+static int io_run(rmem_client *c, const struct io_job *job, bool post, uint64_t cookie)
+{
+	const void *buf = job->opcode == PROTO_OP_WRITE ? (const void *)job->src : job->dst;
+	int err = check_io(c, job->r, job->off, buf, job->len);
+
+	if (err)
+		return err;
+	client_lock(c);
+	err = post ? io_post(c, job, cookie) : io_sync(c, job);
+	client_unlock(c);
+	return err;
+}
+
+int rmem_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
+	       const void *buf, size_t len)
+{
+	struct io_job job = {
+		.opcode = PROTO_OP_WRITE, .r = r, .off = off, .src = buf, .len = len,
+	};
+
+	return io_run(c, &job, false, 0);
+}
+
+int rmem_read(rmem_client *c, const struct rmem_region *r, uint64_t off, void *buf, size_t len)
+{
+	struct io_job job = {
+		.opcode = PROTO_OP_READ, .r = r, .off = off, .dst = buf, .len = len,
+	};
+
+	return io_run(c, &job, false, 0);
+}
+
+int rmem_post_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
+		    const void *buf, size_t len, uint64_t cookie)
+{
+	struct io_job job = {
+		.opcode = PROTO_OP_WRITE, .r = r, .off = off, .src = buf, .len = len,
+	};
+
+	return io_run(c, &job, true, cookie);
+}
+
+int rmem_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
+		   void *buf, size_t len, uint64_t cookie)
+{
+	struct io_job job = {
+		.opcode = PROTO_OP_READ, .r = r, .off = off, .dst = buf, .len = len,
+	};
+
+	return io_run(c, &job, true, cookie);
+}
+
+int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_ms)
+{
+	int err = 0;
+	int n;
+
+	if (!c || !out || max <= 0)
+		return -EINVAL;
+	client_lock(c);
+	/* Queued completions need no waiting; still take what has arrived. */
+	if (!c->broken && c->fifo_count > 0 && c->cq.count < (uint32_t)max)
+		err = eng_progress(c, c->cq.count ? 0 : timeout_ms);
+	n = eng_cq_take(c, out, max);
+	if (n == 0 && c->broken)
+		n = err ? err : -ECONNRESET;
+	client_unlock(c);
+	return n;
+}
+
+/* ---- atomics ----------------------------------------------------------------------- */
+
+static int atomic_locked(struct rmem_client *c, uint16_t opcode, const struct proto_atomic_req *req,
+			 uint64_t *old)
+{
+	uint8_t buf[PROTO_CAS_REQ_LEN];
+	size_t reply_len;
+	uint64_t value;
+	int status, err;
+
+	if (c->broken)
+		return -ECONNRESET;
+	err = eng_call(c, opcode, buf, proto_atomic_req_encode(buf, opcode, req), &reply_len);
+	if (err)
+		return err;
+	if (proto_atomic_rep_decode(c->rx, reply_len, &status, &value) < 0)
+		return eng_fail(c, -EPROTO);
+	if (status)
+		return status;
+	if (old)
+		*old = value;
+	return 0;
+}
+
+static int atomic_run(rmem_client *c, uint16_t opcode, const struct rmem_region *r,
+		      uint64_t off, uint64_t operand, uint64_t desired, uint64_t *old)
+{
+	struct proto_atomic_req req;
+	int err;
+
+	if (!c || !r || off % sizeof(uint64_t))
+		return -EINVAL;
+	if (r->length < sizeof(uint64_t) || off > r->length - sizeof(uint64_t))
+		return -ERANGE;
+	req = (struct proto_atomic_req){
+		.id = r->id,
+		.offset = off,
+		.rkey = r->rkey,
+		.operand = operand,
+		.desired = desired,
+	};
+	client_lock(c);
+	err = atomic_locked(c, opcode, &req, old);
+	client_unlock(c);
+	return err;
+}
+
+int rmem_cas(rmem_client *c, const struct rmem_region *r, uint64_t off,
+	     uint64_t expect, uint64_t desired, uint64_t *old)
+{
+	return atomic_run(c, PROTO_OP_CAS, r, off, expect, desired, old);
+}
+
+int rmem_faa(rmem_client *c, const struct rmem_region *r, uint64_t off,
+	     uint64_t add, uint64_t *old)
+{
+	return atomic_run(c, PROTO_OP_FAA, r, off, add, 0, old);
+}

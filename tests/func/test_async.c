@@ -1,0 +1,544 @@
+/*
+ * test_async.c - posted reads and writes (rmem_post_read, rmem_post_write,
+ * rmem_poll) against a real rmemd, over TCP and over the Unix socket: many in
+ * flight, sizes that split into chunks, errors through completions, sync
+ * calls in between, a queue of large READs deep enough to deadlock an engine
+ * that does not read while it sends, and a daemon that stops answering.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "tap.h"
+
+#define MiB (1024ull * 1024)
+#define NSMALL 64
+#define WAIT_ALL_MS 60000
+
+/* Polls until n completions have arrived (or WAIT_ALL_MS passed, or poll
+ * failed); returns how many were stored in out. */
+static int poll_n(rmem_client *c, struct rmem_completion *out, int n, int *poll_err)
+{
+	uint64_t t0 = now_ms();
+	int got = 0;
+
+	*poll_err = 0;
+	while (got < n && now_ms() - t0 < WAIT_ALL_MS) {
+		int rc = rmem_poll(c, out + got, n - got, 1000);
+
+		if (rc < 0) {
+			*poll_err = rc;
+			break;
+		}
+		got += rc;
+	}
+	return got;
+}
+
+/* True when out[0..n) holds cookies base..base+n-1 in that order (the order
+ * of posting), each with status 0; else says what was wrong. */
+static bool in_order_ok(const struct rmem_completion *out, int n, uint64_t base,
+			char *why, size_t whylen)
+{
+	for (int i = 0; i < n; i++) {
+		if (out[i].cookie != base + (uint64_t)i) {
+			snprintf(why, whylen, "completion %d has cookie %llu", i,
+				 (unsigned long long)out[i].cookie);
+			return false;
+		}
+		if (out[i].status != 0) {
+			snprintf(why, whylen, "cookie %llu status %d",
+				 (unsigned long long)out[i].cookie, out[i].status);
+			return false;
+		}
+	}
+	snprintf(why, whylen, "all %d in order, status 0", n);
+	return true;
+}
+
+/* 64 posted writes of random data at distinct offsets, then 64 posted reads. */
+static void many_small(rmem_client *c, const char *tr, const struct rmem_region *r)
+{
+	enum { SLOT = 8192 };
+	uint8_t *src = malloc(NSMALL * SLOT), *dst = calloc(NSMALL, SLOT);
+	uint8_t *img = malloc(NSMALL * SLOT);
+	struct rmem_completion out[NSMALL + 1];
+	int seen[NSMALL] = { 0 };
+	char why[128];
+	int rc, got, perr, posted = 0, once = 0;
+
+	if (!src || !dst || !img) {
+		ok(0, "%s: malloc", tr);
+		goto out;
+	}
+	fill_random(src, NSMALL * SLOT, 7);
+	for (int i = 0; i < NSMALL; i++) {
+		size_t at = (size_t)i * SLOT, len = 1 + (size_t)(i * 127) % SLOT; /* 1 .. 8 KiB */
+
+		rc = rmem_post_write(c, r, at, src + at, len, 1000 + i);
+		posted += rc == 0;
+	}
+	ok(posted == NSMALL, "%s: 64 writes posted (%d)", tr, posted);
+	got = poll_n(c, out, NSMALL, &perr);
+	ok(got == NSMALL && perr == 0, "%s: 64 completions polled (%d, poll %d)", tr, got, perr);
+	for (int i = 0; i < got; i++)
+		if (out[i].cookie >= 1000 && out[i].cookie < 1000 + NSMALL && out[i].status == 0)
+			seen[out[i].cookie - 1000]++;
+	for (int i = 0; i < NSMALL; i++)
+		once += seen[i] == 1;
+	ok(once == NSMALL, "%s: every cookie seen exactly once with status 0 (%d)", tr, once);
+	ok(in_order_ok(out, got, 1000, why, sizeof why), "%s: completions in posting order: %s",
+	   tr, why);
+	rc = rmem_poll(c, out, 1, 0);
+	ok(rc == 0, "%s: nothing more to poll (%d)", tr, rc);
+
+	/* What the region should now hold: each write over a zeroed slot. */
+	memset(img, 0, NSMALL * SLOT);
+	for (int i = 0; i < NSMALL; i++) {
+		size_t at = (size_t)i * SLOT;
+
+		memcpy(img + at, src + at, 1 + (size_t)(i * 127) % SLOT);
+	}
+	rc = rmem_read(c, r, 0, dst, NSMALL * SLOT);
+	ok(rc == 0 && memcmp(dst, img, NSMALL * SLOT) == 0,
+	   "%s: a sync read sees every posted write (%d)", tr, rc);
+
+	memset(dst, 0xee, NSMALL * SLOT);
+	posted = 0;
+	for (int i = 0; i < NSMALL; i++) {
+		size_t at = (size_t)i * SLOT;
+
+		rc = rmem_post_read(c, r, at, dst + at, SLOT, 2000 + i);
+		posted += rc == 0;
+	}
+	ok(posted == NSMALL, "%s: 64 reads posted (%d)", tr, posted);
+	got = poll_n(c, out, NSMALL, &perr);
+	ok(got == NSMALL && in_order_ok(out, got, 2000, why, sizeof why),
+	   "%s: 64 read completions: %s (%d, poll %d)", tr, why, got, perr);
+	ok(memcmp(dst, img, NSMALL * SLOT) == 0, "%s: posted reads return the written bytes", tr);
+out:
+	free(src);
+	free(dst);
+	free(img);
+}
+
+/* Writes then reads of 1 B .. 40 MiB, some split into several chunks. */
+static void mixed_sizes(rmem_client *c, const char *tr, const struct rmem_region *r)
+{
+	static const size_t sizes[] = { 1, 100, 4096, 65539, MiB, 16 * MiB, 16 * MiB + 1,
+					3, 40 * MiB, 4097 };
+	enum { N = sizeof sizes / sizeof sizes[0] };
+	uint64_t offs[N], total = 0;
+	uint8_t *src, *dst;
+	struct rmem_completion out[2 * N];
+	char why[128];
+	int rc, got, perr, posted = 0;
+
+	for (int i = 0; i < N; i++) {
+		offs[i] = total;
+		total += sizes[i] + 13; /* odd gaps: unaligned offsets */
+	}
+	if (total > r->length) {
+		ok(0, "%s: region of %llu too small for %llu", tr, (unsigned long long)r->length,
+		   (unsigned long long)total);
+		return;
+	}
+	src = malloc(total);
+	dst = malloc(total);
+	if (!src || !dst) {
+		ok(0, "%s: malloc", tr);
+		goto out;
+	}
+	fill_random(src, total, 99);
+	memset(dst, 0x5a, total);
+	for (int i = 0; i < N; i++)
+		posted += rmem_post_write(c, r, offs[i], src + offs[i], sizes[i], 3000 + i) == 0;
+	for (int i = 0; i < N; i++)
+		posted += rmem_post_read(c, r, offs[i], dst + offs[i], sizes[i], 3000 + N + i) == 0;
+	ok(posted == 2 * N, "%s: %d writes and %d reads of 1 B .. 40 MiB posted (%d)", tr, N, N,
+	   posted);
+	got = poll_n(c, out, 2 * N, &perr);
+	ok(got == 2 * N && in_order_ok(out, got, 3000, why, sizeof why),
+	   "%s: one completion per operation, however many chunks: %s (%d, poll %d)", tr, why,
+	   got, perr);
+	rc = 0;
+	for (int i = 0; i < N; i++)
+		rc += memcmp(src + offs[i], dst + offs[i], sizes[i]) != 0;
+	ok(rc == 0, "%s: every size reads back equal (%d differ)", tr, rc);
+out:
+	free(src);
+	free(dst);
+}
+
+/* Errors the daemon finds arrive as completions; the library's own checks
+ * are returned at once, and queue nothing. */
+static void errors(rmem_client *c, const char *tr, const struct rmem_region *r)
+{
+	struct rmem_region bad_key = *r, gone;
+	struct rmem_completion out[8];
+	uint8_t buf[64] = { 0 }, *big = malloc(40 * MiB);
+	int rc, got, perr;
+
+	bad_key.rkey ^= 0x5a5a5a5a;
+	rc = rmem_post_write(c, r, r->length - 10, buf, 11, 1);
+	ok(rc == -ERANGE, "%s: post past the end: -ERANGE at once (%d)", tr, rc);
+	rc = rmem_post_read(c, r, UINT64_MAX - 3, buf, 8, 1);
+	ok(rc == -ERANGE, "%s: post with an offset that would overflow: -ERANGE (%d)", tr, rc);
+	rc = rmem_post_read(c, r, 0, NULL, 8, 1);
+	ok(rc == -EINVAL, "%s: post with a NULL buffer: -EINVAL (%d)", tr, rc);
+	rc = rmem_post_write(c, NULL, 0, buf, 8, 1);
+	ok(rc == -EINVAL, "%s: post with a NULL region: -EINVAL (%d)", tr, rc);
+	rc = rmem_poll(c, out, 8, 0);
+	ok(rc == 0, "%s: refused posts complete nothing (%d)", tr, rc);
+	rc = rmem_poll(c, out, 0, 0);
+	ok(rc == -EINVAL, "%s: poll with max 0: -EINVAL (%d)", tr, rc);
+	rc = rmem_poll(c, NULL, 4, 0);
+	ok(rc == -EINVAL, "%s: poll into NULL: -EINVAL (%d)", tr, rc);
+
+	rc = rmem_alloc(c, 4096, 0, &gone);
+	if (rc == 0)
+		rc = rmem_free(c, &gone);
+	ok(rc == 0, "%s: a region allocated and freed (%d)", tr, rc);
+	if (!big) {
+		ok(0, "%s: malloc", tr);
+		return;
+	}
+	memset(big, 1, 40 * MiB);
+	/* What the first MiB must hold afterwards: as now, but for the 64 zero
+	 * bytes of the good write below. */
+	rc = rmem_read(c, r, 0, big + 39 * MiB, MiB);
+	memset(big + 39 * MiB, 0, sizeof buf);
+	ok(rc == 0, "%s: read the first MiB as it is (%d)", tr, rc);
+	rc = 0;
+	rc |= rmem_post_write(c, r, 0, buf, sizeof buf, 10);
+	rc |= rmem_post_write(c, &bad_key, 0, buf, sizeof buf, 11);
+	rc |= rmem_post_read(c, &bad_key, 0, buf, sizeof buf, 12);
+	rc |= rmem_post_write(c, &bad_key, 0, big, 40 * MiB, 13);
+	rc |= rmem_post_read(c, &gone, 0, buf, 16, 14);
+	rc |= rmem_post_read(c, r, 0, buf, 0, 15);
+	rc |= rmem_post_read(c, &bad_key, 0, NULL, 0, 16);
+	rc |= rmem_post_read(c, r, 0, buf, sizeof buf, 17);
+	ok(rc == 0, "%s: posts with a wrong key, a freed region, 0 bytes all queue (%d)", tr, rc);
+	got = poll_n(c, out, 8, &perr);
+	ok(got == 8, "%s: 8 completions (%d, poll %d)", tr, got, perr);
+	if (got == 8) {
+		ok(out[0].cookie == 10 && out[0].status == 0, "%s: good write: 0 (%d)", tr,
+		   out[0].status);
+		ok(out[1].cookie == 11 && out[1].status == -EACCES,
+		   "%s: write with a wrong key: -EACCES (%d)", tr, out[1].status);
+		ok(out[2].cookie == 12 && out[2].status == -EACCES,
+		   "%s: read with a wrong key: -EACCES (%d)", tr, out[2].status);
+		ok(out[3].cookie == 13 && out[3].status == -EACCES,
+		   "%s: 40 MiB write with a wrong key: one completion, -EACCES (%d)", tr,
+		   out[3].status);
+		ok(out[4].cookie == 14 && out[4].status == -ENOENT,
+		   "%s: read of a freed region: -ENOENT (%d)", tr, out[4].status);
+		ok(out[5].cookie == 15 && out[5].status == 0, "%s: 0-byte read: 0 (%d)", tr,
+		   out[5].status);
+		ok(out[6].cookie == 16 && out[6].status == -EACCES,
+		   "%s: 0-byte read with a wrong key: -EACCES (%d)", tr, out[6].status);
+		ok(out[7].cookie == 17 && out[7].status == 0,
+		   "%s: and the client goes on working: 0 (%d)", tr, out[7].status);
+	} else {
+		skip(8, "completions missing");
+	}
+	rc = rmem_read(c, r, 0, big, MiB);
+	ok(rc == 0 && memcmp(big, big + 39 * MiB, MiB) == 0,
+	   "%s: the refused 40 MiB write left the region alone (%d)", tr, rc);
+	free(big);
+}
+
+/* Sync calls between posted ones: each sees every operation posted before it
+ * (the daemon serves a connection in order), and the completions wait. */
+static void interleaved(rmem_client *c, const char *tr, const struct rmem_region *r)
+{
+	enum { LEN = 3 * MiB + 5 };
+	uint8_t *a = malloc(LEN), *b = malloc(LEN), *got = malloc(LEN);
+	struct rmem_completion out[4];
+	struct rmem_stats st;
+	const uint64_t word = (2 * LEN + 7) & ~7ull;
+	const uint8_t zero[16] = { 0 };
+	uint64_t old = 1;
+	char why[128];
+	int rc, n, perr;
+
+	if (!a || !b || !got) {
+		ok(0, "%s: malloc", tr);
+		goto out;
+	}
+	fill_random(a, LEN, 1);
+	fill_random(b, LEN, 2);
+	rc = rmem_post_write(c, r, 0, a, LEN, 40);
+	ok(rc == 0, "%s: post a 3 MiB write (%d)", tr, rc);
+	rc = rmem_read(c, r, 0, got, LEN);
+	ok(rc == 0 && memcmp(got, a, LEN) == 0,
+	   "%s: a sync read right after it sees its bytes (%d)", tr, rc);
+	rc = rmem_post_write(c, r, LEN, b, LEN, 41);
+	rc |= rmem_post_read(c, r, 0, got, LEN, 42);
+	ok(rc == 0, "%s: post another write and a read (%d)", tr, rc);
+	rc = rmem_stats(c, &st);
+	ok(rc == 0 && st.regions >= 1, "%s: rmem_stats in between (%d)", tr, rc);
+	rc = rmem_write(c, r, word, zero, sizeof zero);
+	ok(rc == 0, "%s: a sync write in between (%d)", tr, rc);
+	rc = rmem_faa(c, r, word, 5, &old);
+	ok(rc == 0 && old == 0, "%s: a FAA in between sees it: old value 0 (%d, %llu)", tr, rc,
+	   (unsigned long long)old);
+	rc = rmem_post_write(c, r, word, b, 8, 43);
+	ok(rc == 0, "%s: post a write over the FAA's word (%d)", tr, rc);
+	n = poll_n(c, out, 4, &perr);
+	ok(n == 4 && in_order_ok(out, n, 40, why, sizeof why),
+	   "%s: the four completions waited for rmem_poll: %s (%d)", tr, why, n);
+	ok(memcmp(got, a, LEN) == 0, "%s: the posted read got the first write's bytes", tr);
+	rc = rmem_read(c, r, LEN, got, LEN);
+	ok(rc == 0 && memcmp(got, b, LEN) == 0, "%s: the second posted write landed (%d)", tr, rc);
+	rc = rmem_read(c, r, word, &old, 8);
+	ok(rc == 0 && memcmp(&old, b, 8) == 0, "%s: the last write came after the FAA (%d)", tr,
+	   rc);
+out:
+	free(a);
+	free(b);
+	free(got);
+}
+
+/*
+ * Eight 16 MiB READs and, between them, 16 MiB WRITEs: the daemon stops
+ * reading while its READ replies cannot go out, so an engine that only sent
+ * would block forever in the middle of a WRITE.
+ */
+static void deep_queue(rmem_client *c, const char *tr, const struct rmem_region *r)
+{
+	enum { NR = 8, NW = 4 };
+	const size_t len = 16 * MiB;
+	uint8_t *src = malloc(len), *dst[NR] = { NULL };
+	struct rmem_completion out[NR + NW];
+	uint8_t *img = malloc(len);
+	int rc, got, perr, posted = 0, good = 0;
+	uint64_t t0;
+
+	for (int i = 0; i < NR; i++)
+		dst[i] = malloc(len);
+	if (!src || !img || !dst[NR - 1]) {
+		ok(0, "%s: malloc", tr);
+		goto out;
+	}
+	fill_random(src, len, 5);
+	rc = rmem_read(c, r, 0, img, len);
+	ok(rc == 0, "%s: read the first 16 MiB as they are (%d)", tr, rc);
+	t0 = now_ms();
+	/* R R W R R W ...: every READ sees what was there, the WRITEs go to the
+	 * second 16 MiB. */
+	for (int i = 0, w = 0; i < NR; i++) {
+		posted += rmem_post_read(c, r, 0, dst[i], len, 500 + i) == 0;
+		if (i % 2 == 1)
+			posted += rmem_post_write(c, r, len, src, len, 600 + w++) == 0;
+	}
+	ok(posted == NR + NW, "%s: %d x 16 MiB READs and %d x 16 MiB WRITEs posted (%d)", tr, NR,
+	   NW, posted);
+	got = poll_n(c, out, NR + NW, &perr);
+	diag("%s: %d MiB moved in %llu ms", tr, (NR + NW) * 16,
+	     (unsigned long long)(now_ms() - t0));
+	for (int i = 0; i < got; i++)
+		good += out[i].status == 0;
+	ok(got == NR + NW && good == got, "%s: all completed with status 0 (%d of %d)", tr, good,
+	   got);
+	rc = 0;
+	for (int i = 0; i < NR; i++)
+		rc += memcmp(dst[i], img, len) != 0;
+	ok(rc == 0, "%s: every 16 MiB READ is right (%d differ)", tr, rc);
+	rc = rmem_read(c, r, len, dst[0], len);
+	ok(rc == 0 && memcmp(dst[0], src, len) == 0, "%s: the WRITEs landed (%d)", tr, rc);
+out:
+	for (int i = 0; i < NR; i++)
+		free(dst[i]);
+	free(src);
+	free(img);
+}
+
+static void nothing_outstanding(rmem_client *c, const char *tr)
+{
+	struct rmem_completion out[2];
+	uint64_t t0 = now_ms();
+	int rc;
+
+	rc = rmem_poll(c, out, 2, 0);
+	ok(rc == 0, "%s: poll(timeout 0) with nothing outstanding: 0 (%d)", tr, rc);
+	rc = rmem_poll(c, out, 2, -1);
+	ok(rc == 0 && now_ms() - t0 < 1000,
+	   "%s: poll(timeout -1) with nothing outstanding returns 0 at once (%d)", tr, rc);
+	rc = rmem_poll(c, out, 2, 300);
+	ok(rc == 0 && now_ms() - t0 < 1000,
+	   "%s: poll(timeout 300) with nothing outstanding returns 0 at once (%d)", tr, rc);
+}
+
+static void run_endpoint(const char *ep, const char *tr)
+{
+	struct rmem_region r;
+	rmem_client *c = NULL;
+	int rc;
+
+	rc = client_connect(ep, 10000, &c);
+	if (!ok(rc == 0, "%s: connect (%d)", tr, rc)) {
+		skip(1, "no connection");
+		return;
+	}
+	rc = rmem_alloc(c, 80 * MiB, 0, &r);
+	if (!ok(rc == 0, "%s: alloc 80 MiB (%d)", tr, rc)) {
+		rmem_close(c);
+		return;
+	}
+	nothing_outstanding(c, tr);
+	many_small(c, tr, &r);
+	mixed_sizes(c, tr, &r);
+	errors(c, tr, &r);
+	interleaved(c, tr, &r);
+	deep_queue(c, tr, &r);
+	rc = rmem_free(c, &r);
+	ok(rc == 0, "%s: free (%d)", tr, rc);
+	rmem_close(c);
+}
+
+/* rmem_close with operations in flight drops them; the daemon carries on. */
+static void close_in_flight(const struct rmemd *d)
+{
+	static uint8_t buf[MiB], got[8];
+	struct rmem_region r;
+	struct rmem_stats st;
+	rmem_client *c = NULL, *other = NULL;
+	int rc, posted = 0;
+
+	rc = client_connect(d->tcp_ep, 10000, &c);
+	if (rc == 0)
+		rc = rmem_alloc(c, 8 * MiB, 0, &r);
+	if (!ok(rc == 0, "close: connect and alloc (%d)", rc)) {
+		rmem_close(c);
+		return;
+	}
+	for (int i = 0; i < 8; i++) {
+		posted += rmem_post_write(c, &r, (uint64_t)i * MiB, buf, MiB, i) == 0;
+		posted += rmem_post_read(c, &r, (uint64_t)i * MiB, got + i, 1, 100 + i) == 0;
+	}
+	ok(posted == 16, "close: 16 operations posted (%d)", posted);
+	rmem_close(c);
+	ok(1, "close: rmem_close with operations in flight returns");
+	rc = client_connect(d->tcp_ep, 10000, &other);
+	if (rc == 0)
+		rc = stats_wait(other, 0, 0, 5000, &st);
+	ok(rc == 0, "close: the daemon freed the session's region and serves others (%d)", rc);
+	rmem_close(other);
+}
+
+/*
+ * A daemon that stops answering: with operations outstanding, rmem_poll
+ * returns 0 when its timeout passes; once the client's timeout_ms passes
+ * without progress the connection is given up: every outstanding operation
+ * completes with -ECONNRESET, and then poll returns the error.
+ */
+static void stalled_daemon(struct rmemd *d)
+{
+	struct rmem_completion out[8];
+	struct rmem_region r;
+	uint8_t buf[4][256];
+	rmem_client *c = NULL;
+	int rc, posted = 0, resets = 0, got = 0;
+	uint64_t t0;
+
+	rc = client_connect(d->tcp_ep, 800, &c);
+	if (rc == 0)
+		rc = rmem_alloc(c, 4096, 0, &r);
+	if (!ok(rc == 0, "stall: connect (timeout 800 ms) and alloc (%d)", rc)) {
+		rmem_close(c);
+		return;
+	}
+	kill(d->pid, SIGSTOP);
+	for (int i = 0; i < 4; i++)
+		posted += rmem_post_read(c, &r, 0, buf[i], sizeof buf[i], 70 + i) == 0;
+	ok(posted == 4, "stall: 4 reads posted to a stopped daemon (%d)", posted);
+	t0 = now_ms();
+	rc = rmem_poll(c, out, 8, 200);
+	t0 = now_ms() - t0;
+	ok(rc == 0 && t0 >= 150 && t0 < 700, "stall: poll(200) returns 0 after %llu ms (%d)",
+	   (unsigned long long)t0, rc);
+	t0 = now_ms();
+	while (got < 4 && now_ms() - t0 < 5000) {
+		rc = rmem_poll(c, out + got, 8 - got, -1);
+		if (rc <= 0)
+			break;
+		got += rc;
+	}
+	t0 = now_ms() - t0;
+	for (int i = 0; i < got; i++)
+		resets += out[i].status == -ECONNRESET;
+	ok(got == 4 && resets == 4 && t0 < 3000,
+	   "stall: after the client's timeout all 4 complete with -ECONNRESET (%d, %d, %llu ms)",
+	   got, resets, (unsigned long long)t0);
+	rc = rmem_poll(c, out, 8, -1);
+	ok(rc == -ECONNRESET, "stall: then poll says the connection is gone (%d)", rc);
+	rc = rmem_post_read(c, &r, 0, buf[0], 8, 99);
+	ok(rc == -ECONNRESET, "stall: and a post fails at once (%d)", rc);
+	kill(d->pid, SIGCONT);
+	rmem_close(c);
+}
+
+/* The daemon dies with operations outstanding. */
+static void daemon_killed(struct rmemd *d)
+{
+	struct rmem_completion out[8];
+	struct rmem_region r;
+	uint8_t buf[4][256];
+	rmem_client *c = NULL;
+	int rc, posted = 0, resets = 0, got = 0;
+
+	rc = client_connect(d->unix_ep, 10000, &c);
+	if (rc == 0)
+		rc = rmem_alloc(c, 4096, 0, &r);
+	if (!ok(rc == 0, "kill: connect and alloc (%d)", rc)) {
+		rmem_close(c);
+		return;
+	}
+	kill(d->pid, SIGSTOP);
+	for (int i = 0; i < 4; i++)
+		posted += rmem_post_read(c, &r, 0, buf[i], sizeof buf[i], 80 + i) == 0;
+	ok(posted == 4, "kill: 4 reads posted (%d)", posted);
+	kill(d->pid, SIGKILL);
+	for (int tries = 0; got < 4 && tries < 10; tries++) {
+		rc = rmem_poll(c, out + got, 8 - got, 2000);
+		if (rc < 0)
+			break;
+		got += rc;
+	}
+	for (int i = 0; i < got; i++)
+		resets += out[i].status == -ECONNRESET;
+	ok(got == 4 && resets == 4, "kill: all 4 outstanding complete with -ECONNRESET (%d, %d)",
+	   got, resets);
+	rc = rmem_poll(c, out, 8, 0);
+	ok(rc < 0, "kill: then rmem_poll returns an error (%d)", rc);
+	rc = rmem_read(c, &r, 0, buf[0], 8);
+	ok(rc == -ECONNRESET, "kill: and sync calls say -ECONNRESET (%d)", rc);
+	rmem_close(c);
+}
+
+int main(void)
+{
+	struct rmemd d;
+	int rc, st;
+
+	rc = rmemd_start(&d, "256M", NULL);
+	if (rc == -ENOENT)
+		tap_skip_all("no rmemd in $RMEM_BUILD");
+	if (!ok(rc == 0, "rmemd starts (%d)", rc))
+		return tap_done();
+
+	run_endpoint(d.tcp_ep, "tcp");
+	run_endpoint(d.unix_ep, "unix");
+	close_in_flight(&d);
+	stalled_daemon(&d);
+	daemon_killed(&d);
+
+	st = rmemd_stop(&d);
+	ok(st == 128 + SIGKILL, "the killed rmemd is reaped (%d)", st);
+	rmemd_cleanup(&d);
+	return tap_done();
+}

@@ -1,0 +1,1225 @@
+/*
+ * test_rdma_keys.c - on real verbs (Soft-RoCE in the test VM), the NIC
+ * enforces rmemd's region keys: a client's own key works for RDMA WRITE,
+ * READ and atomics of every size; another client's key, a freed key and the
+ * key of a killed client complete with IBV_WC_REM_ACCESS_ERR and change
+ * nothing; bogus attaches are rejected by rdma_cm.  The clients are
+ * rawclient.c, which checks nothing on the daemon's behalf.
+ *
+ *   tests/vm/run-in-vm -- tests/run-tests build/tests/rdma/test_rdma_keys
+ *   test_rdma_keys [none|auto|window|region-mr]     one section only
+ *
+ * Sections, each against its own rmemd: "none" (listen.rdma = "": HELLO says
+ * no RDMA, nothing accepts an attach), "window" and "region-mr" (everything),
+ * "auto" (rxe must get region-mr; a short check).  Outside the VM
+ * (RMEM_VM_RDMA_ADDR unset) the program skips.  Never asserts on time.
+ *
+ * An error completion moves a QP to the error state, and rmemd ties one QP
+ * to a session for the session's life, so every refused probe runs on a
+ * fresh session and QP of its own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rawclient.h"
+#include "rig.h"
+#include "tap.h"
+
+#define KiB (1024ull)
+#define MiB (1024ull * 1024)
+#define POOL_SIZE "256M"
+#define CTL_MS 60000                 /* TCG is slow: generous, never asserted */
+#define DRAIN_MS 30000               /* for the quarantine to give bytes back */
+#define BIG (64 * MiB)
+#define ATOMIC_AREA (64 * KiB)       /* after BIG in A's buffer: atomic results */
+#define A_BUF (BIG + ATOMIC_AREA)
+#define SMALL_BUF (1 * MiB)
+#define PROBE_LEN 64
+#define CHILD_ARG "--hold-region-child"
+#define CHILD_REGION (1 * MiB)
+#define CHILD_REC_LEN 32
+
+#define ATOMIC_THREADS 2
+#define ATOMIC_WINDOW 32
+#define FAA_PER_THREAD 2000
+#define CAS_PER_THREAD 1000
+#define ATOMIC_DEADLINE_MS 600000
+
+struct suite {
+	const char *addr;       /* RMEM_VM_RDMA_ADDR */
+	const char *dev;        /* RMEM_VM_RDMA_DEV, may be NULL */
+	const char *mode;       /* section name */
+	uint8_t key_mode;       /* what HELLO must say */
+	struct rig d;
+	struct rawclient obs;   /* a TCP-only session holding nothing: STATS */
+	uint8_t *want, *got;    /* BIG bytes each */
+};
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Same bytes for the same seed (splitmix64). */
+static void fill_pattern(void *buf, size_t len, uint64_t seed)
+{
+	uint8_t *p = buf;
+	uint64_t x = seed;
+
+	while (len) {
+		uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+		size_t n = len < 8 ? len : 8;
+
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		z ^= z >> 31;
+		memcpy(p, &z, n);
+		p += n;
+		len -= n;
+	}
+}
+
+/* Offset of the first differing byte, or -1 when equal. */
+static long long first_diff(const uint8_t *a, const uint8_t *b, size_t len)
+{
+	if (memcmp(a, b, len) == 0)
+		return -1;
+	for (size_t i = 0; i < len; i++)
+		if (a[i] != b[i])
+			return (long long)i;
+	return -1;
+}
+
+static const char *wc_name(int rc, enum ibv_wc_status st)
+{
+	return rc < 0 ? strerror(-rc) : ibv_wc_status_str(st);
+}
+
+/*
+ * A check that is known to fail on this platform and documents it: printed
+ * as a TAP TODO (counted as skipped by tests/run-tests, never as a failure).
+ */
+__attribute__((format(printf, 3, 4)))
+static void todo(int cond, const char *why, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", cond ? "" : "not ", ++tap_run);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf(" # TODO %s\n", why);
+	fflush(stdout);
+}
+
+static int open_client(struct suite *s, struct rawclient *c)
+{
+	rawclient_init(c);
+	return rawclient_open(c, s->addr, s->d.tcp_port, CTL_MS);
+}
+
+/* A session with its own QP; on failure c is closed. */
+static int open_attached(struct suite *s, struct rawclient *c, size_t buf_len)
+{
+	int rc = open_client(s, c);
+
+	if (rc == 0)
+		rc = rawclient_attach(c, buf_len);
+	if (rc < 0) {
+		diag("%s: session/attach failed: %s (last CM event %s, status %d)", s->mode,
+		     strerror(-rc), c->last_event == (enum rdma_cm_event_type)-1 ? "none" :
+		     rdma_event_str(c->last_event), c->last_event_status);
+		rawclient_close(c);
+	}
+	return rc;
+}
+
+static int rdma_op(struct rawclient *c, enum rawclient_opcode opcode, uint64_t addr,
+		   uint32_t rkey, size_t local_off, size_t len, enum ibv_wc_status *st)
+{
+	struct rawclient_op op = {
+		.opcode = opcode, .remote_addr = addr, .rkey = rkey,
+		.local_off = local_off, .len = len, .compare_add = 1,
+	};
+
+	return rawclient_rdma(c, &op, st);
+}
+
+/* Polls STATS until nothing is used and no region exists. */
+static int wait_drained(struct suite *s, struct proto_stats *last)
+{
+	uint64_t deadline = now_ms() + DRAIN_MS;
+
+	for (;;) {
+		int rc = rawclient_stats(&s->obs, last);
+
+		if (rc < 0)
+			return rc;
+		if (last->v[PROTO_STAT_USED_BYTES] == 0 && last->v[PROTO_STAT_REGIONS] == 0)
+			return 0;
+		if (now_ms() >= deadline)
+			return -ETIMEDOUT;
+		sleep_ms(50);
+	}
+}
+
+static void check_drained(struct suite *s, const char *when)
+{
+	struct proto_stats st = { { 0 } };
+	int rc = wait_drained(s, &st);
+
+	ok(rc == 0, "%s: %s: used_bytes and regions return to 0 (%s; used %llu, regions %llu)",
+	   s->mode, when, rc ? strerror(-rc) : "ok",
+	   (unsigned long long)st.v[PROTO_STAT_USED_BYTES],
+	   (unsigned long long)st.v[PROTO_STAT_REGIONS]);
+}
+
+/*
+ * Once the pool has drained, a fresh client v allocates the largest free
+ * block - the whole pool - so that its region surely covers [addr, addr +
+ * len), the range of a dead key, and writes the pattern of seed there (also
+ * left in s->want).  *off is where addr lies in v's region.
+ */
+static int cover_range(struct suite *s, struct rawclient *v, uint64_t addr, size_t len,
+		       uint64_t seed, struct proto_region *r, uint64_t *off)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct proto_stats stats;
+	int rc = rawclient_stats(&s->obs, &stats);
+
+	if (rc < 0)
+		return rc;
+	rc = open_attached(s, v, len);
+	if (rc < 0)
+		return rc;
+	rc = rawclient_alloc(v, stats.v[PROTO_STAT_LARGEST_FREE], r);
+	if (rc == 0 && (addr < r->addr || addr - r->addr > r->length - len))
+		rc = -ERANGE;
+	if (rc == 0) {
+		*off = addr - r->addr;
+		fill_pattern(s->want, len, seed);
+		memcpy(v->buf, s->want, len);
+		rc = rdma_op(v, RAWCLIENT_WRITE, r->addr + *off, r->rkey, 0, len, &st);
+	}
+	if (rc == 0 && st)
+		rc = -EIO;
+	if (rc < 0)
+		rawclient_close(v);
+	return rc;
+}
+
+/* v's bytes at off are still s->want, seen by the NIC and by the daemon. */
+static void check_covered(struct suite *s, struct rawclient *v, const struct proto_region *r,
+			  uint64_t off, size_t len, const char *after)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	long long diff;
+	int rc;
+
+	memset(v->buf, 0x5a, len);
+	rc = rdma_op(v, RAWCLIENT_READ, r->addr + off, r->rkey, 0, len, &st);
+	diff = rc == 0 && !st ? first_diff(v->buf, s->want, len) : -2;
+	ok(diff == -1, "%s: after %s, the new region over the old range is unchanged, by RDMA "
+	   "READ (%s, first difference at %lld)", s->mode, after, wc_name(rc, st), diff);
+	rc = rawclient_tcp_read(v, r, off, s->got, len);
+	diff = rc == 0 ? first_diff(s->got, s->want, len) : -2;
+	ok(diff == -1, "%s: ... and over TCP (%s, first difference at %lld)", s->mode,
+	   rc ? strerror(-rc) : "ok", diff);
+}
+
+/*
+ * A fresh session of its own posts one operation with someone else's (or a
+ * dead) key and reports the completion status, or a negative errno when it
+ * could not even try.  Writes carry 0xA5 junk, CAS expects expect and would
+ * store junk, FAA would add 1.
+ */
+static int probe(struct suite *s, enum rawclient_opcode opcode, uint64_t addr, uint32_t rkey,
+		 uint64_t expect, enum ibv_wc_status *st)
+{
+	struct rawclient x;
+	struct rawclient_op op = {
+		.opcode = opcode, .remote_addr = addr, .rkey = rkey, .len = PROBE_LEN,
+		.compare_add = opcode == RAWCLIENT_CAS ? expect : 1,
+		.swap = 0xa5a5a5a5a5a5a5a5ull,
+	};
+	int rc = open_attached(s, &x, SMALL_BUF);
+
+	if (rc < 0)
+		return rc;
+	memset(x.buf, 0xa5, PROBE_LEN);
+	rc = rawclient_rdma(&x, &op, st);
+	rawclient_close(&x);
+	return rc;
+}
+
+static bool refused(int rc, enum ibv_wc_status st)
+{
+	return rc == 0 && st == IBV_WC_REM_ACCESS_ERR;
+}
+
+/* ---- attach ------------------------------------------------------------------- */
+
+struct bogus {
+	const char *what;
+	uint8_t data[PROTO_ATTACH_LEN];
+	uint8_t len;
+};
+
+static void try_bogus(struct suite *s, uint16_t port, const struct bogus *b)
+{
+	struct rawclient x;
+	int rc;
+
+	rawclient_init(&x);
+	x.timeout_ms = CTL_MS;
+	rc = rawclient_connect_rdma(&x, s->addr, port, b->data, b->len, 4096);
+	ok(rc == -ECONNREFUSED && x.last_event == RDMA_CM_EVENT_REJECTED,
+	   "%s: attach with %s is rejected (%s; CM event %s, status %d)", s->mode, b->what,
+	   rc ? strerror(-rc) : "connected", rdma_event_str(x.last_event), x.last_event_status);
+	rawclient_close(&x);
+}
+
+static void make_attach(struct bogus *b, const char *what, uint64_t id, uint64_t token)
+{
+	struct proto_attach a = { .session_id = id, .attach_token = token };
+
+	b->what = what;
+	b->len = (uint8_t)proto_attach_encode(b->data, &a);
+}
+
+/* A 4 KiB region written and read back through a's QP. */
+static bool small_roundtrip(struct suite *s, struct rawclient *a, uint64_t seed)
+{
+	struct proto_region r;
+	enum ibv_wc_status ws = IBV_WC_SUCCESS, rs = IBV_WC_SUCCESS;
+	uint8_t want[4096];
+	int rc = rawclient_alloc(a, sizeof want, &r);
+
+	if (rc < 0) {
+		diag("%s: alloc 4 KiB: %s", s->mode, strerror(-rc));
+		return false;
+	}
+	fill_pattern(want, sizeof want, seed);
+	memcpy(a->buf, want, sizeof want);
+	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, sizeof want, &ws);
+	memset(a->buf, 0x5a, sizeof want);
+	if (rc == 0)
+		rc = rdma_op(a, RAWCLIENT_READ, r.addr, r.rkey, 0, sizeof want, &rs);
+	if (rc < 0 || ws || rs)
+		diag("%s: 4 KiB roundtrip: write %s, read %s", s->mode, wc_name(rc, ws),
+		     wc_name(rc, rs));
+	rawclient_free(a, &r);
+	return rc == 0 && !ws && !rs && memcmp(a->buf, want, sizeof want) == 0;
+}
+
+/*
+ * a has said HELLO but has no QP yet.  Bogus attaches first (they must not
+ * spoil the session), then a's own attach, then a second one for the same
+ * session and one for a session that has closed.
+ */
+static int test_attach(struct suite *s, struct rawclient *a)
+{
+	uint64_t id = a->hello.session_id, token = a->hello.attach_token;
+	uint16_t port = a->hello.rdma_port;
+	struct bogus b;
+	struct rawclient t;
+	int rc;
+
+	make_attach(&b, "a wrong token", id, token ^ 1);
+	try_bogus(s, port, &b);
+	make_attach(&b, "an unknown session id", id ^ (1ull << 62), token);
+	try_bogus(s, port, &b);
+	make_attach(&b, "bad magic", id, token);
+	b.data[0] ^= 0xff;
+	try_bogus(s, port, &b);
+	make_attach(&b, "no private data", id, token);
+	b.len = 0;
+	try_bogus(s, port, &b);
+	make_attach(&b, "a truncated attach (no token)", id, token);
+	b.len = 16;
+	try_bogus(s, port, &b);
+	ok(rawclient_ping(a) == 0, "%s: the session answers PING after the bogus attaches", s->mode);
+
+	rc = rawclient_attach(a, A_BUF);
+	ok(rc == 0, "%s: attach with the session's own id and token works (%s; CM event %s, "
+	   "status %d; device %s)", s->mode, rc ? strerror(-rc) : "established",
+	   rdma_event_str(a->last_event), a->last_event_status, a->dev_name);
+	if (rc < 0)
+		return rc;
+	if (s->dev)
+		ok(strcmp(a->dev_name, s->dev) == 0, "%s: rdma_cm resolved %s to %s (want %s)",
+		   s->mode, s->addr, a->dev_name, s->dev);
+	diag("%s: port max_msg_sz %u, send queue %u", s->mode, a->max_msg_sz, a->send_depth);
+
+	make_attach(&b, "the id and token of a session that already has a QP", id, token);
+	try_bogus(s, port, &b);
+	ok(rawclient_ping(a) == 0 && small_roundtrip(s, a, 11),
+	   "%s: after a second attach was refused, the session's own QP still works", s->mode);
+
+	if (open_client(s, &t) == 0) {
+		make_attach(&b, "the id and token of a closed session", t.hello.session_id,
+			    t.hello.attach_token);
+		rawclient_close(&t);
+		/* The daemon learns of the close through its loop; give it a moment. */
+		sleep_ms(500);
+		try_bogus(s, port, &b);
+	} else {
+		ok(0, "%s: a second session for the closed-session attach", s->mode);
+	}
+	return 0;
+}
+
+/* ---- own key: sizes --------------------------------------------------------- */
+
+static void test_roundtrip(struct suite *s, struct rawclient *a, uint64_t size, uint64_t seed)
+{
+	enum ibv_wc_status ws = IBV_WC_SUCCESS, rs = IBV_WC_SUCCESS;
+	unsigned wrs = a->max_msg_sz ? (unsigned)((size + a->max_msg_sz - 1) / a->max_msg_sz) : 0;
+	struct proto_region r;
+	long long diff;
+	int rc = rawclient_alloc(a, size, &r);
+
+	if (!ok(rc == 0, "%s: alloc %llu bytes on an attached session (%s)", s->mode,
+		(unsigned long long)size, rc ? strerror(-rc) : "ok"))
+		return;
+	fill_pattern(s->want, size, seed);
+	memcpy(a->buf, s->want, size);
+	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, size, &ws);
+	memset(a->buf, 0x5a, size);
+	if (rc == 0 && !ws)
+		rc = rdma_op(a, RAWCLIENT_READ, r.addr, r.rkey, 0, size, &rs);
+	diff = rc == 0 && !ws && !rs ? first_diff(a->buf, s->want, size) : -2;
+	ok(diff == -1, "%s: own RDMA WRITE then READ of %llu bytes (%u WRs each way): write %s, "
+	   "read %s, first difference at %lld", s->mode, (unsigned long long)size, wrs,
+	   wc_name(rc, ws), wc_name(rc, rs), diff);
+
+	memset(s->got, 0x3c, size);
+	rc = rawclient_tcp_read(a, &r, 0, s->got, size);
+	diff = rc == 0 ? first_diff(s->got, s->want, size) : -2;
+	ok(diff == -1, "%s: a TCP READ of the same %llu bytes with the same key sees them (%s, "
+	   "first difference at %lld)", s->mode, (unsigned long long)size,
+	   rc ? strerror(-rc) : "ok", diff);
+
+	if (size < BIG) {
+		/* And the other way round: what the daemon writes, the NIC reads. */
+		fill_pattern(s->want, size, seed + 1);
+		rc = rawclient_tcp_write(a, &r, 0, s->want, size);
+		memset(a->buf, 0x5a, size);
+		rs = IBV_WC_SUCCESS;
+		if (rc == 0)
+			rc = rdma_op(a, RAWCLIENT_READ, r.addr, r.rkey, 0, size, &rs);
+		diff = rc == 0 && !rs ? first_diff(a->buf, s->want, size) : -2;
+		ok(diff == -1, "%s: TCP WRITE then RDMA READ of %llu bytes: %s, first difference "
+		   "at %lld", s->mode, (unsigned long long)size, wc_name(rc, rs), diff);
+	}
+	rc = rawclient_free(a, &r);
+	ok(rc == 0, "%s: free the %llu-byte region (%s)", s->mode, (unsigned long long)size,
+	   rc ? strerror(-rc) : "ok");
+}
+
+/* ---- another client's key --------------------------------------------------- */
+
+static void test_foreign(struct suite *s, struct rawclient *a)
+{
+	static const enum rawclient_opcode ops[] = {
+		RAWCLIENT_READ, RAWCLIENT_WRITE, RAWCLIENT_CAS, RAWCLIENT_FAA,
+	};
+	const size_t len = 64 * KiB;
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct proto_region r, rb;
+	struct rawclient b;
+	uint64_t first8;
+	long long diff;
+	int rc = rawclient_alloc(a, len, &r);
+
+	if (!ok(rc == 0, "%s: A allocates 64 KiB (%s)", s->mode, rc ? strerror(-rc) : "ok"))
+		return;
+	fill_pattern(s->want, len, 21);
+	memcpy(&first8, s->want, sizeof first8);
+	memcpy(a->buf, s->want, len);
+	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, len, &st);
+	ok(rc == 0 && !st, "%s: A writes its region by RDMA (%s)", s->mode, wc_name(rc, st));
+
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		rc = probe(s, ops[i], r.addr + 8 * i, r.rkey, first8, &st);
+		ok(refused(rc, st), "%s: client B's %s with A's (addr, rkey) completes with "
+		   "REM_ACCESS_ERR (%s)", s->mode, rawclient_opcode_name(ops[i]), wc_name(rc, st));
+	}
+
+	/* B's own, valid key aimed at A's bytes: only the key's bounds stop it. */
+	rc = open_attached(s, &b, SMALL_BUF);
+	if (rc == 0)
+		rc = rawclient_alloc(&b, 4096, &rb);
+	if (rc == 0)
+		rc = rdma_op(&b, RAWCLIENT_READ, r.addr, rb.rkey, 0, PROBE_LEN, &st);
+	if (s->key_mode == PROTO_KEYS_WINDOW)
+		todo(refused(rc, st), "rxe (Linux 6.1) checks only the MR under a type 2 window",
+		     "%s: B's RDMA READ of A's bytes with B's own window key is refused (%s)",
+		     s->mode, wc_name(rc, st));
+	else
+		ok(refused(rc, st), "%s: B's RDMA READ of A's bytes with B's own region key is "
+		   "refused (%s)", s->mode, wc_name(rc, st));
+	rawclient_close(&b);
+
+	memset(a->buf, 0x5a, len);
+	rc = rdma_op(a, RAWCLIENT_READ, r.addr, r.rkey, 0, len, &st);
+	diff = rc == 0 && !st ? first_diff(a->buf, s->want, len) : -2;
+	ok(diff == -1, "%s: A's bytes are unchanged, read by A's RDMA READ (%s, first difference "
+	   "at %lld)", s->mode, wc_name(rc, st), diff);
+	rc = rawclient_tcp_read(a, &r, 0, s->got, len);
+	diff = rc == 0 ? first_diff(s->got, s->want, len) : -2;
+	ok(diff == -1, "%s: A's bytes are unchanged, read over TCP (%s, first difference at %lld)",
+	   s->mode, rc ? strerror(-rc) : "ok", diff);
+	rawclient_free(a, &r);
+}
+
+/* ---- atomics from two threads on one QP --------------------------------------- */
+
+struct atomic_run;
+
+struct atomic_thread {
+	struct atomic_run *run;
+	uint32_t index;
+	uint32_t posted, inflight, successes;
+	uint64_t next_expect;                  /* CAS: the value to try next */
+	uint64_t expect_ring[ATOMIC_WINDOW];   /* CAS: expect of each op in flight */
+	uint64_t *records;   /* FAA: every old value; CAS: every expect that won */
+	size_t nrecords, cap;
+};
+
+struct atomic_run {
+	struct rawclient *c;
+	pthread_mutex_t lock;     /* the QP, the CQ and everything below */
+	enum rawclient_opcode opcode;
+	uint64_t raddr;
+	uint32_t rkey;
+	uint32_t target;          /* FAA: ops per thread; CAS: wins per thread */
+	int error;                /* negative errno; 1: an error completion */
+	enum ibv_wc_status bad_status;
+	struct atomic_thread t[ATOMIC_THREADS];
+};
+
+static size_t atomic_slot(const struct atomic_thread *t, uint32_t idx)
+{
+	return BIG + ((size_t)t->index * ATOMIC_WINDOW + idx % ATOMIC_WINDOW) * 8;
+}
+
+static bool wants_more(const struct atomic_thread *t)
+{
+	if (t->run->opcode == RAWCLIENT_FAA)
+		return t->posted < t->run->target;
+	return t->successes < t->run->target;
+}
+
+static void post_more(struct atomic_thread *t)
+{
+	struct atomic_run *run = t->run;
+
+	/* Completions come in posting order, so the slot of op idx - WINDOW
+	 * is free again whenever fewer than WINDOW ops are in flight. */
+	while (!run->error && t->inflight < ATOMIC_WINDOW && wants_more(t)) {
+		uint32_t idx = t->posted;
+		struct rawclient_op op = {
+			.opcode = run->opcode, .remote_addr = run->raddr, .rkey = run->rkey,
+			.local_off = atomic_slot(t, idx), .compare_add = 1,
+		};
+		int rc;
+
+		if (run->opcode == RAWCLIENT_CAS) {
+			uint64_t e = t->next_expect++;
+
+			t->expect_ring[idx % ATOMIC_WINDOW] = e;
+			op.compare_add = e;
+			op.swap = e + 1;
+		}
+		rc = rawclient_post(run->c, &op, (uint64_t)t->index << 32 | idx);
+		if (rc < 0) {
+			run->error = rc;
+			return;
+		}
+		t->posted++;
+		t->inflight++;
+	}
+}
+
+static void record(struct atomic_thread *t, uint64_t v)
+{
+	if (t->nrecords < t->cap)
+		t->records[t->nrecords] = v;
+	t->nrecords++;
+}
+
+static void dispatch(struct atomic_run *run, const struct ibv_wc *wc)
+{
+	uint32_t owner = (uint32_t)(wc->wr_id >> 32), idx = (uint32_t)wc->wr_id;
+	struct atomic_thread *t;
+	uint64_t old;
+
+	if (owner >= ATOMIC_THREADS) {
+		run->error = -EPROTO;
+		return;
+	}
+	t = &run->t[owner];
+	t->inflight--;
+	if (wc->status != IBV_WC_SUCCESS) {
+		if (!run->error) {
+			run->error = 1;
+			run->bad_status = wc->status;
+		}
+		return;
+	}
+	memcpy(&old, run->c->buf + atomic_slot(t, idx), sizeof old);
+	if (run->opcode == RAWCLIENT_FAA) {
+		record(t, old);
+	} else if (old == t->expect_ring[idx % ATOMIC_WINDOW]) {
+		record(t, old);
+		t->successes++;
+	} else {
+		/* Lost the race: old is what the counter held then. */
+		t->next_expect = old;
+	}
+}
+
+static void *atomic_worker(void *arg)
+{
+	struct atomic_thread *t = arg;
+	struct atomic_run *run = t->run;
+	uint64_t deadline = now_ms() + ATOMIC_DEADLINE_MS;
+
+	pthread_mutex_lock(&run->lock);
+	while (!run->error) {
+		struct ibv_wc wc[16];
+		int n;
+
+		post_more(t);
+		if (run->error || (t->inflight == 0 && !wants_more(t)))
+			break;
+		n = rawclient_poll(run->c, wc, 16, 20);
+		if (n == -ETIMEDOUT) {
+			if (now_ms() >= deadline)
+				run->error = -ETIMEDOUT;
+		} else if (n < 0) {
+			run->error = n;
+		}
+		for (int i = 0; i < n; i++)
+			dispatch(run, &wc[i]);
+		/* Let the other thread post into the same QP too. */
+		pthread_mutex_unlock(&run->lock);
+		sched_yield();
+		pthread_mutex_lock(&run->lock);
+	}
+	pthread_mutex_unlock(&run->lock);
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x, y;
+
+	memcpy(&x, a, sizeof x);
+	memcpy(&y, b, sizeof y);
+	return x < y ? -1 : x > y;
+}
+
+/* True when the n values are exactly base, base + 1, ... base + n - 1. */
+static bool is_run_from(uint64_t *v, size_t n, uint64_t base, long long *bad_at)
+{
+	qsort(v, n, sizeof *v, cmp_u64);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] != base + i) {
+			*bad_at = (long long)i;
+			return false;
+		}
+	}
+	*bad_at = -1;
+	return true;
+}
+
+static int read_u64(struct rawclient *a, const struct proto_region *r, uint64_t *rdma_v,
+		    uint64_t *tcp_v)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	int rc = rdma_op(a, RAWCLIENT_READ, r->addr, r->rkey, BIG, 8, &st);
+
+	if (rc == 0 && st)
+		rc = -EIO;
+	if (rc == 0)
+		memcpy(rdma_v, a->buf + BIG, sizeof *rdma_v);
+	if (rc == 0)
+		rc = rawclient_tcp_read(a, r, 0, tcp_v, sizeof *tcp_v);
+	return rc;
+}
+
+static void atomic_round(struct suite *s, struct rawclient *a, const struct proto_region *r,
+			 enum rawclient_opcode opcode, uint64_t initial, uint32_t target)
+{
+	struct atomic_run run = {
+		.c = a, .opcode = opcode, .raddr = r->addr, .rkey = r->rkey, .target = target,
+	};
+	const char *name = opcode == RAWCLIENT_FAA ? "FAA" : "CAS";
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	size_t cap = target + ATOMIC_WINDOW, total = 0;
+	uint64_t *all = calloc(ATOMIC_THREADS * cap, sizeof *all);
+	uint64_t rdma_v = 0, tcp_v = 0, t0;
+	pthread_t tid[ATOMIC_THREADS];
+	long long bad_at = -1;
+	int rc, started = 0;
+
+	if (!all) {
+		ok(0, "%s: %s: memory for the results", s->mode, name);
+		return;
+	}
+	memcpy(a->buf + BIG, &initial, sizeof initial);
+	rc = rdma_op(a, RAWCLIENT_WRITE, r->addr, r->rkey, BIG, 8, &st);
+	if (!ok(rc == 0 && !st, "%s: %s: counter set to %#llx by RDMA WRITE (%s)", s->mode, name,
+		(unsigned long long)initial, wc_name(rc, st))) {
+		free(all);
+		return;
+	}
+	pthread_mutex_init(&run.lock, NULL);
+	for (uint32_t i = 0; i < ATOMIC_THREADS; i++) {
+		run.t[i] = (struct atomic_thread){
+			.run = &run, .index = i, .next_expect = initial,
+			.records = all + i * cap, .cap = cap,
+		};
+	}
+	t0 = now_ms();
+	for (int i = 0; i < ATOMIC_THREADS; i++) {
+		if (pthread_create(&tid[i], NULL, atomic_worker, &run.t[i]) != 0)
+			break;
+		started++;
+	}
+	for (int i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	pthread_mutex_destroy(&run.lock);
+	diag("%s: %s: %u + %u ops posted in %llu ms", s->mode, name, run.t[0].posted,
+	     run.t[1].posted, (unsigned long long)(now_ms() - t0));
+	if (!ok(started == ATOMIC_THREADS && run.error == 0, "%s: %s: two threads, %d in flight "
+		"each, every completion successful (%s)", s->mode, name, ATOMIC_WINDOW,
+		run.error == 1 ? ibv_wc_status_str(run.bad_status) :
+		run.error ? strerror(-run.error) : "ok")) {
+		free(all);
+		return;
+	}
+	/* Pack both threads' records together. */
+	for (int i = 0; i < ATOMIC_THREADS; i++) {
+		size_t n = run.t[i].nrecords < cap ? run.t[i].nrecords : cap;
+
+		memmove(all + total, run.t[i].records, n * sizeof *all);
+		total += n;
+	}
+	rc = read_u64(a, r, &rdma_v, &tcp_v);
+	if (opcode == RAWCLIENT_FAA) {
+		uint64_t want = initial + (uint64_t)ATOMIC_THREADS * target;
+
+		ok(rc == 0 && rdma_v == want && tcp_v == want, "%s: FAA: final value %#llx "
+		   "(RDMA READ), %#llx (TCP READ), want %#llx (%s)", s->mode,
+		   (unsigned long long)rdma_v, (unsigned long long)tcp_v,
+		   (unsigned long long)want, rc ? strerror(-rc) : "ok");
+		ok(total == (size_t)ATOMIC_THREADS * target && is_run_from(all, total, initial, &bad_at),
+		   "%s: FAA: the %zu old values are each value from the initial one exactly once "
+		   "(first bad at %lld)", s->mode, total, bad_at);
+	} else {
+		ok(rc == 0 && rdma_v == initial + total && tcp_v == rdma_v &&
+		   total >= (size_t)ATOMIC_THREADS * target, "%s: CAS: final value %#llx (RDMA), "
+		   "%#llx (TCP) = initial + %zu successful swaps (%s)", s->mode,
+		   (unsigned long long)rdma_v, (unsigned long long)tcp_v, total,
+		   rc ? strerror(-rc) : "ok");
+		ok(is_run_from(all, total, initial, &bad_at), "%s: CAS: every value was swapped "
+		   "exactly once (first bad at %lld; %u + %u posted)", s->mode, bad_at,
+		   run.t[0].posted, run.t[1].posted);
+	}
+	free(all);
+}
+
+static void test_atomics(struct suite *s, struct rawclient *a)
+{
+	struct proto_region r;
+	int rc = rawclient_alloc(a, 4096, &r);
+
+	if (!ok(rc == 0, "%s: alloc a region for atomics (%s)", s->mode, rc ? strerror(-rc) : "ok"))
+		return;
+	/* Carries over 32 bits, to catch a 32-bit add. */
+	atomic_round(s, a, &r, RAWCLIENT_FAA, (1ull << 32) - 1000, FAA_PER_THREAD);
+	atomic_round(s, a, &r, RAWCLIENT_CAS, (1ull << 40) - 700, CAS_PER_THREAD);
+	rawclient_free(a, &r);
+}
+
+/* ---- freed keys --------------------------------------------------------------- */
+
+/*
+ * A's own QP uses the key of a region A freed, after the range went through
+ * the quarantine and became part of client V's region.  Then fresh sessions
+ * try the other operations, and an owner uses a key right after FREE, while
+ * the range rests in the quarantine.  Leaves a's QP in the error state.
+ */
+static void test_stale(struct suite *s, struct rawclient *a)
+{
+	const size_t len = 1 * MiB;
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct proto_region r1, r2, r3;
+	struct rawclient v, a4;
+	uint64_t first8, off = 0;
+	int rc = rawclient_alloc(a, len, &r1);
+
+	if (!ok(rc == 0, "%s: A allocates 1 MiB (%s)", s->mode, rc ? strerror(-rc) : "ok"))
+		return;
+	fill_pattern(a->buf, len, 31);
+	rc = rdma_op(a, RAWCLIENT_WRITE, r1.addr, r1.rkey, 0, len, &st);
+	ok(rc == 0 && !st, "%s: A writes it by RDMA (%s)", s->mode, wc_name(rc, st));
+	rc = rawclient_free(a, &r1);
+	ok(rc == 0, "%s: A frees it (%s)", s->mode, rc ? strerror(-rc) : "ok");
+	check_drained(s, "after A's free");
+
+	rc = cover_range(s, &v, r1.addr, len, 32, &r2, &off);
+	if (!ok(rc == 0, "%s: client V's new region covers A's freed range and V writes it by "
+		"RDMA (%s)", s->mode, rc ? strerror(-rc) : "ok"))
+		return;
+
+	memset(a->buf, 0xa5, len);
+	rc = rdma_op(a, RAWCLIENT_WRITE, r1.addr, r1.rkey, 0, len, &st);
+	ok(refused(rc, st), "%s: A's RDMA WRITE with the key of its freed region completes with "
+	   "REM_ACCESS_ERR (%s)", s->mode, wc_name(rc, st));
+
+	memcpy(&first8, s->want, sizeof first8);
+	rc = probe(s, RAWCLIENT_READ, r1.addr, r1.rkey, 0, &st);
+	ok(refused(rc, st), "%s: a new session's RDMA READ with the freed key: REM_ACCESS_ERR (%s)",
+	   s->mode, wc_name(rc, st));
+	rc = probe(s, RAWCLIENT_CAS, r1.addr, r1.rkey, first8, &st);
+	ok(refused(rc, st), "%s: a new session's CAS with the freed key: REM_ACCESS_ERR (%s)",
+	   s->mode, wc_name(rc, st));
+	rc = probe(s, RAWCLIENT_FAA, r1.addr + 8, r1.rkey, 0, &st);
+	ok(refused(rc, st), "%s: a new session's FAA with the freed key: REM_ACCESS_ERR (%s)",
+	   s->mode, wc_name(rc, st));
+	check_covered(s, &v, &r2, off, len, "the stale accesses");
+	rawclient_close(&v);
+	check_drained(s, "after V, which held the whole pool, closed");
+
+	/* Right after FREE, while the range rests in the quarantine. */
+	rc = open_attached(s, &a4, SMALL_BUF);
+	if (rc == 0)
+		rc = rawclient_alloc(&a4, 64 * KiB, &r3);
+	if (rc == 0)
+		rc = rawclient_free(&a4, &r3);
+	if (rc == 0)
+		rc = rdma_op(&a4, RAWCLIENT_WRITE, r3.addr, r3.rkey, 0, PROBE_LEN, &st);
+	ok(refused(rc, st), "%s: an RDMA WRITE right after FREE, on the owner's own QP: "
+	   "REM_ACCESS_ERR (%s)", s->mode, wc_name(rc, st));
+	rawclient_close(&a4);
+}
+
+/* ---- keys of a killed client ------------------------------------------------------ */
+
+/* The child: attach, allocate, write by RDMA, tell the parent, wait to die. */
+static int child_main(int argc, char **argv)
+{
+	struct rawclient c;
+	struct proto_region r = { 0 };
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	uint8_t rec[CHILD_REC_LEN] = { 0 };
+	char *end;
+	unsigned long port, fd;
+	int rc;
+
+	if (argc != 5)
+		return 2;
+	port = strtoul(argv[3], &end, 10);
+	if (*end || port == 0 || port > 65535)
+		return 2;
+	fd = strtoul(argv[4], &end, 10);
+	if (*end || fd > 1024)
+		return 2;
+	rawclient_init(&c);
+	rc = rawclient_open(&c, argv[2], (uint16_t)port, CTL_MS);
+	if (rc == 0)
+		rc = rawclient_attach(&c, CHILD_REGION);
+	if (rc == 0)
+		rc = rawclient_alloc(&c, CHILD_REGION, &r);
+	if (rc == 0) {
+		fill_pattern(c.buf, CHILD_REGION, 41);
+		rc = rdma_op(&c, RAWCLIENT_WRITE, r.addr, r.rkey, 0, CHILD_REGION, &st);
+		if (rc == 0 && st)
+			rc = -EIO;
+	}
+	proto_put_u32(rec, (uint32_t)rc);
+	proto_put_u32(rec + 4, r.rkey);
+	proto_put_u64(rec + 8, r.id);
+	proto_put_u64(rec + 16, r.addr);
+	proto_put_u64(rec + 24, r.length);
+	if (write((int)fd, rec, sizeof rec) != (ssize_t)sizeof rec)
+		return 3;
+	for (;;)
+		pause();
+}
+
+/* Runs this program again as the child, its write end of a pipe as fd. */
+static pid_t spawn_child(struct suite *s, int *rfd)
+{
+	char port[16], fdarg[16];
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		int rc = -errno;
+
+		close(p[0]);
+		close(p[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		char *argv[6];
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[0]);
+		if (fcntl(p[1], F_SETFD, 0) < 0)
+			_exit(126);
+		snprintf(port, sizeof port, "%u", s->d.tcp_port);
+		snprintf(fdarg, sizeof fdarg, "%d", p[1]);
+		argv[0] = (char *)"test_rdma_keys";
+		argv[1] = (char *)CHILD_ARG;
+		argv[2] = (char *)s->addr;
+		argv[3] = port;
+		argv[4] = fdarg;
+		argv[5] = NULL;
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+static int read_record(int fd, uint8_t *rec, size_t len, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	size_t got = 0;
+
+	while (got < len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		uint64_t now = now_ms();
+		ssize_t n;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
+			continue;
+		n = read(fd, rec + got, len - got);
+		if (n == 0)
+			return -ECONNRESET;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0)
+			got += (size_t)n;
+	}
+	return 0;
+}
+
+static int kill_child(pid_t pid)
+{
+	int status = 0;
+
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+static void test_killed(struct suite *s)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct proto_stats stats = { { 0 } };
+	uint8_t rec[CHILD_REC_LEN];
+	uint64_t addr, length;
+	uint32_t rkey;
+	struct proto_region rv;
+	struct rawclient p, v;
+	uint64_t off = 0;
+	int rfd = -1, rc, child_rc;
+	pid_t pid;
+
+	rawclient_init(&v);
+	check_drained(s, "before the child starts");
+	pid = spawn_child(s, &rfd);
+	if (!ok(pid > 0, "%s: child client started (%s)", s->mode,
+		pid > 0 ? "ok" : strerror((int)-pid)))
+		return;
+	rc = read_record(rfd, rec, sizeof rec, 2 * CTL_MS);
+	close(rfd);
+	child_rc = rc == 0 ? (int32_t)proto_get_u32(rec) : rc;
+	rkey = proto_get_u32(rec + 4);
+	addr = proto_get_u64(rec + 16);
+	length = proto_get_u64(rec + 24);
+	if (!ok(child_rc == 0 && length == CHILD_REGION, "%s: the child attached, allocated "
+		"%llu bytes and wrote them by RDMA (%s)", s->mode, (unsigned long long)length,
+		child_rc ? strerror(-child_rc) : "ok")) {
+		kill_child(pid);
+		return;
+	}
+	rc = rawclient_stats(&s->obs, &stats);
+	ok(rc == 0 && stats.v[PROTO_STAT_USED_BYTES] >= length && stats.v[PROTO_STAT_REGIONS] == 1,
+	   "%s: STATS counts the child's region (used %llu, regions %llu)", s->mode,
+	   (unsigned long long)stats.v[PROTO_STAT_USED_BYTES],
+	   (unsigned long long)stats.v[PROTO_STAT_REGIONS]);
+	rc = kill_child(pid);
+	ok(rc == 128 + SIGKILL, "%s: the child died of SIGKILL (%d)", s->mode, rc);
+	check_drained(s, "after the child's death");
+	rc = cover_range(s, &v, addr, (size_t)length, 42, &rv, &off);
+	ok(rc == 0, "%s: client V's new region covers the dead child's range and V writes it by "
+	   "RDMA (%s)", s->mode, rc ? strerror(-rc) : "ok");
+
+	rc = open_attached(s, &p, SMALL_BUF);
+	if (rc == 0)
+		rc = rdma_op(&p, RAWCLIENT_READ, addr, rkey, 0, PROBE_LEN, &st);
+	ok(refused(rc, st), "%s: the parent's RDMA READ with the dead child's (addr, rkey): "
+	   "REM_ACCESS_ERR (%s)", s->mode, wc_name(rc, st));
+	rawclient_close(&p);
+	rc = probe(s, RAWCLIENT_WRITE, addr, rkey, 0, &st);
+	ok(refused(rc, st), "%s: an RDMA WRITE with the dead child's key: REM_ACCESS_ERR (%s)",
+	   s->mode, wc_name(rc, st));
+	if (v.fd >= 0) {
+		check_covered(s, &v, &rv, off, (size_t)length, "the dead key's probes");
+		rawclient_close(&v);
+	}
+	check_drained(s, "after the probes of the dead child's key");
+}
+
+/* ---- the key's own bounds ---------------------------------------------------------- */
+
+static void test_bounds(struct suite *s)
+{
+	static const struct {
+		const char *where;
+		int64_t delta;   /* from the region's start; INT64_MAX: its end */
+	} at[] = { { "just past the end", INT64_MAX }, { "just before the start", -8 } };
+
+	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+		enum ibv_wc_status st = IBV_WC_SUCCESS;
+		struct proto_region r;
+		struct rawclient x;
+		uint64_t addr;
+		int rc = open_attached(s, &x, SMALL_BUF);
+
+		if (rc == 0)
+			rc = rawclient_alloc(&x, 4096, &r);
+		if (rc == 0) {
+			addr = at[i].delta == INT64_MAX ? r.addr + r.length :
+			       r.addr + (uint64_t)at[i].delta;
+			rc = rdma_op(&x, RAWCLIENT_READ, addr, r.rkey, 0, 8, &st);
+		}
+		if (s->key_mode == PROTO_KEYS_WINDOW)
+			todo(refused(rc, st), "rxe (Linux 6.1) checks only the MR under a type 2 "
+			     "window", "%s: own RDMA READ of 8 bytes %s of the region is refused "
+			     "(%s)", s->mode, at[i].where, wc_name(rc, st));
+		else
+			ok(refused(rc, st), "%s: own RDMA READ of 8 bytes %s of the region is "
+			   "refused (%s)", s->mode, at[i].where, wc_name(rc, st));
+		rawclient_close(&x);
+	}
+}
+
+/* ---- sections ---------------------------------------------------------------------- */
+
+static int section_start(struct suite *s, const char *rdma_group)
+{
+	int rc = rig_start(&s->d, s->addr, rdma_group, POOL_SIZE);
+
+	if (!ok(rc == 0, "%s: rmemd starts (listen.rdma %s, rdma = { %s }) (%s)", s->mode,
+		rdma_group ? "on" : "\"\"", rdma_group ? rdma_group : "", rc ? strerror(-rc) : "ok"))
+		return rc;
+	rc = open_client(s, &s->obs);
+	if (!ok(rc == 0, "%s: a TCP session says HELLO (%s)", s->mode, rc ? strerror(-rc) : "ok")) {
+		rig_cleanup(&s->d);
+		return rc;
+	}
+	return 0;
+}
+
+static void section_end(struct suite *s)
+{
+	int rc;
+
+	check_drained(s, "at the end");
+	rawclient_close(&s->obs);
+	rc = rig_stop(&s->d);
+	ok(rc == 0, "%s: rmemd exits 0 on SIGTERM (%d)", s->mode, rc);
+	rig_cleanup(&s->d);
+}
+
+static void check_hello(struct suite *s, const struct rawclient *c, bool rdma)
+{
+	ok(c->hello.key_mode == s->key_mode, "%s: HELLO says key_mode %u (want %u)", s->mode,
+	   c->hello.key_mode, s->key_mode);
+	if (rdma)
+		ok(c->hello.rdma_port == s->d.rdma_port, "%s: HELLO says rdma_port %u (listen.rdma "
+		   "port %u)", s->mode, c->hello.rdma_port, s->d.rdma_port);
+	else
+		ok(c->hello.rdma_port == 0, "%s: HELLO says rdma_port 0 (%u)", s->mode,
+		   c->hello.rdma_port);
+}
+
+/* listen.rdma = "": no RDMA for anyone, and the TCP path unharmed by trying. */
+static void section_none(struct suite *s)
+{
+	struct proto_attach att;
+	struct bogus b;
+	struct rawclient x;
+	struct proto_region r;
+	uint8_t data[4096];
+	uint16_t port;
+	int rc;
+
+	s->mode = "none";
+	s->key_mode = PROTO_KEYS_NONE;
+	if (section_start(s, NULL) < 0)
+		return;
+	check_hello(s, &s->obs, false);
+	rc = rawclient_attach(&s->obs, 4096);
+	ok(rc == -EOPNOTSUPP, "%s: rawclient does not attach when rdma_port is 0 (%s)", s->mode,
+	   strerror(-rc));
+
+	/* Nothing listens for rdma_cm: the connect request is refused. */
+	port = s->d.tcp_port;
+	att.session_id = s->obs.hello.session_id;
+	att.attach_token = s->obs.hello.attach_token;
+	b.len = (uint8_t)proto_attach_encode(b.data, &att);
+	rawclient_init(&x);
+	x.timeout_ms = CTL_MS;
+	rc = rawclient_connect_rdma(&x, s->addr, port, b.data, b.len, 4096);
+	ok(rc == -ECONNREFUSED || rc == -EHOSTUNREACH, "%s: rdma_connect to %s:%u, where nothing "
+	   "listens, fails (%s; CM event %s, status %d)", s->mode, s->addr, port,
+	   rc ? strerror(-rc) : "connected", rdma_event_str(x.last_event), x.last_event_status);
+	if (s->dev)
+		ok(strcmp(x.dev_name, s->dev) == 0, "%s: rdma_cm resolved %s to device %s (want %s)",
+		   s->mode, s->addr, x.dev_name[0] ? x.dev_name : "(none)", s->dev);
+	rawclient_close(&x);
+
+	fill_pattern(data, sizeof data, 1);
+	rc = rawclient_alloc(&s->obs, sizeof data, &r);
+	if (rc == 0)
+		rc = rawclient_tcp_write(&s->obs, &r, 0, data, sizeof data);
+	if (rc == 0)
+		rc = rawclient_tcp_read(&s->obs, &r, 0, s->got, sizeof data);
+	ok(rc == 0 && memcmp(s->got, data, sizeof data) == 0, "%s: the session still allocates, "
+	   "writes and reads over TCP (%s)", s->mode, rc ? strerror(-rc) : "ok");
+	if (rc == 0)
+		rawclient_free(&s->obs, &r);
+	section_end(s);
+}
+
+/* keys = "auto" on rxe: region-mr, and the keys hold. */
+static void section_auto(struct suite *s)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct proto_region r;
+	struct rawclient a;
+	int rc;
+
+	s->mode = "auto";
+	s->key_mode = PROTO_KEYS_REGION_MR;
+	if (section_start(s, "keys = \"auto\";") < 0)
+		return;
+	check_hello(s, &s->obs, true);
+	rc = open_attached(s, &a, SMALL_BUF);
+	if (ok(rc == 0, "%s: a session attaches (%s)", s->mode, rc ? strerror(-rc) : "ok")) {
+		ok(small_roundtrip(s, &a, 51), "%s: own RDMA WRITE and READ of 4 KiB", s->mode);
+		rc = rawclient_alloc(&a, 4096, &r);
+		if (rc == 0)
+			rc = probe(s, RAWCLIENT_READ, r.addr, r.rkey, 0, &st);
+		ok(refused(rc, st), "%s: another session's RDMA READ with this key: REM_ACCESS_ERR "
+		   "(%s)", s->mode, wc_name(rc, st));
+		rawclient_close(&a);
+	}
+	section_end(s);
+}
+
+static void section_full(struct suite *s, const char *mode, uint8_t key_mode)
+{
+	static const uint64_t sizes[] = { 1, 4096, 8 * MiB + 1, BIG };
+	char group[64];
+	struct rawclient a;
+	int rc;
+
+	s->mode = mode;
+	s->key_mode = key_mode;
+	snprintf(group, sizeof group, "keys = \"%s\";", mode);
+	if (section_start(s, group) < 0)
+		return;
+	check_hello(s, &s->obs, true);
+
+	rc = open_client(s, &a);
+	if (ok(rc == 0, "%s: client A says HELLO (%s)", mode, rc ? strerror(-rc) : "ok") &&
+	    test_attach(s, &a) == 0) {
+		for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+			test_roundtrip(s, &a, sizes[i], 100 + i);
+		test_foreign(s, &a);
+		test_atomics(s, &a);
+		test_stale(s, &a);
+	}
+	rawclient_close(&a);
+	test_killed(s);
+	test_bounds(s);
+	section_end(s);
+}
+
+int main(int argc, char **argv)
+{
+	struct suite s = { 0 };
+	const char *only = argc >= 2 ? argv[1] : NULL;
+
+	if (argc >= 2 && strcmp(argv[1], CHILD_ARG) == 0)
+		return child_main(argc, argv);
+	signal(SIGPIPE, SIG_IGN);
+	s.addr = getenv("RMEM_VM_RDMA_ADDR");
+	if (!s.addr || !*s.addr)
+		tap_skip_all("RMEM_VM_RDMA_ADDR is not set: runs in the Soft-RoCE VM "
+			     "(make check-rdma)");
+	s.dev = getenv("RMEM_VM_RDMA_DEV");
+	if (s.dev && !*s.dev)
+		s.dev = NULL;
+	s.want = malloc(BIG);
+	s.got = malloc(BIG);
+	if (!s.want || !s.got)
+		tap_skip_all("no memory for the test buffers");
+	if (!only || !strcmp(only, "none"))
+		section_none(&s);
+	if (!only || !strcmp(only, "region-mr"))
+		section_full(&s, "region-mr", PROTO_KEYS_REGION_MR);
+	if (!only || !strcmp(only, "window"))
+		section_full(&s, "window", PROTO_KEYS_WINDOW);
+	if (!only || !strcmp(only, "auto"))
+		section_auto(&s);
+	free(s.want);
+	free(s.got);
+	return tap_done();
+}
