@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "endpoint.h"
+#include "rdma.h"
 #include "tcp.h"
 
 /* True when a caller's struct of opts_size bytes contains field. */
@@ -83,24 +84,41 @@ static int read_opts(const struct rmem_opts *o, struct connect_params *p)
 }
 
 /*
- * Which path serves this endpoint with this transport choice.  There is no
- * RDMA path in this build: asking for it is -ENOTSUP, never a quiet TCP
- * fallback.  Contradictions (transport "tcp" with rdma://, "rdma" with
- * tcp:// or unix:) are -EINVAL.
+ * Which data path serves this endpoint with this transport choice: the
+ * choice is narrowed to what the connect must do.  rdma:// or transport
+ * "rdma" require RDMA: without an RDMA device here that is -ENOTSUP at once,
+ * never a quiet TCP fallback.  "auto" on HOST:PORT tries RDMA when this
+ * machine has a device and the daemon offers it.  Contradictions (transport
+ * "tcp" with rdma://, "rdma" with tcp:// or unix:) are -EINVAL.
  */
-static int check_path(const struct endpoint *ep, enum transport_choice choice)
+static int check_path(const struct endpoint *ep, enum transport_choice *choice)
 {
 	switch (ep->kind) {
 	case ENDPOINT_RDMA:
-		return choice == CHOICE_TCP ? -EINVAL : -ENOTSUP;
+		if (*choice == CHOICE_TCP)
+			return -EINVAL;
+		*choice = CHOICE_RDMA;
+		break;
 	case ENDPOINT_TCP:
-		if (choice != CHOICE_RDMA)
-			return 0;
-		return ep->explicit_scheme ? -EINVAL : -ENOTSUP;
+		if (ep->explicit_scheme && *choice == CHOICE_RDMA)
+			return -EINVAL;
+		if (ep->explicit_scheme)
+			*choice = CHOICE_TCP;
+		break;
 	case ENDPOINT_UNIX:
-		return choice == CHOICE_RDMA ? -EINVAL : 0;
+		if (*choice == CHOICE_RDMA)
+			return -EINVAL;
+		*choice = CHOICE_TCP;
+		break;
 	}
-	return -EINVAL;
+	if (*choice == CHOICE_TCP)
+		return 0;
+	if (!rdma_have_device()) {
+		if (*choice == CHOICE_RDMA)
+			return -ENOTSUP;
+		*choice = CHOICE_TCP;
+	}
+	return 0;
 }
 
 /* ---- the client's lock ------------------------------------------------------ */
@@ -149,7 +167,13 @@ void client_unlock(struct rmem_client *c)
 
 /* ---- session --------------------------------------------------------------- */
 
-static int say_hello(struct rmem_client *c)
+/* What the HELLO reply says about RDMA. */
+struct hello_rdma {
+	uint64_t token;
+	uint16_t port;   /* 0: the daemon serves no RDMA */
+};
+
+static int say_hello(struct rmem_client *c, struct hello_rdma *hr)
 {
 	struct proto_hello_req req = {
 		.client_version = PROTO_VERSION,
@@ -171,6 +195,8 @@ static int say_hello(struct rmem_client *c)
 	if (rep.max_io == 0)
 		return eng_fail(c, -EPROTO);
 	c->session_id = rep.session_id;
+	hr->token = rep.attach_token;
+	hr->port = rep.key_mode == PROTO_KEYS_NONE ? 0 : rep.rdma_port;
 	c->max_io = rep.max_io < PROTO_MAX_IO ? rep.max_io : PROTO_MAX_IO;
 	return 0;
 }
@@ -192,8 +218,30 @@ static int open_stream(struct rmem_client *c, const struct endpoint *ep)
 	return 0;
 }
 
+/*
+ * Attaches the RDMA data path when the choice asks for it.  "rdma" fails
+ * when it cannot be had; "auto" stays on TCP then (the daemon keeps a
+ * session whose attach failed as it was).
+ */
+static int open_rdma(struct rmem_client *c, const struct endpoint *ep,
+		     enum transport_choice choice, const struct hello_rdma *hr)
+{
+	int err;
+
+	if (choice == CHOICE_TCP)
+		return 0;
+	if (hr->port == 0)
+		return choice == CHOICE_RDMA ? -ENOTSUP : 0;
+	err = rdma_attach(c, ep->host, hr->port, hr->token);
+	if (err)
+		return choice == CHOICE_RDMA ? err : 0;
+	c->transport = "rdma";
+	return 0;
+}
+
 int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **out)
 {
+	struct hello_rdma hr = { 0 };
 	struct connect_params params;
 	struct endpoint ep;
 	struct rmem_client *c;
@@ -208,7 +256,7 @@ int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **
 	err = endpoint_parse(endpoint, &ep);
 	if (err)
 		return err;
-	err = check_path(&ep, params.choice);
+	err = check_path(&ep, &params.choice);
 	if (err)
 		return err;
 
@@ -227,7 +275,9 @@ int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **
 	err = open_stream(c, &ep);
 	if (err)
 		goto fail;
-	err = say_hello(c);
+	err = say_hello(c, &hr);
+	if (!err)
+		err = open_rdma(c, &ep, params.choice, &hr);
 	if (err)
 		goto fail;
 	*out = c;
@@ -242,7 +292,9 @@ void rmem_close(rmem_client *c)
 	if (!c)
 		return;
 	/* Posted operations still in flight are dropped: the library forgets
-	 * their buffers here, and never touches them again. */
+	 * their buffers here, and never touches them again.  The queue pair
+	 * goes first: once it is destroyed, no DMA reaches those buffers. */
+	rdma_detach(c);
 	eng_release(c);
 	if (c->fd >= 0)
 		close(c->fd);

@@ -2,9 +2,10 @@
  * client.h - librmem internals: the session behind the opaque rmem_client,
  * and the request engine (engine.c) that every call goes through.
  *
- * Only the stream path (TCP, Unix socket) exists in this build.  The RDMA
- * path will add its own connection state here and take over READ/WRITE data
- * movement and atomics; control requests keep using the framed protocol.
+ * Control requests always travel on the stream (TCP, Unix socket).  On an
+ * RDMA client (c->rdma set, rdma.c) reads, writes and atomics go on its
+ * queue pair instead; posted operations share struct eng_op and the
+ * completion queue below either way.
  *
  * Locking: every public call that touches a client holds c->lock from start
  * to end (client_lock/client_unlock), including its waits on the socket.  So
@@ -89,6 +90,8 @@ struct client_lock {
 	uint32_t waiting;
 };
 
+struct rdma_conn;
+
 struct rmem_client {
 	struct client_lock lock;
 	int fd;
@@ -96,7 +99,8 @@ struct rmem_client {
 	/* Set when the stream state is unknown (timeout, garbage, EOF): every
 	 * later call fails with -ECONNRESET without touching the socket. */
 	bool broken;
-	const char *transport;   /* static string: "tcp" or "unix" */
+	const char *transport;   /* static string: "tcp", "unix" or "rdma" */
+	struct rdma_conn *rdma;  /* the RDMA data path (rdma.c), or NULL */
 	uint64_t next_req_id;
 	uint64_t session_id;
 	uint32_t max_io;         /* min(daemon's max_io, PROTO_MAX_IO), > 0 */
@@ -148,6 +152,10 @@ int eng_fail(struct rmem_client *c, int err);
  */
 int eng_send(struct rmem_client *c, struct eng_op *op, uint16_t opcode, const void *fixed,
 	     size_t fixed_len, const void *data, uint32_t data_len, void *dst, uint32_t read_len);
+
+/* One frame (or RDMA work request) of op has ended with status: op keeps
+ * the first error, and ends once sealed and every frame has ended. */
+void eng_op_part_done(struct rmem_client *c, struct eng_op *op, int status);
 
 /* Seals op: no more frames.  An async op whose frames are all answered
  * completes now. */

@@ -123,7 +123,7 @@ static void op_finish(struct rmem_client *c, struct eng_op *op)
 	free(op);
 }
 
-static void op_frame_done(struct rmem_client *c, struct eng_op *op, int status)
+void eng_op_part_done(struct rmem_client *c, struct eng_op *op, int status)
 {
 	if (status && !op->status)
 		op->status = status;
@@ -148,7 +148,7 @@ static void frame_done(struct rmem_client *c, int status)
 	c->fifo_head = (c->fifo_head + 1) & FIFO_MASK;
 	c->fifo_count--;
 	expect_header(c);
-	op_frame_done(c, op, status);
+	eng_op_part_done(c, op, status);
 }
 
 int eng_fail(struct rmem_client *c, int err)

@@ -4,7 +4,8 @@
  *
  * A synchronous transfer is a posted one that its caller waits for: both
  * split into chunks of c->max_io and go through the engine (engine.c), so
- * there is one code path.  After a chunk is refused no further chunk of that
+ * there is one code path.  On an RDMA client the chunks are work requests
+ * on its queue pair instead (rdma.c), and atomics are NIC atomics.  After a chunk is refused no further chunk of that
  * operation is sent; the replies to those already sent are still handled,
  * and the operation ends with the first error.
  */
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 
 #include "client.h"
+#include "rdma.h"
 
 struct io_job {
 	uint16_t opcode;  /* PROTO_OP_READ or PROTO_OP_WRITE */
@@ -64,6 +66,33 @@ static int io_submit(struct rmem_client *c, struct eng_op *op, const struct io_j
 	return 0;
 }
 
+/* The job's requests for op, on the client's data path.  On RDMA, len 0
+ * moves nothing and there is nothing to ask the NIC. */
+static int submit(struct rmem_client *c, struct eng_op *op, const struct io_job *job)
+{
+	bool write = job->opcode == PROTO_OP_WRITE;
+	struct io_job rest = *job;
+	size_t done = 0;
+	int err;
+
+	if (!rdma_carries_data(c))
+		return io_submit(c, op, job);
+	err = rdma_io(c, op, write, job->r, job->off,
+		      write ? (void *)job->src : (void *)job->dst, job->len, &done);
+	if (err != RDMA_RETRY_TCP)
+		return err;
+	/* The queue pair failed meanwhile: the rest goes on the stream. */
+	if (done == job->len && job->len > 0)
+		return 0;
+	rest.off += done;
+	rest.len -= done;
+	if (write)
+		rest.src += done;
+	else
+		rest.dst += done;
+	return io_submit(c, op, &rest);
+}
+
 static int io_sync(struct rmem_client *c, const struct io_job *job)
 {
 	struct eng_op op = { .async = false };
@@ -71,12 +100,12 @@ static int io_sync(struct rmem_client *c, const struct io_job *job)
 
 	if (c->broken)
 		return -ECONNRESET;
-	err = io_submit(c, &op, job);
+	err = submit(c, &op, job);
 	eng_seal(c, &op);
 	if (op.sent == 0)
-		return err;
+		return err ? err : op.status;
 	/* After a failed send the engine has ended op with the cause. */
-	return eng_wait_op(c, &op);
+	return rdma_carries_data(c) ? rdma_wait_op(c, &op) : eng_wait_op(c, &op);
 }
 
 static int io_post(struct rmem_client *c, const struct io_job *job, uint64_t cookie)
@@ -96,8 +125,9 @@ static int io_post(struct rmem_client *c, const struct io_job *job, uint64_t coo
 	op->async = true;
 	op->cookie = cookie;
 	c->async_ops++;
-	err = io_submit(c, op, job);
-	if (op->sent == 0) {
+	err = submit(c, op, job);
+	/* (An RDMA transfer of 0 bytes sends nothing and completes at once.) */
+	if (op->sent == 0 && (err || !rdma_carries_data(c))) {
 		/* Nothing went out: the caller hears of it here, not later. */
 		c->async_ops--;
 		free(op);
@@ -169,7 +199,9 @@ int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_
 		return -EINVAL;
 	client_lock(c);
 	/* Queued completions need no waiting; still take what has arrived. */
-	if (!c->broken && c->fifo_count > 0 && c->cq.count < (uint32_t)max)
+	if (!c->broken && rdma_busy(c) && c->cq.count < (uint32_t)max)
+		err = rdma_progress(c, c->cq.count ? 0 : timeout_ms);
+	else if (!c->broken && c->fifo_count > 0 && c->cq.count < (uint32_t)max)
 		err = eng_progress(c, c->cq.count ? 0 : timeout_ms);
 	n = eng_cq_take(c, out, max);
 	if (n == 0 && c->broken)
@@ -220,7 +252,15 @@ static int atomic_run(rmem_client *c, uint16_t opcode, const struct rmem_region 
 		.desired = desired,
 	};
 	client_lock(c);
-	err = atomic_locked(c, opcode, &req, old);
+	if (c->broken)
+		err = -ECONNRESET;
+	else if (rdma_carries_data(c))
+		err = rdma_atomic(c, opcode == PROTO_OP_CAS, r, off, operand, desired, old);
+	else
+		err = atomic_locked(c, opcode, &req, old);
+	/* Not done: the data path has just moved to TCP. */
+	if (err == RDMA_RETRY_TCP)
+		err = atomic_locked(c, opcode, &req, old);
 	client_unlock(c);
 	return err;
 }

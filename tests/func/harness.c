@@ -66,16 +66,42 @@ const char *harness_build_dir(void)
 
 /* ---- the daemon ------------------------------------------------------------ */
 
+/* The address the daemon listens on: $RMEM_TEST_HOST (an IPv4 address, e.g.
+ * the test VM's RDMA address) or the loopback. */
+static const char *test_host(void)
+{
+	const char *h = getenv("RMEM_TEST_HOST");
+
+	return h && *h ? h : "127.0.0.1";
+}
+
+/* With RMEM_TEST_RDMA=1 the daemon also listens for RDMA attaches on
+ * test_host() at a port of its own; else listen.rdma is off. */
+static void rdma_listen(char *out, size_t len)
+{
+	const char *r = getenv("RMEM_TEST_RDMA");
+	uint16_t port;
+
+	out[0] = '\0';
+	if (!r || strcmp(r, "1") != 0)
+		return;
+	port = free_tcp_port();
+	if (port)
+		snprintf(out, len, "%s:%u", test_host(), port);
+}
+
 static int write_config(const struct rmemd *d, const char *pool_size, const char *extra)
 {
 	FILE *f = fopen(d->conf_path, "w");
+	char rdma[64];
 	int rc = 0;
 
 	if (!f)
 		return -errno;
+	rdma_listen(rdma, sizeof rdma);
 	fprintf(f, "# written by tests/func/harness.c\n");
-	fprintf(f, "listen = { tcp = \"127.0.0.1:%u\"; rdma = \"\"; admin = \"%s\"; };\n",
-		d->port, d->admin_path);
+	fprintf(f, "listen = { tcp = \"%s:%u\"; rdma = \"%s\"; admin = \"%s\"; };\n",
+		test_host(), d->port, rdma, d->admin_path);
 	fprintf(f, "pools = ( { name = \"default\"; size = \"%s\"; hugepages = \"off\"; "
 		"alignment = 64; } );\n", pool_size);
 	fprintf(f, "limits = { max_clients = 64; lease_timeout_ms = 10000; };\n");
@@ -234,7 +260,7 @@ static int try_start(struct rmemd *d, const char *pool_size, const char *extra)
 	d->port = free_tcp_port();
 	if (!d->port)
 		return -EADDRNOTAVAIL;
-	snprintf(d->tcp_ep, sizeof d->tcp_ep, "127.0.0.1:%u", d->port);
+	snprintf(d->tcp_ep, sizeof d->tcp_ep, "%s:%u", test_host(), d->port);
 	rc = write_config(d, pool_size, extra);
 	if (rc < 0)
 		return rc;

@@ -34,7 +34,7 @@ struct rmemd {
 	char log_path[128];       /* the daemon's stdout and stderr */
 	char admin_path[128];     /* the Unix admin socket */
 	char notify_path[128];    /* our NOTIFY_SOCKET */
-	char tcp_ep[32];          /* "127.0.0.1:PORT" */
+	char tcp_ep[32];          /* "127.0.0.1:PORT" ($RMEM_TEST_HOST instead of 127.0.0.1) */
 	char unix_ep[136];        /* "unix:" admin_path */
 	uint16_t port;
 	int notify_fd;
@@ -51,6 +51,9 @@ const char *harness_build_dir(void);
  * $RMEM_BUILD/rmemd -c on it and waits up to 30 s for READY=1 on a private
  * NOTIFY_SOCKET.  Returns 0, or a negative errno (the daemon's log tail is
  * printed and everything is cleaned up).
+ * Environment: RMEM_TEST_HOST (an IPv4 address) replaces 127.0.0.1 in
+ * listen.tcp; RMEM_TEST_RDMA=1 sets listen.rdma to RMEM_TEST_HOST:a free port
+ * (else listen.rdma is "").
  */
 int rmemd_start(struct rmemd *d, const char *pool_size, const char *extra);
 

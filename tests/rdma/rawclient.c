@@ -349,8 +349,8 @@ int rawclient_tcp_read(struct rawclient *c, const struct proto_region *r, uint64
 		struct proto_hdr h;
 		uint64_t req_id;
 		int status = 0;
-		int rc = ctl_send(c, PROTO_OP_READ, fixed,
-				  proto_io_req_encode(fixed, PROTO_OP_READ, &req), NULL, 0, &req_id);
+		size_t fixed_len = proto_io_req_encode(fixed, PROTO_OP_READ, &req);
+		int rc = ctl_send(c, PROTO_OP_READ, fixed, fixed_len, NULL, 0, &req_id);
 
 		if (rc == 0)
 			rc = ctl_recv_hdr(c, PROTO_OP_READ, req_id, &h, deadline);
@@ -563,6 +563,13 @@ int rawclient_attach(struct rawclient *c, size_t buf_len)
 		return -EOPNOTSUPP;
 	return rawclient_connect_rdma(c, c->host, c->hello.rdma_port, pd,
 				      (uint8_t)proto_attach_encode(pd, &a), buf_len);
+}
+
+int rawclient_wait_cm_event(struct rawclient *c, enum rdma_cm_event_type want, int timeout_ms)
+{
+	if (!c->cm_channel)
+		return -ENOTCONN;
+	return cm_wait(c, want, timeout_ms);
 }
 
 void rawclient_detach(struct rawclient *c)

@@ -94,6 +94,9 @@ int rawclient_connect_rdma(struct rawclient *c, const char *host, uint16_t rdma_
 /* rawclient_connect_rdma() with this session's (session_id, attach_token)
  * to hello.rdma_port; -EOPNOTSUPP without trying when rdma_port is 0. */
 int rawclient_attach(struct rawclient *c, size_t buf_len);
+/* Waits for the next rdma_cm event of the connected client: 0 when it is
+ * want, else what it means (as above), -ETIMEDOUT when none came. */
+int rawclient_wait_cm_event(struct rawclient *c, enum rdma_cm_event_type want, int timeout_ms);
 /* Disconnects and releases every RDMA resource.  Idempotent. */
 void rawclient_detach(struct rawclient *c);
 /* rawclient_detach() and closes the control stream.  Idempotent. */
