@@ -404,6 +404,7 @@ static int stats_locked(struct rmem_client *c, struct rmem_stats *out)
 		.peak_used = st.v[PROTO_STAT_PEAK_USED],
 		.allocs = st.v[PROTO_STAT_ALLOCS],
 		.frees = st.v[PROTO_STAT_FREES],
+		.key_mode = st.v[PROTO_STAT_KEY_MODE],
 	};
 	return 0;
 }

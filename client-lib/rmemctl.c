@@ -250,7 +250,19 @@ static const struct stat_row {
 	{ "peak_used", offsetof(struct rmem_stats, peak_used), true },
 	{ "allocs", offsetof(struct rmem_stats, allocs), false },
 	{ "frees", offsetof(struct rmem_stats, frees), false },
+	{ "key_mode", offsetof(struct rmem_stats, key_mode), false },
 };
+
+/* The words for rmem_stats.key_mode, as rmemd.conf(5) spells the modes. */
+static const char *key_mode_name(uint64_t mode)
+{
+	switch (mode) {
+	case 0: return "none: no RDMA, TCP keys";
+	case 1: return "window";
+	case 2: return "region-mr";
+	default: return "unknown";
+	}
+}
 #define NSTAT_ROWS (sizeof(stat_rows) / sizeof(stat_rows[0]))
 
 static uint64_t stat_value(const struct rmem_stats *st, const struct stat_row *row)
@@ -288,6 +300,8 @@ static int cmd_stats(struct ctl *ctl)
 			format_size(human, sizeof(human), value);
 			printf(" (%s)", human);
 		}
+		if (stat_rows[i].offset == offsetof(struct rmem_stats, key_mode))
+			printf(" (%s)", key_mode_name(value));
 		printf("\n");
 	}
 	return 0;

@@ -166,6 +166,7 @@ static int do_stats(struct conn *c, const struct proto_hdr *h, const uint8_t *p,
 	st.v[PROTO_STAT_PEAK_USED] = srv->peak_used;
 	st.v[PROTO_STAT_ALLOCS] = srv->allocs;
 	st.v[PROTO_STAT_FREES] = srv->frees;
+	st.v[PROTO_STAT_KEY_MODE] = rdma_key_mode(srv->rdma);
 	conn_reply(c, h, out, proto_stats_rep_encode(out, &st));
 	return 0;
 }

@@ -161,6 +161,10 @@ struct rmem_stats {
 	uint64_t peak_used;    /* highest used_bytes since start */
 	uint64_t allocs;       /* successful allocations since start */
 	uint64_t frees;        /* regions returned since start (any cause) */
+	uint64_t key_mode;     /* how the daemon keys regions on RDMA: 0 no RDMA (the
+				  TCP path's random keys), 1 type 2 memory windows bound
+				  on the client's queue pair, 2 one MR per region in the
+				  client's own protection domain */
 };
 
 /* Errors: -EINVAL (NULL) and the connection errors. */
