@@ -73,7 +73,11 @@ FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
 RDMA_TESTS := test_rdma_keys
 # librmem over real verbs: built like the functional tests, run in the VM too.
 RDMA_LIB_TESTS := test_rdma_lib
-RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%)
+# The functional suite once more with its network endpoint over RDMA: each
+# tests/func/rdma/test_X runs $(B)/tests/test_X with RMEM_TEST_TRANSPORT=rdma.
+RDMA_FUNC_TESTS := $(FUNC_TESTS:%=tests/func/rdma/%)
+RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) \
+	$(RDMA_FUNC_TESTS)
 RDMA_HELPERS := tests/rdma/rawclient.c tests/rdma/rig.c $(PROTO_SRC)
 RDMA_HEADERS := tests/rdma/rawclient.h tests/rdma/rig.h client-lib/proto.h tests/tap.h
 

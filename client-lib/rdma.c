@@ -4,9 +4,14 @@
  *
  * One send queue, one completion queue, one slot per send queue entry.  A
  * slot holds everything needed to issue its request again, because a request
- * flushed by another one's error is sent again, over TCP (see rdma.h).
- * Slots form a ring in posting order; a slot is freed once it and every slot
- * before it are done.
+ * flushed by another one's error is posted again on the queue pair of the
+ * re-attach, or sent over TCP when the re-attach fails (see rdma.h).  Slots
+ * form a ring in posting order; a slot is freed once it and every slot before
+ * it are done.
+ *
+ * What a re-attach replaces is only the rdma_cm id, its event channel and its
+ * queue pair: the protection domain, completion queue, bounce slots and
+ * registration cache stay, so the slots' lkeys stay valid.
  */
 #include "rdma.h"
 
@@ -73,8 +78,13 @@ struct rdma_conn {
 	struct rdma_slot slot[SQ_DEPTH];
 	uint32_t head, count;         /* the ring, in posting order */
 	uint32_t posted;              /* SLOT_POSTED slots */
-	bool qp_error;                /* degrade once nothing is posted */
+	bool qp_error;                /* recover once nothing is posted */
 	int64_t last_progress_ms;
+	/* What a re-attach needs: the same target, session and token. */
+	char *host;
+	uint16_t port;
+	uint64_t session_id, token;
+	uint8_t depth;                /* initiator depth of the connect */
 };
 
 static int64_t mono_ms(void)
@@ -174,7 +184,8 @@ static int resolve(struct rdma_conn *rc, const char *host, uint16_t port, int64_
 	return cm_expect(rc, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline);
 }
 
-static int make_queues(struct rdma_conn *rc)
+/* The queue pair on rc->id, over the PD and CQ that make_queues() made. */
+static int make_qp(struct rdma_conn *rc)
 {
 	struct ibv_qp_init_attr qa = {
 		.qp_type = IBV_QPT_RC,
@@ -187,6 +198,23 @@ static int make_queues(struct rdma_conn *rc)
 			.max_inline_data = INLINE_WANT,
 		},
 	};
+
+	qa.send_cq = qa.recv_cq = rc->cq;
+	if (rdma_create_qp(rc->id, rc->pd, &qa)) {
+		/* Some devices take no inline data at all. */
+		qa.cap.max_inline_data = 0;
+		if (rdma_create_qp(rc->id, rc->pd, &qa))
+			return -errno ? -errno : -ENOMEM;
+	}
+	rc->qp_made = true;
+	rc->max_inline = qa.cap.max_inline_data;
+	return 0;
+}
+
+/* What outlives a re-attach: PD, completion channel and queue, bounce slots,
+ * the registration cache; then the first queue pair. */
+static int make_queues(struct rdma_conn *rc)
+{
 	struct ibv_context *ctx = rc->id->verbs;
 	size_t bounce_len = (size_t)SQ_DEPTH * RDMA_BOUNCE_MAX;
 
@@ -205,17 +233,8 @@ static int make_queues(struct rdma_conn *rc)
 	rc->bounce_mr = ibv_reg_mr(rc->pd, rc->bounce, bounce_len, IBV_ACCESS_LOCAL_WRITE);
 	if (!rc->bounce_mr)
 		return -ENOMEM;
-	qa.send_cq = qa.recv_cq = rc->cq;
-	if (rdma_create_qp(rc->id, rc->pd, &qa)) {
-		/* Some devices take no inline data at all. */
-		qa.cap.max_inline_data = 0;
-		if (rdma_create_qp(rc->id, rc->pd, &qa))
-			return -errno ? -errno : -ENOMEM;
-	}
-	rc->qp_made = true;
-	rc->max_inline = qa.cap.max_inline_data;
 	regcache_init(&rc->cache, rc->pd);
-	return 0;
+	return make_qp(rc);
 }
 
 /* The figures of the device and port that size the transfers. */
@@ -240,15 +259,14 @@ static int read_limits(struct rdma_conn *rc, uint8_t *depth)
 	return 0;
 }
 
-static int connect_qp(struct rdma_conn *rc, uint64_t session_id, uint64_t token, uint8_t depth,
-		      int64_t deadline)
+static int connect_qp(struct rdma_conn *rc, int64_t deadline)
 {
-	struct proto_attach at = { .session_id = session_id, .attach_token = token };
+	struct proto_attach at = { .session_id = rc->session_id, .attach_token = rc->token };
 	uint8_t pdata[PROTO_ATTACH_LEN];
 	struct rdma_conn_param cp = {
 		.private_data = pdata,
 		.private_data_len = (uint8_t)proto_attach_encode(pdata, &at),
-		.initiator_depth = depth,
+		.initiator_depth = rc->depth,
 		.responder_resources = 0,   /* nobody reads from us */
 		.retry_count = 7,
 		.rnr_retry_count = 7,
@@ -268,12 +286,19 @@ int rdma_attach(struct rmem_client *c, const char *host, uint16_t port, uint64_t
 {
 	int64_t deadline = deadline_after(c->timeout_ms);
 	struct rdma_conn *rc = calloc(1, sizeof(*rc));
-	uint8_t depth = 0;
 	int err;
 
 	if (!rc)
 		return -ENOMEM;
 	c->rdma = rc;
+	rc->host = strdup(host);
+	if (!rc->host) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	rc->port = port;
+	rc->session_id = c->session_id;
+	rc->token = token;
 	rc->cm_ch = rdma_create_event_channel();
 	if (!rc->cm_ch) {
 		err = errno == ENODEV || errno == ENOENT ? -ENOTSUP : -errno;
@@ -285,11 +310,11 @@ int rdma_attach(struct rmem_client *c, const char *host, uint16_t port, uint64_t
 	}
 	err = resolve(rc, host, port, deadline);
 	if (!err)
-		err = read_limits(rc, &depth);
+		err = read_limits(rc, &rc->depth);
 	if (!err)
 		err = make_queues(rc);
 	if (!err)
-		err = connect_qp(rc, c->session_id, token, depth, deadline);
+		err = connect_qp(rc, deadline);
 	if (err)
 		goto fail;
 	rc->last_progress_ms = mono_ms();
@@ -337,7 +362,70 @@ void rdma_detach(struct rmem_client *c)
 		rdma_destroy_id(rc->id);
 	if (rc->cm_ch)
 		rdma_destroy_event_channel(rc->cm_ch);
+	free(rc->host);
 	free(rc);
+}
+
+/*
+ * Replaces the broken queue pair: a new rdma_cm id on a new event channel,
+ * a new queue pair over the same PD and CQ, and an attach with the same
+ * session and token, which the daemon takes as a re-attach (it replaces its
+ * own queue pair, keeping every key).  The old id is destroyed only after
+ * the new one is established: the daemon destroys its side of the old
+ * connection when it accepts, so our disconnect of it reaches nothing, and
+ * the DISCONNECTED that the daemon's destroy sends us sits unread on the old
+ * channel, which goes too.  Nothing may be posted.  On failure the old id
+ * (without a queue pair) is kept until rmem_close().
+ */
+static int reattach(struct rmem_client *c)
+{
+	struct rdma_conn *rc = c->rdma;
+	struct rdma_event_channel *old_ch = rc->cm_ch;
+	struct rdma_cm_id *old_id = rc->id;
+	int64_t deadline = deadline_after(c->timeout_ms);
+	int err;
+
+	if (rc->qp_made)
+		rdma_destroy_qp(old_id);
+	rc->qp_made = false;
+	rc->connected = false;
+	rc->id = NULL;
+	rc->cm_ch = rdma_create_event_channel();
+	if (!rc->cm_ch) {
+		err = -errno;
+		goto fail;
+	}
+	if (rdma_create_id(rc->cm_ch, &rc->id, NULL, RDMA_PS_TCP)) {
+		rc->id = NULL;
+		err = -errno;
+		goto fail;
+	}
+	err = resolve(rc, rc->host, rc->port, deadline);
+	/* The PD, CQ and registrations belong to the old id's device. */
+	if (!err && rc->id->verbs != old_id->verbs)
+		err = -ENODEV;
+	if (!err)
+		err = make_qp(rc);
+	if (!err)
+		err = connect_qp(rc, deadline);
+	if (err)
+		goto fail;
+	rdma_destroy_id(old_id);
+	rdma_destroy_event_channel(old_ch);
+	rc->last_progress_ms = mono_ms();
+	return 0;
+fail:
+	if (rc->qp_made)
+		rdma_destroy_qp(rc->id);
+	if (rc->id)
+		rdma_destroy_id(rc->id);
+	if (rc->cm_ch)
+		rdma_destroy_event_channel(rc->cm_ch);
+	rc->qp_made = false;
+	rc->id = old_id;
+	rc->cm_ch = old_ch;
+	rc->connected = true;
+	return err;
 }
 
 /* ---- posting --------------------------------------------------------------------- */
@@ -431,20 +519,16 @@ static void slot_done(struct rmem_client *c, uint32_t i, int status)
 }
 
 /*
- * The queue pair is in the error state and nothing is posted any more.
- * Resetting it alone does not help: the daemon's queue pair went to the
- * error state too when it refused the access (rxe's responder does that
- * after its NAK, and tells the daemon nothing), and a session has one queue
- * pair.  The session and its keys still hold on TCP, so from now on data
- * goes there: the flushed requests first, in order.  A flushed atomic ends
- * with RDMA_RETRY_TCP and its caller sends it again.  The queue pair stays
- * (disconnecting would end the session) until rmem_close().
+ * The re-attach failed (recover()).  The session and its keys still hold on
+ * TCP, so from now on data goes there: the flushed requests first, in
+ * order.  A flushed atomic ends with RDMA_RETRY_TCP and its caller sends it
+ * again.  The old rdma_cm id stays (disconnecting would end the session)
+ * until rmem_close().
  */
 static void degrade(struct rmem_client *c)
 {
 	struct rdma_conn *rc = c->rdma;
 
-	rc->qp_error = false;
 	rc->degraded = true;
 	c->transport = "tcp";
 	while (rc->count) {
@@ -490,6 +574,54 @@ static int rdma_fail(struct rmem_client *c, int err)
 	return eng_fail(c, err);
 }
 
+/* Posts the flushed requests again on the new queue pair, in ring order,
+ * which is the order they were first posted in. */
+static int repost(struct rdma_conn *rc)
+{
+	for (uint32_t k = 0; k < rc->count; k++) {
+		uint32_t i = (rc->head + k) & SQ_MASK;
+		struct rdma_slot *s = &rc->slot[i];
+		int err;
+
+		if (s->state != SLOT_FLUSHED)
+			continue;
+		/* Inline room is the device's; should the new queue pair have
+		 * less, the bytes go through this slot's bounce buffer. */
+		if (s->inlined && s->len > rc->max_inline) {
+			memcpy(bounce_of(rc, i), s->local, s->len);
+			s->inlined = false;
+		}
+		err = post_slot(rc, i);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * The queue pair is in the error state and nothing is posted any more.
+ * Resetting it alone does not help: the daemon's queue pair went to the
+ * error state too when it refused the access (rxe's responder does that
+ * after its NAK, and tells the daemon nothing).  So the client attaches
+ * again with its token, which replaces both, and posts the flushed requests
+ * again there.  When that fails (a daemon in window mode refuses), the data
+ * moves to TCP.
+ */
+static void recover(struct rmem_client *c)
+{
+	struct rdma_conn *rc = c->rdma;
+	int err;
+
+	rc->qp_error = false;
+	if (reattach(c) < 0) {
+		degrade(c);
+		return;
+	}
+	err = repost(rc);
+	if (err)
+		rdma_fail(c, err);
+}
+
 static void on_wc(struct rmem_client *c, const struct ibv_wc *wc)
 {
 	struct rdma_conn *rc = c->rdma;
@@ -533,7 +665,7 @@ static int reap(struct rmem_client *c)
 			on_wc(c, &wc[k]);
 	} while (n == WC_BATCH);
 	if (rc->qp_error && rc->posted == 0)
-		degrade(c);
+		recover(c);
 	return c->broken ? -ECONNRESET : 0;
 }
 

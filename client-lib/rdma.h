@@ -20,12 +20,16 @@
  * (IBV_WC_REM_ACCESS_ERR is -EACCES).  The queue pair is then in the error
  * state, and so is the daemon's (rxe's responder moves its queue pair to the
  * error state after refusing an access, and the daemon is not told): a reset
- * of ours alone brings nothing back (tried: RESET, INIT, RTR, RTS with the
- * attributes rdma_cm set all succeed, and the next READ never completes).
- * So once every request behind the failed one has been flushed, the client
- * moves its data to the TCP path of the same session, where the same keys
- * work: the flushed requests of the other operations are sent again there,
- * and rmem_transport() says "tcp" from then on.
+ * of ours alone brings nothing back.  So once every request behind the
+ * failed one has been flushed, the client attaches again with the session's
+ * token (a new rdma_cm id and queue pair over the same PD, CQ and
+ * registrations); the daemon replaces its queue pair and keeps the keys
+ * (docs/protocol.md 7.10).  The flushed requests of the other operations are
+ * posted again on the new queue pair, in order, and rmem_transport() still
+ * says "rdma".  Only when the re-attach fails (a daemon in window mode
+ * refuses it) does the data move to the TCP path of the same session, where
+ * the same keys work: the flushed requests are sent again there, and
+ * rmem_transport() says "tcp" from then on.
  *
  * All calls below run under the client's lock (client.h).
  */

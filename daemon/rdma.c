@@ -460,9 +460,11 @@ void rdma_peer_destroy(struct rdma_peer *p)
 	free(p);
 }
 
-/* Builds the queue pair of a connect request; on failure the caller rejects
- * and destroys id. */
-static struct rdma_peer *peer_new(struct rdma *rd, struct rdma_cm_id *id, struct session *s)
+/* An RC queue pair on id in p's domain, on p's completion queue.  A
+ * re-attach makes a second one before the first goes: the daemon posts
+ * nothing in region-mr mode (the only mode that re-attaches), so the two
+ * never compete for the completion queue. */
+static int peer_make_qp(struct rdma_peer *p, struct rdma_cm_id *id)
 {
 	struct ibv_qp_init_attr qa = {
 		.qp_type = IBV_QPT_RC,
@@ -471,7 +473,23 @@ static struct rdma_peer *peer_new(struct rdma *rd, struct rdma_cm_id *id, struct
 		 * no receives, but some devices want a receive queue. */
 		.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = 1,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_context = p,
+		.send_cq = p->cq,
+		.recv_cq = p->cq,
 	};
+
+	if (rdma_create_qp(id, p->pd, &qa)) {
+		log_err("client %llu: rdma_create_qp: %s", (unsigned long long)p->s->id,
+			strerror(errno));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Builds the queue pair of a connect request; on failure the caller rejects
+ * and destroys id. */
+static struct rdma_peer *peer_new(struct rdma *rd, struct rdma_cm_id *id, struct session *s)
+{
 	struct rdma_peer *p = calloc(1, sizeof *p);
 
 	if (!p)
@@ -504,12 +522,8 @@ static struct rdma_peer *peer_new(struct rdma *rd, struct rdma_cm_id *id, struct
 		log_err("ibv_req_notify_cq: %s", strerror(errno));
 		goto fail;
 	}
-	qa.qp_context = p;
-	qa.send_cq = qa.recv_cq = p->cq;
-	if (rdma_create_qp(id, p->pd, &qa)) {
-		log_err("rdma_create_qp: %s", strerror(errno));
+	if (peer_make_qp(p, id) < 0)
 		goto fail;
-	}
 	return p;
 fail:
 	if (p->cq)
@@ -551,11 +565,77 @@ static void refuse(struct rdma_cm_id *id, const char *from, const char *why)
 		log_err("rdma_destroy_id: %s", strerror(errno));
 }
 
+/* The accept's figures.  The request's are already from our side:
+ * responder_resources is how many READs and atomics the client will keep in
+ * flight to us. */
+static void accept_param(const struct rdma *rd, const struct rdma_conn_param *req,
+			 struct rdma_conn_param *cp)
+{
+	*cp = (struct rdma_conn_param){
+		.responder_resources = min_u8(req->responder_resources, rd->max_rd_atom),
+		.initiator_depth = min_u8(req->initiator_depth, rd->max_init_rd_atom),
+		.rnr_retry_count = 7,
+	};
+}
+
+/*
+ * The session's owner attaches again (its queue pair broke: rxe moves ours
+ * to the error state too after refusing an access, and tells us nothing).
+ * The new queue pair replaces the old one in the same protection domain, so
+ * every region-mr key stays valid.  The old id is destroyed only once the new
+ * one is accepted; destroying it drops its pending events, so no
+ * DISCONNECTED of it can end the session.  Window mode refuses: its windows
+ * are bound to the old queue pair.
+ */
+static void peer_reattach(struct rdma *rd, struct rdma_peer *p, struct rdma_cm_id *id,
+			  const struct rdma_conn_param *req, const char *from)
+{
+	unsigned long long sid = (unsigned long long)p->s->id;
+	struct rdma_cm_id *old = p->id;
+	struct rdma_conn_param cp;
+	uint32_t old_qpn = old->qp ? old->qp->qp_num : 0;
+	char why[160];
+
+	if (rd->mode == PROTO_KEYS_WINDOW) {
+		snprintf(why, sizeof why, "session %llu has a queue pair already, and keys = "
+			 "window cannot re-attach (its windows are bound to that queue pair)", sid);
+		return refuse(id, from, why);
+	}
+	if (p->stopped || p->ending) {
+		snprintf(why, sizeof why, "session %llu is ending", sid);
+		return refuse(id, from, why);
+	}
+	if (peer_make_qp(p, id) < 0)
+		return refuse(id, from, "no resources for a queue pair");
+	accept_param(rd, req, &cp);
+	/* The accept moves the new queue pair to RTS; the old one keeps the
+	 * session until then, should the accept fail. */
+	if (rdma_accept(id, &cp)) {
+		log_err("client %llu: rdma_accept (re-attach): %s", sid, strerror(errno));
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_qp(id);
+		if (rdma_destroy_id(id))
+			log_err("rdma_destroy_id: %s", strerror(errno));
+		return;
+	}
+	id->context = p;
+	p->id = id;
+	p->failed = false;
+	old->context = NULL;
+	if (old->qp)
+		rdma_destroy_qp(old);
+	if (rdma_destroy_id(old))
+		log_err("client %llu: rdma_destroy_id (old queue pair): %s", sid, strerror(errno));
+	log_info("client %llu (%s): re-attach from %s: RDMA queue pair %u replaces %u; "
+		 "its %llu keys stay", sid, p->s->peer, from, id->qp->qp_num, old_qpn,
+		 (unsigned long long)p->nkeys);
+}
+
 static void on_connect_request(struct rdma *rd, struct rdma_cm_id *id,
 			       const struct rdma_conn_param *req, const uint8_t *pdata,
 			       size_t plen)
 {
-	struct rdma_conn_param cp = { 0 };
+	struct rdma_conn_param cp;
 	struct proto_attach at;
 	struct rdma_peer *p;
 	struct session *s;
@@ -570,27 +650,20 @@ static void on_connect_request(struct rdma *rd, struct rdma_cm_id *id,
 			 (unsigned long long)at.session_id);
 		return refuse(id, from, why);
 	}
-	if (s->rdma) {
-		snprintf(why, sizeof why, "session %llu is attached already",
-			 (unsigned long long)s->id);
-		return refuse(id, from, why);
-	}
 	if (id->verbs != rd->ctx)
 		return refuse(id, from, "arrived on another RDMA device than rdma.device");
+	if (s->rdma)
+		return peer_reattach(rd, s->rdma, id, req, from);
 	p = peer_new(rd, id, s);
 	if (!p)
 		return refuse(id, from, "no resources for a queue pair");
 	id->context = p;
-	/* The request's figures are already from our side: responder_resources
-	 * is how many READs and atomics the client will keep in flight to us. */
-	cp.responder_resources = min_u8(req->responder_resources, rd->max_rd_atom);
-	cp.initiator_depth = min_u8(req->initiator_depth, rd->max_init_rd_atom);
-	cp.rnr_retry_count = 7;
+	accept_param(rd, req, &cp);
 	log_debug("client %llu: accept with responder_resources %u initiator_depth %u "
 		  "(asked %u %u)", (unsigned long long)s->id, cp.responder_resources,
 		  cp.initiator_depth, req->responder_resources, req->initiator_depth);
-	/* Set before the accept so a second request meanwhile is refused; the
-	 * accept moves the queue pair to RTS, so keys can be made from now on. */
+	/* Set before the accept: from here on a second request is a re-attach;
+	 * the accept moves the queue pair to RTS, so keys can be made from now on. */
 	s->rdma = p;
 	if (rdma_accept(id, &cp)) {
 		log_err("client %llu: rdma_accept: %s", (unsigned long long)s->id, strerror(errno));
@@ -617,6 +690,8 @@ static void on_cm_event(struct rdma *rd, const struct rdma_cm_event *ev, const u
 			log_notice("rdma_cm listener: %s", rdma_event_str(ev->event));
 		return;
 	}
+	if (!p)
+		return; /* an id a re-attach replaced, met before it was destroyed */
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
 		log_info("client %llu: RDMA attached", (unsigned long long)p->s->id);

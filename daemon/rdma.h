@@ -15,6 +15,14 @@
  * rdma_port with proto_attach as private data, and rdma.c ties that queue pair
  * to the session (session->rdma) once the token matches.  From then on ALLOC
  * gives regions keys the NIC enforces.
+ *
+ * Re-attach: a later connect request with the same (session_id,
+ * attach_token) replaces the session's queue pair (the client's broke after
+ * an error completion, and rxe moved ours to the error state with it).  In
+ * region-mr mode the peer keeps its protection domain and MRs, so every key
+ * stays valid; the old queue pair and rdma_cm id are destroyed once the new
+ * one is accepted.  Window mode refuses a re-attach (its windows are bound to
+ * the old queue pair); the client then moves its data to TCP.
  */
 #ifndef RMEMD_RDMA_H
 #define RMEMD_RDMA_H

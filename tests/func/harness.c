@@ -66,24 +66,66 @@ const char *harness_build_dir(void)
 
 /* ---- the daemon ------------------------------------------------------------ */
 
-/* The address the daemon listens on: $RMEM_TEST_HOST (an IPv4 address, e.g.
- * the test VM's RDMA address) or the loopback. */
-static const char *test_host(void)
+static const char *env_or_null(const char *name)
 {
-	const char *h = getenv("RMEM_TEST_HOST");
+	const char *v = getenv(name);
 
-	return h && *h ? h : "127.0.0.1";
+	return v && *v ? v : NULL;
 }
 
-/* With RMEM_TEST_RDMA=1 the daemon also listens for RDMA attaches on
- * test_host() at a port of its own; else listen.rdma is off. */
+bool harness_rdma(void)
+{
+	const char *t = env_or_null("RMEM_TEST_TRANSPORT");
+
+	return t && !strcmp(t, "rdma");
+}
+
+const char *harness_transport(void)
+{
+	return harness_rdma() ? "rdma" : "tcp";
+}
+
+/* 0, or -EINVAL for a transport the harness does not know. */
+static int check_transport(void)
+{
+	const char *t = env_or_null("RMEM_TEST_TRANSPORT");
+
+	if (!t || !strcmp(t, "tcp") || !strcmp(t, "rdma"))
+		return 0;
+	note("RMEM_TEST_TRANSPORT=%s: not \"tcp\" or \"rdma\"", t);
+	return -EINVAL;
+}
+
+/* The address the daemon listens on: $RMEM_TEST_HOST (an IPv4 address, e.g.
+ * the test VM's RDMA address), the VM's RDMA address over rdma, or the
+ * loopback; NULL when rdma is asked for and there is no address. */
+static const char *test_host_or_null(void)
+{
+	const char *h = env_or_null("RMEM_TEST_HOST");
+
+	if (h)
+		return h;
+	if (harness_rdma())
+		return env_or_null("RMEM_VM_RDMA_ADDR");
+	return "127.0.0.1";
+}
+
+static const char *test_host(void)
+{
+	const char *h = test_host_or_null();
+
+	return h ? h : "127.0.0.1";
+}
+
+/* With RMEM_TEST_RDMA=1 (the default over rdma) the daemon also listens for
+ * RDMA attaches on test_host() at a port of its own; else listen.rdma is off. */
 static void rdma_listen(char *out, size_t len)
 {
-	const char *r = getenv("RMEM_TEST_RDMA");
+	const char *r = env_or_null("RMEM_TEST_RDMA");
 	uint16_t port;
 
 	out[0] = '\0';
-	if (!r || strcmp(r, "1") != 0)
+	if (r ? strcmp(r, "1") != 0 : !harness_rdma())
 		return;
 	port = free_tcp_port();
 	if (port)
@@ -260,7 +302,9 @@ static int try_start(struct rmemd *d, const char *pool_size, const char *extra)
 	d->port = free_tcp_port();
 	if (!d->port)
 		return -EADDRNOTAVAIL;
-	snprintf(d->tcp_ep, sizeof d->tcp_ep, "%s:%u", test_host(), d->port);
+	snprintf(d->host_port, sizeof d->host_port, "%s:%u", test_host(), d->port);
+	snprintf(d->tcp_ep, sizeof d->tcp_ep, "%s%s", harness_rdma() ? "rdma://" : "",
+		 d->host_port);
 	rc = write_config(d, pool_size, extra);
 	if (rc < 0)
 		return rc;
@@ -279,6 +323,16 @@ int rmemd_start(struct rmemd *d, const char *pool_size, const char *extra)
 
 	memset(d, 0, sizeof *d);
 	d->notify_fd = -1;
+	rc = check_transport();
+	if (rc < 0)
+		return rc;
+	if (!test_host_or_null()) {
+		/* A whole program over rdma outside the test VM: nothing to run. */
+		printf("1..0 # SKIP RMEM_TEST_TRANSPORT=rdma needs RMEM_VM_RDMA_ADDR "
+		       "(the Soft-RoCE VM, tests/vm)\n");
+		fflush(stdout);
+		exit(77);
+	}
 	memcpy(d->dir, "/tmp/rmemt.XXXXXX", sizeof "/tmp/rmemt.XXXXXX");
 	if (!mkdtemp(d->dir)) {
 		rc = -errno;
@@ -490,6 +544,11 @@ int proc_status_kb(pid_t pid, const char *field, uint64_t *kb)
 
 /* ---- clients ------------------------------------------------------------- */
 
+bool client_on_rdma(const rmem_client *c)
+{
+	return c && !strcmp(rmem_transport(c), "rdma");
+}
+
 int client_connect(const char *endpoint, int timeout_ms, rmem_client **out)
 {
 	struct rmem_opts o;
@@ -612,7 +671,8 @@ int raw_connect_tcp(uint16_t port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (inet_pton(AF_INET, test_host(), &sa.sin_addr) != 1)
+		return -EINVAL;
 	return connect_addr(AF_INET, (const struct sockaddr *)&sa, sizeof sa);
 }
 

@@ -34,7 +34,9 @@ struct rmemd {
 	char log_path[128];       /* the daemon's stdout and stderr */
 	char admin_path[128];     /* the Unix admin socket */
 	char notify_path[128];    /* our NOTIFY_SOCKET */
-	char tcp_ep[32];          /* "127.0.0.1:PORT" ($RMEM_TEST_HOST instead of 127.0.0.1) */
+	char tcp_ep[48];          /* the network endpoint: "HOST:PORT", or "rdma://HOST:PORT"
+	                             when harness_rdma() */
+	char host_port[32];       /* "HOST:PORT" of listen.tcp, whatever the transport */
 	char unix_ep[136];        /* "unix:" admin_path */
 	uint16_t port;
 	int notify_fd;
@@ -46,6 +48,19 @@ struct rmemd {
 const char *harness_build_dir(void);
 
 /*
+ * The transport of the network endpoint (tcp_ep), from RMEM_TEST_TRANSPORT:
+ * "tcp" (unset, empty or "tcp") or "rdma".  Under "rdma" tcp_ep is
+ * "rdma://HOST:PORT" (PORT is the control port; the data path is the queue
+ * pair attached through the port named in HELLO), HOST defaults to
+ * $RMEM_VM_RDMA_ADDR and listen.rdma is on; a program run that way without
+ * an address (outside the test VM) skips as a whole at rmemd_start().
+ * Another value makes rmemd_start() fail.
+ */
+bool harness_rdma(void);
+/* "rdma" or "tcp": what rmem_transport() says of a client of tcp_ep. */
+const char *harness_transport(void);
+
+/*
  * Writes a config (pool "default" of pool_size, e.g. "128M"; extra appended
  * verbatim at top level, may be NULL) into a fresh temp dir, starts
  * $RMEM_BUILD/rmemd -c on it and waits up to 30 s for READY=1 on a private
@@ -53,7 +68,7 @@ const char *harness_build_dir(void);
  * printed and everything is cleaned up).
  * Environment: RMEM_TEST_HOST (an IPv4 address) replaces 127.0.0.1 in
  * listen.tcp; RMEM_TEST_RDMA=1 sets listen.rdma to RMEM_TEST_HOST:a free port
- * (else listen.rdma is "").
+ * (else listen.rdma is "", unless RMEM_TEST_TRANSPORT=rdma); see harness_rdma().
  */
 int rmemd_start(struct rmemd *d, const char *pool_size, const char *extra);
 
@@ -79,6 +94,11 @@ void rmemd_log_tail(const struct rmemd *d, int lines);
 int proc_status_kb(pid_t pid, const char *field, uint64_t *kb);
 
 /* ---- clients ------------------------------------------------------------- */
+
+/* True when c's data path is RDMA right now (rmem_transport() says "rdma"):
+ * the NIC, not the daemon, then checks keys and bounds, and a transfer of 0
+ * bytes checks nothing. */
+bool client_on_rdma(const rmem_client *c);
 
 /* rmem_connect() with transport "auto" and the given timeout. */
 int client_connect(const char *endpoint, int timeout_ms, rmem_client **out);
@@ -108,6 +128,7 @@ void sleep_ms(int ms);
 
 /* ---- raw frames -------------------------------------------------------------- */
 
+/* To the daemon's host (RMEM_TEST_HOST, see harness_rdma()) at port. */
 int raw_connect_tcp(uint16_t port);
 int raw_connect_unix(const char *path);
 /* A listener (backlog 16) on 127.0.0.1, port chosen by the kernel. */

@@ -6,7 +6,8 @@
  *
  * Transport "rdma" really is RDMA; reads and writes of 1 B to 64 MiB come
  * back byte for byte; many posted operations in flight; CAS/FAA totals from
- * two threads; a wrong key is -EACCES and the client keeps working; a
+ * two threads; a wrong key is -EACCES and the client keeps working on RDMA
+ * (it re-attaches its queue pair), also after many errors in a row; a
  * SIGKILLed RDMA client's memory returns.  Without RDMA (RMEM_VM_RDMA_ADDR
  * unset) it skips.  Figures are printed, never asserted: TCG is slow.
  */
@@ -27,6 +28,7 @@
 #define ASYNC_OPS 32
 #define ASYNC_LEN (64u << 10)
 #define ATOMIC_ROUNDS 500
+#define ERROR_ROUNDS 8
 
 static uint8_t *src, *dst;
 
@@ -210,11 +212,15 @@ static void wrong_key(rmem_client *c)
 	rc = rmem_read(c, &r, 0, dst, 8192);
 	ok(rc == 0 && memcmp(src, dst, 8192) == 0,
 	   "wrong key: the next read on the same client works (%d)", rc);
-	diag("after the queue pair's error the client says \"%s\"", rmem_transport(c));
+	ok(!strcmp(rmem_transport(c), "rdma"),
+	   "wrong key: the client re-attached: rmem_transport still says \"%s\"",
+	   rmem_transport(c));
 	rc = rmem_faa(c, &bad, 0, 1, NULL);
 	ok(rc == -EACCES, "wrong key: FAA is -EACCES (%d)", rc);
 	rc = rmem_faa(c, &r, 0, 1, &v);
 	ok(rc == 0, "wrong key: the next FAA works (%d)", rc);
+	ok(!strcmp(rmem_transport(c), "rdma"), "wrong key: after the FAA error still \"%s\"",
+	   rmem_transport(c));
 	/* Posted: a bad one between two good ones. */
 	rc = rmem_post_write(c, &bad, 0, src, 100, 1);
 	if (rc == 0)
@@ -233,6 +239,39 @@ static void wrong_key(rmem_client *c)
 	ok(n == 2 && comp[1].cookie == 2 && comp[1].status == 0 &&
 	   memcmp(dst, src + 4096, 4096) == 0,
 	   "wrong key: the read posted behind it completes (%d)", n > 1 ? comp[1].status : 0);
+	ok(!strcmp(rmem_transport(c), "rdma"), "wrong key: after the posted error still \"%s\"",
+	   rmem_transport(c));
+	rmem_free(c, &r);
+}
+
+/* Errors in a row: each one costs a re-attach, none may wear the client out. */
+static void many_errors(rmem_client *c)
+{
+	struct rmem_region r, bad;
+	int rc, bad_rc = 0, good_rc = 0, i;
+
+	rc = rmem_alloc(c, 4096, 0, &r);
+	if (!ok(rc == 0, "errors in a row: alloc (%d)", rc))
+		return;
+	fill_random(src, 4096, 9);
+	rc = rmem_write(c, &r, 0, src, 4096);
+	bad = r;
+	bad.rkey ^= 0x100;
+	for (i = 0; i < ERROR_ROUNDS && rc == 0; i++) {
+		bad_rc = i % 2 ? rmem_write(c, &bad, 0, src, 64) : rmem_read(c, &bad, 0, dst, 64);
+		memset(dst, 0, 4096);
+		good_rc = rmem_read(c, &r, 0, dst, 4096);
+		if (bad_rc != -EACCES || good_rc != 0 || memcmp(src, dst, 4096) != 0 ||
+		    strcmp(rmem_transport(c), "rdma") != 0)
+			break;
+	}
+	ok(rc == 0 && i == ERROR_ROUNDS,
+	   "errors in a row: %d rounds of a refused access then a good read, all on %s "
+	   "(stopped at %d: %d %d)", ERROR_ROUNDS, rmem_transport(c), i, bad_rc, good_rc);
+	rc = rmem_alloc(c, 4096, 0, &bad);
+	ok(rc == 0, "errors in a row: the session still allocates (%d)", rc);
+	if (rc == 0)
+		rmem_free(c, &bad);
 	rmem_free(c, &r);
 }
 
@@ -255,6 +294,45 @@ static void figures(rmem_client *c)
 	     ROUNDS * 1.048576e3 / (double)(t1 - t0 ? t1 - t0 : 1),
 	     ROUNDS * 1.048576e3 / (double)(t2 - t1 ? t2 - t1 : 1));
 	rmem_free(c, &r);
+}
+
+/*
+ * A daemon with keys = "window" refuses the re-attach (its windows are bound
+ * to the first queue pair): after a refused access the client moves its data
+ * to TCP, the next read works there, and rmem_transport() says so.
+ */
+static void window_fallback(void)
+{
+	struct rmem_region r, bad;
+	rmem_client *c = NULL;
+	struct rmemd d;
+	int rc;
+
+	rc = rmemd_start(&d, "64M", "rdma = { keys = \"window\"; };");
+	if (!ok(rc == 0, "window daemon: starts (%d)", rc))
+		return;
+	rc = connect_rdma(d.tcp_ep, "rdma", &c);
+	if (rc == 0)
+		rc = rmem_alloc(c, 8192, 0, &r);
+	if (!ok(rc == 0, "window daemon: connect and alloc over rdma (%d)", rc))
+		goto out;
+	fill_random(src, 8192, 6);
+	rc = rmem_write(c, &r, 0, src, 8192);
+	bad = r;
+	bad.rkey ^= 0x100;
+	ok(rc == 0 && rmem_read(c, &bad, 0, dst, 8192) == -EACCES,
+	   "window daemon: a wrong key is -EACCES (%d)", rc);
+	memset(dst, 0, 8192);
+	rc = rmem_read(c, &r, 0, dst, 8192);
+	ok(rc == 0 && memcmp(src, dst, 8192) == 0 && !strcmp(rmem_transport(c), "tcp") &&
+	   rmemd_log_contains(&d, "cannot re-attach"),
+	   "window daemon: the re-attach is refused, the next read works on \"%s\" (%d)",
+	   rmem_transport(c), rc);
+out:
+	rmem_close(c);
+	rc = rmemd_stop(&d);
+	ok(rc == 0, "window daemon: exits 0 (%d)", rc);
+	rmemd_cleanup(&d);
 }
 
 /* The child: an RDMA client that holds 16 MiB and writes into it, then
@@ -363,8 +441,13 @@ int main(int argc, char **argv)
 	async_ops(c);
 	atomics(c);
 	wrong_key(c);
+	ok(rmemd_log_contains(&d, "re-attach from"),
+	   "wrong key: the daemon replaced the session's queue pair (a re-attach in its log)");
+	many_errors(c);
+	rmemd_log_tail(&d, 2);
 	figures(c);
 	killed_client(c, d.tcp_ep);
+	window_fallback();
 
 	rmem_close(c);
 	rc = rmemd_stop(&d);

@@ -14,9 +14,10 @@
  * "auto" (rxe must get region-mr; a short check).  Outside the VM
  * (RMEM_VM_RDMA_ADDR unset) the program skips.  Never asserts on time.
  *
- * An error completion moves a QP to the error state, and rmemd ties one QP
- * to a session for the session's life, so every refused probe runs on a
- * fresh session and QP of its own.
+ * An error completion moves a QP to the error state (and on rxe the daemon's
+ * too), so every refused probe runs on a fresh session and QP of its own.
+ * The session's owner may attach again (a re-attach replaces the session's
+ * QP, keys stay) in region-mr mode; window mode refuses a second attach.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +52,7 @@
 #define CHILD_REGION (1 * MiB)
 #define CHILD_REC_LEN 32
 #define CLOSED_QP_WAIT_MS 5000       /* a success would take milliseconds */
+#define OLD_QP_WAIT_MS 2000          /* the same, for a QP a re-attach replaced */
 
 #define ATOMIC_THREADS 2
 #define ATOMIC_WINDOW 32
@@ -359,9 +361,89 @@ static bool small_roundtrip(struct suite *s, struct rawclient *a, uint64_t seed)
 }
 
 /*
+ * Region-mr: a second attach with a's id and token replaces a's QP.  The
+ * session and its region survive, the new QP (t) works with the same key,
+ * a's old QP no longer reaches the daemon.  Then a attaches once more (a
+ * third QP, replacing t's) so that the rest of the section runs on a.
+ */
+static int test_reattach(struct suite *s, struct rawclient *a, const struct bogus *b)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct proto_region r;
+	struct rawclient t;
+	uint8_t want[4096];
+	long long diff;
+	int rc = rawclient_alloc(a, sizeof want, &r);
+
+	if (!ok(rc == 0, "%s: re-attach: a region before it (%s)", s->mode,
+		rc ? strerror(-rc) : "ok"))
+		return rc;
+	fill_pattern(want, sizeof want, 21);
+	memcpy(a->buf, want, sizeof want);
+	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, sizeof want, &st);
+	ok(rc == 0 && !st, "%s: re-attach: written through the first QP (%s)", s->mode,
+	   wc_name(rc, st));
+
+	rawclient_init(&t);
+	t.timeout_ms = CTL_MS;
+	rc = rawclient_connect_rdma(&t, s->addr, a->hello.rdma_port, b->data, b->len, SMALL_BUF);
+	ok(rc == 0, "%s: a second attach with the session's id and token is accepted: it "
+	   "replaces the QP (%s; CM event %s)", s->mode, rc ? strerror(-rc) : "established",
+	   rdma_event_str(t.last_event));
+	if (rc < 0)
+		return rc;
+	memset(t.buf, 0x5a, sizeof want);
+	rc = rdma_op(&t, RAWCLIENT_READ, r.addr, r.rkey, 0, sizeof want, &st);
+	diff = rc == 0 && !st ? first_diff(t.buf, want, sizeof want) : -2;
+	ok(diff == -1, "%s: re-attach: the new QP reads the region with the same key (%s, "
+	   "first difference at %lld)", s->mode, wc_name(rc, st), diff);
+	fill_pattern(want, sizeof want, 22);
+	memcpy(t.buf, want, sizeof want);
+	rc = rdma_op(&t, RAWCLIENT_WRITE, r.addr, r.rkey, 0, sizeof want, &st);
+	ok(rc == 0 && !st, "%s: re-attach: and writes it (%s)", s->mode, wc_name(rc, st));
+	rc = rawclient_ping(a);
+	if (rc == 0)
+		rc = rawclient_tcp_read(a, &r, 0, s->got, sizeof want);
+	diff = rc == 0 ? first_diff(s->got, want, sizeof want) : -2;
+	ok(diff == -1, "%s: re-attach: the session lives on: PING, and a TCP read sees the new "
+	   "QP's bytes (%s, first difference at %lld)", s->mode, rc ? strerror(-rc) : "ok", diff);
+
+	rc = rawclient_wait_cm_event(a, RDMA_CM_EVENT_DISCONNECTED, DRAIN_MS);
+	ok(rc == 0, "%s: re-attach: the daemon disconnects the old QP (%s; CM event %s)",
+	   s->mode, rc ? strerror(-rc) : "ok", rdma_event_str(a->last_event));
+	/* As after a control close: nothing or an error, never a success. */
+	a->timeout_ms = OLD_QP_WAIT_MS;
+	rc = rdma_op(a, RAWCLIENT_READ, r.addr, r.rkey, 0, PROBE_LEN, &st);
+	a->timeout_ms = CTL_MS;
+	ok((rc == 0 && st != IBV_WC_SUCCESS) || rc == -ETIMEDOUT,
+	   "%s: re-attach: the old QP reads nothing any more (%s)", s->mode, wc_name(rc, st));
+
+	rawclient_detach(a);
+	rc = rawclient_attach(a, A_BUF);
+	ok(rc == 0, "%s: re-attach: the owner attaches a third QP, replacing the second (%s)",
+	   s->mode, rc ? strerror(-rc) : "established");
+	if (rc < 0) {
+		rawclient_close(&t);
+		return rc;
+	}
+	rawclient_close(&t);
+	memset(a->buf, 0x5a, sizeof want);
+	rc = rdma_op(a, RAWCLIENT_READ, r.addr, r.rkey, 0, sizeof want, &st);
+	diff = rc == 0 && !st ? first_diff(a->buf, want, sizeof want) : -2;
+	ok(diff == -1 && rawclient_ping(a) == 0 && small_roundtrip(s, a, 23),
+	   "%s: re-attach: with the second QP closed, the third reads the same region with the "
+	   "same key and new regions work (%s, first difference at %lld)", s->mode,
+	   wc_name(rc, st), diff);
+	rc = rawclient_free(a, &r);
+	ok(rc == 0, "%s: re-attach: the region is freed (%s)", s->mode, rc ? strerror(-rc) : "ok");
+	return 0;
+}
+
+/*
  * a has said HELLO but has no QP yet.  Bogus attaches first (they must not
- * spoil the session), then a's own attach, then a second one for the same
- * session and one for a session that has closed.
+ * spoil the session), then a's own attach, then a wrong token and a second
+ * attach for the same session (a re-attach, or refused in window mode) and
+ * one for a session that has closed.
  */
 static int test_attach(struct suite *s, struct rawclient *a)
 {
@@ -398,10 +480,21 @@ static int test_attach(struct suite *s, struct rawclient *a)
 		   s->mode, s->addr, a->dev_name, s->dev);
 	diag("%s: port max_msg_sz %u, send queue %u", s->mode, a->max_msg_sz, a->send_depth);
 
-	make_attach(&b, "the id and token of a session that already has a QP", id, token);
+	make_attach(&b, "a wrong token for a session that has a QP", id, token ^ 1);
 	try_bogus(s, port, &b);
 	ok(rawclient_ping(a) == 0 && small_roundtrip(s, a, 11),
-	   "%s: after a second attach was refused, the session's own QP still works", s->mode);
+	   "%s: after an attach with a wrong token was refused, the session's QP still works",
+	   s->mode);
+	make_attach(&b, "the id and token of the session that has a QP", id, token);
+	if (s->key_mode == PROTO_KEYS_WINDOW) {
+		/* Its windows are bound to the QP it has: no re-attach. */
+		try_bogus(s, port, &b);
+		ok(rawclient_ping(a) == 0 && small_roundtrip(s, a, 12),
+		   "%s: after the re-attach was refused, the session's own QP still works",
+		   s->mode);
+	} else if (test_reattach(s, a, &b) < 0) {
+		return -EIO;
+	}
 
 	/* obs and a are connected, t comes and goes. */
 	if (open_client(s, &t) == 0) {
