@@ -45,31 +45,38 @@ CPPFLAGS_ALL := -D_GNU_SOURCE -DRMEM_VERSION_STRING='"$(VERSION)"' \
 CFLAGS_ALL := -std=gnu11 $(OPT) $(WARN) -fPIC $(CFLAGS)
 LDFLAGS_ALL := $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
 
-DAEMON_PKGS := libevent libconfig libsystemd libibverbs librdmacm
+DAEMON_PKGS := libevent libconfig libsystemd libibverbs librdmacm libsodium
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 CONFIG_LIBS := $(shell $(PKG_CONFIG) --libs libconfig 2>/dev/null)
-LIB_PKGS := libibverbs librdmacm
+LIB_PKGS := libibverbs librdmacm libsodium
 LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
 LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 
 PROTO_SRC := client-lib/proto.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/endpoint.c client-lib/engine.c client-lib/io.c client-lib/rdma.c \
-	client-lib/regcache.c $(PROTO_SRC)
+	client-lib/regcache.c client-lib/keepalive.c client-lib/auth.c $(PROTO_SRC)
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
-	daemon/ctl.c daemon/listen.c daemon/rdma.c $(PROTO_SRC) client-lib/endpoint.c
+	daemon/ctl.c daemon/listen.c daemon/rdma.c daemon/tenant.c daemon/lease.c $(PROTO_SRC) client-lib/endpoint.c \
+	daemon/busypoll.c
 CTL_SRCS := client-lib/rmemctl.c
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(B)/d/%.o)
 
-UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint fuzz_proto_replay
-FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic
+UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint fuzz_proto_replay \
+	fuzz_dispatch_replay
+FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
+	test_lease test_tenants
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
 FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
+# The chaos test (tests/chaos): a functional test with pieces of its own.
+CHAOS_TESTS := test_chaos
+CHAOS_BINS := $(CHAOS_TESTS:%=$(B)/tests/%)
+CHAOS_SRCS := tests/chaos/client.c tests/chaos/garbage.c
 RDMA_TESTS := test_rdma_keys
 # librmem over real verbs: built like the functional tests, run in the VM too.
 RDMA_LIB_TESTS := test_rdma_lib
@@ -78,13 +85,16 @@ RDMA_LIB_TESTS := test_rdma_lib
 RDMA_FUNC_TESTS := $(FUNC_TESTS:%=tests/func/rdma/%)
 RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) \
 	$(RDMA_FUNC_TESTS)
+# ...and the chaos test over RDMA, shorter (tests/chaos/rdma/test_chaos).
+RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
 RDMA_HELPERS := tests/rdma/rawclient.c tests/rdma/rig.c $(PROTO_SRC)
 RDMA_HEADERS := tests/rdma/rawclient.h tests/rdma/rig.h client-lib/proto.h tests/tap.h
 
 
 .PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp \
 	vm-setup vm-smoke
-all: $(B)/rmemd $(B)/librmem.so.$(SOMAJOR) $(B)/librmem.a $(B)/rmemctl $(B)/librmem.pc
+all: $(B)/rmemd $(B)/librmem.so.$(SOMAJOR) $(B)/librmem.a $(B)/rmemctl $(B)/librmem.pc \
+	$(B)/rmem-perf
 
 $(B)/lib/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -131,6 +141,13 @@ $(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
 $(B)/tests/test_region: tests/unit/test_region.c $(B)/d/daemon/region.o
 $(B)/tests/fuzz_proto_replay: tests/fuzz/fuzz_proto.c $(B)/d/client-lib/proto.o
 $(B)/tests/fuzz_proto_replay: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN
+# The dispatch fuzzer's corpus against the daemon's own modules (all but main.c).
+FUZZ_DAEMON_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
+$(B)/tests/fuzz_dispatch_replay: tests/fuzz/fuzz_dispatch.c tests/fuzz/replay.c \
+	$(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
+$(B)/tests/fuzz_dispatch_replay: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN $(DAEMON_CFLAGS) \
+	-DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/dispatch"'
+$(B)/tests/fuzz_dispatch_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 $(UNIT_BINS):
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -Itests $(EXTRA_CPPFLAGS) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(EXTRA_LIBS)
@@ -142,7 +159,15 @@ $(B)/tests/harness.o: tests/func/harness.c tests/func/harness.h
 $(B)/tests/%: tests/func/%.c $(B)/tests/harness.o $(B)/librmem.so.$(SOMAJOR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -Itests $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
-		$(B)/tests/harness.o -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..' -lpthread
+		$(B)/tests/harness.o -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..' -lpthread $(EXTRA_LIBS)
+# test_tenants computes the handshake's MAC itself, to replay it by hand.
+$(B)/tests/test_tenants: EXTRA_LIBS = $(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
+
+$(CHAOS_BINS): $(B)/tests/%: tests/chaos/%.c $(CHAOS_SRCS) tests/chaos/chaos.h \
+		$(B)/tests/harness.o $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -Itests -Itests/func $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
+		$(CHAOS_SRCS) $(B)/tests/harness.o -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..' -lpthread
 
 # rmem.h must stand alone, in C and in C++.
 headercheck: $(B)/headercheck.c.ok $(B)/headercheck.cc.ok
@@ -164,8 +189,9 @@ test: deps
 
 # The RDMA programs run inside one Soft-RoCE VM (tests/vm/suite), counted with
 # the rest; where qemu cannot run, that one entry is reported as skipped.
-check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(RDMA_BINS)
+check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS)
 	@RMEM_BUILD=$(B) RMEM_VM_TESTS="$(RDMA_BINS)" tests/run-tests $(UNIT_BINS) $(FUNC_BINS) \
+		$(CHAOS_BINS) \
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
 		tests/vm/suite
 
@@ -193,12 +219,59 @@ check-rdma: $(B)/rmemd $(RDMA_BINS)
 	exit $$rc
 
 # ---- benchmarks (print figures, assert nothing) ------------------------------
+# rmem-perf uses only the public library; installed beside rmemctl.
+PERF_SRCS := bench/rmem-perf.c bench/rmem-perf-run.c
+$(B)/rmem-perf: $(PERF_SRCS) bench/rmem-perf.h $(B)/librmem.so.$(SOMAJOR)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $(PERF_SRCS) -L$(B) -lrmem \
+		-Wl,-rpath,'$$ORIGIN'
+
 $(B)/bench/bw: bench/bw.c $(B)/librmem.so.$(SOMAJOR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..'
 
+# The libfabric peer of rmem-perf (Debian ships no fabtests).  libfabric is a
+# bench-only dependency: nothing but bench-tcp builds this.
+FABRIC_CFLAGS = $(shell $(PKG_CONFIG) --cflags libfabric 2>/dev/null)
+FABRIC_LIBS = $(shell $(PKG_CONFIG) --libs libfabric 2>/dev/null)
+$(B)/bench/fi_rma: bench/peers/fi_rma.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(FABRIC_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(FABRIC_LIBS)
+
+# rmem-perf -t tcp beside libfabric tcp, UCX and qperf on loopback; the
+# script installs the peers and builds what it runs (scripts/bench-tcp).
 bench-tcp: deps
 	scripts/bench-tcp
+
+# rmem-perf against perftest on Soft-RoCE in the test VM (bench/bench-rdma;
+# RMEM_BENCH_* variables documented there).  Always the unsanitized build.
+# Exits non-zero with the reason when no VM can run here.
+.PHONY: bench-rdma
+bench-rdma: deps
+	@$(MAKE) -s --no-print-directory SANITIZE= all build/rmem-perf
+	@RMEM_BUILD=build bench/bench-rdma
+
+# The allocator alone (with the region table, for metadata), and the timer of
+# rmemd's start to READY=1.  Never part of all or test.
+$(B)/bench/alloc: bench/alloc.c daemon/alloc.c daemon/region.c daemon/alloc.h daemon/region.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/alloc.c daemon/alloc.c \
+		daemon/region.c
+# The region table alone: bytes per live region, ns per add/find/free/list.
+$(B)/bench/region: bench/region.c daemon/region.c daemon/region.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/region.c daemon/region.c
+$(B)/bench/bringup: bench/bringup.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $<
+
+# alloc+free round trips beside qperf tcp_lat and redis GET, and the allocator
+# alone (scripts/bench-alloc); pool bring-up time, 1 GiB by default, set
+# BRINGUP_SIZES="1G 16G" for more (bench/bringup.sh).
+.PHONY: bench-alloc bench-bringup
+bench-alloc: deps
+	scripts/bench-alloc
+bench-bringup: deps
+	bench/bringup.sh
 
 # ---- the Soft-RoCE test VM (tests/vm/README.md) -------------------------------
 vm-setup:
@@ -211,11 +284,35 @@ FUZZ_SECONDS ?= 60
 build-fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(PROTO_SRC)
 	@mkdir -p $(dir $@)
 	clang -g -O1 -D_GNU_SOURCE -Iclient-lib -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $^
-fuzz: build-fuzz/fuzz_proto
-	mkdir -p build-fuzz/corpus-proto
-	build-fuzz/fuzz_proto -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-proto tests/fuzz/corpus/proto
+# fuzz_dispatch: the daemon's modules (all but main.c) built with coverage,
+# fed whole client conversations (tests/fuzz/fuzz_dispatch.h).
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=all $(WARN)
+build-fuzz/d/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS_ALL) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DAEMON_CFLAGS) \
+		-MMD -MP -c -o $@ $<
+build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(FUZZ_DAEMON_SRCS:%.c=build-fuzz/d/%.o)
+	clang $(CPPFLAGS_ALL) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) -o $@ $^ \
+		$(DAEMON_LIBS)
+# Crashes land in build-fuzz/ as crash-*; keep a minimized one in the corpus.
+fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch
+	mkdir -p build-fuzz/corpus-proto build-fuzz/corpus-dispatch
+	build-fuzz/fuzz_proto -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
+		build-fuzz/corpus-proto tests/fuzz/corpus/proto
+	build-fuzz/fuzz_dispatch -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
+		build-fuzz/corpus-dispatch tests/fuzz/corpus/dispatch
+
+# Writes the dispatch seeds again (after a protocol change).
+.PHONY: fuzz-seeds
+fuzz-seeds: $(B)/d/client-lib/proto.o
+	@mkdir -p $(B)/tests tests/fuzz/corpus/dispatch
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $(B)/tests/seeds_dispatch \
+		tests/fuzz/seeds_dispatch.c $< $(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
+	$(B)/tests/seeds_dispatch tests/fuzz/corpus/dispatch
 
 # ---- install ----------------------------------------------------------------
+MAN1 := $(wildcard docs/man/*.1)
 MAN3 := $(wildcard docs/man/*.3)
 MAN5 := $(wildcard docs/man/*.5)
 MAN7 := $(wildcard docs/man/*.7)
@@ -224,10 +321,12 @@ MAN8 := $(wildcard docs/man/*.8)
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(SYSCONFDIR)/rmemd $(DESTDIR)$(UNITDIR) \
-		$(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
-		$(DESTDIR)$(MANDIR)/man8
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8
 	install -m 755 $(B)/rmemd $(DESTDIR)$(SBINDIR)/rmemd
 	$(CC) $(LDFLAGS_ALL) -o $(DESTDIR)$(BINDIR)/rmemctl $(CTL_OBJS) -L$(B) -lrmem
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $(DESTDIR)$(BINDIR)/rmem-perf \
+		$(PERF_SRCS) -L$(B) -lrmem
 	install -m 755 $(B)/librmem.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/librmem.so.$(SOMAJOR)
 	ln -sf librmem.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/librmem.so
 	install -m 644 $(B)/librmem.a $(DESTDIR)$(LIBDIR)/librmem.a
@@ -236,13 +335,14 @@ install: all
 	test -e $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf || \
 		install -m 644 etc/rmemd.conf $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf
 	sed 's|@SBINDIR@|$(SBINDIR)|' systemd/rmemd.service > $(DESTDIR)$(UNITDIR)/rmemd.service
+	$(if $(MAN1),install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1)
 	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3)
 	$(if $(MAN5),install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5)
 	$(if $(MAN7),install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7)
 	$(if $(MAN8),install -m 644 $(MAN8) $(DESTDIR)$(MANDIR)/man8)
 
 uninstall:
-	rm -f $(DESTDIR)$(SBINDIR)/rmemd $(DESTDIR)$(BINDIR)/rmemctl \
+	rm -f $(DESTDIR)$(SBINDIR)/rmemd $(DESTDIR)$(BINDIR)/rmemctl $(DESTDIR)$(BINDIR)/rmem-perf \
 		$(DESTDIR)$(LIBDIR)/librmem.so* $(DESTDIR)$(LIBDIR)/librmem.a \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc $(DESTDIR)$(INCLUDEDIR)/rmem.h \
 		$(DESTDIR)$(UNITDIR)/rmemd.service
@@ -251,3 +351,4 @@ clean:
 	rm -rf build build-san build-fuzz
 
 -include $(shell find build build-san -name '*.d' 2>/dev/null)
+-include $(shell find build-fuzz -name '*.d' 2>/dev/null)

@@ -32,6 +32,8 @@ enum transport_choice {
 struct connect_params {
 	enum transport_choice choice;
 	int timeout_ms;
+	const char *tenant;      /* NULL: anonymous */
+	const char *secret_file;
 };
 
 /* ---- options --------------------------------------------------------------- */
@@ -72,6 +74,8 @@ static int read_opts(const struct rmem_opts *o, struct connect_params *p)
 	const char *transport = NULL;
 
 	p->timeout_ms = CLIENT_DEFAULT_TIMEOUT_MS;
+	p->tenant = NULL;
+	p->secret_file = NULL;
 	if (o) {
 		if (!OPTS_HAS(o->size, size))
 			return -EINVAL;
@@ -79,7 +83,13 @@ static int read_opts(const struct rmem_opts *o, struct connect_params *p)
 			transport = o->transport;
 		if (OPTS_HAS(o->size, timeout_ms))
 			p->timeout_ms = o->timeout_ms;
+		if (OPTS_HAS(o->size, secret_file)) {
+			p->tenant = o->tenant;
+			p->secret_file = o->secret_file;
+		}
 	}
+	if (!p->tenant != !p->secret_file)
+		return -EINVAL;
 	return parse_transport(transport, &p->choice);
 }
 
@@ -154,6 +164,19 @@ void client_lock(struct rmem_client *c)
 	pthread_mutex_unlock(&l->mu);
 }
 
+bool client_trylock(struct rmem_client *c)
+{
+	struct client_lock *l = &c->lock;
+	bool free_now;
+
+	pthread_mutex_lock(&l->mu);
+	free_now = l->next_ticket == l->serving;
+	if (free_now)
+		l->next_ticket++;
+	pthread_mutex_unlock(&l->mu);
+	return free_now;
+}
+
 void client_unlock(struct rmem_client *c)
 {
 	struct client_lock *l = &c->lock;
@@ -198,6 +221,7 @@ static int say_hello(struct rmem_client *c, struct hello_rdma *hr)
 	hr->token = rep.attach_token;
 	hr->port = rep.key_mode == PROTO_KEYS_NONE ? 0 : rep.rdma_port;
 	c->max_io = rep.max_io < PROTO_MAX_IO ? rep.max_io : PROTO_MAX_IO;
+	c->lease_ms = rep.lease_ms;
 	return 0;
 }
 
@@ -275,9 +299,14 @@ int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **
 	err = open_stream(c, &ep);
 	if (err)
 		goto fail;
-	err = say_hello(c, &hr);
+	if (params.tenant)
+		err = auth_tenant(c, params.tenant, params.secret_file);
+	if (!err)
+		err = say_hello(c, &hr);
 	if (!err)
 		err = open_rdma(c, &ep, params.choice, &hr);
+	if (!err)
+		err = keepalive_start(c);
 	if (err)
 		goto fail;
 	*out = c;
@@ -291,6 +320,8 @@ void rmem_close(rmem_client *c)
 {
 	if (!c)
 		return;
+	/* The keepalive thread uses the engine: it goes before anything else. */
+	keepalive_stop(c);
 	/* Posted operations still in flight are dropped: the library forgets
 	 * their buffers here, and never touches them again.  The queue pair
 	 * goes first: once it is destroyed, no DMA reaches those buffers. */

@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "proto.h"
 #include "rmem.h"
@@ -40,6 +41,23 @@
 #define ENG_COPY_MAX   4096u
 
 /*
+ * The send queue.  A posted frame is queued, not sent: one sendmsg() per
+ * request cost about as much kernel CPU on each side as the work itself,
+ * so posts go out in batches, like a verbs doorbell rung once for many work
+ * requests.  The queue is sent when it holds ENG_BATCH_FRAMES frames or
+ * ENG_BATCH_BYTES bytes, and before anything waits (rmem_poll, a
+ * synchronous call, a post that must make room, the keepalive thread); see
+ * eng_post().  Headers and fixed parts are copied into tx_buf (so are WRITE
+ * data up to ENG_TX_COPY_MAX bytes), larger data are sent from the caller's
+ * buffer, which is the caller's only after the completion.
+ */
+#define ENG_BATCH_FRAMES 16u
+#define ENG_BATCH_BYTES  (64u << 10)
+#define ENG_TX_CAP       (16u << 10)
+#define ENG_TX_COPY_MAX  512u
+#define ENG_TX_IOV       (2 * ENG_BATCH_FRAMES + 4)
+
+/*
  * One operation: a posted READ/WRITE (async, its own allocation, freed when
  * its completion is queued), or a synchronous call (on its caller's stack).
  * An operation is made of one or more frames; it ends once it is sealed (no
@@ -54,6 +72,11 @@ struct eng_op {
 	bool async;
 	bool sealed;
 	bool done;        /* synchronous: ended */
+	/* Posted control request (rmem_post_alloc/free): turns its reply
+	 * payload, now in c->rx, into *status (and its result) before the next
+	 * reply overwrites c->rx.  0, or -EPROTO when the payload is garbage. */
+	int (*decode)(struct rmem_client *c, struct eng_op *op, size_t len, int *status);
+	struct rmem_region *region; /* posted ALLOC: where its region goes */
 };
 
 /* One request in flight, in the order sent: the daemon answers in this order. */
@@ -91,6 +114,7 @@ struct client_lock {
 };
 
 struct rdma_conn;
+struct keepalive;
 
 struct rmem_client {
 	struct client_lock lock;
@@ -112,6 +136,8 @@ struct rmem_client {
 	uint32_t async_ops;      /* posted, not yet completed */
 	struct eng_cq cq;
 	int64_t last_progress_ms;
+	uint8_t spin_credit;     /* eng_wait's busy-poll: see spin_first() */
+	uint8_t spin_probe;
 	enum eng_rx_state rx_state;
 	struct proto_hdr rx_hdr;
 	uint8_t *rx_dst;         /* where the current part goes */
@@ -121,12 +147,54 @@ struct rmem_client {
 	uint32_t stage_start, stage_end;
 	uint8_t stage[ENG_STAGE_CAP];
 	uint8_t rx[PROTO_MAX_CTL]; /* payload of the last control reply */
+	/* The send queue (see ENG_BATCH_FRAMES): its frames are in the FIFO
+	 * already, the last tx_frames of it, and no byte of them has gone. */
+	uint32_t tx_frames;
+	uint32_t tx_iovcnt;
+	uint32_t tx_used;        /* bytes of tx_buf queued */
+	size_t tx_bytes;         /* bytes queued in all */
+	bool tx_tail_copied;     /* the last iovec ends at tx_buf + tx_used */
+	struct iovec tx_iov[ENG_TX_IOV];
+	uint8_t tx_buf[ENG_TX_CAP];
+
+	/* keepalive.c: the daemon ends a session that sends no frame on its
+	 * stream for lease_ms, so a thread of ours sends PING when calls do not. */
+	uint32_t lease_ms;           /* from HELLO; 0: no lease, no thread */
+	int64_t last_send_ms;        /* when a frame last went out (engine), monotonic */
+	struct keepalive *keepalive; /* NULL when no thread runs */
+	struct eng_op ping_op;       /* keepalive_poke's PING, answered or not */
 };
 
 /* ---- client.c ---------------------------------------------------------------- */
 
 void client_lock(struct rmem_client *c);
 void client_unlock(struct rmem_client *c);
+/* Takes the lock only when nobody holds it or waits for it: true then. */
+bool client_trylock(struct rmem_client *c);
+
+/* ---- keepalive.c -------------------------------------------------------------- */
+
+/* Starts the keepalive thread of a connected client whose lease_ms is set
+ * (nothing to do when it is 0).  0 or a negative errno. */
+int keepalive_start(struct rmem_client *c);
+/* Stops and joins the thread.  No call may be running on c.  Accepts a
+ * client without one. */
+void keepalive_stop(struct rmem_client *c);
+/*
+ * For a call that holds c and waits long without using the stream (RDMA
+ * completions): sends a PING itself when the lease needs one, since the
+ * thread cannot have the client meanwhile.  Returns the milliseconds until
+ * it should be called again (wait no longer than that), or -1 for never.
+ * A failure breaks the stream (c->broken) like any send.
+ */
+int keepalive_poke(struct rmem_client *c);
+
+/* ---- auth.c ------------------------------------------------------------------ */
+
+/* The tenant handshake on a fresh stream, before HELLO: 0, -EACCES (refused,
+ * or the daemon could not prove the secret), -EINVAL (bad name or secret
+ * file), open(2)'s errors for secret_file, or the engine's. */
+int auth_tenant(struct rmem_client *c, const char *tenant, const char *secret_file);
 
 /* ---- engine.c ---------------------------------------------------------------- */
 
@@ -153,6 +221,21 @@ int eng_fail(struct rmem_client *c, int err);
 int eng_send(struct rmem_client *c, struct eng_op *op, uint16_t opcode, const void *fixed,
 	     size_t fixed_len, const void *data, uint32_t data_len, void *dst, uint32_t read_len);
 
+/*
+ * eng_send()'s queueing form, for posted operations: the frame joins the
+ * send queue, which goes out once it holds ENG_BATCH_FRAMES frames or
+ * ENG_BATCH_BYTES bytes, or at the next eng_flush() (every wait flushes
+ * first).  WRITE data above ENG_TX_COPY_MAX is sent from data itself, so it
+ * must stay untouched until op ends; fixed is copied.  0 or a negative errno
+ * (the stream is then broken and op has failed).
+ */
+int eng_post(struct rmem_client *c, struct eng_op *op, uint16_t opcode, const void *fixed,
+	     size_t fixed_len, const void *data, uint32_t data_len, void *dst, uint32_t read_len);
+
+/* Sends the send queue, receiving replies while the socket is full.  0 (the
+ * queue is empty then) or a negative errno (the stream is then broken). */
+int eng_flush(struct rmem_client *c);
+
 /* One frame (or RDMA work request) of op has ended with status: op keeps
  * the first error, and ends once sealed and every frame has ended. */
 void eng_op_part_done(struct rmem_client *c, struct eng_op *op, int status);
@@ -176,6 +259,12 @@ int eng_progress(struct rmem_client *c, int timeout_ms);
 int eng_cq_reserve(struct rmem_client *c);
 /* Moves up to max completions to out; returns how many. */
 int eng_cq_take(struct rmem_client *c, struct rmem_completion *out, int max);
+
+/* Handles the replies already in, then sends a PING for op unless op's last
+ * one is still unanswered, without waiting for the reply: the next receive on
+ * the stream takes it.  op lives in the client (keepalive_poke).  0 or a
+ * negative errno (the stream is then broken). */
+int eng_ping_nowait(struct rmem_client *c, struct eng_op *op);
 
 /* One control request and its reply: on success the reply payload is in
  * c->rx and its length in *reply_len. */

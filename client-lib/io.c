@@ -5,7 +5,9 @@
  * A synchronous transfer is a posted one that its caller waits for: both
  * split into chunks of c->max_io and go through the engine (engine.c), so
  * there is one code path.  On an RDMA client the chunks are work requests
- * on its queue pair instead (rdma.c), and atomics are NIC atomics.  After a chunk is refused no further chunk of that
+ * on its queue pair instead (rdma.c), and atomics are NIC atomics.  Posted
+ * allocs and frees (rmem_post_alloc/free) share the engine and rmem_poll too,
+ * always on the stream.  After a chunk is refused no further chunk of that
  * operation is sent; the replies to those already sent are still handled,
  * and the operation ends with the first error.
  */
@@ -56,7 +58,7 @@ static int io_submit(struct rmem_client *c, struct eng_op *op, const struct io_j
 		int err;
 
 		proto_io_req_encode(fixed, job->opcode, &req);
-		err = eng_send(c, op, job->opcode, fixed, sizeof(fixed),
+		err = (op->async ? eng_post : eng_send)(c, op, job->opcode, fixed, sizeof(fixed),
 			       write && n ? job->src + pos : NULL, write ? n : 0,
 			       !write && n ? job->dst + pos : NULL, write ? 0 : n);
 		if (err)
@@ -77,6 +79,11 @@ static int submit(struct rmem_client *c, struct eng_op *op, const struct io_job 
 
 	if (!rdma_carries_data(c))
 		return io_submit(c, op, job);
+	/* This call may wait on the queue pair alone: posts queued on the
+	 * stream go first, as nothing may stay unsent while a call waits. */
+	err = eng_flush(c);
+	if (err)
+		return err;
 	err = rdma_io(c, op, write, job->r, job->off,
 		      write ? (void *)job->src : (void *)job->dst, job->len, &done);
 	if (err != RDMA_RETRY_TCP)
@@ -190,6 +197,112 @@ int rmem_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	return io_run(c, &job, true, cookie);
 }
 
+/* ---- posted alloc and free ---------------------------------------------------------- */
+
+static int alloc_decode(struct rmem_client *c, struct eng_op *op, size_t len, int *status)
+{
+	struct proto_region reg;
+
+	if (proto_alloc_rep_decode(c->rx, len, status, &reg) < 0)
+		return -EPROTO;
+	if (*status == 0)
+		*op->region = (struct rmem_region){
+			.id = reg.id,
+			.addr = reg.addr,
+			.length = reg.length,
+			.rkey = reg.rkey,
+			.flags = reg.flags,
+		};
+	return 0;
+}
+
+static int free_decode(struct rmem_client *c, struct eng_op *op, size_t len, int *status)
+{
+	(void)op;
+	return proto_status_decode(c->rx, len, status) < 0 ? -EPROTO : 0;
+}
+
+/* Sends one control request as a posted operation.  Control requests
+ * always travel on the stream, RDMA client or not. */
+static int ctl_post(struct rmem_client *c, uint16_t opcode, const void *req, size_t len,
+		    struct rmem_region *region, uint64_t cookie)
+{
+	struct eng_op *op;
+	int err;
+
+	if (c->broken)
+		return -ECONNRESET;
+	err = eng_cq_reserve(c);
+	if (err)
+		return err;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	op->async = true;
+	op->cookie = cookie;
+	op->region = region;
+	op->decode = opcode == PROTO_OP_ALLOC ? alloc_decode : free_decode;
+	c->async_ops++;
+	err = eng_post(c, op, opcode, req, len, NULL, 0, NULL, 0);
+	if (op->sent == 0) {
+		c->async_ops--;
+		free(op);
+		return err;
+	}
+	eng_seal(c, op);
+	return 0;
+}
+
+int rmem_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out,
+		    uint64_t cookie)
+{
+	struct proto_alloc_req req = { .size = size, .flags = flags };
+	uint8_t buf[PROTO_ALLOC_REQ_LEN];
+	int err;
+
+	if (!c || !out || size == 0 || flags != 0)
+		return -EINVAL;
+	client_lock(c);
+	err = ctl_post(c, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req), out, cookie);
+	client_unlock(c);
+	return err;
+}
+
+int rmem_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie)
+{
+	struct proto_free_req req;
+	uint8_t buf[PROTO_FREE_REQ_LEN];
+	int err;
+
+	if (!c || !r)
+		return -EINVAL;
+	req = (struct proto_free_req){ .id = r->id, .rkey = r->rkey };
+	client_lock(c);
+	err = ctl_post(c, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req), NULL, cookie);
+	client_unlock(c);
+	return err;
+}
+
+/* ---- completions ---------------------------------------------------------------------- */
+
+/* Makes progress on whatever has operations in flight, waiting up to
+ * timeout_ms.  On an RDMA client posted allocs and frees are on the stream
+ * while transfers are on the queue pair: the stream is only looked at
+ * (without waiting), the wait is on the queue pair, whose work always
+ * completes. */
+static int poll_progress(struct rmem_client *c, int timeout_ms)
+{
+	int err = 0;
+
+	if (!rdma_busy(c))
+		return c->fifo_count > 0 ? eng_progress(c, timeout_ms) : 0;
+	if (c->fifo_count > 0)
+		err = eng_progress(c, 0);
+	if (!err && !c->broken && rdma_busy(c))
+		err = rdma_progress(c, c->cq.count ? 0 : timeout_ms);
+	return err;
+}
+
 int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_ms)
 {
 	int err = 0;
@@ -199,10 +312,8 @@ int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_
 		return -EINVAL;
 	client_lock(c);
 	/* Queued completions need no waiting; still take what has arrived. */
-	if (!c->broken && rdma_busy(c) && c->cq.count < (uint32_t)max)
-		err = rdma_progress(c, c->cq.count ? 0 : timeout_ms);
-	else if (!c->broken && c->fifo_count > 0 && c->cq.count < (uint32_t)max)
-		err = eng_progress(c, c->cq.count ? 0 : timeout_ms);
+	if (!c->broken && c->cq.count < (uint32_t)max)
+		err = poll_progress(c, c->cq.count ? 0 : timeout_ms);
 	n = eng_cq_take(c, out, max);
 	if (n == 0 && c->broken)
 		n = err ? err : -ECONNRESET;
@@ -252,11 +363,12 @@ static int atomic_run(rmem_client *c, uint16_t opcode, const struct rmem_region 
 		.desired = desired,
 	};
 	client_lock(c);
-	if (c->broken)
-		err = -ECONNRESET;
-	else if (rdma_carries_data(c))
+	/* Posts still queued go first (an RDMA atomic waits on the queue pair
+	 * alone); a failure leaves the client broken. */
+	err = c->broken ? -ECONNRESET : eng_flush(c);
+	if (!err && rdma_carries_data(c))
 		err = rdma_atomic(c, opcode == PROTO_OP_CAS, r, off, operand, desired, old);
-	else
+	else if (!err)
 		err = atomic_locked(c, opcode, &req, old);
 	/* Not done: the data path has just moved to TCP. */
 	if (err == RDMA_RETRY_TCP)

@@ -341,6 +341,8 @@ size_t proto_hello_rep_encode(uint8_t *out, const struct proto_hello_rep *m)
 	out[34] = m->key_mode;
 	out[35] = 0;
 	proto_put_u32(out + 36, 0);
+	proto_put_u32(out + 40, m->lease_ms);
+	proto_put_u32(out + 44, 0);
 	return PROTO_HELLO_REP_LEN;
 }
 
@@ -357,7 +359,8 @@ int proto_hello_rep_decode(const uint8_t *in, size_t len, int *status, struct pr
 		max_io = proto_get_u32(in + 20);
 		if (max_io == 0 || max_io > PROTO_MAX_IO)
 			return -EBADMSG;
-		if (in[34] > PROTO_KEYS_REGION_MR || in[35] || proto_get_u32(in + 36))
+		if (in[34] > PROTO_KEYS_REGION_MR || in[35] || proto_get_u32(in + 36) ||
+		    proto_get_u32(in + 44))
 			return -EBADMSG;
 		m->session_id = proto_get_u64(in + 8);
 		m->server_version = proto_get_u32(in + 16);
@@ -365,6 +368,7 @@ int proto_hello_rep_decode(const uint8_t *in, size_t len, int *status, struct pr
 		m->attach_token = proto_get_u64(in + 24);
 		m->rdma_port = proto_get_u16(in + 32);
 		m->key_mode = in[34];
+		m->lease_ms = proto_get_u32(in + 40);
 	}
 	*status = st;
 	return 0;
@@ -573,4 +577,115 @@ void proto_client_rec_decode(const uint8_t *in, struct proto_client_rec *m)
 	m->idle_ms = proto_get_u64(in + 32);
 	get_str(m->transport, in + 40, sizeof m->transport);
 	get_str(m->peer, in + 48, sizeof m->peer);
+}
+
+/* ---- tenant authentication ------------------------------------------------- */
+
+/* A tenant name as the wire carries it: 1..31 bytes, then only NULs. */
+static int get_tenant(char *s, const uint8_t *in)
+{
+	const uint8_t *nul = memchr(in, 0, PROTO_TENANT_LEN);
+
+	if (!nul || nul == in)
+		return -EBADMSG;
+	for (const uint8_t *p = nul; p < in + PROTO_TENANT_LEN; p++)
+		if (*p)
+			return -EBADMSG;
+	memcpy(s, in, PROTO_TENANT_LEN);
+	return 0;
+}
+
+size_t proto_auth_begin_req_encode(uint8_t *out, const struct proto_auth_begin_req *m)
+{
+	put_str(out, m->tenant, PROTO_TENANT_LEN);
+	memcpy(out + PROTO_TENANT_LEN, m->client_nonce, PROTO_NONCE_LEN);
+	return PROTO_AUTH_BEGIN_REQ_LEN;
+}
+
+int proto_auth_begin_req_decode(const uint8_t *in, size_t len, struct proto_auth_begin_req *m)
+{
+	char tenant[PROTO_TENANT_LEN];
+
+	if (len != PROTO_AUTH_BEGIN_REQ_LEN || get_tenant(tenant, in) < 0)
+		return -EBADMSG;
+	memcpy(m->tenant, tenant, sizeof tenant);
+	memcpy(m->client_nonce, in + PROTO_TENANT_LEN, PROTO_NONCE_LEN);
+	return 0;
+}
+
+size_t proto_auth_begin_rep_encode(uint8_t *out, const struct proto_auth_begin_rep *m)
+{
+	proto_status_encode(out, 0);
+	proto_put_u64(out + PROTO_STATUS_LEN, m->session_id);
+	memcpy(out + PROTO_STATUS_LEN + 8, m->server_nonce, PROTO_NONCE_LEN);
+	return PROTO_AUTH_BEGIN_REP_LEN;
+}
+
+int proto_auth_begin_rep_decode(const uint8_t *in, size_t len, int *status,
+				struct proto_auth_begin_rep *m)
+{
+	int st;
+	int rc = reply_status(in, len, PROTO_AUTH_BEGIN_REP_LEN, &st);
+
+	if (rc < 0)
+		return rc;
+	*status = st;
+	if (st)
+		return 0;
+	m->session_id = proto_get_u64(in + PROTO_STATUS_LEN);
+	memcpy(m->server_nonce, in + PROTO_STATUS_LEN + 8, PROTO_NONCE_LEN);
+	return 0;
+}
+
+size_t proto_auth_req_encode(uint8_t *out, const uint8_t mac[PROTO_MAC_LEN])
+{
+	memcpy(out, mac, PROTO_MAC_LEN);
+	return PROTO_AUTH_REQ_LEN;
+}
+
+int proto_auth_req_decode(const uint8_t *in, size_t len, uint8_t mac[PROTO_MAC_LEN])
+{
+	if (len != PROTO_AUTH_REQ_LEN)
+		return -EBADMSG;
+	memcpy(mac, in, PROTO_MAC_LEN);
+	return 0;
+}
+
+size_t proto_auth_rep_encode(uint8_t *out, const uint8_t mac[PROTO_MAC_LEN])
+{
+	proto_status_encode(out, 0);
+	memcpy(out + PROTO_STATUS_LEN, mac, PROTO_MAC_LEN);
+	return PROTO_AUTH_REP_LEN;
+}
+
+int proto_auth_rep_decode(const uint8_t *in, size_t len, int *status, uint8_t mac[PROTO_MAC_LEN])
+{
+	int st;
+	int rc = reply_status(in, len, PROTO_AUTH_REP_LEN, &st);
+
+	if (rc < 0)
+		return rc;
+	*status = st;
+	if (!st)
+		memcpy(mac, in + PROTO_STATUS_LEN, PROTO_MAC_LEN);
+	return 0;
+}
+
+size_t proto_auth_transcript(uint8_t *out, enum proto_auth_role role, const char *tenant,
+			     const uint8_t server_nonce[PROTO_NONCE_LEN],
+			     const uint8_t client_nonce[PROTO_NONCE_LEN], uint64_t session_id)
+{
+	static const char labels[2][PROTO_AUTH_LABEL_LEN + 1] = { "rmem-auth-v1", "rmem-srvr-v1" };
+	size_t at = 0;
+
+	memcpy(out, labels[role == PROTO_AUTH_SERVER], PROTO_AUTH_LABEL_LEN);
+	at += PROTO_AUTH_LABEL_LEN;
+	memcpy(out + at, server_nonce, PROTO_NONCE_LEN);
+	at += PROTO_NONCE_LEN;
+	memcpy(out + at, client_nonce, PROTO_NONCE_LEN);
+	at += PROTO_NONCE_LEN;
+	put_str(out + at, tenant, PROTO_TENANT_LEN);
+	at += PROTO_TENANT_LEN;
+	proto_put_u64(out + at, session_id);
+	return at + 8;
 }

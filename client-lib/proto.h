@@ -8,6 +8,8 @@
  * Version history (PROTO_VERSION):
  *   1  first version: HELLO ALLOC FREE WRITE READ STATS PING POOLS REGIONS CLIENTS
  *      CAS FAA; the HELLO reply names the RDMA port, key mode and attach token.
+ *      AUTH_BEGIN and AUTH (additive): a tenant's challenge-response before HELLO.
+ *      The HELLO reply gains lease_ms (appended, 8 bytes longer).
  *
  * Frame = header (PROTO_HDR_LEN bytes) + payload (hdr.length bytes).
  * All integers little-endian, fixed width.
@@ -58,6 +60,8 @@ enum proto_op {
 	PROTO_OP_CLIENTS = 10, /* admin */
 	PROTO_OP_CAS     = 11,
 	PROTO_OP_FAA     = 12,
+	PROTO_OP_AUTH_BEGIN = 13, /* tenants: before HELLO, see PROTO_AUTH_* below */
+	PROTO_OP_AUTH    = 14,
 	PROTO_OP_COUNT
 };
 
@@ -146,12 +150,16 @@ struct proto_list_req {
 
 /*
  * HELLO reply: status, reserved, session_id u64, server_version u32, max_io u32,
- * attach_token u64, rdma_port u16, key_mode u8, reserved u8, reserved u32.
+ * attach_token u64, rdma_port u16, key_mode u8, reserved u8, reserved u32,
+ * lease_ms u32, reserved u32.
  * max_io must be 1..PROTO_MAX_IO (else -EBADMSG): a client splits transfers
  * into frames of at most max_io data bytes.  rdma_port is the daemon's rdma_cm
  * port (0: no RDMA); a client that wants the RDMA data path connects there
  * with (session_id, attach_token) as private data, which ties its queue pair
  * to this session.  key_mode says how the daemon makes region keys on RDMA.
+ * lease_ms is the daemon's lease: a session that sends no frame for that
+ * long is ended (0: no lease).  It was appended in version 1 before any
+ * release; nothing else changed.
  */
 enum proto_key_mode {
 	PROTO_KEYS_NONE = 0,      /* no RDMA: keys are the TCP path's random keys */
@@ -165,8 +173,9 @@ struct proto_hello_rep {
 	uint64_t attach_token;
 	uint16_t rdma_port;
 	uint8_t key_mode;         /* enum proto_key_mode; others -EBADMSG */
+	uint32_t lease_ms;        /* 0: the daemon ends no session for silence */
 };
-#define PROTO_HELLO_REP_LEN (PROTO_STATUS_LEN + 32)
+#define PROTO_HELLO_REP_LEN (PROTO_STATUS_LEN + 40)
 
 /* The rdma_cm private data of a client's connect request (bytes, LE):
  * magic u32 (PROTO_MAGIC), version u16, reserved u16, session_id u64,
@@ -338,6 +347,58 @@ size_t proto_region_rec_encode(uint8_t *out, const struct proto_region_rec *m);
 void proto_region_rec_decode(const uint8_t *in, struct proto_region_rec *m);
 size_t proto_client_rec_encode(uint8_t *out, const struct proto_client_rec *m);
 void proto_client_rec_decode(const uint8_t *in, struct proto_client_rec *m);
+
+/*
+ * Tenant authentication (docs/protocol.md 7.11), before HELLO:
+ *   AUTH_BEGIN request: tenant[32] (1..31 bytes, NUL padded), client_nonce[32].
+ *   AUTH_BEGIN reply:   status, reserved, session_id u64, server_nonce[32].
+ *   AUTH request:       mac[32] = HMAC-SHA256(secret, transcript "rmem-auth-v1").
+ *   AUTH reply:         status, reserved, mac[32] = HMAC-SHA256(secret, transcript
+ *                       "rmem-srvr-v1"): the daemon knows the secret too.
+ * The tenant decoder refuses an empty name, a name of 32 bytes, and bytes
+ * after the first NUL that are not NUL (-EBADMSG).
+ */
+#define PROTO_NONCE_LEN          32
+#define PROTO_MAC_LEN            32
+#define PROTO_TENANT_LEN         32
+#define PROTO_AUTH_BEGIN_REQ_LEN (PROTO_TENANT_LEN + PROTO_NONCE_LEN)
+#define PROTO_AUTH_BEGIN_REP_LEN (PROTO_STATUS_LEN + 8 + PROTO_NONCE_LEN)
+#define PROTO_AUTH_REQ_LEN       PROTO_MAC_LEN
+#define PROTO_AUTH_REP_LEN       (PROTO_STATUS_LEN + PROTO_MAC_LEN)
+struct proto_auth_begin_req {
+	char tenant[PROTO_TENANT_LEN];
+	uint8_t client_nonce[PROTO_NONCE_LEN];
+};
+struct proto_auth_begin_rep {
+	uint64_t session_id;
+	uint8_t server_nonce[PROTO_NONCE_LEN];
+};
+size_t proto_auth_begin_req_encode(uint8_t *out, const struct proto_auth_begin_req *m);
+int proto_auth_begin_req_decode(const uint8_t *in, size_t len, struct proto_auth_begin_req *m);
+size_t proto_auth_begin_rep_encode(uint8_t *out, const struct proto_auth_begin_rep *m);
+int proto_auth_begin_rep_decode(const uint8_t *in, size_t len, int *status,
+				struct proto_auth_begin_rep *m);
+/* AUTH request and reply: one MAC (the reply after its status). */
+size_t proto_auth_req_encode(uint8_t *out, const uint8_t mac[PROTO_MAC_LEN]);
+int proto_auth_req_decode(const uint8_t *in, size_t len, uint8_t mac[PROTO_MAC_LEN]);
+size_t proto_auth_rep_encode(uint8_t *out, const uint8_t mac[PROTO_MAC_LEN]);
+int proto_auth_rep_decode(const uint8_t *in, size_t len, int *status,
+			  uint8_t mac[PROTO_MAC_LEN]);
+
+/*
+ * The bytes both sides MAC: label (12 bytes), server_nonce, client_nonce,
+ * tenant[32] as on the wire, session_id u64.  The session id and the
+ * daemon's fresh nonce make a recorded AUTH useless on any other
+ * connection; the two labels keep the client's MAC from serving as the
+ * daemon's.  Writes PROTO_AUTH_MSG_LEN bytes and returns that.
+ */
+enum proto_auth_role { PROTO_AUTH_CLIENT, PROTO_AUTH_SERVER };
+#define PROTO_AUTH_LABEL_LEN 12
+#define PROTO_AUTH_MSG_LEN \
+	(PROTO_AUTH_LABEL_LEN + 2 * PROTO_NONCE_LEN + PROTO_TENANT_LEN + 8)
+size_t proto_auth_transcript(uint8_t *out, enum proto_auth_role role, const char *tenant,
+			     const uint8_t server_nonce[PROTO_NONCE_LEN],
+			     const uint8_t client_nonce[PROTO_NONCE_LEN], uint64_t session_id);
 
 /* Little-endian helpers, also used by callers that build frames by hand. */
 static inline void proto_put_u16(uint8_t *p, uint16_t v)

@@ -28,12 +28,28 @@
 
 #include "regcache.h"
 
-#define SQ_DEPTH       64u        /* power of two, < REGCACHE_MAX */
+/*
+ * Work requests in flight on the queue pair.  At least perftest's default TX
+ * depth (128), so that rmem_post_*() with that many operations in flight
+ * keeps them all on the wire instead of waiting here for room.
+ */
+#define SQ_DEPTH       256u       /* power of two, < REGCACHE_MAX */
 #define SQ_MASK        (SQ_DEPTH - 1)
-#define WC_BATCH       16
+#define WC_BATCH       32
 #define INLINE_WANT    64u
-#define RD_ATOM_MAX    16u
-#define SPIN_POLLS     64
+/* READs and atomics the daemon's responder keeps in flight for us (the
+ * device may allow fewer): as many as perftest asks for on rxe (128), since
+ * with fewer a stream of posted READs waits on the responder, not the wire. */
+#define RD_ATOM_MAX    128u
+/*
+ * How long a waiter polls the completion queue before it sleeps on the
+ * completion channel.  Sleeping means arming the CQ, poll(), a wakeup and
+ * ibv_get_cq_event(): several microseconds on hardware, tens under
+ * emulation, as much as a small transfer itself takes, and a synchronous
+ * call would pay it on every round trip.  Past this budget the operation is
+ * a long one, beside which the wakeup costs little, and the CPU goes back.
+ */
+#define SPIN_NS        100000
 #define NO_DEADLINE    INT64_MAX
 
 _Static_assert((SQ_DEPTH & SQ_MASK) == 0, "SQ_DEPTH must be a power of two");
@@ -79,6 +95,11 @@ struct rdma_conn {
 	uint32_t head, count;         /* the ring, in posting order */
 	uint32_t posted;              /* SLOT_POSTED slots */
 	bool qp_error;                /* recover once nothing is posted */
+	/* Stall detection: progress counts posts onto an idle queue and
+	 * completions; only a waiter about to sleep reads the clock, when it
+	 * sees the count moved (two clock reads per operation are dear in a
+	 * round trip of a few microseconds). */
+	uint64_t progress, progress_seen;
 	int64_t last_progress_ms;
 	/* What a re-attach needs: the same target, session and token. */
 	char *host;
@@ -93,6 +114,14 @@ static int64_t mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int64_t deadline_after(int timeout_ms)
@@ -471,7 +500,7 @@ static int post_slot(struct rdma_conn *rc, uint32_t i)
 	if (err)
 		return -err;
 	if (rc->posted == 0)
-		rc->last_progress_ms = mono_ms();
+		rc->progress++;
 	s->state = SLOT_POSTED;
 	rc->posted++;
 	return 0;
@@ -507,7 +536,7 @@ static void slot_done(struct rmem_client *c, uint32_t i, int status)
 
 	s->state = SLOT_DONE;
 	if (s->reg)
-		regcache_put(s->reg);
+		regcache_put(&rc->cache, s->reg);
 	s->reg = NULL;
 	s->op = NULL;
 	while (rc->count && rc->slot[rc->head].state == SLOT_DONE) {
@@ -660,7 +689,7 @@ static int reap(struct rmem_client *c)
 		if (n < 0)
 			return rdma_fail(c, -EIO);
 		if (n > 0)
-			rc->last_progress_ms = mono_ms();
+			rc->progress++;
 		for (int k = 0; k < n; k++)
 			on_wc(c, &wc[k]);
 	} while (n == WC_BATCH);
@@ -686,6 +715,45 @@ static int check_cm(struct rmem_client *c)
 }
 
 /*
+ * Busy-polls the completion queue for up to SPIN_NS (and not past deadline):
+ * 0 after handling a completion, 1 when none came, or a negative errno.
+ * ibv_poll_cq() is no system call (the queue is mapped), so this costs only
+ * the CPU.
+ */
+static int spin_cq(struct rmem_client *c, int64_t deadline)
+{
+	struct rdma_conn *rc = c->rdma;
+	int64_t until = 0;
+	struct ibv_wc wc[WC_BATCH];
+	int n;
+
+	for (unsigned k = 0;; k++) {
+		n = ibv_poll_cq(rc->cq, WC_BATCH, wc);
+		if (n < 0)
+			return rdma_fail(c, -EIO);
+		if (n > 0)
+			break;
+		/* The clock only every few polls, and not at all when the
+		 * completion comes at once: under emulation it is dear. */
+		if ((k & 15) != 15)
+			continue;
+		if (!until) {
+			until = mono_ns() + SPIN_NS;
+			if (deadline != NO_DEADLINE && deadline * 1000000 < until)
+				until = deadline * 1000000;
+		} else if (mono_ns() >= until) {
+			return 1;
+		}
+	}
+	rc->progress++;
+	for (int k = 0; k < n; k++)
+		on_wc(c, &wc[k]);
+	if (rc->qp_error && rc->posted == 0)
+		recover(c);
+	return c->broken ? -ECONNRESET : 0;
+}
+
+/*
  * Waits for completions (or a connection event) until deadline.  Returns 0
  * after something happened, 1 once deadline has passed, or a negative errno
  * (broken; also when posted requests made no progress for c->timeout_ms).
@@ -697,33 +765,32 @@ static int wait_cq(struct rmem_client *c, int64_t deadline)
 		{ .fd = rc->comp_ch->fd, .events = POLLIN },
 		{ .fd = rc->cm_ch->fd, .events = POLLIN },
 	};
-	int64_t stall = c->timeout_ms > 0 && rc->posted ? rc->last_progress_ms + c->timeout_ms :
-			NO_DEADLINE;
-	int64_t until = deadline < stall ? deadline : stall;
+	int64_t stall, until;
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
-	int n;
+	int n, ka;
 
-	/* Completions often come within microseconds: look a few times before
-	 * sleeping on the channel. */
-	for (int k = 0; k < SPIN_POLLS; k++) {
-		struct ibv_wc wc;
-
-		n = ibv_poll_cq(rc->cq, 1, &wc);
-		if (n != 0) {
-			if (n > 0) {
-				rc->last_progress_ms = mono_ms();
-				on_wc(c, &wc);
-			}
-			return n < 0 ? rdma_fail(c, -EIO) : 0;
-		}
+	/* We hold the client, so its keepalive thread cannot have it: renew
+	 * the lease ourselves, and wake up in time to do it again. */
+	ka = keepalive_poke(c);
+	n = spin_cq(c, deadline);
+	if (n <= 0)
+		return n;
+	if (rc->progress != rc->progress_seen) {
+		rc->progress_seen = rc->progress;
+		rc->last_progress_ms = mono_ms();
 	}
+	stall = c->timeout_ms > 0 && rc->posted ? rc->last_progress_ms + c->timeout_ms :
+		NO_DEADLINE;
+	until = deadline < stall ? deadline : stall;
 	if (ibv_req_notify_cq(rc->cq, 0))
 		return rdma_fail(c, -EIO);
 	/* A completion between the last look and the arming raised no event. */
 	n = reap(c);
 	if (n)
 		return n;
+	if (ka >= 0 && mono_ms() + ka < until)
+		until = mono_ms() + ka;
 	do {
 		n = poll(pfd, 2, ms_until(until));
 	} while (n < 0 && errno == EINTR);
@@ -748,7 +815,9 @@ static int make_room(struct rmem_client *c)
 	struct rdma_conn *rc = c->rdma;
 
 	for (;;) {
-		int err = reap(c);
+		/* With nothing posted there is nothing to reap: one look at the
+		 * CQ less per synchronous call. */
+		int err = rc->posted || rc->qp_error ? reap(c) : 0;
 
 		if (err)
 			return err;
@@ -793,7 +862,7 @@ static int slot_post(struct rmem_client *c, uint32_t i)
 
 	if (err) {
 		if (s->reg)
-			regcache_put(s->reg);
+			regcache_put(&rc->cache, s->reg);
 		s->reg = NULL;
 		return rdma_fail(c, err);
 	}

@@ -1,12 +1,13 @@
 /*
- * regcache.c - see regcache.h.  A small array searched linearly: a program
- * moves data through a handful of buffers, and a registration costs far more
- * than a scan of 64 entries.
+ * regcache.c - see regcache.h.  A small array searched linearly, starting
+ * at the last hit: the transfers in flight come from a handful of buffers,
+ * and a registration costs far more than a scan of the table.
  */
 #include "regcache.h"
 
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -25,59 +26,46 @@ static void entry_drop(struct regcache *rc, struct regcache_entry *e)
 	 * do in a library that never prints. */
 	(void)ibv_dereg_mr(e->mr);
 	rc->pinned -= e->end - e->start;
+	rc->used--;
 	memset(e, 0, sizeof(*e));
 }
 
-/* The least recently used entry nobody uses, or NULL. */
-static struct regcache_entry *lru_idle(struct regcache *rc)
+static bool covers(const struct regcache_entry *e, uintptr_t lo, uintptr_t hi)
 {
-	struct regcache_entry *best = NULL;
-
-	for (uint32_t i = 0; i < REGCACHE_MAX; i++) {
-		struct regcache_entry *e = &rc->e[i];
-
-		if (e->mr && e->users == 0 && (!best || e->last_use < best->last_use))
-			best = e;
-	}
-	return best;
+	return e->mr && e->start <= lo && hi <= e->end;
 }
 
-static struct regcache_entry *free_slot(struct regcache *rc, uint64_t bytes)
+static struct regcache_entry *lookup(struct regcache *rc, uintptr_t lo, uintptr_t hi)
 {
-	struct regcache_entry *slot = NULL;
+	if (rc->used == 0)
+		return NULL;
+	if (covers(&rc->e[rc->hint], lo, hi))
+		return &rc->e[rc->hint];
+	for (uint32_t i = 0; i < REGCACHE_MAX; i++)
+		if (covers(&rc->e[i], lo, hi))
+			return &rc->e[i];
+	return NULL;
+}
 
-	while (rc->pinned + bytes > REGCACHE_PIN_MAX) {
-		struct regcache_entry *victim = lru_idle(rc);
-
-		if (!victim)
-			break;
-		entry_drop(rc, victim);
-	}
-	for (uint32_t i = 0; i < REGCACHE_MAX && !slot; i++)
+static struct regcache_entry *free_entry(struct regcache *rc)
+{
+	for (uint32_t i = 0; i < REGCACHE_MAX; i++)
 		if (!rc->e[i].mr)
-			slot = &rc->e[i];
-	if (!slot) {
-		slot = lru_idle(rc);
-		if (slot)
-			entry_drop(rc, slot);
-	}
-	return slot;
+			return &rc->e[i];
+	return NULL;
 }
 
 int regcache_get(struct regcache *rc, const void *buf, size_t len, struct regcache_entry **out)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t lo = (uintptr_t)buf, hi = lo + len;
-	struct regcache_entry *e;
+	struct regcache_entry *e = lookup(rc, lo, hi);
 
-	for (uint32_t i = 0; i < REGCACHE_MAX; i++) {
-		e = &rc->e[i];
-		if (e->mr && e->start <= lo && hi <= e->end)
-			goto hit;
-	}
+	if (e)
+		goto hit;
 	lo &= ~(page - 1);
 	hi = (hi + page - 1) & ~(page - 1);
-	e = free_slot(rc, hi - lo);
+	e = free_entry(rc);
 	if (!e)
 		return -ENOMEM;
 	e->mr = ibv_reg_mr(rc->pd, (void *)lo, hi - lo, REG_ACCESS);
@@ -86,17 +74,19 @@ int regcache_get(struct regcache *rc, const void *buf, size_t len, struct regcac
 	e->start = lo;
 	e->end = hi;
 	rc->pinned += hi - lo;
+	rc->used++;
 	rc->registrations++;
 hit:
+	rc->hint = (uint32_t)(e - rc->e);
 	e->users++;
-	e->last_use = ++rc->tick;
 	*out = e;
 	return 0;
 }
 
-void regcache_put(struct regcache_entry *e)
+void regcache_put(struct regcache *rc, struct regcache_entry *e)
 {
-	e->users--;
+	if (--e->users == 0)
+		entry_drop(rc, e);
 }
 
 void regcache_clear(struct regcache *rc)

@@ -1,20 +1,23 @@
 /*
- * regcache.h - the registration cache of the RDMA path: user buffers are
- * registered (ibv_reg_mr) once and kept, so repeated transfers from or into
- * the same buffer do not register again.
+ * regcache.h - registrations of user buffers for the RDMA path, shared by the
+ * work requests in flight: a buffer is registered (ibv_reg_mr) when a posted
+ * transfer first needs it, every other transfer posted meanwhile from or into
+ * the same pages uses the same registration, and it is dropped when the last
+ * of them completes.
  *
- * A registration covers whole pages around the buffer.  The cache holds at
- * most REGCACHE_MAX registrations and REGCACHE_PIN_MAX pinned bytes; past
- * either, the least recently used registration that no posted work request
- * uses is dropped.  Entries in use (users > 0) are never dropped, and there
- * are never more work requests in flight than REGCACHE_MAX - 1, so a free
- * slot can always be found.
+ * Not kept past that, on purpose.  A registration names the pages the buffer
+ * had when it was made, and the library cannot see memory being unmapped and
+ * mapped again at the same address (free() of a large malloc() and a new one,
+ * munmap()/mmap(), madvise(MADV_DONTNEED)): a kept registration would then
+ * move the data to or from the old pages, silently.  While a transfer is in
+ * flight its buffer belongs to the library, so sharing among the transfers in
+ * flight is safe.  The price is one ibv_reg_mr and one ibv_dereg_mr per
+ * buffer per burst of transfers (docs/benchmarks.md measures it against
+ * perftest, which registers once).
  *
- * What a cache of registrations cannot see: memory that is unmapped and
- * mapped again at the same address (free() of a large malloc() and a new
- * one, munmap()/mmap(), madvise(MADV_DONTNEED)).  The old registration
- * still names the old pages.  librmem(7) tells callers; rmem_close() drops
- * every registration.
+ * A registration covers whole pages around the buffer.  The table holds
+ * REGCACHE_MAX registrations, more than the work requests that can be in
+ * flight (rdma.c), so a free entry can always be found.
  */
 #ifndef RMEM_REGCACHE_H
 #define RMEM_REGCACHE_H
@@ -25,33 +28,34 @@
 struct ibv_pd;
 struct ibv_mr;
 
-#define REGCACHE_MAX     96u
-#define REGCACHE_PIN_MAX (1ull << 30)
+/* Above the RDMA send queue's depth (rdma.c): every posted work request may
+ * hold a registration of its own. */
+#define REGCACHE_MAX     512u
 
 struct regcache_entry {
 	uintptr_t start, end;    /* page-aligned bounds of the registration */
 	struct ibv_mr *mr;       /* NULL: slot unused */
-	uint32_t users;          /* posted work requests that use it */
-	uint64_t last_use;
+	uint32_t users;          /* posted work requests that use it, > 0 */
 };
 
 struct regcache {
 	struct ibv_pd *pd;
 	struct regcache_entry e[REGCACHE_MAX];
-	uint64_t tick;
+	uint32_t hint;           /* the entry of the last hit: looked at first */
+	uint32_t used;           /* entries with a registration */
 	uint64_t pinned;         /* bytes registered now */
 	uint64_t registrations;  /* ibv_reg_mr calls made, for tests and tuning */
 };
 
 void regcache_init(struct regcache *rc, struct ibv_pd *pd);
 
-/* The registration that covers [buf, buf + len), registering it if needed;
- * its users count grows by one.  0 or a negative errno (-ENOMEM, -EFAULT
- * for memory the device cannot register). */
+/* The registration that covers [buf, buf + len), registering it if no
+ * transfer in flight has one; its users count grows by one.  0 or a negative
+ * errno (-ENOMEM, -EFAULT for memory the device cannot register). */
 int regcache_get(struct regcache *rc, const void *buf, size_t len, struct regcache_entry **out);
 
-/* Undoes one regcache_get(). */
-void regcache_put(struct regcache_entry *e);
+/* Undoes one regcache_get(); the last user deregisters. */
+void regcache_put(struct regcache *rc, struct regcache_entry *e);
 
 /* Deregisters everything.  No work request may use any entry any more. */
 void regcache_clear(struct regcache *rc);

@@ -538,6 +538,9 @@ static void print_clients_json(const struct rmem_client_info *cl, size_t n)
 		json_u64("regions", cl[i].regions, true);
 		json_u64("used_bytes", cl[i].used_bytes, true);
 		json_u64("connected_ms", cl[i].connected_ms, true);
+		/* The daemon's idle time is the lease's age; idle_ms stays for
+		 * the scripts that read it. */
+		json_u64("lease_age_ms", cl[i].idle_ms, true);
 		json_u64("idle_ms", cl[i].idle_ms, true);
 		printf("\"transport\":");
 		json_string(cl[i].transport);
@@ -552,12 +555,12 @@ static int print_clients_table(const struct rmem_client_info *cl, size_t n)
 {
 	static const struct column cols[] = {
 		{ "ID", true }, { "TRANSPORT", false }, { "REGIONS", true }, { "USED", true },
-		{ "CONNECTED", true }, { "IDLE", true }, { "PEER", false },
+		{ "CONNECTED", true }, { "LEASE AGE", true }, { "PEER", false },
 	};
 	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
 
 	for (size_t i = 0; i < n; i++) {
-		char transport[16], peer[CELL_MAX], used[32], connected[32], idle[32];
+		char transport[16], peer[CELL_MAX], used[32], connected[32], lease_age[32];
 
 		if (table_add_row(&t) < 0) {
 			table_free(&t);
@@ -567,13 +570,13 @@ static int print_clients_table(const struct rmem_client_info *cl, size_t n)
 		printable(peer, sizeof(peer), cl[i].peer);
 		format_size(used, sizeof(used), cl[i].used_bytes);
 		format_duration(connected, sizeof(connected), cl[i].connected_ms);
-		format_duration(idle, sizeof(idle), cl[i].idle_ms);
+		format_duration(lease_age, sizeof(lease_age), cl[i].idle_ms);
 		table_set(&t, 0, "%" PRIu64, cl[i].id);
 		table_set(&t, 1, "%s", transport);
 		table_set(&t, 2, "%" PRIu64, cl[i].regions);
 		table_set(&t, 3, "%s", used);
 		table_set(&t, 4, "%s", connected);
-		table_set(&t, 5, "%s", idle);
+		table_set(&t, 5, "%s", lease_age);
 		table_set(&t, 6, "%s", peer);
 	}
 	table_print(&t);

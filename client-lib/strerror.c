@@ -19,8 +19,10 @@ static const char *rmem_meaning(int code)
 	case ENOENT:
 		return "no such region (never allocated, or freed)";
 	case EACCES:
-		return "wrong key, or not this client's region (admin requests need the Unix "
-		       "socket)";
+		return "access refused: wrong key or not this client's region, admin request "
+		       "off the Unix socket, or tenant authentication refused";
+	case EDQUOT:
+		return "the tenant's quota (bytes or regions) would be exceeded";
 	case ERANGE:
 		return "offset + length past the end of the region";
 	case ENOTSUP:

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -255,6 +256,27 @@ ssize_t tcp_recv_some(int fd, void *buf, size_t len)
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return -EAGAIN;
 		return stream_error(errno);
+	}
+}
+
+int tcp_spin_readable(int fd, int spin_us)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int n = poll(&pfd, 1, 0);
+
+		if (n > 0)
+			return pfd.revents;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		/* A daemon on this CPU cannot answer while we spin: let it run. */
+		sched_yield();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 >= spin_us)
+			return 0;
 	}
 }
 

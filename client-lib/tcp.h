@@ -41,4 +41,9 @@ ssize_t tcp_recv_some(int fd, void *buf, size_t len);
  * does not end the wait early: it resumes for the time that is left. */
 int tcp_wait(int fd, short events, int timeout_ms);
 
+/* Asks, without sleeping, whether fd is readable, again and again for up to
+ * spin_us microseconds.  Returns the poll() revents (> 0) as soon as it is,
+ * 0 when the time ran out, or a negative errno. */
+int tcp_spin_readable(int fd, int spin_us);
+
 #endif /* RMEM_TCP_H */

@@ -46,6 +46,7 @@ enum key_kind {
 	KIND_HOSTPORT,  /* "HOST:PORT", "[V6]:PORT" or "" */
 	KIND_PATH,      /* absolute path or "" */
 	KIND_NAME,      /* 1..CONFIG_NAME_MAX-1 of [A-Za-z0-9_.-] */
+	KIND_FILE,      /* absolute path of a file */
 };
 
 #define KEY_POW2       0x1  /* value must be a power of two */
@@ -72,6 +73,7 @@ struct section {
 	const struct key_desc *keys;
 	size_t nkeys;
 	bool is_pool_list;              /* a list of groups, keys in struct config_pool */
+	bool is_tenant_list;            /* a list of groups, keys in struct config_tenant */
 };
 
 static const struct enum_word hugepages_words[] = {
@@ -130,6 +132,12 @@ static const struct key_desc limits_keys[] = {
 	  .min = 1, .max = 1000000, .def = "1024" },
 	{ .name = "lease_timeout_ms", .kind = KIND_U32, FIELD(struct config, lease_timeout_ms),
 	  .min = 100, .max = 86400000, .def = "10000" },
+	{ .name = "frame_timeout_ms", .kind = KIND_U32, FIELD(struct config, frame_timeout_ms),
+	  .min = 100, .max = 3600000, .def = "5000" },
+	{ .name = "conn_max_requests", .kind = KIND_U32, FIELD(struct config, conn_max_requests),
+	  .min = 1, .max = 1000000, .def = "1024" },
+	{ .name = "conn_max_buffered", .kind = KIND_SIZE, FIELD(struct config, conn_max_buffered),
+	  .min = 4096, .max = GIB, .def = "256K" },
 };
 
 static const struct key_desc log_keys[] = {
@@ -137,12 +145,24 @@ static const struct key_desc log_keys[] = {
 	  .words = log_level_words, .def = "info" },
 };
 
+/* name and secret_file have no default: load_tenants() insists on them. */
+static const struct key_desc tenant_keys[] = {
+	{ .name = "name", .kind = KIND_NAME, FIELD(struct config_tenant, name), .def = "" },
+	{ .name = "secret_file", .kind = KIND_FILE, FIELD(struct config_tenant, secret_file),
+	  .def = "" },
+	{ .name = "quota", .kind = KIND_SIZE, FIELD(struct config_tenant, quota),
+	  .min = 0, .max = PIB, .def = "0" },
+	{ .name = "max_regions", .kind = KIND_U32, FIELD(struct config_tenant, max_regions),
+	  .min = 0, .max = 100000000, .def = "0" },
+};
+
 static const struct section sections[] = {
-	{ "listen", listen_keys, ARRAY_SIZE(listen_keys), false },
-	{ "pools", pool_keys, ARRAY_SIZE(pool_keys), true },
-	{ "rdma", rdma_keys, ARRAY_SIZE(rdma_keys), false },
-	{ "limits", limits_keys, ARRAY_SIZE(limits_keys), false },
-	{ "log", log_keys, ARRAY_SIZE(log_keys), false },
+	{ "listen", listen_keys, ARRAY_SIZE(listen_keys), false, false },
+	{ "pools", pool_keys, ARRAY_SIZE(pool_keys), true, false },
+	{ "rdma", rdma_keys, ARRAY_SIZE(rdma_keys), false, false },
+	{ "limits", limits_keys, ARRAY_SIZE(limits_keys), false, false },
+	{ "log", log_keys, ARRAY_SIZE(log_keys), false, false },
+	{ "tenants", tenant_keys, ARRAY_SIZE(tenant_keys), false, true },
 };
 
 /* Where messages go, and the file to name when a setting does not say. */
@@ -446,6 +466,11 @@ static int check_string(struct ctx *ctx, const config_setting_t *s, const char *
 			return fail(ctx, s, path, "\"%s\" is not an absolute path to a socket "
 				    "(\"\" disables)", quote(str, q, sizeof q));
 		return 0;
+	case KIND_FILE:
+		if (!len || str[0] != '/' || str[len - 1] == '/')
+			return fail(ctx, s, path, "\"%s\" is not an absolute path to a file",
+				    quote(str, q, sizeof q));
+		return 0;
 	case KIND_NAME:
 		if (!len || !all_chars_in(str, len, "_.-"))
 			return fail(ctx, s, path, "\"%s\": a name is 1 to %zu characters of "
@@ -472,6 +497,7 @@ static int store_value(struct ctx *ctx, const config_setting_t *s, const char *p
 	case KIND_HOSTPORT:
 	case KIND_PATH:
 	case KIND_NAME:
+	case KIND_FILE:
 		rc = check_string(ctx, s, path, k, val->str);
 		if (rc < 0)
 			return rc;
@@ -527,6 +553,7 @@ static int read_value(struct ctx *ctx, const config_setting_t *s, const char *pa
 	case KIND_HOSTPORT:
 	case KIND_PATH:
 	case KIND_NAME:
+	case KIND_FILE:
 		if (type == CONFIG_TYPE_STRING) {
 			val->str = config_setting_get_string(s);
 			return 0;
@@ -656,6 +683,127 @@ static int load_pools(struct ctx *ctx, const config_setting_t *list, struct conf
 	return 0;
 }
 
+/* ---- tenants ---------------------------------------------------------------- */
+
+/*
+ * The secret: the file's bytes with one trailing newline stripped.  A file
+ * others may read is refused rather than used: its secret is no longer one.
+ */
+static int read_secret(struct ctx *ctx, const config_setting_t *s, const char *path,
+		       struct config_tenant *t)
+{
+	uint8_t buf[CONFIG_SECRET_MAX + 2];
+	size_t len = 0;
+	struct stat st;
+	int fd, rc = 0;
+
+	fd = open(t->secret_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return fail(ctx, s, path, "%s: cannot open: %s", t->secret_file, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		rc = fail(ctx, s, path, "%s: cannot stat: %s", t->secret_file, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = fail(ctx, s, path, "%s is not a regular file", t->secret_file);
+		goto out;
+	}
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+		rc = fail(ctx, s, path, "%s has mode %04o: a secret file must not be open to "
+			  "group or others (chmod 600 %s)", t->secret_file,
+			  (unsigned)(st.st_mode & 07777), t->secret_file);
+		goto out;
+	}
+	while (len < sizeof buf) {
+		ssize_t n = read(fd, buf + len, sizeof buf - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = fail(ctx, s, path, "%s: cannot read: %s", t->secret_file,
+				  strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (len > CONFIG_SECRET_MAX) {
+		rc = fail(ctx, s, path, "%s: the secret is longer than %d bytes", t->secret_file,
+			  CONFIG_SECRET_MAX);
+		goto out;
+	}
+	if (len < CONFIG_SECRET_MIN) {
+		rc = fail(ctx, s, path, "%s: the secret is %zu bytes, shorter than %d",
+			  t->secret_file, len, CONFIG_SECRET_MIN);
+		goto out;
+	}
+	memcpy(t->secret, buf, len);
+	t->secret_len = len;
+out:
+	explicit_bzero(buf, sizeof buf);
+	close(fd);
+	return rc;
+}
+
+/* What needs the whole tenant, or every tenant: required keys, unique names,
+ * then the secret itself. */
+static int check_tenant(struct ctx *ctx, struct config *cfg, size_t i,
+			const config_setting_t *group)
+{
+	struct config_tenant *t = &cfg->tenants[i];
+	const config_setting_t *s;
+	char path[PATH_MAX_LEN];
+
+	snprintf(path, sizeof path, "tenants[%zu]", i);
+	if (!t->name[0])
+		return fail(ctx, group, path, "no name (every tenant needs name and secret_file)");
+	if (!t->secret_file[0])
+		return fail(ctx, group, path, "tenant \"%s\" has no secret_file", t->name);
+	for (size_t j = 0; j < i; j++) {
+		if (strcmp(cfg->tenants[j].name, t->name))
+			continue;
+		s = config_setting_get_member(group, "name");
+		snprintf(path, sizeof path, "tenants[%zu].name", i);
+		return fail(ctx, s ? s : group, path, "\"%s\" is already the name of tenants[%zu]",
+			    t->name, j);
+	}
+	s = config_setting_get_member(group, "secret_file");
+	snprintf(path, sizeof path, "tenants[%zu].secret_file", i);
+	return read_secret(ctx, s ? s : group, path, t);
+}
+
+static int load_tenants(struct ctx *ctx, const config_setting_t *list, struct config *cfg)
+{
+	int n = config_setting_length(list);
+	char prefix[PATH_MAX_LEN];
+	int rc;
+
+	if (!config_setting_is_list(list))
+		return fail(ctx, list, "tenants", "expected a list ( { name = ...; secret_file = "
+			    "...; }, ... ), got %s", type_name(config_setting_type(list)));
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *group = config_setting_get_elem(list, (unsigned)i);
+
+		snprintf(prefix, sizeof prefix, "tenants[%d]", i);
+		if (i >= CONFIG_MAX_TENANTS)
+			return fail(ctx, group, prefix, "too many tenants (at most %d)",
+				    CONFIG_MAX_TENANTS);
+		apply_defaults(tenant_keys, ARRAY_SIZE(tenant_keys), &cfg->tenants[i]);
+		rc = load_group(ctx, group, prefix, tenant_keys, ARRAY_SIZE(tenant_keys),
+				&cfg->tenants[i]);
+		if (rc < 0)
+			return rc;
+		rc = check_tenant(ctx, cfg, (size_t)i, group);
+		if (rc < 0)
+			return rc;
+	}
+	cfg->ntenants = (size_t)n;
+	return 0;
+}
+
 static int load_root(struct ctx *ctx, const config_setting_t *root, struct config *cfg)
 {
 	char known[80] = "";
@@ -677,6 +825,8 @@ static int load_root(struct ctx *ctx, const config_setting_t *root, struct confi
 			return fail(ctx, s, name, "unknown key (known here: %s)", known);
 		if (sec->is_pool_list)
 			rc = load_pools(ctx, s, cfg);
+		else if (sec->is_tenant_list)
+			rc = load_tenants(ctx, s, cfg);
 		else
 			rc = load_group(ctx, s, name, sec->keys, sec->nkeys, cfg);
 		if (rc < 0)
@@ -878,6 +1028,8 @@ void config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
 	for (size_t i = 0; i < ARRAY_SIZE(sections); i++) {
+		if (sections[i].is_tenant_list)
+			continue; /* no tenants unless the file names some */
 		if (sections[i].is_pool_list)
 			apply_defaults(sections[i].keys, sections[i].nkeys, &cfg->pools[0]);
 		else
@@ -945,6 +1097,7 @@ int config_load(struct config *cfg, const char *path, char *err, size_t errlen)
 		goto out;
 	*cfg = tmp;
 out:
+	explicit_bzero(&tmp, sizeof tmp); /* the secrets */
 	config_destroy(&lc);
 	return rc;
 }
@@ -994,6 +1147,15 @@ void config_dump(const struct config *cfg, void (*line)(void *arg, const char *t
 	for (size_t i = 0; i < ARRAY_SIZE(sections); i++) {
 		const struct section *sec = &sections[i];
 
+		if (sec->is_tenant_list) {
+			/* The secrets never go to the log; their files do. */
+			for (size_t t = 0; t < cfg->ntenants && t < CONFIG_MAX_TENANTS; t++) {
+				snprintf(prefix, sizeof prefix, "%s[%zu]", sec->name, t);
+				dump_keys(sec->keys, sec->nkeys, prefix, &cfg->tenants[t], line,
+					  arg);
+			}
+			continue;
+		}
 		if (!sec->is_pool_list) {
 			dump_keys(sec->keys, sec->nkeys, sec->name, cfg, line, arg);
 			continue;

@@ -29,6 +29,25 @@ struct config_pool {
 	uint64_t alignment;             /* bytes, power of two in [8, 1 GiB]; default 64 */
 };
 
+/*
+ * tenants = ( { name = "ml"; secret_file = "/etc/rmemd/ml.key"; quota = "8G";
+ *               max_regions = 100000; } );
+ * The secret is the file's bytes, one trailing newline stripped; the file
+ * must not be open to group or others.  Loaded with the config, so a bad
+ * secret file is a config error (file:line of secret_file).
+ */
+#define CONFIG_MAX_TENANTS 64
+#define CONFIG_SECRET_MIN  16
+#define CONFIG_SECRET_MAX  256
+struct config_tenant {
+	char name[CONFIG_NAME_MAX];     /* required, unique */
+	char secret_file[256];          /* required, absolute */
+	uint64_t quota;                 /* bytes the tenant may hold; 0 (default): no limit */
+	uint32_t max_regions;           /* regions it may hold; 0 (default): no limit */
+	uint8_t secret[CONFIG_SECRET_MAX];
+	size_t secret_len;              /* CONFIG_SECRET_MIN..CONFIG_SECRET_MAX */
+};
+
 struct config {
 	/* listen = { tcp = "0.0.0.0:7470"; rdma = "0.0.0.0:7471"; admin = "/run/rmemd/rmemd.sock"; } */
 	char listen_tcp[128];           /* "" disables the TCP listener */
@@ -42,8 +61,15 @@ struct config {
 	/* limits = { max_clients = 1024; lease_timeout_ms = 10000; } */
 	uint32_t max_clients;           /* [1, 1000000], default 1024 */
 	uint32_t lease_timeout_ms;      /* [100, 86400000], default 10000 */
+	/* limits = { frame_timeout_ms = 5000; conn_max_requests = 1024;
+	 *            conn_max_buffered = "256K"; }  (per connection, conn.c) */
+	uint32_t frame_timeout_ms;      /* [100, 3600000], default 5000 */
+	uint32_t conn_max_requests;     /* [1, 1000000], default 1024 */
+	uint64_t conn_max_buffered;     /* bytes, [4 KiB, 1 GiB], default 256 KiB */
 	/* log = { level = "info"; } */
 	enum config_log_level log_level;
+	struct config_tenant tenants[CONFIG_MAX_TENANTS];
+	size_t ntenants;                /* 0: no tenants, anonymous local clients only */
 };
 
 /* Fills *cfg with the embedded defaults. */

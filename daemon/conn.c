@@ -7,12 +7,15 @@
  * Send side: replies are queued in an evbuffer and flushed once per batch of
  * requests; READ data of more than COPY_MAX bytes is queued by reference to
  * the pool, and no further request is served until it has gone out.
+ * Deadlines: every byte that moves renews the session's lease (s->last_ns);
+ * the lease timer (lease.c) ends connections whose deadlines have passed.
  */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -20,7 +23,6 @@
 #include "server.h"
 
 #define IN_CAP     (64u << 10)
-#define OUT_HIGH   (256u << 10) /* stop serving while this much waits to go out */
 #define COPY_MAX   (64u << 10)  /* smaller READ replies are copied, not referenced */
 #define READ_ROUNDS 16          /* reads per wake-up, so one client cannot starve others */
 #define DIRECT_MAX (4u << 20)   /* bytes per read() straight into the pool */
@@ -72,6 +74,7 @@ int conn_accept(struct server *srv, int fd, enum session_transport transport, bo
 	}
 	c->srv = srv;
 	c->fd = fd;
+	c->last_rx_ns = session_now_ns();
 	c->in = malloc(IN_CAP);
 	c->out = evbuffer_new();
 	c->s = session_new(srv, transport, admin, peer);
@@ -125,6 +128,7 @@ void conn_reply(struct conn *c, const struct proto_hdr *req, const uint8_t *payl
 	memcpy(buf + PROTO_HDR_LEN, payload, len);
 	if (evbuffer_add(c->out, buf, PROTO_HDR_LEN + len) < 0)
 		conn_close(c, "out of memory");
+	c->unsent++;
 }
 
 void conn_reply_status(struct conn *c, const struct proto_hdr *req, int status)
@@ -150,6 +154,7 @@ void conn_reply_data(struct conn *c, const struct proto_hdr *req, const uint8_t 
 	}
 	if (rc < 0)
 		conn_close(c, "out of memory");
+	c->unsent++;
 }
 
 void conn_fail(struct conn *c, const struct proto_hdr *req, int status, const char *why)
@@ -165,9 +170,14 @@ void conn_fail(struct conn *c, const struct proto_hdr *req, int status, const ch
 
 /* ---- receive state machine -------------------------------------------------- */
 
+/* Whether c may serve no more requests for now: it is ending, or too much of
+ * its output waits for the peer to take it (limits.conn_max_*). */
 static bool conn_blocked(const struct conn *c)
 {
-	return c->dead || c->closing || c->out_pinned || evbuffer_get_length(c->out) >= OUT_HIGH;
+	const struct config *cfg = &c->srv->cfg;
+
+	return c->dead || c->closing || c->out_pinned || c->unsent >= cfg->conn_max_requests ||
+	       evbuffer_get_length(c->out) >= cfg->conn_max_buffered;
 }
 
 static void write_done(struct conn *c)
@@ -212,7 +222,9 @@ static void on_header(struct conn *c, const uint8_t *p)
 		conn_fail(c, &c->hdr, -EBADMSG, "sent a reply frame");
 		return;
 	}
-	if (!c->s->hello_done && c->hdr.opcode != PROTO_OP_HELLO) {
+	/* Before HELLO: HELLO, or the tenant handshake that comes first. */
+	if (!c->s->hello_done && c->hdr.opcode != PROTO_OP_HELLO &&
+	    c->hdr.opcode != PROTO_OP_AUTH_BEGIN && c->hdr.opcode != PROTO_OP_AUTH) {
 		conn_fail(c, &c->hdr, -EPROTO, "request before HELLO");
 		return;
 	}
@@ -284,21 +296,25 @@ static void conn_process(struct conn *c)
 }
 
 /* One read(): straight into the pool when a WRITE's data is due and nothing
- * is buffered, else into the receive buffer.  Returns read()'s result. */
-static ssize_t conn_read_once(struct conn *c)
+ * is buffered, else into the receive buffer.  Returns read()'s result;
+ * *drained tells whether it got less than it asked for (the socket held no
+ * more: another read() now would nearly always hear EAGAIN). */
+static ssize_t conn_read_once(struct conn *c, bool *drained)
 {
+	size_t want;
 	ssize_t n;
 
 	if (c->rx == RX_WDATA && c->in_start == c->in_end) {
-		size_t want = c->wleft < DIRECT_MAX ? (size_t)c->wleft : DIRECT_MAX;
 		uint8_t *dst = c->wdst;
 
+		want = c->wleft < DIRECT_MAX ? (size_t)c->wleft : DIRECT_MAX;
 		if (!dst) { /* discarding: the empty receive buffer is the scratch */
 			dst = c->in;
 			if (want > IN_CAP)
 				want = IN_CAP;
 		}
 		n = read(c->fd, dst, want);
+		*drained = n > 0 && (size_t)n < want;
 		if (n > 0) {
 			if (c->wdst)
 				c->wdst += n;
@@ -315,7 +331,9 @@ static ssize_t conn_read_once(struct conn *c)
 		c->in_end -= c->in_start;
 		c->in_start = 0;
 	}
-	n = read(c->fd, c->in + c->in_end, IN_CAP - c->in_end);
+	want = IN_CAP - c->in_end;
+	n = read(c->fd, c->in + c->in_end, want);
+	*drained = n > 0 && (size_t)n < want;
 	if (n > 0)
 		c->in_end += (size_t)n;
 	return n;
@@ -336,9 +354,14 @@ static void conn_flush(struct conn *c)
 			conn_close(c, "send failed");
 			return;
 		}
+		/* A peer that takes our replies is alive, even while its
+		 * requests wait behind them. */
+		c->s->last_ns = session_now_ns();
 	}
-	if (!evbuffer_get_length(c->out))
+	if (!evbuffer_get_length(c->out)) {
 		c->out_pinned = false;
+		c->unsent = 0;
+	}
 }
 
 /* Serve, send, and serve again what sending unblocked; then wait for the
@@ -374,30 +397,49 @@ static void conn_pump(struct conn *c)
 		event_add(c->ev_read, NULL);
 }
 
+/* Once every reply is out: whether the peer's next request came within
+ * the busy-poll window (busypoll.h), so that it is served at once. */
+static bool conn_spin_again(struct conn *c, int *spins)
+{
+	return !c->dead && !conn_blocked(c) && evbuffer_get_length(c->out) == 0 &&
+	       (*spins)++ < BUSY_POLL_ROUNDS && busy_poll_readable(&c->bp, c->fd);
+}
+
 static void conn_on_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
+	uint32_t served;
+	int spins = 0;
 
 	(void)fd;
 	(void)what;
-	for (int round = 0; round < READ_ROUNDS && !conn_blocked(c); round++) {
-		ssize_t n = conn_read_once(c);
+	do {
+		bool drained = false;
 
-		if (n == 0) {
-			conn_close(c, "closed by peer");
-			break;
+		/* A client's batch of requests (one sendmsg) is one read(). */
+		for (int round = 0; round < READ_ROUNDS && !drained && !conn_blocked(c); round++) {
+			ssize_t n = conn_read_once(c, &drained);
+
+			if (n == 0) {
+				conn_close(c, "closed by peer");
+				break;
+			}
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno != EAGAIN && errno != EWOULDBLOCK)
+					conn_close(c, strerror(errno));
+				break;
+			}
+			c->last_rx_ns = c->s->last_ns = session_now_ns();
+			conn_process(c);
 		}
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				conn_close(c, strerror(errno));
-			break;
-		}
-		conn_process(c);
-	}
-	if (!c->dead)
-		conn_pump(c);
+		served = c->unsent;
+		if (!c->dead)
+			conn_pump(c);
+		/* A client with several requests in flight is served in batches
+		 * that epoll wakes us for; spinning would cut them short. */
+	} while (served <= 1 && conn_spin_again(c, &spins));
 	if (c->dead)
 		conn_free(c);
 }
@@ -411,4 +453,59 @@ static void conn_on_write(evutil_socket_t fd, short what, void *arg)
 	conn_pump(c);
 	if (c->dead)
 		conn_free(c);
+}
+
+/* ---- deadlines (lease.c's timer) -------------------------------------------- */
+
+/* Whether the peer has begun a frame and not finished sending it. */
+static bool conn_mid_frame(const struct conn *c)
+{
+	return c->rx != RX_HDR || c->in_end > c->in_start;
+}
+
+/* Whether the peer has sent bytes that our loop has not read yet: then it is
+ * alive, and only we are late (a busy loop must not cost clients their
+ * leases).  Unix sockets and TCP both answer FIONREAD. */
+static bool conn_input_waiting(const struct conn *c)
+{
+	int n = 0;
+
+	return ioctl(c->fd, FIONREAD, &n) == 0 && n > 0;
+}
+
+static void conn_expire(struct conn *c, const char *what, uint64_t idle_ns)
+{
+	log_notice("client %llu (%s): %s after %llu ms; ending its session",
+		   (unsigned long long)c->s->id, c->s->peer, what,
+		   (unsigned long long)(idle_ns / 1000000));
+	conn_close(c, what);
+	conn_free(c);
+}
+
+void conn_check_deadlines(struct conn *c, uint64_t now)
+{
+	const struct config *cfg = &c->srv->cfg;
+	uint64_t lease_ns = (uint64_t)cfg->lease_timeout_ms * 1000000;
+	uint64_t frame_ns = (uint64_t)cfg->frame_timeout_ms * 1000000;
+	bool blocked, lease_over, frame_over;
+
+	if (c->dead)
+		return;
+	/* While we hold back its requests, the peer owes us no bytes: its
+	 * frame clock starts when we listen again.  The lease still runs: a
+	 * peer that takes none of our replies renews nothing. */
+	blocked = conn_blocked(c);
+	if (blocked)
+		c->last_rx_ns = now;
+	lease_over = now > c->s->last_ns && now - c->s->last_ns >= lease_ns;
+	frame_over = conn_mid_frame(c) && now > c->last_rx_ns && now - c->last_rx_ns >= frame_ns;
+	if (!lease_over && !frame_over)
+		return;
+	if (!blocked && conn_input_waiting(c))
+		return;
+	if (lease_over)
+		conn_expire(c, "lease expired (limits.lease_timeout_ms)", now - c->s->last_ns);
+	else
+		conn_expire(c, "partial frame stalled (limits.frame_timeout_ms)",
+			    now - c->last_rx_ns);
 }

@@ -4,6 +4,12 @@
  * a time; that is what makes it safe to stream WRITE data into, and READ data
  * out of, pool memory without copies (a region can only be freed by a later
  * request of the same connection, or by its death, which stops the stream).
+ *
+ * Per connection the daemon holds at most a receive buffer and
+ * limits.conn_max_buffered bytes (or limits.conn_max_requests replies) of
+ * output: past either it stops reading the connection until its peer has
+ * taken the replies, so a client that pipelines without reading costs us
+ * nothing more than that.
  */
 #ifndef RMEMD_CONN_H
 #define RMEMD_CONN_H
@@ -12,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "busypoll.h"
 #include "proto.h"
 #include "session.h"
 
@@ -38,6 +45,9 @@ struct conn {
 	uint8_t *wdst;          /* where WRITE data lands, NULL to discard it */
 	uint64_t wleft;         /* WRITE data bytes still to come */
 	int wstatus;            /* the WRITE's answer once its data is consumed */
+	uint64_t last_rx_ns;    /* when the peer last sent us a byte (frame deadline) */
+	uint32_t unsent;        /* replies queued since out was last empty */
+	struct busy_poll bp;    /* the spin for the next request (busypoll.h) */
 	struct conn *prev, *next;
 };
 
@@ -47,6 +57,15 @@ int conn_accept(struct server *srv, int fd, enum session_transport transport, bo
 		const char *peer);
 /* Closes every connection (at shutdown); their sessions release their regions. */
 void conn_close_all(struct server *srv);
+
+/*
+ * The lease timer's look at c (lease.c), now from session_now_ns(): ends
+ * the connection, as a disconnect would, when its peer has been silent for
+ * limits.lease_timeout_ms, or has stopped in the middle of a frame for
+ * limits.frame_timeout_ms.  c may be freed on return.  Never call it from
+ * one of c's own callbacks.
+ */
+void conn_check_deadlines(struct conn *c, uint64_t now);
 
 /* Queues a reply to req with the given payload (status included). */
 void conn_reply(struct conn *c, const struct proto_hdr *req, const uint8_t *payload, size_t len);

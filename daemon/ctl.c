@@ -13,6 +13,7 @@
 #include "rdma.h"
 #include "region.h"
 #include "server.h"
+#include "tenant.h"
 
 typedef int (*handler_fn)(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len);
 
@@ -26,12 +27,18 @@ static int do_hello(struct conn *c, const struct proto_hdr *h, const uint8_t *p,
 	struct proto_hello_req req;
 	struct proto_hello_rep rep;
 	uint8_t out[PROTO_HELLO_REP_LEN];
+	char why[160];
 	int rc = proto_hello_req_decode(p, len, &req);
 
 	if (rc < 0)
 		return rc;
 	if (req.client_version != PROTO_VERSION)
 		return -EPROTO;
+	rc = tenant_hello_allowed(c->srv, c->s, c->fd, why, sizeof why);
+	if (rc < 0) {
+		conn_fail(c, h, rc, why); /* logs it, once */
+		return 0;
+	}
 	if (req.pid && !c->s->hello_done) {
 		size_t used = strlen(c->s->peer);
 
@@ -46,7 +53,54 @@ static int do_hello(struct conn *c, const struct proto_hdr *h, const uint8_t *p,
 	rep.attach_token = c->s->attach_token;
 	rep.rdma_port = rdma_port(c->srv->rdma);
 	rep.key_mode = rdma_key_mode(c->srv->rdma);
+	rep.lease_ms = c->srv->cfg.lease_timeout_ms;
 	conn_reply(c, h, out, proto_hello_rep_encode(out, &rep));
+	return 0;
+}
+
+/*
+ * The tenant handshake (tenant.c).  A refusal ends the connection: one
+ * guess per connection, and one log line per refusal.
+ */
+static int do_auth_begin(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+{
+	struct proto_auth_begin_req req;
+	struct proto_auth_begin_rep rep;
+	uint8_t out[PROTO_AUTH_BEGIN_REP_LEN];
+	char why[160];
+	int rc = proto_auth_begin_req_decode(p, len, &req);
+
+	if (rc < 0)
+		return rc;
+	rc = tenant_auth_begin(c->srv, c->s, &req, &rep, why, sizeof why);
+	if (rc == -EACCES) {
+		conn_fail(c, h, rc, why);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	conn_reply(c, h, out, proto_auth_begin_rep_encode(out, &rep));
+	return 0;
+}
+
+static int do_auth(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+{
+	uint8_t mac[PROTO_MAC_LEN], server_mac[PROTO_MAC_LEN];
+	uint8_t out[PROTO_AUTH_REP_LEN];
+	char why[160];
+	int rc = proto_auth_req_decode(p, len, mac);
+
+	if (rc < 0)
+		return rc;
+	rc = tenant_auth_finish(c->srv, c->s, mac, server_mac, why, sizeof why);
+	if (rc < 0) {
+		conn_fail(c, h, rc, why);
+		return 0;
+	}
+	/* rmemctl clients shows the tenant with the peer. */
+	snprintf(c->s->peer + strlen(c->s->peer), sizeof c->s->peer - strlen(c->s->peer),
+		 " tenant=%s", c->s->tenant->name);
+	conn_reply(c, h, out, proto_auth_rep_encode(out, server_mac));
 	return 0;
 }
 
@@ -221,7 +275,7 @@ static int do_regions(struct conn *c, const struct proto_hdr *h, const uint8_t *
 		return rc;
 	max = list_limit(req.max, PROTO_REGION_REC_LEN);
 	for (struct region *r = region_next_after(srv->regions, req.after); r && n < max;
-	     r = r->next, n++) {
+	     r = region_next(srv->regions, r), n++) {
 		struct proto_region_rec rec = {
 			.id = r->id,
 			.addr = (uint64_t)(uintptr_t)(srv->pools[r->pool].base + r->offset),
@@ -289,6 +343,8 @@ static const struct handler handlers[PROTO_OP_COUNT] = {
 	[PROTO_OP_CLIENTS] = { do_clients, true },
 	[PROTO_OP_CAS]     = { do_atomic,  false },
 	[PROTO_OP_FAA]     = { do_atomic,  false },
+	[PROTO_OP_AUTH_BEGIN] = { do_auth_begin, false },
+	[PROTO_OP_AUTH]    = { do_auth,    false },
 };
 
 void server_end_session(struct server *srv, struct session *s, int status, const char *why)

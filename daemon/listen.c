@@ -20,6 +20,7 @@
 #include "listen.h"
 #include "log.h"
 #include "server.h"
+#include "tenant.h"
 
 #define BACKLOG 1024
 /* Room for a whole 1 MiB transfer and its neighbour in the socket, as the
@@ -86,7 +87,7 @@ static void on_unix_accept(struct evconnlistener *l, evutil_socket_t fd, struct 
 	/* Admin rights come from the kernel's word on who is calling, never
 	 * from anything the client says. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
-		admin = cred.uid == 0 || cred.uid == geteuid();
+		admin = tenant_admin_peer(cred.uid, cred.gid);
 		snprintf(peer, sizeof peer, "uid=%u", (unsigned)cred.uid);
 	} else {
 		snprintf(peer, sizeof peer, "uid=?");
@@ -211,9 +212,15 @@ out:
 
 int listeners_open(struct server *srv, char *err, size_t errlen)
 {
-	struct listeners *ls = calloc(1, sizeof *ls);
+	struct listeners *ls;
 	int rc = 0;
 
+	/* Who may connect is settled before anyone can. */
+	if (tenant_init(srv) < 0) {
+		snprintf(err, errlen, "libsodium cannot start");
+		return -EIO;
+	}
+	ls = calloc(1, sizeof *ls);
 	if (!ls) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;

@@ -14,6 +14,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "conn.h"
+#include "lease.h"
 #include "listen.h"
 #include "log.h"
 #include "pool.h"
@@ -160,6 +161,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
  * device lets go of the pools, which go last. */
 static void server_close(struct server *srv)
 {
+	lease_fini(srv);
 	conn_close_all(srv);
 	if (srv->base)
 		session_quarantine_flush(srv);
@@ -187,7 +189,7 @@ static int serve(struct server *srv)
 	if (open_pools(srv) < 0)
 		goto out;
 	srv->regions = region_table_new();
-	if (!srv->regions || session_quarantine_init(srv) < 0) {
+	if (!srv->regions || session_quarantine_init(srv) < 0 || lease_init(srv) < 0) {
 		log_err("out of memory");
 		goto out;
 	}

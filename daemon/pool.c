@@ -1,8 +1,12 @@
 /*
- * pool.c - map, touch and pin the memory pools.
+ * pool.c - map, touch and pin the memory pools (in parallel: see pin_pool).
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -14,12 +18,39 @@
 #include "pool.h"
 
 #define HUGEPAGE_2M  (2ull << 20)
-/* Pin in steps so progress can be reported during multi-GiB pools. */
+/* Pin in steps so progress can be reported during multi-GiB pools, and so
+ * several threads can share the work. */
 #define PIN_STEP     (256ull << 20)
+/* Faulting pages in is CPU work (zeroing, page tables): one thread per
+ * online CPU, up to this many. */
+#define PIN_THREADS_MAX 8
 #define CAP_IPC_LOCK_BIT 14
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23	/* Linux 5.14 */
+#endif
 
-/* The raw system call, because AddressSanitizer turns mlock() into a no-op
- * and the sanitized daemon that the tests run must pin for real. */
+/*
+ * Raw system calls, because AddressSanitizer turns mlock() into a no-op and
+ * the sanitized daemon that the tests run must pin for real.
+ *
+ * How: one mlock2(MLOCK_ONFAULT) over the whole pool (the RLIMIT_MEMLOCK
+ * check, no page touched yet), then MADV_POPULATE_WRITE on disjoint steps
+ * from several threads; each page faulted in is locked as it arrives.
+ * Populating runs under the mm's read lock, so the threads do not wait for
+ * each other; mlock() in steps from several threads would (each mlock takes
+ * the write lock to mark its step, behind the other threads' faulting).
+ * Kernels without MADV_POPULATE_WRITE get mlock() in steps, one thread.
+ */
+static int lock_on_fault(void *addr, size_t len)
+{
+	return (int)syscall(SYS_mlock2, addr, len, MLOCK_ONFAULT);
+}
+
+static int populate(void *addr, size_t len)
+{
+	return (int)syscall(SYS_madvise, addr, len, MADV_POPULATE_WRITE);
+}
+
 static int pin(void *addr, size_t len)
 {
 	return (int)syscall(SYS_mlock, addr, len);
@@ -115,6 +146,108 @@ static void *map_pool(const struct config_pool *pc, uint64_t *size, uint32_t *pa
 	return p;
 }
 
+/* Steps of PIN_STEP bytes, handed out to whichever thread asks next. */
+struct pin_job {
+	const struct pool *p;
+	int (*fault_in)(void *addr, size_t len);	/* populate, or pin */
+	atomic_uint_fast64_t next_step;
+	atomic_uint_fast64_t done;	/* bytes pinned */
+	atomic_int err;			/* the first errno; 0 while all is well */
+};
+
+/* Pins the next step; false when none is left or a step failed. */
+static bool pin_next(struct pin_job *j)
+{
+	uint64_t off = atomic_fetch_add(&j->next_step, 1) * PIN_STEP;
+	uint64_t len;
+
+	if (off >= j->p->size || atomic_load(&j->err))
+		return false;
+	len = j->p->size - off < PIN_STEP ? j->p->size - off : PIN_STEP;
+	if (j->fault_in(j->p->base + off, len) < 0) {
+		int none = 0;
+
+		atomic_compare_exchange_strong(&j->err, &none, errno);
+		return false;
+	}
+	atomic_fetch_add(&j->done, len);
+	return true;
+}
+
+static void *pin_worker(void *arg)
+{
+	while (pin_next(arg))
+		;
+	return NULL;
+}
+
+static unsigned pin_threads(uint64_t size)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t steps = (size + PIN_STEP - 1) / PIN_STEP;
+	uint64_t n = cpus > 0 ? (uint64_t)cpus : 1;
+
+	n = n < PIN_THREADS_MAX ? n : PIN_THREADS_MAX;
+	return (unsigned)(n < steps ? n : steps);
+}
+
+/* Locks the pool on fault and finds out whether populating works here; falls
+ * back to mlock() in steps (j->fault_in = pin) when it does not. */
+static int pin_prepare(struct pin_job *j)
+{
+	if (lock_on_fault(j->p->base, j->p->size) < 0) {
+		if (errno != ENOSYS && errno != EINVAL)
+			return -errno;
+		j->fault_in = pin;
+		return 0;
+	}
+	j->fault_in = populate;
+	if (populate(j->p->base, j->p->page_size) < 0) {
+		if (errno != EINVAL)
+			return -errno;
+		j->fault_in = pin;
+	}
+	return 0;
+}
+
+/*
+ * Faults in and locks [base, base + size), one step at a time, with one
+ * thread per CPU; this thread works too and reports the progress, so the
+ * callback only ever runs here.  Helpers that cannot be started leave more
+ * work to the others.  Workers block every signal: a signal during start-up
+ * goes to this thread, as it did before there were workers.
+ */
+static int pin_pool(const struct pool *p, pool_progress_fn progress, void *arg)
+{
+	struct pin_job j = { .p = p };
+	pthread_t tid[PIN_THREADS_MAX];
+	unsigned started = 0, want;
+	uint64_t shown = 0;
+	sigset_t all, old;
+	int rc = pin_prepare(&j);
+
+	if (rc < 0)
+		return rc;
+	want = j.fault_in == populate ? pin_threads(p->size) : 1;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (started + 1 < want && pthread_create(&tid[started], NULL, pin_worker, &j) == 0)
+		started++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	while (pin_next(&j)) {
+		shown = atomic_load(&j.done);
+		if (progress)
+			progress(arg, p, shown, p->size);
+	}
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	if (atomic_load(&j.err))
+		return -atomic_load(&j.err);
+	if (progress && shown != p->size)
+		progress(arg, p, p->size, p->size);
+	return 0;
+}
+
 int pool_open(struct pool *p, const struct config_pool *pc, uint32_t index,
 	      pool_progress_fn progress, void *arg, char *err, size_t errlen)
 {
@@ -130,20 +263,14 @@ int pool_open(struct pool *p, const struct config_pool *pc, uint32_t index,
 	 * they are other people's data. */
 	madvise(p->base, p->size, MADV_DONTFORK);
 	madvise(p->base, p->size, MADV_DONTDUMP);
-	/* mlock faults every page in, so the pool is touched and pinned at start
-	 * and never page-faults on the data path. */
-	for (uint64_t done = 0; done < p->size; done += PIN_STEP) {
-		uint64_t step = p->size - done < PIN_STEP ? p->size - done : PIN_STEP;
-
-		if (pin(p->base + done, step) < 0) {
-			rc = -errno;
-			snprintf(err, errlen,
-				 "pool %s: mlock %" PRIu64 " bytes: %s (LimitMEMLOCK, or memory)",
-				 p->name, p->size, strerror(errno));
-			goto fail;
-		}
-		if (progress)
-			progress(arg, p, done + step, p->size);
+	/* Every page is faulted in and locked now, so the pool never
+	 * page-faults on the data path. */
+	rc = pin_pool(p, progress, arg);
+	if (rc < 0) {
+		snprintf(err, errlen,
+			 "pool %s: mlock %" PRIu64 " bytes: %s (LimitMEMLOCK, or memory)",
+			 p->name, p->size, strerror(-rc));
+		goto fail;
 	}
 	p->alloc = alloc_new(p->size, pc->alignment);
 	if (!p->alloc) {

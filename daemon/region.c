@@ -1,30 +1,111 @@
 /*
  * region.c - see region.h.
+ *
+ * Entries live in a slab: arenas of 2^24 entries of address space, reserved
+ * with no access (no memory, no commit charge) and made readable and writable
+ * 64 KiB at a time as the table grows.  Entries never move.  A slot number is
+ * (arena << ARENA_SHIFT | index in arena); below 16 M slots there is one
+ * arena, so finding an entry from its slot is a multiply and an add from a
+ * base the table holds, with no directory to load: a find costs the two cache
+ * misses it always did (bucket, entry) and nothing more.  Slot 0 is never
+ * handed out, so 0 means "none" in every link and a zeroed region_list is
+ * empty.  Free slots (id 0) are chained through their owner field and reused
+ * last in, first out, while they are still in the cache.
+ *
+ * Under AddressSanitizer all of a slot but its id and that chain is poisoned
+ * while the slot is free: a caller that uses a region after removing it is
+ * caught as it would be after free().
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 
 #include "region.h"
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #define HASH_MIN_BITS 10
 /* Keys come from the kernel's CSPRNG in batches: one syscall per 1024 keys. */
 #define KEY_BATCH 1024
+/* 2^24 entries: 896 MiB of address space an arena, 256 arenas for every
+ * 32-bit slot number. */
+#define ARENA_SHIFT 24
+#define ARENA_SLOTS (1u << ARENA_SHIFT)
+#define ARENAS (1u << (32 - ARENA_SHIFT))
+#define ARENA_BYTES ((size_t)ARENA_SLOTS * sizeof(struct region))
+/* A multiple of every page size Linux uses, and little waste at a few regions. */
+#define COMMIT_BYTES ((size_t)64 << 10)
+#define SLOT_MAX UINT32_MAX
+#define NONE 0u
+
+_Static_assert(sizeof(struct region) == 56, "a region entry is 56 bytes");
+/* What a free slot keeps readable: its id (0) and the free chain. */
+#define FREE_KEEP (offsetof(struct region, owner) + sizeof(uint64_t))
+_Static_assert(offsetof(struct region, id) == 0 && FREE_KEEP == 16, "id, owner first");
+_Static_assert(ARENA_BYTES % COMMIT_BYTES == 0, "arenas are whole commits");
 
 struct region_table {
-	struct region **buckets;
+	struct region *arenas[ARENAS]; /* the slab; only the first until 16 M slots */
+	size_t committed;        /* bytes of the last arena usable so far */
+	uint32_t fresh;          /* slots below it have been handed out before */
+	uint32_t free;           /* free slots, through their owner field */
+	uint32_t *buckets;       /* slot of each chain's first region */
 	unsigned bits;
 	uint64_t count;
 	uint64_t next_id;
-	struct region *first, *last;
+	uint32_t first, last;    /* id order */
 	uint32_t keys[KEY_BATCH];
 	unsigned keys_left;
 };
 
-static size_t bucket_of(uint64_t id, unsigned bits)
+static inline struct region *at(const struct region_table *t, uint32_t slot)
+{
+	return &t->arenas[slot >> ARENA_SHIFT][slot & (ARENA_SLOTS - 1)];
+}
+
+static inline struct region *at_or_null(const struct region_table *t, uint32_t slot)
+{
+	return slot == NONE ? NULL : at(t, slot);
+}
+
+static inline size_t bucket_of(uint64_t id, unsigned bits)
 {
 	/* Ids are sequential; Fibonacci hashing spreads them over the buckets. */
 	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> (64 - bits));
+}
+
+/* Address space for ARENA_SLOTS more entries, no memory behind it yet. */
+static int add_arena(struct region_table *t, uint32_t arena)
+{
+	void *p = mmap(NULL, ARENA_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	t->arenas[arena] = p;
+	t->committed = 0;
+	return 0;
+}
+
+/* Makes the next COMMIT_BYTES of the last arena usable. */
+static int commit_more(struct region_table *t, uint32_t arena)
+{
+	char *at_end = (char *)t->arenas[arena] + t->committed;
+
+	if (mprotect(at_end, COMMIT_BYTES, PROT_READ | PROT_WRITE) < 0)
+		return -ENOMEM;
+	POISON(at_end, COMMIT_BYTES);
+	t->committed += COMMIT_BYTES;
+	return 0;
 }
 
 struct region_table *region_table_new(void)
@@ -35,10 +116,12 @@ struct region_table *region_table_new(void)
 		return NULL;
 	t->bits = HASH_MIN_BITS;
 	t->buckets = calloc((size_t)1 << t->bits, sizeof *t->buckets);
-	if (!t->buckets) {
+	if (!t->buckets || add_arena(t, 0) < 0) {
+		free(t->buckets);
 		free(t);
 		return NULL;
 	}
+	t->fresh = 1; /* slot 0 is "none" */
 	t->next_id = 1;
 	return t;
 }
@@ -47,12 +130,22 @@ void region_table_free(struct region_table *t)
 {
 	if (!t)
 		return;
-	for (struct region *r = t->first, *next; r; r = next) {
-		next = r->next;
-		free(r);
+	for (uint32_t i = 0; i < ARENAS && t->arenas[i]; i++) {
+		/* The shadow must not outlive the mapping: the next mmap may
+		 * land here. */
+		UNPOISON(t->arenas[i], ARENA_BYTES);
+		munmap(t->arenas[i], ARENA_BYTES);
 	}
 	free(t->buckets);
 	free(t);
+}
+
+size_t region_table_memory(const struct region_table *t)
+{
+	uint32_t full = (t->fresh - 1) >> ARENA_SHIFT;
+
+	return sizeof *t + ((size_t)1 << t->bits) * sizeof *t->buckets +
+	       full * ARENA_BYTES + t->committed;
 }
 
 static uint32_t next_key(struct region_table *t)
@@ -74,18 +167,61 @@ static uint32_t next_key(struct region_table *t)
 	return t->keys[--t->keys_left];
 }
 
+/* Makes the never-used slot t->fresh usable. */
+static int fresh_slot_ready(struct region_table *t)
+{
+	uint32_t arena = t->fresh >> ARENA_SHIFT, index = t->fresh & (ARENA_SLOTS - 1);
+
+	if (index == 0 && !t->arenas[arena] && add_arena(t, arena) < 0)
+		return -ENOMEM;
+	if ((size_t)(index + 1) * sizeof(struct region) > t->committed)
+		return commit_more(t, arena);
+	return 0;
+}
+
+/* A slot for a new region: the last one freed, else the next fresh one. */
+static uint32_t take_slot(struct region_table *t)
+{
+	uint32_t slot = t->free;
+
+	if (slot != NONE) {
+		t->free = (uint32_t)at(t, slot)->owner;
+	} else {
+		if (t->fresh == SLOT_MAX || fresh_slot_ready(t) < 0)
+			return NONE;
+		slot = t->fresh++;
+	}
+	UNPOISON(at(t, slot), sizeof(struct region));
+	return slot;
+}
+
+static void give_slot(struct region_table *t, struct region *r, uint32_t slot)
+{
+	r->id = 0;
+	r->owner = t->free;
+	t->free = slot;
+	POISON((char *)r + FREE_KEEP, sizeof *r - FREE_KEEP);
+}
+
+/* Every live entry into a table twice as big.  The slab is walked in memory
+ * order, not by following links: one pass over memory, not a cache miss per
+ * region. */
 static void grow(struct region_table *t)
 {
 	unsigned bits = t->bits + 1;
-	struct region **b = calloc((size_t)1 << bits, sizeof *b);
+	uint32_t *b = calloc((size_t)1 << bits, sizeof *b);
 
 	if (!b)
 		return; /* longer chains, still correct */
-	for (struct region *r = t->first; r; r = r->next) {
-		size_t i = bucket_of(r->id, bits);
+	for (uint32_t slot = 1; slot < t->fresh; slot++) {
+		struct region *r = at(t, slot);
+		size_t i;
 
-		r->hash_next = b[i];
-		b[i] = r;
+		if (r->id == 0)
+			continue;
+		i = bucket_of(r->id, bits);
+		r->link.hash_next = b[i];
+		b[i] = slot;
 	}
 	free(t->buckets);
 	t->buckets = b;
@@ -95,93 +231,127 @@ static void grow(struct region_table *t)
 struct region *region_add(struct region_table *t, struct region_list *owner_list,
 			  uint64_t owner, uint32_t pool, uint64_t offset, uint64_t length)
 {
-	struct region *r = calloc(1, sizeof *r);
+	uint32_t slot;
+	struct region *r;
 	size_t i;
 
-	if (!r)
+	if (pool >> REGION_POOL_BITS || offset >> REGION_OFFSET_BITS) {
+		errno = ERANGE;
 		return NULL;
-	r->id = t->next_id++;
-	r->owner = owner;
-	r->pool = pool;
-	r->offset = offset;
-	r->length = length;
-	r->key = next_key(t);
-
+	}
 	if (t->count >= ((uint64_t)1 << t->bits))
 		grow(t);
+	slot = take_slot(t);
+	if (slot == NONE) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	r = at(t, slot);
+	*r = (struct region){ .id = t->next_id++, .owner = owner, .offset = offset,
+			      .pool = pool, .length = length, .key = next_key(t) };
 	i = bucket_of(r->id, t->bits);
-	r->hash_next = t->buckets[i];
-	t->buckets[i] = r;
+	r->link.hash_next = t->buckets[i];
+	t->buckets[i] = slot;
 
-	r->prev = t->last;
+	r->link.prev = t->last;
 	if (t->last)
-		t->last->next = r;
+		at(t, t->last)->link.next = slot;
 	else
-		t->first = r;
-	t->last = r;
+		t->first = slot;
+	t->last = slot;
 
-	r->owner_prev = owner_list->last;
+	r->link.owner_prev = owner_list->last;
 	if (owner_list->last)
-		owner_list->last->owner_next = r;
+		at(t, owner_list->last)->link.owner_next = slot;
 	else
-		owner_list->first = r;
-	owner_list->last = r;
+		owner_list->first = slot;
+	owner_list->last = slot;
 
 	t->count++;
 	return r;
 }
 
+/* Takes r off its hash chain and returns its slot: the chain is the one
+ * place that knows it. */
+static uint32_t unhash(struct region_table *t, const struct region *r)
+{
+	uint32_t *pp = &t->buckets[bucket_of(r->id, t->bits)];
+	uint32_t slot;
+
+	while (at(t, *pp) != r)
+		pp = &at(t, *pp)->link.hash_next;
+	slot = *pp;
+	*pp = r->link.hash_next;
+	return slot;
+}
+
 void region_remove(struct region_table *t, struct region_list *owner_list, struct region *r)
 {
-	struct region **pp = &t->buckets[bucket_of(r->id, t->bits)];
+	uint32_t slot = unhash(t, r);
 
-	while (*pp != r)
-		pp = &(*pp)->hash_next;
-	*pp = r->hash_next;
+	if (r->link.prev)
+		at(t, r->link.prev)->link.next = r->link.next;
+	else
+		t->first = r->link.next;
+	if (r->link.next)
+		at(t, r->link.next)->link.prev = r->link.prev;
+	else
+		t->last = r->link.prev;
 
-	if (r->prev)
-		r->prev->next = r->next;
+	if (r->link.owner_prev)
+		at(t, r->link.owner_prev)->link.owner_next = r->link.owner_next;
 	else
-		t->first = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
+		owner_list->first = r->link.owner_next;
+	if (r->link.owner_next)
+		at(t, r->link.owner_next)->link.owner_prev = r->link.owner_prev;
 	else
-		t->last = r->prev;
-
-	if (r->owner_prev)
-		r->owner_prev->owner_next = r->owner_next;
-	else
-		owner_list->first = r->owner_next;
-	if (r->owner_next)
-		r->owner_next->owner_prev = r->owner_prev;
-	else
-		owner_list->last = r->owner_prev;
+		owner_list->last = r->link.owner_prev;
 
 	t->count--;
-	free(r);
+	give_slot(t, r, slot);
 }
 
 struct region *region_find(const struct region_table *t, uint64_t id)
 {
-	struct region *r = t->buckets[bucket_of(id, t->bits)];
+	uint32_t slot = t->buckets[bucket_of(id, t->bits)];
 
-	while (r && r->id != id)
-		r = r->hash_next;
-	return r;
+	while (slot != NONE) {
+		struct region *r = at(t, slot);
+
+		if (r->id == id)
+			return r;
+		slot = r->link.hash_next;
+	}
+	return NULL;
+}
+
+struct region *region_next(const struct region_table *t, const struct region *r)
+{
+	return at_or_null(t, r->link.next);
 }
 
 struct region *region_next_after(const struct region_table *t, uint64_t after)
 {
-	struct region *r = region_find(t, after);
+	struct region *r = after ? region_find(t, after) : NULL;
 
 	if (r)
-		return r->next;
+		return region_next(t, r);
 	/* "after" is gone (freed since the last page): walk from the nearest end. */
-	if (!t->last || t->last->id <= after)
+	if (!t->last || at(t, t->last)->id <= after)
 		return NULL;
-	for (r = t->first; r && r->id <= after; r = r->next)
+	for (r = at(t, t->first); r && r->id <= after; r = region_next(t, r))
 		;
 	return r;
+}
+
+struct region *region_owner_first(const struct region_table *t, const struct region_list *l)
+{
+	return at_or_null(t, l->first);
+}
+
+struct region *region_owner_next(const struct region_table *t, const struct region *r)
+{
+	return at_or_null(t, r->link.owner_next);
 }
 
 uint64_t region_count(const struct region_table *t)

@@ -20,6 +20,12 @@ struct rdma;
 struct event;
 struct quarantined;
 
+/* What one tenant holds now (tenant.c); index as in cfg.tenants. */
+struct tenant_use {
+	uint64_t bytes;   /* until they are back in a pool */
+	uint64_t regions; /* until they leave the region table */
+};
+
 struct server {
 	struct config cfg;
 	struct event_base *base;
@@ -39,6 +45,8 @@ struct server {
 	 * returned (session.c); oldest first.  Their bytes count in used_bytes. */
 	struct quarantined *quarantine_first, *quarantine_last;
 	struct event *quarantine_timer;
+	struct tenant_use tenant_use[CONFIG_MAX_TENANTS];
+	struct event *lease_timer;   /* the connections' deadlines (lease.c) */
 };
 
 /*

@@ -14,12 +14,14 @@
 #include "rdma.h"
 #include "server.h"
 #include "session.h"
+#include "tenant.h"
 
 /* A range waiting in the quarantine (see session.h). */
 struct quarantined {
 	uint32_t pool;
 	uint64_t offset, length;
 	uint64_t due_ns;
+	const struct config_tenant *tenant; /* whose quota the bytes still count in */
 	struct quarantined *next;
 };
 
@@ -90,6 +92,7 @@ static void on_quarantine_timer(evutil_socket_t fd, short what, void *arg)
 	while ((q = srv->quarantine_first) && q->due_ns <= now) {
 		srv->quarantine_first = q->next;
 		return_range(srv, q->pool, q->offset, q->length);
+		tenant_bytes_back(srv, q->tenant, q->length);
 		free(q);
 	}
 	if (!srv->quarantine_first)
@@ -100,7 +103,8 @@ static void on_quarantine_timer(evutil_socket_t fd, short what, void *arg)
 
 /* Every entry waits the same time, so appending keeps the list in due order
  * and the timer only ever needs the head's time. */
-static void quarantine(struct server *srv, uint32_t pool, uint64_t offset, uint64_t length)
+static void quarantine(struct server *srv, uint32_t pool, uint64_t offset, uint64_t length,
+		       const struct config_tenant *tenant)
 {
 	struct quarantined *q = srv->quarantine_timer ? malloc(sizeof *q) : NULL;
 	uint64_t now = session_now_ns();
@@ -111,9 +115,11 @@ static void quarantine(struct server *srv, uint32_t pool, uint64_t offset, uint6
 		log_err("no memory to quarantine [%llu, +%llu): returned at once",
 			(unsigned long long)offset, (unsigned long long)length);
 		return_range(srv, pool, offset, length);
+		tenant_bytes_back(srv, tenant, length);
 		return;
 	}
 	*q = (struct quarantined){ .pool = pool, .offset = offset, .length = length,
+				   .tenant = tenant,
 				   .due_ns = now + QUARANTINE_MS * 1000000ull };
 	if (srv->quarantine_last)
 		srv->quarantine_last->next = q;
@@ -137,6 +143,7 @@ void session_quarantine_flush(struct server *srv)
 	while ((q = srv->quarantine_first)) {
 		srv->quarantine_first = q->next;
 		return_range(srv, q->pool, q->offset, q->length);
+		tenant_bytes_back(srv, q->tenant, q->length);
 		free(q);
 	}
 	srv->quarantine_last = NULL;
@@ -160,15 +167,19 @@ static void release_region(struct server *srv, struct session *s, struct region 
 	s->nregions--;
 	srv->frees++;
 	region_remove(srv->regions, &s->regions, r);
-	if (had_nic_key)
-		quarantine(srv, pool, offset, length);
-	else
+	tenant_region_gone(srv, s->tenant);
+	if (had_nic_key) {
+		quarantine(srv, pool, offset, length, s->tenant);
+	} else {
 		return_range(srv, pool, offset, length);
+		tenant_bytes_back(srv, s->tenant, length);
+	}
 }
 
 void session_destroy(struct server *srv, struct session *s)
 {
 	uint64_t n, bytes;
+	struct region *r;
 
 	if (!s)
 		return;
@@ -177,8 +188,8 @@ void session_destroy(struct server *srv, struct session *s)
 	/* No remote access from here on, whatever the keys; then each key dies,
 	 * then the queue pair and its protection domain. */
 	rdma_peer_stop(s->rdma);
-	while (s->regions.first)
-		release_region(srv, s, s->regions.first);
+	while ((r = region_owner_first(srv->regions, &s->regions)))
+		release_region(srv, s, r);
 	rdma_peer_destroy(s->rdma);
 	s->rdma = NULL;
 	if (s->hello_done) {
@@ -248,6 +259,9 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
 
 	if (size == 0 || flags != 0)
 		return -EINVAL;
+	rc = tenant_check(srv, s->tenant, size);
+	if (rc < 0)
+		return rc;
 	/* The pool whose largest free range fits most tightly keeps big ranges
 	 * for big requests, as best fit does inside one pool. */
 	for (uint32_t i = 0; i < srv->npools; i++) {
@@ -264,9 +278,17 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
 	rc = alloc_reserve(best->alloc, size, &off, &len);
 	if (rc < 0)
 		return rc;
+	/* The range may be longer than asked (alignment): that is what counts. */
+	rc = tenant_charge(srv, s->tenant, len);
+	if (rc < 0) {
+		alloc_release(best->alloc, off, len);
+		return rc;
+	}
 	r = region_add(srv->regions, &s->regions, s->id, best->index, off, len);
 	if (!r) {
 		alloc_release(best->alloc, off, len);
+		tenant_region_gone(srv, s->tenant);
+		tenant_bytes_back(srv, s->tenant, len);
 		return -ENOMEM;
 	}
 	if (s->rdma) {
@@ -276,6 +298,8 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
 		if (rc < 0) {
 			region_remove(srv->regions, &s->regions, r);
 			alloc_release(best->alloc, off, len);
+			tenant_region_gone(srv, s->tenant);
+			tenant_bytes_back(srv, s->tenant, len);
 			return rc;
 		}
 	}

@@ -17,6 +17,7 @@
 
 struct server;
 struct rdma_peer;
+struct config_tenant;
 
 enum session_transport { SESSION_TCP, SESSION_UNIX };
 
@@ -32,6 +33,10 @@ struct session {
 	struct region_list regions;
 	uint64_t attach_token;   /* the secret that ties a queue pair to us (HELLO) */
 	struct rdma_peer *rdma;  /* our attached queue pair (rdma.c), or NULL */
+	/* tenants (tenant.c) */
+	const struct config_tenant *tenant;  /* proven by AUTH; NULL: anonymous */
+	const struct config_tenant *claimed; /* named by AUTH_BEGIN, AUTH awaited */
+	uint8_t client_nonce[32], server_nonce[32];
 	struct session *prev, *next;
 };
 
@@ -52,7 +57,7 @@ bool session_token_ok(const struct session *s, uint64_t token);
 
 /* remote_malloc: best fit over the pools.  A session with a queue pair gets
  * a key the NIC enforces (rdma_key_new's errors too); others a random key.
- * -EINVAL, -ENOMEM. */
+ * -EINVAL, -ENOMEM, -EDQUOT (past the tenant's quota or max_regions). */
 int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t flags,
 		  const struct region **out);
 /* remote_free: -ENOENT, -EACCES.  A region with a NIC key loses it first and

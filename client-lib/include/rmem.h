@@ -54,6 +54,13 @@ struct rmem_opts {
 	const char *transport; /* "auto" (default), "rdma" or "tcp"; NULL = "auto" */
 	int timeout_ms;        /* connect and per-request timeout; default 10000,
 	                          <= 0 waits forever */
+	/* Tenants: authenticate as this tenant of the daemon,
+	 * proving knowledge of the secret in secret_file (its bytes, one
+	 * trailing newline stripped) without sending it.  Both NULL (default):
+	 * anonymous, which a daemon only allows from its own host, or on its
+	 * Unix socket.  One set without the other is -EINVAL. */
+	const char *tenant;
+	const char *secret_file;
 };
 
 /* Fills *o with defaults.  size is sizeof(*o) as the caller sees it. */
@@ -66,8 +73,10 @@ void rmem_opts_init(struct rmem_opts *o, size_t size);
  * On success *out owns the session; release it with rmem_close().
  * Errors: -EINVAL (bad endpoint or options), -ENOTSUP (transport "rdma" or an
  * rdma:// endpoint on a build or machine without RDMA; never a silent fallback),
- * -EUSERS (the daemon is at its limits.max_clients), -ENOMEM, and the
- * connection errors above.
+ * -EUSERS (the daemon is at its limits.max_clients), -EACCES (refused: wrong
+ * tenant or secret, or anonymous where the daemon wants a tenant; also a
+ * daemon that could not prove it knows the secret), -ENOENT and the other
+ * errors of open(2) for secret_file, -ENOMEM, and the connection errors above.
  */
 int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **out);
 
@@ -81,7 +90,8 @@ const char *rmem_transport(const rmem_client *c);
 /*
  * remote_malloc: carves at least size bytes from the daemon's pools.
  * flags must be 0 (no flags are defined yet).  The bytes read as zero.
- * Errors: -EINVAL (size 0, unknown flags, NULL), -ENOMEM (no pool can hold it).
+ * Errors: -EINVAL (size 0, unknown flags, NULL), -ENOMEM (no pool can hold it),
+ * -EDQUOT (the tenant's quota or max_regions would be exceeded).
  */
 int rmem_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out);
 
@@ -133,6 +143,22 @@ int rmem_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
 		   void *buf, size_t len, uint64_t cookie);
 int rmem_post_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
 		    const void *buf, size_t len, uint64_t cookie);
+
+/*
+ * Asynchronous remote_malloc and remote_free (since RMEM_1.1): the same
+ * requests as rmem_alloc()/rmem_free(), queued like rmem_post_read(), so
+ * that many can be in flight.  rmem_post_alloc() fills *out when its
+ * completion is returned by rmem_poll() with status 0; out must stay valid
+ * and untouched until then.  rmem_post_free() copies what it needs from *r
+ * at once.  -EINVAL (the checks of rmem_alloc/rmem_free) and -ECONNRESET
+ * are returned at once; -ENOMEM (no pool can hold it), -ENOENT and -EACCES
+ * arrive as the completion's status.  They travel on the control stream
+ * even on an RDMA client; there they complete in order among themselves,
+ * not necessarily in order with posted reads and writes.
+ */
+int rmem_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out,
+		    uint64_t cookie);
+int rmem_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie);
 
 struct rmem_completion {
 	uint64_t cookie; /* as given to rmem_post_*() */
@@ -202,7 +228,8 @@ struct rmem_client_info {
 	uint64_t regions;
 	uint64_t used_bytes;
 	uint64_t connected_ms; /* how long the session has lived */
-	uint64_t idle_ms;      /* time since its last request */
+	uint64_t idle_ms;      /* its lease's age: time since it last sent the daemon a
+	                          byte or took one; limits.lease_timeout_ms ends it */
 	char transport[8];     /* "tcp", "unix", "rdma" */
 	char peer[64];         /* "1.2.3.4:5678", "uid=0 pid=12" ... */
 };

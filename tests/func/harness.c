@@ -146,7 +146,9 @@ static int write_config(const struct rmemd *d, const char *pool_size, const char
 		test_host(), d->port, rdma, d->admin_path);
 	fprintf(f, "pools = ( { name = \"default\"; size = \"%s\"; hugepages = \"off\"; "
 		"alignment = 64; } );\n", pool_size);
-	fprintf(f, "limits = { max_clients = 64; lease_timeout_ms = 10000; };\n");
+	/* A test that sets limits of its own says all of them in extra. */
+	if (!extra || !strstr(extra, "limits"))
+		fprintf(f, "limits = { max_clients = 64; lease_timeout_ms = 10000; };\n");
 	fprintf(f, "log = { level = \"debug\"; };\n");
 	if (extra)
 		fprintf(f, "%s\n", extra);
@@ -480,6 +482,26 @@ bool rmemd_log_contains(const struct rmemd *d, const char *needle)
 	found = memmem(log, len, needle, strlen(needle)) != NULL;
 	free(log);
 	return found;
+}
+
+int rmemd_log_count(const struct rmemd *d, const char *needle)
+{
+	size_t len, nlen = strlen(needle);
+	char *log = read_log(d, &len);
+	const char *p, *end;
+	int n = 0;
+
+	if (!log)
+		return 0;
+	end = log + len;
+	/* Once per line, wherever in it. */
+	for (p = log; (p = memmem(p, (size_t)(end - p), needle, nlen)); n++) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		p = eol ? eol + 1 : end;
+	}
+	free(log);
+	return n;
 }
 
 void rmemd_log_tail(const struct rmemd *d, int lines)

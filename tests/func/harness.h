@@ -62,7 +62,8 @@ const char *harness_transport(void);
 
 /*
  * Writes a config (pool "default" of pool_size, e.g. "128M"; extra appended
- * verbatim at top level, may be NULL) into a fresh temp dir, starts
+ * verbatim at top level, may be NULL; an extra that names "limits" replaces
+ * the harness's limits group) into a fresh temp dir, starts
  * $RMEM_BUILD/rmemd -c on it and waits up to 30 s for READY=1 on a private
  * NOTIFY_SOCKET.  Returns 0, or a negative errno (the daemon's log tail is
  * printed and everything is cleaned up).
@@ -85,6 +86,8 @@ void rmemd_cleanup(struct rmemd *d);
 
 /* True when the daemon's log (stderr) contains needle. */
 bool rmemd_log_contains(const struct rmemd *d, const char *needle);
+/* How many lines of the daemon's log contain needle. */
+int rmemd_log_count(const struct rmemd *d, const char *needle);
 /* True when one sd_notify line received so far equals line (e.g. "STOPPING=1"). */
 bool rmemd_notified(struct rmemd *d, const char *line);
 /* Prints the last lines of the daemon's log as TAP comments. */

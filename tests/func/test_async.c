@@ -4,6 +4,11 @@
  * flight, sizes that split into chunks, errors through completions, sync
  * calls in between, a queue of large READs deep enough to deadlock an engine
  * that does not read while it sends, and a daemon that stops answering.
+ * Posted allocs and frees (rmem_post_alloc, rmem_post_free): many in flight,
+ * more than the engine bounds, mixed with transfers and a sync call, and
+ * refusals as completion statuses.  Batched posts (the library's send queue)
+ * are never stranded: rmem_poll, a synchronous call, a full batch, or nothing
+ * else in flight sends them.
  * With RMEM_TEST_TRANSPORT=rdma (in the test VM) the network endpoint is
  * rdma://: the NIC refuses keys (-EACCES, freed ones too), 0-byte transfers
  * check nothing, and a stopped daemon does not stop the data path.
@@ -441,6 +446,381 @@ static void run_endpoint(const char *ep, const char *tr)
 	rmem_close(c);
 }
 
+/* ---- posted allocs and frees (rmem_post_alloc, rmem_post_free) ----------------- */
+
+#define NALLOC 48
+#define NDEEP 200
+
+static int cmp_addr(const void *a, const void *b)
+{
+	const struct rmem_region *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* True when the n regions have distinct ids and disjoint byte ranges. */
+static bool regions_disjoint(const struct rmem_region *regs, int n)
+{
+	struct rmem_region *v = malloc((size_t)n * sizeof(*v));
+	bool good = v != NULL;
+
+	if (!v)
+		return false;
+	memcpy(v, regs, (size_t)n * sizeof(*v));
+	qsort(v, (size_t)n, sizeof(*v), cmp_addr);
+	for (int i = 1; i < n && good; i++)
+		good = v[i - 1].addr + v[i - 1].length <= v[i].addr;
+	for (int i = 0; i < n && good; i++)
+		for (int j = i + 1; j < n && good; j++)
+			good = regs[i].id != regs[j].id;
+	free(v);
+	return good;
+}
+
+/* Posts n allocs of size(i) bytes into regs[i] (cookie base + i) and polls
+ * them all.  Returns how many completed with status 0 in posting order. */
+static int alloc_batch(rmem_client *c, struct rmem_region *regs, int n, uint64_t base)
+{
+	struct rmem_completion *out = calloc((size_t)n, sizeof(*out));
+	int posted = 0, got, perr, good = 0;
+
+	if (!out)
+		return -1;
+	for (int i = 0; i < n; i++)
+		posted += rmem_post_alloc(c, 1 + (uint64_t)i * 1000, 0, &regs[i], base + i) == 0;
+	got = poll_n(c, out, posted, &perr);
+	for (int i = 0; i < got; i++)
+		good += out[i].cookie == base + (uint64_t)i && out[i].status == 0 &&
+			regs[i].length >= 1 + (uint64_t)i * 1000;
+	free(out);
+	return posted == n ? good : -1;
+}
+
+/* Posts the frees of regs[0..n) and polls them; how many ended with 0. */
+static int free_batch(rmem_client *c, const struct rmem_region *regs, int n, uint64_t base)
+{
+	struct rmem_completion *out = calloc((size_t)n, sizeof(*out));
+	int posted = 0, got, perr, good = 0;
+
+	if (!out)
+		return -1;
+	for (int i = 0; i < n; i++)
+		posted += rmem_post_free(c, &regs[i], base + i) == 0;
+	got = poll_n(c, out, posted, &perr);
+	for (int i = 0; i < got; i++)
+		good += out[i].cookie == base + (uint64_t)i && out[i].status == 0;
+	free(out);
+	return posted == n ? good : -1;
+}
+
+static void allocs_in_flight(rmem_client *c, const char *tr)
+{
+	struct rmem_region regs[NALLOC];
+	struct rmem_stats st;
+	uint64_t bytes = 0;
+	int good, rc;
+
+	memset(regs, 0, sizeof(regs));
+	good = alloc_batch(c, regs, NALLOC, 5000);
+	ok(good == NALLOC, "%s: %d allocs in flight all complete in order with a region (%d)",
+	   tr, NALLOC, good);
+	ok(regions_disjoint(regs, NALLOC), "%s: their ids are distinct, their bytes disjoint", tr);
+	for (int i = 0; i < NALLOC; i++)
+		bytes += regs[i].length;
+	rc = rmem_stats(c, &st);
+	ok(rc == 0 && st.used_bytes == bytes && st.regions == NALLOC,
+	   "%s: the daemon holds them all (%d, used %llu of %llu, %llu regions)", tr, rc,
+	   (unsigned long long)st.used_bytes, (unsigned long long)bytes,
+	   (unsigned long long)st.regions);
+	good = free_batch(c, regs, NALLOC, 6000);
+	ok(good == NALLOC, "%s: %d frees in flight all complete with 0 (%d)", tr, NALLOC, good);
+	rc = stats_wait(c, 0, 0, 5000, &st);
+	ok(rc == 0, "%s: then used_bytes is 0 again (%d, %llu)", tr, rc,
+	   (unsigned long long)st.used_bytes);
+}
+
+/* More than the engine keeps in flight: posts wait for room, handling
+ * replies, and the completion queue grows. */
+static void allocs_deep(rmem_client *c, const char *tr)
+{
+	struct rmem_region *regs = calloc(NDEEP, sizeof(*regs));
+	struct rmem_stats st;
+	int good, rc;
+
+	if (!regs) {
+		ok(0, "%s: malloc", tr);
+		return;
+	}
+	good = alloc_batch(c, regs, NDEEP, 10000);
+	ok(good == NDEEP, "%s: %d allocs posted before any poll all complete (%d)", tr, NDEEP,
+	   good);
+	ok(regions_disjoint(regs, NDEEP), "%s: %d disjoint regions", tr, NDEEP);
+	good = free_batch(c, regs, NDEEP, 20000);
+	ok(good == NDEEP, "%s: and their %d frees (%d)", tr, NDEEP, good);
+	rc = stats_wait(c, 0, 0, 5000, &st);
+	ok(rc == 0, "%s: used_bytes back to 0 (%d, %llu)", tr, rc,
+	   (unsigned long long)st.used_bytes);
+	free(regs);
+}
+
+/* Checks a batch's completions: every status 0, and every cookie once. */
+static bool all_once_ok(const struct rmem_completion *out, int n, uint64_t base, int want)
+{
+	int seen[32] = { 0 };
+
+	if (n != want || want > 32)
+		return false;
+	for (int i = 0; i < n; i++) {
+		if (out[i].status || out[i].cookie < base || out[i].cookie >= base + (uint64_t)want)
+			return false;
+		seen[out[i].cookie - base]++;
+	}
+	for (int i = 0; i < want; i++)
+		if (seen[i] != 1)
+			return false;
+	return true;
+}
+
+/* Posted allocs between posted writes and reads, and a sync call among
+ * them, on regions allocated in the same batch as well as before. */
+static void allocs_mixed(rmem_client *c, const char *tr)
+{
+	enum { N = 8, SZ = 4096 };
+	struct rmem_region regs[N], extra[N], fresh;
+	struct rmem_completion out[4 * N];
+	uint8_t src[N][SZ], dst[N][SZ];
+	struct rmem_stats st;
+	int rc, got, perr, posted = 0;
+	bool in_order = true;
+
+	if (!ok(alloc_batch(c, regs, N, 30000) == N, "%s: mixed: %d regions", tr, N))
+		return;
+	fill_random(src, sizeof(src), 11);
+	for (int i = 0; i < N; i++) {
+		size_t len = regs[i].length < SZ ? regs[i].length : SZ; /* 1 B .. 7 KB asked */
+
+		memcpy(dst[i], src[i], SZ);
+		memset(dst[i], 0, len);
+		posted += rmem_post_write(c, &regs[i], 0, src[i], len, 31000 + 3 * i) == 0;
+		posted += rmem_post_alloc(c, 100, 0, &extra[i], 31000 + 3 * i + 1) == 0;
+		posted += rmem_post_read(c, &regs[i], 0, dst[i], len, 31000 + 3 * i + 2) == 0;
+	}
+	/* A synchronous call while they are in flight: it handles their
+	 * replies first, and its own reply must not be mistaken for theirs. */
+	rc = rmem_stats(c, &st);
+	ok(rc == 0 && st.regions == 2 * N,
+	   "%s: mixed: a sync call among %d posted operations (%d, %llu regions)", tr, posted,
+	   rc, (unsigned long long)st.regions);
+	got = poll_n(c, out, posted, &perr);
+	ok(posted == 3 * N && all_once_ok(out, got, 31000, 3 * N),
+	   "%s: mixed: writes, allocs and reads all complete with 0 (%d of %d, poll %d)", tr, got,
+	   posted, perr);
+	for (int i = 1; i < got; i++)
+		in_order &= out[i].cookie > out[i - 1].cookie;
+	/* On RDMA transfers go on the queue pair and the allocs on the stream. */
+	if (strcmp(tr, "rdma") != 0)
+		ok(in_order, "%s: mixed: completions in posting order", tr);
+	ok(memcmp(src, dst, sizeof(src)) == 0, "%s: mixed: the reads see the writes", tr);
+	ok(regions_disjoint(extra, N), "%s: mixed: the posted allocs got disjoint regions", tr);
+
+	/* A region is usable once its posted alloc has completed. */
+	rc = rmem_post_alloc(c, SZ, 0, &fresh, 32000);
+	got = rc == 0 ? poll_n(c, out, 1, &perr) : 0;
+	rc = got == 1 && out[0].status == 0 ? rmem_write(c, &fresh, 0, src[0], SZ) : -1;
+	if (rc == 0)
+		rc = rmem_read(c, &fresh, 0, dst[0], SZ);
+	ok(rc == 0 && memcmp(src[0], dst[0], SZ) == 0,
+	   "%s: mixed: a posted alloc's region takes a write and a read (%d)", tr, rc);
+	ok(free_batch(c, regs, N, 33000) == N && free_batch(c, extra, N, 34000) == N &&
+	   free_batch(c, &fresh, 1, 35000) == 1, "%s: mixed: every region freed by a post", tr);
+	rc = stats_wait(c, 0, 0, 5000, &st);
+	ok(rc == 0, "%s: mixed: used_bytes back to 0 (%d)", tr, rc);
+}
+
+/* Polls one completion; its status, or a big positive number on failure. */
+static int one_status(rmem_client *c, uint64_t cookie)
+{
+	struct rmem_completion out;
+	int perr;
+
+	if (poll_n(c, &out, 1, &perr) != 1 || out.cookie != cookie)
+		return 1000;
+	return out.status;
+}
+
+static void allocs_errors(rmem_client *c, rmem_client *other, const char *tr)
+{
+	struct rmem_region r, theirs, wrong, x = { 0 };
+	struct rmem_stats st;
+	int rc;
+
+	ok(rmem_post_alloc(c, 0, 0, &x, 1) == -EINVAL, "%s: post_alloc size 0: -EINVAL", tr);
+	ok(rmem_post_alloc(c, 64, 1, &x, 1) == -EINVAL, "%s: post_alloc flags 1: -EINVAL", tr);
+	ok(rmem_post_alloc(c, 64, 0, NULL, 1) == -EINVAL, "%s: post_alloc out NULL: -EINVAL", tr);
+	ok(rmem_post_alloc(NULL, 64, 0, &x, 1) == -EINVAL, "%s: post_alloc c NULL: -EINVAL", tr);
+	ok(rmem_post_free(c, NULL, 1) == -EINVAL, "%s: post_free r NULL: -EINVAL", tr);
+	ok(rmem_post_free(NULL, &x, 1) == -EINVAL, "%s: post_free c NULL: -EINVAL", tr);
+	rc = rmem_poll(c, &(struct rmem_completion){ 0 }, 1, 0);
+	ok(rc == 0, "%s: refused posts leave no completion (%d)", tr, rc);
+
+	rc = rmem_post_alloc(c, 1ull << 50, 0, &x, 40000);
+	ok(rc == 0 && one_status(c, 40000) == -ENOMEM,
+	   "%s: post_alloc of 1 PiB completes with -ENOMEM (%d)", tr, rc);
+	ok(x.id == 0 && x.length == 0, "%s: and leaves *out alone", tr);
+
+	rc = rmem_alloc(c, 4096, 0, &r);
+	if (!ok(rc == 0, "%s: a region to misuse (%d)", tr, rc))
+		return;
+	wrong = r;
+	wrong.rkey ^= 0x5a5a5a5a;
+	rc = rmem_post_free(c, &wrong, 40001);
+	ok(rc == 0 && one_status(c, 40001) == -EACCES,
+	   "%s: post_free with a wrong key completes with -EACCES (%d)", tr, rc);
+	rc = rmem_alloc(other, 4096, 0, &theirs);
+	rc = rc ? rc : rmem_post_free(c, &theirs, 40002);
+	ok(rc == 0 && one_status(c, 40002) == -EACCES,
+	   "%s: post_free of another client's region completes with -EACCES (%d)", tr, rc);
+	rc = rmem_post_free(c, &r, 40003);
+	ok(rc == 0 && one_status(c, 40003) == 0, "%s: post_free of its own region: 0 (%d)", tr, rc);
+	rc = rmem_post_free(c, &r, 40004);
+	ok(rc == 0 && one_status(c, 40004) == -ENOENT,
+	   "%s: a second post_free completes with -ENOENT (%d)", tr, rc);
+	rc = rmem_free(other, &theirs);
+	ok(rc == 0, "%s: the other client frees its own (%d)", tr, rc);
+	rc = stats_wait(c, 0, 0, 5000, &st);
+	ok(rc == 0, "%s: after the refusals used_bytes is 0 (%d)", tr, rc);
+}
+
+/* ---- batched posts (the send queue) are never stranded ---------------------------- */
+
+#define NBATCH 17 /* one in flight, then a full batch of 16 queued behind it */
+
+/* Polls other's view of the daemon until st.allocs reaches want (or 5 s
+ * passed); returns the last count seen, or 0 when stats failed. */
+static uint64_t allocs_seen(rmem_client *other, uint64_t want)
+{
+	uint64_t t0 = now_ms();
+	struct rmem_stats st;
+
+	do {
+		if (rmem_stats(other, &st) != 0)
+			return 0;
+		if (st.allocs >= want)
+			break;
+		sleep_ms(10);
+	} while (now_ms() - t0 < 5000);
+	return st.allocs;
+}
+
+/* Polls with a bounded timeout, at most tries times, until n completions. */
+static int poll_bounded(rmem_client *c, struct rmem_completion *out, int n, int timeout_ms,
+			int tries)
+{
+	int got = 0;
+
+	while (got < n && tries-- > 0) {
+		int rc = rmem_poll(c, out + got, n - got, timeout_ms);
+
+		if (rc < 0)
+			return rc;
+		got += rc;
+	}
+	return got;
+}
+
+static void batched_posts(rmem_client *c, rmem_client *other, const char *tr)
+{
+	struct rmem_region regs[NBATCH];
+	struct rmem_completion out[NBATCH];
+	struct rmem_stats st;
+	uint64_t base;
+	char why[128];
+	int rc, got, good;
+
+	memset(regs, 0, sizeof(regs));
+	rc = rmem_stats(other, &st);
+	if (!ok(rc == 0, "%s: batched posts: stats (%d)", tr, rc))
+		return;
+	base = st.allocs;
+
+	/* Nothing in flight: a lone post goes at once, no later call needed. */
+	rc = rmem_post_alloc(c, 4096, 0, &regs[0], 100);
+	ok(rc == 0 && allocs_seen(other, base + 1) >= base + 1,
+	   "%s: a lone post reaches the daemon with no further call (%d)", tr, rc);
+	/* Two more queue behind it; one rmem_poll() with a timeout sends them. */
+	rc = rmem_post_alloc(c, 4096, 0, &regs[1], 101);
+	if (rc == 0)
+		rc = rmem_post_alloc(c, 4096, 0, &regs[2], 102);
+	got = poll_bounded(c, out, 3, 5000, 3);
+	ok(rc == 0 && got == 3 && in_order_ok(out, 3, 100, why, sizeof(why)),
+	   "%s: 3 posts, then rmem_poll(timeout 5 s) completes all 3 (%d, %d: %s)", tr, rc, got,
+	   got == 3 ? why : "missing");
+
+	/* One queued behind one in flight; rmem_poll(-1) must not wait for ever
+	 * (a stranded post would end in the client's timeout instead). */
+	rc = rmem_post_free(c, &regs[0], 200);
+	if (rc == 0)
+		rc = rmem_post_free(c, &regs[1], 201);
+	got = poll_bounded(c, out, 2, -1, 2);
+	ok(rc == 0 && got == 2 && in_order_ok(out, 2, 200, why, sizeof(why)),
+	   "%s: a post queued behind another completes in rmem_poll(-1) (%d, %d: %s)", tr, rc,
+	   got, got == 2 ? why : "missing");
+
+	/* A synchronous call sends the queue ahead of its own request, and
+	 * handles the replies to it: the completion is there without waiting. */
+	rc = rmem_post_free(c, &regs[2], 300);
+	if (rc == 0)
+		rc = rmem_post_alloc(c, 4096, 0, &regs[0], 301);
+	if (rc == 0)
+		rc = rmem_stats(c, &st);
+	got = rc == 0 ? rmem_poll(c, out, 2, 0) : rc;
+	ok(got == 2 && in_order_ok(out, 2, 300, why, sizeof(why)),
+	   "%s: posts, then rmem_stats: rmem_poll(timeout 0) has both (%d, %d: %s)", tr, rc,
+	   got, got == 2 ? why : "missing");
+	rc = rmem_free(c, &regs[0]);
+	ok(rc == 0, "%s: the region of the last post is live, then freed (%d)", tr, rc);
+
+	/* A full batch goes by itself: one in flight, 16 queued behind it. */
+	rc = rmem_stats(other, &st);
+	base = st.allocs;
+	good = 0;
+	for (int i = 0; i < NBATCH; i++)
+		good += rmem_post_alloc(c, 4096, 0, &regs[i], 400 + (uint64_t)i) == 0;
+	ok(rc == 0 && good == NBATCH && allocs_seen(other, base + NBATCH) >= base + NBATCH,
+	   "%s: 1 + 16 posts all reach the daemon with no further call (%d, %d posted)", tr, rc,
+	   good);
+	got = poll_bounded(c, out, NBATCH, 5000, NBATCH);
+	ok(got == NBATCH && in_order_ok(out, NBATCH, 400, why, sizeof(why)),
+	   "%s: and all %d complete (%d: %s)", tr, NBATCH, got, got == NBATCH ? why : "missing");
+	good = free_batch(c, regs, got == NBATCH ? NBATCH : 0, 500);
+	ok(good == NBATCH, "%s: and are freed (%d)", tr, good);
+}
+
+static void run_allocs(const char *ep, const char *tr)
+{
+	rmem_client *c = NULL, *other = NULL;
+	struct rmem_stats st;
+	int rc;
+
+	rc = client_connect(ep, 10000, &c);
+	if (rc == 0)
+		rc = client_connect(ep, 10000, &other);
+	if (rc == 0)
+		rc = stats_wait(c, 0, 0, 10000, &st);
+	if (!ok(rc == 0, "%s: allocs: two clients, an empty daemon (%d)", tr, rc)) {
+		rmem_close(c);
+		rmem_close(other);
+		return;
+	}
+	allocs_in_flight(c, tr);
+	allocs_deep(c, tr);
+	allocs_mixed(c, tr);
+	allocs_errors(c, other, tr);
+	batched_posts(c, other, tr);
+	rmem_close(other);
+	rmem_close(c);
+}
+
 /* rmem_close with operations in flight drops them; the daemon carries on. */
 static void close_in_flight(const struct rmemd *d)
 {
@@ -605,6 +985,8 @@ int main(void)
 
 	run_endpoint(d.tcp_ep, harness_transport());
 	run_endpoint(d.unix_ep, "unix");
+	run_allocs(d.tcp_ep, harness_transport());
+	run_allocs(d.unix_ep, "unix");
 	close_in_flight(&d);
 	stalled_daemon(&d);
 	daemon_killed(&d);

@@ -168,6 +168,33 @@ static void check_attach(const uint8_t *in, size_t len)
 	      m2.session_id == m.session_id && m2.attach_token == m.attach_token);
 }
 
+/* Round trips: what decodes must re-encode to the very same bytes. */
+static void check_auth_begin_req(const uint8_t *in, size_t len)
+{
+	uint8_t out[SCRATCH_LEN];
+	struct proto_auth_begin_req m, m2;
+	size_t n;
+
+	if (proto_auth_begin_req_decode(in, len, &m) < 0)
+		return;
+	CHECK(m.tenant[0] != '\0' && memchr(m.tenant, '\0', sizeof m.tenant) != NULL);
+	n = proto_auth_begin_req_encode(out, &m);
+	CHECK(n == len && memcmp(out, in, n) == 0);
+	CHECK(proto_auth_begin_req_decode(out, n, &m2) == 0);
+	CHECK(memcmp(&m2, &m, sizeof m) == 0);
+}
+
+static void check_auth_req(const uint8_t *in, size_t len)
+{
+	uint8_t out[SCRATCH_LEN], mac[PROTO_MAC_LEN];
+	size_t n;
+
+	if (proto_auth_req_decode(in, len, mac) < 0)
+		return;
+	n = proto_auth_req_encode(out, mac);
+	CHECK(n == len && memcmp(out, in, n) == 0);
+}
+
 static void check_request(uint16_t opcode, const uint8_t *in, size_t len)
 {
 	switch (opcode) {
@@ -196,6 +223,12 @@ static void check_request(uint16_t opcode, const uint8_t *in, size_t len)
 	case PROTO_OP_CAS:
 	case PROTO_OP_FAA:
 		check_atomic_req(in, len, opcode);
+		break;
+	case PROTO_OP_AUTH_BEGIN:
+		check_auth_begin_req(in, len);
+		break;
+	case PROTO_OP_AUTH:
+		check_auth_req(in, len);
 		break;
 	default:
 		break;
@@ -398,6 +431,38 @@ static void check_atomic_rep(const uint8_t *in, size_t len)
 	CHECK(proto_atomic_rep_decode(out, len, &st2, &old2) == 0 && st2 == 0 && old2 == old);
 }
 
+static void check_auth_begin_rep(const uint8_t *in, size_t len)
+{
+	uint8_t out[PROTO_AUTH_BEGIN_REP_LEN];
+	struct proto_auth_begin_rep m, m2;
+	int st, st2;
+
+	if (proto_auth_begin_rep_decode(in, len, &st, &m) < 0)
+		return;
+	if (st) {
+		check_failed(in, len, st);
+		return;
+	}
+	CHECK(proto_auth_begin_rep_encode(out, &m) == len && memcmp(out, in, len) == 0);
+	CHECK(proto_auth_begin_rep_decode(out, len, &st2, &m2) == 0 && st2 == 0);
+	CHECK(m2.session_id == m.session_id &&
+	      memcmp(m2.server_nonce, m.server_nonce, sizeof m.server_nonce) == 0);
+}
+
+static void check_auth_rep(const uint8_t *in, size_t len)
+{
+	uint8_t out[PROTO_AUTH_REP_LEN], mac[PROTO_MAC_LEN];
+	int st;
+
+	if (proto_auth_rep_decode(in, len, &st, mac) < 0)
+		return;
+	if (st) {
+		check_failed(in, len, st);
+		return;
+	}
+	CHECK(proto_auth_rep_encode(out, mac) == len && memcmp(out, in, len) == 0);
+}
+
 static void check_reply(uint16_t opcode, const uint8_t *in, size_t len)
 {
 	switch (opcode) {
@@ -427,6 +492,12 @@ static void check_reply(uint16_t opcode, const uint8_t *in, size_t len)
 	case PROTO_OP_CAS:
 	case PROTO_OP_FAA:
 		check_atomic_rep(in, len);
+		break;
+	case PROTO_OP_AUTH_BEGIN:
+		check_auth_begin_rep(in, len);
+		break;
+	case PROTO_OP_AUTH:
+		check_auth_rep(in, len);
 		break;
 	default:
 		break;

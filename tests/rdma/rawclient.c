@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "rawclient.h"
 
 #define CQ_DEPTH        512
@@ -211,12 +213,9 @@ out:
 	return rc;
 }
 
-int rawclient_open(struct rawclient *c, const char *host, uint16_t port, int timeout_ms)
+static int open_stream(struct rawclient *c, const char *host, uint16_t port, int timeout_ms)
 {
-	struct proto_hello_req req = { .client_version = PROTO_VERSION, .pid = (uint32_t)getpid() };
-	uint8_t out[PROTO_HELLO_REQ_LEN], rep[PROTO_MAX_CTL];
-	size_t rep_len = 0;
-	int status = 0, rc;
+	int rc;
 
 	if (strlen(host) >= sizeof c->host)
 		return -ENAMETOOLONG;
@@ -226,6 +225,16 @@ int rawclient_open(struct rawclient *c, const char *host, uint16_t port, int tim
 	if (rc < 0)
 		return rc;
 	c->fd = rc;
+	return 0;
+}
+
+static int say_hello(struct rawclient *c)
+{
+	struct proto_hello_req req = { .client_version = PROTO_VERSION, .pid = (uint32_t)getpid() };
+	uint8_t out[PROTO_HELLO_REQ_LEN], rep[PROTO_MAX_CTL];
+	size_t rep_len = 0;
+	int status = 0, rc;
+
 	rc = ctl_call(c, PROTO_OP_HELLO, out, proto_hello_req_encode(out, &req), rep, sizeof rep,
 		      &rep_len);
 	if (rc < 0)
@@ -238,6 +247,77 @@ int rawclient_open(struct rawclient *c, const char *host, uint16_t port, int tim
 fail:
 	stream_broken(c, rc);
 	return rc;
+}
+
+int rawclient_open(struct rawclient *c, const char *host, uint16_t port, int timeout_ms)
+{
+	int rc = open_stream(c, host, port, timeout_ms);
+
+	return rc < 0 ? rc : say_hello(c);
+}
+
+/* HMAC-SHA256(secret, transcript) as docs/protocol.md defines it. */
+static void auth_mac(const uint8_t *secret, size_t secret_len, enum proto_auth_role role,
+		     const char *tenant, const uint8_t *snonce, const uint8_t *cnonce,
+		     uint64_t session_id, uint8_t mac[PROTO_MAC_LEN])
+{
+	crypto_auth_hmacsha256_state st;
+	uint8_t msg[PROTO_AUTH_MSG_LEN];
+	size_t len = proto_auth_transcript(msg, role, tenant, snonce, cnonce, session_id);
+
+	crypto_auth_hmacsha256_init(&st, secret, secret_len);
+	crypto_auth_hmacsha256_update(&st, msg, len);
+	crypto_auth_hmacsha256_final(&st, mac);
+}
+
+static int authenticate(struct rawclient *c, const char *tenant, const uint8_t *secret,
+			size_t secret_len)
+{
+	struct proto_auth_begin_req req = { .tenant = { 0 } };
+	struct proto_auth_begin_rep brep;
+	uint8_t out[PROTO_AUTH_BEGIN_REQ_LEN], rep[PROTO_MAX_CTL];
+	uint8_t mac[PROTO_MAC_LEN], theirs[PROTO_MAC_LEN];
+	size_t rep_len = 0;
+	int status = 0, rc;
+
+	if (strlen(tenant) >= sizeof req.tenant || sodium_init() < 0)
+		return -EINVAL;
+	memcpy(req.tenant, tenant, strlen(tenant));
+	randombytes_buf(req.client_nonce, sizeof req.client_nonce);
+	rc = ctl_call(c, PROTO_OP_AUTH_BEGIN, out, proto_auth_begin_req_encode(out, &req), rep,
+		      sizeof rep, &rep_len);
+	if (rc == 0)
+		rc = proto_auth_begin_rep_decode(rep, rep_len, &status, &brep);
+	if (rc == 0)
+		rc = status;
+	if (rc < 0)
+		return rc;
+	auth_mac(secret, secret_len, PROTO_AUTH_CLIENT, tenant, brep.server_nonce,
+		 req.client_nonce, brep.session_id, mac);
+	rc = ctl_call(c, PROTO_OP_AUTH, mac, sizeof mac, rep, sizeof rep, &rep_len);
+	if (rc == 0)
+		rc = proto_auth_rep_decode(rep, rep_len, &status, theirs);
+	if (rc == 0)
+		rc = status;
+	if (rc < 0)
+		return rc;
+	auth_mac(secret, secret_len, PROTO_AUTH_SERVER, tenant, brep.server_nonce,
+		 req.client_nonce, brep.session_id, mac);
+	return sodium_memcmp(mac, theirs, sizeof mac) == 0 ? 0 : -EACCES;
+}
+
+int rawclient_open_tenant(struct rawclient *c, const char *host, uint16_t port, int timeout_ms,
+			  const char *tenant, const void *secret, size_t secret_len)
+{
+	int rc = open_stream(c, host, port, timeout_ms);
+
+	if (rc == 0)
+		rc = authenticate(c, tenant, secret, secret_len);
+	if (rc < 0) {
+		stream_broken(c, rc);
+		return rc;
+	}
+	return say_hello(c);
 }
 
 int rawclient_ping(struct rawclient *c)

@@ -67,6 +67,10 @@ void rawclient_init(struct rawclient *c);
 /* Connects to host:port (numeric IPv4 or IPv6) and says HELLO; c->hello then
  * holds the reply. */
 int rawclient_open(struct rawclient *c, const char *host, uint16_t port, int timeout_ms);
+/* The same as tenant: AUTH_BEGIN and AUTH with this secret (the daemon's
+ * own MAC checked too) before HELLO.  -EACCES when refused. */
+int rawclient_open_tenant(struct rawclient *c, const char *host, uint16_t port, int timeout_ms,
+			  const char *tenant, const void *secret, size_t secret_len);
 int rawclient_ping(struct rawclient *c);
 int rawclient_alloc(struct rawclient *c, uint64_t size, struct proto_region *out);
 int rawclient_free(struct rawclient *c, const struct proto_region *r);

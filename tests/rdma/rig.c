@@ -117,6 +117,8 @@ static int write_config(const struct rig *d, const char *rdma_group, const char 
 	fprintf(f, "log = { level = \"debug\"; };\n");
 	if (rdma_group)
 		fprintf(f, "rdma = { %s };\n", rdma_group);
+	if (d->extra)
+		fprintf(f, "%s\n", d->extra);
 	if (ferror(f))
 		rc = -EIO;
 	if (fclose(f) != 0 && rc == 0)
@@ -258,10 +260,17 @@ static int try_start(struct rig *d, const char *rdma_group, const char *pool_siz
 
 int rig_start(struct rig *d, const char *addr, const char *rdma_group, const char *pool_size)
 {
+	return rig_start_extra(d, addr, rdma_group, pool_size, NULL);
+}
+
+int rig_start_extra(struct rig *d, const char *addr, const char *rdma_group,
+		    const char *pool_size, const char *extra)
+{
 	int rc = -EADDRNOTAVAIL;
 
 	memset(d, 0, sizeof *d);
 	d->notify_fd = -1;
+	d->extra = extra;
 	if (strlen(addr) >= sizeof d->addr)
 		return -ENAMETOOLONG;
 	memcpy(d->addr, addr, strlen(addr) + 1);

@@ -31,6 +31,7 @@ struct rig {
 	uint16_t tcp_port;       /* listen.tcp */
 	uint16_t rdma_port;      /* listen.rdma; 0 when RDMA is off */
 	int notify_fd;
+	const char *extra;       /* more top-level config (rig_start_extra), or NULL */
 };
 
 /*
@@ -42,6 +43,10 @@ struct rig {
  * printed, everything is cleaned up).
  */
 int rig_start(struct rig *d, const char *addr, const char *rdma_group, const char *pool_size);
+/* The same with extra (e.g. "tenants = ( ... );") appended at top level;
+ * extra must outlive the rig. */
+int rig_start_extra(struct rig *d, const char *addr, const char *rdma_group,
+		    const char *pool_size, const char *extra);
 /* SIGTERM, reaps it (SIGKILL after 30 s): exit code, 128 + signal, or
  * -ETIMEDOUT.  Prints the log tail when that is not 0. */
 int rig_stop(struct rig *d);

@@ -7,11 +7,13 @@
  * rawclient.c, which checks nothing on the daemon's behalf.
  *
  *   tests/vm/run-in-vm -- tests/run-tests build/tests/rdma/test_rdma_keys
- *   test_rdma_keys [none|auto|window|region-mr]     one section only
+ *   test_rdma_keys [none|auto|window|region-mr|tenants]     one section only
  *
  * Sections, each against its own rmemd: "none" (listen.rdma = "": HELLO says
  * no RDMA, nothing accepts an attach), "window" and "region-mr" (everything),
- * "auto" (rxe must get region-mr; a short check).  Outside the VM
+ * "auto" (rxe must get region-mr; a short check), "tenants" (tenants A and B
+ * authenticated on the control channel; B with A's handle in both key
+ * modes gets REM_ACCESS_ERR and A's bytes stay).  Outside the VM
  * (RMEM_VM_RDMA_ADDR unset) the program skips.  Never asserts on time.
  *
  * An error completion moves a QP to the error state (and on rxe the daemon's
@@ -68,6 +70,9 @@ struct suite {
 	struct rig d;
 	struct rawclient obs;   /* a TCP-only session holding nothing: STATS */
 	uint8_t *want, *got;    /* BIG bytes each */
+	/* Sessions open as this tenant with this secret; NULL: anonymous. */
+	const char *tenant;
+	const char *secret;
 };
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -143,6 +148,9 @@ static void todo(int cond, const char *why, const char *fmt, ...)
 static int open_client(struct suite *s, struct rawclient *c)
 {
 	rawclient_init(c);
+	if (s->tenant)
+		return rawclient_open_tenant(c, s->addr, s->d.tcp_port, CTL_MS, s->tenant,
+					     s->secret, strlen(s->secret));
 	return rawclient_open(c, s->addr, s->d.tcp_port, CTL_MS);
 }
 
@@ -1210,9 +1218,9 @@ static void test_bounds(struct suite *s)
 
 /* ---- sections ---------------------------------------------------------------------- */
 
-static int section_start(struct suite *s, const char *rdma_group)
+static int section_start_extra(struct suite *s, const char *rdma_group, const char *extra)
 {
-	int rc = rig_start(&s->d, s->addr, rdma_group, POOL_SIZE);
+	int rc = rig_start_extra(&s->d, s->addr, rdma_group, POOL_SIZE, extra);
 
 	if (!ok(rc == 0, "%s: rmemd starts (listen.rdma %s, rdma = { %s }) (%s)", s->mode,
 		rdma_group ? "on" : "\"\"", rdma_group ? rdma_group : "",
@@ -1224,6 +1232,11 @@ static int section_start(struct suite *s, const char *rdma_group)
 		return rc;
 	}
 	return 0;
+}
+
+static int section_start(struct suite *s, const char *rdma_group)
+{
+	return section_start_extra(s, rdma_group, NULL);
 }
 
 static void section_end(struct suite *s)
@@ -1355,6 +1368,152 @@ static void section_full(struct suite *s, const char *mode, uint8_t key_mode)
 	section_end(s);
 }
 
+/* ---- tenants ------------------------------------------------------------------------ */
+
+#define SECRET_A "tenant A's secret, 0123456789"
+#define SECRET_B "tenant B's secret, 9876543210"
+
+struct keydir {
+	char dir[32];
+	char a[64], b[64];
+};
+
+static int write_key(const char *path, const char *secret)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, secret, strlen(secret));
+	close(fd);
+	return n == (ssize_t)strlen(secret) ? 0 : -EIO;
+}
+
+static int keydir_make(struct keydir *k)
+{
+	memcpy(k->dir, "/tmp/rmemk.XXXXXX", sizeof "/tmp/rmemk.XXXXXX");
+	if (!mkdtemp(k->dir))
+		return -errno;
+	snprintf(k->a, sizeof k->a, "%s/a.key", k->dir);
+	snprintf(k->b, sizeof k->b, "%s/b.key", k->dir);
+	if (write_key(k->a, SECRET_A) < 0 || write_key(k->b, SECRET_B) < 0)
+		return -EIO;
+	return 0;
+}
+
+static void keydir_remove(struct keydir *k)
+{
+	unlink(k->a);
+	unlink(k->b);
+	rmdir(k->dir);
+}
+
+/* What B can do with A's handle on the NIC and over TCP: nothing. */
+static void tenants_cross(struct suite *s, struct rawclient *a)
+{
+	static const enum rawclient_opcode ops[] = {
+		RAWCLIENT_READ, RAWCLIENT_WRITE, RAWCLIENT_CAS, RAWCLIENT_FAA,
+	};
+	const size_t len = 64 * KiB;
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct proto_region r;
+	struct rawclient b;
+	uint64_t first8;
+	long long diff;
+	int rc = rawclient_alloc(a, len, &r);
+
+	if (!ok(rc == 0, "%s: tenant A allocates 64 KiB (%s)", s->mode, rc ? strerror(-rc) : "ok"))
+		return;
+	fill_pattern(s->want, len, 77);
+	memcpy(&first8, s->want, sizeof first8);
+	memcpy(a->buf, s->want, len);
+	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, len, &st);
+	ok(rc == 0 && !st, "%s: A writes it by RDMA (%s)", s->mode, wc_name(rc, st));
+
+	s->tenant = "B";
+	s->secret = SECRET_B;
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		rc = probe(s, ops[i], r.addr + 8 * i, r.rkey, first8, &st);
+		ok(refused(rc, st), "%s: tenant B's %s with A's (addr, rkey) completes with "
+		   "REM_ACCESS_ERR (%s)", s->mode, rawclient_opcode_name(ops[i]), wc_name(rc, st));
+	}
+	rc = open_client(s, &b);
+	ok(rc == 0, "%s: tenant B opens a session (%s)", s->mode, rc ? strerror(-rc) : "ok");
+	if (rc == 0) {
+		rc = rawclient_tcp_read(&b, &r, 0, s->got, PROBE_LEN);
+		ok(rc == -EACCES || rc == -ENOENT, "%s: B's TCP READ of A's region is refused (%s)",
+		   s->mode, strerror(-rc));
+		memset(s->got, 0xa5, PROBE_LEN);
+		rc = rawclient_tcp_write(&b, &r, 0, s->got, PROBE_LEN);
+		ok(rc == -EACCES || rc == -ENOENT, "%s: B's TCP WRITE is refused (%s)", s->mode,
+		   strerror(-rc));
+		rc = rawclient_free(&b, &r);
+		ok(rc == -EACCES || rc == -ENOENT, "%s: B's FREE of it is refused (%s)", s->mode,
+		   strerror(-rc));
+	}
+	rawclient_close(&b);
+	s->secret = SECRET_A "x";
+	rc = open_client(s, &b);
+	ok(rc == -EACCES, "%s: B with a wrong secret is refused (%s)", s->mode, strerror(-rc));
+	rawclient_close(&b);
+	s->tenant = "A";
+	s->secret = SECRET_A;
+
+	memset(a->buf, 0x5a, len);
+	rc = rdma_op(a, RAWCLIENT_READ, r.addr, r.rkey, 0, len, &st);
+	diff = rc == 0 && !st ? first_diff(a->buf, s->want, len) : -2;
+	ok(diff == -1, "%s: A's bytes are unchanged, read by A's RDMA READ (%s, first difference "
+	   "at %lld)", s->mode, wc_name(rc, st), diff);
+	rc = rawclient_tcp_read(a, &r, 0, s->got, len);
+	diff = rc == 0 ? first_diff(s->got, s->want, len) : -2;
+	ok(diff == -1, "%s: A's bytes are unchanged, read over TCP (%s, first difference at %lld)",
+	   s->mode, rc ? strerror(-rc) : "ok", diff);
+	rawclient_free(a, &r);
+}
+
+/* Tenants A and B on one daemon in this key mode. */
+static void section_tenants(struct suite *s, const char *mode, uint8_t key_mode)
+{
+	static char name[32];
+	char group[64], extra[512];
+	struct keydir k;
+	struct rawclient a;
+	int rc;
+
+	snprintf(name, sizeof name, "tenants/%s", mode);
+	s->mode = name;
+	s->key_mode = key_mode;
+	if (!ok(keydir_make(&k) == 0, "%s: secret files written", s->mode))
+		return;
+	snprintf(group, sizeof group, "keys = \"%s\";", mode);
+	snprintf(extra, sizeof extra, "tenants = ( { name = \"A\"; secret_file = \"%s\"; },\n"
+		 "            { name = \"B\"; secret_file = \"%s\"; } );", k.a, k.b);
+	s->tenant = "A";
+	s->secret = SECRET_A;
+	if (section_start_extra(s, group, extra) < 0)
+		goto out;
+	check_hello(s, &s->obs, true);
+	s->tenant = NULL;
+	rc = open_client(s, &a);
+	ok(rc == -EACCES, "%s: an anonymous network client is refused (%s)", s->mode,
+	   strerror(-rc));
+	rawclient_close(&a);
+	s->tenant = "A";
+	rc = open_attached(s, &a, SMALL_BUF);
+	if (ok(rc == 0, "%s: tenant A authenticates and attaches (%s)", s->mode,
+	       rc ? strerror(-rc) : "ok")) {
+		ok(small_roundtrip(s, &a, 61), "%s: A's own RDMA WRITE and READ", s->mode);
+		tenants_cross(s, &a);
+		rawclient_close(&a);
+	}
+	section_end(s);
+out:
+	s->tenant = NULL;
+	s->secret = NULL;
+	keydir_remove(&k);
+}
+
 int main(int argc, char **argv)
 {
 	struct suite s = { 0 };
@@ -1382,6 +1541,10 @@ int main(int argc, char **argv)
 		section_full(&s, "window", PROTO_KEYS_WINDOW);
 	if (!only || !strcmp(only, "auto"))
 		section_auto(&s);
+	if (!only || !strcmp(only, "tenants"))
+		section_tenants(&s, "region-mr", PROTO_KEYS_REGION_MR);
+	if (!only || !strcmp(only, "tenants"))
+		section_tenants(&s, "window", PROTO_KEYS_WINDOW);
 	free(s.want);
 	free(s.got);
 	return tap_done();

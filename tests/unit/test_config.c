@@ -5,9 +5,11 @@
  * parser.  Run from the repository root: it reads etc/rmemd.conf.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -123,7 +125,7 @@ static void test_defaults(void)
 	ok(cfg.rdma_keys == CONFIG_KEYS_AUTO, "default rdma.keys auto (%d)", (int)cfg.rdma_keys);
 
 	dump(&cfg, &d);
-	ok(d.lines == 3 + 4 + 2 + 2 + 1, "dump of the defaults has 12 lines (%d)", d.lines);
+	ok(d.lines == 3 + 4 + 2 + 5 + 1, "dump of the defaults has 15 lines (%d)", d.lines);
 	ok(has_line(&d, "rdma.device = auto"), "dump: rdma.device");
 	ok(has_line(&d, "rdma.keys = auto"), "dump: rdma.keys");
 	ok(has_line(&d, "listen.tcp = 0.0.0.0:7470"), "dump: listen.tcp");
@@ -134,6 +136,13 @@ static void test_defaults(void)
 	ok(has_line(&d, "pools[0].alignment = 64"), "dump: pools[0].alignment");
 	ok(has_line(&d, "limits.max_clients = 1024"), "dump: limits.max_clients");
 	ok(has_line(&d, "limits.lease_timeout_ms = 10000"), "dump: limits.lease_timeout_ms");
+	ok(has_line(&d, "limits.frame_timeout_ms = 5000") &&
+	   has_line(&d, "limits.conn_max_requests = 1024"),
+	   "dump: limits.frame_timeout_ms and conn_max_requests");
+	ok(cfg.frame_timeout_ms == 5000 && cfg.conn_max_requests == 1024 &&
+	   cfg.conn_max_buffered == 256 * 1024, "default per-connection limits (%u, %u, %llu)",
+	   cfg.frame_timeout_ms, cfg.conn_max_requests,
+	   (unsigned long long)cfg.conn_max_buffered);
 	ok(has_line(&d, "log.level = info"), "dump: log.level");
 }
 
@@ -252,7 +261,7 @@ static void test_full_file(void)
 	ok(!strcmp(cfg.rdma_device, "mlx5_0") && cfg.rdma_keys == CONFIG_KEYS_REGION_MR,
 	   "rdma: device and keys as written");
 	dump(&cfg, &d);
-	ok(d.lines == 3 + 3 * 4 + 2 + 2 + 1, "dump has one line per key and pool (%d)", d.lines);
+	ok(d.lines == 3 + 3 * 4 + 2 + 5 + 1, "dump has one line per key and pool (%d)", d.lines);
 	ok(has_line(&d, "rdma.device = mlx5_0") && has_line(&d, "rdma.keys = region-mr"),
 	   "dump shows the rdma group");
 	ok(has_line(&d, "listen.rdma = \"\"") && has_line(&d, "pools[2].name = c") &&
@@ -553,6 +562,115 @@ static void test_parse_size(void)
 	}
 }
 
+/* ---- tenants ----------------------------------------------------------------- */
+
+static const char *write_secret(const char *name, const char *text, mode_t mode)
+{
+	const char *path = write_conf(name, text);
+
+	if (chmod(path, mode) < 0) {
+		diag("cannot chmod %s", path);
+		exit(1);
+	}
+	return path;
+}
+
+/* Loads the config fmt makes and expects an error "FILE:LINE: says..." */
+__attribute__((format(printf, 4, 5)))
+static void tenant_bad(const char *what, int line, const char *says, const char *fmt, ...)
+{
+	char conf[1024], err[512] = "", prefix[600];
+	static int n;
+	char name[32];
+	const char *path;
+	struct config cfg;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(conf, sizeof conf, fmt, ap);
+	va_end(ap);
+	snprintf(name, sizeof name, "tenant-bad%d.conf", n++);
+	path = write_conf(name, conf);
+	config_defaults(&cfg);
+	rc = config_load(&cfg, path, err, sizeof err);
+	snprintf(prefix, sizeof prefix, "%s:%d: %s", path, line, says);
+	ok(rc == -EINVAL, "tenants, %s: -EINVAL (%d)", what, rc);
+	ok(!strncmp(err, prefix, strlen(prefix)), "tenants, %s: message \"%s\"", what, err);
+	if (strncmp(err, prefix, strlen(prefix)))
+		diag("expected a message starting with \"%s\"", prefix);
+	ok(cfg.ntenants == 0, "tenants, %s: the config is left as it was", what);
+}
+
+static void test_tenants(void)
+{
+	const char *good = write_secret("ml.key", "0123456789abcdef-ml\n", 0600);
+	const char *other = write_secret("web.key", "web-secret-without-newline", 0400);
+	const char *loose = write_secret("loose.key", "0123456789abcdef-loose\n", 0640);
+	const char *shorty = write_secret("short.key", "0123456789abcde\n", 0600);
+	char text[1024], err[512] = "", missing[320], says[600];
+	struct config cfg;
+	struct dump d;
+	int rc;
+
+	snprintf(text, sizeof text,
+		 "tenants = (\n"
+		 "  { name = \"ml\"; secret_file = \"%s\"; quota = \"8G\";\n"
+		 "    max_regions = 100000; },\n"
+		 "  { name = \"web\"; secret_file = \"%s\"; }\n"
+		 ");\n", good, other);
+	config_defaults(&cfg);
+	ok(cfg.ntenants == 0, "no tenants by default");
+	rc = config_load(&cfg, write_conf("tenants.conf", text), err, sizeof err);
+	ok(rc == 0, "two tenants load (%d %s)", rc, err);
+	ok(cfg.ntenants == 2 && !strcmp(cfg.tenants[0].name, "ml") &&
+	   !strcmp(cfg.tenants[1].name, "web"), "names as written");
+	ok(cfg.tenants[0].quota == 8ull << 30 && cfg.tenants[0].max_regions == 100000,
+	   "quota 8G and max_regions as written");
+	ok(cfg.tenants[1].quota == 0 && cfg.tenants[1].max_regions == 0,
+	   "quota and max_regions default to 0: no limit");
+	ok(cfg.tenants[0].secret_len == 19 &&
+	   !memcmp(cfg.tenants[0].secret, "0123456789abcdef-ml", 19),
+	   "the secret is the file's bytes, trailing newline stripped (%zu)",
+	   cfg.tenants[0].secret_len);
+	ok(cfg.tenants[1].secret_len == 26, "a secret without a newline is taken whole (%zu)",
+	   cfg.tenants[1].secret_len);
+	dump(&cfg, &d);
+	ok(has_line(&d, "tenants[0].name = ml") && has_line(&d, "tenants[1].quota = 0"),
+	   "dump shows the tenants");
+	ok(!strstr(d.text, "0123456789abcdef") && !strstr(d.text, "web-secret"),
+	   "dump never shows a secret");
+
+	tenant_bad("duplicate name", 4, "tenants[1].name: \"ml\" is already the name of tenants[0]",
+		   "tenants = (\n { name = \"ml\"; secret_file = \"%s\"; },\n"
+		   " { secret_file = \"%s\";\n   name = \"ml\"; }\n);\n", good, good);
+	tenant_bad("missing secret_file", 2, "tenants[0]: tenant \"ml\" has no secret_file",
+		   "tenants = (\n { name = \"ml\"; quota = \"1G\"; }\n);\n");
+	tenant_bad("missing name", 2, "tenants[0]: no name",
+		   "tenants = (\n { secret_file = \"%s\"; }\n);\n", good);
+	tenant_bad("bad size", 2, "tenants[0].quota: \"8X\" is not a size",
+		   "tenants = ( { name = \"ml\"; secret_file = \"%s\";\n quota = \"8X\"; } );\n",
+		   good);
+	tenant_bad("relative secret_file", 1,
+		   "tenants[0].secret_file: \"ml.key\" is not an absolute path",
+		   "tenants = ( { name = \"ml\"; secret_file = \"ml.key\"; } );\n");
+	tenant_bad("unknown key", 2, "tenants[0].secret: unknown key",
+		   "tenants = ( { name = \"ml\";\n secret = \"x\"; } );\n");
+	tenant_bad("not a list", 1, "tenants: expected a list", "tenants = { name = \"ml\"; };\n");
+	snprintf(missing, sizeof missing, "%s/none.key", tmpdir);
+	snprintf(says, sizeof says, "tenants[0].secret_file: %s: cannot open: ", missing);
+	tenant_bad("unreadable secret file", 3, says,
+		   "tenants = ( { name = \"ml\";\n\n secret_file = \"%s\"; } );\n", missing);
+	snprintf(says, sizeof says, "tenants[0].secret_file: %s has mode 0640: a secret file "
+		 "must not be open to group or others", loose);
+	tenant_bad("secret file readable by group", 1, says,
+		   "tenants = ( { name = \"ml\"; secret_file = \"%s\"; } );\n", loose);
+	snprintf(says, sizeof says, "tenants[0].secret_file: %s: the secret is 15 bytes, "
+		 "shorter than 16", shorty);
+	tenant_bad("short secret", 1, says,
+		   "tenants = ( { name = \"ml\"; secret_file = \"%s\"; } );\n", shorty);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -571,6 +689,7 @@ int main(void)
 	test_too_many_pools();
 	test_missing_file();
 	test_parse_size();
+	test_tenants();
 	remove_confs();
 	return tap_done();
 }

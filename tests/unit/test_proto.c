@@ -350,7 +350,7 @@ static const struct fixed_case fixed_cases[] = {
 	{ "READ request", PROTO_IO_REQ_LEN, enc_read_req, dec_read_req, { 0 } },
 	{ "list request", PROTO_LIST_REQ_LEN, enc_list_req, dec_list_req, { 12 } },
 	{ "status reply", PROTO_STATUS_LEN, enc_status, dec_status, { 4 } },
-	{ "HELLO reply", PROTO_HELLO_REP_LEN, enc_hello_rep, dec_hello_rep, { 4 } },
+	{ "HELLO reply", PROTO_HELLO_REP_LEN, enc_hello_rep, dec_hello_rep, { 4, 44 } },
 	{ "ALLOC reply", PROTO_ALLOC_REP_LEN, enc_alloc_rep, dec_alloc_rep, { 4 } },
 	{ "STATS reply", PROTO_STATS_REP_LEN, enc_stats_rep, dec_stats_rep, { 4, 12 } },
 	{ "REGIONS reply", PROTO_LIST_HDR_LEN + 2 * PROTO_REGION_REC_LEN,
@@ -551,6 +551,18 @@ static void test_hello_rep(void)
 	ok(proto_hello_rep_decode(buf, PROTO_HELLO_REP_LEN, &st, &out) == -EBADMSG,
 	   "HELLO reply with a reserved word set is -EBADMSG");
 
+	in = (struct proto_hello_rep){ .max_io = 1, .lease_ms = UINT32_MAX };
+	proto_hello_rep_encode(buf, &in);
+	ok(proto_hello_rep_decode(buf, PROTO_HELLO_REP_LEN, &st, &out) == 0 &&
+	   out.lease_ms == UINT32_MAX, "HELLO reply round trips lease_ms UINT32_MAX");
+	in.lease_ms = 0;
+	proto_hello_rep_encode(buf, &in);
+	ok(proto_hello_rep_decode(buf, PROTO_HELLO_REP_LEN, &st, &out) == 0 && out.lease_ms == 0,
+	   "HELLO reply round trips lease_ms 0 (no lease)");
+	in.lease_ms = 10000;
+	proto_hello_rep_encode(buf, &in);
+	ok(proto_get_u32(buf + 40) == 10000, "HELLO reply: lease_ms is the u32 at offset 40");
+
 	proto_status_encode(buf, -EPROTO);
 	memset(&out, 0xa5, sizeof out);
 	ok(proto_hello_rep_decode(buf, PROTO_STATUS_LEN, &st, &out) == 0 && st == -EPROTO &&
@@ -621,6 +633,67 @@ static void test_attach(void)
 	proto_put_u16(buf + 6, 1);
 	ok(proto_attach_decode(buf, PROTO_ATTACH_LEN, &out) == -EBADMSG,
 	   "attach with reserved bits is -EBADMSG");
+}
+
+static void test_auth(void)
+{
+	uint8_t buf[PROTO_MAX_CTL] = { 0 }, mac[PROTO_MAC_LEN], mac2[PROTO_MAC_LEN];
+	struct proto_auth_begin_req req = { .tenant = "ml" }, rq;
+	struct proto_auth_begin_rep rep = { .session_id = 77 }, rp;
+	uint8_t msg[PROTO_AUTH_MSG_LEN + 8];
+	int status = 1;
+
+	memset(req.client_nonce, 0xc1, sizeof req.client_nonce);
+	memset(rep.server_nonce, 0x5e, sizeof rep.server_nonce);
+	ok(proto_auth_begin_req_encode(buf, &req) == PROTO_AUTH_BEGIN_REQ_LEN &&
+	   proto_auth_begin_req_decode(buf, PROTO_AUTH_BEGIN_REQ_LEN, &rq) == 0 &&
+	   !strcmp(rq.tenant, "ml") && !memcmp(rq.client_nonce, req.client_nonce, 32),
+	   "AUTH_BEGIN request round trips");
+	ok(proto_auth_begin_req_decode(buf, PROTO_AUTH_BEGIN_REQ_LEN - 1, &rq) == -EBADMSG &&
+	   proto_auth_begin_req_decode(buf, PROTO_AUTH_BEGIN_REQ_LEN + 1, &rq) == -EBADMSG,
+	   "AUTH_BEGIN request of another length is -EBADMSG");
+	buf[5] = 'x';
+	ok(proto_auth_begin_req_decode(buf, PROTO_AUTH_BEGIN_REQ_LEN, &rq) == -EBADMSG,
+	   "a tenant name with bytes after its NUL is -EBADMSG");
+	memset(buf, 'a', PROTO_TENANT_LEN);
+	ok(proto_auth_begin_req_decode(buf, PROTO_AUTH_BEGIN_REQ_LEN, &rq) == -EBADMSG,
+	   "a tenant name of 32 bytes (no NUL) is -EBADMSG");
+	memset(buf, 0, PROTO_TENANT_LEN);
+	ok(proto_auth_begin_req_decode(buf, PROTO_AUTH_BEGIN_REQ_LEN, &rq) == -EBADMSG,
+	   "an empty tenant name is -EBADMSG");
+
+	ok(proto_auth_begin_rep_encode(buf, &rep) == PROTO_AUTH_BEGIN_REP_LEN &&
+	   proto_auth_begin_rep_decode(buf, PROTO_AUTH_BEGIN_REP_LEN, &status, &rp) == 0 &&
+	   status == 0 && rp.session_id == 77 && !memcmp(rp.server_nonce, rep.server_nonce, 32),
+	   "AUTH_BEGIN reply round trips");
+	ok(proto_auth_begin_rep_decode(buf, PROTO_AUTH_BEGIN_REP_LEN - 1, &status, &rp) ==
+	   -EBADMSG, "a short AUTH_BEGIN reply is -EBADMSG");
+	proto_status_encode(buf, -EACCES);
+	ok(proto_auth_begin_rep_decode(buf, PROTO_STATUS_LEN, &status, &rp) == 0 &&
+	   status == -EACCES, "a failed AUTH_BEGIN reply carries only its status");
+
+	memset(mac, 0xab, sizeof mac);
+	ok(proto_auth_req_encode(buf, mac) == PROTO_AUTH_REQ_LEN &&
+	   proto_auth_req_decode(buf, PROTO_AUTH_REQ_LEN, mac2) == 0 && !memcmp(mac, mac2, 32),
+	   "AUTH request round trips");
+	ok(proto_auth_req_decode(buf, PROTO_AUTH_REQ_LEN - 1, mac2) == -EBADMSG &&
+	   proto_auth_req_decode(buf, 0, mac2) == -EBADMSG, "a short AUTH request is -EBADMSG");
+	memset(mac2, 0, sizeof mac2);
+	ok(proto_auth_rep_encode(buf, mac) == PROTO_AUTH_REP_LEN &&
+	   proto_auth_rep_decode(buf, PROTO_AUTH_REP_LEN, &status, mac2) == 0 && status == 0 &&
+	   !memcmp(mac, mac2, 32), "AUTH reply round trips");
+	ok(proto_auth_rep_decode(buf, PROTO_AUTH_REP_LEN + 1, &status, mac2) == -EBADMSG,
+	   "a long AUTH reply is -EBADMSG");
+
+	memset(msg, 0xee, sizeof msg);
+	ok(proto_auth_transcript(msg, PROTO_AUTH_CLIENT, "ml", rep.server_nonce,
+				 req.client_nonce, 0x0102030405060708ull) == PROTO_AUTH_MSG_LEN &&
+	   PROTO_AUTH_MSG_LEN == 116 && !memcmp(msg, "rmem-auth-v1", 12) && msg[12] == 0x5e &&
+	   msg[44] == 0xc1 && msg[76] == 'm' && msg[78] == 0 && msg[107] == 0 &&
+	   msg[108] == 0x08 && msg[115] == 0x01 && msg[116] == 0xee,
+	   "the client's transcript is label, server nonce, client nonce, tenant[32], id");
+	proto_auth_transcript(msg, PROTO_AUTH_SERVER, "ml", rep.server_nonce, req.client_nonce, 1);
+	ok(!memcmp(msg, "rmem-srvr-v1", 12), "the daemon's transcript has its own label");
 }
 
 static void test_alloc_rep(void)
@@ -865,6 +938,7 @@ int main(void)
 	test_hello_rep();
 	test_atomics();
 	test_attach();
+	test_auth();
 	test_alloc_rep();
 	test_read_rep();
 	test_stats();

@@ -1,0 +1,481 @@
+/*
+ * alloc.c - the region allocator alone, in process: alloc+free pairs per
+ * second at a steady number of live regions, and bytes of metadata per live
+ * region.  A benchmark: it prints figures and asserts nothing beyond the
+ * calls' return codes.
+ *
+ * The workload.  A pool of 64-byte alignment (the daemon's default) is filled
+ * with N live regions, then driven in steady state: every pair releases one
+ * live region and reserves a new one in its place, so N stays constant.  The
+ * measured loop includes what any caller pays, picking the victim out of an
+ * array of (offset, length) pairs.  Patterns:
+ *   lifo    reserve a region, release that same region (a request/response
+ *           cycle: what an alloc+free round trip does to the daemon)
+ *   fifo    release the oldest live region, reserve a new one (a sliding
+ *           window: freed space coalesces, low fragmentation)
+ *   random  release a uniformly random live region, reserve a new one (high
+ *           fragmentation: holes everywhere)
+ * Sizes:
+ *   fixed   4 KiB every time
+ *   mixed   64 B x U, U uniform in 1..64 (64 B .. 4 KiB)
+ * Before timing, the random pattern replaces every live region twice, in
+ * random order, to reach its steady fragmentation.  Each configuration is
+ * timed in REPS windows; the median window is reported.
+ *
+ * The caller's share: the same loop without the allocator calls (the same
+ * victim picks, the same loads and stores of the live array), timed in
+ * windows that alternate with the real ones.  At 1 M live regions the live
+ * array is 16 MB, so picking a random victim is a cache miss that the daemon
+ * pays too (its region table lookup); "alloc ns" is what is left.
+ *
+ * Metadata: the allocator's heap bytes (mallinfo2, malloc headers included)
+ * divided by the live regions, the daemon's region table per live region
+ * (daemon/region.c, by its own count: region_table_memory), and their sum.
+ *
+ *   alloc [-l LIVE,...] [-p PATTERN,...] [-z SIZES,...] [-D SECONDS | -n PAIRS] [-r REPS]
+ *         [--json]
+ * -n makes every window exactly PAIRS pairs: for valgrind, whose counts do not
+ * depend on the machine's load.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "alloc.h"
+#include "region.h"
+
+#define ALIGN 64
+#define BATCH 65536
+#define MAX_LIST 8
+#define MAX_REPS 15
+
+enum pattern { P_LIFO, P_FIFO, P_RANDOM, P_N };
+enum sizes { Z_FIXED, Z_MIXED, Z_N };
+
+static const char *const pattern_name[P_N] = { "lifo", "fifo", "random" };
+static const char *const sizes_name[Z_N] = { "fixed", "mixed" };
+
+struct live_range {
+	uint64_t off;
+	uint64_t len;
+};
+
+struct opts {
+	uint64_t live[MAX_LIST];
+	int nlive;
+	bool pattern[P_N];
+	bool sizes[Z_N];
+	double seconds;
+	uint64_t pairs;		/* > 0: windows of exactly this many pairs */
+	int reps;
+	bool json;
+};
+
+struct result {
+	uint64_t pairs;
+	double seconds;
+	double pairs_per_s;
+	double harness_ns;	/* the caller's share of ns_per_pair */
+	uint64_t free_ranges;
+	double alloc_meta;	/* allocator heap bytes per live region */
+};
+
+struct run {
+	struct alloc *a;
+	struct live_range *live;
+	uint64_t n;
+	uint64_t head;		/* fifo: the oldest live region */
+	uint64_t rng;
+	enum pattern pattern;
+	enum sizes sizes;
+	bool harness_only;	/* time the caller's share alone (changes nothing) */
+};
+
+static uint64_t rnd(struct run *r)
+{
+	/* xorshift64* */
+	r->rng ^= r->rng >> 12;
+	r->rng ^= r->rng << 25;
+	r->rng ^= r->rng >> 27;
+	return r->rng * 0x2545f4914f6cdd1dULL;
+}
+
+static uint64_t random_size(struct run *r)
+{
+	if (r->sizes == Z_FIXED)
+		return 4096;
+	return (1 + rnd(r) % 64) * ALIGN;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One alloc+free pair of the run's pattern.  Never inlined, so a profiler can
+ * count exactly the pairs (valgrind --toggle-collect=pair). */
+__attribute__((noinline)) static int pair(struct run *r)
+{
+	struct live_range *v, tmp;
+	int rc;
+
+	switch (r->pattern) {
+	case P_LIFO:
+		rc = alloc_reserve(r->a, random_size(r), &tmp.off, &tmp.len);
+		return rc ? rc : alloc_release(r->a, tmp.off, tmp.len);
+	case P_FIFO:
+		v = &r->live[r->head];
+		r->head = r->head + 1 == r->n ? 0 : r->head + 1;
+		break;
+	default:
+		v = &r->live[rnd(r) % r->n];
+		break;
+	}
+	rc = alloc_release(r->a, v->off, v->len);
+	return rc ? rc : alloc_reserve(r->a, random_size(r), &v->off, &v->len);
+}
+
+/*
+ * The caller's share of a pair without the allocator: the same victim pick,
+ * the same reads and writes of the live array.  Subtracted, it leaves the
+ * allocator's own cost.
+ */
+static int pair_harness(struct run *r)
+{
+	static volatile uint64_t sink;
+	struct live_range *v, was;
+
+	switch (r->pattern) {
+	case P_LIFO:
+		sink += random_size(r);
+		return 0;
+	case P_FIFO:
+		v = &r->live[r->head];
+		r->head = r->head + 1 == r->n ? 0 : r->head + 1;
+		break;
+	default:
+		v = &r->live[rnd(r) % r->n];
+		break;
+	}
+	was = *v;
+	/* A real pair cannot start the next pick before this one's load is back
+	 * (the allocator's calls depend on it): make the harness wait too, or its
+	 * cache misses overlap and it looks cheaper than it is. */
+	r->rng ^= was.len & (1ull << 63);
+	sink += random_size(r);
+	/* Written back unchanged, and written for real, as a reserve would. */
+	*(volatile uint64_t *)&v->off = was.off;
+	*(volatile uint64_t *)&v->len = was.len;
+	return 0;
+}
+
+static int pairs(struct run *r, uint64_t count)
+{
+	for (uint64_t i = 0; i < count; i++) {
+		int rc = r->harness_only ? pair_harness(r) : pair(r);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int fill(struct run *r)
+{
+	int rc;
+
+	for (uint64_t i = 0; i < r->n; i++)
+		if ((rc = alloc_reserve(r->a, random_size(r), &r->live[i].off, &r->live[i].len)))
+			return rc;
+	return r->pattern == P_RANDOM ? pairs(r, 2 * r->n) : 0;
+}
+
+/* Pairs for about `seconds` (or exactly `count`), in batches so the clock is
+ * read rarely. */
+static int measure(struct run *r, double seconds, uint64_t count, struct result *res)
+{
+	double t0 = now(), t;
+	uint64_t done = 0;
+	int rc;
+
+	if (count) {
+		if ((rc = pairs(r, count)))
+			return rc;
+		t = now();
+		*res = (struct result){ .pairs = count, .seconds = t - t0,
+					.pairs_per_s = (double)count / (t - t0) };
+		return 0;
+	}
+	do {
+		if ((rc = pairs(r, BATCH)))
+			return rc;
+		done += BATCH;
+		t = now();
+	} while (t - t0 < seconds);
+	res->pairs = done;
+	res->seconds = t - t0;
+	res->pairs_per_s = (double)done / (t - t0);
+	return 0;
+}
+
+/* Heap bytes in use, malloc headers and mmapped blocks included. */
+static size_t heap_bytes(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+static int cmp_rate(const void *x, const void *y)
+{
+	double a = ((const struct result *)x)->pairs_per_s;
+	double b = ((const struct result *)y)->pairs_per_s;
+
+	return (a > b) - (a < b);
+}
+
+/*
+ * One configuration: fill, then reps timed windows; the median window wins.
+ * The pool has room for the live set three times over, so fragmentation never
+ * fails a reserve (the allocator never touches pool bytes: size is free).
+ */
+static int run_one(const struct opts *o, uint64_t n, enum pattern p, enum sizes z,
+		   struct result *out)
+{
+	struct run r = { .n = n, .pattern = p, .sizes = z, .rng = 0x9e3779b97f4a7c15ULL + n };
+	struct result res[MAX_REPS], caller[MAX_REPS];
+	struct alloc_stats st;
+	size_t heap_before;
+	int rc = -ENOMEM, mid = o->reps / 2;
+
+	r.live = calloc(n, sizeof(*r.live));
+	heap_before = heap_bytes();
+	r.a = alloc_new(n * 4096 * 3 + (64 << 20), ALIGN);
+	if (!r.live || !r.a)
+		goto out;
+	if ((rc = fill(&r)))
+		goto out;
+	/* Real and harness windows alternate, so both see the same load. */
+	for (int i = 0; i < o->reps; i++) {
+		r.harness_only = false;
+		if ((rc = measure(&r, o->seconds, o->pairs, &res[i])))
+			goto out;
+		r.harness_only = true;
+		if ((rc = measure(&r, o->seconds / 2, o->pairs, &caller[i])))
+			goto out;
+	}
+	qsort(res, (size_t)o->reps, sizeof(res[0]), cmp_rate);
+	qsort(caller, (size_t)o->reps, sizeof(caller[0]), cmp_rate);
+	*out = res[mid];
+	out->harness_ns = 1e9 / caller[mid].pairs_per_s;
+	alloc_get_stats(r.a, &st);
+	out->free_ranges = st.free_ranges;
+	out->alloc_meta = (double)(heap_bytes() - heap_before) / (double)n;
+out:
+	if (rc)
+		fprintf(stderr, "alloc: %s/%s, %" PRIu64 " live: %s\n", pattern_name[p],
+			sizes_name[z], n, strerror(-rc));
+	alloc_free(r.a);
+	free(r.live);
+	return rc;
+}
+
+/* The daemon's region table with n entries: its bytes per entry, by its own
+ * count (its slab is mapped memory, which mallinfo2 does not see). */
+static double region_table_bytes(uint64_t n)
+{
+	struct region_list owner = { 0, 0 };
+	struct region_table *t;
+	double per = -1;
+
+	t = region_table_new();
+	if (!t)
+		return per;
+	for (uint64_t i = 0; i < n; i++)
+		if (!region_add(t, &owner, 1, 0, i * ALIGN, ALIGN))
+			goto out;
+	per = (double)region_table_memory(t) / (double)n;
+out:
+	region_table_free(t);
+	return per;
+}
+
+static void print_header(void)
+{
+	printf("%-7s %-6s %8s %9s %8s %8s %8s %11s %8s %8s %8s\n", "pattern", "sizes", "live",
+	       "pairs/s", "ns/pair", "caller", "alloc", "free", "alloc B", "table B",
+	       "total B");
+	printf("%-7s %-6s %8s %9s %8s %8s %8s %11s %8s %8s %8s\n", "", "", "", "(median)", "",
+	       "ns/pair", "ns/pair", "ranges", "per live", "per live", "per live");
+}
+
+static void print_result(const struct opts *o, uint64_t n, enum pattern p, enum sizes z,
+			 const struct result *r, double table)
+{
+	double ns = 1e9 / r->pairs_per_s;
+
+	if (o->json) {
+		printf("{\"tool\":\"alloc-bench\",\"pattern\":\"%s\",\"sizes\":\"%s\","
+		       "\"align\":%d,\"live\":%" PRIu64 ",\"reps\":%d,\"pairs\":%" PRIu64
+		       ",\"seconds\":%.3f,\"pairs_per_s\":%.0f,\"ns_per_pair\":%.1f,"
+		       "\"caller_ns_per_pair\":%.1f,\"alloc_ns_per_pair\":%.1f,"
+		       "\"free_ranges\":%" PRIu64 ",\"meta_bytes_per_region\":%.1f,"
+		       "\"region_table_bytes_per_region\":%.1f,"
+		       "\"total_meta_bytes_per_region\":%.1f}\n",
+		       pattern_name[p], sizes_name[z], ALIGN, n, o->reps, r->pairs, r->seconds,
+		       r->pairs_per_s, ns, r->harness_ns, ns - r->harness_ns, r->free_ranges,
+		       r->alloc_meta, table, r->alloc_meta + table);
+	} else {
+		printf("%-7s %-6s %8" PRIu64 " %8.2fM %8.1f %8.1f %8.1f %11" PRIu64
+		       " %8.1f %8.1f %8.1f\n", pattern_name[p], sizes_name[z], n,
+		       r->pairs_per_s / 1e6, ns, r->harness_ns, ns - r->harness_ns,
+		       r->free_ranges, r->alloc_meta, table, r->alloc_meta + table);
+	}
+	fflush(stdout);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: alloc [-l LIVE,...] [-p lifo,fifo,random] [-z fixed,mixed] "
+		   "[-D SECONDS | -n PAIRS] [-r REPS] [--json]\n"
+		   "  defaults: -l 1000,100000,1000000 -p lifo,fifo,random -z fixed,mixed "
+		   "-D 0.3 -r 3\n");
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return errno || end == s || *end || *s == '-' ? -EINVAL : 0;
+}
+
+/* Sets flags[i] for every name of names[] in the comma list s. */
+static int parse_names(char *s, const char *const *names, int n, bool *flags)
+{
+	char *tok;
+
+	memset(flags, 0, sizeof(bool) * (size_t)n);
+	while ((tok = strsep(&s, ","))) {
+		int i = 0;
+
+		while (i < n && strcmp(tok, names[i]))
+			i++;
+		if (i == n)
+			return -EINVAL;
+		flags[i] = true;
+	}
+	return 0;
+}
+
+static int parse_live(char *s, struct opts *o)
+{
+	char *tok;
+
+	o->nlive = 0;
+	while ((tok = strsep(&s, ","))) {
+		if (o->nlive == MAX_LIST || parse_u64(tok, &o->live[o->nlive]) ||
+		    !o->live[o->nlive] || o->live[o->nlive] > (1ull << 28))
+			return -EINVAL;
+		o->nlive++;
+	}
+	return o->nlive ? 0 : -EINVAL;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t v;
+	char *end;
+	int ch;
+
+	*o = (struct opts){ .live = { 1000, 100000, 1000000 }, .nlive = 3,
+			    .pattern = { true, true, true }, .sizes = { true, true },
+			    .seconds = 0.3, .reps = 3 };
+	while ((ch = getopt_long(argc, argv, "l:p:z:D:n:r:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'l':
+			if (parse_live(optarg, o))
+				return -EINVAL;
+			break;
+		case 'p':
+			if (parse_names(optarg, pattern_name, P_N, o->pattern))
+				return -EINVAL;
+			break;
+		case 'z':
+			if (parse_names(optarg, sizes_name, Z_N, o->sizes))
+				return -EINVAL;
+			break;
+		case 'D':
+			o->seconds = strtod(optarg, &end);
+			if (*end || !(o->seconds > 0 && o->seconds <= 60))
+				return -EINVAL;
+			break;
+		case 'n':
+			if (parse_u64(optarg, &o->pairs) || !o->pairs)
+				return -EINVAL;
+			break;
+		case 'r':
+			if (parse_u64(optarg, &v) || !v || v > MAX_REPS)
+				return -EINVAL;
+			o->reps = (int)v;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			return -EINVAL;
+		}
+	}
+	return optind == argc ? 0 : -EINVAL;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	int failed = 0;
+
+	if (parse_args(argc, argv, &o)) {
+		usage(stderr);
+		return 2;
+	}
+	if (!o.json)
+		print_header();
+	for (int l = 0; l < o.nlive; l++) {
+		double table = region_table_bytes(o.live[l]);
+
+		for (int z = 0; z < Z_N; z++) {
+			for (int p = 0; p < P_N; p++) {
+				struct result r = { 0 };
+
+				if (!o.sizes[z] || !o.pattern[p])
+					continue;
+				if (run_one(&o, o.live[l], (enum pattern)p, (enum sizes)z, &r)) {
+					failed = 1;
+					continue;
+				}
+				print_result(&o, o.live[l], (enum pattern)p, (enum sizes)z, &r,
+					     table);
+			}
+		}
+	}
+	return failed;
+}

@@ -1,0 +1,57 @@
+/*
+ * rmem-perf.h - what the two halves of rmem-perf share: the options
+ * (rmem-perf.c parses them and prints results) and the measurement loops
+ * (rmem-perf-run.c).
+ */
+#ifndef RMEM_PERF_H
+#define RMEM_PERF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rmem.h>
+
+enum perf_op {
+	OP_WRITE,
+	OP_READ,
+	OP_CAS,
+	OP_FAA,
+	OP_ALLOC,
+};
+
+struct perf_cfg {
+	enum perf_op op;
+	bool lat;          /* --lat, else --bw */
+	uint64_t iters;    /* operations measured; ignored when seconds > 0 */
+	double seconds;    /* -D: measure for this long instead */
+	uint32_t depth;    /* operations in flight */
+};
+
+/* What one measurement found.  lat_ns holds one entry per operation timed
+ * (count of them), sorted once the run ends. */
+struct perf_result {
+	uint64_t ops;      /* operations completed in the timed part */
+	double seconds;
+	uint64_t *lat_ns;
+	uint64_t lat_count, lat_cap;
+};
+
+/*
+ * Measures cfg's operation of size bytes on client c (warm-up first).  For
+ * transfers and atomics r is a region of at least size (cfg->depth * size
+ * when r_slots is cfg->depth; with r_slots 1 every operation uses offset 0),
+ * and buf a local buffer of cfg->depth * size bytes.  For OP_ALLOC one
+ * operation is one request, an alloc or a free of size bytes.
+ * On failure *what names the call that failed.  0 or a negative errno.
+ */
+int perf_run(rmem_client *c, const struct perf_cfg *cfg, const struct rmem_region *r,
+	     uint32_t r_slots, uint8_t *buf, size_t size, struct perf_result *res,
+	     const char **what);
+
+void perf_result_free(struct perf_result *res);
+
+/* The latency at quantile q (0..1) of a finished run, in microseconds. */
+double perf_lat_us(const struct perf_result *res, double q);
+
+#endif /* RMEM_PERF_H */

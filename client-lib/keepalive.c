@@ -1,0 +1,248 @@
+/*
+ * keepalive.c - keeps a client's lease with the daemon alive without the
+ * application's help.
+ *
+ * The daemon ends a session that sends nothing on its stream for its lease
+ * (HELLO's lease_ms): keys die, regions go back to the pools.  An application
+ * may well be silent that long (thinking, or moving data only over RDMA,
+ * which the daemon's stream never sees), so each client with a lease has one
+ * thread that sends a PING whenever nothing has gone out for a third of the
+ * lease.
+ *
+ * The thread takes the client's lock like any call, but politely: only when
+ * it is free, so it never makes an application call wait while there is
+ * time.  When a call keeps the client busy past two thirds of the lease (a
+ * long rmem_poll on RDMA completions, say) the thread queues behind it
+ * (the lock is fair, so it gets its turn right after).  A call that waits
+ * long on RDMA completions pings by itself meanwhile (keepalive_poke), so
+ * that even one call longer than the lease keeps it.  Once the stream is
+ * broken there is nothing left to keep alive, and the thread ends; calls
+ * then fail with -ECONNRESET by themselves.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+
+/* Checks while the lock is busy come this many times per interval. */
+#define BUSY_RETRIES 8
+
+struct keepalive {
+	struct rmem_client *c;
+	pthread_t thread;
+	pthread_mutex_t mu;    /* guards stop and pinging; cv wakes the thread to stop */
+	pthread_cond_t cv;     /* on CLOCK_MONOTONIC */
+	bool stop;
+	bool pinging;          /* a PING is on its way: the thread waits on the socket */
+	int64_t interval_ms;   /* lease_ms / 3, >= 1 */
+	int64_t seen_send_ms;  /* c->last_send_ms when the thread last had the client */
+	pid_t pid;             /* the process the thread runs in */
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Unless the thread is being stopped, marks a PING as on its way: true then. */
+static bool ping_begin(struct keepalive *ka)
+{
+	bool go;
+
+	pthread_mutex_lock(&ka->mu);
+	go = !ka->stop;
+	ka->pinging = go;
+	pthread_mutex_unlock(&ka->mu);
+	return go;
+}
+
+static void ping_end(struct keepalive *ka)
+{
+	pthread_mutex_lock(&ka->mu);
+	ka->pinging = false;
+	pthread_mutex_unlock(&ka->mu);
+}
+
+/* PING and its reply.  0, or a negative errno (the stream is then broken). */
+static int ping_locked(struct rmem_client *c, struct keepalive *ka)
+{
+	size_t reply_len;
+	int status, err;
+
+	if (!ping_begin(ka))
+		return 0;
+	err = eng_call(c, PROTO_OP_PING, NULL, 0, &reply_len);
+	ping_end(ka);
+	if (err)
+		return err;
+	if (proto_status_decode(c->rx, reply_len, &status) < 0)
+		return eng_fail(c, -EPROTO);
+	return 0;
+}
+
+/*
+ * One look: pings when the stream has been quiet for an interval.  Returns
+ * when to look next, or -1 when the stream is broken and there will never be
+ * anything to do.
+ */
+static int64_t keepalive_look(struct rmem_client *c, struct keepalive *ka)
+{
+	int64_t next;
+
+	if (!client_trylock(c)) {
+		/* A call runs; it is likely sending itself.  Wait for it only
+		 * once the lease could really be in danger: two intervals after
+		 * the last send we know of. */
+		if (mono_ms() < ka->seen_send_ms + 2 * ka->interval_ms)
+			return mono_ms() + ka->interval_ms / BUSY_RETRIES + 1;
+		client_lock(c);
+	}
+	/* Posts the application left queued (engine.c's send queue) go out
+	 * with the PING, or now: they count as the lease's traffic too. */
+	if (!c->broken && mono_ms() - c->last_send_ms >= ka->interval_ms)
+		ping_locked(c, ka);
+	else if (!c->broken)
+		eng_flush(c);
+	ka->seen_send_ms = c->last_send_ms;
+	next = c->broken ? -1 : c->last_send_ms + ka->interval_ms;
+	client_unlock(c);
+	return next;
+}
+
+int keepalive_poke(struct rmem_client *c)
+{
+	int64_t interval = c->lease_ms / 3 ? c->lease_ms / 3 : 1;
+	int64_t due = c->last_send_ms + interval, now = mono_ms();
+
+	if (!c->lease_ms || c->broken)
+		return -1;
+	if (now < due)
+		return (int)(due - now);
+	eng_ping_nowait(c, &c->ping_op);
+	return c->broken ? -1 : (int)interval;
+}
+
+static void *keepalive_main(void *arg)
+{
+	struct keepalive *ka = arg;
+	struct rmem_client *c = ka->c;
+	int64_t due = ka->seen_send_ms + ka->interval_ms;
+
+	pthread_mutex_lock(&ka->mu);
+	while (!ka->stop) {
+		int64_t now = mono_ms();
+		struct timespec until;
+
+		if (now < due) {
+			until.tv_sec = due / 1000;
+			until.tv_nsec = (due % 1000) * 1000000;
+			pthread_cond_timedwait(&ka->cv, &ka->mu, &until);
+			continue;
+		}
+		pthread_mutex_unlock(&ka->mu);
+		due = keepalive_look(c, ka);
+		pthread_mutex_lock(&ka->mu);
+		if (due < 0)
+			break;
+	}
+	pthread_mutex_unlock(&ka->mu);
+	return NULL;
+}
+
+static void keepalive_free(struct keepalive *ka)
+{
+	pthread_cond_destroy(&ka->cv);
+	pthread_mutex_destroy(&ka->mu);
+	free(ka);
+}
+
+static int keepalive_new(struct keepalive **out, uint32_t lease_ms)
+{
+	struct keepalive *ka = calloc(1, sizeof *ka);
+	pthread_condattr_t attr;
+	int err;
+
+	if (!ka)
+		return -ENOMEM;
+	err = pthread_condattr_init(&attr);
+	if (err)
+		goto fail_alloc;
+	err = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	if (!err)
+		err = pthread_cond_init(&ka->cv, &attr);
+	pthread_condattr_destroy(&attr);
+	if (err)
+		goto fail_alloc;
+	err = pthread_mutex_init(&ka->mu, NULL);
+	if (err) {
+		pthread_cond_destroy(&ka->cv);
+		goto fail_alloc;
+	}
+	ka->interval_ms = lease_ms / 3 ? lease_ms / 3 : 1;
+	ka->seen_send_ms = mono_ms(); /* HELLO has just gone out */
+	ka->pid = getpid();
+	*out = ka;
+	return 0;
+fail_alloc:
+	free(ka);
+	return -err;
+}
+
+int keepalive_start(struct rmem_client *c)
+{
+	sigset_t all, old;
+	int err;
+
+	if (!c->lease_ms)
+		return 0;
+	err = keepalive_new(&c->keepalive, c->lease_ms);
+	if (err)
+		return err;
+	/* The thread inherits a full signal mask: the application's signals
+	 * keep going to the application's own threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	c->keepalive->c = c;
+	err = pthread_create(&c->keepalive->thread, NULL, keepalive_main, c->keepalive);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		keepalive_free(c->keepalive);
+		c->keepalive = NULL;
+		return -err;
+	}
+	return 0;
+}
+
+void keepalive_stop(struct rmem_client *c)
+{
+	struct keepalive *ka = c->keepalive;
+
+	if (!ka)
+		return;
+	c->keepalive = NULL;
+	/* In a child of fork() the thread does not exist (and its lock may
+	 * have been copied held): there is nothing to stop or join. */
+	if (ka->pid != getpid()) {
+		free(ka);
+		return;
+	}
+	pthread_mutex_lock(&ka->mu);
+	ka->stop = true;
+	/* A PING to a daemon that no longer answers would hold us here for
+	 * timeout_ms, or for ever: the session ends now anyway. */
+	if (ka->pinging)
+		shutdown(c->fd, SHUT_RDWR);
+	pthread_cond_signal(&ka->cv);
+	pthread_mutex_unlock(&ka->mu);
+	pthread_join(ka->thread, NULL);
+	keepalive_free(ka);
+}

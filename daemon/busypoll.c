@@ -1,0 +1,45 @@
+/*
+ * busypoll.c - see busypoll.h.
+ */
+#include <poll.h>
+#include <sched.h>
+#include <time.h>
+
+#include "busypoll.h"
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static bool spin(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int64_t end = now_us() + BUSY_POLL_US;
+
+	do {
+		/* Readable, EOF and errors alike: the read side deals with them. */
+		if (poll(&pfd, 1, 0) > 0)
+			return true;
+		/* A client on this CPU cannot send while we spin: let it run. */
+		sched_yield();
+	} while (now_us() < end);
+	return false;
+}
+
+bool busy_poll_readable(struct busy_poll *bp, int fd)
+{
+	bool got;
+
+	if (bp->credit == 0 && ++bp->probe % BUSY_POLL_PROBE != 0)
+		return false;
+	got = spin(fd);
+	if (got)
+		bp->credit = BUSY_POLL_CREDIT;
+	else if (bp->credit > 0)
+		bp->credit--;
+	return got;
+}

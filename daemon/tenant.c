@@ -1,0 +1,280 @@
+/*
+ * tenant.c - see tenant.h.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "log.h"
+#include "server.h"
+#include "session.h"
+#include "tenant.h"
+
+_Static_assert(PROTO_TENANT_LEN == CONFIG_NAME_MAX, "a tenant name fits the wire field");
+_Static_assert(sizeof(((struct session *)0)->client_nonce) == PROTO_NONCE_LEN, "nonce size");
+_Static_assert(crypto_auth_hmacsha256_BYTES == PROTO_MAC_LEN, "MAC size");
+
+/* Buffers for group lists: enough for any sane account. */
+#define GROUPS_MAX 1024
+
+int tenant_init(struct server *srv)
+{
+	if (sodium_init() < 0) {
+		log_err("libsodium cannot start");
+		return -EIO;
+	}
+	if (!srv->cfg.ntenants) {
+		log_notice("no tenants configured: anonymous clients from this host only "
+			   "(Unix socket, loopback, or this host's own addresses)");
+		return 0;
+	}
+	log_notice("%zu tenant(s) configured: network clients must authenticate; the Unix "
+		   "socket also serves anonymous clients", srv->cfg.ntenants);
+	return 0;
+}
+
+/* ---- admin peers ------------------------------------------------------------ */
+
+static bool uid_in_group(uid_t uid, gid_t primary, gid_t group)
+{
+	struct passwd pw, *found = NULL;
+	gid_t *groups = NULL;
+	char *buf = NULL;
+	int n = GROUPS_MAX;
+	bool in = false;
+
+	if (primary == group)
+		return true;
+	buf = malloc(16384);
+	groups = malloc(sizeof *groups * GROUPS_MAX);
+	if (!buf || !groups || getpwuid_r(uid, &pw, buf, 16384, &found) || !found)
+		goto out;
+	if (pw.pw_gid == group)
+		in = true;
+	else if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) >= 0)
+		for (int i = 0; i < n && !in; i++)
+			in = groups[i] == group;
+out:
+	free(groups);
+	free(buf);
+	return in;
+}
+
+bool tenant_admin_peer(uid_t uid, gid_t gid)
+{
+	struct group gr, *found = NULL;
+	char buf[16384]; /* a group with many members needs room */
+
+	if (uid == 0 || uid == geteuid())
+		return true;
+	/* No group "rmem": root and our own uid only. */
+	if (getgrnam_r(TENANT_ADMIN_GROUP, &gr, buf, sizeof buf, &found) || !found)
+		return false;
+	return uid_in_group(uid, gid, gr.gr_gid);
+}
+
+/* ---- who may say HELLO -------------------------------------------------------- */
+
+static bool v4_loopback(const struct in_addr *a)
+{
+	return (ntohl(a->s_addr) >> 24) == 127;
+}
+
+/* Loopback, or the peer's address is the one it reached us on: a client on
+ * this host that dialled one of its own addresses (a veth, say). */
+static bool peer_is_local(int fd)
+{
+	struct sockaddr_storage peer, self;
+	socklen_t plen = sizeof peer, slen = sizeof self;
+
+	if (getpeername(fd, (struct sockaddr *)&peer, &plen) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&self, &slen) < 0 ||
+	    peer.ss_family != self.ss_family)
+		return false;
+	if (peer.ss_family == AF_INET) {
+		const struct sockaddr_in *p = (const struct sockaddr_in *)&peer;
+		const struct sockaddr_in *s = (const struct sockaddr_in *)&self;
+
+		return v4_loopback(&p->sin_addr) || p->sin_addr.s_addr == s->sin_addr.s_addr;
+	}
+	if (peer.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *p = (const struct sockaddr_in6 *)&peer;
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)&self;
+		struct in_addr v4;
+
+		if (IN6_IS_ADDR_LOOPBACK(&p->sin6_addr))
+			return true;
+		if (IN6_IS_ADDR_V4MAPPED(&p->sin6_addr)) {
+			memcpy(&v4, p->sin6_addr.s6_addr + 12, sizeof v4);
+			if (v4_loopback(&v4))
+				return true;
+		}
+		return !memcmp(&p->sin6_addr, &s->sin6_addr, sizeof p->sin6_addr);
+	}
+	return peer.ss_family == AF_UNIX;
+}
+
+int tenant_hello_allowed(struct server *srv, const struct session *s, int fd, char *why,
+			 size_t whylen)
+{
+	if (s->tenant || s->transport == SESSION_UNIX)
+		return 0;
+	if (srv->cfg.ntenants) {
+		snprintf(why, whylen, "anonymous client refused: tenants are configured and "
+			 "network clients must authenticate");
+		return -EACCES;
+	}
+	if (peer_is_local(fd))
+		return 0;
+	snprintf(why, whylen, "anonymous client refused: no tenants are configured, so only "
+		 "clients on this host may connect");
+	return -EACCES;
+}
+
+/* ---- the handshake ------------------------------------------------------------ */
+
+/* A name from the wire, safe to log. */
+static const char *printable(const char *name, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *name && n + 1 < len; name++)
+		buf[n++] = (*name > 0x20 && *name < 0x7f && *name != '"') ? *name : '?';
+	buf[n] = '\0';
+	return buf;
+}
+
+static int fill_random(void *buf, size_t len)
+{
+	for (size_t got = 0; got < len;) {
+		ssize_t n = getrandom((char *)buf + got, len - got, 0);
+
+		if (n < 0 && errno != EINTR)
+			return -EIO;
+		if (n > 0)
+			got += (size_t)n;
+	}
+	return 0;
+}
+
+static void auth_mac(const struct config_tenant *t, enum proto_auth_role role,
+		     const struct session *s, uint8_t mac[PROTO_MAC_LEN])
+{
+	crypto_auth_hmacsha256_state st;
+	uint8_t msg[PROTO_AUTH_MSG_LEN];
+	size_t len = proto_auth_transcript(msg, role, t->name, s->server_nonce,
+					   s->client_nonce, s->id);
+
+	crypto_auth_hmacsha256_init(&st, t->secret, t->secret_len);
+	crypto_auth_hmacsha256_update(&st, msg, len);
+	crypto_auth_hmacsha256_final(&st, mac);
+	sodium_memzero(&st, sizeof st);
+}
+
+int tenant_auth_begin(struct server *srv, struct session *s,
+		      const struct proto_auth_begin_req *req, struct proto_auth_begin_rep *rep,
+		      char *why, size_t whylen)
+{
+	const struct config_tenant *t = NULL;
+	char name[PROTO_TENANT_LEN];
+
+	if (s->hello_done || s->tenant || s->claimed)
+		return -EINVAL;
+	for (size_t i = 0; i < srv->cfg.ntenants && !t; i++)
+		if (!strncmp(srv->cfg.tenants[i].name, req->tenant, PROTO_TENANT_LEN))
+			t = &srv->cfg.tenants[i];
+	if (!t) {
+		snprintf(why, whylen, "authentication refused: unknown tenant \"%s\"",
+			 printable(req->tenant, name, sizeof name));
+		return -EACCES;
+	}
+	if (fill_random(s->server_nonce, sizeof s->server_nonce) < 0)
+		return -EIO;
+	memcpy(s->client_nonce, req->client_nonce, sizeof s->client_nonce);
+	s->claimed = t;
+	rep->session_id = s->id;
+	memcpy(rep->server_nonce, s->server_nonce, sizeof rep->server_nonce);
+	return 0;
+}
+
+int tenant_auth_finish(struct server *srv, struct session *s, const uint8_t mac[PROTO_MAC_LEN],
+		       uint8_t server_mac[PROTO_MAC_LEN], char *why, size_t whylen)
+{
+	const struct config_tenant *t = s->claimed;
+	uint8_t want[PROTO_MAC_LEN];
+	int ok;
+
+	(void)srv;
+	if (!t) {
+		snprintf(why, whylen, "authentication refused: AUTH without AUTH_BEGIN");
+		return -EACCES;
+	}
+	/* One try per connection: a failed AUTH ends it. */
+	s->claimed = NULL;
+	auth_mac(t, PROTO_AUTH_CLIENT, s, want);
+	ok = sodium_memcmp(want, mac, PROTO_MAC_LEN) == 0;
+	sodium_memzero(want, sizeof want);
+	if (!ok) {
+		snprintf(why, whylen, "authentication failed for tenant \"%s\": wrong secret "
+			 "or replayed handshake", t->name);
+		return -EACCES;
+	}
+	s->tenant = t;
+	auth_mac(t, PROTO_AUTH_SERVER, s, server_mac);
+	return 0;
+}
+
+/* ---- quotas -------------------------------------------------------------------- */
+
+static struct tenant_use *use_of(struct server *srv, const struct config_tenant *t)
+{
+	return &srv->tenant_use[t - srv->cfg.tenants];
+}
+
+int tenant_check(struct server *srv, const struct config_tenant *t, uint64_t bytes)
+{
+	const struct tenant_use *u;
+
+	if (!t)
+		return 0;
+	u = use_of(srv, t);
+	if (t->max_regions && u->regions >= t->max_regions)
+		return -EDQUOT;
+	if (t->quota && (bytes > t->quota || u->bytes > t->quota - bytes))
+		return -EDQUOT;
+	return 0;
+}
+
+int tenant_charge(struct server *srv, const struct config_tenant *t, uint64_t bytes)
+{
+	struct tenant_use *u;
+	int rc = tenant_check(srv, t, bytes);
+
+	if (rc < 0 || !t)
+		return rc;
+	u = use_of(srv, t);
+	u->regions++;
+	u->bytes += bytes;
+	return 0;
+}
+
+void tenant_region_gone(struct server *srv, const struct config_tenant *t)
+{
+	if (t)
+		use_of(srv, t)->regions--;
+}
+
+void tenant_bytes_back(struct server *srv, const struct config_tenant *t, uint64_t bytes)
+{
+	if (t)
+		use_of(srv, t)->bytes -= bytes;
+}

@@ -1,0 +1,67 @@
+/*
+ * tenant.h - who a client of rmemd is and what it may hold.
+ *
+ * Who: without tenants in the config, only clients on this host (the Unix
+ * socket, loopback, or a TCP peer whose address is the socket's own local
+ * address) may open a session, anonymously.  With tenants, every network
+ * client must first prove it knows its tenant's secret (AUTH_BEGIN, AUTH:
+ * HMAC-SHA256 over both nonces, the tenant and the session id); the Unix
+ * socket still serves anonymous clients.  Admin rights (Unix socket only)
+ * go to uid 0, rmemd's own uid and members of group "rmem".
+ *
+ * What: a tenant's regions and bytes are counted against its quota and
+ * max_regions.  A region counts until it leaves the table; its bytes count
+ * until they are back in the pool (after the quarantine, for a NIC key).
+ */
+#ifndef RMEMD_TENANT_H
+#define RMEMD_TENANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+struct server;
+struct session;
+struct config_tenant;
+
+#define TENANT_ADMIN_GROUP "rmem"
+
+/* Readies the crypto library; logs who may connect.  0 or -EIO. */
+int tenant_init(struct server *srv);
+
+/* Whether a peer with these credentials gets admin rights. */
+bool tenant_admin_peer(uid_t uid, gid_t gid);
+
+/*
+ * Whether session s, on connection fd, may say HELLO: 0, or -EACCES with
+ * the reason (for the log) in why.
+ */
+int tenant_hello_allowed(struct server *srv, const struct session *s, int fd, char *why,
+			 size_t whylen);
+
+/*
+ * AUTH_BEGIN: remembers the tenant claimed and both nonces, and fills the
+ * reply.  AUTH: checks the client's MAC and, when it is right, makes s the
+ * tenant's and fills the daemon's own MAC.  -EACCES (why says it for the
+ * log), -EINVAL (out of order), -EIO (no randomness).
+ */
+int tenant_auth_begin(struct server *srv, struct session *s,
+		      const struct proto_auth_begin_req *req, struct proto_auth_begin_rep *rep,
+		      char *why, size_t whylen);
+int tenant_auth_finish(struct server *srv, struct session *s, const uint8_t mac[PROTO_MAC_LEN],
+		       uint8_t server_mac[PROTO_MAC_LEN], char *why, size_t whylen);
+
+/*
+ * Quotas.  check: -EDQUOT when t (NULL: anonymous, no limit) cannot hold
+ * one more region of bytes; charge: the same, then counts it.  The region and its bytes are
+ * given back apart (see above).
+ */
+int tenant_check(struct server *srv, const struct config_tenant *t, uint64_t bytes);
+int tenant_charge(struct server *srv, const struct config_tenant *t, uint64_t bytes);
+void tenant_region_gone(struct server *srv, const struct config_tenant *t);
+void tenant_bytes_back(struct server *srv, const struct config_tenant *t, uint64_t bytes);
+
+#endif /* RMEMD_TENANT_H */

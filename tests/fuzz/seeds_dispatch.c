@@ -1,0 +1,537 @@
+/*
+ * seeds_dispatch.c - writes the seed corpus of fuzz_dispatch: whole client
+ * conversations (good ones, and ones that break the protocol in each way the
+ * daemon must survive), one file each, in the format of fuzz_dispatch.h.
+ *
+ *   make fuzz-seeds     (writes tests/fuzz/corpus/dispatch/)
+ *
+ * Region n of a conversation has id n + 1 and key FUZZ_REGION_KEY(n).  A TCP
+ * conversation authenticates as FUZZ_TENANT before its HELLO, with the MAC
+ * the daemon will expect (its nonce is known in advance, fuzz_dispatch.h).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "fuzz_dispatch.h"
+#include "proto.h"
+
+#define SEED_MAX (1u << 20)
+
+struct seed {
+	uint8_t buf[SEED_MAX];
+	size_t len;
+	uint64_t req_id;
+	bool tcp;
+};
+
+static struct seed sd;
+
+static void begin(uint8_t mode)
+{
+	sd.len = 0;
+	sd.req_id = 1;
+	sd.tcp = mode & FUZZ_MODE_TCP;
+	sd.buf[sd.len++] = mode;
+}
+
+static void put(const void *p, size_t n)
+{
+	if (sd.len + n > SEED_MAX) {
+		fprintf(stderr, "seed too long\n");
+		exit(1);
+	}
+	memcpy(sd.buf + sd.len, p, n);
+	sd.len += n;
+}
+
+/* A request header, as a client builds it. */
+static void hdr(uint16_t opcode, uint32_t length)
+{
+	uint8_t h[PROTO_HDR_LEN];
+	struct proto_hdr ph = { .opcode = opcode, .length = length, .req_id = sd.req_id++ };
+
+	proto_hdr_encode(h, &ph);
+	put(h, sizeof h);
+}
+
+static void frame(uint16_t opcode, const void *payload, size_t len)
+{
+	hdr(opcode, (uint32_t)len);
+	put(payload, len);
+}
+
+static void auth_begin(const char *tenant, uint8_t nonce[PROTO_NONCE_LEN])
+{
+	uint8_t p[PROTO_AUTH_BEGIN_REQ_LEN];
+	struct proto_auth_begin_req m = { .tenant = { 0 } };
+
+	snprintf(m.tenant, sizeof m.tenant, "%s", tenant);
+	for (unsigned i = 0; i < PROTO_NONCE_LEN; i++)
+		m.client_nonce[i] = (uint8_t)(0xc0 + i);
+	memcpy(nonce, m.client_nonce, PROTO_NONCE_LEN);
+	frame(PROTO_OP_AUTH_BEGIN, p, proto_auth_begin_req_encode(p, &m));
+}
+
+/* The MAC the daemon expects from session 1 of an input. */
+static void client_mac(const char *secret, const uint8_t client_nonce[PROTO_NONCE_LEN],
+		       uint8_t mac[PROTO_MAC_LEN])
+{
+	uint8_t server_nonce[PROTO_NONCE_LEN], msg[PROTO_AUTH_MSG_LEN];
+	crypto_auth_hmacsha256_state st;
+	char tenant[PROTO_TENANT_LEN] = { 0 };
+	size_t len;
+
+	snprintf(tenant, sizeof tenant, "%s", FUZZ_TENANT);
+	for (unsigned i = 0; i < PROTO_NONCE_LEN; i++)
+		server_nonce[i] = (uint8_t)(FUZZ_RANDOM_WORD(i / 4) >> (8 * (i % 4)));
+	len = proto_auth_transcript(msg, PROTO_AUTH_CLIENT, tenant, server_nonce, client_nonce, 1);
+	crypto_auth_hmacsha256_init(&st, (const uint8_t *)secret, strlen(secret));
+	crypto_auth_hmacsha256_update(&st, msg, len);
+	crypto_auth_hmacsha256_final(&st, mac);
+}
+
+static void auth_as(const char *secret)
+{
+	uint8_t nonce[PROTO_NONCE_LEN], mac[PROTO_MAC_LEN], p[PROTO_AUTH_REQ_LEN];
+
+	auth_begin(FUZZ_TENANT, nonce);
+	client_mac(secret, nonce, mac);
+	frame(PROTO_OP_AUTH, p, proto_auth_req_encode(p, mac));
+}
+
+static void hello_only(void)
+{
+	uint8_t p[PROTO_HELLO_REQ_LEN];
+	struct proto_hello_req m = { .client_version = PROTO_VERSION, .pid = 4242 };
+
+	frame(PROTO_OP_HELLO, p, proto_hello_req_encode(p, &m));
+}
+
+/* A TCP client must prove its tenant first. */
+static void hello(void)
+{
+	if (sd.tcp)
+		auth_as(FUZZ_TENANT_SECRET);
+	hello_only();
+}
+
+static void alloc(uint64_t size)
+{
+	uint8_t p[PROTO_ALLOC_REQ_LEN];
+	struct proto_alloc_req m = { .size = size };
+
+	frame(PROTO_OP_ALLOC, p, proto_alloc_req_encode(p, &m));
+}
+
+static void free_(unsigned n, uint32_t key)
+{
+	uint8_t p[PROTO_FREE_REQ_LEN];
+	struct proto_free_req m = { .id = n + 1, .rkey = key };
+
+	frame(PROTO_OP_FREE, p, proto_free_req_encode(p, &m));
+}
+
+static void free_n(unsigned n)
+{
+	free_(n, FUZZ_REGION_KEY(n));
+}
+
+static void write_(unsigned n, uint64_t off, size_t len, uint8_t fill)
+{
+	uint8_t p[PROTO_IO_REQ_LEN];
+	struct proto_io_req m = { .id = n + 1, .offset = off, .rkey = FUZZ_REGION_KEY(n) };
+
+	hdr(PROTO_OP_WRITE, (uint32_t)(PROTO_IO_REQ_LEN + len));
+	put(p, proto_io_req_encode(p, PROTO_OP_WRITE, &m));
+	for (size_t i = 0; i < len; i++)
+		put(&(uint8_t){ (uint8_t)(fill + i) }, 1);
+}
+
+static void read_(unsigned n, uint64_t off, uint32_t len, uint32_t key)
+{
+	uint8_t p[PROTO_IO_REQ_LEN];
+	struct proto_io_req m = { .id = n + 1, .offset = off, .rkey = key, .length = len };
+
+	frame(PROTO_OP_READ, p, proto_io_req_encode(p, PROTO_OP_READ, &m));
+}
+
+static void read_n(unsigned n, uint64_t off, uint32_t len)
+{
+	read_(n, off, len, FUZZ_REGION_KEY(n));
+}
+
+static void atomic(uint16_t op, unsigned n, uint64_t off, uint64_t operand, uint64_t desired)
+{
+	uint8_t p[PROTO_CAS_REQ_LEN];
+	struct proto_atomic_req m = { .id = n + 1, .offset = off, .rkey = FUZZ_REGION_KEY(n),
+				      .operand = operand, .desired = desired };
+
+	frame(op, p, proto_atomic_req_encode(p, op, &m));
+}
+
+static void empty(uint16_t op)
+{
+	frame(op, NULL, 0);
+}
+
+static void list(uint16_t op, uint64_t after, uint32_t max)
+{
+	uint8_t p[PROTO_LIST_REQ_LEN];
+	struct proto_list_req m = { .after = after, .max = max };
+
+	frame(op, p, proto_list_req_encode(p, &m));
+}
+
+static int end(const char *dir, const char *name)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(sd.buf, 1, sd.len, f) != sd.len || fclose(f) != 0) {
+		fprintf(stderr, "%s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the conversations ----------------------------------------------------- */
+
+static void good_session(void)
+{
+	hello();
+	alloc(4096);
+	write_(0, 0, 100, 0x41);
+	read_n(0, 0, 100);
+	read_n(0, 4000, 96);
+	free_n(0);
+	empty(PROTO_OP_STATS);
+}
+
+static void atomics(void)
+{
+	hello();
+	alloc(64);
+	atomic(PROTO_OP_FAA, 0, 0, 5, 0);
+	atomic(PROTO_OP_CAS, 0, 0, 5, 9);      /* matches: becomes 9 */
+	atomic(PROTO_OP_CAS, 0, 0, 5, 11);     /* does not match */
+	atomic(PROTO_OP_FAA, 0, 4, 1, 0);      /* misaligned: EINVAL */
+	atomic(PROTO_OP_FAA, 0, 64, 1, 0);     /* past the end: ERANGE */
+	read_n(0, 0, 8);
+	free_n(0);
+}
+
+static void admin(void)
+{
+	hello();
+	alloc(1000);
+	alloc(5000);
+	empty(PROTO_OP_POOLS);
+	list(PROTO_OP_REGIONS, 0, 0);
+	list(PROTO_OP_REGIONS, 1, 1);
+	list(PROTO_OP_CLIENTS, 0, 0);
+	empty(PROTO_OP_STATS);
+	empty(PROTO_OP_PING);
+}
+
+static void refused_io(void)
+{
+	hello();
+	alloc(256);
+	write_(0, 0, 32, 1);
+	free_(0, 0x12345678);                  /* wrong key: EACCES */
+	read_(0, 0, 8, 0x12345678);
+	read_(7, 0, 8, FUZZ_REGION_KEY(7));    /* no such region: ENOENT */
+	read_n(0, 200, 100);                   /* past the end: ERANGE */
+	read_n(0, UINT64_MAX, 1);              /* offset overflow */
+	write_(0, 250, 20, 2);                 /* refused WRITE: its data is dropped */
+	empty(PROTO_OP_PING);                  /* ...and the stream stays in step */
+	free_n(0);
+	free_n(0);                             /* twice: ENOENT */
+}
+
+static void big_read(void)
+{
+	hello();
+	alloc(256 << 10);
+	write_(0, 100000, 3000, 7);
+	read_n(0, 0, 256 << 10);               /* queued by reference to the pool */
+	empty(PROTO_OP_PING);
+	free_n(0);
+}
+
+static void fragments(void)
+{
+	hello();
+	for (int i = 0; i < 12; i++)
+		alloc((uint64_t)(i + 1) * 3000);
+	for (unsigned i = 0; i < 12; i += 2)
+		free_n(i);
+	alloc(2 << 20);                        /* more than the pool: ENOMEM */
+	alloc(0);                              /* EINVAL */
+	alloc(9000);
+	for (unsigned i = 1; i < 12; i += 2)
+		free_n(i);
+	empty(PROTO_OP_STATS);
+}
+
+static void walk_away(void)
+{
+	hello();
+	alloc(100);
+	alloc(70000);
+	write_(1, 60000, 500, 3);
+	/* no FREE: closing the connection returns both */
+}
+
+static void before_hello(void)
+{
+	alloc(100);
+}
+
+static void hello_twice(void)
+{
+	hello();
+	hello();
+	empty(PROTO_OP_PING);
+}
+
+static void bad_hello_version(void)
+{
+	uint8_t p[PROTO_HELLO_REQ_LEN];
+	struct proto_hello_req m = { .client_version = PROTO_VERSION + 1 };
+
+	frame(PROTO_OP_HELLO, p, proto_hello_req_encode(p, &m));
+	hello();
+}
+
+static void raw_header(uint32_t magic, uint16_t version, uint16_t opcode, uint16_t flags,
+		       uint16_t reserved, uint32_t length)
+{
+	uint8_t h[PROTO_HDR_LEN];
+
+	proto_put_u32(h, magic);
+	proto_put_u16(h + 4, version);
+	proto_put_u16(h + 6, opcode);
+	proto_put_u16(h + 8, flags);
+	proto_put_u16(h + 10, reserved);
+	proto_put_u32(h + 12, length);
+	proto_put_u64(h + 16, sd.req_id++);
+	put(h, sizeof h);
+}
+
+static void malformed_payload(void)
+{
+	hello();
+	alloc(64);
+	hdr(PROTO_OP_FREE, 8);                 /* FREE needs 16 bytes */
+	put("\1\0\0\0\0\0\0\0", 8);
+}
+
+static void truncated(void)
+{
+	hello();
+	alloc(64);
+	hdr(PROTO_OP_ALLOC, PROTO_ALLOC_REQ_LEN);
+	put("\x40\0\0", 3);                    /* and then nothing */
+}
+
+static void partial_write(void)
+{
+	hello();
+	alloc(4096);
+	hdr(PROTO_OP_WRITE, PROTO_IO_REQ_LEN + 4000);
+	{
+		uint8_t p[PROTO_IO_REQ_LEN];
+		struct proto_io_req m = { .id = 1, .rkey = FUZZ_REGION_KEY(0) };
+
+		put(p, proto_io_req_encode(p, PROTO_OP_WRITE, &m));
+	}
+	put("only a few bytes", 16);
+}
+
+static void short_write(void)
+{
+	hello();
+	hdr(PROTO_OP_WRITE, 8);                /* shorter than its fixed part */
+	put("12345678", 8);
+}
+
+static void quota(void)
+{
+	hello();
+	for (unsigned i = 0; i < FUZZ_TENANT_MAX_REGIONS + 1; i++)
+		alloc(64);                     /* the last one: EDQUOT (regions) */
+	for (unsigned i = 0; i < FUZZ_TENANT_MAX_REGIONS; i++)
+		free_n(i);
+	alloc(FUZZ_TENANT_QUOTA + 1);          /* past the quota: EDQUOT */
+	alloc(FUZZ_TENANT_QUOTA / 2);
+	alloc(FUZZ_TENANT_QUOTA / 2);          /* EDQUOT (bytes) */
+	free_n(FUZZ_TENANT_MAX_REGIONS);
+	alloc(FUZZ_TENANT_QUOTA / 2);
+	empty(PROTO_OP_STATS);
+}
+
+static void auth_wrong_secret(void)
+{
+	auth_as("not-the-secret-of-this-tenant!!!");
+	hello_only();
+}
+
+static void auth_unknown_tenant(void)
+{
+	uint8_t nonce[PROTO_NONCE_LEN];
+
+	auth_begin("nobody", nonce);
+	hello_only();
+}
+
+static void auth_without_begin(void)
+{
+	uint8_t mac[PROTO_MAC_LEN] = { 1 }, p[PROTO_AUTH_REQ_LEN];
+
+	frame(PROTO_OP_AUTH, p, proto_auth_req_encode(p, mac));
+	hello_only();
+}
+
+static void auth_begin_twice(void)
+{
+	uint8_t nonce[PROTO_NONCE_LEN];
+
+	auth_begin(FUZZ_TENANT, nonce);
+	auth_begin(FUZZ_TENANT, nonce);
+	hello_only();
+}
+
+static void auth_after_hello(void)
+{
+	hello();
+	auth_as(FUZZ_TENANT_SECRET);
+	empty(PROTO_OP_PING);
+}
+
+typedef void (*conversation_fn)(void);
+
+struct entry {
+	const char *name;
+	uint8_t mode;
+	conversation_fn fn;
+};
+
+static void garbage_magic(void)
+{
+	hello();
+	raw_header(0x12345678, 1, 7, 0, 0, 0);
+}
+
+static void garbage_version(void)
+{
+	raw_header(PROTO_MAGIC, 9, 1, 0, 0, 16);
+}
+
+static void garbage_flags(void)
+{
+	hello();
+	raw_header(PROTO_MAGIC, 1, 7, 2, 0, 0);
+}
+
+static void garbage_reply(void)
+{
+	hello();
+	raw_header(PROTO_MAGIC, 1, 7, 1, 0, 8);
+	put("\0\0\0\0\0\0\0\0", 8);
+}
+
+static void garbage_reserved(void)
+{
+	hello();
+	raw_header(PROTO_MAGIC, 1, 7, 0, 1, 0);
+}
+
+static void garbage_opcode(void)
+{
+	hello();
+	raw_header(PROTO_MAGIC, 1, 200, 0, 0, 0);
+}
+
+static void garbage_error(void)
+{
+	hello();
+	raw_header(PROTO_MAGIC, 1, PROTO_OP_ERROR, 0, 0, 8);
+}
+
+static void garbage_oversize(void)
+{
+	hello();
+	raw_header(PROTO_MAGIC, 1, PROTO_OP_ALLOC, 0, 0, 1u << 30);
+}
+
+static void garbage_stats_payload(void)
+{
+	hello();
+	frame(PROTO_OP_STATS, "x", 1);
+}
+
+
+static const struct entry seeds[] = {
+	{ "good-session", 0, good_session },
+	{ "good-session-tcp-chunk1", FUZZ_MODE_TCP | 1, good_session },
+	{ "good-session-chunk7", 7, good_session },
+	{ "atomics", 0, atomics },
+	{ "admin", 0, admin },
+	{ "admin-eacces", FUZZ_MODE_TCP, admin },
+	{ "refused-io", 0, refused_io },
+	{ "refused-io-chunk13", 13, refused_io },
+	{ "big-read", 0, big_read },
+	{ "fragments", 0, fragments },
+	{ "walk-away", 0, walk_away },
+	{ "before-hello", 0, before_hello },
+	{ "hello-twice", 0, hello_twice },
+	{ "hello-version", 0, bad_hello_version },
+	{ "malformed-payload", 0, malformed_payload },
+	{ "truncated", 0, truncated },
+	{ "partial-write", 0, partial_write },
+	{ "partial-write-chunk3", 3, partial_write },
+	{ "short-write", 0, short_write },
+	{ "bad-magic", 0, garbage_magic },
+	{ "bad-version", 0, garbage_version },
+	{ "bad-flags", 0, garbage_flags },
+	{ "reply-frame", 0, garbage_reply },
+	{ "bad-reserved", 0, garbage_reserved },
+	{ "bad-opcode", 0, garbage_opcode },
+	{ "error-request", 0, garbage_error },
+	{ "oversize", 0, garbage_oversize },
+	{ "stats-payload", 0, garbage_stats_payload },
+	{ "auth-good-session-tcp", FUZZ_MODE_TCP, good_session },
+	{ "auth-atomics-tcp-chunk5", FUZZ_MODE_TCP | 5, atomics },
+	{ "auth-quota-tcp", FUZZ_MODE_TCP, quota },
+	{ "auth-walk-away-tcp", FUZZ_MODE_TCP, walk_away },
+	{ "auth-quota-unix-anonymous", 0, quota },
+	{ "auth-wrong-secret-tcp", FUZZ_MODE_TCP, auth_wrong_secret },
+	{ "auth-unknown-tenant-tcp", FUZZ_MODE_TCP, auth_unknown_tenant },
+	{ "auth-without-begin-tcp", FUZZ_MODE_TCP, auth_without_begin },
+	{ "auth-begin-twice-tcp", FUZZ_MODE_TCP, auth_begin_twice },
+	{ "auth-after-hello-unix", 0, auth_after_hello },
+	{ "auth-anonymous-tcp", FUZZ_MODE_TCP, hello_only },
+};
+
+int main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : "tests/fuzz/corpus/dispatch";
+
+	for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+		begin(seeds[i].mode);
+		seeds[i].fn();
+		if (end(dir, seeds[i].name) < 0)
+			return 1;
+	}
+	printf("%zu seeds written to %s\n", sizeof seeds / sizeof seeds[0], dir);
+	return 0;
+}
