@@ -211,7 +211,7 @@ $(B)/tests/rdma/%: tests/rdma/%.c $(RDMA_HELPERS) $(RDMA_HEADERS)
 		-o $@ $< $(RDMA_HELPERS) $(LIB_LIBS) -lpthread
 
 .PHONY: check-rdma
-check-rdma: $(B)/rmemd $(RDMA_BINS)
+check-rdma: $(B)/rmemd $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS)
 	@rc=0; RMEM_BUILD=$(B) RMEM_TEST_TIMEOUT=$${RMEM_TEST_TIMEOUT:-1200} \
 		RMEM_VM_TIMEOUT=$${RMEM_VM_TIMEOUT:-1500} \
 		tests/vm/run-in-vm -- tests/run-tests $(RDMA_BINS) || rc=$$?; \

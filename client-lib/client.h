@@ -210,8 +210,9 @@ void eng_release(struct rmem_client *c);
 int eng_fail(struct rmem_client *c, int err);
 
 /*
- * Sends one request frame for op: header, then fixed (fixed_len bytes), then
- * data (data_len bytes, WRITE only, straight from the caller's buffer).  For
+ * Sends one request frame for op, behind whatever the send queue holds:
+ * header, then fixed (fixed_len bytes), then data (data_len bytes, WRITE
+ * only).  When it returns 0, the frame and the queue have gone out.  For
  * READ, dst and read_len say where the reply's data goes; a control reply
  * goes to c->rx.  First waits, receiving replies, until the frame fits the
  * bounds; while the socket is full it receives replies too, so that it never

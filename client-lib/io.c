@@ -311,8 +311,11 @@ int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_
 	if (!c || !out || max <= 0)
 		return -EINVAL;
 	client_lock(c);
+	/* Posts still queued go now, whatever else happens (rmem_poll.3). */
+	if (!c->broken)
+		err = eng_flush(c);
 	/* Queued completions need no waiting; still take what has arrived. */
-	if (!c->broken && c->cq.count < (uint32_t)max)
+	if (!err && !c->broken && c->cq.count < (uint32_t)max)
 		err = poll_progress(c, c->cq.count ? 0 : timeout_ms);
 	n = eng_cq_take(c, out, max);
 	if (n == 0 && c->broken)

@@ -11,7 +11,7 @@
  *
  * What a re-attach replaces is only the rdma_cm id, its event channel and its
  * queue pair: the protection domain, completion queue, bounce slots and
- * registration cache stay, so the slots' lkeys stay valid.
+ * registrations of the slots in flight stay, so the slots' lkeys stay valid.
  */
 #include "rdma.h"
 
@@ -241,7 +241,7 @@ static int make_qp(struct rdma_conn *rc)
 }
 
 /* What outlives a re-attach: PD, completion channel and queue, bounce slots,
- * the registration cache; then the first queue pair. */
+ * the registration table; then the first queue pair. */
 static int make_queues(struct rdma_conn *rc)
 {
 	struct ibv_context *ctx = rc->id->verbs;

@@ -7,8 +7,10 @@
  * the session with the HELLO's (session_id, attach_token):
  *   - reads and writes are IBV_WR_RDMA_READ/WRITE straight into the region;
  *     up to RDMA_BOUNCE_MAX bytes through a pre-registered bounce slot (tiny
- *     writes inline), larger ones from the caller's buffer, registered once
- *     through the registration cache and split at the port's max_msg_sz;
+ *     writes inline), larger ones from the caller's buffer, registered
+ *     while transfers on it are in flight (regcache.h: never kept longer, since
+ *     freed and remapped memory would go unnoticed) and split at the port's
+ *     max_msg_sz;
  *   - rmem_cas/rmem_faa are IBV_WR_ATOMIC_CMP_AND_SWP/FETCH_AND_ADD.
  * Every work request is signalled; an RC send queue completes in posting
  * order, so operations complete in the order they were posted, as on TCP.

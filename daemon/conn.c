@@ -297,13 +297,14 @@ static void conn_process(struct conn *c)
 
 /* One read(): straight into the pool when a WRITE's data is due and nothing
  * is buffered, else into the receive buffer.  Returns read()'s result;
- * *drained tells whether it got less than it asked for (the socket held no
- * more: another read() now would nearly always hear EAGAIN). */
+ * *drained tells whether a read of requests got less than it asked for (the
+ * socket held no more: another read() now would nearly always hear EAGAIN). */
 static ssize_t conn_read_once(struct conn *c, bool *drained)
 {
 	size_t want;
 	ssize_t n;
 
+	*drained = false;
 	if (c->rx == RX_WDATA && c->in_start == c->in_end) {
 		uint8_t *dst = c->wdst;
 
@@ -313,8 +314,9 @@ static ssize_t conn_read_once(struct conn *c, bool *drained)
 			if (want > IN_CAP)
 				want = IN_CAP;
 		}
+		/* Bulk data streams in while we copy: keep reading (*drained
+		 * stays false) until the socket says EAGAIN. */
 		n = read(c->fd, dst, want);
-		*drained = n > 0 && (size_t)n < want;
 		if (n > 0) {
 			if (c->wdst)
 				c->wdst += n;

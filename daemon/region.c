@@ -1,16 +1,17 @@
 /*
  * region.c - see region.h.
  *
- * Entries live in a slab: arenas of 2^24 entries of address space, reserved
- * with no access (no memory, no commit charge) and made readable and writable
- * 64 KiB at a time as the table grows.  Entries never move.  A slot number is
- * (arena << ARENA_SHIFT | index in arena); below 16 M slots there is one
- * arena, so finding an entry from its slot is a multiply and an add from a
- * base the table holds, with no directory to load: a find costs the two cache
- * misses it always did (bucket, entry) and nothing more.  Slot 0 is never
- * handed out, so 0 means "none" in every link and a zeroed region_list is
- * empty.  Free slots (id 0) are chained through their owner field and reused
- * last in, first out, while they are still in the cache.
+ * Entries live in a slab: one range of address space for every 32-bit slot
+ * number (224 GiB), reserved with no access, so no memory and no commit
+ * charge, and made readable and writable 64 KiB at a time as the table
+ * grows.  Entries never move, and an entry is the slab's base plus 56 times
+ * its slot: a find costs the two cache misses it always did (bucket, entry),
+ * no directory to load in between.  Where the address space is limited
+ * (RLIMIT_AS, valgrind) the slab is smaller (reserve_slab()), and so is the
+ * most regions the table holds.  Slot 0 is never handed out, so 0 means
+ * "none" in every link and a zeroed region_list is empty.  Free slots (id 0)
+ * are chained through their owner field and reused last in, first out, while
+ * they are still in the cache.
  *
  * Under AddressSanitizer all of a slot but its id and that chain is poisoned
  * while the slot is free: a caller that uses a region after removing it is
@@ -24,7 +25,15 @@
 
 #include "region.h"
 
-#ifdef __SANITIZE_ADDRESS__
+#if defined(__SANITIZE_ADDRESS__)
+#define REGION_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define REGION_ASAN 1
+#endif
+#endif
+
+#ifdef REGION_ASAN
 #include <sanitizer/asan_interface.h>
 #define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
@@ -36,27 +45,26 @@
 #define HASH_MIN_BITS 10
 /* Keys come from the kernel's CSPRNG in batches: one syscall per 1024 keys. */
 #define KEY_BATCH 1024
-/* 2^24 entries: 896 MiB of address space an arena, 256 arenas for every
- * 32-bit slot number. */
-#define ARENA_SHIFT 24
-#define ARENA_SLOTS (1u << ARENA_SHIFT)
-#define ARENAS (1u << (32 - ARENA_SHIFT))
-#define ARENA_BYTES ((size_t)ARENA_SLOTS * sizeof(struct region))
+/* Slots the slab reserves room for: all 2^32 at best, 2^16 at least. */
+#define SLAB_MAX_SHIFT 32
+#define SLAB_MIN_SHIFT 16
 /* A multiple of every page size Linux uses, and little waste at a few regions. */
 #define COMMIT_BYTES ((size_t)64 << 10)
-#define SLOT_MAX UINT32_MAX
 #define NONE 0u
 
 _Static_assert(sizeof(struct region) == 56, "a region entry is 56 bytes");
 /* What a free slot keeps readable: its id (0) and the free chain. */
 #define FREE_KEEP (offsetof(struct region, owner) + sizeof(uint64_t))
 _Static_assert(offsetof(struct region, id) == 0 && FREE_KEEP == 16, "id, owner first");
-_Static_assert(ARENA_BYTES % COMMIT_BYTES == 0, "arenas are whole commits");
+_Static_assert(sizeof(size_t) == 8, "the slab reserves more than 4 GiB of address space");
+_Static_assert(((sizeof(struct region) << SLAB_MIN_SHIFT) % COMMIT_BYTES) == 0,
+	       "a reservation is whole commits");
 
 struct region_table {
-	struct region *arenas[ARENAS]; /* the slab; only the first until 16 M slots */
-	size_t committed;        /* bytes of the last arena usable so far */
-	uint32_t fresh;          /* slots below it have been handed out before */
+	struct region *slab;
+	size_t reserved;         /* bytes of address space at slab */
+	size_t committed;        /* bytes of it usable so far */
+	uint64_t fresh;          /* slots below it have been handed out before */
 	uint32_t free;           /* free slots, through their owner field */
 	uint32_t *buckets;       /* slot of each chain's first region */
 	unsigned bits;
@@ -69,7 +77,7 @@ struct region_table {
 
 static inline struct region *at(const struct region_table *t, uint32_t slot)
 {
-	return &t->arenas[slot >> ARENA_SHIFT][slot & (ARENA_SLOTS - 1)];
+	return &t->slab[slot];
 }
 
 static inline struct region *at_or_null(const struct region_table *t, uint32_t slot)
@@ -83,27 +91,47 @@ static inline size_t bucket_of(uint64_t id, unsigned bits)
 	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> (64 - bits));
 }
 
-/* Address space for ARENA_SLOTS more entries, no memory behind it yet. */
-static int add_arena(struct region_table *t, uint32_t arena)
+static void *reserve(unsigned shift)
 {
-	void *p = mmap(NULL, ARENA_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
+	void *p = mmap(NULL, sizeof(struct region) << shift, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
-	if (p == MAP_FAILED)
-		return -ENOMEM;
-	t->arenas[arena] = p;
-	t->committed = 0;
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Address space for the slab; no memory yet.  Room for every slot number
+ * when it can be had; else half the largest reservation that fits, so the
+ * rest of the daemon keeps as much address space as the table takes.
+ */
+static int reserve_slab(struct region_table *t)
+{
+	unsigned shift = SLAB_MAX_SHIFT;
+	void *p;
+
+	while (!(p = reserve(shift)))
+		if (--shift < SLAB_MIN_SHIFT)
+			return -ENOMEM;
+	if (shift < SLAB_MAX_SHIFT && shift > SLAB_MIN_SHIFT) {
+		munmap(p, sizeof(struct region) << shift);
+		p = reserve(--shift);
+		if (!p)
+			return -ENOMEM;
+	}
+	t->slab = p;
+	t->reserved = sizeof(struct region) << shift;
 	return 0;
 }
 
-/* Makes the next COMMIT_BYTES of the last arena usable. */
-static int commit_more(struct region_table *t, uint32_t arena)
+/* Makes the next COMMIT_BYTES of the slab usable. */
+static int commit_more(struct region_table *t)
 {
-	char *at_end = (char *)t->arenas[arena] + t->committed;
+	char *end = (char *)t->slab + t->committed;
 
-	if (mprotect(at_end, COMMIT_BYTES, PROT_READ | PROT_WRITE) < 0)
+	if (t->committed == t->reserved ||
+	    mprotect(end, COMMIT_BYTES, PROT_READ | PROT_WRITE) < 0)
 		return -ENOMEM;
-	POISON(at_end, COMMIT_BYTES);
+	POISON(end, COMMIT_BYTES);
 	t->committed += COMMIT_BYTES;
 	return 0;
 }
@@ -116,7 +144,7 @@ struct region_table *region_table_new(void)
 		return NULL;
 	t->bits = HASH_MIN_BITS;
 	t->buckets = calloc((size_t)1 << t->bits, sizeof *t->buckets);
-	if (!t->buckets || add_arena(t, 0) < 0) {
+	if (!t->buckets || reserve_slab(t) < 0) {
 		free(t->buckets);
 		free(t);
 		return NULL;
@@ -130,22 +158,16 @@ void region_table_free(struct region_table *t)
 {
 	if (!t)
 		return;
-	for (uint32_t i = 0; i < ARENAS && t->arenas[i]; i++) {
-		/* The shadow must not outlive the mapping: the next mmap may
-		 * land here. */
-		UNPOISON(t->arenas[i], ARENA_BYTES);
-		munmap(t->arenas[i], ARENA_BYTES);
-	}
+	/* The shadow must not outlive the mapping: the next mmap may land here. */
+	UNPOISON(t->slab, t->committed);
+	munmap(t->slab, t->reserved);
 	free(t->buckets);
 	free(t);
 }
 
 size_t region_table_memory(const struct region_table *t)
 {
-	uint32_t full = (t->fresh - 1) >> ARENA_SHIFT;
-
-	return sizeof *t + ((size_t)1 << t->bits) * sizeof *t->buckets +
-	       full * ARENA_BYTES + t->committed;
+	return sizeof *t + ((size_t)1 << t->bits) * sizeof *t->buckets + t->committed;
 }
 
 static uint32_t next_key(struct region_table *t)
@@ -167,15 +189,14 @@ static uint32_t next_key(struct region_table *t)
 	return t->keys[--t->keys_left];
 }
 
-/* Makes the never-used slot t->fresh usable. */
+/* Makes the never-used slot t->fresh usable: a slot number fits in 32 bits
+ * (0 excluded) and its entry in what is committed. */
 static int fresh_slot_ready(struct region_table *t)
 {
-	uint32_t arena = t->fresh >> ARENA_SHIFT, index = t->fresh & (ARENA_SLOTS - 1);
-
-	if (index == 0 && !t->arenas[arena] && add_arena(t, arena) < 0)
+	if (t->fresh > UINT32_MAX)
 		return -ENOMEM;
-	if ((size_t)(index + 1) * sizeof(struct region) > t->committed)
-		return commit_more(t, arena);
+	if ((t->fresh + 1) * sizeof(struct region) > t->committed)
+		return commit_more(t);
 	return 0;
 }
 
@@ -187,9 +208,9 @@ static uint32_t take_slot(struct region_table *t)
 	if (slot != NONE) {
 		t->free = (uint32_t)at(t, slot)->owner;
 	} else {
-		if (t->fresh == SLOT_MAX || fresh_slot_ready(t) < 0)
+		if (fresh_slot_ready(t) < 0)
 			return NONE;
-		slot = t->fresh++;
+		slot = (uint32_t)t->fresh++;
 	}
 	UNPOISON(at(t, slot), sizeof(struct region));
 	return slot;
@@ -213,15 +234,15 @@ static void grow(struct region_table *t)
 
 	if (!b)
 		return; /* longer chains, still correct */
-	for (uint32_t slot = 1; slot < t->fresh; slot++) {
-		struct region *r = at(t, slot);
+	for (uint64_t slot = 1; slot < t->fresh; slot++) {
+		struct region *r = at(t, (uint32_t)slot);
 		size_t i;
 
 		if (r->id == 0)
 			continue;
 		i = bucket_of(r->id, bits);
 		r->link.hash_next = b[i];
-		b[i] = slot;
+		b[i] = (uint32_t)slot;
 	}
 	free(t->buckets);
 	t->buckets = b;

@@ -135,7 +135,14 @@ int rmem_faa(rmem_client *c, const struct rmem_region *r, uint64_t off,
  * client (-ECONNRESET) are returned at once; what the daemon refuses
  * (-EACCES, -ENOENT) arrives as the completion's status.  A post may wait
  * while too much is in flight (64 operations or 64 MiB on the TCP path), and
- * handles replies meanwhile.  Any thread may post, and any thread's
+ * handles replies meanwhile.
+ * On the TCP path posts are batched: a posted request has been sent when
+ * the post returns if nothing else was in flight or it filled the send
+ * queue (16 requests or 64 KiB), and otherwise at the latest when the next
+ * call on the client that may wait starts (rmem_poll() with any timeout,
+ * any synchronous call) or the keepalive thread runs.  After posting, and
+ * before working long without the library, call rmem_poll(c, out, n, 0).
+ * On RDMA, reads and writes go to the queue pair in the call itself.  Any thread may post, and any thread's
  * rmem_poll() may return the completion.  rmem_close() drops operations
  * still in flight: their buffers are the caller's again when it returns.
  */
@@ -146,7 +153,8 @@ int rmem_post_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
 
 /*
  * Asynchronous remote_malloc and remote_free (since RMEM_1.1): the same
- * requests as rmem_alloc()/rmem_free(), queued like rmem_post_read(), so
+ * requests as rmem_alloc()/rmem_free(), queued and sent like
+ * rmem_post_read() on the TCP path (batched, on RDMA clients too), so
  * that many can be in flight.  rmem_post_alloc() fills *out when its
  * completion is returned by rmem_poll() with status 0; out must stay valid
  * and untouched until then.  rmem_post_free() copies what it needs from *r
@@ -166,9 +174,10 @@ struct rmem_completion {
 };
 
 /*
- * Waits up to timeout_ms (0: do not wait, < 0: forever) for at least one
- * completion, then returns how many (<= max) it stored in out, 0 on timeout,
- * or a negative errno for the connection.
+ * Sends every posted request still queued, then waits up to timeout_ms (0:
+ * do not wait, < 0: forever) for at least one completion, then returns how
+ * many (<= max) it stored in out, 0 on timeout, or a negative errno for the
+ * connection.
  * With nothing in flight it returns 0 at once, whatever timeout_ms.  When the
  * connection breaks (or makes no progress for opts.timeout_ms), every
  * operation in flight completes with -ECONNRESET; once those have been

@@ -167,12 +167,11 @@ static uint64_t rnd(struct model *m)
 	return m->rng * 0x2545f4914f6cdd1dULL;
 }
 
-static int fail(struct model *m, const char *what, uint64_t id)
+static void fail(struct model *m, const char *what, uint64_t id)
 {
 	if (!m->bad)
 		diag("model mismatch: %s (id %llu)", what, (unsigned long long)id);
 	m->bad = 1;
-	return -1;
 }
 
 static int same(const struct model_region *e, const struct region *r, uint64_t id)
