@@ -56,7 +56,8 @@ LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 PROTO_SRC := client-lib/proto.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/endpoint.c client-lib/engine.c client-lib/io.c client-lib/rdma.c \
-	client-lib/regcache.c client-lib/keepalive.c client-lib/auth.c $(PROTO_SRC)
+	client-lib/regcache.c client-lib/keepalive.c client-lib/auth.c $(PROTO_SRC) \
+	client-lib/membuf.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/rdma.c daemon/tenant.c daemon/lease.c $(PROTO_SRC) client-lib/endpoint.c \
@@ -70,7 +71,7 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/d/%.o)
 UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint fuzz_proto_replay \
 	fuzz_dispatch_replay
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
-	test_lease test_tenants
+	test_lease test_tenants test_membuf
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
 FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
 # The chaos test (tests/chaos): a functional test with pieces of its own.

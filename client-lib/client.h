@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 
 #include "proto.h"
+#include "regcache.h"
 #include "rmem.h"
 
 #define CLIENT_DEFAULT_TIMEOUT_MS 10000
@@ -128,6 +129,8 @@ struct rmem_client {
 	uint64_t next_req_id;
 	uint64_t session_id;
 	uint32_t max_io;         /* min(daemon's max_io, PROTO_MAX_IO), > 0 */
+	/* membuf.c: ranges from rmem_register_buf(), registered on RDMA (rdma.c) */
+	struct regcache_kept kept;
 
 	/* engine.c */
 	struct eng_frame fifo[ENG_MAX_FRAMES];

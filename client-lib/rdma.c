@@ -378,6 +378,7 @@ void rdma_detach(struct rmem_client *c)
 		}
 	}
 	regcache_clear(&rc->cache);
+	regcache_kept_clear(&c->kept);
 	if (rc->bounce_mr)
 		ibv_dereg_mr(rc->bounce_mr);
 	free(rc->bounce);
@@ -872,6 +873,37 @@ static int slot_post(struct rmem_client *c, uint32_t i)
 	return 0;
 }
 
+/*
+ * Where slot i's bytes (n from local, not inlined) come from or go: a range
+ * the application registered, else the slot's bounce buffer when small,
+ * else a registration for the transfers in flight.  0 or a negative errno.
+ */
+static int slot_local(struct rmem_client *c, uint32_t i, bool write, uint8_t *local, uint32_t n)
+{
+	struct rdma_conn *rc = c->rdma;
+	struct rdma_slot *s = &rc->slot[i];
+
+	s->reg = regcache_kept_get(&c->kept, local, n);
+	if (s->reg)
+		return 0;
+	if (n <= RDMA_BOUNCE_MAX) {
+		if (write)
+			memcpy(bounce_of(rc, i), local, n);
+		return 0;
+	}
+	return regcache_get(&rc->cache, local, n, &s->reg);
+}
+
+int rdma_keep(struct rmem_client *c, const void *buf, size_t len)
+{
+	return regcache_keep(&c->kept, rdma_carries_data(c) ? c->rdma->pd : NULL, buf, len);
+}
+
+int rdma_unkeep(struct rmem_client *c, const void *buf)
+{
+	return regcache_unkeep(&c->kept, buf);
+}
+
 int rdma_io(struct rmem_client *c, struct eng_op *op, bool write, const struct rmem_region *r,
 	    uint64_t off, void *buf, size_t len, size_t *done)
 {
@@ -894,11 +926,8 @@ int rdma_io(struct rmem_client *c, struct eng_op *op, bool write, const struct r
 		s = &rc->slot[i];
 		if (write && n <= rc->max_inline) {
 			s->inlined = true;
-		} else if (n <= RDMA_BOUNCE_MAX) {
-			if (write)
-				memcpy(bounce_of(rc, i), p + pos, n);
 		} else {
-			err = regcache_get(&rc->cache, p + pos, n, &s->reg);
+			err = slot_local(c, i, write, p + pos, n);
 			if (err) {
 				/* What went out already still completes: the
 				 * operation must end with this error. */

@@ -10,7 +10,8 @@
  *     writes inline), larger ones from the caller's buffer, registered
  *     while transfers on it are in flight (regcache.h: never kept longer, since
  *     freed and remapped memory would go unnoticed) and split at the port's
- *     max_msg_sz;
+ *     max_msg_sz; a transfer inside a range the application registered
+ *     (rmem_register_buf) uses that registration, whatever its size;
  *   - rmem_cas/rmem_faa are IBV_WR_ATOMIC_CMP_AND_SWP/FETCH_AND_ADD.
  * Every work request is signalled; an RC send queue completes in posting
  * order, so operations complete in the order they were posted, as on TCP.
@@ -88,6 +89,14 @@ int rdma_io(struct rmem_client *c, struct eng_op *op, bool write, const struct r
  * errno, or RDMA_RETRY_TCP (it was not done: send it on the stream). */
 int rdma_atomic(struct rmem_client *c, bool cas, const struct rmem_region *r, uint64_t off,
 		uint64_t operand, uint64_t desired, uint64_t *old);
+
+/*
+ * rmem_register_buf/rmem_unregister_buf (membuf.c): records the range in
+ * c->kept, registered on the queue pair's PD while the data goes on RDMA
+ * (on other clients only recorded).  Errors: regcache_keep()/_unkeep().
+ */
+int rdma_keep(struct rmem_client *c, const void *buf, size_t len);
+int rdma_unkeep(struct rmem_client *c, const void *buf);
 
 /* Waits until the synchronous op has ended; returns its status. */
 int rdma_wait_op(struct rmem_client *c, struct eng_op *op);

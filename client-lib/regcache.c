@@ -1,7 +1,8 @@
 /*
  * regcache.c - see regcache.h.  A small array searched linearly, starting
  * at the last hit: the transfers in flight come from a handful of buffers,
- * and a registration costs far more than a scan of the table.
+ * and a registration costs far more than a scan of the table.  The kept
+ * ranges are a second small table, looked at only when it is not empty.
  */
 #include "regcache.h"
 
@@ -85,7 +86,7 @@ hit:
 
 void regcache_put(struct regcache *rc, struct regcache_entry *e)
 {
-	if (--e->users == 0)
+	if (--e->users == 0 && !e->kept)
 		entry_drop(rc, e);
 }
 
@@ -94,4 +95,91 @@ void regcache_clear(struct regcache *rc)
 	for (uint32_t i = 0; i < REGCACHE_MAX; i++)
 		if (rc->e[i].mr)
 			entry_drop(rc, &rc->e[i]);
+}
+
+/* ---- kept ranges ------------------------------------------------------------------ */
+
+static struct regcache_entry *kept_at(struct regcache_kept *k, uintptr_t start)
+{
+	for (uint32_t i = 0; i < REGCACHE_KEPT_MAX; i++)
+		if (k->e[i].kept && k->e[i].start == start)
+			return &k->e[i];
+	return NULL;
+}
+
+static bool overlaps_kept(const struct regcache_kept *k, uintptr_t lo, uintptr_t hi)
+{
+	for (uint32_t i = 0; i < REGCACHE_KEPT_MAX; i++)
+		if (k->e[i].kept && lo < k->e[i].end && k->e[i].start < hi)
+			return true;
+	return false;
+}
+
+int regcache_keep(struct regcache_kept *k, struct ibv_pd *pd, const void *buf, size_t len)
+{
+	uintptr_t lo = (uintptr_t)buf, hi = lo + len;
+	struct regcache_entry *e = NULL;
+
+	if (!buf || len == 0 || hi < lo || overlaps_kept(k, lo, hi))
+		return -EINVAL;
+	for (uint32_t i = 0; i < REGCACHE_KEPT_MAX && !e; i++)
+		if (!k->e[i].kept)
+			e = &k->e[i];
+	if (!e)
+		return -ENOSPC;
+	if (pd) {
+		e->mr = ibv_reg_mr(pd, (void *)lo, len, REG_ACCESS);
+		if (!e->mr)
+			return errno == ENOMEM || errno == EAGAIN ? -ENOMEM : -EFAULT;
+	}
+	e->start = lo;
+	e->end = hi;
+	e->users = 0;
+	e->kept = true;
+	k->used++;
+	return 0;
+}
+
+static void kept_drop(struct regcache_kept *k, struct regcache_entry *e)
+{
+	if (e->mr)
+		(void)ibv_dereg_mr(e->mr);
+	memset(e, 0, sizeof(*e));
+	k->used--;
+}
+
+int regcache_unkeep(struct regcache_kept *k, const void *buf)
+{
+	struct regcache_entry *e = kept_at(k, (uintptr_t)buf);
+
+	if (!buf || !e)
+		return -ENOENT;
+	if (e->users)
+		return -EBUSY;
+	kept_drop(k, e);
+	return 0;
+}
+
+struct regcache_entry *regcache_kept_get(struct regcache_kept *k, const void *buf, size_t len)
+{
+	uintptr_t lo = (uintptr_t)buf, hi = lo + len;
+
+	if (k->used == 0)
+		return NULL;
+	for (uint32_t i = 0; i < REGCACHE_KEPT_MAX; i++) {
+		struct regcache_entry *e = &k->e[i];
+
+		if (e->kept && e->mr && e->start <= lo && hi <= e->end) {
+			e->users++;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+void regcache_kept_clear(struct regcache_kept *k)
+{
+	for (uint32_t i = 0; i < REGCACHE_KEPT_MAX; i++)
+		if (k->e[i].kept)
+			kept_drop(k, &k->e[i]);
 }

@@ -168,6 +168,25 @@ int rmem_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_r
 		    uint64_t cookie);
 int rmem_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie);
 
+/*
+ * Registered buffers (since RMEM_1.1).  On RDMA a transfer above 4 KiB
+ * registers the caller's buffer while it is in flight, every time.
+ * rmem_register_buf() pins [buf, buf + len) for the data path until
+ * rmem_unregister_buf(buf): reads and writes (synchronous or posted) whose
+ * buffer lies wholly inside it use that registration, whatever their size,
+ * and never register again; others work as before.  The memory must stay
+ * allocated and mapped while it is registered.  On a TCP or Unix client the
+ * range is only recorded, so the same code runs everywhere.  At most 64
+ * ranges per client; rmem_close() releases those left.
+ * Errors of rmem_register_buf: -EINVAL (NULL, len 0, overlaps a registered
+ * range), -ENOSPC (64 registered), -ENOMEM (memlock limit), -EFAULT (memory
+ * the device cannot register), -ECONNRESET.  Of rmem_unregister_buf:
+ * -ENOENT (no range starts at buf), -EBUSY (transfers on it in flight on
+ * RDMA: poll them first), -EINVAL (NULL).
+ */
+int rmem_register_buf(rmem_client *c, void *buf, size_t len);
+int rmem_unregister_buf(rmem_client *c, void *buf);
+
 struct rmem_completion {
 	uint64_t cookie; /* as given to rmem_post_*() */
 	int status;      /* 0 or a negative errno, as the synchronous call would return */
