@@ -140,8 +140,8 @@ $(B)/tests/test_endpoint: tests/unit/test_endpoint.c $(B)/lib/client-lib/endpoin
 $(B)/tests/test_config: tests/unit/test_config.c $(B)/d/daemon/config.o
 $(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
 $(B)/tests/test_region: tests/unit/test_region.c $(B)/d/daemon/region.o
-$(B)/tests/fuzz_proto_replay: tests/fuzz/fuzz_proto.c $(B)/d/client-lib/proto.o
-$(B)/tests/fuzz_proto_replay: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN
+$(B)/tests/fuzz_proto_replay: tests/fuzz/fuzz_proto.c tests/fuzz/replay.c $(B)/d/client-lib/proto.o
+$(B)/tests/fuzz_proto_replay: EXTRA_CPPFLAGS = -DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/proto"'
 # The dispatch fuzzer's corpus against the daemon's own modules (all but main.c).
 FUZZ_DAEMON_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
 $(B)/tests/fuzz_dispatch_replay: tests/fuzz/fuzz_dispatch.c tests/fuzz/replay.c \

@@ -115,14 +115,15 @@ static int io_sync(struct rmem_client *c, const struct io_job *job)
 	return rdma_carries_data(c) ? rdma_wait_op(c, &op) : eng_wait_op(c, &op);
 }
 
-static int io_post(struct rmem_client *c, const struct io_job *job, uint64_t cookie)
+/* A posted operation, with room for its completion already reserved so that
+ * ending it can never fail for want of memory. */
+static int async_op_new(struct rmem_client *c, uint64_t cookie, struct eng_op **out)
 {
 	struct eng_op *op;
 	int err;
 
 	if (c->broken)
 		return -ECONNRESET;
-	/* So that ending it can never fail for want of memory. */
 	err = eng_cq_reserve(c);
 	if (err)
 		return err;
@@ -132,14 +133,29 @@ static int io_post(struct rmem_client *c, const struct io_job *job, uint64_t coo
 	op->async = true;
 	op->cookie = cookie;
 	c->async_ops++;
+	*out = op;
+	return 0;
+}
+
+/* For an operation of which nothing went out: the caller hears of it at once. */
+static int async_op_drop(struct rmem_client *c, struct eng_op *op, int err)
+{
+	c->async_ops--;
+	free(op);
+	return err;
+}
+
+static int io_post(struct rmem_client *c, const struct io_job *job, uint64_t cookie)
+{
+	struct eng_op *op;
+	int err = async_op_new(c, cookie, &op);
+
+	if (err)
+		return err;
 	err = submit(c, op, job);
 	/* (An RDMA transfer of 0 bytes sends nothing and completes at once.) */
-	if (op->sent == 0 && (err || !rdma_carries_data(c))) {
-		/* Nothing went out: the caller hears of it here, not later. */
-		c->async_ops--;
-		free(op);
-		return err;
-	}
+	if (op->sent == 0 && (err || !rdma_carries_data(c)))
+		return async_op_drop(c, op, err);
 	/* Anything else, a broken stream included, arrives as its completion. */
 	eng_seal(c, op);
 	return 0;
@@ -228,27 +244,15 @@ static int ctl_post(struct rmem_client *c, uint16_t opcode, const void *req, siz
 		    struct rmem_region *region, uint64_t cookie)
 {
 	struct eng_op *op;
-	int err;
+	int err = async_op_new(c, cookie, &op);
 
-	if (c->broken)
-		return -ECONNRESET;
-	err = eng_cq_reserve(c);
 	if (err)
 		return err;
-	op = calloc(1, sizeof(*op));
-	if (!op)
-		return -ENOMEM;
-	op->async = true;
-	op->cookie = cookie;
 	op->region = region;
 	op->decode = opcode == PROTO_OP_ALLOC ? alloc_decode : free_decode;
-	c->async_ops++;
 	err = eng_post(c, op, opcode, req, len, NULL, 0, NULL, 0);
-	if (op->sent == 0) {
-		c->async_ops--;
-		free(op);
-		return err;
-	}
+	if (op->sent == 0)
+		return async_op_drop(c, op, err);
 	eng_seal(c, op);
 	return 0;
 }

@@ -7,9 +7,9 @@
  * encoded again and must decode to the same value, and for messages with one
  * encoding the bytes must come back identical.  Any disagreement aborts.
  *
- * Build with -DFUZZ_REPLAY_MAIN (and -Itests) for a plain program that replays
- * files and directories given as arguments (default: the seed corpus) and
- * reports one TAP line per file, so `make test` can run the corpus with gcc.
+ * Linked with replay.c instead of libFuzzer it is a plain program that replays
+ * the seed corpus (or the files and directories given as arguments), one TAP
+ * line per file, so `make test` runs the corpus with gcc and ASan.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -22,14 +22,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Names the input in failure messages when replaying. */
-static const char *fuzz_input_name = "(fuzzer input)";
-
 #define CHECK(cond)                                                                  \
 	do {                                                                         \
 		if (!(cond)) {                                                       \
-			fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__,   \
-				__LINE__, fuzz_input_name, #cond);                   \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,       \
+				__LINE__, #cond);                                    \
 			abort();                                                     \
 		}                                                                    \
 	} while (0)
@@ -537,122 +534,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	return 0;
 }
-
-#ifdef FUZZ_REPLAY_MAIN
-#include <dirent.h>
-#include <sys/stat.h>
-
-#include "tap.h"
-
-#ifndef FUZZ_CORPUS_DIR
-#define FUZZ_CORPUS_DIR "tests/fuzz/corpus/proto"
-#endif
-
-/* Reads a whole file into *buf (malloc'd); -errno on failure. */
-static int read_file(const char *path, uint8_t **buf, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *data = NULL;
-	size_t cap = 0, n = 0, got;
-	int rc = 0;
-
-	if (!f)
-		return -errno;
-	do {
-		if (n == cap) {
-			uint8_t *bigger = realloc(data, cap ? 2 * cap : 4096);
-
-			if (!bigger) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			data = bigger;
-			cap = cap ? 2 * cap : 4096;
-		}
-		got = fread(data + n, 1, cap - n, f);
-		n += got;
-	} while (got > 0);
-	if (ferror(f))
-		rc = -EIO;
-out:
-	fclose(f);
-	if (rc < 0) {
-		free(data);
-		return rc;
-	}
-	*buf = data;
-	*size = n;
-	return 0;
-}
-
-static void replay_file(const char *path)
-{
-	uint8_t *data = NULL;
-	size_t size = 0;
-	int rc = read_file(path, &data, &size);
-
-	fuzz_input_name = path;
-	if (rc == 0)
-		rc = LLVMFuzzerTestOneInput(data, size) == 0 ? 0 : -EINVAL;
-	ok(rc == 0, "replay %s (%zu bytes)%s", path, size, rc ? ": cannot read" : "");
-	free(data);
-}
-
-/* Replays every regular file in dir, in name order; returns how many. */
-static int replay_dir(const char *dir)
-{
-	struct dirent **names;
-	char path[4096];
-	int n = scandir(dir, &names, NULL, alphasort);
-	int done = 0;
-
-	if (n < 0)
-		return -errno;
-	for (int i = 0; i < n; i++) {
-		struct stat sb;
-		int len = snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
-
-		if (len > 0 && (size_t)len < sizeof path && stat(path, &sb) == 0 &&
-		    S_ISREG(sb.st_mode)) {
-			replay_file(path);
-			done++;
-		}
-		free(names[i]);
-	}
-	free(names);
-	return done;
-}
-
-/* Replays a file, or every file of a directory; returns how many. */
-static int replay_arg(const char *arg)
-{
-	struct stat sb;
-	int n;
-
-	if (stat(arg, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-		replay_file(arg);
-		return 1;
-	}
-	n = replay_dir(arg);
-	if (n < 0) {
-		ok(0, "list %s: %s", arg, strerror(-n));
-		return 0;
-	}
-	return n;
-}
-
-int main(int argc, char **argv)
-{
-	int files = 0;
-
-	if (argc < 2) {
-		files = replay_dir(FUZZ_CORPUS_DIR);
-		if (files <= 0)
-			tap_skip_all("no corpus at " FUZZ_CORPUS_DIR);
-	}
-	for (int i = 1; i < argc; i++)
-		files += replay_arg(argv[i]);
-	diag("%d inputs replayed", files);
-	return tap_done();
-}
-#endif /* FUZZ_REPLAY_MAIN */
