@@ -40,8 +40,16 @@ ifneq ($(SANITIZE),)
 OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 endif
 
-CPPFLAGS_ALL := -D_GNU_SOURCE -DRMEM_VERSION_STRING='"$(VERSION)"' \
-	-Iclient-lib/include -Iclient-lib -Idaemon $(CPPFLAGS)
+CPPFLAGS_ALL := -D_GNU_SOURCE -DRMEM_VERSION_STRING='"$(VERSION)"' $(CPPFLAGS)
+# Each part sees only the headers it may use (docs/architecture.md, "Layers"):
+# common/ sees itself; the daemon its own and common/; the library its own,
+# common/ and rmem.h; tools (rmemctl, rmem-perf) only rmem.h.
+COMMON_INC := -Icommon
+DAEMON_INC := -Idaemon $(COMMON_INC)
+LIB_INC := -Iclient-lib/include -Iclient-lib $(COMMON_INC)
+TOOL_INC := -Iclient-lib/include
+# Tests may look inside every part.
+TEST_INC := -Itests $(LIB_INC) -Idaemon
 CFLAGS_ALL := -std=gnu11 $(OPT) $(WARN) -fPIC $(CFLAGS)
 LDFLAGS_ALL := $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
 
@@ -53,20 +61,29 @@ LIB_PKGS := libibverbs librdmacm libsodium
 LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
 LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 
-PROTO_SRC := client-lib/proto.c
+# common/: what the daemon, the library and the tests share, built once into
+# one internal archive (as munge's src/libcommon).  Hidden visibility: linked
+# into librmem it stays internal.
+PROTO_SRC := common/proto.c
+COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c common/addr.c \
+	common/authmac.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
-	client-lib/endpoint.c client-lib/engine.c client-lib/io.c client-lib/rdma.c \
-	client-lib/regcache.c client-lib/keepalive.c client-lib/auth.c $(PROTO_SRC) \
+	client-lib/engine.c client-lib/io.c client-lib/rdma.c \
+	client-lib/regcache.c client-lib/keepalive.c client-lib/auth.c \
 	client-lib/membuf.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
-	daemon/ctl.c daemon/listen.c daemon/rdma.c daemon/tenant.c daemon/lease.c $(PROTO_SRC) client-lib/endpoint.c \
+	daemon/ctl.c daemon/listen.c daemon/rdma.c daemon/tenant.c daemon/lease.c \
 	daemon/busypoll.c
-CTL_SRCS := client-lib/rmemctl.c
+CTL_SRCS := client-lib/tools/rmemctl.c
 
+COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
+COMMON_LIB := $(B)/libcommon.a
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
-CTL_OBJS := $(CTL_SRCS:%.c=$(B)/d/%.o)
+CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
+# What `make install` copies to BINDIR: linked by `make`, without an rpath.
+INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
 UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint fuzz_proto_replay \
 	fuzz_dispatch_replay
@@ -88,78 +105,98 @@ RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) 
 	$(RDMA_FUNC_TESTS)
 # ...and the chaos test over RDMA, shorter (tests/chaos/rdma/test_chaos).
 RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
-RDMA_HELPERS := tests/rdma/rawclient.c tests/rdma/rig.c $(PROTO_SRC)
-RDMA_HEADERS := tests/rdma/rawclient.h tests/rdma/rig.h client-lib/proto.h tests/tap.h
+RDMA_HELPERS := tests/rdma/rawclient.c tests/rdma/rig.c
+RDMA_HEADERS := tests/rdma/rawclient.h tests/rdma/rig.h common/proto.h tests/tap.h
 
 
 .PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp \
 	vm-setup vm-smoke
 all: $(B)/rmemd $(B)/librmem.so.$(SOMAJOR) $(B)/librmem.a $(B)/rmemctl $(B)/librmem.pc \
-	$(B)/rmem-perf
+	$(B)/rmem-perf $(INSTALL_BINS) $(B)/rmemd.service
+
+$(B)/c/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(COMMON_INC) $(CFLAGS_ALL) -fvisibility=hidden $(LIB_CFLAGS) \
+		-MMD -MP -c -o $@ $<
+
+$(COMMON_LIB): $(COMMON_OBJS)
+	rm -f $@
+	ar rcs $@ $^
 
 $(B)/lib/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LIB_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS_ALL) $(LIB_INC) $(CFLAGS_ALL) $(LIB_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(B)/d/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(DAEMON_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS_ALL) $(DAEMON_INC) $(CFLAGS_ALL) $(DAEMON_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(B)/librmem.so.$(SOMAJOR): $(LIB_OBJS) client-lib/librmem.map
+$(B)/tool/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+
+$(B)/librmem.so.$(SOMAJOR): $(LIB_OBJS) $(COMMON_LIB) client-lib/librmem.map
 	$(CC) -shared -Wl,-soname,librmem.so.$(SOMAJOR) \
 		-Wl,--version-script=client-lib/librmem.map -Wl,--no-undefined \
-		$(LDFLAGS_ALL) -o $@ $(LIB_OBJS) $(LIB_LIBS)
+		$(LDFLAGS_ALL) -o $@ $(LIB_OBJS) $(COMMON_LIB) $(LIB_LIBS)
 	ln -sf librmem.so.$(SOMAJOR) $(B)/librmem.so
 
-$(B)/librmem.a: $(LIB_OBJS)
+$(B)/librmem.a: $(LIB_OBJS) $(COMMON_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
 # Written again on every make: PREFIX and friends may differ from the last run.
 PC_SUBST := sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|'
-.PHONY: $(B)/librmem.pc
+.PHONY: $(B)/librmem.pc $(B)/rmemd.service
 $(B)/librmem.pc: client-lib/librmem.pc.in
 	@mkdir -p $(B)
 	@$(PC_SUBST) $< > $@
+$(B)/rmemd.service: systemd/rmemd.service
+	@mkdir -p $(B)
+	@sed 's|@SBINDIR@|$(SBINDIR)|' $< > $@
 
-$(B)/rmemd: $(DAEMON_OBJS)
+$(B)/rmemd: $(DAEMON_OBJS) $(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(DAEMON_LIBS)
 
-# rmemctl uses only the public library.
+# rmemctl uses only the public library.  $(B)/rmemctl finds the library
+# beside it; $(B)/inst/rmemctl, the one `make install` copies, has no rpath.
 $(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_OBJS) -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN'
+$(B)/inst/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_OBJS) -L$(B) -lrmem
 
 # ---- tests ------------------------------------------------------------------
 # The allocator test builds alloc.c itself, with every tree invariant checked
 # after every call.
 $(B)/tests/test_alloc: tests/unit/test_alloc.c daemon/alloc.c
 $(B)/tests/test_alloc: EXTRA_CPPFLAGS = -DALLOC_DEBUG -Idaemon
-$(B)/tests/test_proto: tests/unit/test_proto.c $(B)/d/client-lib/proto.o
-$(B)/tests/test_endpoint: tests/unit/test_endpoint.c $(B)/lib/client-lib/endpoint.o
-$(B)/tests/test_config: tests/unit/test_config.c $(B)/d/daemon/config.o
+$(B)/tests/test_proto: tests/unit/test_proto.c $(B)/c/common/proto.o
+$(B)/tests/test_endpoint: tests/unit/test_endpoint.c $(B)/c/common/endpoint.o
+$(B)/tests/test_config: tests/unit/test_config.c $(B)/d/daemon/config.o $(COMMON_LIB)
 $(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
 $(B)/tests/test_region: tests/unit/test_region.c $(B)/d/daemon/region.o
-$(B)/tests/fuzz_proto_replay: tests/fuzz/fuzz_proto.c tests/fuzz/replay.c $(B)/d/client-lib/proto.o
+$(B)/tests/fuzz_proto_replay: tests/fuzz/fuzz_proto.c tests/fuzz/replay.c $(B)/c/common/proto.o
 $(B)/tests/fuzz_proto_replay: EXTRA_CPPFLAGS = -DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/proto"'
 # The dispatch fuzzer's corpus against the daemon's own modules (all but main.c).
 FUZZ_DAEMON_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
 $(B)/tests/fuzz_dispatch_replay: tests/fuzz/fuzz_dispatch.c tests/fuzz/replay.c \
-	$(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
+	$(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o) $(COMMON_LIB)
 $(B)/tests/fuzz_dispatch_replay: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN $(DAEMON_CFLAGS) \
 	-DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/dispatch"'
 $(B)/tests/fuzz_dispatch_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 $(UNIT_BINS):
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) -Itests $(EXTRA_CPPFLAGS) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(EXTRA_LIBS)
+	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) $(EXTRA_CPPFLAGS) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(EXTRA_LIBS)
 
 $(B)/tests/harness.o: tests/func/harness.c tests/func/harness.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) -Itests $(CFLAGS_ALL) -c -o $@ $<
+	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) $(CFLAGS_ALL) -c -o $@ $<
 
 $(B)/tests/%: tests/func/%.c $(B)/tests/harness.o $(B)/librmem.so.$(SOMAJOR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) -Itests $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
+	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
 		$(B)/tests/harness.o -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..' -lpthread $(EXTRA_LIBS)
 # test_tenants computes the handshake's MAC itself, to replay it by hand.
 $(B)/tests/test_tenants: EXTRA_LIBS = $(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
@@ -167,7 +204,7 @@ $(B)/tests/test_tenants: EXTRA_LIBS = $(shell $(PKG_CONFIG) --libs libsodium 2>/
 $(CHAOS_BINS): $(B)/tests/%: tests/chaos/%.c $(CHAOS_SRCS) tests/chaos/chaos.h \
 		$(B)/tests/harness.o $(B)/librmem.so.$(SOMAJOR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) -Itests -Itests/func $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
+	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) -Itests/func $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
 		$(CHAOS_SRCS) $(B)/tests/harness.o -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..' -lpthread
 
 # rmem.h must stand alone, in C and in C++.
@@ -206,10 +243,10 @@ run: deps all
 # ---- RDMA tests: real verbs in the Soft-RoCE VM (tests/vm/README.md) ---------
 # Part of `make test` through tests/vm/suite; `make check-rdma` runs them alone.
 # run-in-vm exits 77 when no VM can run here: that is a skip.
-$(B)/tests/rdma/%: tests/rdma/%.c $(RDMA_HELPERS) $(RDMA_HEADERS)
+$(B)/tests/rdma/%: tests/rdma/%.c $(RDMA_HELPERS) $(RDMA_HEADERS) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) -Itests -Itests/rdma $(CFLAGS_ALL) $(LIB_CFLAGS) $(LDFLAGS_ALL) \
-		-o $@ $< $(RDMA_HELPERS) $(LIB_LIBS) -lpthread
+	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) -Itests/rdma $(CFLAGS_ALL) $(LIB_CFLAGS) $(LDFLAGS_ALL) \
+		-o $@ $< $(RDMA_HELPERS) $(COMMON_LIB) $(LIB_LIBS) -lpthread
 
 .PHONY: check-rdma
 check-rdma: $(B)/rmemd $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS)
@@ -222,13 +259,16 @@ check-rdma: $(B)/rmemd $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS)
 # ---- benchmarks (print figures, assert nothing) ------------------------------
 # rmem-perf uses only the public library; installed beside rmemctl.
 PERF_SRCS := bench/rmem-perf.c bench/rmem-perf-run.c
-$(B)/rmem-perf: $(PERF_SRCS) bench/rmem-perf.h $(B)/librmem.so.$(SOMAJOR)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $(PERF_SRCS) -L$(B) -lrmem \
-		-Wl,-rpath,'$$ORIGIN'
+PERF_OBJS := $(PERF_SRCS:%.c=$(B)/tool/%.o)
+$(B)/rmem-perf: $(PERF_OBJS) $(B)/librmem.so.$(SOMAJOR)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(PERF_OBJS) -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN'
+$(B)/inst/rmem-perf: $(PERF_OBJS) $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(PERF_OBJS) -L$(B) -lrmem
 
 $(B)/bench/bw: bench/bw.c $(B)/librmem.so.$(SOMAJOR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..'
+	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..'
 
 # The libfabric peer of rmem-perf (Debian ships no fabtests).  libfabric is a
 # bench-only dependency: nothing but bench-tcp builds this.
@@ -255,12 +295,12 @@ bench-rdma: deps
 # rmemd's start to READY=1.  Never part of all or test.
 $(B)/bench/alloc: bench/alloc.c daemon/alloc.c daemon/region.c daemon/alloc.h daemon/region.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/alloc.c daemon/alloc.c \
+	$(CC) $(CPPFLAGS_ALL) -Idaemon $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/alloc.c daemon/alloc.c \
 		daemon/region.c
 # The region table alone: bytes per live region, ns per add/find/free/list.
 $(B)/bench/region: bench/region.c daemon/region.c daemon/region.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/region.c daemon/region.c
+	$(CC) $(CPPFLAGS_ALL) -Idaemon $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/region.c daemon/region.c
 $(B)/bench/bringup: bench/bringup.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $<
@@ -284,17 +324,18 @@ vm-smoke: vm-setup
 FUZZ_SECONDS ?= 60
 build-fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(PROTO_SRC)
 	@mkdir -p $(dir $@)
-	clang -g -O1 -D_GNU_SOURCE -Iclient-lib -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $^
+	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $^
 # fuzz_dispatch: the daemon's modules (all but main.c) built with coverage,
 # fed whole client conversations (tests/fuzz/fuzz_dispatch.h).
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all $(WARN)
 build-fuzz/d/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang $(CPPFLAGS_ALL) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DAEMON_CFLAGS) \
+	clang $(CPPFLAGS_ALL) $(DAEMON_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DAEMON_CFLAGS) \
 		-MMD -MP -c -o $@ $<
-build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(FUZZ_DAEMON_SRCS:%.c=build-fuzz/d/%.o)
-	clang $(CPPFLAGS_ALL) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) -o $@ $^ \
+build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(FUZZ_DAEMON_SRCS:%.c=build-fuzz/d/%.o) \
+		$(COMMON_SRCS:%.c=build-fuzz/d/%.o)
+	clang $(CPPFLAGS_ALL) $(TEST_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) -o $@ $^ \
 		$(DAEMON_LIBS)
 # Crashes land in build-fuzz/ as crash-*; keep a minimized one in the corpus.
 fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch
@@ -306,9 +347,9 @@ fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch
 
 # Writes the dispatch seeds again (after a protocol change).
 .PHONY: fuzz-seeds
-fuzz-seeds: $(B)/d/client-lib/proto.o
+fuzz-seeds: $(COMMON_LIB)
 	@mkdir -p $(B)/tests tests/fuzz/corpus/dispatch
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $(B)/tests/seeds_dispatch \
+	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $(B)/tests/seeds_dispatch \
 		tests/fuzz/seeds_dispatch.c $< $(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
 	$(B)/tests/seeds_dispatch tests/fuzz/corpus/dispatch
 
@@ -325,17 +366,15 @@ install: all
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8
 	install -m 755 $(B)/rmemd $(DESTDIR)$(SBINDIR)/rmemd
-	$(CC) $(LDFLAGS_ALL) -o $(DESTDIR)$(BINDIR)/rmemctl $(CTL_OBJS) -L$(B) -lrmem
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $(DESTDIR)$(BINDIR)/rmem-perf \
-		$(PERF_SRCS) -L$(B) -lrmem
+	install -m 755 $(INSTALL_BINS) $(DESTDIR)$(BINDIR)/
 	install -m 755 $(B)/librmem.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/librmem.so.$(SOMAJOR)
 	ln -sf librmem.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/librmem.so
 	install -m 644 $(B)/librmem.a $(DESTDIR)$(LIBDIR)/librmem.a
-	$(PC_SUBST) client-lib/librmem.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc
+	install -m 644 $(B)/librmem.pc $(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc
 	install -m 644 client-lib/include/rmem.h $(DESTDIR)$(INCLUDEDIR)/rmem.h
 	test -e $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf || \
 		install -m 644 etc/rmemd.conf $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf
-	sed 's|@SBINDIR@|$(SBINDIR)|' systemd/rmemd.service > $(DESTDIR)$(UNITDIR)/rmemd.service
+	install -m 644 $(B)/rmemd.service $(DESTDIR)$(UNITDIR)/rmemd.service
 	$(if $(MAN1),install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1)
 	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3)
 	$(if $(MAN5),install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5)

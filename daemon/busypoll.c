@@ -3,22 +3,14 @@
  */
 #include <poll.h>
 #include <sched.h>
-#include <time.h>
 
 #include "busypoll.h"
-
-static int64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
+#include "clock.h"
 
 static bool spin(int fd)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	int64_t end = now_us() + BUSY_POLL_US;
+	int64_t end = clock_mono_us() + BUSY_POLL_US;
 
 	do {
 		/* Readable, EOF and errors alike: the read side deals with them. */
@@ -26,7 +18,7 @@ static bool spin(int fd)
 			return true;
 		/* A client on this CPU cannot send while we spin: let it run. */
 		sched_yield();
-	} while (now_us() < end);
+	} while (clock_mono_us() < end);
 	return false;
 }
 

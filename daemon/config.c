@@ -22,6 +22,9 @@
 #include <libconfig.h>
 
 #include "config.h"
+#include "secret.h"
+
+_Static_assert(CONFIG_SECRET_MAX == SECRET_MAX, "the daemon keeps what secret_read reads");
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define FIELD(type, member) .offset = offsetof(type, member), .size = sizeof(((type *)0)->member)
@@ -686,65 +689,25 @@ static int load_pools(struct ctx *ctx, const config_setting_t *list, struct conf
 /* ---- tenants ---------------------------------------------------------------- */
 
 /*
- * The secret: the file's bytes with one trailing newline stripped.  A file
- * others may read is refused rather than used: its secret is no longer one.
+ * The secret (common/secret.c): the file's bytes with one trailing newline
+ * stripped.  A file others may read is refused rather than used: its secret
+ * is no longer one.
  */
 static int read_secret(struct ctx *ctx, const config_setting_t *s, const char *path,
 		       struct config_tenant *t)
 {
-	uint8_t buf[CONFIG_SECRET_MAX + 2];
-	size_t len = 0;
-	struct stat st;
-	int fd, rc = 0;
+	struct secret sec;
+	char why[2 * sizeof t->secret_file + 128];
+	int rc = 0;
 
-	fd = open(t->secret_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return fail(ctx, s, path, "%s: cannot open: %s", t->secret_file, strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		rc = fail(ctx, s, path, "%s: cannot stat: %s", t->secret_file, strerror(errno));
-		goto out;
+	if (secret_read(t->secret_file, SECRET_PRIVATE, CONFIG_SECRET_MIN, &sec, why,
+			sizeof why) < 0)
+		rc = fail(ctx, s, path, "%s", why);
+	else {
+		memcpy(t->secret, sec.bytes, sec.len);
+		t->secret_len = sec.len;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = fail(ctx, s, path, "%s is not a regular file", t->secret_file);
-		goto out;
-	}
-	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-		rc = fail(ctx, s, path, "%s has mode %04o: a secret file must not be open to "
-			  "group or others (chmod 600 %s)", t->secret_file,
-			  (unsigned)(st.st_mode & 07777), t->secret_file);
-		goto out;
-	}
-	while (len < sizeof buf) {
-		ssize_t n = read(fd, buf + len, sizeof buf - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = fail(ctx, s, path, "%s: cannot read: %s", t->secret_file,
-				  strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len && buf[len - 1] == '\n')
-		len--;
-	if (len > CONFIG_SECRET_MAX) {
-		rc = fail(ctx, s, path, "%s: the secret is longer than %d bytes", t->secret_file,
-			  CONFIG_SECRET_MAX);
-		goto out;
-	}
-	if (len < CONFIG_SECRET_MIN) {
-		rc = fail(ctx, s, path, "%s: the secret is %zu bytes, shorter than %d",
-			  t->secret_file, len, CONFIG_SECRET_MIN);
-		goto out;
-	}
-	memcpy(t->secret, buf, len);
-	t->secret_len = len;
-out:
-	explicit_bzero(buf, sizeof buf);
-	close(fd);
+	secret_wipe(&sec);
 	return rc;
 }
 

@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "conn.h"
 #include "endpoint.h"
 #include "listen.h"
@@ -34,28 +35,6 @@ struct listeners {
 	char admin_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
 
-static void peer_name(const struct sockaddr *sa, char *out, size_t outlen)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
-
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-		port = ntohs(in->sin_port);
-		snprintf(out, outlen, "%s:%u", host, port);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-		port = ntohs(in6->sin6_port);
-		snprintf(out, outlen, "[%s]:%u", host, port);
-	} else {
-		snprintf(out, outlen, "?");
-	}
-}
-
 static void on_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 			  int salen, void *arg)
 {
@@ -64,7 +43,7 @@ static void on_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, struct s
 
 	(void)l;
 	(void)salen;
-	peer_name(sa, peer, sizeof peer);
+	addr_format(sa, peer, sizeof peer);
 	/* Replies are small and latency-bound; never let Nagle hold them. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);

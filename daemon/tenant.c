@@ -14,6 +14,7 @@
 
 #include <sodium.h>
 
+#include "authmac.h"
 #include "log.h"
 #include "server.h"
 #include "session.h"
@@ -169,15 +170,8 @@ static int fill_random(void *buf, size_t len)
 static void auth_mac(const struct config_tenant *t, enum proto_auth_role role,
 		     const struct session *s, uint8_t mac[PROTO_MAC_LEN])
 {
-	crypto_auth_hmacsha256_state st;
-	uint8_t msg[PROTO_AUTH_MSG_LEN];
-	size_t len = proto_auth_transcript(msg, role, t->name, s->server_nonce,
-					   s->client_nonce, s->id);
-
-	crypto_auth_hmacsha256_init(&st, t->secret, t->secret_len);
-	crypto_auth_hmacsha256_update(&st, msg, len);
-	crypto_auth_hmacsha256_final(&st, mac);
-	sodium_memzero(&st, sizeof st);
+	authmac_compute(t->secret, t->secret_len, role, t->name, s->server_nonce,
+			s->client_nonce, s->id, mac);
 }
 
 int tenant_auth_begin(struct server *srv, struct session *s,
