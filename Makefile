@@ -75,7 +75,7 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/rdma.c daemon/tenant.c daemon/lease.c \
 	daemon/busypoll.c
-CTL_SRCS := client-lib/tools/rmemctl.c
+CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c
 
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
 COMMON_LIB := $(B)/libcommon.a
