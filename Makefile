@@ -267,9 +267,8 @@ $(B)/inst/rmem-perf: $(PERF_OBJS) $(B)/librmem.so.$(SOMAJOR)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(PERF_OBJS) -L$(B) -lrmem
 
-$(B)/bench/bw: bench/bw.c $(B)/librmem.so.$(SOMAJOR)
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..'
+$(B)/bench/bw: $(B)/bench/bw.o $(B)/librmem.so.$(SOMAJOR)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..'
 
 # The libfabric peer of rmem-perf (Debian ships no fabtests).  libfabric is a
 # bench-only dependency: nothing but bench-tcp builds this.
@@ -294,17 +293,18 @@ bench-rdma: deps
 
 # The allocator alone (with the region table, for metadata), and the timer of
 # rmemd's start to READY=1.  Never part of all or test.
-$(B)/bench/alloc: bench/alloc.c daemon/alloc.c daemon/region.c daemon/alloc.h daemon/region.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) -Idaemon $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/alloc.c daemon/alloc.c \
-		daemon/region.c
+$(B)/bench/alloc: $(B)/bench/alloc.o $(B)/d/daemon/alloc.o $(B)/d/daemon/region.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^
 # The region table alone: bytes per live region, ns per add/find/free/list.
-$(B)/bench/region: bench/region.c daemon/region.c daemon/region.h
+$(B)/bench/region: $(B)/bench/region.o $(B)/d/daemon/region.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^
+# The allocator benches look inside the daemon; the others see only rmem.h.
+$(B)/bench/alloc.o $(B)/bench/region.o: BENCH_INC = -Idaemon
+$(B)/bench/%.o: bench/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) -Idaemon $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/region.c daemon/region.c
-$(B)/bench/bringup: bench/bringup.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $<
+	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) $(BENCH_INC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+$(B)/bench/bringup: $(B)/bench/bringup.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $<
 
 # alloc+free round trips beside qperf tcp_lat and redis GET, and the allocator
 # alone (scripts/bench-alloc); pool bring-up time, 1 GiB by default, set
