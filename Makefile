@@ -293,10 +293,11 @@ bench-rdma: deps
 
 # The allocator alone (with the region table, for metadata), and the timer of
 # rmemd's start to READY=1.  Never part of all or test.
-$(B)/bench/alloc: $(B)/bench/alloc.o $(B)/d/daemon/alloc.o $(B)/d/daemon/region.o
+$(B)/bench/alloc: $(B)/bench/alloc.o $(B)/bench/benchutil.o $(B)/d/daemon/alloc.o \
+		$(B)/d/daemon/region.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 # The region table alone: bytes per live region, ns per add/find/free/list.
-$(B)/bench/region: $(B)/bench/region.o $(B)/d/daemon/region.o
+$(B)/bench/region: $(B)/bench/region.o $(B)/bench/benchutil.o $(B)/d/daemon/region.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 # The allocator benches look inside the daemon; the others see only rmem.h.
 $(B)/bench/alloc.o $(B)/bench/region.o: BENCH_INC = -Idaemon

@@ -50,6 +50,7 @@
 
 #include "alloc.h"
 #include "region.h"
+#include "benchutil.h"
 
 #define ALIGN 64
 #define BATCH 65536
@@ -69,7 +70,7 @@ struct live_range {
 
 struct opts {
 	uint64_t live[MAX_LIST];
-	int nlive;
+	size_t nlive;
 	bool pattern[P_N];
 	bool sizes[Z_N];
 	double seconds;
@@ -98,28 +99,11 @@ struct run {
 	bool harness_only;	/* time the caller's share alone (changes nothing) */
 };
 
-static uint64_t rnd(struct run *r)
-{
-	/* xorshift64* */
-	r->rng ^= r->rng >> 12;
-	r->rng ^= r->rng << 25;
-	r->rng ^= r->rng >> 27;
-	return r->rng * 0x2545f4914f6cdd1dULL;
-}
-
 static uint64_t random_size(struct run *r)
 {
 	if (r->sizes == Z_FIXED)
 		return 4096;
-	return (1 + rnd(r) % 64) * ALIGN;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (1 + bench_rnd(&r->rng) % 64) * ALIGN;
 }
 
 /* One alloc+free pair of the run's pattern.  Never inlined, so a profiler can
@@ -138,7 +122,7 @@ __attribute__((noinline)) static int pair(struct run *r)
 		r->head = r->head + 1 == r->n ? 0 : r->head + 1;
 		break;
 	default:
-		v = &r->live[rnd(r) % r->n];
+		v = &r->live[bench_rnd(&r->rng) % r->n];
 		break;
 	}
 	rc = alloc_release(r->a, v->off, v->len);
@@ -164,7 +148,7 @@ static int pair_harness(struct run *r)
 		r->head = r->head + 1 == r->n ? 0 : r->head + 1;
 		break;
 	default:
-		v = &r->live[rnd(r) % r->n];
+		v = &r->live[bench_rnd(&r->rng) % r->n];
 		break;
 	}
 	was = *v;
@@ -204,14 +188,14 @@ static int fill(struct run *r)
  * read rarely. */
 static int measure(struct run *r, double seconds, uint64_t count, struct result *res)
 {
-	double t0 = now(), t;
+	double t0 = bench_now(), t;
 	uint64_t done = 0;
 	int rc;
 
 	if (count) {
 		if ((rc = pairs(r, count)))
 			return rc;
-		t = now();
+		t = bench_now();
 		*res = (struct result){ .pairs = count, .seconds = t - t0,
 					.pairs_per_s = (double)count / (t - t0) };
 		return 0;
@@ -220,7 +204,7 @@ static int measure(struct run *r, double seconds, uint64_t count, struct result 
 		if ((rc = pairs(r, BATCH)))
 			return rc;
 		done += BATCH;
-		t = now();
+		t = bench_now();
 	} while (t - t0 < seconds);
 	res->pairs = done;
 	res->seconds = t - t0;
@@ -352,15 +336,6 @@ static void usage(FILE *f)
 		   "-D 0.3 -r 3\n");
 }
 
-static int parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return errno || end == s || *end || *s == '-' ? -EINVAL : 0;
-}
-
 /* Sets flags[i] for every name of names[] in the comma list s. */
 static int parse_names(char *s, const char *const *names, int n, bool *flags)
 {
@@ -377,20 +352,6 @@ static int parse_names(char *s, const char *const *names, int n, bool *flags)
 		flags[i] = true;
 	}
 	return 0;
-}
-
-static int parse_live(char *s, struct opts *o)
-{
-	char *tok;
-
-	o->nlive = 0;
-	while ((tok = strsep(&s, ","))) {
-		if (o->nlive == MAX_LIST || parse_u64(tok, &o->live[o->nlive]) ||
-		    !o->live[o->nlive] || o->live[o->nlive] > (1ull << 28))
-			return -EINVAL;
-		o->nlive++;
-	}
-	return o->nlive ? 0 : -EINVAL;
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -410,7 +371,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	while ((ch = getopt_long(argc, argv, "l:p:z:D:n:r:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'l':
-			if (parse_live(optarg, o))
+			if (bench_parse_live(optarg, o->live, MAX_LIST, &o->nlive))
 				return -EINVAL;
 			break;
 		case 'p':
@@ -427,11 +388,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -EINVAL;
 			break;
 		case 'n':
-			if (parse_u64(optarg, &o->pairs) || !o->pairs)
+			if (bench_parse_u64(optarg, &o->pairs) || !o->pairs)
 				return -EINVAL;
 			break;
 		case 'r':
-			if (parse_u64(optarg, &v) || !v || v > MAX_REPS)
+			if (bench_parse_u64(optarg, &v) || !v || v > MAX_REPS)
 				return -EINVAL;
 			o->reps = (int)v;
 			break;
@@ -459,7 +420,7 @@ int main(int argc, char **argv)
 	}
 	if (!o.json)
 		print_header();
-	for (int l = 0; l < o.nlive; l++) {
+	for (size_t l = 0; l < o.nlive; l++) {
 		double table = region_table_bytes(o.live[l]);
 
 		for (int z = 0; z < Z_N; z++) {

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "region.h"
+#include "benchutil.h"
 
 #define OWNERS 64
 #define MAX_LIST 8
@@ -42,7 +43,7 @@
 
 struct opts {
 	uint64_t live[MAX_LIST];
-	int nlive;
+	size_t nlive;
 	int reps;
 	bool json;
 };
@@ -60,23 +61,6 @@ struct bench {
 	uint64_t sink;
 };
 
-static uint64_t rnd(struct bench *b)
-{
-	/* xorshift64* */
-	b->rng ^= b->rng >> 12;
-	b->rng ^= b->rng << 25;
-	b->rng ^= b->rng >> 27;
-	return b->rng * 0x2545f4914f6cdd1dULL;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Resident bytes of the process (0 if /proc says nothing). */
 static size_t resident_bytes(void)
 {
@@ -93,7 +77,7 @@ static size_t resident_bytes(void)
 
 static int add_one(struct bench *b, uint64_t slot)
 {
-	uint64_t o = rnd(b) % OWNERS;
+	uint64_t o = bench_rnd(&b->rng) % OWNERS;
 	struct region *r = region_add(b->t, &b->owners[o], o + 1, 0, slot * ALIGN, ALIGN);
 
 	if (!r)
@@ -114,14 +98,14 @@ static int fill(struct bench *b)
 static int pick_only(struct bench *b, uint64_t count)
 {
 	for (uint64_t i = 0; i < count; i++)
-		b->sink += b->ids[rnd(b) % b->n];
+		b->sink += b->ids[bench_rnd(&b->rng) % b->n];
 	return 0;
 }
 
 static int find_some(struct bench *b, uint64_t count)
 {
 	for (uint64_t i = 0; i < count; i++) {
-		const struct region *r = region_find(b->t, b->ids[rnd(b) % b->n]);
+		const struct region *r = region_find(b->t, b->ids[bench_rnd(&b->rng) % b->n]);
 
 		if (!r)
 			return -ENOENT;
@@ -137,7 +121,7 @@ static int find_some(struct bench *b, uint64_t count)
 static int free_some(struct bench *b, uint64_t count)
 {
 	for (uint64_t i = 0; i < count; i++) {
-		uint64_t last = b->n - 1 - i, at = rnd(b) % (last + 1), id = b->ids[at];
+		uint64_t last = b->n - 1 - i, at = bench_rnd(&b->rng) % (last + 1), id = b->ids[at];
 		struct region *r = region_find(b->t, id);
 
 		if (!r)
@@ -198,35 +182,35 @@ static int run_one(const struct opts *o, uint64_t n, double ns[OP_N], double byt
 	b.t = region_table_new();
 	if (!b.ids || !b.t)
 		goto out;
-	t0 = now();
+	t0 = bench_now();
 	if ((rc = fill(&b)))
 		goto out;
-	ns[OP_FILL] = (now() - t0) * 1e9 / (double)n;
+	ns[OP_FILL] = (bench_now() - t0) * 1e9 / (double)n;
 	bytes[0] = (double)region_table_memory(b.t) / (double)n;
 	bytes[1] = (double)(resident_bytes() - before) / (double)n;
 	for (int i = 0; i < o->reps; i++) {
-		t0 = now();
+		t0 = bench_now();
 		if ((rc = find_some(&b, lookups)))
 			goto out;
-		w[OP_FIND][i] = (now() - t0) * 1e9 / (double)lookups;
-		t0 = now();
+		w[OP_FIND][i] = (bench_now() - t0) * 1e9 / (double)lookups;
+		t0 = bench_now();
 		pick_only(&b, lookups);
-		w[OP_CALLER][i] = (now() - t0) * 1e9 / (double)lookups;
+		w[OP_CALLER][i] = (bench_now() - t0) * 1e9 / (double)lookups;
 		w[OP_FREE][i] = w[OP_ADD][i] = 0;
 		for (uint64_t k = 0; k < rounds; k++) {
-			t0 = now();
+			t0 = bench_now();
 			if ((rc = free_some(&b, churn)))
 				goto out;
-			w[OP_FREE][i] += (now() - t0) * 1e9 / (double)(churn * rounds);
-			t0 = now();
+			w[OP_FREE][i] += (bench_now() - t0) * 1e9 / (double)(churn * rounds);
+			t0 = bench_now();
 			if ((rc = add_some(&b, churn)))
 				goto out;
-			w[OP_ADD][i] += (now() - t0) * 1e9 / (double)(churn * rounds);
+			w[OP_ADD][i] += (bench_now() - t0) * 1e9 / (double)(churn * rounds);
 		}
-		t0 = now();
+		t0 = bench_now();
 		if ((rc = list_all(&b, &listed)))
 			goto out;
-		w[OP_LIST][i] = (now() - t0) * 1e9 / (double)listed;
+		w[OP_LIST][i] = (bench_now() - t0) * 1e9 / (double)listed;
 	}
 	for (int op = OP_FIND; op < OP_N; op++)
 		ns[op] = median(w[op], o->reps);
@@ -262,29 +246,6 @@ static void usage(FILE *f)
 		   "  defaults: -l 1000,100000,1000000 -r 5\n");
 }
 
-static int parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return errno || end == s || *end || *s == '-' ? -EINVAL : 0;
-}
-
-static int parse_live(char *s, struct opts *o)
-{
-	char *tok;
-
-	o->nlive = 0;
-	while ((tok = strsep(&s, ","))) {
-		if (o->nlive == MAX_LIST || parse_u64(tok, &o->live[o->nlive]) ||
-		    !o->live[o->nlive] || o->live[o->nlive] > (1ull << 28))
-			return -EINVAL;
-		o->nlive++;
-	}
-	return o->nlive ? 0 : -EINVAL;
-}
-
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
@@ -299,11 +260,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	while ((ch = getopt_long(argc, argv, "l:r:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'l':
-			if (parse_live(optarg, o))
+			if (bench_parse_live(optarg, o->live, MAX_LIST, &o->nlive))
 				return -EINVAL;
 			break;
 		case 'r':
-			if (parse_u64(optarg, &v) || !v || v > MAX_REPS)
+			if (bench_parse_u64(optarg, &v) || !v || v > MAX_REPS)
 				return -EINVAL;
 			o->reps = (int)v;
 			break;
@@ -335,7 +296,7 @@ int main(int argc, char **argv)
 		printf("%8s %9s %8s %8s %8s %8s %8s %8s %8s\n", "", "per live", "per live",
 		       "ns/add", "ns", "ns", "ns", "ns", "ns/reg");
 	}
-	for (int l = 0; l < o.nlive; l++) {
+	for (size_t l = 0; l < o.nlive; l++) {
 		double ns[OP_N] = { 0 }, bytes[2] = { 0 };
 
 		if (run_one(&o, o.live[l], ns, bytes)) {
