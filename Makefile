@@ -17,7 +17,7 @@ SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
 DESTDIR    ?=
 
-VERSION    := 0.1.0
+VERSION    := 1.2.0
 SOMAJOR    := 1
 
 CC         ?= cc
@@ -55,9 +55,10 @@ LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 
 PROTO_SRC := client-lib/proto.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
-	client-lib/endpoint.c client-lib/engine.c client-lib/io.c client-lib/rdma.c \
-	client-lib/regcache.c client-lib/keepalive.c client-lib/auth.c $(PROTO_SRC) \
-	client-lib/membuf.c
+	client-lib/endpoint.c client-lib/engine.c client-lib/io.c client-lib/nic.c \
+	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
+	$(PROTO_SRC) client-lib/membuf.c client-lib/lock.c client-lib/datapath.c \
+	client-lib/compat.c client-lib/version.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/rdma.c daemon/tenant.c daemon/lease.c $(PROTO_SRC) client-lib/endpoint.c \
@@ -65,6 +66,9 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/pool.c \
 CTL_SRCS := client-lib/rmemctl.c
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)
+# Every object that goes into librmem.so and librmem.a (the lead's internal
+# common archive adds its objects here).
+LIB_ALL_OBJS = $(LIB_OBJS)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(B)/d/%.o)
 
@@ -97,23 +101,33 @@ RDMA_HEADERS := tests/rdma/rawclient.h tests/rdma/rig.h client-lib/proto.h tests
 all: $(B)/rmemd $(B)/librmem.so.$(SOMAJOR) $(B)/librmem.a $(B)/rmemctl $(B)/librmem.pc \
 	$(B)/rmem-perf
 
+# Library objects show only the API (rmem.h's RMEM_API): everything else is
+# hidden, in librmem.so by the map and in librmem.a by the localizing below.
+LIB_VISIBILITY := -fvisibility=hidden
 $(B)/lib/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LIB_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LIB_CFLAGS) $(LIB_VISIBILITY) -MMD -MP -c -o $@ $<
 
 $(B)/d/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(DAEMON_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(B)/librmem.so.$(SOMAJOR): $(LIB_OBJS) client-lib/librmem.map
+$(B)/librmem.so.$(SOMAJOR): $(LIB_ALL_OBJS) client-lib/librmem.map
 	$(CC) -shared -Wl,-soname,librmem.so.$(SOMAJOR) \
 		-Wl,--version-script=client-lib/librmem.map -Wl,--no-undefined \
-		$(LDFLAGS_ALL) -o $@ $(LIB_OBJS) $(LIB_LIBS)
+		$(LDFLAGS_ALL) -o $@ $(LIB_ALL_OBJS) $(LIB_LIBS)
 	ln -sf librmem.so.$(SOMAJOR) $(B)/librmem.so
 
-$(B)/librmem.a: $(LIB_OBJS)
-	rm -f $@
-	ar rcs $@ $^
+# One relocatable object with every hidden symbol made local, so that the
+# archive's internals cannot clash with an application's names (nm -g shows
+# only rmem_*, and the compat aliases' reserved __rmem_*).
+LD ?= ld
+OBJCOPY ?= objcopy
+$(B)/librmem.a: $(LIB_ALL_OBJS)
+	rm -f $@ $(B)/librmem-all.o
+	$(LD) -r -o $(B)/librmem-all.o $^
+	$(OBJCOPY) --localize-hidden $(B)/librmem-all.o
+	ar rcs $@ $(B)/librmem-all.o
 
 # Written again on every make: PREFIX and friends may differ from the last run.
 PC_SUBST := sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
