@@ -55,7 +55,7 @@ LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 
 PROTO_SRC := client-lib/proto.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
-	client-lib/endpoint.c client-lib/engine.c client-lib/io.c client-lib/nic.c \
+	client-lib/endpoint.c client-lib/engine.c client-lib/io.c client-lib/nic_conn.c \
 	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
 	$(PROTO_SRC) client-lib/membuf.c client-lib/lock.c client-lib/datapath.c \
 	client-lib/compat.c client-lib/version.c

@@ -8,7 +8,7 @@
  *              keepalive.c (the lease thread) beside them
  *   engine     engine.c (the in-order request engine on the stream),
  *              datapath.c (reads, writes and atomics on the NIC or the stream)
- *   transport  tcp.c (TCP and Unix sockets) | nic.c, nic_post.c,
+ *   transport  tcp.c (TCP and Unix sockets) | nic_conn.c, nic_post.c,
  *              nic_regcache.c (RDMA verbs; calls up only through the
  *              callbacks it was given)
  *   common     proto.c (the wire codec), endpoint.c; lock.c; op.h (a record)

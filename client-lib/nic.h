@@ -1,6 +1,6 @@
 /*
  * nic.h - the RDMA transport of librmem.  Every ibv_* and rdma_* call of the
- * library lives in the nic*.c files (nic.c: device and connection,
+ * library lives in the nic*.c files (nic_conn.c: device and connection,
  * nic_post.c: work requests and completions, nic_regcache.c:
  * registrations), behind the calls below.
  *

@@ -94,7 +94,7 @@ struct nic_conn {
 	uint8_t depth;                /* initiator depth of the connect */
 };
 
-/* nic.c: replaces the broken queue pair (see there).  Nothing may be
+/* nic_conn.c: replaces the broken queue pair (see there).  Nothing may be
  * posted.  0 or a negative errno. */
 int nic_reattach(struct nic_conn *n);
 

@@ -1,5 +1,5 @@
 /*
- * nic.c - the device and the connection of the NIC transport (nic.h):
+ * nic_conn.c - the device and the connection of the NIC transport (nic.h):
  * attach, detach and the re-attach after a queue pair failed.  The ring of
  * work requests is nic_post.c's; both share nic_int.h.
  */
