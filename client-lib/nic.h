@@ -10,7 +10,7 @@
  *   - reads and writes are IBV_WR_RDMA_READ/WRITE straight into the region;
  *     up to NIC_BOUNCE_MAX bytes through a pre-registered bounce slot (tiny
  *     writes inline), larger ones from the caller's buffer, registered
- *     while transfers on it are in flight (regcache.h: never kept longer, since
+ *     while transfers on it are in flight (nic_regcache.h: never kept longer, since
  *     freed and remapped memory would go unnoticed) and split at the port's
  *     max_msg_sz; a transfer inside a range the application registered
  *     (rmem_register_buf) uses that registration, whatever its size;
