@@ -118,15 +118,18 @@ $(B)/librmem.so.$(SOMAJOR): $(LIB_ALL_OBJS) client-lib/librmem.map
 		$(LDFLAGS_ALL) -o $@ $(LIB_ALL_OBJS) $(LIB_LIBS)
 	ln -sf librmem.so.$(SOMAJOR) $(B)/librmem.so
 
-# One relocatable object with every hidden symbol made local, so that the
-# archive's internals cannot clash with an application's names (nm -g shows
-# only rmem_*, and the compat aliases' reserved __rmem_*).
+# One relocatable object with every symbol but the API made local, so that
+# the archive's internals cannot clash with an application's names (nm -g
+# shows only rmem_*, and the compat aliases' reserved __rmem_*).  By name as
+# well as by visibility: objects shared with the daemon (the internal common
+# archive) may not be built with -fvisibility=hidden.
 LD ?= ld
 OBJCOPY ?= objcopy
 $(B)/librmem.a: $(LIB_ALL_OBJS)
 	rm -f $@ $(B)/librmem-all.o
 	$(LD) -r -o $(B)/librmem-all.o $^
-	$(OBJCOPY) --localize-hidden $(B)/librmem-all.o
+	$(OBJCOPY) --localize-hidden -w --keep-global-symbol='rmem_*' \
+		--keep-global-symbol='__rmem_*' $(B)/librmem-all.o
 	ar rcs $@ $(B)/librmem-all.o
 
 # Written again on every make: PREFIX and friends may differ from the last run.
