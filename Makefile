@@ -17,7 +17,7 @@ SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
 DESTDIR    ?=
 
-VERSION    := 0.1.0
+VERSION    := 1.2.0
 SOMAJOR    := 1
 
 CC         ?= cc
@@ -68,9 +68,10 @@ PROTO_SRC := common/proto.c
 COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c common/addr.c \
 	common/authmac.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
-	client-lib/engine.c client-lib/io.c client-lib/rdma.c \
-	client-lib/regcache.c client-lib/keepalive.c client-lib/auth.c \
-	client-lib/membuf.c
+	client-lib/engine.c client-lib/io.c client-lib/nic_conn.c \
+	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
+	client-lib/membuf.c client-lib/lock.c client-lib/datapath.c \
+	client-lib/compat.c client-lib/version.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/rdma.c daemon/tenant.c daemon/lease.c \
@@ -80,6 +81,9 @@ CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
 COMMON_LIB := $(B)/libcommon.a
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)
+# Every object that goes into librmem.so and librmem.a: the library's own and
+# the internal common archive's.
+LIB_ALL_OBJS = $(LIB_OBJS) $(COMMON_OBJS)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 # What `make install` copies to BINDIR: linked by `make`, without an rpath.
@@ -123,9 +127,12 @@ $(COMMON_LIB): $(COMMON_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
+# Library objects show only the API (rmem.h's RMEM_API): everything else is
+# hidden, in librmem.so by the map and in librmem.a by the localizing below.
+LIB_VISIBILITY := -fvisibility=hidden
 $(B)/lib/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(LIB_INC) $(CFLAGS_ALL) $(LIB_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS_ALL) $(LIB_INC) $(CFLAGS_ALL) $(LIB_CFLAGS) $(LIB_VISIBILITY) -MMD -MP -c -o $@ $<
 
 $(B)/d/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -135,15 +142,24 @@ $(B)/tool/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 
-$(B)/librmem.so.$(SOMAJOR): $(LIB_OBJS) $(COMMON_LIB) client-lib/librmem.map
+$(B)/librmem.so.$(SOMAJOR): $(LIB_ALL_OBJS) client-lib/librmem.map
 	$(CC) -shared -Wl,-soname,librmem.so.$(SOMAJOR) \
 		-Wl,--version-script=client-lib/librmem.map -Wl,--no-undefined \
-		$(LDFLAGS_ALL) -o $@ $(LIB_OBJS) $(COMMON_LIB) $(LIB_LIBS)
+		$(LDFLAGS_ALL) -o $@ $(LIB_ALL_OBJS) $(LIB_LIBS)
 	ln -sf librmem.so.$(SOMAJOR) $(B)/librmem.so
 
-$(B)/librmem.a: $(LIB_OBJS) $(COMMON_OBJS)
-	rm -f $@
-	ar rcs $@ $^
+# One relocatable object with every symbol but the API made local, so that
+# the archive's internals cannot clash with an application's names (nm -g
+# shows only rmem_*, and the compat aliases' reserved __rmem_*).  By name as
+# well as by visibility, so nothing depends on how an object was compiled.
+LD ?= ld
+OBJCOPY ?= objcopy
+$(B)/librmem.a: $(LIB_ALL_OBJS)
+	rm -f $@ $(B)/librmem-all.o
+	$(LD) -r -o $(B)/librmem-all.o $^
+	$(OBJCOPY) --localize-hidden -w --keep-global-symbol='rmem_*' \
+		--keep-global-symbol='__rmem_*' $(B)/librmem-all.o
+	ar rcs $@ $(B)/librmem-all.o
 
 # Written again on every make: PREFIX and friends may differ from the last run.
 PC_SUBST := sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
@@ -232,6 +248,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS)
 		$(CHAOS_BINS) \
 		tests/unit/test_layers.sh \
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
+		tests/func/test_static.sh \
 		tests/vm/suite
 
 unit: $(UNIT_BINS)

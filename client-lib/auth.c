@@ -3,8 +3,8 @@
  * AUTH_BEGIN and AUTH): proves that we know the tenant's secret without
  * sending it, and checks that the daemon knows it too.
  */
+#include "auth.h"
 #include "authmac.h"
-#include "client.h"
 #include "secret.h"
 
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <sodium.h>
 
 /* AUTH_BEGIN: the daemon's nonce and our session id. */
-static int begin(struct rmem_client *c, const char *tenant, const uint8_t *client_nonce,
+static int begin(struct engine *e, const char *tenant, const uint8_t *client_nonce,
 		 struct proto_auth_begin_rep *rep)
 {
 	struct proto_auth_begin_req req = { .tenant = { 0 } };
@@ -23,32 +23,32 @@ static int begin(struct rmem_client *c, const char *tenant, const uint8_t *clien
 
 	memcpy(req.tenant, tenant, strlen(tenant));
 	memcpy(req.client_nonce, client_nonce, PROTO_NONCE_LEN);
-	err = eng_call(c, PROTO_OP_AUTH_BEGIN, buf, proto_auth_begin_req_encode(buf, &req),
+	err = eng_call(e, PROTO_OP_AUTH_BEGIN, buf, proto_auth_begin_req_encode(buf, &req),
 		       &reply_len);
 	if (err)
 		return err;
-	if (proto_auth_begin_rep_decode(c->rx, reply_len, &status, rep) < 0)
-		return eng_fail(c, -EPROTO);
+	if (proto_auth_begin_rep_decode(e->rx, reply_len, &status, rep) < 0)
+		return eng_fail(e, -EPROTO);
 	return status;
 }
 
 /* AUTH: our MAC out, the daemon's back. */
-static int prove(struct rmem_client *c, const uint8_t mac[PROTO_MAC_LEN],
+static int prove(struct engine *e, const uint8_t mac[PROTO_MAC_LEN],
 		 uint8_t server_mac[PROTO_MAC_LEN])
 {
 	uint8_t buf[PROTO_AUTH_REQ_LEN];
 	size_t reply_len;
 	int status, err;
 
-	err = eng_call(c, PROTO_OP_AUTH, buf, proto_auth_req_encode(buf, mac), &reply_len);
+	err = eng_call(e, PROTO_OP_AUTH, buf, proto_auth_req_encode(buf, mac), &reply_len);
 	if (err)
 		return err;
-	if (proto_auth_rep_decode(c->rx, reply_len, &status, server_mac) < 0)
-		return eng_fail(c, -EPROTO);
+	if (proto_auth_rep_decode(e->rx, reply_len, &status, server_mac) < 0)
+		return eng_fail(e, -EPROTO);
 	return status;
 }
 
-int auth_tenant(struct rmem_client *c, const char *tenant, const char *secret_file)
+int auth_tenant(struct engine *e, const char *tenant, const char *secret_file)
 {
 	uint8_t client_nonce[PROTO_NONCE_LEN], mac[PROTO_MAC_LEN], want[PROTO_MAC_LEN];
 	struct proto_auth_begin_rep rep;
@@ -65,19 +65,19 @@ int auth_tenant(struct rmem_client *c, const char *tenant, const char *secret_fi
 	if (err)
 		goto out;
 	randombytes_buf(client_nonce, sizeof client_nonce);
-	err = begin(c, tenant, client_nonce, &rep);
+	err = begin(e, tenant, client_nonce, &rep);
 	if (err)
 		goto out;
 	authmac_compute(secret.bytes, secret.len, PROTO_AUTH_CLIENT, tenant, rep.server_nonce,
 			client_nonce, rep.session_id, mac);
-	err = prove(c, mac, mac);
+	err = prove(e, mac, mac);
 	if (err)
 		goto out;
 	/* A daemon that cannot show the secret is not the one we trust. */
 	authmac_compute(secret.bytes, secret.len, PROTO_AUTH_SERVER, tenant, rep.server_nonce,
 			client_nonce, rep.session_id, want);
 	if (sodium_memcmp(want, mac, PROTO_MAC_LEN) != 0)
-		err = eng_fail(c, -EACCES);
+		err = eng_fail(e, -EACCES);
 out:
 	secret_wipe(&secret);
 	sodium_memzero(want, sizeof want);

@@ -1,6 +1,6 @@
 /*
  * client.c - the session calls of librmem: connect and close, alloc, free,
- * stats and the admin listings, and the client's lock.  Transfers, atomics
+ * stats and the admin listings.  Transfers, atomics
  * and rmem_poll are in io.c; every request goes through the engine
  * (engine.c), which keeps requests and replies in step.
  *
@@ -15,8 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
+#include "datapath.h"
 #include "endpoint.h"
-#include "rdma.h"
+#include "keepalive.h"
 #include "tcp.h"
 
 /* True when a caller's struct of opts_size bytes contains field. */
@@ -123,69 +125,12 @@ static int check_path(const struct endpoint *ep, enum transport_choice *choice)
 	}
 	if (*choice == CHOICE_TCP)
 		return 0;
-	if (!rdma_have_device()) {
+	if (!dp_have_device()) {
 		if (*choice == CHOICE_RDMA)
 			return -ENOTSUP;
 		*choice = CHOICE_TCP;
 	}
 	return 0;
-}
-
-/* ---- the client's lock ------------------------------------------------------ */
-
-static int lock_init(struct client_lock *l)
-{
-	int err = pthread_mutex_init(&l->mu, NULL);
-
-	if (err)
-		return -err;
-	err = pthread_cond_init(&l->cv, NULL);
-	if (err) {
-		pthread_mutex_destroy(&l->mu);
-		return -err;
-	}
-	return 0;
-}
-
-/* A ticket lock: the mutex is held only to take a ticket or pass the turn,
- * never across a call's I/O. */
-void client_lock(struct rmem_client *c)
-{
-	struct client_lock *l = &c->lock;
-	uint64_t ticket;
-
-	pthread_mutex_lock(&l->mu);
-	ticket = l->next_ticket++;
-	while (ticket != l->serving) {
-		l->waiting++;
-		pthread_cond_wait(&l->cv, &l->mu);
-		l->waiting--;
-	}
-	pthread_mutex_unlock(&l->mu);
-}
-
-bool client_trylock(struct rmem_client *c)
-{
-	struct client_lock *l = &c->lock;
-	bool free_now;
-
-	pthread_mutex_lock(&l->mu);
-	free_now = l->next_ticket == l->serving;
-	if (free_now)
-		l->next_ticket++;
-	pthread_mutex_unlock(&l->mu);
-	return free_now;
-}
-
-void client_unlock(struct rmem_client *c)
-{
-	struct client_lock *l = &c->lock;
-
-	pthread_mutex_lock(&l->mu);
-	l->serving++;
-	if (l->waiting)
-		pthread_cond_broadcast(&l->cv);
-	pthread_mutex_unlock(&l->mu);
 }
 
 /* ---- session --------------------------------------------------------------- */
@@ -208,20 +153,20 @@ static int say_hello(struct rmem_client *c, struct hello_rdma *hr)
 	size_t reply_len;
 	int status, err;
 
-	err = eng_call(c, PROTO_OP_HELLO, buf, proto_hello_req_encode(buf, &req), &reply_len);
+	err = eng_call(&c->eng, PROTO_OP_HELLO, buf, proto_hello_req_encode(buf, &req), &reply_len);
 	if (err)
 		return err;
-	if (proto_hello_rep_decode(c->rx, reply_len, &status, &rep) < 0)
-		return eng_fail(c, -EPROTO);
+	if (proto_hello_rep_decode(c->eng.rx, reply_len, &status, &rep) < 0)
+		return eng_fail(&c->eng, -EPROTO);
 	if (status)
 		return status;
 	if (rep.max_io == 0)
-		return eng_fail(c, -EPROTO);
+		return eng_fail(&c->eng, -EPROTO);
 	c->session_id = rep.session_id;
 	hr->token = rep.attach_token;
 	hr->port = rep.key_mode == PROTO_KEYS_NONE ? 0 : rep.rdma_port;
-	c->max_io = rep.max_io < PROTO_MAX_IO ? rep.max_io : PROTO_MAX_IO;
-	c->lease_ms = rep.lease_ms;
+	c->eng.max_io = rep.max_io < PROTO_MAX_IO ? rep.max_io : PROTO_MAX_IO;
+	c->eng.lease_ms = rep.lease_ms;
 	return 0;
 }
 
@@ -230,15 +175,15 @@ static int open_stream(struct rmem_client *c, const struct endpoint *ep)
 	int fd;
 
 	if (ep->kind == ENDPOINT_UNIX) {
-		fd = tcp_connect_unix(ep->path, c->timeout_ms);
-		c->transport = "unix";
+		fd = tcp_connect_unix(ep->path, c->eng.timeout_ms);
+		c->stream = "unix";
 	} else {
-		fd = tcp_connect_host(ep->host, ep->port, c->timeout_ms);
-		c->transport = "tcp";
+		fd = tcp_connect_host(ep->host, ep->port, c->eng.timeout_ms);
+		c->stream = "tcp";
 	}
 	if (fd < 0)
 		return fd;
-	c->fd = fd;
+	c->eng.fd = fd;
 	return 0;
 }
 
@@ -256,10 +201,9 @@ static int open_rdma(struct rmem_client *c, const struct endpoint *ep,
 		return 0;
 	if (hr->port == 0)
 		return choice == CHOICE_RDMA ? -ENOTSUP : 0;
-	err = rdma_attach(c, ep->host, hr->port, hr->token);
+	err = dp_attach(&c->eng, ep->host, hr->port, c->session_id, hr->token);
 	if (err)
 		return choice == CHOICE_RDMA ? err : 0;
-	c->transport = "rdma";
 	return 0;
 }
 
@@ -292,21 +236,18 @@ int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **
 		free(c);
 		return err;
 	}
-	c->fd = -1;
-	c->timeout_ms = params.timeout_ms;
-	c->next_req_id = 1;
-	eng_init(c);
+	eng_init(&c->eng, params.timeout_ms);
 	err = open_stream(c, &ep);
 	if (err)
 		goto fail;
 	if (params.tenant)
-		err = auth_tenant(c, params.tenant, params.secret_file);
+		err = auth_tenant(&c->eng, params.tenant, params.secret_file);
 	if (!err)
 		err = say_hello(c, &hr);
 	if (!err)
 		err = open_rdma(c, &ep, params.choice, &hr);
 	if (!err)
-		err = keepalive_start(c);
+		err = keepalive_start(&c->keepalive, &c->lock, &c->eng, c->eng.lease_ms);
 	if (err)
 		goto fail;
 	*out = c;
@@ -321,22 +262,22 @@ void rmem_close(rmem_client *c)
 	if (!c)
 		return;
 	/* The keepalive thread uses the engine: it goes before anything else. */
-	keepalive_stop(c);
+	keepalive_stop(c->keepalive);
+	c->keepalive = NULL;
 	/* Posted operations still in flight are dropped: the library forgets
 	 * their buffers here, and never touches them again.  The queue pair
 	 * goes first: once it is destroyed, no DMA reaches those buffers. */
-	rdma_detach(c);
-	eng_release(c);
-	if (c->fd >= 0)
-		close(c->fd);
-	pthread_cond_destroy(&c->lock.cv);
-	pthread_mutex_destroy(&c->lock.mu);
+	dp_detach(&c->eng);
+	eng_release(&c->eng);
+	lock_fini(&c->lock);
 	free(c);
 }
 
 const char *rmem_transport(const rmem_client *c)
 {
-	return c ? c->transport : "none";
+	if (!c)
+		return "none";
+	return dp_carries_data(&c->eng) ? "rdma" : c->stream;
 }
 
 /* ---- alloc, free, stats ------------------------------------------------------ */
@@ -350,13 +291,13 @@ static int alloc_locked(struct rmem_client *c, uint64_t size, uint32_t flags,
 	size_t reply_len;
 	int status, err;
 
-	if (c->broken)
+	if (c->eng.broken)
 		return -ECONNRESET;
-	err = eng_call(c, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req), &reply_len);
+	err = eng_call(&c->eng, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req), &reply_len);
 	if (err)
 		return err;
-	if (proto_alloc_rep_decode(c->rx, reply_len, &status, &reg) < 0)
-		return eng_fail(c, -EPROTO);
+	if (proto_alloc_rep_decode(c->eng.rx, reply_len, &status, &reg) < 0)
+		return eng_fail(&c->eng, -EPROTO);
 	if (status)
 		return status;
 	*out = (struct rmem_region){
@@ -375,9 +316,9 @@ int rmem_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region
 
 	if (!c || !out || size == 0 || flags != 0)
 		return -EINVAL;
-	client_lock(c);
+	lock_hold(&c->lock);
 	err = alloc_locked(c, size, flags, out);
-	client_unlock(c);
+	lock_release(&c->lock);
 	return err;
 }
 
@@ -388,13 +329,13 @@ static int free_locked(struct rmem_client *c, const struct rmem_region *r)
 	size_t reply_len;
 	int status, err;
 
-	if (c->broken)
+	if (c->eng.broken)
 		return -ECONNRESET;
-	err = eng_call(c, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req), &reply_len);
+	err = eng_call(&c->eng, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req), &reply_len);
 	if (err)
 		return err;
-	if (proto_status_decode(c->rx, reply_len, &status) < 0)
-		return eng_fail(c, -EPROTO);
+	if (proto_status_decode(c->eng.rx, reply_len, &status) < 0)
+		return eng_fail(&c->eng, -EPROTO);
 	return status;
 }
 
@@ -404,9 +345,9 @@ int rmem_free(rmem_client *c, const struct rmem_region *r)
 
 	if (!c || !r)
 		return -EINVAL;
-	client_lock(c);
+	lock_hold(&c->lock);
 	err = free_locked(c, r);
-	client_unlock(c);
+	lock_release(&c->lock);
 	return err;
 }
 
@@ -416,13 +357,13 @@ static int stats_locked(struct rmem_client *c, struct rmem_stats *out)
 	size_t reply_len;
 	int status, err;
 
-	if (c->broken)
+	if (c->eng.broken)
 		return -ECONNRESET;
-	err = eng_call(c, PROTO_OP_STATS, NULL, 0, &reply_len);
+	err = eng_call(&c->eng, PROTO_OP_STATS, NULL, 0, &reply_len);
 	if (err)
 		return err;
-	if (proto_stats_rep_decode(c->rx, reply_len, &status, &st) < 0)
-		return eng_fail(c, -EPROTO);
+	if (proto_stats_rep_decode(c->eng.rx, reply_len, &status, &st) < 0)
+		return eng_fail(&c->eng, -EPROTO);
 	if (status)
 		return status;
 	*out = (struct rmem_stats){
@@ -446,39 +387,39 @@ int rmem_stats(rmem_client *c, struct rmem_stats *out)
 
 	if (!c || !out)
 		return -EINVAL;
-	client_lock(c);
+	lock_hold(&c->lock);
 	err = stats_locked(c, out);
-	client_unlock(c);
+	lock_release(&c->lock);
 	return err;
 }
 
 /* ---- admin listings ------------------------------------------------------------ */
 
 /* Sends a listing request and checks the reply: on success *count records of
- * reclen bytes follow the list header in c->rx. */
+ * reclen bytes follow the list header in c->eng.rx. */
 static int list_call(struct rmem_client *c, uint16_t opcode, const void *req, size_t req_len,
 		     size_t reclen, uint32_t limit, uint32_t *count)
 {
 	size_t reply_len;
 	int status, err;
 
-	if (c->broken)
+	if (c->eng.broken)
 		return -ECONNRESET;
-	err = eng_call(c, opcode, req, req_len, &reply_len);
+	err = eng_call(&c->eng, opcode, req, req_len, &reply_len);
 	if (err)
 		return err;
-	if (proto_list_hdr_decode(c->rx, reply_len, reclen, &status, count) < 0)
-		return eng_fail(c, -EPROTO);
+	if (proto_list_hdr_decode(c->eng.rx, reply_len, reclen, &status, count) < 0)
+		return eng_fail(&c->eng, -EPROTO);
 	if (status)
 		return status;
 	if (*count > limit)
-		return eng_fail(c, -EPROTO);
+		return eng_fail(&c->eng, -EPROTO);
 	return 0;
 }
 
 static const uint8_t *list_record(const struct rmem_client *c, size_t reclen, uint32_t i)
 {
-	return c->rx + PROTO_LIST_HDR_LEN + (size_t)i * reclen;
+	return c->eng.rx + PROTO_LIST_HDR_LEN + (size_t)i * reclen;
 }
 
 /* The request for REGIONS and CLIENTS: never more than one reply holds, and
@@ -595,9 +536,9 @@ int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max)
 
 	if (err)
 		return err;
-	client_lock(c);
-	err = c->broken ? -ECONNRESET : max == 0 ? 0 : pools_locked(c, out, max);
-	client_unlock(c);
+	lock_hold(&c->lock);
+	err = c->eng.broken ? -ECONNRESET : max == 0 ? 0 : pools_locked(c, out, max);
+	lock_release(&c->lock);
 	return err;
 }
 
@@ -607,9 +548,9 @@ int rmem_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out, s
 
 	if (err)
 		return err;
-	client_lock(c);
-	err = c->broken ? -ECONNRESET : max == 0 ? 0 : regions_locked(c, after, out, max);
-	client_unlock(c);
+	lock_hold(&c->lock);
+	err = c->eng.broken ? -ECONNRESET : max == 0 ? 0 : regions_locked(c, after, out, max);
+	lock_release(&c->lock);
 	return err;
 }
 
@@ -619,8 +560,8 @@ int rmem_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, s
 
 	if (err)
 		return err;
-	client_lock(c);
-	err = c->broken ? -ECONNRESET : max == 0 ? 0 : clients_locked(c, after, out, max);
-	client_unlock(c);
+	lock_hold(&c->lock);
+	err = c->eng.broken ? -ECONNRESET : max == 0 ? 0 : clients_locked(c, after, out, max);
+	lock_release(&c->lock);
 	return err;
 }

@@ -1,278 +1,51 @@
 /*
- * client.h - librmem internals: the session behind the opaque rmem_client,
- * and the request engine (engine.c) that every call goes through.
+ * client.h - librmem internals: the session behind the opaque rmem_client.
  *
- * Control requests always travel on the stream (TCP, Unix socket).  On an
- * RDMA client (c->rdma set, rdma.c) reads, writes and atomics go on its
- * queue pair instead; posted operations share struct eng_op and the
- * completion queue below either way.
+ * The library is layered, each layer calling only the ones below it:
+ *   api        client.c (connect, session calls), io.c (transfers, posted
+ *              operations, atomics, rmem_poll), membuf.c, compat.c,
+ *              version.c, strerror.c; auth.c (the tenant handshake) and
+ *              keepalive.c (the lease thread) beside them
+ *   engine     engine.c (the in-order request engine on the stream),
+ *              datapath.c (reads, writes and atomics on the NIC or the stream)
+ *   transport  tcp.c (TCP and Unix sockets) | nic_conn.c, nic_post.c,
+ *              nic_regcache.c (RDMA verbs; calls up only through the
+ *              callbacks it was given)
+ *   common     proto.c (the wire codec), endpoint.c; lock.c; op.h (a record)
  *
- * Locking: every public call that touches a client holds c->lock from start
- * to end (client_lock/client_unlock), including its waits on the socket.  So
- * all the state below, the engine's included, is only ever used by one
- * thread at a time, and the engine needs no locking of its own.
+ * Locking: every public call that touches a client holds c->lock (lock.h)
+ * from start to end, including its waits on the socket.  So the engine and
+ * everything below it are only ever used by one thread at a time.
  */
 #ifndef RMEM_CLIENT_H
 #define RMEM_CLIENT_H
 
-#include <pthread.h>
-#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <sys/uio.h>
 
-#include "proto.h"
-#include "regcache.h"
+#include "engine.h"
+#include "lock.h"
 #include "rmem.h"
 
 #define CLIENT_DEFAULT_TIMEOUT_MS 10000
 
-/*
- * What may be in flight on one connection (sent and not yet answered).
- * Beyond either bound a sender first receives replies.  64 MiB keeps four
- * 16 MiB chunks in flight, enough for the daemon never to wait for the next
- * request; 64 requests keep small operations streaming.
- */
-#define ENG_MAX_FRAMES 64u          /* power of two: the FIFO is a ring */
-#define ENG_MAX_BYTES  (64u << 20)  /* WRITE data sent + READ data expected */
-
-/* Replies are received into a small buffer so that many small ones cost one
- * system call; READ data above ENG_COPY_MAX never passes through it, it is
- * received straight into the caller's buffer. */
-#define ENG_STAGE_CAP  (16u << 10)
-#define ENG_COPY_MAX   4096u
-
-/*
- * The send queue.  A posted frame is queued, not sent: one sendmsg() per
- * request cost about as much kernel CPU on each side as the work itself,
- * so posts go out in batches, like a verbs doorbell rung once for many work
- * requests.  The queue is sent when it holds ENG_BATCH_FRAMES frames or
- * ENG_BATCH_BYTES bytes, and before anything waits (rmem_poll, a
- * synchronous call, a post that must make room, the keepalive thread); see
- * eng_post().  Headers and fixed parts are copied into tx_buf (so are WRITE
- * data up to ENG_TX_COPY_MAX bytes), larger data are sent from the caller's
- * buffer, which is the caller's only after the completion.
- */
-#define ENG_BATCH_FRAMES 16u
-#define ENG_BATCH_BYTES  (64u << 10)
-#define ENG_TX_CAP       (16u << 10)
-#define ENG_TX_COPY_MAX  512u
-#define ENG_TX_IOV       (2 * ENG_BATCH_FRAMES + 4)
-
-/*
- * One operation: a posted READ/WRITE (async, its own allocation, freed when
- * its completion is queued), or a synchronous call (on its caller's stack).
- * An operation is made of one or more frames; it ends once it is sealed (no
- * more frames will be sent) and every frame sent has been answered.
- */
-struct eng_op {
-	uint64_t cookie;
-	int status;       /* the first error of any frame, else 0 */
-	uint32_t frames;  /* frames sent whose reply has not been handled */
-	uint32_t sent;    /* frames ever sent (queued) for it */
-	uint32_t rx_len;  /* control reply: payload bytes now in c->rx */
-	bool async;
-	bool sealed;
-	bool done;        /* synchronous: ended */
-	/* Posted control request (rmem_post_alloc/free): turns its reply
-	 * payload, now in c->rx, into *status (and its result) before the next
-	 * reply overwrites c->rx.  0, or -EPROTO when the payload is garbage. */
-	int (*decode)(struct rmem_client *c, struct eng_op *op, size_t len, int *status);
-	struct rmem_region *region; /* posted ALLOC: where its region goes */
-};
-
-/* One request in flight, in the order sent: the daemon answers in this order. */
-struct eng_frame {
-	struct eng_op *op;
-	uint64_t req_id;
-	uint8_t *dst;     /* READ: where the data goes */
-	uint32_t len;     /* READ: data bytes expected; WRITE: data bytes sent */
-	uint16_t opcode;
-};
-
-/* Where the receiver is within the reply at the head of the FIFO. */
-enum eng_rx_state {
-	RX_HDR,      /* the frame header */
-	RX_STATUS,   /* WRITE or READ reply: the status */
-	RX_DATA,     /* READ reply: the data, into the caller's buffer */
-	RX_PAYLOAD,  /* control reply: the payload, into c->rx */
-	RX_ERROR,    /* ERROR frame: its status; the stream ends after it */
-};
-
-/* Completions of async operations that rmem_poll() has not returned yet. */
-struct eng_cq {
-	struct rmem_completion *v;
-	uint32_t head, count, cap;   /* cap: 0 or a power of two */
-};
-
-/* A fair lock: threads get the client in the order they asked for it, so a
- * thread calling in a loop cannot starve another (one spinning on
- * rmem_cas() while the other must release the remote lock, say). */
-struct client_lock {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	uint64_t next_ticket, serving;
-	uint32_t waiting;
-};
-
-struct rdma_conn;
 struct keepalive;
 
 struct rmem_client {
-	struct client_lock lock;
-	int fd;
-	int timeout_ms;          /* longest wait without progress; <= 0 forever */
-	/* Set when the stream state is unknown (timeout, garbage, EOF): every
-	 * later call fails with -ECONNRESET without touching the socket. */
-	bool broken;
-	const char *transport;   /* static string: "tcp", "unix" or "rdma" */
-	struct rdma_conn *rdma;  /* the RDMA data path (rdma.c), or NULL */
-	uint64_t next_req_id;
+	struct fair_lock lock;
+	struct engine eng;
+	/* static string: "tcp" or "unix", the stream; rmem_transport() says
+	 * "rdma" while the data goes on the queue pair */
+	const char *stream;
 	uint64_t session_id;
-	uint32_t max_io;         /* min(daemon's max_io, PROTO_MAX_IO), > 0 */
-	/* membuf.c: ranges from rmem_register_buf(), registered on RDMA (rdma.c) */
-	struct regcache_kept kept;
-
-	/* engine.c */
-	struct eng_frame fifo[ENG_MAX_FRAMES];
-	uint32_t fifo_head, fifo_count;
-	uint64_t bytes_in_flight;
-	uint32_t async_ops;      /* posted, not yet completed */
-	struct eng_cq cq;
-	int64_t last_progress_ms;
-	uint8_t spin_credit;     /* eng_wait's busy-poll: see spin_first() */
-	uint8_t spin_probe;
-	enum eng_rx_state rx_state;
-	struct proto_hdr rx_hdr;
-	uint8_t *rx_dst;         /* where the current part goes */
-	size_t rx_left;          /* bytes of the current part still due */
-	uint8_t rx_hdr_buf[PROTO_HDR_LEN];
-	uint8_t rx_status[PROTO_STATUS_LEN];
-	uint32_t stage_start, stage_end;
-	uint8_t stage[ENG_STAGE_CAP];
-	uint8_t rx[PROTO_MAX_CTL]; /* payload of the last control reply */
-	/* The send queue (see ENG_BATCH_FRAMES): its frames are in the FIFO
-	 * already, the last tx_frames of it, and no byte of them has gone. */
-	uint32_t tx_frames;
-	uint32_t tx_iovcnt;
-	uint32_t tx_used;        /* bytes of tx_buf queued */
-	size_t tx_bytes;         /* bytes queued in all */
-	bool tx_tail_copied;     /* the last iovec ends at tx_buf + tx_used */
-	struct iovec tx_iov[ENG_TX_IOV];
-	uint8_t tx_buf[ENG_TX_CAP];
-
-	/* keepalive.c: the daemon ends a session that sends no frame on its
-	 * stream for lease_ms, so a thread of ours sends PING when calls do not. */
-	uint32_t lease_ms;           /* from HELLO; 0: no lease, no thread */
-	int64_t last_send_ms;        /* when a frame last went out (engine), monotonic */
 	struct keepalive *keepalive; /* NULL when no thread runs */
-	struct eng_op ping_op;       /* keepalive_poke's PING, answered or not */
 };
 
-/* ---- client.c ---------------------------------------------------------------- */
+/* ---- io.c --------------------------------------------------------------------- */
 
-void client_lock(struct rmem_client *c);
-void client_unlock(struct rmem_client *c);
-/* Takes the lock only when nobody holds it or waits for it: true then. */
-bool client_trylock(struct rmem_client *c);
-
-/* ---- keepalive.c -------------------------------------------------------------- */
-
-/* Starts the keepalive thread of a connected client whose lease_ms is set
- * (nothing to do when it is 0).  0 or a negative errno. */
-int keepalive_start(struct rmem_client *c);
-/* Stops and joins the thread.  No call may be running on c.  Accepts a
- * client without one. */
-void keepalive_stop(struct rmem_client *c);
-/*
- * For a call that holds c and waits long without using the stream (RDMA
- * completions): sends a PING itself when the lease needs one, since the
- * thread cannot have the client meanwhile.  Returns the milliseconds until
- * it should be called again (wait no longer than that), or -1 for never.
- * A failure breaks the stream (c->broken) like any send.
- */
-int keepalive_poke(struct rmem_client *c);
-
-/* ---- auth.c ------------------------------------------------------------------ */
-
-/* The tenant handshake on a fresh stream, before HELLO: 0, -EACCES (refused,
- * or the daemon could not prove the secret), -EINVAL (bad name or secret
- * file), open(2)'s errors for secret_file, or the engine's. */
-int auth_tenant(struct rmem_client *c, const char *tenant, const char *secret_file);
-
-/* ---- engine.c ---------------------------------------------------------------- */
-
-/* Readies the engine of a freshly zeroed client. */
-void eng_init(struct rmem_client *c);
-/* Forgets every operation in flight (their buffers are the callers' again)
- * and frees what the engine holds.  The socket is the caller's. */
-void eng_release(struct rmem_client *c);
-
-/* Marks the stream unusable: shuts it down and ends every operation in
- * flight (async ones with -ECONNRESET, synchronous ones with err).
- * Returns err. */
-int eng_fail(struct rmem_client *c, int err);
-
-/*
- * Sends one request frame for op, behind whatever the send queue holds:
- * header, then fixed (fixed_len bytes), then data (data_len bytes, WRITE
- * only).  When it returns 0, the frame and the queue have gone out.  For
- * READ, dst and read_len say where the reply's data goes; a control reply
- * goes to c->rx.  First waits, receiving replies, until the frame fits the
- * bounds; while the socket is full it receives replies too, so that it never
- * deadlocks with a daemon that waits for us to read.  0 or a negative errno
- * (the stream is then broken and op has failed).
- */
-int eng_send(struct rmem_client *c, struct eng_op *op, uint16_t opcode, const void *fixed,
-	     size_t fixed_len, const void *data, uint32_t data_len, void *dst, uint32_t read_len);
-
-/*
- * eng_send()'s queueing form, for posted operations: the frame joins the
- * send queue, which goes out once it holds ENG_BATCH_FRAMES frames or
- * ENG_BATCH_BYTES bytes, or at the next eng_flush() (every wait flushes
- * first).  WRITE data above ENG_TX_COPY_MAX is sent from data itself, so it
- * must stay untouched until op ends; fixed is copied.  0 or a negative errno
- * (the stream is then broken and op has failed).
- */
-int eng_post(struct rmem_client *c, struct eng_op *op, uint16_t opcode, const void *fixed,
-	     size_t fixed_len, const void *data, uint32_t data_len, void *dst, uint32_t read_len);
-
-/* Sends the send queue, receiving replies while the socket is full.  0 (the
- * queue is empty then) or a negative errno (the stream is then broken). */
-int eng_flush(struct rmem_client *c);
-
-/* One frame (or RDMA work request) of op has ended with status: op keeps
- * the first error, and ends once sealed and every frame has ended. */
-void eng_op_part_done(struct rmem_client *c, struct eng_op *op, int status);
-
-/* Seals op: no more frames.  An async op whose frames are all answered
- * completes now. */
-void eng_seal(struct rmem_client *c, struct eng_op *op);
-
-/* Receives until the synchronous op has ended; returns its status. */
-int eng_wait_op(struct rmem_client *c, struct eng_op *op);
-
-/*
- * rmem_poll()'s engine: makes progress for up to timeout_ms (0: none, < 0:
- * no limit) until a completion is queued.  0 (look at c->cq), or a negative
- * errno when the stream broke.
- */
-int eng_progress(struct rmem_client *c, int timeout_ms);
-
-/* Makes room in c->cq for one more async operation than are in flight now.
- * 0 or -ENOMEM. */
-int eng_cq_reserve(struct rmem_client *c);
-/* Moves up to max completions to out; returns how many. */
-int eng_cq_take(struct rmem_client *c, struct rmem_completion *out, int max);
-
-/* Handles the replies already in, then sends a PING for op unless op's last
- * one is still unanswered, without waiting for the reply: the next receive on
- * the stream takes it.  op lives in the client (keepalive_poke).  0 or a
- * negative errno (the stream is then broken). */
-int eng_ping_nowait(struct rmem_client *c, struct eng_op *op);
-
-/* One control request and its reply: on success the reply payload is in
- * c->rx and its length in *reply_len. */
-int eng_call(struct rmem_client *c, uint16_t opcode, const void *payload, size_t len,
-	     size_t *reply_len);
+/* rmem_post_alloc, for a caller whose struct rmem_region is out_size bytes
+ * (compat.c: programs built against older headers). */
+int client_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, void *out,
+		      size_t out_size, uint64_t cookie);
 
 #endif /* RMEM_CLIENT_H */

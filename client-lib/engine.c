@@ -15,7 +15,7 @@
  * behind a few large READs would deadlock both sides.
  *
  * Posted frames are queued and sent in batches (one sendmsg() for many,
- * see ENG_BATCH_FRAMES in client.h); every path that waits sends the queue
+ * see ENG_BATCH_FRAMES in engine.h); every path that waits sends the queue
  * first, so a frame is never left unsent while its caller waits for it.
  *
  * The receiver is resumable: a reply may arrive in pieces over several calls
@@ -27,8 +27,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "client.h"
+#include "clock.h"
+#include "engine.h"
 #include "tcp.h"
 
 #define NO_DEADLINE INT64_MAX
@@ -55,55 +57,50 @@ _Static_assert(ENG_STAGE_CAP >= PROTO_HDR_LEN + PROTO_MAX_CTL, "a control reply 
 _Static_assert(ENG_TX_CAP >= PROTO_HDR_LEN + PROTO_MAX_CTL + ENG_TX_COPY_MAX,
 	       "any one frame's copied part fits the empty send queue");
 
-static int64_t mono_ms(void)
+static struct eng_frame *fifo_at(struct engine *e, uint32_t i)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static struct eng_frame *fifo_at(struct rmem_client *c, uint32_t i)
-{
-	return &c->fifo[(c->fifo_head + i) & FIFO_MASK];
+	return &e->fifo[(e->fifo_head + i) & FIFO_MASK];
 }
 
 /* The receiver's next part: len bytes into dst. */
-static void expect(struct rmem_client *c, enum eng_rx_state state, void *dst, size_t len)
+static void expect(struct engine *e, enum eng_rx_state state, void *dst, size_t len)
 {
-	c->rx_state = state;
-	c->rx_dst = dst;
-	c->rx_left = len;
+	e->rx_state = state;
+	e->rx_dst = dst;
+	e->rx_left = len;
 }
 
-static void expect_header(struct rmem_client *c)
+static void expect_header(struct engine *e)
 {
-	expect(c, RX_HDR, c->rx_hdr_buf, PROTO_HDR_LEN);
+	expect(e, RX_HDR, e->rx_hdr_buf, PROTO_HDR_LEN);
 }
 
 /* Empties the send queue; its frames stay in the FIFO. */
-static void tx_reset(struct rmem_client *c)
+static void tx_reset(struct engine *e)
 {
-	c->tx_frames = c->tx_iovcnt = c->tx_used = 0;
-	c->tx_bytes = 0;
-	c->tx_tail_copied = false;
+	e->tx_frames = e->tx_iovcnt = e->tx_used = 0;
+	e->tx_bytes = 0;
+	e->tx_tail_copied = false;
 }
 
-void eng_init(struct rmem_client *c)
+void eng_init(struct engine *e, int timeout_ms)
 {
-	c->fifo_head = c->fifo_count = 0;
-	c->bytes_in_flight = 0;
-	c->stage_start = c->stage_end = 0;
-	tx_reset(c);
-	expect_header(c);
+	e->fd = -1;
+	e->timeout_ms = timeout_ms;
+	e->next_req_id = 1;
+	e->fifo_head = e->fifo_count = 0;
+	e->bytes_in_flight = 0;
+	e->stage_start = e->stage_end = 0;
+	tx_reset(e);
+	expect_header(e);
 }
 
 /* ---- completions --------------------------------------------------------------- */
 
-int eng_cq_reserve(struct rmem_client *c)
+int eng_cq_reserve(struct engine *e)
 {
-	struct eng_cq *q = &c->cq;
-	uint32_t need = q->count + c->async_ops + 1;
+	struct eng_cq *q = &e->cq;
+	uint32_t need = q->count + e->async_ops + 1;
 	uint32_t cap = q->cap ? q->cap : INITIAL_CQ;
 	struct rmem_completion *v;
 
@@ -123,9 +120,9 @@ int eng_cq_reserve(struct rmem_client *c)
 	return 0;
 }
 
-int eng_cq_take(struct rmem_client *c, struct rmem_completion *out, int max)
+int eng_cq_take(struct engine *e, struct rmem_completion *out, int max)
 {
-	struct eng_cq *q = &c->cq;
+	struct eng_cq *q = &e->cq;
 	uint32_t n = q->count < (uint32_t)max ? q->count : (uint32_t)max;
 
 	for (uint32_t i = 0; i < n; i++)
@@ -136,9 +133,9 @@ int eng_cq_take(struct rmem_client *c, struct rmem_completion *out, int max)
 }
 
 /* An operation has ended.  Room in the queue was reserved when it was posted. */
-static void op_finish(struct rmem_client *c, struct eng_op *op)
+static void op_finish(struct engine *e, struct eng_op *op)
 {
-	struct eng_cq *q = &c->cq;
+	struct eng_cq *q = &e->cq;
 
 	if (!op->async) {
 		op->done = true;
@@ -149,201 +146,204 @@ static void op_finish(struct rmem_client *c, struct eng_op *op)
 		.status = op->status,
 	};
 	q->count++;
-	c->async_ops--;
+	e->async_ops--;
 	free(op);
 }
 
-void eng_op_part_done(struct rmem_client *c, struct eng_op *op, int status)
+void eng_op_part_done(struct engine *e, struct eng_op *op, int status)
 {
 	if (status && !op->status)
 		op->status = status;
 	if (--op->frames == 0 && op->sealed)
-		op_finish(c, op);
+		op_finish(e, op);
 }
 
-void eng_seal(struct rmem_client *c, struct eng_op *op)
+void eng_seal(struct engine *e, struct eng_op *op)
 {
 	op->sealed = true;
 	if (op->frames == 0)
-		op_finish(c, op);
+		op_finish(e, op);
 }
 
 /* The reply to the head frame is complete. */
-static void frame_done(struct rmem_client *c, int status)
+static void frame_done(struct engine *e, int status)
 {
-	struct eng_frame *f = fifo_at(c, 0);
+	struct eng_frame *f = fifo_at(e, 0);
 	struct eng_op *op = f->op;
 
-	c->bytes_in_flight -= f->len;
-	c->fifo_head = (c->fifo_head + 1) & FIFO_MASK;
-	c->fifo_count--;
-	expect_header(c);
-	eng_op_part_done(c, op, status);
+	e->bytes_in_flight -= f->len;
+	e->fifo_head = (e->fifo_head + 1) & FIFO_MASK;
+	e->fifo_count--;
+	expect_header(e);
+	eng_op_part_done(e, op, status);
 }
 
-int eng_fail(struct rmem_client *c, int err)
+int eng_fail(struct engine *e, int err)
 {
 	/* Shutting the socket down at once lets the daemon end the session and
 	 * free its regions without waiting for rmem_close(). */
-	if (!c->broken && c->fd >= 0)
-		shutdown(c->fd, SHUT_RDWR);
-	c->broken = true;
-	while (c->fifo_count) {
-		struct eng_op *op = fifo_at(c, 0)->op;
+	if (!e->broken && e->fd >= 0)
+		shutdown(e->fd, SHUT_RDWR);
+	e->broken = true;
+	while (e->fifo_count) {
+		struct eng_op *op = fifo_at(e, 0)->op;
 
 		/* The caller of a synchronous call learns why; posted operations
 		 * all read the same way. */
 		if (!op->async)
 			op->status = err;
-		frame_done(c, -ECONNRESET);
+		frame_done(e, -ECONNRESET);
 	}
-	c->stage_start = c->stage_end = 0;
-	tx_reset(c);
+	e->stage_start = e->stage_end = 0;
+	tx_reset(e);
 	return err;
 }
 
-void eng_release(struct rmem_client *c)
+void eng_release(struct engine *e)
 {
 	/* Outside of a call only posted operations can be in flight. */
-	while (c->fifo_count) {
-		struct eng_frame *f = fifo_at(c, 0);
+	while (e->fifo_count) {
+		struct eng_frame *f = fifo_at(e, 0);
 		struct eng_op *op = f->op;
 
-		c->fifo_head = (c->fifo_head + 1) & FIFO_MASK;
-		c->fifo_count--;
+		e->fifo_head = (e->fifo_head + 1) & FIFO_MASK;
+		e->fifo_count--;
 		if (--op->frames == 0 && op->async)
 			free(op);
 	}
-	tx_reset(c);
-	free(c->cq.v);
-	c->cq = (struct eng_cq){ 0 };
+	tx_reset(e);
+	free(e->cq.v);
+	e->cq = (struct eng_cq){ 0 };
+	if (e->fd >= 0)
+		close(e->fd);
+	e->fd = -1;
 }
 
 /* ---- receiving ------------------------------------------------------------------ */
 
-static int on_header(struct rmem_client *c)
+static int on_header(struct engine *e)
 {
-	const struct eng_frame *f = fifo_at(c, 0);
-	struct proto_hdr *h = &c->rx_hdr;
+	const struct eng_frame *f = fifo_at(e, 0);
+	struct proto_hdr *h = &e->rx_hdr;
 
 	/* -EPROTO (another version) and every other decode error alike: the
 	 * peer does not speak our protocol. */
-	if (proto_hdr_decode(c->rx_hdr_buf, h) != 0 || h->flags != PROTO_F_RESPONSE)
-		return eng_fail(c, -EPROTO);
+	if (proto_hdr_decode(e->rx_hdr_buf, h) != 0 || h->flags != PROTO_F_RESPONSE)
+		return eng_fail(e, -EPROTO);
 	/* The daemon answers a request it cannot decode with an ERROR frame,
 	 * then closes; a header it could not decode gets req_id 0. */
 	if (h->opcode == PROTO_OP_ERROR && (h->req_id == f->req_id || h->req_id == 0)) {
 		if (h->length != PROTO_STATUS_LEN)
-			return eng_fail(c, -EPROTO);
-		expect(c, RX_ERROR, c->rx_status, PROTO_STATUS_LEN);
+			return eng_fail(e, -EPROTO);
+		expect(e, RX_ERROR, e->rx_status, PROTO_STATUS_LEN);
 		return 0;
 	}
 	if (h->opcode != f->opcode || h->req_id != f->req_id)
-		return eng_fail(c, -EPROTO);
+		return eng_fail(e, -EPROTO);
 	switch (f->opcode) {
 	case PROTO_OP_WRITE:
 		if (h->length != PROTO_STATUS_LEN)
-			return eng_fail(c, -EPROTO);
-		expect(c, RX_STATUS, c->rx_status, PROTO_STATUS_LEN);
+			return eng_fail(e, -EPROTO);
+		expect(e, RX_STATUS, e->rx_status, PROTO_STATUS_LEN);
 		return 0;
 	case PROTO_OP_READ:
 		if (h->length < PROTO_STATUS_LEN)
-			return eng_fail(c, -EPROTO);
-		expect(c, RX_STATUS, c->rx_status, PROTO_STATUS_LEN);
+			return eng_fail(e, -EPROTO);
+		expect(e, RX_STATUS, e->rx_status, PROTO_STATUS_LEN);
 		return 0;
 	default:
 		if (h->length > PROTO_MAX_CTL)
-			return eng_fail(c, -EPROTO);
+			return eng_fail(e, -EPROTO);
 		f->op->rx_len = h->length;
-		expect(c, RX_PAYLOAD, c->rx, h->length);
+		expect(e, RX_PAYLOAD, e->rx, h->length);
 		return 0;
 	}
 }
 
-static int on_status(struct rmem_client *c)
+static int on_status(struct engine *e)
 {
-	const struct eng_frame *f = fifo_at(c, 0);
+	const struct eng_frame *f = fifo_at(e, 0);
 	size_t data_len = 0;
 	int status = 0;
 
 	if (f->opcode == PROTO_OP_WRITE) {
-		if (proto_status_decode(c->rx_status, c->rx_hdr.length, &status) < 0)
-			return eng_fail(c, -EPROTO);
-		frame_done(c, status);
+		if (proto_status_decode(e->rx_status, e->rx_hdr.length, &status) < 0)
+			return eng_fail(e, -EPROTO);
+		frame_done(e, status);
 		return 0;
 	}
-	if (proto_read_rep_decode(c->rx_status, c->rx_hdr.length, &status, &data_len) < 0)
-		return eng_fail(c, -EPROTO);
+	if (proto_read_rep_decode(e->rx_status, e->rx_hdr.length, &status, &data_len) < 0)
+		return eng_fail(e, -EPROTO);
 	if (status) {
-		frame_done(c, status);
+		frame_done(e, status);
 		return 0;
 	}
 	if (data_len != f->len)
-		return eng_fail(c, -EPROTO);
-	expect(c, RX_DATA, f->dst, data_len);
+		return eng_fail(e, -EPROTO);
+	expect(e, RX_DATA, f->dst, data_len);
 	return 0;
 }
 
-static int on_error_frame(struct rmem_client *c)
+static int on_error_frame(struct engine *e)
 {
 	int status = 0;
 
-	if (proto_status_decode(c->rx_status, PROTO_STATUS_LEN, &status) < 0 || status == 0)
-		return eng_fail(c, -EPROTO);
-	return eng_fail(c, status);
+	if (proto_status_decode(e->rx_status, PROTO_STATUS_LEN, &status) < 0 || status == 0)
+		return eng_fail(e, -EPROTO);
+	return eng_fail(e, status);
 }
 
-/* A control reply is in c->rx.  A synchronous caller reads it there once
+/* A control reply is in e->rx.  A synchronous caller reads it there once
  * its op is done; a posted one is decoded now, as the next reply may
  * overwrite it before rmem_poll() returns. */
-static int on_payload(struct rmem_client *c)
+static int on_payload(struct engine *e)
 {
-	struct eng_op *op = fifo_at(c, 0)->op;
+	struct eng_op *op = fifo_at(e, 0)->op;
 	int status = 0;
 
-	if (op->decode && op->decode(c, op, op->rx_len, &status) < 0)
-		return eng_fail(c, -EPROTO);
-	frame_done(c, status);
+	if (op->decode && op->decode(e, op, op->rx_len, &status) < 0)
+		return eng_fail(e, -EPROTO);
+	frame_done(e, status);
 	return 0;
 }
 
 /* The current part of the head's reply has fully arrived. */
-static int on_part(struct rmem_client *c)
+static int on_part(struct engine *e)
 {
-	switch (c->rx_state) {
+	switch (e->rx_state) {
 	case RX_HDR:
-		return on_header(c);
+		return on_header(e);
 	case RX_STATUS:
-		return on_status(c);
+		return on_status(e);
 	case RX_DATA:
-		frame_done(c, 0);
+		frame_done(e, 0);
 		return 0;
 	case RX_PAYLOAD:
-		return on_payload(c);
+		return on_payload(e);
 	case RX_ERROR:
-		return on_error_frame(c);
+		return on_error_frame(e);
 	}
-	return eng_fail(c, -EPROTO);
+	return eng_fail(e, -EPROTO);
 }
 
 /* Handles what the stage holds.  Returns with the stage empty, or with the
  * FIFO empty, or broken. */
-static int consume_stage(struct rmem_client *c)
+static int consume_stage(struct engine *e)
 {
-	while (c->fifo_count > 0) {
-		size_t avail = c->stage_end - c->stage_start;
-		size_t n = avail < c->rx_left ? avail : c->rx_left;
+	while (e->fifo_count > 0) {
+		size_t avail = e->stage_end - e->stage_start;
+		size_t n = avail < e->rx_left ? avail : e->rx_left;
 		int err;
 
 		if (n > 0) {
-			memcpy(c->rx_dst, c->stage + c->stage_start, n);
-			c->rx_dst += n;
-			c->rx_left -= n;
-			c->stage_start += (uint32_t)n;
+			memcpy(e->rx_dst, e->stage + e->stage_start, n);
+			e->rx_dst += n;
+			e->rx_left -= n;
+			e->stage_start += (uint32_t)n;
 		}
-		if (c->rx_left > 0)
+		if (e->rx_left > 0)
 			return 0;
-		err = on_part(c);
+		err = on_part(e);
 		if (err)
 			return err;
 	}
@@ -382,13 +382,13 @@ static size_t reply_tail(const struct eng_frame *f, bool *stop)
  * part and the replies after it, up to the first bulk READ data, so that
  * bulk data is never copied.  (A READ that fails is shorter than assumed;
  * then a little of what follows may be copied, which is harmless.) */
-static size_t stage_want(struct rmem_client *c)
+static size_t stage_want(struct engine *e)
 {
-	const struct eng_frame *f = fifo_at(c, 0);
-	size_t want = c->rx_left;
+	const struct eng_frame *f = fifo_at(e, 0);
+	size_t want = e->rx_left;
 	bool stop = false;
 
-	switch (c->rx_state) {
+	switch (e->rx_state) {
 	case RX_HDR:
 		want += reply_tail(f, &stop);
 		break;
@@ -399,8 +399,8 @@ static size_t stage_want(struct rmem_client *c)
 		stop = true;
 		break;
 	}
-	for (uint32_t i = 1; !stop && i < c->fifo_count && want < ENG_STAGE_CAP; i++)
-		want += PROTO_HDR_LEN + reply_tail(fifo_at(c, i), &stop);
+	for (uint32_t i = 1; !stop && i < e->fifo_count && want < ENG_STAGE_CAP; i++)
+		want += PROTO_HDR_LEN + reply_tail(fifo_at(e, i), &stop);
 	return want < ENG_STAGE_CAP ? want : ENG_STAGE_CAP;
 }
 
@@ -408,26 +408,26 @@ static size_t stage_want(struct rmem_client *c)
  * the (empty) stage.  Returns tcp_recv_some()'s result; *drained tells
  * whether a receive into the stage took less than it asked for: the socket
  * held no more then. */
-static ssize_t recv_more(struct rmem_client *c, bool *drained)
+static ssize_t recv_more(struct engine *e, bool *drained)
 {
 	size_t want;
 	ssize_t n;
 
-	c->stage_start = c->stage_end = 0;
+	e->stage_start = e->stage_end = 0;
 	*drained = false;
-	if (c->rx_state == RX_DATA) {
+	if (e->rx_state == RX_DATA) {
 		/* Bulk data streams in while we copy: read on until -EAGAIN. */
-		n = tcp_recv_some(c->fd, c->rx_dst, c->rx_left);
+		n = tcp_recv_some(e->fd, e->rx_dst, e->rx_left);
 		if (n > 0) {
-			c->rx_dst += n;
-			c->rx_left -= (size_t)n;
+			e->rx_dst += n;
+			e->rx_left -= (size_t)n;
 		}
 		return n;
 	}
-	want = stage_want(c);
-	n = tcp_recv_some(c->fd, c->stage, want);
+	want = stage_want(e);
+	n = tcp_recv_some(e->fd, e->stage, want);
 	if (n > 0)
-		c->stage_end = (uint32_t)n;
+		e->stage_end = (uint32_t)n;
 	*drained = n > 0 && (size_t)n < want;
 	return n;
 }
@@ -436,32 +436,32 @@ static ssize_t recv_more(struct rmem_client *c, bool *drained)
  * errno when the stream broke.  After a short recv() it does not ask again:
  * that would nearly always be one more system call to hear -EAGAIN, and
  * whoever waits next polls anyway. */
-static int eng_recv(struct rmem_client *c)
+static int eng_recv(struct engine *e)
 {
 	bool drained = false;
 
-	if (c->broken)
+	if (e->broken)
 		return -ECONNRESET;
 	for (;;) {
-		int err = consume_stage(c);
+		int err = consume_stage(e);
 		ssize_t n;
 
 		if (err)
 			return err;
-		if (c->fifo_count == 0) {
+		if (e->fifo_count == 0) {
 			/* Bytes nobody asked for: the peer is out of step. */
-			if (c->stage_start != c->stage_end)
-				return eng_fail(c, -EPROTO);
+			if (e->stage_start != e->stage_end)
+				return eng_fail(e, -EPROTO);
 			return 0;
 		}
 		if (drained)
 			return 0;
-		n = recv_more(c, &drained);
+		n = recv_more(e, &drained);
 		if (n == -EAGAIN)
 			return 0;
 		if (n < 0)
-			return eng_fail(c, (int)n);
-		c->last_progress_ms = mono_ms();
+			return eng_fail(e, (int)n);
+		e->last_progress_ms = clock_mono_ms();
 	}
 }
 
@@ -470,17 +470,17 @@ static int eng_recv(struct rmem_client *c)
 /* The spin before poll() (see ENG_SPIN_US): > 0 revents when the socket
  * became readable meanwhile, 0 when it did not (or spinning does not pay
  * now), or a negative errno. */
-static int spin_first(struct rmem_client *c)
+static int spin_first(struct engine *e)
 {
 	int rc;
 
-	if (c->spin_credit == 0 && ++c->spin_probe % ENG_SPIN_PROBE != 0)
+	if (e->spin_credit == 0 && ++e->spin_probe % ENG_SPIN_PROBE != 0)
 		return 0;
-	rc = tcp_spin_readable(c->fd, ENG_SPIN_US);
+	rc = tcp_spin_readable(e->fd, ENG_SPIN_US);
 	if (rc > 0)
-		c->spin_credit = ENG_SPIN_CREDIT;
-	else if (c->spin_credit > 0)
-		c->spin_credit--;
+		e->spin_credit = ENG_SPIN_CREDIT;
+	else if (e->spin_credit > 0)
+		e->spin_credit--;
 	return rc;
 }
 
@@ -488,21 +488,21 @@ static int spin_first(struct rmem_client *c)
  * Waits until the socket can make progress: readable while replies are due,
  * writable when want_out.  Returns 0 then, 1 once deadline has passed, or a
  * negative errno: when something is due and nothing has moved for
- * c->timeout_ms, the daemon is stuck and the stream is broken (-ETIMEDOUT).
+ * e->timeout_ms, the daemon is stuck and the stream is broken (-ETIMEDOUT).
  * Callers only wait when something is due.
  */
-static int eng_wait(struct rmem_client *c, bool want_out, int64_t deadline)
+static int eng_wait(struct engine *e, bool want_out, int64_t deadline)
 {
-	short events = (short)((c->fifo_count ? POLLIN : 0) | (want_out ? POLLOUT : 0));
-	int64_t stall = c->timeout_ms > 0 ? c->last_progress_ms + c->timeout_ms : NO_DEADLINE;
+	short events = (short)((e->fifo_count ? POLLIN : 0) | (want_out ? POLLOUT : 0));
+	int64_t stall = e->timeout_ms > 0 ? e->last_progress_ms + e->timeout_ms : NO_DEADLINE;
 	int64_t until = deadline < stall ? deadline : stall;
-	int64_t now = mono_ms();
+	int64_t now = clock_mono_ms();
 	int left = -1;
 	int rc;
 
 	if (until != NO_DEADLINE) {
 		if (now >= stall)
-			return eng_fail(c, -ETIMEDOUT);
+			return eng_fail(e, -ETIMEDOUT);
 		if (now >= deadline)
 			return 1; /* the caller's turn to decide; no need to ask poll() */
 		left = until - now > INT32_MAX ? INT32_MAX : (int)(until - now);
@@ -512,42 +512,42 @@ static int eng_wait(struct rmem_client *c, bool want_out, int64_t deadline)
 	 * catches the whole batch instead of cutting it short (16 allocs in
 	 * flight, pinned: 290-355 k requests/s sleeping, 435-757 k spinning).
 	 * Bulk transfers take longer than the window: no spin for them. */
-	rc = events == POLLIN && (c->fifo_count == 1 || c->bytes_in_flight <= ENG_BATCH_BYTES)
-		     ? spin_first(c) : 0;
+	rc = events == POLLIN && (e->fifo_count == 1 || e->bytes_in_flight <= ENG_BATCH_BYTES)
+		     ? spin_first(e) : 0;
 	if (rc == 0)
-		rc = tcp_wait(c->fd, events, left);
+		rc = tcp_wait(e->fd, events, left);
 	if (rc < 0)
-		return eng_fail(c, rc);
+		return eng_fail(e, rc);
 	if (rc > 0)
 		return 0;
-	if (mono_ms() >= stall)
-		return eng_fail(c, -ETIMEDOUT);
-	return mono_ms() >= deadline ? 1 : 0;
+	if (clock_mono_ms() >= stall)
+		return eng_fail(e, -ETIMEDOUT);
+	return clock_mono_ms() >= deadline ? 1 : 0;
 }
 
 /* ---- sending ------------------------------------------------------------------------ */
 
-static bool frame_fits(const struct rmem_client *c, uint32_t bytes)
+static bool frame_fits(const struct engine *e, uint32_t bytes)
 {
-	if (c->fifo_count == ENG_MAX_FRAMES)
+	if (e->fifo_count == ENG_MAX_FRAMES)
 		return false;
 	/* One frame always goes, whatever its size. */
-	return c->fifo_count == 0 || c->bytes_in_flight + bytes <= ENG_MAX_BYTES;
+	return e->fifo_count == 0 || e->bytes_in_flight + bytes <= ENG_MAX_BYTES;
 }
 
-static int make_room(struct rmem_client *c, uint32_t bytes)
+static int make_room(struct engine *e, uint32_t bytes)
 {
-	while (!frame_fits(c, bytes)) {
+	while (!frame_fits(e, bytes)) {
 		/* Only frames that went out can be answered. */
-		int err = eng_flush(c);
+		int err = eng_flush(e);
 
 		if (!err)
-			err = eng_recv(c);
+			err = eng_recv(e);
 		if (err)
 			return err;
-		if (frame_fits(c, bytes))
+		if (frame_fits(e, bytes))
 			break;
-		err = eng_wait(c, false, NO_DEADLINE);
+		err = eng_wait(e, false, NO_DEADLINE);
 		if (err < 0)
 			return err;
 	}
@@ -568,71 +568,71 @@ static void iov_advance(struct iovec **iov, int *iovcnt, size_t n)
 	}
 }
 
-static int send_iov(struct rmem_client *c, struct iovec *iov, int iovcnt)
+static int send_iov(struct engine *e, struct iovec *iov, int iovcnt)
 {
 	while (iovcnt > 0) {
-		ssize_t n = tcp_send_some(c->fd, iov, iovcnt);
+		ssize_t n = tcp_send_some(e->fd, iov, iovcnt);
 		int err;
 
 		if (n > 0) {
-			c->last_progress_ms = mono_ms();
+			e->last_progress_ms = clock_mono_ms();
 			iov_advance(&iov, &iovcnt, (size_t)n);
 			continue;
 		}
 		if (n < 0 && n != -EAGAIN)
-			return eng_fail(c, (int)n);
-		err = eng_recv(c);
+			return eng_fail(e, (int)n);
+		err = eng_recv(e);
 		if (err)
 			return err;
-		err = eng_wait(c, true, NO_DEADLINE);
+		err = eng_wait(e, true, NO_DEADLINE);
 		if (err < 0)
 			return err;
 	}
 	return 0;
 }
 
-int eng_flush(struct rmem_client *c)
+int eng_flush(struct engine *e)
 {
 	int err;
 
-	if (c->broken)
+	if (e->broken)
 		return -ECONNRESET;
-	if (c->tx_frames == 0)
+	if (e->tx_frames == 0)
 		return 0;
-	c->last_send_ms = mono_ms(); /* the lease's clock (keepalive.c) */
-	err = send_iov(c, c->tx_iov, (int)c->tx_iovcnt);
+	e->last_send_ms = clock_mono_ms(); /* the lease's clock (keepalive.c) */
+	err = send_iov(e, e->tx_iov, (int)e->tx_iovcnt);
 	/* (A failure has emptied the queue already, with the FIFO.) */
-	tx_reset(c);
+	tx_reset(e);
 	return err;
 }
 
 /* Appends len bytes at p to the send queue: copied into tx_buf, or sent
  * from p itself. */
-static void tx_add(struct rmem_client *c, const void *p, size_t len, bool copy)
+static void tx_add(struct engine *e, const void *p, size_t len, bool copy)
 {
-	uint8_t *dst = c->tx_buf + c->tx_used;
+	uint8_t *dst = e->tx_buf + e->tx_used;
 
 	if (len == 0)
 		return;
-	c->tx_bytes += len;
+	e->tx_bytes += len;
 	if (!copy) {
-		c->tx_iov[c->tx_iovcnt++] = (struct iovec){ .iov_base = (void *)p, .iov_len = len };
-		c->tx_tail_copied = false;
+		e->tx_iov[e->tx_iovcnt++] = (struct iovec){ .iov_base = (void *)p, .iov_len = len };
+		e->tx_tail_copied = false;
 		return;
 	}
 	memcpy(dst, p, len);
-	c->tx_used += (uint32_t)len;
-	if (c->tx_tail_copied) {
-		c->tx_iov[c->tx_iovcnt - 1].iov_len += len;
+	e->tx_used += (uint32_t)len;
+	if (e->tx_tail_copied) {
+		e->tx_iov[e->tx_iovcnt - 1].iov_len += len;
 		return;
 	}
-	c->tx_iov[c->tx_iovcnt++] = (struct iovec){ .iov_base = dst, .iov_len = len };
-	c->tx_tail_copied = true;
+	e->tx_iov[e->tx_iovcnt++] = (struct iovec){ .iov_base = dst, .iov_len = len };
+	e->tx_tail_copied = true;
 }
 
 /* Queues one frame (see eng_send), once the bounds on what is in flight and
  * on the send queue let it in. */
-static int eng_queue(struct rmem_client *c, struct eng_op *op, uint16_t opcode,
+static int eng_queue(struct engine *e, struct eng_op *op, uint16_t opcode,
 		     const void *fixed, size_t fixed_len, const void *data, uint32_t data_len,
 		     void *dst, uint32_t read_len)
 {
@@ -642,71 +642,71 @@ static int eng_queue(struct rmem_client *c, struct eng_op *op, uint16_t opcode,
 	struct eng_frame *f;
 	int err;
 
-	if (c->broken)
+	if (e->broken)
 		return -ECONNRESET;
-	err = make_room(c, data_len + read_len);
-	if (!err && (c->tx_used + copied > ENG_TX_CAP || c->tx_iovcnt + 3 > ENG_TX_IOV))
-		err = eng_flush(c);
+	err = make_room(e, data_len + read_len);
+	if (!err && (e->tx_used + copied > ENG_TX_CAP || e->tx_iovcnt + 3 > ENG_TX_IOV))
+		err = eng_flush(e);
 	if (err)
 		return err;
 	proto_hdr_encode(hdr, &(struct proto_hdr){
 		.opcode = opcode,
 		.length = (uint32_t)(fixed_len + data_len),
-		.req_id = c->next_req_id,
+		.req_id = e->next_req_id,
 	});
 	/* Queued before the first byte goes, so every reply finds its frame. */
-	if (c->fifo_count == 0)
-		c->last_progress_ms = mono_ms();
-	f = fifo_at(c, c->fifo_count++);
+	if (e->fifo_count == 0)
+		e->last_progress_ms = clock_mono_ms();
+	f = fifo_at(e, e->fifo_count++);
 	*f = (struct eng_frame){
 		.op = op,
-		.req_id = c->next_req_id++,
+		.req_id = e->next_req_id++,
 		.dst = dst,
 		.len = data_len + read_len,
 		.opcode = opcode,
 	};
-	c->bytes_in_flight += f->len;
+	e->bytes_in_flight += f->len;
 	op->frames++;
 	op->sent++;
-	c->tx_frames++;
-	tx_add(c, hdr, sizeof(hdr), true);
-	tx_add(c, fixed, fixed_len, true);
-	tx_add(c, data, data_len, copy_data);
+	e->tx_frames++;
+	tx_add(e, hdr, sizeof(hdr), true);
+	tx_add(e, fixed, fixed_len, true);
+	tx_add(e, data, data_len, copy_data);
 	return 0;
 }
 
-int eng_send(struct rmem_client *c, struct eng_op *op, uint16_t opcode, const void *fixed,
+int eng_send(struct engine *e, struct eng_op *op, uint16_t opcode, const void *fixed,
 	     size_t fixed_len, const void *data, uint32_t data_len, void *dst, uint32_t read_len)
 {
-	int err = eng_queue(c, op, opcode, fixed, fixed_len, data, data_len, dst, read_len);
+	int err = eng_queue(e, op, opcode, fixed, fixed_len, data, data_len, dst, read_len);
 
-	return err ? err : eng_flush(c);
+	return err ? err : eng_flush(e);
 }
 
-int eng_post(struct rmem_client *c, struct eng_op *op, uint16_t opcode, const void *fixed,
+int eng_post(struct engine *e, struct eng_op *op, uint16_t opcode, const void *fixed,
 	     size_t fixed_len, const void *data, uint32_t data_len, void *dst, uint32_t read_len)
 {
-	int err = eng_queue(c, op, opcode, fixed, fixed_len, data, data_len, dst, read_len);
+	int err = eng_queue(e, op, opcode, fixed, fixed_len, data, data_len, dst, read_len);
 
 	if (err)
 		return err;
-	if (c->tx_frames >= ENG_BATCH_FRAMES || c->tx_bytes >= ENG_BATCH_BYTES)
-		return eng_flush(c);
+	if (e->tx_frames >= ENG_BATCH_FRAMES || e->tx_bytes >= ENG_BATCH_BYTES)
+		return eng_flush(e);
 	/* Nothing else out: no reply is coming that the caller would poll
 	 * for, so nothing to batch with yet.  Sending at once keeps a lone
 	 * post's latency, and the daemon works on it while the next ones are
 	 * queued: alloc+free at depth 16 (pinned) made 240-280 k requests/s
 	 * this way, 160-175 k when the first post waited for the batch too. */
-	if (c->fifo_count == c->tx_frames)
-		return eng_flush(c);
+	if (e->fifo_count == e->tx_frames)
+		return eng_flush(e);
 	return 0;
 }
 
 /* ---- waiting for results ------------------------------------------------------------- */
 
-int eng_wait_op(struct rmem_client *c, struct eng_op *op)
+int eng_wait_op(struct engine *e, struct eng_op *op)
 {
-	int err = eng_flush(c); /* posts queued ahead of op, if any */
+	int err = eng_flush(e); /* posts queued ahead of op, if any */
 
 	if (err && !op->done)
 		return err;
@@ -714,57 +714,101 @@ int eng_wait_op(struct rmem_client *c, struct eng_op *op)
 	 * (and when anything is, poll() says so at once).  A broken stream
 	 * has ended every frame, so op is done then too. */
 	while (!op->done) {
-		err = eng_wait(c, false, NO_DEADLINE);
+		err = eng_wait(e, false, NO_DEADLINE);
 		if (err >= 0)
-			err = eng_recv(c);
+			err = eng_recv(e);
 		if (err < 0 && !op->done)
 			return err;
 	}
 	return op->status;
 }
 
-int eng_progress(struct rmem_client *c, int timeout_ms)
+int eng_progress(struct engine *e, int timeout_ms)
 {
-	int64_t deadline = timeout_ms < 0 ? NO_DEADLINE : mono_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? NO_DEADLINE : clock_mono_ms() + timeout_ms;
 
 	for (;;) {
-		int err = eng_flush(c);
+		int err = eng_flush(e);
 
 		if (!err)
-			err = eng_recv(c);
+			err = eng_recv(e);
 		/* Completions first, even those a failure just made. */
-		if (c->cq.count || err)
-			return c->cq.count ? 0 : err;
-		if (c->fifo_count == 0)
+		if (e->cq.count || err)
+			return e->cq.count ? 0 : err;
+		if (e->fifo_count == 0)
 			return 0;
-		err = eng_wait(c, false, deadline);
+		err = eng_wait(e, false, deadline);
 		if (err)
-			return c->cq.count || err > 0 ? 0 : err;
+			return e->cq.count || err > 0 ? 0 : err;
 	}
 }
 
-int eng_ping_nowait(struct rmem_client *c, struct eng_op *op)
+int eng_ping_nowait(struct engine *e, struct eng_op *op)
 {
-	int err = eng_recv(c);
+	int err = eng_recv(e);
 
 	if (err || op->frames)
 		return err;
 	*op = (struct eng_op){ .sealed = true };
-	return eng_send(c, op, PROTO_OP_PING, NULL, 0, NULL, 0, NULL, 0);
+	return eng_send(e, op, PROTO_OP_PING, NULL, 0, NULL, 0, NULL, 0);
 }
 
-int eng_call(struct rmem_client *c, uint16_t opcode, const void *payload, size_t len,
+int eng_call(struct engine *e, uint16_t opcode, const void *payload, size_t len,
 	     size_t *reply_len)
 {
 	struct eng_op op = { .sealed = true };
 	int err;
 
-	err = eng_send(c, &op, opcode, payload, len, NULL, 0, NULL, 0);
+	err = eng_send(e, &op, opcode, payload, len, NULL, 0, NULL, 0);
 	if (err)
 		return err;
-	err = eng_wait_op(c, &op);
+	err = eng_wait_op(e, &op);
 	if (err)
 		return err;
 	*reply_len = op.rx_len;
 	return 0;
+}
+
+/* ---- the lease ------------------------------------------------------------------------ */
+
+bool eng_broken(const struct engine *e)
+{
+	return e->broken;
+}
+
+int64_t eng_last_send_ms(const struct engine *e)
+{
+	return e->last_send_ms;
+}
+
+int eng_ping(struct engine *e)
+{
+	size_t reply_len;
+	int status, err;
+
+	err = eng_call(e, PROTO_OP_PING, NULL, 0, &reply_len);
+	if (err)
+		return err;
+	if (proto_status_decode(e->rx, reply_len, &status) < 0)
+		return eng_fail(e, -EPROTO);
+	return 0;
+}
+
+void eng_shutdown(struct engine *e)
+{
+	if (e->fd >= 0)
+		shutdown(e->fd, SHUT_RDWR);
+}
+
+int eng_lease_poke(struct engine *e)
+{
+	int64_t interval = e->lease_ms / 3 ? e->lease_ms / 3 : 1;
+	int64_t due = e->last_send_ms + interval, now = clock_mono_ms();
+
+	if (!e->lease_ms || e->broken)
+		return -1;
+	if (now < due)
+		return (int)(due - now);
+	eng_ping_nowait(e, &e->ping_op);
+	return e->broken ? -1 : (int)interval;
 }

@@ -14,8 +14,11 @@
  * time.  When a call keeps the client busy past two thirds of the lease (a
  * long rmem_poll on RDMA completions, say) the thread queues behind it
  * (the lock is fair, so it gets its turn right after).  A call that waits
- * long on RDMA completions pings by itself meanwhile (keepalive_poke), so
- * that even one call longer than the lease keeps it.  Once the stream is
+ * long on RDMA completions pings by itself meanwhile (eng_lease_poke), so
+ * that even one call longer than the lease keeps it.
+ *
+ * The thread knows the client only as its lock and its engine, and uses the
+ * engine's calls, never the client's innards.  Once the stream is
  * broken there is nothing left to keep alive, and the thread ends; calls
  * then fail with -ECONNRESET by themselves.
  */
@@ -24,34 +27,27 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "clock.h"
+#include "keepalive.h"
 
 /* Checks while the lock is busy come this many times per interval. */
 #define BUSY_RETRIES 8
 
 struct keepalive {
-	struct rmem_client *c;
+	struct fair_lock *lock;
+	struct engine *e;
 	pthread_t thread;
 	pthread_mutex_t mu;    /* guards stop and pinging; cv wakes the thread to stop */
 	pthread_cond_t cv;     /* on CLOCK_MONOTONIC */
 	bool stop;
 	bool pinging;          /* a PING is on its way: the thread waits on the socket */
 	int64_t interval_ms;   /* lease_ms / 3, >= 1 */
-	int64_t seen_send_ms;  /* c->last_send_ms when the thread last had the client */
+	int64_t seen_send_ms;  /* the engine's last send when the thread last had the client */
 	pid_t pid;             /* the process the thread runs in */
 };
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Unless the thread is being stopped, marks a PING as on its way: true then. */
 static bool ping_begin(struct keepalive *ka)
@@ -73,20 +69,15 @@ static void ping_end(struct keepalive *ka)
 }
 
 /* PING and its reply.  0, or a negative errno (the stream is then broken). */
-static int ping_locked(struct rmem_client *c, struct keepalive *ka)
+static int ping_locked(struct keepalive *ka)
 {
-	size_t reply_len;
-	int status, err;
+	int err;
 
 	if (!ping_begin(ka))
 		return 0;
-	err = eng_call(c, PROTO_OP_PING, NULL, 0, &reply_len);
+	err = eng_ping(ka->e);
 	ping_end(ka);
-	if (err)
-		return err;
-	if (proto_status_decode(c->rx, reply_len, &status) < 0)
-		return eng_fail(c, -EPROTO);
-	return 0;
+	return err;
 }
 
 /*
@@ -94,52 +85,39 @@ static int ping_locked(struct rmem_client *c, struct keepalive *ka)
  * when to look next, or -1 when the stream is broken and there will never be
  * anything to do.
  */
-static int64_t keepalive_look(struct rmem_client *c, struct keepalive *ka)
+static int64_t keepalive_look(struct keepalive *ka)
 {
+	struct engine *e = ka->e;
 	int64_t next;
 
-	if (!client_trylock(c)) {
+	if (!lock_try(ka->lock)) {
 		/* A call runs; it is likely sending itself.  Wait for it only
 		 * once the lease could really be in danger: two intervals after
 		 * the last send we know of. */
-		if (mono_ms() < ka->seen_send_ms + 2 * ka->interval_ms)
-			return mono_ms() + ka->interval_ms / BUSY_RETRIES + 1;
-		client_lock(c);
+		if (clock_mono_ms() < ka->seen_send_ms + 2 * ka->interval_ms)
+			return clock_mono_ms() + ka->interval_ms / BUSY_RETRIES + 1;
+		lock_hold(ka->lock);
 	}
 	/* Posts the application left queued (engine.c's send queue) go out
 	 * with the PING, or now: they count as the lease's traffic too. */
-	if (!c->broken && mono_ms() - c->last_send_ms >= ka->interval_ms)
-		ping_locked(c, ka);
-	else if (!c->broken)
-		eng_flush(c);
-	ka->seen_send_ms = c->last_send_ms;
-	next = c->broken ? -1 : c->last_send_ms + ka->interval_ms;
-	client_unlock(c);
+	if (!eng_broken(e) && clock_mono_ms() - eng_last_send_ms(e) >= ka->interval_ms)
+		ping_locked(ka);
+	else if (!eng_broken(e))
+		eng_flush(e);
+	ka->seen_send_ms = eng_last_send_ms(e);
+	next = eng_broken(e) ? -1 : eng_last_send_ms(e) + ka->interval_ms;
+	lock_release(ka->lock);
 	return next;
-}
-
-int keepalive_poke(struct rmem_client *c)
-{
-	int64_t interval = c->lease_ms / 3 ? c->lease_ms / 3 : 1;
-	int64_t due = c->last_send_ms + interval, now = mono_ms();
-
-	if (!c->lease_ms || c->broken)
-		return -1;
-	if (now < due)
-		return (int)(due - now);
-	eng_ping_nowait(c, &c->ping_op);
-	return c->broken ? -1 : (int)interval;
 }
 
 static void *keepalive_main(void *arg)
 {
 	struct keepalive *ka = arg;
-	struct rmem_client *c = ka->c;
 	int64_t due = ka->seen_send_ms + ka->interval_ms;
 
 	pthread_mutex_lock(&ka->mu);
 	while (!ka->stop) {
-		int64_t now = mono_ms();
+		int64_t now = clock_mono_ms();
 		struct timespec until;
 
 		if (now < due) {
@@ -149,7 +127,7 @@ static void *keepalive_main(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&ka->mu);
-		due = keepalive_look(c, ka);
+		due = keepalive_look(ka);
 		pthread_mutex_lock(&ka->mu);
 		if (due < 0)
 			break;
@@ -188,7 +166,7 @@ static int keepalive_new(struct keepalive **out, uint32_t lease_ms)
 		goto fail_alloc;
 	}
 	ka->interval_ms = lease_ms / 3 ? lease_ms / 3 : 1;
-	ka->seen_send_ms = mono_ms(); /* HELLO has just gone out */
+	ka->seen_send_ms = clock_mono_ms(); /* HELLO has just gone out */
 	ka->pid = getpid();
 	*out = ka;
 	return 0;
@@ -197,38 +175,39 @@ fail_alloc:
 	return -err;
 }
 
-int keepalive_start(struct rmem_client *c)
+int keepalive_start(struct keepalive **out, struct fair_lock *lock, struct engine *e,
+		    uint32_t lease_ms)
 {
+	struct keepalive *ka;
 	sigset_t all, old;
 	int err;
 
-	if (!c->lease_ms)
+	*out = NULL;
+	if (!lease_ms)
 		return 0;
-	err = keepalive_new(&c->keepalive, c->lease_ms);
+	err = keepalive_new(&ka, lease_ms);
 	if (err)
 		return err;
+	ka->lock = lock;
+	ka->e = e;
 	/* The thread inherits a full signal mask: the application's signals
 	 * keep going to the application's own threads. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	c->keepalive->c = c;
-	err = pthread_create(&c->keepalive->thread, NULL, keepalive_main, c->keepalive);
+	err = pthread_create(&ka->thread, NULL, keepalive_main, ka);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
-		keepalive_free(c->keepalive);
-		c->keepalive = NULL;
+		keepalive_free(ka);
 		return -err;
 	}
+	*out = ka;
 	return 0;
 }
 
-void keepalive_stop(struct rmem_client *c)
+void keepalive_stop(struct keepalive *ka)
 {
-	struct keepalive *ka = c->keepalive;
-
 	if (!ka)
 		return;
-	c->keepalive = NULL;
 	/* In a child of fork() the thread does not exist (and its lock may
 	 * have been copied held): there is nothing to stop or join. */
 	if (ka->pid != getpid()) {
@@ -240,7 +219,7 @@ void keepalive_stop(struct rmem_client *c)
 	/* A PING to a daemon that no longer answers would hold us here for
 	 * timeout_ms, or for ever: the session ends now anyway. */
 	if (ka->pinging)
-		shutdown(c->fd, SHUT_RDWR);
+		eng_shutdown(ka->e);
 	pthread_cond_signal(&ka->cv);
 	pthread_mutex_unlock(&ka->mu);
 	pthread_join(ka->thread, NULL);

@@ -1,14 +1,14 @@
 /*
  * membuf.c - rmem_register_buf and rmem_unregister_buf: buffers the
  * application registers once for the data path, as with ucp_mem_map() or
- * fi_mr_reg().  The table is the client's (c->kept); the registration itself
- * is rdma.c's, made only when the data goes on RDMA, so that the same
+ * fi_mr_reg().  The table is the client's (c->eng.kept); the registration itself
+ * is the data path's (datapath.c), made only when the data goes on RDMA, so that the same
  * application code runs on every transport.
  */
 #include <errno.h>
 
 #include "client.h"
-#include "rdma.h"
+#include "datapath.h"
 
 int rmem_register_buf(rmem_client *c, void *buf, size_t len)
 {
@@ -16,9 +16,9 @@ int rmem_register_buf(rmem_client *c, void *buf, size_t len)
 
 	if (!c || !buf || len == 0)
 		return -EINVAL;
-	client_lock(c);
-	err = c->broken ? -ECONNRESET : rdma_keep(c, buf, len);
-	client_unlock(c);
+	lock_hold(&c->lock);
+	err = c->eng.broken ? -ECONNRESET : dp_keep(&c->eng, buf, len);
+	lock_release(&c->lock);
 	return err;
 }
 
@@ -28,10 +28,10 @@ int rmem_unregister_buf(rmem_client *c, void *buf)
 
 	if (!c || !buf)
 		return -EINVAL;
-	client_lock(c);
+	lock_hold(&c->lock);
 	/* A broken client may still hold registrations: letting them go is
 	 * what the caller wants before freeing the memory. */
-	err = rdma_unkeep(c, buf);
-	client_unlock(c);
+	err = dp_unkeep(&c->eng, buf);
+	lock_release(&c->lock);
 	return err;
 }

@@ -2,6 +2,7 @@
  * tcp.c - connect with a timeout, and send/receive/wait primitives that
  * hide EINTR and normalise errors.  See tcp.h.
  */
+#include "clock.h"
 #include "tcp.h"
 
 #include <errno.h>
@@ -18,35 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NO_DEADLINE INT64_MAX
+#define NO_DEADLINE CLOCK_NO_DEADLINE
 /* A Unix socket whose backlog is full refuses a nonblocking connect with
  * EAGAIN and offers nothing to poll on, so we retry at this interval. */
 #define UNIX_RETRY_MS 10
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t deadline_after(int timeout_ms)
 {
-	return timeout_ms > 0 ? now_ms() + timeout_ms : NO_DEADLINE;
-}
-
-/* Milliseconds left until deadline, as poll() wants them: -1 for none. */
-static int remaining_ms(int64_t deadline)
-{
-	int64_t left;
-
-	if (deadline == NO_DEADLINE)
-		return -1;
-	left = deadline - now_ms();
-	if (left <= 0)
-		return 0;
-	return left > INT32_MAX ? INT32_MAX : (int)left;
+	return timeout_ms > 0 ? clock_mono_ms() + timeout_ms : NO_DEADLINE;
 }
 
 /* Maps the errno of a failed socket call to the codes rmem.h promises. */
@@ -71,7 +51,7 @@ static int wait_until(int fd, short events, int64_t deadline)
 	struct pollfd pfd = { .fd = fd, .events = events };
 
 	for (;;) {
-		int left = remaining_ms(deadline);
+		int left = clock_ms_until(deadline);
 		int n;
 
 		if (left == 0)
@@ -212,7 +192,7 @@ int tcp_connect_unix(const char *path, int timeout_ms)
 			err = stream_error(errno);
 			break;
 		}
-		left = remaining_ms(deadline);
+		left = clock_ms_until(deadline);
 		if (left == 0) {
 			err = -ETIMEDOUT;
 			break;
@@ -262,9 +242,8 @@ ssize_t tcp_recv_some(int fd, void *buf, size_t len)
 int tcp_spin_readable(int fd, int spin_us)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	struct timespec t0, t;
+	int64_t end = clock_mono_us() + spin_us;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		int n = poll(&pfd, 1, 0);
 
@@ -274,8 +253,7 @@ int tcp_spin_readable(int fd, int spin_us)
 			return -errno;
 		/* A daemon on this CPU cannot answer while we spin: let it run. */
 		sched_yield();
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 >= spin_us)
+		if (clock_mono_us() >= end)
 			return 0;
 	}
 }
@@ -283,10 +261,10 @@ int tcp_spin_readable(int fd, int spin_us)
 int tcp_wait(int fd, short events, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };
-	int64_t deadline = timeout_ms < 0 ? NO_DEADLINE : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? NO_DEADLINE : clock_mono_ms() + timeout_ms;
 
 	for (;;) {
-		int n = poll(&pfd, 1, remaining_ms(deadline));
+		int n = poll(&pfd, 1, clock_ms_until(deadline));
 
 		if (n > 0)
 			return pfd.revents;

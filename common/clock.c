@@ -3,6 +3,7 @@
  */
 #include "clock.h"
 
+#include <stdint.h>
 #include <time.h>
 
 int64_t clock_mono_ns(void)
@@ -22,4 +23,14 @@ int64_t clock_mono_us(void)
 int64_t clock_mono_ms(void)
 {
 	return clock_mono_ns() / 1000000;
+}
+
+int clock_ms_until(int64_t deadline)
+{
+	int64_t left;
+
+	if (deadline == CLOCK_NO_DEADLINE)
+		return -1;
+	left = deadline - clock_mono_ms();
+	return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
 }

@@ -15,4 +15,11 @@ int64_t clock_mono_ns(void);
 int64_t clock_mono_us(void);
 int64_t clock_mono_ms(void);
 
+/* A deadline (clock_mono_ms() time) that never comes. */
+#define CLOCK_NO_DEADLINE INT64_MAX
+
+/* poll(2)'s timeout until deadline: -1 for CLOCK_NO_DEADLINE, else the
+ * milliseconds left, 0 once it has passed, at most INT32_MAX. */
+int clock_ms_until(int64_t deadline);
+
 #endif /* RMEM_COMMON_CLOCK_H */

@@ -30,8 +30,31 @@
 extern "C" {
 #endif
 
-#define RMEM_VERSION_MAJOR 0
-#define RMEM_VERSION_MINOR 1
+/*
+ * The version of this header.  It matches the newest node of the library's
+ * symbol map (RMEM_1.2): a release that adds calls adds a node and a minor
+ * version; PATCH counts releases that add none.  The major version is the
+ * SONAME's (librmem.so.1).  rmem_version() says which library runs.
+ */
+#define RMEM_VERSION_MAJOR 1
+#define RMEM_VERSION_MINOR 2
+#define RMEM_VERSION_PATCH 0
+/* Packed as rmem_version() returns it: 0x00MMmmpp. */
+#define RMEM_VERSION_PACK(major, minor, patch) \
+	(((uint32_t)(major) << 16) | ((uint32_t)(minor) << 8) | (uint32_t)(patch))
+#define RMEM_VERSION \
+	RMEM_VERSION_PACK(RMEM_VERSION_MAJOR, RMEM_VERSION_MINOR, RMEM_VERSION_PATCH)
+
+/*
+ * Marks the calls of the API: the library is built with every other symbol
+ * hidden (-fvisibility=hidden), so only these are exported.  Harmless to
+ * the application.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define RMEM_API __attribute__((visibility("default")))
+#else
+#define RMEM_API
+#endif
 
 /* Opaque; one session with one rmemd. */
 typedef struct rmem_client rmem_client;
@@ -43,6 +66,11 @@ struct rmem_region {
 	uint64_t length; /* usable bytes, >= the size asked */
 	uint32_t rkey;   /* RDMA rkey, or the TCP path's random key */
 	uint32_t flags;  /* reserved, 0 */
+	/* Room to grow (since RMEM_1.2): the library writes 0 here today.
+	 * Callers built against RMEM_1.0/1.1 headers, whose struct ends
+	 * before it, keep working: rmem_alloc@RMEM_1.0 and
+	 * rmem_post_alloc@RMEM_1.1 write only the fields they knew. */
+	uint64_t reserved[2];
 };
 
 /*
@@ -64,7 +92,7 @@ struct rmem_opts {
 };
 
 /* Fills *o with defaults.  size is sizeof(*o) as the caller sees it. */
-void rmem_opts_init(struct rmem_opts *o, size_t size);
+RMEM_API void rmem_opts_init(struct rmem_opts *o, size_t size);
 
 /*
  * Connects to rmemd and opens a session.
@@ -78,14 +106,14 @@ void rmem_opts_init(struct rmem_opts *o, size_t size);
  * daemon that could not prove it knows the secret), -ENOENT and the other
  * errors of open(2) for secret_file, -ENOMEM, and the connection errors above.
  */
-int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **out);
+RMEM_API int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **out);
 
 /* Ends the session; the daemon frees every region the session still holds.
  * Accepts NULL. */
-void rmem_close(rmem_client *c);
+RMEM_API void rmem_close(rmem_client *c);
 
 /* "rdma", "tcp" or "unix": the path this client really uses.  Never NULL. */
-const char *rmem_transport(const rmem_client *c);
+RMEM_API const char *rmem_transport(const rmem_client *c);
 
 /*
  * remote_malloc: carves at least size bytes from the daemon's pools.
@@ -93,14 +121,14 @@ const char *rmem_transport(const rmem_client *c);
  * Errors: -EINVAL (size 0, unknown flags, NULL), -ENOMEM (no pool can hold it),
  * -EDQUOT (the tenant's quota or max_regions would be exceeded).
  */
-int rmem_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out);
+RMEM_API int rmem_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out);
 
 /*
  * remote_free: returns the region's bytes to the pool.  The key stops working.
  * Errors: -ENOENT (never allocated, or already freed), -EACCES (wrong key, or
  * another client's region), -EINVAL (NULL).
  */
-int rmem_free(rmem_client *c, const struct rmem_region *r);
+RMEM_API int rmem_free(rmem_client *c, const struct rmem_region *r);
 
 /*
  * Copies len bytes from buf to the region at byte off (rmem_write), or from the
@@ -108,9 +136,9 @@ int rmem_free(rmem_client *c, const struct rmem_region *r);
  * stream in bounded chunks.  len 0 is a no-op that still checks the handle.
  * Errors: -ERANGE (off + len past r->length), -ENOENT, -EACCES, -EINVAL.
  */
-int rmem_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
+RMEM_API int rmem_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	       const void *buf, size_t len);
-int rmem_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
+RMEM_API int rmem_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	      void *buf, size_t len);
 
 /*
@@ -120,9 +148,9 @@ int rmem_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
  * host byte order.  Atomic against every other atomic on the same transport.
  * Errors: -EINVAL (off not aligned, NULL r), -ERANGE, -ENOENT, -EACCES.
  */
-int rmem_cas(rmem_client *c, const struct rmem_region *r, uint64_t off,
+RMEM_API int rmem_cas(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	     uint64_t expect, uint64_t desired, uint64_t *old);
-int rmem_faa(rmem_client *c, const struct rmem_region *r, uint64_t off,
+RMEM_API int rmem_faa(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	     uint64_t add, uint64_t *old);
 
 /*
@@ -146,9 +174,9 @@ int rmem_faa(rmem_client *c, const struct rmem_region *r, uint64_t off,
  * rmem_poll() may return the completion.  rmem_close() drops operations
  * still in flight: their buffers are the caller's again when it returns.
  */
-int rmem_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
+RMEM_API int rmem_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
 		   void *buf, size_t len, uint64_t cookie);
-int rmem_post_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
+RMEM_API int rmem_post_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
 		    const void *buf, size_t len, uint64_t cookie);
 
 /*
@@ -164,9 +192,9 @@ int rmem_post_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
  * even on an RDMA client; there they complete in order among themselves,
  * not necessarily in order with posted reads and writes.
  */
-int rmem_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out,
-		    uint64_t cookie);
-int rmem_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie);
+RMEM_API int rmem_post_alloc(rmem_client *c, uint64_t size, uint32_t flags,
+			     struct rmem_region *out, uint64_t cookie);
+RMEM_API int rmem_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie);
 
 /*
  * Registered buffers (since RMEM_1.1).  On RDMA a transfer above 4 KiB
@@ -184,8 +212,8 @@ int rmem_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie)
  * -ENOENT (no range starts at buf), -EBUSY (transfers on it in flight on
  * RDMA: poll them first), -EINVAL (NULL).
  */
-int rmem_register_buf(rmem_client *c, void *buf, size_t len);
-int rmem_unregister_buf(rmem_client *c, void *buf);
+RMEM_API int rmem_register_buf(rmem_client *c, void *buf, size_t len);
+RMEM_API int rmem_unregister_buf(rmem_client *c, void *buf);
 
 struct rmem_completion {
 	uint64_t cookie; /* as given to rmem_post_*() */
@@ -202,7 +230,15 @@ struct rmem_completion {
  * operation in flight completes with -ECONNRESET; once those have been
  * returned, rmem_poll() returns -ECONNRESET.  -EINVAL: c or out NULL, max < 1.
  */
-int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_ms);
+RMEM_API int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_ms);
+
+/* How the daemon makes region keys on RDMA (rmem_stats.key_mode); the
+ * values are those of rmemd.conf(5)'s rdma.keys and of the wire protocol. */
+enum rmem_key_mode {
+	RMEM_KEYS_NONE = 0,      /* no RDMA: the TCP path's random keys */
+	RMEM_KEYS_WINDOW = 1,    /* type 2 memory windows bound on the client's queue pair */
+	RMEM_KEYS_REGION_MR = 2, /* one MR per region in the client's own protection domain */
+};
 
 /* Pool-wide figures, summed over every pool of the daemon. */
 struct rmem_stats {
@@ -215,14 +251,15 @@ struct rmem_stats {
 	uint64_t peak_used;    /* highest used_bytes since start */
 	uint64_t allocs;       /* successful allocations since start */
 	uint64_t frees;        /* regions returned since start (any cause) */
-	uint64_t key_mode;     /* how the daemon keys regions on RDMA: 0 no RDMA (the
-				  TCP path's random keys), 1 type 2 memory windows bound
-				  on the client's queue pair, 2 one MR per region in the
-				  client's own protection domain */
+	uint64_t key_mode;     /* enum rmem_key_mode: how the daemon keys regions on RDMA
+				  (uint64_t, as in RMEM_1.0) */
+	/* Room to grow (since RMEM_1.2): 0 today.  rmem_stats@RMEM_1.0 writes
+	 * only the fields above, for callers built against older headers. */
+	uint64_t reserved[6];
 };
 
 /* Errors: -EINVAL (NULL) and the connection errors. */
-int rmem_stats(rmem_client *c, struct rmem_stats *out);
+RMEM_API int rmem_stats(rmem_client *c, struct rmem_stats *out);
 
 /*
  * Admin listings.  They are served only on the daemon's Unix admin socket
@@ -238,7 +275,7 @@ struct rmem_pool_info {
 	uint32_t page_size;    /* bytes per page backing the pool: 4096, 2 MiB... */
 	uint32_t alignment;    /* every region starts and ends on this */
 };
-int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max);
+RMEM_API int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max);
 
 struct rmem_region_info {
 	uint64_t id;
@@ -249,7 +286,8 @@ struct rmem_region_info {
 	uint32_t reserved;
 };
 /* Regions with id > after, in id order; page through with the last id seen. */
-int rmem_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out, size_t max);
+RMEM_API int rmem_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out,
+			  size_t max);
 
 struct rmem_client_info {
 	uint64_t id;           /* session id */
@@ -262,11 +300,19 @@ struct rmem_client_info {
 	char peer[64];         /* "1.2.3.4:5678", "uid=0 pid=12" ... */
 };
 /* Sessions with id > after, in id order. */
-int rmem_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, size_t max);
+RMEM_API int rmem_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out,
+			  size_t max);
+
+/*
+ * The version of the library that runs (since RMEM_1.2), packed as
+ * RMEM_VERSION is: (major << 16) | (minor << 8) | patch.  It may be newer
+ * than the header the caller was built with, never older in major.
+ */
+RMEM_API uint32_t rmem_version(void);
 
 /* Text for a negative (or positive) errno value, including the rmem meanings
  * of each code.  Never NULL; the string is static. */
-const char *rmem_strerror(int err);
+RMEM_API const char *rmem_strerror(int err);
 
 #ifdef __cplusplus
 }

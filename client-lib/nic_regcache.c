@@ -1,10 +1,10 @@
 /*
- * regcache.c - see regcache.h.  A small array searched linearly, starting
+ * nic_regcache.c - see nic_regcache.h.  A small array searched linearly, starting
  * at the last hit: the transfers in flight come from a handful of buffers,
  * and a registration costs far more than a scan of the table.  The kept
  * ranges are a second small table, looked at only when it is not empty.
  */
-#include "regcache.h"
+#include "nic_regcache.h"
 
 #include <errno.h>
 #include <infiniband/verbs.h>

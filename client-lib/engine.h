@@ -1,0 +1,233 @@
+/*
+ * engine.h - the request engine of librmem (engine.c): the one in-order
+ * FIFO of requests on the stream, the send queue, the receiver, the
+ * completion queue, and the lease's clock; and the data path over it
+ * (datapath.c), which puts reads, writes and atomics on the NIC when the
+ * client has one (nic.h) and on the stream otherwise.
+ *
+ * Control requests always travel on the stream (TCP, Unix socket).  On an
+ * RDMA client (e->nic set) reads, writes and atomics go on its queue pair
+ * instead; posted operations share struct eng_op and the completion queue
+ * either way.
+ *
+ * Locking: the engine has none.  Every public call that touches a client
+ * holds the client's lock (lock.h) from start to end, including its waits
+ * on the socket, and so does the keepalive thread; so the engine is only
+ * ever used by one thread at a time.
+ */
+#ifndef RMEM_ENGINE_H
+#define RMEM_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "nic_regcache.h"
+#include "op.h"
+#include "proto.h"
+#include "rmem.h"
+
+/*
+ * What may be in flight on one connection (sent and not yet answered).
+ * Beyond either bound a sender first receives replies.  64 MiB keeps four
+ * 16 MiB chunks in flight, enough for the daemon never to wait for the next
+ * request; 64 requests keep small operations streaming.
+ */
+#define ENG_MAX_FRAMES 64u          /* power of two: the FIFO is a ring */
+#define ENG_MAX_BYTES  (64u << 20)  /* WRITE data sent + READ data expected */
+
+/* Replies are received into a small buffer so that many small ones cost one
+ * system call; READ data above ENG_COPY_MAX never passes through it, it is
+ * received straight into the caller's buffer. */
+#define ENG_STAGE_CAP  (16u << 10)
+#define ENG_COPY_MAX   4096u
+
+/*
+ * The send queue.  A posted frame is queued, not sent: one sendmsg() per
+ * request cost about as much kernel CPU on each side as the work itself,
+ * so posts go out in batches, like a verbs doorbell rung once for many work
+ * requests.  The queue is sent when it holds ENG_BATCH_FRAMES frames or
+ * ENG_BATCH_BYTES bytes, and before anything waits (rmem_poll, a
+ * synchronous call, a post that must make room, the keepalive thread); see
+ * eng_post().  Headers and fixed parts are copied into tx_buf (so are WRITE
+ * data up to ENG_TX_COPY_MAX bytes), larger data are sent from the caller's
+ * buffer, which is the caller's only after the completion.
+ */
+#define ENG_BATCH_FRAMES 16u
+#define ENG_BATCH_BYTES  (64u << 10)
+#define ENG_TX_CAP       (16u << 10)
+#define ENG_TX_COPY_MAX  512u
+#define ENG_TX_IOV       (2 * ENG_BATCH_FRAMES + 4)
+
+/* One request in flight, in the order sent: the daemon answers in this order. */
+struct eng_frame {
+	struct eng_op *op;
+	uint64_t req_id;
+	uint8_t *dst;     /* READ: where the data goes */
+	uint32_t len;     /* READ: data bytes expected; WRITE: data bytes sent */
+	uint16_t opcode;
+};
+
+/* Where the receiver is within the reply at the head of the FIFO. */
+enum eng_rx_state {
+	RX_HDR,      /* the frame header */
+	RX_STATUS,   /* WRITE or READ reply: the status */
+	RX_DATA,     /* READ reply: the data, into the caller's buffer */
+	RX_PAYLOAD,  /* control reply: the payload, into e->rx */
+	RX_ERROR,    /* ERROR frame: its status; the stream ends after it */
+};
+
+/* Completions of async operations that rmem_poll() has not returned yet. */
+struct eng_cq {
+	struct rmem_completion *v;
+	uint32_t head, count, cap;   /* cap: 0 or a power of two */
+};
+
+struct nic_conn;
+
+struct engine {
+	int fd;                  /* the stream; -1 before it is open */
+	int timeout_ms;          /* longest wait without progress; <= 0 forever */
+	/* Set when the stream state is unknown (timeout, garbage, EOF): every
+	 * later call fails with -ECONNRESET without touching the socket. */
+	bool broken;
+	struct nic_conn *nic;    /* the RDMA data path (datapath.c), or NULL */
+	uint64_t next_req_id;
+	uint32_t max_io;         /* min(daemon's max_io, PROTO_MAX_IO), > 0 */
+	/* ranges from rmem_register_buf(), registered on RDMA (datapath.c) */
+	struct regcache_kept kept;
+
+	struct eng_frame fifo[ENG_MAX_FRAMES];
+	uint32_t fifo_head, fifo_count;
+	uint64_t bytes_in_flight;
+	uint32_t async_ops;      /* posted, not yet completed */
+	struct eng_cq cq;
+	int64_t last_progress_ms;
+	uint8_t spin_credit;     /* eng_wait's busy-poll: see spin_first() */
+	uint8_t spin_probe;
+	enum eng_rx_state rx_state;
+	struct proto_hdr rx_hdr;
+	uint8_t *rx_dst;         /* where the current part goes */
+	size_t rx_left;          /* bytes of the current part still due */
+	uint8_t rx_hdr_buf[PROTO_HDR_LEN];
+	uint8_t rx_status[PROTO_STATUS_LEN];
+	uint32_t stage_start, stage_end;
+	uint8_t stage[ENG_STAGE_CAP];
+	uint8_t rx[PROTO_MAX_CTL]; /* payload of the last control reply */
+	/* The send queue (see ENG_BATCH_FRAMES): its frames are in the FIFO
+	 * already, the last tx_frames of it, and no byte of them has gone. */
+	uint32_t tx_frames;
+	uint32_t tx_iovcnt;
+	uint32_t tx_used;        /* bytes of tx_buf queued */
+	size_t tx_bytes;         /* bytes queued in all */
+	bool tx_tail_copied;     /* the last iovec ends at tx_buf + tx_used */
+	struct iovec tx_iov[ENG_TX_IOV];
+	uint8_t tx_buf[ENG_TX_CAP];
+
+	/* The lease: the daemon ends a session that sends no frame on its
+	 * stream for lease_ms, so the keepalive thread (keepalive.c) sends
+	 * PING when calls do not, and waits that hold the client long ping by
+	 * themselves (eng_lease_poke). */
+	uint32_t lease_ms;           /* from HELLO; 0: no lease */
+	int64_t last_send_ms;        /* when a frame last went out, monotonic */
+	struct eng_op ping_op;       /* eng_lease_poke's PING, answered or not */
+};
+
+/* ---- engine.c ---------------------------------------------------------------- */
+
+/* Readies the engine of a freshly zeroed client: no stream yet. */
+void eng_init(struct engine *e, int timeout_ms);
+/* Forgets every operation in flight (their buffers are the callers' again)
+ * and frees what the engine holds, the socket included.  The NIC must be
+ * gone already (dp_detach). */
+void eng_release(struct engine *e);
+
+/* Marks the stream unusable: shuts it down and ends every operation in
+ * flight (async ones with -ECONNRESET, synchronous ones with err).
+ * Returns err. */
+int eng_fail(struct engine *e, int err);
+
+/*
+ * Sends one request frame for op, behind whatever the send queue holds:
+ * header, then fixed (fixed_len bytes), then data (data_len bytes, WRITE
+ * only).  When it returns 0, the frame and the queue have gone out.  For
+ * READ, dst and read_len say where the reply's data goes; a control reply
+ * goes to e->rx.  First waits, receiving replies, until the frame fits the
+ * bounds; while the socket is full it receives replies too, so that it never
+ * deadlocks with a daemon that waits for us to read.  0 or a negative errno
+ * (the stream is then broken and op has failed).
+ */
+int eng_send(struct engine *e, struct eng_op *op, uint16_t opcode, const void *fixed,
+	     size_t fixed_len, const void *data, uint32_t data_len, void *dst, uint32_t read_len);
+
+/*
+ * eng_send()'s queueing form, for posted operations: the frame joins the
+ * send queue, which goes out once it holds ENG_BATCH_FRAMES frames or
+ * ENG_BATCH_BYTES bytes, or at the next eng_flush() (every wait flushes
+ * first).  WRITE data above ENG_TX_COPY_MAX is sent from data itself, so it
+ * must stay untouched until op ends; fixed is copied.  0 or a negative errno
+ * (the stream is then broken and op has failed).
+ */
+int eng_post(struct engine *e, struct eng_op *op, uint16_t opcode, const void *fixed,
+	     size_t fixed_len, const void *data, uint32_t data_len, void *dst, uint32_t read_len);
+
+/* Sends the send queue, receiving replies while the socket is full.  0 (the
+ * queue is empty then) or a negative errno (the stream is then broken). */
+int eng_flush(struct engine *e);
+
+/* One frame (or RDMA work request) of op has ended with status: op keeps
+ * the first error, and ends once sealed and every frame has ended. */
+void eng_op_part_done(struct engine *e, struct eng_op *op, int status);
+
+/* Seals op: no more frames.  An async op whose frames are all answered
+ * completes now. */
+void eng_seal(struct engine *e, struct eng_op *op);
+
+/* Receives until the synchronous op has ended; returns its status. */
+int eng_wait_op(struct engine *e, struct eng_op *op);
+
+/*
+ * rmem_poll()'s engine: makes progress for up to timeout_ms (0: none, < 0:
+ * no limit) until a completion is queued.  0 (look at e->cq), or a negative
+ * errno when the stream broke.
+ */
+int eng_progress(struct engine *e, int timeout_ms);
+
+/* Makes room in e->cq for one more async operation than are in flight now.
+ * 0 or -ENOMEM. */
+int eng_cq_reserve(struct engine *e);
+/* Moves up to max completions to out; returns how many. */
+int eng_cq_take(struct engine *e, struct rmem_completion *out, int max);
+
+/* Handles the replies already in, then sends a PING for op unless op's last
+ * one is still unanswered, without waiting for the reply: the next receive on
+ * the stream takes it.  op lives in the engine (eng_lease_poke).  0 or a
+ * negative errno (the stream is then broken). */
+int eng_ping_nowait(struct engine *e, struct eng_op *op);
+
+/* One control request and its reply: on success the reply payload is in
+ * e->rx and its length in *reply_len. */
+int eng_call(struct engine *e, uint16_t opcode, const void *payload, size_t len,
+	     size_t *reply_len);
+
+
+/* ---- for the keepalive thread and long waits (the lease) -------------------- */
+
+/* True once the stream is unusable. */
+bool eng_broken(const struct engine *e);
+/* When a frame last went out (monotonic ms). */
+int64_t eng_last_send_ms(const struct engine *e);
+/* PING and its reply.  0, or a negative errno (the stream is then broken). */
+int eng_ping(struct engine *e);
+/* Shuts the stream down, from any thread: a call waiting on it ends. */
+void eng_shutdown(struct engine *e);
+/*
+ * For a call that holds the client and waits long without using the stream
+ * (RDMA completions): sends a PING itself when the lease needs one, since
+ * the keepalive thread cannot have the client meanwhile.  Returns the
+ * milliseconds until it should be called again (wait no longer than that),
+ * or -1 for never.  A failure breaks the stream like any send.
+ */
+int eng_lease_poke(struct engine *e);
+
+#endif /* RMEM_ENGINE_H */
