@@ -60,7 +60,8 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/membuf.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
-	daemon/ctl.c daemon/listen.c daemon/rdma.c daemon/tenant.c daemon/lease.c $(PROTO_SRC) client-lib/endpoint.c \
+	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
+	daemon/tenant.c daemon/lease.c $(PROTO_SRC) client-lib/endpoint.c \
 	daemon/busypoll.c
 CTL_SRCS := client-lib/rmemctl.c
 
