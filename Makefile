@@ -72,7 +72,7 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/d/%.o)
 UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint fuzz_proto_replay \
 	fuzz_dispatch_replay
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
-	test_lease test_tenants test_membuf
+	test_lease test_tenants test_membuf test_quarantine
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
 FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
 # The chaos test (tests/chaos): a functional test with pieces of its own.
