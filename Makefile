@@ -70,7 +70,7 @@ DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(B)/d/%.o)
 
 UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint fuzz_proto_replay \
-	fuzz_dispatch_replay
+	fuzz_dispatch_replay test_session
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
@@ -150,6 +150,12 @@ $(B)/tests/fuzz_dispatch_replay: tests/fuzz/fuzz_dispatch.c tests/fuzz/replay.c 
 $(B)/tests/fuzz_dispatch_replay: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN $(DAEMON_CFLAGS) \
 	-DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/dispatch"'
 $(B)/tests/fuzz_dispatch_replay: EXTRA_LIBS = $(DAEMON_LIBS)
+# Sessions and handlers over stub NIC keys (keys.h): no conn.c, no nic_*.c.
+SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.c \
+	daemon/tenant.c daemon/log.c daemon/pool.c daemon/config.c $(PROTO_SRC)
+$(B)/tests/test_session: tests/unit/test_session.c $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)
+$(B)/tests/test_session: EXTRA_CPPFLAGS = $(DAEMON_CFLAGS)
+$(B)/tests/test_session: EXTRA_LIBS = $(DAEMON_LIBS)
 $(UNIT_BINS):
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -Itests $(EXTRA_CPPFLAGS) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(EXTRA_LIBS)
