@@ -58,7 +58,7 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/endpoint.c client-lib/engine.c client-lib/io.c client-lib/rdma.c \
 	client-lib/regcache.c client-lib/keepalive.c client-lib/auth.c $(PROTO_SRC) \
 	client-lib/membuf.c
-DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/pool.c \
+DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_num.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c $(PROTO_SRC) client-lib/endpoint.c \
@@ -138,7 +138,7 @@ $(B)/tests/test_alloc: tests/unit/test_alloc.c daemon/alloc.c
 $(B)/tests/test_alloc: EXTRA_CPPFLAGS = -DALLOC_DEBUG -Idaemon
 $(B)/tests/test_proto: tests/unit/test_proto.c $(B)/d/client-lib/proto.o
 $(B)/tests/test_endpoint: tests/unit/test_endpoint.c $(B)/lib/client-lib/endpoint.o
-$(B)/tests/test_config: tests/unit/test_config.c $(B)/d/daemon/config.o
+$(B)/tests/test_config: tests/unit/test_config.c $(B)/d/daemon/config.o $(B)/d/daemon/config_num.o
 $(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
 $(B)/tests/test_region: tests/unit/test_region.c $(B)/d/daemon/region.o
 $(B)/tests/fuzz_proto_replay: tests/fuzz/fuzz_proto.c tests/fuzz/replay.c $(B)/d/client-lib/proto.o
@@ -152,7 +152,7 @@ $(B)/tests/fuzz_dispatch_replay: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN $(DAEMON_CF
 $(B)/tests/fuzz_dispatch_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 # Sessions and handlers over stub NIC keys (keys.h): no conn.c, no nic_*.c.
 SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.c \
-	daemon/tenant.c daemon/log.c daemon/pool.c daemon/config.c $(PROTO_SRC)
+	daemon/tenant.c daemon/log.c daemon/pool.c daemon/config.c daemon/config_num.c $(PROTO_SRC)
 $(B)/tests/test_session: tests/unit/test_session.c $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)
 $(B)/tests/test_session: EXTRA_CPPFLAGS = $(DAEMON_CFLAGS)
 $(B)/tests/test_session: EXTRA_LIBS = $(DAEMON_LIBS)
