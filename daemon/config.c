@@ -84,7 +84,7 @@ static const struct enum_word hugepages_words[] = {
 	{ NULL, 0 },
 };
 
-static const struct enum_word rdma_keys_words[] = {
+static const struct enum_word key_mode_words[] = {
 	{ "auto", CONFIG_KEYS_AUTO },
 	{ "window", CONFIG_KEYS_WINDOW },
 	{ "region-mr", CONFIG_KEYS_REGION_MR },
@@ -121,11 +121,11 @@ static const struct key_desc pool_keys[] = {
 };
 
 /* "auto" is a valid device name too; rdma.c reads it as "pick one". */
-static const struct key_desc rdma_keys[] = {
+static const struct key_desc nic_group_keys[] = {
 	{ .name = "device", .kind = KIND_NAME, FIELD(struct config, rdma_device),
 	  .def = "auto" },
 	{ .name = "keys", .kind = KIND_ENUM, FIELD(struct config, rdma_keys),
-	  .words = rdma_keys_words, .def = "auto" },
+	  .words = key_mode_words, .def = "auto" },
 };
 
 static const struct key_desc limits_keys[] = {
@@ -160,7 +160,7 @@ static const struct key_desc tenant_keys[] = {
 static const struct section sections[] = {
 	{ "listen", listen_keys, ARRAY_SIZE(listen_keys), false, false },
 	{ "pools", pool_keys, ARRAY_SIZE(pool_keys), true, false },
-	{ "rdma", rdma_keys, ARRAY_SIZE(rdma_keys), false, false },
+	{ "rdma", nic_group_keys, ARRAY_SIZE(nic_group_keys), false, false },
 	{ "limits", limits_keys, ARRAY_SIZE(limits_keys), false, false },
 	{ "log", log_keys, ARRAY_SIZE(log_keys), false, false },
 	{ "tenants", tenant_keys, ARRAY_SIZE(tenant_keys), false, true },
