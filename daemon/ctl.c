@@ -350,20 +350,20 @@ static void do_clients(struct server *srv, const struct ctl_req *q, struct ctl_r
 /* ---- the table and the one place that checks it ------------------------------- */
 
 static const struct handler handlers[PROTO_OP_COUNT] = {
-	[PROTO_OP_HELLO]   = { do_hello,   .before_hello = true },
-	[PROTO_OP_ALLOC]   = { do_alloc },
-	[PROTO_OP_FREE]    = { do_free },
-	[PROTO_OP_READ]    = { do_read },
-	[PROTO_OP_WRITE]   = { NULL }, /* its data streams through conn.c */
-	[PROTO_OP_STATS]   = { do_stats },
-	[PROTO_OP_PING]    = { do_ping },
-	[PROTO_OP_POOLS]   = { do_pools,   .admin = true },
-	[PROTO_OP_REGIONS] = { do_regions, .admin = true },
-	[PROTO_OP_CLIENTS] = { do_clients, .admin = true },
-	[PROTO_OP_CAS]     = { do_atomic },
-	[PROTO_OP_FAA]     = { do_atomic },
-	[PROTO_OP_AUTH_BEGIN] = { do_auth_begin, .before_hello = true },
-	[PROTO_OP_AUTH]    = { do_auth,    .before_hello = true },
+	[PROTO_OP_HELLO]   = { .fn = do_hello,   .before_hello = true },
+	[PROTO_OP_ALLOC]   = { .fn = do_alloc },
+	[PROTO_OP_FREE]    = { .fn = do_free },
+	[PROTO_OP_READ]    = { .fn = do_read },
+	[PROTO_OP_WRITE]   = { .fn = NULL }, /* its data streams through conn.c */
+	[PROTO_OP_STATS]   = { .fn = do_stats },
+	[PROTO_OP_PING]    = { .fn = do_ping },
+	[PROTO_OP_POOLS]   = { .fn = do_pools,   .admin = true },
+	[PROTO_OP_REGIONS] = { .fn = do_regions, .admin = true },
+	[PROTO_OP_CLIENTS] = { .fn = do_clients, .admin = true },
+	[PROTO_OP_CAS]     = { .fn = do_atomic },
+	[PROTO_OP_FAA]     = { .fn = do_atomic },
+	[PROTO_OP_AUTH_BEGIN] = { .fn = do_auth_begin, .before_hello = true },
+	[PROTO_OP_AUTH]    = { .fn = do_auth,    .before_hello = true },
 };
 
 enum ctl_outcome ctl_admit(const struct session *s, uint16_t opcode, struct ctl_reply *rep)
