@@ -120,7 +120,7 @@ static const struct key_desc pool_keys[] = {
 	  .min = 8, .max = GIB, .flags = KEY_POW2, .def = "64" },
 };
 
-/* "auto" is a valid device name too; rdma.c reads it as "pick one". */
+/* "auto" is a valid device name too; nic_dev.c reads it as "pick one". */
 static const struct key_desc nic_group_keys[] = {
 	{ .name = "device", .kind = KIND_NAME, FIELD(struct config, rdma_device),
 	  .def = "auto" },

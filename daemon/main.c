@@ -1,7 +1,9 @@
 /*
  * main.c - rmemd's lifecycle, in order: config, memlock check, pools, region
  * table, quarantine, RDMA, listeners, READY; then the loop; then the same in
- * reverse.
+ * reverse.  main.c also answers the NIC module's events (nic.h): it is the
+ * one module above both the NIC and the sessions and connections, so the NIC
+ * never calls up.
  */
 #include <errno.h>
 #include <event2/event.h>
