@@ -366,7 +366,13 @@ static const struct handler handlers[PROTO_OP_COUNT] = {
 	[PROTO_OP_AUTH]    = { .fn = do_auth,    .before_hello = true },
 };
 
-enum ctl_outcome ctl_admit(const struct session *s, uint16_t opcode, struct ctl_reply *rep)
+/*
+ * The one check of the table's rights: false, with the refusal in *rep,
+ * when s may not send opcode now.  Before HELLO the refusal closes the
+ * connection (the peer does not follow the protocol); a missing admin right
+ * is an ordinary status.
+ */
+static bool permitted(const struct session *s, uint16_t opcode, struct ctl_reply *rep)
 {
 	reply_status(rep, 0);
 	/* proto_hdr_decode already refused unknown opcodes. */
@@ -374,6 +380,16 @@ enum ctl_outcome ctl_admit(const struct session *s, uint16_t opcode, struct ctl_
 		reply_close(rep, -EBADMSG, "malformed request payload");
 	else if (!s->hello_done && !handlers[opcode].before_hello)
 		reply_close(rep, -EPROTO, "request before HELLO");
+	else if (handlers[opcode].admin && !s->admin)
+		reply_status(rep, -EACCES);
+	return rep->status == 0;
+}
+
+enum ctl_outcome ctl_admit(const struct session *s, uint16_t opcode, struct ctl_reply *rep)
+{
+	/* A missing admin right is answered once the payload is read. */
+	if (!permitted(s, opcode, rep) && rep->outcome == CTL_REPLY)
+		reply_status(rep, 0);
 	return rep->outcome;
 }
 
@@ -384,13 +400,11 @@ enum ctl_outcome ctl_dispatch(struct server *srv, const struct ctl_req *req, str
 	rep->len = rep->data_len = 0;
 	rep->data = NULL;
 	rep->why[0] = '\0';
-	if (ctl_admit(req->s, req->h->opcode, rep) != CTL_REPLY)
+	if (!permitted(req->s, req->h->opcode, rep))
 		return rep->outcome;
 	hd = &handlers[req->h->opcode];
 	if (!hd->fn)
 		reply_close(rep, -EBADMSG, "malformed request payload");
-	else if (hd->admin && !req->s->admin)
-		reply_status(rep, -EACCES);
 	else
 		hd->fn(srv, req, rep);
 	return rep->outcome;

@@ -5,8 +5,9 @@
  * -> ctl.c -> session.c, as chrony's cmdmon.c does with its handlers.
  *
  * Which requests a session may send before HELLO, and which need admin
- * rights, is a column of ctl.c's handler table, checked in one place
- * (ctl_admit), for every opcode, WRITE included.
+ * rights, are columns of ctl.c's handler table, checked in one place
+ * (ctl.c's permitted(), through ctl_admit and ctl_dispatch), for every
+ * opcode, WRITE included.
  */
 #ifndef RMEMD_CTL_H
 #define RMEMD_CTL_H
