@@ -130,8 +130,9 @@ static void do_auth(struct server *srv, const struct ctl_req *q, struct ctl_repl
 /* ---- regions ------------------------------------------------------------------ */
 
 /*
- * An ALLOC that fails for want of room while freed ranges sit in the
- * quarantine waits for them (rmem_free promises the bytes back), at most
+ * An ALLOC that fails for want of room (or of its tenant's quota) while
+ * freed ranges sit in the quarantine waits for them (rmem_free promises the
+ * bytes back), at most
  * until the wait is over (conn.c clears may_wait): no sleep in the loop,
  * the connection parks the request.
  */
@@ -146,7 +147,8 @@ static void do_alloc(struct server *srv, const struct ctl_req *q, struct ctl_rep
 	if (!decoded(proto_alloc_req_decode(q->payload, q->len, &req), rep))
 		return;
 	rc = session_alloc(srv, q->s, req.size, req.flags, &r);
-	if (rc == -ENOMEM && q->may_wait && session_quarantine_may_help(srv, req.size, &due)) {
+	if ((rc == -ENOMEM || rc == -EDQUOT) && q->may_wait &&
+	    session_quarantine_may_help(srv, q->s, req.size, rc, &due)) {
 		rep->outcome = CTL_WAIT;
 		rep->wait_until_ns = due;
 		return;

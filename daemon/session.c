@@ -111,24 +111,43 @@ static void on_quarantine_timer(evutil_socket_t fd, short what, void *arg)
 		arm_quarantine(srv, now);
 }
 
-bool session_quarantine_may_help(const struct server *srv, uint64_t size, uint64_t *due_ns)
+/* Room for size bytes in some pool once its quarantined ranges are back. */
+static bool pools_fit_after(const struct server *srv, uint64_t size)
 {
 	uint64_t held[CONFIG_MAX_POOLS] = { 0 };
 
-	if (!srv->quarantine_first)
-		return false;
 	for (const struct quarantined *q = srv->quarantine_first; q; q = q->next)
 		held[q->pool] += q->length;
 	for (uint32_t i = 0; i < srv->npools; i++) {
 		struct alloc_stats st;
 
 		alloc_get_stats(srv->pools[i].alloc, &st);
-		if (held[i] && st.total - st.used + held[i] >= size) {
-			*due_ns = srv->quarantine_first->due_ns;
+		if (held[i] && st.total - st.used + held[i] >= size)
 			return true;
-		}
 	}
 	return false;
+}
+
+bool session_quarantine_may_help(struct server *srv, const struct session *s, uint64_t size,
+				 int rc, uint64_t *due_ns)
+{
+	uint64_t back = 0;
+	bool helps;
+
+	if (!srv->quarantine_first)
+		return false;
+	if (rc == -ENOMEM) {
+		helps = pools_fit_after(srv, size);
+	} else if (rc == -EDQUOT && s->tenant) {
+		for (const struct quarantined *q = srv->quarantine_first; q; q = q->next)
+			back += q->tenant == s->tenant ? q->length : 0;
+		helps = back && tenant_fits_after(srv, s->tenant, size, back);
+	} else {
+		helps = false;
+	}
+	if (helps)
+		*due_ns = srv->quarantine_first->due_ns;
+	return helps;
 }
 
 /* Every entry waits the same time, so appending keeps the list in due order
@@ -312,10 +331,12 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
 	if (size == 0 || flags != 0)
 		return -EINVAL;
 	rc = tenant_check(srv, s->tenant, size);
+	/* The timer may be late (a busy loop): what is due goes back now. */
+	if (rc == -EDQUOT && quarantine_reap(srv, session_now_ns()))
+		rc = tenant_check(srv, s->tenant, size);
 	if (rc < 0)
 		return rc;
 	best = pick_pool(srv, size);
-	/* The timer may be late (a busy loop): what is due goes back now. */
 	if (!best && quarantine_reap(srv, session_now_ns()))
 		best = pick_pool(srv, size);
 	if (!best)

@@ -87,11 +87,13 @@ uint64_t session_now_ns(void);
 int session_quarantine_init(struct server *srv);
 void session_quarantine_flush(struct server *srv);
 /*
- * Whether an allocation of size bytes that failed for want of room could
- * succeed once the quarantine returns its ranges: some pool's free bytes and
- * quarantined bytes together reach size.  *due_ns is then when the next
- * range is due (session_now_ns's clock).
+ * Whether an allocation of size bytes by s that failed with rc could succeed
+ * once the quarantine returns its ranges: for -ENOMEM, some pool's free and
+ * quarantined bytes together reach size; for -EDQUOT, s's tenant would be
+ * within its quota with its quarantined bytes back.  *due_ns is then when the
+ * next range is due (session_now_ns's clock).
  */
-bool session_quarantine_may_help(const struct server *srv, uint64_t size, uint64_t *due_ns);
+bool session_quarantine_may_help(struct server *srv, const struct session *s, uint64_t size,
+				 int rc, uint64_t *due_ns);
 
 #endif /* RMEMD_SESSION_H */

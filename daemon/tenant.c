@@ -278,3 +278,18 @@ void tenant_bytes_back(struct server *srv, const struct config_tenant *t, uint64
 	if (t)
 		use_of(srv, t)->bytes -= bytes;
 }
+
+bool tenant_fits_after(struct server *srv, const struct config_tenant *t, uint64_t bytes,
+		       uint64_t back)
+{
+	const struct tenant_use *u;
+	uint64_t after;
+
+	if (!t)
+		return true;
+	u = use_of(srv, t);
+	after = u->bytes > back ? u->bytes - back : 0;
+	if (t->max_regions && u->regions >= t->max_regions)
+		return false; /* regions leave the count at once: waiting is no help */
+	return !t->quota || (bytes <= t->quota && after <= t->quota - bytes);
+}

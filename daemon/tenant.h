@@ -63,5 +63,9 @@ int tenant_check(struct server *srv, const struct config_tenant *t, uint64_t byt
 int tenant_charge(struct server *srv, const struct config_tenant *t, uint64_t bytes);
 void tenant_region_gone(struct server *srv, const struct config_tenant *t);
 void tenant_bytes_back(struct server *srv, const struct config_tenant *t, uint64_t bytes);
+/* Whether tenant_check(t, bytes) would pass once back bytes of t's came
+ * back to the pool (from the quarantine). */
+bool tenant_fits_after(struct server *srv, const struct config_tenant *t, uint64_t bytes,
+		       uint64_t back);
 
 #endif /* RMEMD_TENANT_H */

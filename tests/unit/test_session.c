@@ -361,6 +361,44 @@ static void test_quarantine(struct server *srv)
 	session_destroy(srv, s);
 }
 
+/* A tenant's quota held only by quarantined bytes: the ALLOC waits too. */
+static void test_quota_wait(struct server *srv)
+{
+	struct config_tenant *t = &srv->cfg.tenants[0];
+	struct session *s = attached(srv);
+	struct proto_region reg, again;
+	struct ctl_reply rep;
+	int rc;
+
+	snprintf(t->name, sizeof t->name, "unit");
+	t->quota = 600u << 10;
+	srv->cfg.ntenants = 1;
+	s->tenant = t;
+	stub_reset();
+	stub.gone = KEY_UNCONFIRMED;
+	rc = ctl_alloc(srv, s, 512u << 10, true, &rep, &reg);
+	rc = rc ? rc : ctl_free(srv, s, &reg);
+	ok(rc == 0 && srv->quarantine_first, "quota: 512 KiB of a 600 KiB quota freed into the "
+	   "quarantine (%d)", rc);
+	rc = ctl_alloc(srv, s, 512u << 10, true, &rep, &again);
+	ok(rc == 1 && rep.outcome == CTL_WAIT,
+	   "quota: an ALLOC only quarantined bytes keep past the quota waits (%d)", rc);
+	rc = ctl_alloc(srv, s, 512u << 10, false, &rep, &again);
+	ok(rc == -EDQUOT, "quota: once its wait is over, it is -EDQUOT (%d)", rc);
+	rc = ctl_alloc(srv, s, 700u << 10, true, &rep, &again);
+	ok(rc == -EDQUOT, "quota: one above the quota itself does not wait (%d)", rc);
+	nanosleep(&(struct timespec){ .tv_nsec = (QUARANTINE_MS + 20) * 1000000l }, NULL);
+	rc = ctl_alloc(srv, s, 512u << 10, true, &rep, &again);
+	ok(rc == 0, "quota: served again once the bytes are back, it succeeds (%d)", rc);
+	session_destroy(srv, s);
+	session_quarantine_flush(srv);
+	rc = session_quarantine_init(srv);
+	ok(rc == 0 && srv->tenant_use[0].bytes == 0 && srv->tenant_use[0].regions == 0,
+	   "quota: the tenant holds nothing once all is back (%llu bytes)",
+	   (unsigned long long)srv->tenant_use[0].bytes);
+	srv->cfg.ntenants = 0;
+}
+
 /* ---- rights, from the handler table ------------------------------------------ */
 
 static void test_rights(struct server *srv)
@@ -413,6 +451,7 @@ int main(void)
 	test_destroy(srv);
 	test_tcp_only(srv);
 	test_quarantine(srv);
+	test_quota_wait(srv);
 	test_rights(srv);
 	ok(srv->sessions_first == NULL && srv->used_bytes == 0 && srv->clients == 0 &&
 	   pool_free_bytes(srv) == POOL_BYTES, "every session gone, the pool whole again");
