@@ -72,9 +72,10 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
 	client-lib/membuf.c client-lib/lock.c client-lib/datapath.c \
 	client-lib/compat.c client-lib/version.c
-DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/pool.c \
+DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_num.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
-	daemon/ctl.c daemon/listen.c daemon/rdma.c daemon/tenant.c daemon/lease.c \
+	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
+	daemon/tenant.c daemon/lease.c \
 	daemon/busypoll.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c
 
@@ -90,9 +91,9 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
 UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint fuzz_proto_replay \
-	fuzz_dispatch_replay
+	fuzz_dispatch_replay test_session
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
-	test_lease test_tenants test_membuf
+	test_lease test_tenants test_membuf test_quarantine
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
 FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
 # The chaos test (tests/chaos): a functional test with pieces of its own.
@@ -190,7 +191,8 @@ $(B)/tests/test_alloc: tests/unit/test_alloc.c daemon/alloc.c
 $(B)/tests/test_alloc: EXTRA_CPPFLAGS = -DALLOC_DEBUG -Idaemon
 $(B)/tests/test_proto: tests/unit/test_proto.c $(B)/c/common/proto.o
 $(B)/tests/test_endpoint: tests/unit/test_endpoint.c $(B)/c/common/endpoint.o
-$(B)/tests/test_config: tests/unit/test_config.c $(B)/d/daemon/config.o $(COMMON_LIB)
+$(B)/tests/test_config: tests/unit/test_config.c $(B)/d/daemon/config.o $(B)/d/daemon/config_num.o \
+	$(COMMON_LIB)
 $(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
 $(B)/tests/test_region: tests/unit/test_region.c $(B)/d/daemon/region.o
 $(B)/tests/fuzz_proto_replay: tests/fuzz/fuzz_proto.c tests/fuzz/replay.c $(B)/c/common/proto.o
@@ -202,6 +204,13 @@ $(B)/tests/fuzz_dispatch_replay: tests/fuzz/fuzz_dispatch.c tests/fuzz/replay.c 
 $(B)/tests/fuzz_dispatch_replay: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN $(DAEMON_CFLAGS) \
 	-DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/dispatch"'
 $(B)/tests/fuzz_dispatch_replay: EXTRA_LIBS = $(DAEMON_LIBS)
+# Sessions and handlers over stub NIC keys (keys.h): no conn.c, no nic_*.c.
+SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.c \
+	daemon/tenant.c daemon/log.c daemon/pool.c daemon/config.c daemon/config_num.c
+$(B)/tests/test_session: tests/unit/test_session.c $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o) \
+	$(COMMON_LIB)
+$(B)/tests/test_session: EXTRA_CPPFLAGS = $(DAEMON_CFLAGS)
+$(B)/tests/test_session: EXTRA_LIBS = $(DAEMON_LIBS)
 $(UNIT_BINS):
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) $(EXTRA_CPPFLAGS) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(EXTRA_LIBS)

@@ -22,6 +22,7 @@
 #include <libconfig.h>
 
 #include "config.h"
+#include "config_num.h"
 #include "secret.h"
 
 _Static_assert(CONFIG_SECRET_MAX == SECRET_MAX, "the daemon keeps what secret_read reads");
@@ -86,7 +87,7 @@ static const struct enum_word hugepages_words[] = {
 	{ NULL, 0 },
 };
 
-static const struct enum_word rdma_keys_words[] = {
+static const struct enum_word key_mode_words[] = {
 	{ "auto", CONFIG_KEYS_AUTO },
 	{ "window", CONFIG_KEYS_WINDOW },
 	{ "region-mr", CONFIG_KEYS_REGION_MR },
@@ -122,12 +123,12 @@ static const struct key_desc pool_keys[] = {
 	  .min = 8, .max = GIB, .flags = KEY_POW2, .def = "64" },
 };
 
-/* "auto" is a valid device name too; rdma.c reads it as "pick one". */
-static const struct key_desc rdma_keys[] = {
+/* "auto" is a valid device name too; nic_dev.c reads it as "pick one". */
+static const struct key_desc nic_group_keys[] = {
 	{ .name = "device", .kind = KIND_NAME, FIELD(struct config, rdma_device),
 	  .def = "auto" },
 	{ .name = "keys", .kind = KIND_ENUM, FIELD(struct config, rdma_keys),
-	  .words = rdma_keys_words, .def = "auto" },
+	  .words = key_mode_words, .def = "auto" },
 };
 
 static const struct key_desc limits_keys[] = {
@@ -162,7 +163,7 @@ static const struct key_desc tenant_keys[] = {
 static const struct section sections[] = {
 	{ "listen", listen_keys, ARRAY_SIZE(listen_keys), false, false },
 	{ "pools", pool_keys, ARRAY_SIZE(pool_keys), true, false },
-	{ "rdma", rdma_keys, ARRAY_SIZE(rdma_keys), false, false },
+	{ "rdma", nic_group_keys, ARRAY_SIZE(nic_group_keys), false, false },
 	{ "limits", limits_keys, ARRAY_SIZE(limits_keys), false, false },
 	{ "log", log_keys, ARRAY_SIZE(log_keys), false, false },
 	{ "tenants", tenant_keys, ARRAY_SIZE(tenant_keys), false, true },
@@ -800,137 +801,7 @@ static int load_root(struct ctx *ctx, const config_setting_t *root, struct confi
 
 /* ---- libconfig 1.5 integer truncation ---------------------------------------- */
 
-/*
- * libconfig 1.5 reads a plain integer literal into an int and silently
- * truncates what does not fit ("size = 5368709120;" becomes 1 GiB), and has no
- * way to tell afterwards.  So the text of every file it read is scanned for
- * such literals: comments and strings skipped, names skipped whole (they may
- * contain digits), floats and "L"-suffixed 64-bit literals left alone.
- */
-static const char *skip_number(const char *p, bool *truncated)
-{
-	const char *start = p;
-	bool hex = false;
-	long long v;
-
-	if (*p == '+' || *p == '-')
-		p++;
-	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
-		hex = true;
-		p += 2;
-		while ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') ||
-		       (*p >= 'A' && *p <= 'F'))
-			p++;
-	} else {
-		while (*p >= '0' && *p <= '9')
-			p++;
-		if (*p == '.' || *p == 'e' || *p == 'E') {
-			while ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' ||
-			       *p == 'E' || ((*p == '+' || *p == '-') &&
-					     (p[-1] == 'e' || p[-1] == 'E')))
-				p++;
-			return p;
-		}
-	}
-	if (*p == 'L') {
-		while (*p == 'L')
-			p++;
-		return p;
-	}
-	errno = 0;
-	v = strtoll(start, NULL, hex ? 16 : 10);
-	*truncated = errno == ERANGE || v > INT_MAX || v < INT_MIN;
-	return p;
-}
-
-static const char *skip_to(const char *p, const char *end_marker)
-{
-	const char *q = strstr(p, end_marker);
-
-	return q ? q : p + strlen(p);
-}
-
-/* Returns the line of the first truncated literal in text, 0 if none. */
-static int find_truncated_int(const char *text, const char **literal, int *literal_len)
-{
-	int line = 1;
-
-	for (const char *p = text; *p;) {
-		const char *start = p, *q;
-		bool truncated = false;
-
-		if (*p == '"') {
-			for (p++; *p && *p != '"'; p++)
-				if (*p == '\\' && p[1])
-					p++;
-		} else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
-			p = skip_to(p, "\n");
-			continue;
-		} else if (p[0] == '/' && p[1] == '*') {
-			p = skip_to(p + 2, "*/");
-		} else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			   *p == '*' || *p == '@') {
-			while (all_chars_in(p, 1, "-_*@"))
-				p++;
-			continue;
-		} else if ((*p >= '0' && *p <= '9') ||
-			   ((*p == '-' || *p == '+') && p[1] >= '0' && p[1] <= '9')) {
-			p = skip_number(p, &truncated);
-			if (truncated) {
-				*literal = start;
-				*literal_len = (int)(p - start);
-				return line;
-			}
-			continue;
-		}
-		/* Count the newlines of the token skipped, then step past its end. */
-		for (q = start; q < p; q++)
-			line += *q == '\n';
-		if (*p == '\n')
-			line++;
-		if (*p)
-			p++;
-	}
-	return 0;
-}
-
-/* Config files are small; anything past READ_MAX is not one. */
-#define READ_MAX (16u << 20)
-
-static char *read_text(const char *path)
-{
-	size_t len = 0, cap = 0;
-	char *text = NULL;
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return NULL;
-	for (;;) {
-		size_t n;
-
-		if (cap - len < 2) {
-			char *bigger = cap < READ_MAX ? realloc(text, cap + 8192) : NULL;
-
-			if (!bigger)
-				goto fail;
-			text = bigger;
-			cap += 8192;
-		}
-		n = fread(text + len, 1, cap - len - 1, f);
-		if (!n)
-			break;
-		len += n;
-	}
-	if (ferror(f))
-		goto fail;
-	text[len] = '\0';
-	fclose(f);
-	return text;
-fail:
-	free(text);
-	fclose(f);
-	return NULL;
-}
+/* config_num.c finds the literal; here it is tied to its key and reported. */
 
 /* The setting (in file, at line) that holds a scalar, as a key path. */
 static bool path_at(const config_setting_t *s, const char *file, int line, char *path,
@@ -966,11 +837,11 @@ static int check_truncated_ints(struct ctx *ctx, const config_t *lc)
 		char path[PATH_MAX_LEN] = "";
 		const char *literal = NULL;
 		int literal_len = 0, line;
-		char *text = read_text(name);
+		char *text = config_num_read_text(name);
 
 		if (!text)
 			continue;
-		line = find_truncated_int(text, &literal, &literal_len);
+		line = config_num_find_truncated(text, &literal, &literal_len);
 		if (line) {
 			if (literal_len > 40)
 				literal_len = 40;

@@ -18,7 +18,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "conn.h"
+#include "ctl.h"
 #include "log.h"
 #include "server.h"
 
@@ -26,9 +28,13 @@
 #define COPY_MAX   (64u << 10)  /* smaller READ replies are copied, not referenced */
 #define READ_ROUNDS 16          /* reads per wake-up, so one client cannot starve others */
 #define DIRECT_MAX (4u << 20)   /* bytes per read() straight into the pool */
+/* The longest an ALLOC waits for the quarantine: every range in it when the
+ * ALLOC came is due by then, with room for a late timer. */
+#define PARK_MAX_NS ((QUARANTINE_MS + 100) * 1000000ull)
 
 static void conn_on_read(evutil_socket_t fd, short what, void *arg);
 static void conn_on_write(evutil_socket_t fd, short what, void *arg);
+static void conn_on_retry(evutil_socket_t fd, short what, void *arg);
 
 static void conn_free(struct conn *c)
 {
@@ -38,6 +44,9 @@ static void conn_free(struct conn *c)
 		event_free(c->ev_read);
 	if (c->ev_write)
 		event_free(c->ev_write);
+	if (c->ev_retry)
+		event_free(c->ev_retry);
+	free(c->parked);
 	/* The queued output may reference pool memory: drop it before the
 	 * session hands its regions back. */
 	if (c->out)
@@ -74,17 +83,18 @@ int conn_accept(struct server *srv, int fd, enum session_transport transport, bo
 	}
 	c->srv = srv;
 	c->fd = fd;
-	c->last_rx_ns = session_now_ns();
+	c->last_rx_ns = (uint64_t)clock_mono_ns();
 	c->in = malloc(IN_CAP);
 	c->out = evbuffer_new();
 	c->s = session_new(srv, transport, admin, peer);
 	c->ev_read = event_new(srv->base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
 	c->ev_write = event_new(srv->base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
+	c->ev_retry = evtimer_new(srv->base, conn_on_retry, c);
 	c->next = srv->conns;
 	if (srv->conns)
 		srv->conns->prev = c;
 	srv->conns = c;
-	if (!c->in || !c->out || !c->s || !c->ev_read || !c->ev_write ||
+	if (!c->in || !c->out || !c->s || !c->ev_read || !c->ev_write || !c->ev_retry ||
 	    event_add(c->ev_read, NULL) < 0) {
 		log_err("no memory for a new connection from %s", peer);
 		conn_free(c);
@@ -115,7 +125,11 @@ static void put_reply_hdr(uint8_t *buf, const struct proto_hdr *req, uint16_t op
 	proto_hdr_encode(buf, &h);
 }
 
-void conn_reply(struct conn *c, const struct proto_hdr *req, const uint8_t *payload, size_t len)
+static void conn_fail(struct conn *c, const struct proto_hdr *req, int status, const char *why);
+
+/* Queues a reply to req with the given payload (status included). */
+static void conn_reply(struct conn *c, const struct proto_hdr *req, const uint8_t *payload,
+		       size_t len)
 {
 	uint8_t buf[PROTO_HDR_LEN + PROTO_MAX_CTL];
 
@@ -131,14 +145,17 @@ void conn_reply(struct conn *c, const struct proto_hdr *req, const uint8_t *payl
 	c->unsent++;
 }
 
-void conn_reply_status(struct conn *c, const struct proto_hdr *req, int status)
+/* Queues a status-only reply (status 0 or negative errno). */
+static void conn_reply_status(struct conn *c, const struct proto_hdr *req, int status)
 {
 	uint8_t st[PROTO_STATUS_LEN];
 
 	conn_reply(c, req, st, proto_status_encode(st, status));
 }
 
-void conn_reply_data(struct conn *c, const struct proto_hdr *req, const uint8_t *data, size_t len)
+/* Queues a READ reply: status 0 and len bytes of pool memory at data. */
+static void conn_reply_data(struct conn *c, const struct proto_hdr *req, const uint8_t *data,
+			    size_t len)
 {
 	uint8_t buf[PROTO_HDR_LEN + PROTO_STATUS_LEN];
 	int rc;
@@ -157,7 +174,9 @@ void conn_reply_data(struct conn *c, const struct proto_hdr *req, const uint8_t 
 	c->unsent++;
 }
 
-void conn_fail(struct conn *c, const struct proto_hdr *req, int status, const char *why)
+/* Queues an ERROR frame (status: a negative errno) and closes the connection
+ * once it is sent.  req NULL when the header could not be read at all. */
+static void conn_fail(struct conn *c, const struct proto_hdr *req, int status, const char *why)
 {
 	uint8_t buf[PROTO_HDR_LEN + PROTO_STATUS_LEN];
 
@@ -176,7 +195,8 @@ static bool conn_blocked(const struct conn *c)
 {
 	const struct config *cfg = &c->srv->cfg;
 
-	return c->dead || c->closing || c->out_pinned || c->unsent >= cfg->conn_max_requests ||
+	return c->dead || c->closing || c->out_pinned || c->parked ||
+	       c->unsent >= cfg->conn_max_requests ||
 	       evbuffer_get_length(c->out) >= cfg->conn_max_buffered;
 }
 
@@ -210,6 +230,7 @@ static void write_begin(struct conn *c, const uint8_t *p)
 
 static void on_header(struct conn *c, const uint8_t *p)
 {
+	struct ctl_reply rep;
 	int rc = proto_hdr_decode(p, &c->hdr);
 
 	if (rc < 0) {
@@ -222,13 +243,12 @@ static void on_header(struct conn *c, const uint8_t *p)
 		conn_fail(c, &c->hdr, -EBADMSG, "sent a reply frame");
 		return;
 	}
-	/* Before HELLO: HELLO, or the tenant handshake that comes first. */
-	if (!c->s->hello_done && c->hdr.opcode != PROTO_OP_HELLO &&
-	    c->hdr.opcode != PROTO_OP_AUTH_BEGIN && c->hdr.opcode != PROTO_OP_AUTH) {
-		conn_fail(c, &c->hdr, -EPROTO, "request before HELLO");
+	/* What may come before HELLO is ctl.c's table's to say. */
+	if (ctl_admit(c->s, c->hdr.opcode, &rep) != CTL_REPLY) {
+		conn_fail(c, &c->hdr, rep.status, rep.why);
 		return;
 	}
-	c->s->last_ns = session_now_ns();
+	c->s->last_ns = (uint64_t)clock_mono_ns();
 	if (c->hdr.opcode == PROTO_OP_WRITE) {
 		if (c->hdr.length < PROTO_IO_REQ_LEN)
 			conn_fail(c, &c->hdr, -EBADMSG, "short WRITE");
@@ -239,14 +259,68 @@ static void on_header(struct conn *c, const uint8_t *p)
 	}
 }
 
+/* Sends what a handler filled in, as its outcome says. */
+static void send_reply(struct conn *c, const struct ctl_reply *rep)
+{
+	if (rep->outcome == CTL_REPLY_AND_CLOSE)
+		conn_fail(c, &c->hdr, rep->status, rep->why);
+	else if (rep->status < 0)
+		conn_reply_status(c, &c->hdr, rep->status);
+	else if (rep->len)
+		conn_reply(c, &c->hdr, rep->payload, rep->len);
+	else if (rep->data)
+		conn_reply_data(c, &c->hdr, rep->data, rep->data_len);
+	else
+		conn_reply_status(c, &c->hdr, 0);
+}
+
+/*
+ * Keeps the request in c->hdr and a copy of its payload until
+ * rep->wait_until_ns, and serves nothing after it until then (replies go
+ * out in request order).  Without memory for the copy, the request gets the
+ * answer it would have had without waiting.
+ */
+static void park(struct conn *c, const uint8_t *p, const struct ctl_reply *rep)
+{
+	uint64_t now = (uint64_t)clock_mono_ns();
+	/* Rounded up, so that the range is due when the timer fires. */
+	uint64_t us = (rep->wait_until_ns > now ? rep->wait_until_ns - now : 0) / 1000u + 1;
+	struct timeval tv = { .tv_sec = (time_t)(us / 1000000u),
+			      .tv_usec = (suseconds_t)(us % 1000000u) };
+
+	if (!c->parked) {
+		c->parked = malloc(c->hdr.length ? c->hdr.length : 1);
+		if (!c->parked) {
+			conn_reply_status(c, &c->hdr, -ENOMEM);
+			return;
+		}
+		memcpy(c->parked, p, c->hdr.length);
+		c->parked_since = now;
+	}
+	evtimer_add(c->ev_retry, &tv);
+}
+
+/* Serves one control request whose payload is p: at once, or parked. */
+static void serve(struct conn *c, const uint8_t *p)
+{
+	struct ctl_reply rep;
+	struct ctl_req req = {
+		.s = c->s, .fd = c->fd, .h = &c->hdr, .payload = p, .len = c->hdr.length,
+		.may_wait = !c->parked || (uint64_t)clock_mono_ns() - c->parked_since < PARK_MAX_NS,
+	};
+
+	if (ctl_dispatch(c->srv, &req, &rep) == CTL_WAIT) {
+		park(c, p, &rep);
+		return;
+	}
+	send_reply(c, &rep);
+	free(c->parked);
+	c->parked = NULL;
+}
+
 static void on_body(struct conn *c, const uint8_t *p)
 {
-	int rc = ctl_dispatch(c, &c->hdr, p, c->hdr.length);
-
-	if (rc == -EBADMSG)
-		conn_fail(c, &c->hdr, -EBADMSG, "malformed request payload");
-	else if (rc < 0)
-		conn_reply_status(c, &c->hdr, rc);
+	serve(c, p);
 	c->rx = RX_HDR;
 }
 
@@ -358,7 +432,7 @@ static void conn_flush(struct conn *c)
 		}
 		/* A peer that takes our replies is alive, even while its
 		 * requests wait behind them. */
-		c->s->last_ns = session_now_ns();
+		c->s->last_ns = (uint64_t)clock_mono_ns();
 	}
 	if (!evbuffer_get_length(c->out)) {
 		c->out_pinned = false;
@@ -433,7 +507,7 @@ static void conn_on_read(evutil_socket_t fd, short what, void *arg)
 					conn_close(c, strerror(errno));
 				break;
 			}
-			c->last_rx_ns = c->s->last_ns = session_now_ns();
+			c->last_rx_ns = c->s->last_ns = (uint64_t)clock_mono_ns();
 			conn_process(c);
 		}
 		served = c->unsent;
@@ -455,6 +529,33 @@ static void conn_on_write(evutil_socket_t fd, short what, void *arg)
 	conn_pump(c);
 	if (c->dead)
 		conn_free(c);
+}
+
+/* A parked request's time has come: serve it again, then what followed it. */
+static void conn_on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (!c->dead && c->parked)
+		serve(c, c->parked);
+	if (!c->dead)
+		conn_pump(c);
+	if (c->dead)
+		conn_free(c);
+}
+
+void conn_end_session(struct server *srv, struct session *s, int status, const char *why)
+{
+	for (struct conn *c = srv->conns; c; c = c->next) {
+		if (c->s != s || c->dead || c->closing)
+			continue;
+		conn_fail(c, NULL, status, why);
+		/* conn_fail only marks it; its own callback sends and closes. */
+		event_active(c->ev_write, EV_WRITE, 0);
+		return;
+	}
 }
 
 /* ---- deadlines (lease.c's timer) -------------------------------------------- */

@@ -47,6 +47,11 @@ struct conn {
 	int wstatus;            /* the WRITE's answer once its data is consumed */
 	uint64_t last_rx_ns;    /* when the peer last sent us a byte (frame deadline) */
 	uint32_t unsent;        /* replies queued since out was last empty */
+	/* An ALLOC waiting for the quarantine (ctl.h, CTL_WAIT): served again
+	 * when ev_retry fires; nothing after it is served until then. */
+	uint8_t *parked;        /* its payload (hdr holds its header), or NULL */
+	uint64_t parked_since;
+	struct event *ev_retry;
 	struct busy_poll bp;    /* the spin for the next request (busypoll.h) */
 	struct conn *prev, *next;
 };
@@ -59,7 +64,7 @@ int conn_accept(struct server *srv, int fd, enum session_transport transport, bo
 void conn_close_all(struct server *srv);
 
 /*
- * The lease timer's look at c (lease.c), now from session_now_ns(): ends
+ * The lease timer's look at c (lease.c), now from clock_mono_ns(): ends
  * the connection, as a disconnect would, when its peer has been silent for
  * limits.lease_timeout_ms, or has stopped in the middle of a frame for
  * limits.frame_timeout_ms.  c may be freed on return.  Never call it from
@@ -67,19 +72,12 @@ void conn_close_all(struct server *srv);
  */
 void conn_check_deadlines(struct conn *c, uint64_t now);
 
-/* Queues a reply to req with the given payload (status included). */
-void conn_reply(struct conn *c, const struct proto_hdr *req, const uint8_t *payload, size_t len);
-/* Queues a status-only reply (status 0 or negative errno). */
-void conn_reply_status(struct conn *c, const struct proto_hdr *req, int status);
-/* Queues a READ reply: status 0 and len bytes of pool memory at data. */
-void conn_reply_data(struct conn *c, const struct proto_hdr *req, const uint8_t *data, size_t len);
-/* Queues an ERROR frame (status: a negative errno) and closes the connection
- * once it is sent.  req NULL when the header could not be read at all. */
-void conn_fail(struct conn *c, const struct proto_hdr *req, int status, const char *why);
-
-/* Serves one complete control request (ctl.c).  A negative return is sent
- * back as the request's status; -EBADMSG means the payload was malformed and
- * ends the connection. */
-int ctl_dispatch(struct conn *c, const struct proto_hdr *h, const uint8_t *payload, size_t len);
+/*
+ * Ends session s from outside its connection (its queue pair disconnected or
+ * failed): the connection gets an ERROR frame with status and closes, which
+ * destroys the session.  Safe to call from any callback but s's own
+ * connection's.  Does nothing when s has no open connection.
+ */
+void conn_end_session(struct server *srv, struct session *s, int status, const char *why);
 
 #endif /* RMEMD_CONN_H */

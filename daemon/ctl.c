@@ -1,210 +1,244 @@
 /*
- * ctl.c - what each request does: a table from opcode to handler and the
- * rights it needs.  Handlers decode their payload with the shared codec, act
- * through session.c, and queue their reply; the framing is conn.c's business.
+ * ctl.c - see ctl.h: a table from opcode to handler and the rights it needs.
+ * Handlers decode their payload with the shared codec, act through
+ * session.c and fill the reply; the framing is conn.c's business.
  */
 #include <errno.h>
-#include <event2/event.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
-#include "conn.h"
-#include "rdma.h"
+#include "clock.h"
+#include "ctl.h"
 #include "region.h"
 #include "server.h"
+#include "session.h"
 #include "tenant.h"
 
-typedef int (*handler_fn)(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len);
+typedef void (*handler_fn)(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep);
 
 struct handler {
-	handler_fn fn;
-	bool admin; /* Unix socket with a trusted peer only */
+	handler_fn fn;      /* NULL: not a control request (WRITE) */
+	bool before_hello;  /* may come before HELLO (HELLO and the tenant handshake) */
+	bool admin;         /* Unix socket with a trusted peer only */
 };
 
-static int do_hello(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+/* ---- filling a reply ------------------------------------------------------- */
+
+static void reply_status(struct ctl_reply *rep, int status)
 {
+	rep->outcome = CTL_REPLY;
+	rep->status = status;
+}
+
+static void reply_close(struct ctl_reply *rep, int status, const char *why)
+{
+	rep->outcome = CTL_REPLY_AND_CLOSE;
+	rep->status = status;
+	if (why != rep->why)
+		snprintf(rep->why, sizeof rep->why, "%s", why);
+}
+
+/* A payload the codec refused (-EBADMSG) ends the connection: the peer does
+ * not speak our protocol.  Any other decode error is an ordinary status. */
+static bool decoded(int rc, struct ctl_reply *rep)
+{
+	if (rc == -EBADMSG)
+		reply_close(rep, rc, "malformed request payload");
+	else if (rc < 0)
+		reply_status(rep, rc);
+	return rc >= 0;
+}
+
+/* An encoded payload of len bytes, status 0. */
+static void reply_payload(struct ctl_reply *rep, size_t len)
+{
+	reply_status(rep, 0);
+	rep->len = len;
+}
+
+/* ---- the session ------------------------------------------------------------- */
+
+static void do_hello(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
+{
+	struct session *s = q->s;
 	struct proto_hello_req req;
-	struct proto_hello_rep rep;
-	uint8_t out[PROTO_HELLO_REP_LEN];
-	char why[160];
-	int rc = proto_hello_req_decode(p, len, &req);
+	struct proto_hello_rep hr;
+	int rc;
 
-	if (rc < 0)
-		return rc;
+	if (!decoded(proto_hello_req_decode(q->payload, q->len, &req), rep))
+		return;
 	if (req.client_version != PROTO_VERSION)
-		return -EPROTO;
-	rc = tenant_hello_allowed(c->srv, c->s, c->fd, why, sizeof why);
-	if (rc < 0) {
-		conn_fail(c, h, rc, why); /* logs it, once */
-		return 0;
-	}
-	if (req.pid && !c->s->hello_done) {
-		size_t used = strlen(c->s->peer);
-
-		snprintf(c->s->peer + used, sizeof c->s->peer - used, " pid=%u", req.pid);
-	}
-	rc = session_hello(c->srv, c->s);
+		return reply_status(rep, -EPROTO);
+	rc = tenant_hello_allowed(srv, s->tenant, s->transport == SESSION_UNIX, q->fd, rep->why,
+				  sizeof rep->why);
 	if (rc < 0)
-		return rc;
-	rep.session_id = c->s->id;
-	rep.server_version = PROTO_VERSION;
-	rep.max_io = PROTO_MAX_IO;
-	rep.attach_token = c->s->attach_token;
-	rep.rdma_port = rdma_port(c->srv->rdma);
-	rep.key_mode = rdma_key_mode(c->srv->rdma);
-	rep.lease_ms = c->srv->cfg.lease_timeout_ms;
-	conn_reply(c, h, out, proto_hello_rep_encode(out, &rep));
-	return 0;
+		return reply_close(rep, rc, rep->why);
+	if (req.pid && !s->hello_done) {
+		size_t used = strlen(s->peer);
+
+		snprintf(s->peer + used, sizeof s->peer - used, " pid=%u", req.pid);
+	}
+	rc = session_hello(srv, s);
+	if (rc < 0)
+		return reply_status(rep, rc);
+	hr.session_id = s->id;
+	hr.server_version = PROTO_VERSION;
+	hr.max_io = PROTO_MAX_IO;
+	hr.attach_token = s->attach_token;
+	hr.rdma_port = srv->nic_port;
+	hr.key_mode = srv->key_mode;
+	hr.lease_ms = srv->cfg.lease_timeout_ms;
+	reply_payload(rep, proto_hello_rep_encode(rep->payload, &hr));
 }
 
 /*
  * The tenant handshake (tenant.c).  A refusal ends the connection: one
  * guess per connection, and one log line per refusal.
  */
-static int do_auth_begin(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+static void do_auth_begin(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
 	struct proto_auth_begin_req req;
-	struct proto_auth_begin_rep rep;
-	uint8_t out[PROTO_AUTH_BEGIN_REP_LEN];
-	char why[160];
-	int rc = proto_auth_begin_req_decode(p, len, &req);
+	struct proto_auth_begin_rep ar;
+	int rc;
 
+	if (!decoded(proto_auth_begin_req_decode(q->payload, q->len, &req), rep))
+		return;
+	if (q->s->hello_done || q->s->tenant)
+		return reply_status(rep, -EINVAL);
+	rc = tenant_auth_begin(srv, &q->s->auth, q->s->id, &req, &ar, rep->why, sizeof rep->why);
+	if (rc == -EACCES)
+		return reply_close(rep, rc, rep->why);
 	if (rc < 0)
-		return rc;
-	rc = tenant_auth_begin(c->srv, c->s, &req, &rep, why, sizeof why);
-	if (rc == -EACCES) {
-		conn_fail(c, h, rc, why);
-		return 0;
-	}
-	if (rc < 0)
-		return rc;
-	conn_reply(c, h, out, proto_auth_begin_rep_encode(out, &rep));
-	return 0;
+		return reply_status(rep, rc);
+	reply_payload(rep, proto_auth_begin_rep_encode(rep->payload, &ar));
 }
 
-static int do_auth(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+static void do_auth(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
 	uint8_t mac[PROTO_MAC_LEN], server_mac[PROTO_MAC_LEN];
-	uint8_t out[PROTO_AUTH_REP_LEN];
-	char why[160];
-	int rc = proto_auth_req_decode(p, len, mac);
+	struct session *s = q->s;
+	int rc;
 
+	(void)srv; /* the handshake's state is the session's own */
+	if (!decoded(proto_auth_req_decode(q->payload, q->len, mac), rep))
+		return;
+	rc = tenant_auth_finish(&s->auth, s->id, mac, server_mac, &s->tenant, rep->why,
+				sizeof rep->why);
 	if (rc < 0)
-		return rc;
-	rc = tenant_auth_finish(c->srv, c->s, mac, server_mac, why, sizeof why);
-	if (rc < 0) {
-		conn_fail(c, h, rc, why);
-		return 0;
-	}
+		return reply_close(rep, rc, rep->why);
 	/* rmemctl clients shows the tenant with the peer. */
-	snprintf(c->s->peer + strlen(c->s->peer), sizeof c->s->peer - strlen(c->s->peer),
-		 " tenant=%s", c->s->tenant->name);
-	conn_reply(c, h, out, proto_auth_rep_encode(out, server_mac));
-	return 0;
+	snprintf(s->peer + strlen(s->peer), sizeof s->peer - strlen(s->peer),
+		 " tenant=%s", s->tenant->name);
+	reply_payload(rep, proto_auth_rep_encode(rep->payload, server_mac));
 }
 
-static int do_alloc(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+/* ---- regions ------------------------------------------------------------------ */
+
+/*
+ * An ALLOC that fails for want of room (or of its tenant's quota) while
+ * freed ranges sit in the quarantine waits for them (rmem_free promises the
+ * bytes back), at most
+ * until the wait is over (conn.c clears may_wait): no sleep in the loop,
+ * the connection parks the request.
+ */
+static void do_alloc(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
 	struct proto_alloc_req req;
 	struct proto_region reg;
 	const struct region *r;
-	uint8_t out[PROTO_ALLOC_REP_LEN];
-	int rc = proto_alloc_req_decode(p, len, &req);
+	uint64_t due;
+	int rc;
 
+	if (!decoded(proto_alloc_req_decode(q->payload, q->len, &req), rep))
+		return;
+	rc = session_alloc(srv, q->s, req.size, req.flags, &r);
+	if ((rc == -ENOMEM || rc == -EDQUOT) && q->may_wait &&
+	    session_quarantine_may_help(srv, q->s, req.size, rc, &due)) {
+		rep->outcome = CTL_WAIT;
+		rep->wait_until_ns = due;
+		return;
+	}
 	if (rc < 0)
-		return rc;
-	rc = session_alloc(c->srv, c->s, req.size, req.flags, &r);
-	if (rc < 0)
-		return rc;
+		return reply_status(rep, rc);
 	reg.id = r->id;
-	reg.addr = (uint64_t)(uintptr_t)(c->srv->pools[r->pool].base + r->offset);
+	reg.addr = (uint64_t)(uintptr_t)(srv->pools[r->pool].base + r->offset);
 	reg.length = r->length;
 	reg.rkey = r->key;
 	reg.flags = 0;
-	conn_reply(c, h, out, proto_alloc_rep_encode(out, &reg));
-	return 0;
+	reply_payload(rep, proto_alloc_rep_encode(rep->payload, &reg));
 }
 
-static int do_free(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+static void do_free(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
 	struct proto_free_req req;
-	int rc = proto_free_req_decode(p, len, &req);
 
-	if (rc < 0)
-		return rc;
-	rc = session_free(c->srv, c->s, req.id, req.rkey);
-	if (rc < 0)
-		return rc;
-	conn_reply_status(c, h, 0);
-	return 0;
+	if (!decoded(proto_free_req_decode(q->payload, q->len, &req), rep))
+		return;
+	reply_status(rep, session_free(srv, q->s, req.id, req.rkey));
 }
 
-static int do_read(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+static void do_read(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
 	struct proto_io_req req;
 	uint8_t *where;
-	int rc = proto_io_req_decode(p, len, PROTO_OP_READ, &req);
+	int rc;
 
+	if (!decoded(proto_io_req_decode(q->payload, q->len, PROTO_OP_READ, &req), rep))
+		return;
+	rc = session_io(srv, q->s, req.id, req.rkey, req.offset, req.length, &where);
 	if (rc < 0)
-		return rc;
-	rc = session_io(c->srv, c->s, req.id, req.rkey, req.offset, req.length, &where);
-	if (rc < 0)
-		return rc;
-	conn_reply_data(c, h, where, req.length);
-	return 0;
+		return reply_status(rep, rc);
+	reply_status(rep, 0);
+	rep->data = where;
+	rep->data_len = req.length;
 }
 
 /*
  * CAS and FAA on the TCP path.  The loop thread serves one request at a time,
  * so each is atomic against every other client of the stream path.
  */
-static int do_atomic(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+static void do_atomic(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
 	struct proto_atomic_req req;
-	uint8_t out[PROTO_ATOMIC_REP_LEN];
 	uint8_t *where;
 	uint64_t old;
-	int rc = proto_atomic_req_decode(p, len, h->opcode, &req);
+	int rc;
 
+	if (!decoded(proto_atomic_req_decode(q->payload, q->len, q->h->opcode, &req), rep))
+		return;
+	rc = session_io(srv, q->s, req.id, req.rkey, req.offset, sizeof old, &where);
 	if (rc < 0)
-		return rc;
-	rc = session_io(c->srv, c->s, req.id, req.rkey, req.offset, sizeof old, &where);
-	if (rc < 0)
-		return rc;
+		return reply_status(rep, rc);
 	if (req.offset % sizeof old)
-		return -EINVAL;
+		return reply_status(rep, -EINVAL);
 	/* Regions start on the pool's alignment (>= 8), so where is aligned. */
 	memcpy(&old, where, sizeof old);
-	if (h->opcode == PROTO_OP_FAA) {
+	if (q->h->opcode == PROTO_OP_FAA) {
 		uint64_t sum = old + req.operand;
 
 		memcpy(where, &sum, sizeof sum);
 	} else if (old == req.operand) {
 		memcpy(where, &req.desired, sizeof req.desired);
 	}
-	conn_reply(c, h, out, proto_atomic_rep_encode(out, old));
-	return 0;
+	reply_payload(rep, proto_atomic_rep_encode(rep->payload, old));
 }
 
-static int do_ping(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+/* ---- figures and listings ---------------------------------------------------- */
+
+static void do_ping(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
-	(void)p;
-	if (proto_empty_decode(len) < 0)
-		return -EBADMSG;
-	conn_reply_status(c, h, 0);
-	return 0;
+	(void)srv;
+	if (decoded(proto_empty_decode(q->len) < 0 ? -EBADMSG : 0, rep))
+		reply_status(rep, 0);
 }
 
-static int do_stats(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+static void do_stats(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
-	struct server *srv = c->srv;
 	struct proto_stats st = { { 0 } };
-	uint8_t out[PROTO_MAX_CTL];
 
-	(void)p;
-	if (proto_empty_decode(len) < 0)
-		return -EBADMSG;
+	if (!decoded(proto_empty_decode(q->len) < 0 ? -EBADMSG : 0, rep))
+		return;
 	for (uint32_t i = 0; i < srv->npools; i++) {
 		struct alloc_stats a;
 
@@ -220,20 +254,17 @@ static int do_stats(struct conn *c, const struct proto_hdr *h, const uint8_t *p,
 	st.v[PROTO_STAT_PEAK_USED] = srv->peak_used;
 	st.v[PROTO_STAT_ALLOCS] = srv->allocs;
 	st.v[PROTO_STAT_FREES] = srv->frees;
-	st.v[PROTO_STAT_KEY_MODE] = rdma_key_mode(srv->rdma);
-	conn_reply(c, h, out, proto_stats_rep_encode(out, &st));
-	return 0;
+	st.v[PROTO_STAT_KEY_MODE] = srv->key_mode;
+	reply_payload(rep, proto_stats_rep_encode(rep->payload, &st));
 }
 
-static int do_pools(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+static void do_pools(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
-	struct server *srv = c->srv;
-	uint8_t out[PROTO_MAX_CTL];
+	uint8_t *out = rep->payload;
 	size_t n = srv->npools, at;
 
-	(void)p;
-	if (proto_empty_decode(len) < 0)
-		return -EBADMSG;
+	if (!decoded(proto_empty_decode(q->len) < 0 ? -EBADMSG : 0, rep))
+		return;
 	if (n > PROTO_LIST_MAX(PROTO_POOL_REC_LEN))
 		n = PROTO_LIST_MAX(PROTO_POOL_REC_LEN);
 	at = proto_list_hdr_encode(out, (uint32_t)n);
@@ -251,8 +282,7 @@ static int do_pools(struct conn *c, const struct proto_hdr *h, const uint8_t *p,
 		rec.alignment = (uint32_t)alloc_alignment(srv->pools[i].alloc);
 		at += proto_pool_rec_encode(out + at, &rec);
 	}
-	conn_reply(c, h, out, at);
-	return 0;
+	reply_payload(rep, at);
 }
 
 static uint32_t list_limit(uint32_t asked, size_t reclen)
@@ -262,17 +292,15 @@ static uint32_t list_limit(uint32_t asked, size_t reclen)
 	return asked && asked < cap ? asked : cap;
 }
 
-static int do_regions(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+static void do_regions(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
-	struct server *srv = c->srv;
 	struct proto_list_req req;
-	uint8_t out[PROTO_MAX_CTL];
+	uint8_t *out = rep->payload;
 	uint32_t n = 0, max;
 	size_t at = PROTO_LIST_HDR_LEN;
-	int rc = proto_list_req_decode(p, len, &req);
 
-	if (rc < 0)
-		return rc;
+	if (!decoded(proto_list_req_decode(q->payload, q->len, &req), rep))
+		return;
 	max = list_limit(req.max, PROTO_REGION_REC_LEN);
 	for (struct region *r = region_next_after(srv->regions, req.after); r && n < max;
 	     r = region_next(srv->regions, r), n++) {
@@ -286,30 +314,27 @@ static int do_regions(struct conn *c, const struct proto_hdr *h, const uint8_t *
 		at += proto_region_rec_encode(out + at, &rec);
 	}
 	proto_list_hdr_encode(out, n);
-	conn_reply(c, h, out, at);
-	return 0;
+	reply_payload(rep, at);
 }
 
 /* An attached queue pair carries the session's data: say so. */
 static const char *transport_name(const struct session *s)
 {
-	if (s->rdma)
+	if (s->nic)
 		return "rdma";
 	return s->transport == SESSION_UNIX ? "unix" : "tcp";
 }
 
-static int do_clients(struct conn *c, const struct proto_hdr *h, const uint8_t *p, size_t len)
+static void do_clients(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
-	struct server *srv = c->srv;
 	struct proto_list_req req;
-	uint8_t out[PROTO_MAX_CTL];
+	uint8_t *out = rep->payload;
 	uint32_t n = 0, max;
 	size_t at = PROTO_LIST_HDR_LEN;
-	uint64_t now = session_now_ns();
-	int rc = proto_list_req_decode(p, len, &req);
+	uint64_t now = (uint64_t)clock_mono_ns();
 
-	if (rc < 0)
-		return rc;
+	if (!decoded(proto_list_req_decode(q->payload, q->len, &req), rep))
+		return;
 	max = list_limit(req.max, PROTO_CLIENT_REC_LEN);
 	for (struct session *s = srv->sessions_first; s && n < max; s = s->next) {
 		struct proto_client_rec rec = { .id = 0 };
@@ -327,47 +352,68 @@ static int do_clients(struct conn *c, const struct proto_hdr *h, const uint8_t *
 		n++;
 	}
 	proto_list_hdr_encode(out, n);
-	conn_reply(c, h, out, at);
-	return 0;
+	reply_payload(rep, at);
 }
+
+/* ---- the table and the one place that checks it ------------------------------- */
 
 static const struct handler handlers[PROTO_OP_COUNT] = {
-	[PROTO_OP_HELLO]   = { do_hello,   false },
-	[PROTO_OP_ALLOC]   = { do_alloc,   false },
-	[PROTO_OP_FREE]    = { do_free,    false },
-	[PROTO_OP_READ]    = { do_read,    false },
-	[PROTO_OP_STATS]   = { do_stats,   false },
-	[PROTO_OP_PING]    = { do_ping,    false },
-	[PROTO_OP_POOLS]   = { do_pools,   true },
-	[PROTO_OP_REGIONS] = { do_regions, true },
-	[PROTO_OP_CLIENTS] = { do_clients, true },
-	[PROTO_OP_CAS]     = { do_atomic,  false },
-	[PROTO_OP_FAA]     = { do_atomic,  false },
-	[PROTO_OP_AUTH_BEGIN] = { do_auth_begin, false },
-	[PROTO_OP_AUTH]    = { do_auth,    false },
+	[PROTO_OP_HELLO]   = { .fn = do_hello,   .before_hello = true },
+	[PROTO_OP_ALLOC]   = { .fn = do_alloc },
+	[PROTO_OP_FREE]    = { .fn = do_free },
+	[PROTO_OP_READ]    = { .fn = do_read },
+	[PROTO_OP_WRITE]   = { .fn = NULL }, /* its data streams through conn.c */
+	[PROTO_OP_STATS]   = { .fn = do_stats },
+	[PROTO_OP_PING]    = { .fn = do_ping },
+	[PROTO_OP_POOLS]   = { .fn = do_pools,   .admin = true },
+	[PROTO_OP_REGIONS] = { .fn = do_regions, .admin = true },
+	[PROTO_OP_CLIENTS] = { .fn = do_clients, .admin = true },
+	[PROTO_OP_CAS]     = { .fn = do_atomic },
+	[PROTO_OP_FAA]     = { .fn = do_atomic },
+	[PROTO_OP_AUTH_BEGIN] = { .fn = do_auth_begin, .before_hello = true },
+	[PROTO_OP_AUTH]    = { .fn = do_auth,    .before_hello = true },
 };
 
-void server_end_session(struct server *srv, struct session *s, int status, const char *why)
+/*
+ * The one check of the table's rights: false, with the refusal in *rep,
+ * when s may not send opcode now.  Before HELLO the refusal closes the
+ * connection (the peer does not follow the protocol); a missing admin right
+ * is an ordinary status.
+ */
+static bool permitted(const struct session *s, uint16_t opcode, struct ctl_reply *rep)
 {
-	for (struct conn *c = srv->conns; c; c = c->next) {
-		if (c->s != s || c->dead || c->closing)
-			continue;
-		conn_fail(c, NULL, status, why);
-		/* conn_fail only marks it; its own callback sends and closes. */
-		event_active(c->ev_write, EV_WRITE, 0);
-		return;
-	}
+	reply_status(rep, 0);
+	/* proto_hdr_decode already refused unknown opcodes. */
+	if (opcode >= PROTO_OP_COUNT)
+		reply_close(rep, -EBADMSG, "malformed request payload");
+	else if (!s->hello_done && !handlers[opcode].before_hello)
+		reply_close(rep, -EPROTO, "request before HELLO");
+	else if (handlers[opcode].admin && !s->admin)
+		reply_status(rep, -EACCES);
+	return rep->status == 0;
 }
 
-int ctl_dispatch(struct conn *c, const struct proto_hdr *h, const uint8_t *payload, size_t len)
+enum ctl_outcome ctl_admit(const struct session *s, uint16_t opcode, struct ctl_reply *rep)
+{
+	/* A missing admin right is answered once the payload is read. */
+	if (!permitted(s, opcode, rep) && rep->outcome == CTL_REPLY)
+		reply_status(rep, 0);
+	return rep->outcome;
+}
+
+enum ctl_outcome ctl_dispatch(struct server *srv, const struct ctl_req *req, struct ctl_reply *rep)
 {
 	const struct handler *hd;
 
-	/* proto_hdr_decode already refused unknown opcodes; WRITE never gets here. */
-	if (h->opcode >= PROTO_OP_COUNT || !handlers[h->opcode].fn)
-		return -EBADMSG;
-	hd = &handlers[h->opcode];
-	if (hd->admin && !c->s->admin)
-		return -EACCES;
-	return hd->fn(c, h, payload, len);
+	rep->len = rep->data_len = 0;
+	rep->data = NULL;
+	rep->why[0] = '\0';
+	if (!permitted(req->s, req->h->opcode, rep))
+		return rep->outcome;
+	hd = &handlers[req->h->opcode];
+	if (!hd->fn)
+		reply_close(rep, -EBADMSG, "malformed request payload");
+	else
+		hd->fn(srv, req, rep);
+	return rep->outcome;
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <event2/event.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "lease.h"
 #include "server.h"
@@ -26,7 +27,7 @@ uint32_t lease_tick_ms(uint32_t lease_ms, uint32_t frame_ms)
 static void on_lease_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
-	uint64_t now = session_now_ns();
+	uint64_t now = (uint64_t)clock_mono_ns();
 	struct conn *c, *next;
 
 	(void)fd;

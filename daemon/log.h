@@ -1,7 +1,8 @@
 /*
  * log.h - rmemd's log: one line per event on stderr, prefixed with the syslog
  * priority as "<N>" so journald files it at the right level, then the function
- * that speaks.  Lines below the configured level are dropped.
+ * that speaks.  Lines below the configured level are dropped.  A log call
+ * leaves errno as it found it.
  */
 #ifndef RMEMD_LOG_H
 #define RMEMD_LOG_H

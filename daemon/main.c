@@ -1,7 +1,9 @@
 /*
  * main.c - rmemd's lifecycle, in order: config, memlock check, pools, region
  * table, quarantine, RDMA, listeners, READY; then the loop; then the same in
- * reverse.
+ * reverse.  main.c also answers the NIC module's events (nic.h): it is the
+ * one module above both the NIC and the sessions and connections, so the NIC
+ * never calls up.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -18,7 +20,7 @@
 #include "listen.h"
 #include "log.h"
 #include "pool.h"
-#include "rdma.h"
+#include "nic.h"
 #include "region.h"
 #include "server.h"
 #include "session.h"
@@ -156,6 +158,36 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(srv->base);
 }
 
+/* ---- what the NIC module asks of sessions and connections (nic.h) ---------- */
+
+static struct session *nic_find(void *arg, uint64_t id, uint64_t token,
+				struct nic_peer **current)
+{
+	struct session *s = session_find(arg, id);
+
+	if (!s || !session_token_ok(s, token))
+		return NULL;
+	*current = s->nic;
+	return s;
+}
+
+static const char *nic_describe(void *arg, const struct session *s)
+{
+	(void)arg;
+	return s->peer;
+}
+
+static void nic_attached(void *arg, struct session *s, struct nic_peer *p)
+{
+	(void)arg;
+	s->nic = p;
+}
+
+static void nic_end(void *arg, struct session *s, int status, const char *why)
+{
+	conn_end_session(arg, s, status, why);
+}
+
 /* Sessions end first (each stops its queue pair, then drops its keys); the
  * quarantine is emptied at once since no queue pair is left; then the
  * device lets go of the pools, which go last. */
@@ -165,7 +197,7 @@ static void server_close(struct server *srv)
 	conn_close_all(srv);
 	if (srv->base)
 		session_quarantine_flush(srv);
-	rdma_close(srv);
+	nic_close(srv);
 	listeners_close(srv);
 	region_table_free(srv->regions);
 	for (uint32_t i = 0; i < srv->npools; i++)
@@ -176,6 +208,10 @@ static void server_close(struct server *srv)
 
 static int serve(struct server *srv)
 {
+	const struct nic_events nic_events = {
+		.arg = srv, .find = nic_find, .describe = nic_describe,
+		.attached = nic_attached, .end = nic_end,
+	};
 	struct event *sigs[2] = { NULL, NULL };
 	const int signos[2] = { SIGTERM, SIGINT };
 	char err[512];
@@ -194,7 +230,7 @@ static int serve(struct server *srv)
 		goto out;
 	}
 	/* Never fatal for want of RDMA: without it rmemd serves TCP. */
-	if (rdma_open(srv) < 0) {
+	if (nic_open(srv, &nic_events) < 0) {
 		log_err("out of memory");
 		goto out;
 	}
@@ -213,7 +249,7 @@ static int serve(struct server *srv)
 		   RMEM_VERSION_STRING, srv->npools,
 		   srv->cfg.listen_tcp[0] ? srv->cfg.listen_tcp : "off",
 		   srv->cfg.listen_admin[0] ? srv->cfg.listen_admin : "off",
-		   rdma_port(srv->rdma), rdma_key_mode_name(srv->rdma));
+		   srv->nic_port, nic_mode_name(srv->key_mode));
 	sd_notify(0, "READY=1\nSTATUS=serving");
 	if (event_base_dispatch(srv->base) < 0)
 		log_err("event loop failed");

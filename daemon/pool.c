@@ -98,8 +98,10 @@ int pool_check_memlock(const struct config *cfg, char *err, size_t errlen)
 	for (size_t i = 0; i < cfg->npools; i++)
 		need += pool_pinned_bytes(&cfg->pools[i]);
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0) {
-		snprintf(err, errlen, "getrlimit(RLIMIT_MEMLOCK): %s", strerror(errno));
-		return -errno;
+		int e = errno; /* before the message is formatted */
+
+		snprintf(err, errlen, "getrlimit(RLIMIT_MEMLOCK): %s", strerror(e));
+		return -e;
 	}
 	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need || have_cap_ipc_lock())
 		return 0;

@@ -16,7 +16,8 @@ struct region_table;
 struct session;
 struct listeners;
 struct conn;
-struct rdma;
+struct nic;
+struct key_ops;
 struct event;
 struct quarantined;
 
@@ -39,8 +40,14 @@ struct server {
 	uint64_t peak_used;
 	uint64_t allocs, frees;
 	struct listeners *listeners;
-	struct conn *conns;          /* open connections (ctl.c) */
-	struct rdma *rdma;           /* the RDMA side (rdma.c); NULL: TCP only */
+	struct conn *conns;          /* open connections (conn.c) */
+	struct nic *nic;             /* the RDMA side (nic_*.c); NULL: TCP only */
+	/* What session.c and ctl.c know of the NIC, set by nic_open: the ops
+	 * that make and drop a session's keys (NULL: no RDMA), the rdma_cm port
+	 * and the key mode (enum proto_key_mode) that HELLO reports. */
+	const struct key_ops *keys;
+	uint16_t nic_port;
+	uint8_t key_mode;
 	/* Ranges whose NIC key is dead, waiting before they are zeroed and
 	 * returned (session.c); oldest first.  Their bytes count in used_bytes. */
 	struct quarantined *quarantine_first, *quarantine_last;
@@ -48,12 +55,5 @@ struct server {
 	struct tenant_use tenant_use[CONFIG_MAX_TENANTS];
 	struct event *lease_timer;   /* the connections' deadlines (lease.c) */
 };
-
-/*
- * Ends session s from outside its connection (its queue pair disconnected or
- * failed): the connection gets an ERROR frame and closes, which destroys the
- * session.  Safe to call from any callback but s's own connection's (ctl.c).
- */
-void server_end_session(struct server *srv, struct session *s, int status, const char *why);
 
 #endif /* RMEMD_SERVER_H */

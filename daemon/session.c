@@ -10,8 +10,9 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "log.h"
-#include "rdma.h"
+#include "keys.h"
 #include "server.h"
 #include "session.h"
 #include "tenant.h"
@@ -25,14 +26,6 @@ struct quarantined {
 	struct quarantined *next;
 };
 
-uint64_t session_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 struct session *session_new(struct server *srv, enum session_transport transport,
 			    bool admin, const char *peer)
 {
@@ -44,7 +37,7 @@ struct session *session_new(struct server *srv, enum session_transport transport
 	s->transport = transport;
 	s->admin = admin;
 	snprintf(s->peer, sizeof s->peer, "%s", peer);
-	s->started_ns = s->last_ns = session_now_ns();
+	s->started_ns = s->last_ns = (uint64_t)clock_mono_ns();
 	s->prev = srv->sessions_last;
 	if (srv->sessions_last)
 		srv->sessions_last->next = s;
@@ -81,24 +74,73 @@ static void arm_quarantine(struct server *srv, uint64_t now)
 	evtimer_add(srv->quarantine_timer, &tv);
 }
 
-static void on_quarantine_timer(evutil_socket_t fd, short what, void *arg)
+/* Returns every range that is due by now; how many. */
+static unsigned quarantine_reap(struct server *srv, uint64_t now)
 {
-	struct server *srv = arg;
-	uint64_t now = session_now_ns();
 	struct quarantined *q;
+	unsigned n = 0;
 
-	(void)fd;
-	(void)what;
 	while ((q = srv->quarantine_first) && q->due_ns <= now) {
 		srv->quarantine_first = q->next;
 		return_range(srv, q->pool, q->offset, q->length);
 		tenant_bytes_back(srv, q->tenant, q->length);
 		free(q);
+		n++;
 	}
 	if (!srv->quarantine_first)
 		srv->quarantine_last = NULL;
-	else
+	return n;
+}
+
+static void on_quarantine_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	uint64_t now = (uint64_t)clock_mono_ns();
+
+	(void)fd;
+	(void)what;
+	quarantine_reap(srv, now);
+	if (srv->quarantine_first)
 		arm_quarantine(srv, now);
+}
+
+/* Room for size bytes in some pool once its quarantined ranges are back. */
+static bool pools_fit_after(const struct server *srv, uint64_t size)
+{
+	uint64_t held[CONFIG_MAX_POOLS] = { 0 };
+
+	for (const struct quarantined *q = srv->quarantine_first; q; q = q->next)
+		held[q->pool] += q->length;
+	for (uint32_t i = 0; i < srv->npools; i++) {
+		struct alloc_stats st;
+
+		alloc_get_stats(srv->pools[i].alloc, &st);
+		if (held[i] && st.total - st.used + held[i] >= size)
+			return true;
+	}
+	return false;
+}
+
+bool session_quarantine_may_help(struct server *srv, const struct session *s, uint64_t size,
+				 int rc, uint64_t *due_ns)
+{
+	uint64_t back = 0;
+	bool helps;
+
+	if (!srv->quarantine_first)
+		return false;
+	if (rc == -ENOMEM) {
+		helps = pools_fit_after(srv, size);
+	} else if (rc == -EDQUOT && s->tenant) {
+		for (const struct quarantined *q = srv->quarantine_first; q; q = q->next)
+			back += q->tenant == s->tenant ? q->length : 0;
+		helps = back && tenant_fits_after(srv, s->tenant, size, back);
+	} else {
+		helps = false;
+	}
+	if (helps)
+		*due_ns = srv->quarantine_first->due_ns;
+	return helps;
 }
 
 /* Every entry waits the same time, so appending keeps the list in due order
@@ -107,7 +149,7 @@ static void quarantine(struct server *srv, uint32_t pool, uint64_t offset, uint6
 		       const struct config_tenant *tenant)
 {
 	struct quarantined *q = srv->quarantine_timer ? malloc(sizeof *q) : NULL;
-	uint64_t now = session_now_ns();
+	uint64_t now = (uint64_t)clock_mono_ns();
 
 	if (!q) {
 		/* The key is already dead; what is lost is only the margin for an
@@ -155,20 +197,21 @@ void session_quarantine_flush(struct server *srv)
 /*
  * The NIC key dies first, then the id and TCP key (the region leaves the
  * table), then the bytes: at once for a TCP-only key, which nothing can be
- * using once this loop moves on, after the quarantine for a NIC key.
+ * using once this loop moves on, and for a NIC key whose death the NIC
+ * confirmed; after the quarantine for one it did not confirm.
  */
 static void release_region(struct server *srv, struct session *s, struct region *r)
 {
 	uint32_t pool = r->pool;
 	uint64_t offset = r->offset, length = r->length;
-	bool had_nic_key = s->rdma && rdma_key_drop(s->rdma, r->id) > 0;
+	enum key_gone gone = s->nic ? srv->keys->key_drop(s->nic, r->id) : KEY_NONE;
 
 	s->used_bytes -= length;
 	s->nregions--;
 	srv->frees++;
 	region_remove(srv->regions, &s->regions, r);
 	tenant_region_gone(srv, s->tenant);
-	if (had_nic_key) {
+	if (gone == KEY_UNCONFIRMED) {
 		quarantine(srv, pool, offset, length, s->tenant);
 	} else {
 		return_range(srv, pool, offset, length);
@@ -187,11 +230,13 @@ void session_destroy(struct server *srv, struct session *s)
 	bytes = s->used_bytes;
 	/* No remote access from here on, whatever the keys; then each key dies,
 	 * then the queue pair and its protection domain. */
-	rdma_peer_stop(s->rdma);
+	if (s->nic)
+		srv->keys->peer_stop(s->nic);
 	while ((r = region_owner_first(srv->regions, &s->regions)))
 		release_region(srv, s, r);
-	rdma_peer_destroy(s->rdma);
-	s->rdma = NULL;
+	if (s->nic)
+		srv->keys->peer_destroy(s->nic);
+	s->nic = NULL;
 	if (s->hello_done) {
 		srv->clients--;
 		log_info("client %llu (%s) gone: %llu regions, %llu bytes returned",
@@ -249,21 +294,13 @@ bool session_token_ok(const struct session *s, uint64_t token)
 	return s->hello_done && diff == 0;
 }
 
-int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t flags,
-		  const struct region **out)
+/* The pool whose largest free range fits most tightly keeps big ranges
+ * for big requests, as best fit does inside one pool.  NULL: none fits. */
+static struct pool *pick_pool(struct server *srv, uint64_t size)
 {
 	struct pool *best = NULL;
-	uint64_t best_free = 0, off, len;
-	struct region *r;
-	int rc;
+	uint64_t best_free = 0;
 
-	if (size == 0 || flags != 0)
-		return -EINVAL;
-	rc = tenant_check(srv, s->tenant, size);
-	if (rc < 0)
-		return rc;
-	/* The pool whose largest free range fits most tightly keeps big ranges
-	 * for big requests, as best fit does inside one pool. */
 	for (uint32_t i = 0; i < srv->npools; i++) {
 		struct alloc_stats st;
 
@@ -273,6 +310,28 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
 			best_free = st.largest_free;
 		}
 	}
+	return best;
+}
+
+int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t flags,
+		  const struct region **out)
+{
+	struct pool *best;
+	uint64_t off, len;
+	struct region *r;
+	int rc;
+
+	if (size == 0 || flags != 0)
+		return -EINVAL;
+	rc = tenant_check(srv, s->tenant, size);
+	/* The timer may be late (a busy loop): what is due goes back now. */
+	if (rc == -EDQUOT && quarantine_reap(srv, (uint64_t)clock_mono_ns()))
+		rc = tenant_check(srv, s->tenant, size);
+	if (rc < 0)
+		return rc;
+	best = pick_pool(srv, size);
+	if (!best && quarantine_reap(srv, (uint64_t)clock_mono_ns()))
+		best = pick_pool(srv, size);
 	if (!best)
 		return -ENOMEM;
 	rc = alloc_reserve(best->alloc, size, &off, &len);
@@ -291,10 +350,10 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
 		tenant_bytes_back(srv, s->tenant, len);
 		return -ENOMEM;
 	}
-	if (s->rdma) {
+	if (s->nic) {
 		/* The NIC key replaces the random one: the same key then serves
 		 * both data paths. */
-		rc = rdma_key_new(s->rdma, r->id, best->index, best->base + off, len, &r->key);
+		rc = srv->keys->key_new(s->nic, r->id, best->index, best->base + off, len, &r->key);
 		if (rc < 0) {
 			region_remove(srv->regions, &s->regions, r);
 			alloc_release(best->alloc, off, len);

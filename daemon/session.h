@@ -14,9 +14,10 @@
 #include <stdint.h>
 
 #include "region.h"
+#include "tenant.h"
 
 struct server;
-struct rdma_peer;
+struct nic_peer;
 struct config_tenant;
 
 enum session_transport { SESSION_TCP, SESSION_UNIX };
@@ -32,11 +33,10 @@ struct session {
 	uint64_t nregions;
 	struct region_list regions;
 	uint64_t attach_token;   /* the secret that ties a queue pair to us (HELLO) */
-	struct rdma_peer *rdma;  /* our attached queue pair (rdma.c), or NULL */
+	struct nic_peer *nic;    /* our attached queue pair (nic_conn.c), or NULL */
 	/* tenants (tenant.c) */
 	const struct config_tenant *tenant;  /* proven by AUTH; NULL: anonymous */
-	const struct config_tenant *claimed; /* named by AUTH_BEGIN, AUTH awaited */
-	uint8_t client_nonce[32], server_nonce[32];
+	struct tenant_auth auth;             /* the handshake in progress */
 	struct session *prev, *next;
 };
 
@@ -56,7 +56,9 @@ struct session *session_find(struct server *srv, uint64_t id);
 bool session_token_ok(const struct session *s, uint64_t token);
 
 /* remote_malloc: best fit over the pools.  A session with a queue pair gets
- * a key the NIC enforces (rdma_key_new's errors too); others a random key.
+ * a key the NIC enforces (srv->keys->key_new's errors too); others a random
+ * key.  Ranges of the quarantine that are due are returned first when the
+ * pools have no room.
  * -EINVAL, -ENOMEM, -EDQUOT (past the tenant's quota or max_regions). */
 int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t flags,
 		  const struct region **out);
@@ -70,17 +72,26 @@ int session_free(struct server *srv, struct session *s, uint64_t id, uint32_t ke
 int session_io(struct server *srv, struct session *s, uint64_t id, uint32_t key,
 	       uint64_t off, uint64_t len, uint8_t **where);
 
-uint64_t session_now_ns(void);
-
 /*
- * The quarantine: a range whose NIC key was just invalidated waits
- * QUARANTINE_MS before it is zeroed and returned to its allocator, so that an
- * access already on the wire can never land in the next owner's region.
- * init makes the timer (0 or -ENOMEM); flush returns every range at once and
- * frees the timer (at shutdown, when no queue pair is left).
+ * The quarantine: a range whose NIC key died without a completion that
+ * confirms it (keys.h, KEY_UNCONFIRMED) waits QUARANTINE_MS before it is
+ * zeroed and returned to its allocator, so that an access already on the
+ * wire can never land in the next owner's region.  A key whose death the
+ * NIC confirmed skips it.  init makes the timer (0 or -ENOMEM); flush
+ * returns every range at once and frees the timer (at shutdown, when no
+ * queue pair is left).
  */
 #define QUARANTINE_MS 200
 int session_quarantine_init(struct server *srv);
 void session_quarantine_flush(struct server *srv);
+/*
+ * Whether an allocation of size bytes by s that failed with rc could succeed
+ * once the quarantine returns its ranges: for -ENOMEM, some pool's free and
+ * quarantined bytes together reach size; for -EDQUOT, s's tenant would be
+ * within its quota with its quarantined bytes back.  *due_ns is then when the
+ * next range is due (clock_mono_ns's clock).
+ */
+bool session_quarantine_may_help(struct server *srv, const struct session *s, uint64_t size,
+				 int rc, uint64_t *due_ns);
 
 #endif /* RMEMD_SESSION_H */

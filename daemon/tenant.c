@@ -17,11 +17,9 @@
 #include "authmac.h"
 #include "log.h"
 #include "server.h"
-#include "session.h"
 #include "tenant.h"
 
 _Static_assert(PROTO_TENANT_LEN == CONFIG_NAME_MAX, "a tenant name fits the wire field");
-_Static_assert(sizeof(((struct session *)0)->client_nonce) == PROTO_NONCE_LEN, "nonce size");
 _Static_assert(crypto_auth_hmacsha256_BYTES == PROTO_MAC_LEN, "MAC size");
 
 /* Buffers for group lists: enough for any sane account. */
@@ -124,10 +122,10 @@ static bool peer_is_local(int fd)
 	return peer.ss_family == AF_UNIX;
 }
 
-int tenant_hello_allowed(struct server *srv, const struct session *s, int fd, char *why,
-			 size_t whylen)
+int tenant_hello_allowed(struct server *srv, const struct config_tenant *proven, bool unix_peer,
+			 int fd, char *why, size_t whylen)
 {
-	if (s->tenant || s->transport == SESSION_UNIX)
+	if (proven || unix_peer)
 		return 0;
 	if (srv->cfg.ntenants) {
 		snprintf(why, whylen, "anonymous client refused: tenants are configured and "
@@ -168,20 +166,20 @@ static int fill_random(void *buf, size_t len)
 }
 
 static void auth_mac(const struct config_tenant *t, enum proto_auth_role role,
-		     const struct session *s, uint8_t mac[PROTO_MAC_LEN])
+		     const struct tenant_auth *a, uint64_t session_id, uint8_t mac[PROTO_MAC_LEN])
 {
-	authmac_compute(t->secret, t->secret_len, role, t->name, s->server_nonce,
-			s->client_nonce, s->id, mac);
+	authmac_compute(t->secret, t->secret_len, role, t->name, a->server_nonce,
+			a->client_nonce, session_id, mac);
 }
 
-int tenant_auth_begin(struct server *srv, struct session *s,
+int tenant_auth_begin(struct server *srv, struct tenant_auth *a, uint64_t session_id,
 		      const struct proto_auth_begin_req *req, struct proto_auth_begin_rep *rep,
 		      char *why, size_t whylen)
 {
 	const struct config_tenant *t = NULL;
 	char name[PROTO_TENANT_LEN];
 
-	if (s->hello_done || s->tenant || s->claimed)
+	if (a->claimed)
 		return -EINVAL;
 	for (size_t i = 0; i < srv->cfg.ntenants && !t; i++)
 		if (!strncmp(srv->cfg.tenants[i].name, req->tenant, PROTO_TENANT_LEN))
@@ -191,30 +189,30 @@ int tenant_auth_begin(struct server *srv, struct session *s,
 			 printable(req->tenant, name, sizeof name));
 		return -EACCES;
 	}
-	if (fill_random(s->server_nonce, sizeof s->server_nonce) < 0)
+	if (fill_random(a->server_nonce, sizeof a->server_nonce) < 0)
 		return -EIO;
-	memcpy(s->client_nonce, req->client_nonce, sizeof s->client_nonce);
-	s->claimed = t;
-	rep->session_id = s->id;
-	memcpy(rep->server_nonce, s->server_nonce, sizeof rep->server_nonce);
+	memcpy(a->client_nonce, req->client_nonce, sizeof a->client_nonce);
+	a->claimed = t;
+	rep->session_id = session_id;
+	memcpy(rep->server_nonce, a->server_nonce, sizeof rep->server_nonce);
 	return 0;
 }
 
-int tenant_auth_finish(struct server *srv, struct session *s, const uint8_t mac[PROTO_MAC_LEN],
-		       uint8_t server_mac[PROTO_MAC_LEN], char *why, size_t whylen)
+int tenant_auth_finish(struct tenant_auth *a, uint64_t session_id,
+		       const uint8_t mac[PROTO_MAC_LEN], uint8_t server_mac[PROTO_MAC_LEN],
+		       const struct config_tenant **proven, char *why, size_t whylen)
 {
-	const struct config_tenant *t = s->claimed;
+	const struct config_tenant *t = a->claimed;
 	uint8_t want[PROTO_MAC_LEN];
 	int ok;
 
-	(void)srv;
 	if (!t) {
 		snprintf(why, whylen, "authentication refused: AUTH without AUTH_BEGIN");
 		return -EACCES;
 	}
 	/* One try per connection: a failed AUTH ends it. */
-	s->claimed = NULL;
-	auth_mac(t, PROTO_AUTH_CLIENT, s, want);
+	a->claimed = NULL;
+	auth_mac(t, PROTO_AUTH_CLIENT, a, session_id, want);
 	ok = sodium_memcmp(want, mac, PROTO_MAC_LEN) == 0;
 	sodium_memzero(want, sizeof want);
 	if (!ok) {
@@ -222,8 +220,8 @@ int tenant_auth_finish(struct server *srv, struct session *s, const uint8_t mac[
 			 "or replayed handshake", t->name);
 		return -EACCES;
 	}
-	s->tenant = t;
-	auth_mac(t, PROTO_AUTH_SERVER, s, server_mac);
+	*proven = t;
+	auth_mac(t, PROTO_AUTH_SERVER, a, session_id, server_mac);
 	return 0;
 }
 
@@ -271,4 +269,19 @@ void tenant_bytes_back(struct server *srv, const struct config_tenant *t, uint64
 {
 	if (t)
 		use_of(srv, t)->bytes -= bytes;
+}
+
+bool tenant_fits_after(struct server *srv, const struct config_tenant *t, uint64_t bytes,
+		       uint64_t back)
+{
+	const struct tenant_use *u;
+	uint64_t after;
+
+	if (!t)
+		return true;
+	u = use_of(srv, t);
+	after = u->bytes > back ? u->bytes - back : 0;
+	if (t->max_regions && u->regions >= t->max_regions)
+		return false; /* regions leave the count at once: waiting is no help */
+	return !t->quota || (bytes <= t->quota && after <= t->quota - bytes);
 }

@@ -24,10 +24,19 @@
 #include "proto.h"
 
 struct server;
-struct session;
 struct config_tenant;
 
 #define TENANT_ADMIN_GROUP "rmem"
+
+/*
+ * One session's handshake in progress: tenant.c's state, kept inside
+ * struct session, so that this module never needs to know what a session
+ * is (session.c calls down into tenant.c, never the other way).
+ */
+struct tenant_auth {
+	const struct config_tenant *claimed; /* named by AUTH_BEGIN, AUTH awaited */
+	uint8_t client_nonce[PROTO_NONCE_LEN], server_nonce[PROTO_NONCE_LEN];
+};
 
 /* Readies the crypto library; logs who may connect.  0 or -EIO. */
 int tenant_init(struct server *srv);
@@ -36,23 +45,26 @@ int tenant_init(struct server *srv);
 bool tenant_admin_peer(uid_t uid, gid_t gid);
 
 /*
- * Whether session s, on connection fd, may say HELLO: 0, or -EACCES with
- * the reason (for the log) in why.
+ * Whether a session on connection fd (over the Unix socket or not, proven
+ * a tenant's or anonymous) may say HELLO: 0, or -EACCES with the reason (for
+ * the log) in why.
  */
-int tenant_hello_allowed(struct server *srv, const struct session *s, int fd, char *why,
-			 size_t whylen);
+int tenant_hello_allowed(struct server *srv, const struct config_tenant *proven, bool unix_peer,
+			 int fd, char *why, size_t whylen);
 
 /*
- * AUTH_BEGIN: remembers the tenant claimed and both nonces, and fills the
- * reply.  AUTH: checks the client's MAC and, when it is right, makes s the
- * tenant's and fills the daemon's own MAC.  -EACCES (why says it for the
- * log), -EINVAL (out of order), -EIO (no randomness).
+ * AUTH_BEGIN of session session_id: remembers the tenant claimed and both
+ * nonces in *a, and fills the reply.  AUTH: checks the client's MAC and,
+ * when it is right, sets *proven to the tenant and fills the daemon's own
+ * MAC.  -EACCES (why says it for the log), -EINVAL (a second AUTH_BEGIN),
+ * -EIO (no randomness).  The caller refuses AUTH_BEGIN after HELLO or AUTH.
  */
-int tenant_auth_begin(struct server *srv, struct session *s,
+int tenant_auth_begin(struct server *srv, struct tenant_auth *a, uint64_t session_id,
 		      const struct proto_auth_begin_req *req, struct proto_auth_begin_rep *rep,
 		      char *why, size_t whylen);
-int tenant_auth_finish(struct server *srv, struct session *s, const uint8_t mac[PROTO_MAC_LEN],
-		       uint8_t server_mac[PROTO_MAC_LEN], char *why, size_t whylen);
+int tenant_auth_finish(struct tenant_auth *a, uint64_t session_id,
+		       const uint8_t mac[PROTO_MAC_LEN], uint8_t server_mac[PROTO_MAC_LEN],
+		       const struct config_tenant **proven, char *why, size_t whylen);
 
 /*
  * Quotas.  check: -EDQUOT when t (NULL: anonymous, no limit) cannot hold
@@ -63,5 +75,9 @@ int tenant_check(struct server *srv, const struct config_tenant *t, uint64_t byt
 int tenant_charge(struct server *srv, const struct config_tenant *t, uint64_t bytes);
 void tenant_region_gone(struct server *srv, const struct config_tenant *t);
 void tenant_bytes_back(struct server *srv, const struct config_tenant *t, uint64_t bytes);
+/* Whether tenant_check(t, bytes) would pass once back bytes of t's came
+ * back to the pool (from the quarantine). */
+bool tenant_fits_after(struct server *srv, const struct config_tenant *t, uint64_t bytes,
+		       uint64_t back);
 
 #endif /* RMEMD_TENANT_H */

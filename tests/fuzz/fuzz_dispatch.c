@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "conn.h"
 #include "fuzz_dispatch.h"
 #include "log.h"
@@ -348,7 +349,7 @@ static void settle(int fd, struct replies *r)
  * lease (ends any). */
 static void expire(int fd, struct replies *r)
 {
-	uint64_t now = session_now_ns();
+	uint64_t now = (uint64_t)clock_mono_ns();
 	uint64_t frame_ns = (uint64_t)srv->cfg.frame_timeout_ms * 1000000;
 	uint64_t lease_ns = (uint64_t)srv->cfg.lease_timeout_ms * 1000000;
 

@@ -1,0 +1,461 @@
+/*
+ * test_session.c - sessions (session.c) and the request handlers above them
+ * (ctl.c) with stub NIC keys: the key ops table of keys.h filled with
+ * functions that record what they are asked and answer as told.  No
+ * connection, no socket, no verbs: one server with one 1 MiB pool, driven
+ * by direct calls and by ctl_dispatch().
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "alloc.h"
+#include "clock.h"
+#include "ctl.h"
+#include "keys.h"
+#include "log.h"
+#include "pool.h"
+#include "region.h"
+#include "server.h"
+#include "session.h"
+#include "tap.h"
+
+#define POOL_BYTES (1u << 20)
+#define MAX_CALLS  64
+
+/* ---- the stub NIC ----------------------------------------------------------- */
+
+enum call { NEW, DROP, STOP, DESTROY };
+
+static struct stub {
+	enum call calls[MAX_CALLS];
+	uint64_t ids[MAX_CALLS];
+	int ncalls;
+	int fail_new;            /* key_new's answer when nonzero */
+	enum key_gone gone;      /* key_drop's answer for a key it made */
+	uint64_t live[MAX_CALLS]; /* ids with a key */
+	int nlive;
+} stub;
+
+static void record(enum call c, uint64_t id)
+{
+	if (stub.ncalls < MAX_CALLS) {
+		stub.calls[stub.ncalls] = c;
+		stub.ids[stub.ncalls] = id;
+	}
+	stub.ncalls++;
+}
+
+static int count(enum call c)
+{
+	int n = 0;
+
+	for (int i = 0; i < stub.ncalls && i < MAX_CALLS; i++)
+		n += stub.calls[i] == c;
+	return n;
+}
+
+static int stub_key_new(struct nic_peer *p, uint64_t id, uint32_t pool, uint8_t *addr,
+			uint64_t len, uint32_t *rkey)
+{
+	(void)p;
+	(void)pool;
+	(void)addr;
+	(void)len;
+	record(NEW, id);
+	if (stub.fail_new)
+		return stub.fail_new;
+	stub.live[stub.nlive++] = id;
+	*rkey = 0x5eed0000u | (uint32_t)id;
+	return 0;
+}
+
+static enum key_gone stub_key_drop(struct nic_peer *p, uint64_t id)
+{
+	(void)p;
+	record(DROP, id);
+	for (int i = 0; i < stub.nlive; i++) {
+		if (stub.live[i] == id) {
+			stub.live[i] = stub.live[--stub.nlive];
+			return stub.gone;
+		}
+	}
+	return KEY_NONE;
+}
+
+static void stub_peer_stop(struct nic_peer *p)
+{
+	(void)p;
+	record(STOP, 0);
+}
+
+static void stub_peer_destroy(struct nic_peer *p)
+{
+	(void)p;
+	record(DESTROY, 0);
+}
+
+static const struct key_ops stub_ops = {
+	.key_new = stub_key_new,
+	.key_drop = stub_key_drop,
+	.peer_stop = stub_peer_stop,
+	.peer_destroy = stub_peer_destroy,
+};
+
+/* Never dereferenced: the stubs only pass it along. */
+static struct nic_peer *const stub_peer = (struct nic_peer *)&stub;
+
+static void stub_reset(void)
+{
+	memset(&stub, 0, sizeof stub);
+	stub.gone = KEY_CONFIRMED;
+}
+
+/* ---- the server ------------------------------------------------------------- */
+
+static struct server *server_up(void)
+{
+	struct server *srv = calloc(1, sizeof *srv);
+	struct config_pool *pc;
+	char err[256];
+
+	if (!srv)
+		return NULL;
+	config_defaults(&srv->cfg);
+	srv->cfg.npools = 1;
+	pc = &srv->cfg.pools[0];
+	snprintf(pc->name, sizeof pc->name, "unit");
+	pc->size = POOL_BYTES;
+	pc->hugepages = CONFIG_HUGEPAGES_OFF;
+	pc->alignment = 64;
+	srv->base = event_base_new();
+	if (!srv->base || pool_open(&srv->pools[0], pc, 0, NULL, NULL, err, sizeof err) < 0) {
+		diag("server_up: %s", srv->base ? err : "event_base_new failed");
+		free(srv);
+		return NULL;
+	}
+	srv->npools = 1;
+	srv->regions = region_table_new();
+	if (!srv->regions || session_quarantine_init(srv) < 0)
+		return NULL;
+	srv->keys = &stub_ops;
+	return srv;
+}
+
+static void server_down(struct server *srv)
+{
+	session_quarantine_flush(srv);
+	region_table_free(srv->regions);
+	pool_close(&srv->pools[0]);
+	event_base_free(srv->base);
+	free(srv);
+}
+
+static uint64_t pool_free_bytes(struct server *srv)
+{
+	struct alloc_stats a;
+
+	alloc_get_stats(srv->pools[0].alloc, &a);
+	return a.total - a.used;
+}
+
+/* An attached session: its client has a (stub) queue pair. */
+static struct session *attached(struct server *srv)
+{
+	struct session *s = session_new(srv, SESSION_UNIX, false, "unit");
+
+	if (s) {
+		s->hello_done = true;
+		srv->clients++;
+		s->nic = stub_peer;
+	}
+	return s;
+}
+
+/* ---- sessions ---------------------------------------------------------------- */
+
+static void test_alloc_free(struct server *srv)
+{
+	struct session *s = attached(srv);
+	const struct region *r = NULL;
+	uint64_t id;
+	int rc;
+
+	stub_reset();
+	rc = session_alloc(srv, s, 4096, 0, &r);
+	ok(rc == 0 && r, "alloc with a queue pair (%d)", rc);
+	if (!r)
+		return;
+	id = r->id;
+	ok(count(NEW) == 1 && stub.ids[0] == id, "alloc made one NIC key, for region %llu",
+	   (unsigned long long)id);
+	ok(r->key == (0x5eed0000u | (uint32_t)id), "the region's key is the NIC's (%#x)", r->key);
+	rc = session_free(srv, s, id, r->key);
+	ok(rc == 0, "free (%d)", rc);
+	ok(count(DROP) == 1 && stub.ids[1] == id && stub.nlive == 0,
+	   "free dropped that key (%d drops)", count(DROP));
+	ok(srv->used_bytes == 0 && srv->quarantine_first == NULL &&
+	   pool_free_bytes(srv) == POOL_BYTES,
+	   "a confirmed key: the range is back at once, no quarantine (used %llu)",
+	   (unsigned long long)srv->used_bytes);
+	session_destroy(srv, s);
+}
+
+static void test_key_failure(struct server *srv)
+{
+	struct session *s = attached(srv);
+	const struct region *r = NULL;
+	int rc;
+
+	stub_reset();
+	stub.fail_new = -ETIMEDOUT;
+	rc = session_alloc(srv, s, 8192, 0, &r);
+	ok(rc == -ETIMEDOUT, "a key that cannot be made fails the alloc with its error (%d)", rc);
+	ok(region_count(srv->regions) == 0 && s->nregions == 0 && srv->used_bytes == 0 &&
+	   pool_free_bytes(srv) == POOL_BYTES,
+	   "and leaves no region and no bytes behind (%llu regions)",
+	   (unsigned long long)region_count(srv->regions));
+	stub.fail_new = -EIO;
+	rc = session_alloc(srv, s, 8192, 0, &r);
+	ok(rc == -EIO, "-EIO passes through too (%d)", rc);
+	session_destroy(srv, s);
+}
+
+static void test_destroy(struct server *srv)
+{
+	struct session *s = attached(srv);
+	const struct region *r;
+	uint64_t ids[3];
+	int rc = 0, order_ok = 1, dropped = 0;
+
+	stub_reset();
+	for (int i = 0; i < 3; i++) {
+		rc |= session_alloc(srv, s, 1000 * (uint64_t)(i + 1), 0, &r);
+		ids[i] = rc ? 0 : r->id;
+	}
+	ok(rc == 0 && count(NEW) == 3, "three regions, three keys (%d)", count(NEW));
+	stub.ncalls = 0;
+	session_destroy(srv, s);
+	/* The queue pair stops before any key dies, and goes after them all. */
+	ok(stub.ncalls == 5 && stub.calls[0] == STOP && stub.calls[4] == DESTROY,
+	   "destroy: stop first, destroy last (%d calls)", stub.ncalls);
+	for (int i = 1; i < 4 && i < stub.ncalls; i++)
+		order_ok &= stub.calls[i] == DROP;
+	for (int i = 0; i < 3; i++)
+		for (int j = 1; j < 4 && j < stub.ncalls; j++)
+			dropped += stub.ids[j] == ids[i];
+	ok(order_ok && dropped == 3 && stub.nlive == 0, "destroy dropped every key (%d of 3)",
+	   dropped);
+	ok(region_count(srv->regions) == 0 && srv->used_bytes == 0,
+	   "and every region is gone (used %llu)", (unsigned long long)srv->used_bytes);
+}
+
+static void test_tcp_only(struct server *srv)
+{
+	struct session *s = session_new(srv, SESSION_UNIX, false, "tcp");
+	const struct region *r = NULL;
+	int rc;
+
+	stub_reset();
+	rc = session_alloc(srv, s, 4096, 0, &r);
+	ok(rc == 0 && count(NEW) == 0, "no queue pair: no NIC key (%d)", rc);
+	rc = r ? session_free(srv, s, r->id, r->key) : -1;
+	ok(rc == 0 && count(DROP) == 0 && srv->used_bytes == 0,
+	   "and none dropped; bytes back at once (%d)", rc);
+	session_destroy(srv, s);
+	ok(count(STOP) == 0 && count(DESTROY) == 0, "nor a queue pair stopped");
+}
+
+/* ---- the quarantine, through ctl_dispatch ------------------------------------- */
+
+static enum ctl_outcome call(struct server *srv, struct session *s, uint16_t op,
+			     const uint8_t *p, size_t len, bool may_wait, struct ctl_reply *rep)
+{
+	struct proto_hdr h = { .magic = PROTO_MAGIC, .version = PROTO_VERSION, .opcode = op,
+			       .length = (uint32_t)len, .req_id = 1 };
+	struct ctl_req q = { .s = s, .fd = -1, .h = &h, .payload = p, .len = len,
+			     .may_wait = may_wait };
+
+	return ctl_dispatch(srv, &q, rep);
+}
+
+static int ctl_alloc(struct server *srv, struct session *s, uint64_t size, bool may_wait,
+		     struct ctl_reply *rep, struct proto_region *reg)
+{
+	struct proto_alloc_req a = { .size = size };
+	uint8_t buf[64];
+	size_t n = proto_alloc_req_encode(buf, &a);
+	int st = -1;
+
+	if (call(srv, s, PROTO_OP_ALLOC, buf, n, may_wait, rep) != CTL_REPLY)
+		return 1;
+	if (rep->status < 0)
+		return rep->status;
+	return proto_alloc_rep_decode(rep->payload, rep->len, &st, reg) < 0 ? -EBADMSG : st;
+}
+
+static int ctl_free(struct server *srv, struct session *s, const struct proto_region *reg)
+{
+	struct proto_free_req f = { .id = reg->id, .rkey = reg->rkey };
+	struct ctl_reply rep;
+	uint8_t buf[64];
+	size_t n = proto_free_req_encode(buf, &f);
+
+	if (call(srv, s, PROTO_OP_FREE, buf, n, false, &rep) != CTL_REPLY)
+		return 1;
+	return rep.status;
+}
+
+/* Whether the region's bytes in the pool are all zero. */
+static bool all_zero_pool(const struct proto_region *reg)
+{
+	const uint8_t *b = (const uint8_t *)(uintptr_t)reg->addr;
+
+	for (uint64_t i = 0; i < reg->length; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+static void test_quarantine(struct server *srv)
+{
+	struct session *s = attached(srv);
+	struct proto_region reg, again;
+	enum ctl_outcome out;
+	struct ctl_reply rep;
+	uint64_t big = POOL_BYTES * 3 / 4;
+	int rc;
+
+	stub_reset();
+	stub.gone = KEY_UNCONFIRMED;
+	rc = ctl_alloc(srv, s, big, true, &rep, &reg);
+	ok(rc == 0, "ctl: ALLOC of 3/4 of the pool (%d)", rc);
+	if (rc == 0)
+		memset((uint8_t *)(uintptr_t)reg.addr, 0xab, reg.length);
+	rc = ctl_free(srv, s, &reg);
+	ok(rc == 0 && srv->quarantine_first && srv->used_bytes >= big,
+	   "ctl: FREE of an unconfirmed key puts its range in the quarantine (%d)", rc);
+	out = call(srv, s, PROTO_OP_ALLOC, NULL, 0, true, &rep);
+	ok(out == CTL_REPLY_AND_CLOSE && rep.status == -EBADMSG,
+	   "ctl: a malformed ALLOC closes the connection (%d)", rep.status);
+	rc = ctl_alloc(srv, s, big, true, &rep, &again);
+	ok(rc == 1 && rep.outcome == CTL_WAIT && rep.wait_until_ns > (uint64_t)clock_mono_ns() &&
+	   rep.wait_until_ns <= (uint64_t)clock_mono_ns() + QUARANTINE_MS * 1000000ull,
+	   "ctl: an ALLOC only the quarantine stands in the way of waits for it (%d)", rc);
+	rc = ctl_alloc(srv, s, big, false, &rep, &again);
+	ok(rc == -ENOMEM, "ctl: once its wait is over, it is -ENOMEM (%d)", rc);
+	rc = ctl_alloc(srv, s, 2 * POOL_BYTES, true, &rep, &again);
+	ok(rc == -ENOMEM, "ctl: one the quarantine cannot help does not wait (%d)", rc);
+	nanosleep(&(struct timespec){ .tv_nsec = (QUARANTINE_MS + 20) * 1000000l }, NULL);
+	rc = ctl_alloc(srv, s, big, true, &rep, &again);
+	ok(rc == 0 && again.length >= big && srv->quarantine_first == NULL,
+	   "ctl: served again once the range is due, it succeeds (%d)", rc);
+	ok(rc == 0 && all_zero_pool(&again), "ctl: the fresh region is zeroes");
+	stub.gone = KEY_CONFIRMED;
+	rc = ctl_free(srv, s, &again);
+	rc = rc ? rc : ctl_alloc(srv, s, big, false, &rep, &again);
+	ok(rc == 0, "ctl: a confirmed key: FREE then ALLOC at once, no wait (%d)", rc);
+	session_destroy(srv, s);
+}
+
+/* A tenant's quota held only by quarantined bytes: the ALLOC waits too. */
+static void test_quota_wait(struct server *srv)
+{
+	struct config_tenant *t = &srv->cfg.tenants[0];
+	struct session *s = attached(srv);
+	struct proto_region reg, again;
+	struct ctl_reply rep;
+	int rc;
+
+	snprintf(t->name, sizeof t->name, "unit");
+	t->quota = 600u << 10;
+	srv->cfg.ntenants = 1;
+	s->tenant = t;
+	stub_reset();
+	stub.gone = KEY_UNCONFIRMED;
+	rc = ctl_alloc(srv, s, 512u << 10, true, &rep, &reg);
+	rc = rc ? rc : ctl_free(srv, s, &reg);
+	ok(rc == 0 && srv->quarantine_first, "quota: 512 KiB of a 600 KiB quota freed into the "
+	   "quarantine (%d)", rc);
+	rc = ctl_alloc(srv, s, 512u << 10, true, &rep, &again);
+	ok(rc == 1 && rep.outcome == CTL_WAIT,
+	   "quota: an ALLOC only quarantined bytes keep past the quota waits (%d)", rc);
+	rc = ctl_alloc(srv, s, 512u << 10, false, &rep, &again);
+	ok(rc == -EDQUOT, "quota: once its wait is over, it is -EDQUOT (%d)", rc);
+	rc = ctl_alloc(srv, s, 700u << 10, true, &rep, &again);
+	ok(rc == -EDQUOT, "quota: one above the quota itself does not wait (%d)", rc);
+	nanosleep(&(struct timespec){ .tv_nsec = (QUARANTINE_MS + 20) * 1000000l }, NULL);
+	rc = ctl_alloc(srv, s, 512u << 10, true, &rep, &again);
+	ok(rc == 0, "quota: served again once the bytes are back, it succeeds (%d)", rc);
+	session_destroy(srv, s);
+	session_quarantine_flush(srv);
+	rc = session_quarantine_init(srv);
+	ok(rc == 0 && srv->tenant_use[0].bytes == 0 && srv->tenant_use[0].regions == 0,
+	   "quota: the tenant holds nothing once all is back (%llu bytes)",
+	   (unsigned long long)srv->tenant_use[0].bytes);
+	srv->cfg.ntenants = 0;
+}
+
+/* ---- rights, from the handler table ------------------------------------------ */
+
+static void test_rights(struct server *srv)
+{
+	struct session *s = session_new(srv, SESSION_UNIX, false, "rights");
+	struct proto_hello_req h = { .client_version = PROTO_VERSION };
+	struct proto_hello_rep hr;
+	enum ctl_outcome out;
+	struct ctl_reply rep;
+	uint8_t buf[64];
+	int st = -1;
+	size_t n;
+
+	out = ctl_admit(s, PROTO_OP_ALLOC, &rep);
+	ok(out == CTL_REPLY_AND_CLOSE && rep.status == -EPROTO,
+	   "before HELLO: ALLOC closes the connection (%d: %s)", rep.status, rep.why);
+	ok(ctl_admit(s, PROTO_OP_WRITE, &rep) == CTL_REPLY_AND_CLOSE,
+	   "before HELLO: WRITE too");
+	ok(ctl_admit(s, PROTO_OP_AUTH_BEGIN, &rep) == CTL_REPLY &&
+	   ctl_admit(s, PROTO_OP_HELLO, &rep) == CTL_REPLY,
+	   "before HELLO: HELLO and AUTH_BEGIN may come");
+	n = proto_hello_req_encode(buf, &h);
+	srv->nic_port = 4791;
+	srv->key_mode = PROTO_KEYS_REGION_MR;
+	out = call(srv, s, PROTO_OP_HELLO, buf, n, false, &rep);
+	ok(out == CTL_REPLY && rep.status == 0 &&
+	   proto_hello_rep_decode(rep.payload, rep.len, &st, &hr) == 0 && st == 0 && hr.session_id == s->id &&
+	   hr.rdma_port == 4791 && hr.key_mode == PROTO_KEYS_REGION_MR,
+	   "HELLO: reply with the session id, rdma port and key mode (%d)", rep.status);
+	ok(ctl_admit(s, PROTO_OP_ALLOC, &rep) == CTL_REPLY, "after HELLO: ALLOC may come");
+	out = call(srv, s, PROTO_OP_POOLS, NULL, 0, false, &rep);
+	ok(out == CTL_REPLY && rep.status == -EACCES, "POOLS without admin rights: -EACCES (%d)",
+	   rep.status);
+	s->admin = true;
+	out = call(srv, s, PROTO_OP_POOLS, NULL, 0, false, &rep);
+	ok(out == CTL_REPLY && rep.status == 0 && rep.len > 0, "POOLS with admin rights: a listing (%zu bytes)", rep.len);
+	session_destroy(srv, s);
+}
+
+int main(void)
+{
+	struct server *srv;
+
+	log_set_level(LOG_CRIT);
+	srv = server_up();
+	if (!srv)
+		tap_skip_all("cannot set up a server with a 1 MiB pool");
+	test_alloc_free(srv);
+	test_key_failure(srv);
+	test_destroy(srv);
+	test_tcp_only(srv);
+	test_quarantine(srv);
+	test_quota_wait(srv);
+	test_rights(srv);
+	ok(srv->sessions_first == NULL && srv->used_bytes == 0 && srv->clients == 0 &&
+	   pool_free_bytes(srv) == POOL_BYTES, "every session gone, the pool whole again");
+	server_down(srv);
+	return tap_done();
+}
