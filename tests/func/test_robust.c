@@ -22,22 +22,6 @@ struct raw_region {
 	uint32_t rkey;
 };
 
-/* A connection that has said HELLO; -errno or the fd. */
-static int raw_session(const struct rmemd *d, bool over_unix)
-{
-	int fd = over_unix ? raw_connect_unix(d->admin_path) : raw_connect_tcp(d->port);
-	int rc;
-
-	if (fd < 0)
-		return fd;
-	rc = raw_hello(fd, 1);
-	if (rc != 0) {
-		close(fd);
-		return rc > 0 ? -rc : rc;
-	}
-	return fd;
-}
-
 static void put_alloc(uint8_t *frame, uint64_t req_id, uint64_t size)
 {
 	raw_hdr(frame, PROTO_VERSION, PROTO_OP_ALLOC, 0, PROTO_ALLOC_REQ_LEN, req_id);

@@ -36,9 +36,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "rawclient.h"
-#include "rig.h"
 #include "tap.h"
+#include "util.h"
 
 #define KiB (1024ull)
 #define MiB (1024ull * 1024)
@@ -67,7 +68,7 @@ struct suite {
 	const char *dev;        /* RMEM_VM_RDMA_DEV, may be NULL */
 	const char *mode;       /* section name */
 	uint8_t key_mode;       /* what HELLO must say */
-	struct rig d;
+	struct rmemd d;
 	struct rawclient obs;   /* a TCP-only session holding nothing: STATS */
 	uint8_t *want, *got;    /* BIG bytes each */
 	/* Sessions open as this tenant with this secret; NULL: anonymous. */
@@ -77,81 +78,18 @@ struct suite {
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* Same bytes for the same seed (splitmix64). */
-static void fill_pattern(void *buf, size_t len, uint64_t seed)
-{
-	uint8_t *p = buf;
-	uint64_t x = seed;
-
-	while (len) {
-		uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-		size_t n = len < 8 ? len : 8;
-
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-		z ^= z >> 31;
-		memcpy(p, &z, n);
-		p += n;
-		len -= n;
-	}
-}
-
-/* Offset of the first differing byte, or -1 when equal. */
-static long long first_diff(const uint8_t *a, const uint8_t *b, size_t len)
-{
-	if (memcmp(a, b, len) == 0)
-		return -1;
-	for (size_t i = 0; i < len; i++)
-		if (a[i] != b[i])
-			return (long long)i;
-	return -1;
-}
-
 static const char *wc_name(int rc, enum ibv_wc_status st)
 {
 	return rc < 0 ? strerror(-rc) : ibv_wc_status_str(st);
-}
-
-/*
- * A check that is known to fail on this platform and documents it: printed
- * as a TAP TODO (counted as skipped by tests/run-tests, never as a failure).
- */
-__attribute__((format(printf, 3, 4)))
-static void todo(int cond, const char *why, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++tap_run);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf(" # TODO %s\n", why);
-	fflush(stdout);
 }
 
 static int open_client(struct suite *s, struct rawclient *c)
 {
 	rawclient_init(c);
 	if (s->tenant)
-		return rawclient_open_tenant(c, s->addr, s->d.tcp_port, CTL_MS, s->tenant,
+		return rawclient_open_tenant(c, s->addr, s->d.port, CTL_MS, s->tenant,
 					     s->secret, strlen(s->secret));
-	return rawclient_open(c, s->addr, s->d.tcp_port, CTL_MS);
+	return rawclient_open(c, s->addr, s->d.port, CTL_MS);
 }
 
 /* A session with its own QP; on failure c is closed. */
@@ -253,7 +191,7 @@ static int cover_range(struct suite *s, struct rawclient *v, uint64_t addr, size
 		rc = -ERANGE;
 	if (rc == 0) {
 		*off = addr - r->addr;
-		fill_pattern(s->want, len, seed);
+		fill_random(s->want, len, seed);
 		memcpy(v->buf, s->want, len);
 		rc = rdma_op(v, RAWCLIENT_WRITE, r->addr + *off, r->rkey, 0, len, &st);
 	}
@@ -355,7 +293,7 @@ static bool small_roundtrip(struct suite *s, struct rawclient *a, uint64_t seed)
 		diag("%s: alloc 4 KiB: %s", s->mode, strerror(-rc));
 		return false;
 	}
-	fill_pattern(want, sizeof want, seed);
+	fill_random(want, sizeof want, seed);
 	memcpy(a->buf, want, sizeof want);
 	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, sizeof want, &ws);
 	memset(a->buf, 0x5a, sizeof want);
@@ -386,7 +324,7 @@ static int test_reattach(struct suite *s, struct rawclient *a, const struct bogu
 	if (!ok(rc == 0, "%s: re-attach: a region before it (%s)", s->mode,
 		rc ? strerror(-rc) : "ok"))
 		return rc;
-	fill_pattern(want, sizeof want, 21);
+	fill_random(want, sizeof want, 21);
 	memcpy(a->buf, want, sizeof want);
 	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, sizeof want, &st);
 	ok(rc == 0 && !st, "%s: re-attach: written through the first QP (%s)", s->mode,
@@ -405,7 +343,7 @@ static int test_reattach(struct suite *s, struct rawclient *a, const struct bogu
 	diff = rc == 0 && !st ? first_diff(t.buf, want, sizeof want) : -2;
 	ok(diff == -1, "%s: re-attach: the new QP reads the region with the same key (%s, "
 	   "first difference at %lld)", s->mode, wc_name(rc, st), diff);
-	fill_pattern(want, sizeof want, 22);
+	fill_random(want, sizeof want, 22);
 	memcpy(t.buf, want, sizeof want);
 	rc = rdma_op(&t, RAWCLIENT_WRITE, r.addr, r.rkey, 0, sizeof want, &st);
 	ok(rc == 0 && !st, "%s: re-attach: and writes it (%s)", s->mode, wc_name(rc, st));
@@ -532,7 +470,7 @@ static void test_roundtrip(struct suite *s, struct rawclient *a, uint64_t size, 
 	if (!ok(rc == 0, "%s: alloc %llu bytes on an attached session (%s)", s->mode,
 		(unsigned long long)size, rc ? strerror(-rc) : "ok"))
 		return;
-	fill_pattern(s->want, size, seed);
+	fill_random(s->want, size, seed);
 	memcpy(a->buf, s->want, size);
 	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, size, &ws);
 	memset(a->buf, 0x5a, size);
@@ -552,7 +490,7 @@ static void test_roundtrip(struct suite *s, struct rawclient *a, uint64_t size, 
 
 	if (size < BIG) {
 		/* And the other way round: what the daemon writes, the NIC reads. */
-		fill_pattern(s->want, size, seed + 1);
+		fill_random(s->want, size, seed + 1);
 		rc = rawclient_tcp_write(a, &r, 0, s->want, size);
 		memset(a->buf, 0x5a, size);
 		rs = IBV_WC_SUCCESS;
@@ -584,7 +522,7 @@ static void test_foreign(struct suite *s, struct rawclient *a)
 
 	if (!ok(rc == 0, "%s: A allocates 64 KiB (%s)", s->mode, rc ? strerror(-rc) : "ok"))
 		return;
-	fill_pattern(s->want, len, 21);
+	fill_random(s->want, len, 21);
 	memcpy(&first8, s->want, sizeof first8);
 	memcpy(a->buf, s->want, len);
 	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, len, &st);
@@ -915,7 +853,7 @@ static void test_stale(struct suite *s, struct rawclient *a)
 
 	if (!ok(rc == 0, "%s: A allocates 1 MiB (%s)", s->mode, rc ? strerror(-rc) : "ok"))
 		return;
-	fill_pattern(a->buf, len, 31);
+	fill_random(a->buf, len, 31);
 	rc = rdma_op(a, RAWCLIENT_WRITE, r1.addr, r1.rkey, 0, len, &st);
 	ok(rc == 0 && !st, "%s: A writes it by RDMA (%s)", s->mode, wc_name(rc, st));
 	rc = rawclient_free(a, &r1);
@@ -987,7 +925,7 @@ static int child_main(int argc, char **argv)
 	if (rc == 0)
 		rc = rawclient_alloc(&c, CHILD_REGION, &r);
 	if (rc == 0) {
-		fill_pattern(c.buf, CHILD_REGION, 41);
+		fill_random(c.buf, CHILD_REGION, 41);
 		rc = rdma_op(&c, RAWCLIENT_WRITE, r.addr, r.rkey, 0, CHILD_REGION, &st);
 		if (rc == 0 && st)
 			rc = -EIO;
@@ -1029,7 +967,7 @@ static pid_t spawn_child(struct suite *s, int *rfd)
 		close(p[0]);
 		if (fcntl(p[1], F_SETFD, 0) < 0)
 			_exit(126);
-		snprintf(port, sizeof port, "%u", s->d.tcp_port);
+		snprintf(port, sizeof port, "%u", s->d.port);
 		snprintf(fdarg, sizeof fdarg, "%d", p[1]);
 		argv[0] = (char *)"test_rdma_keys";
 		argv[1] = (char *)CHILD_ARG;
@@ -1220,7 +1158,18 @@ static void test_bounds(struct suite *s)
 
 static int section_start_extra(struct suite *s, const char *rdma_group, const char *extra)
 {
-	int rc = rig_start_extra(&s->d, s->addr, rdma_group, POOL_SIZE, extra);
+	struct rmemd_opts o;
+	int rc;
+
+	rmemd_opts_init(&o);
+	o.host = s->addr;
+	o.listen_rdma = rdma_group != NULL;
+	o.rdma_group = rdma_group;
+	o.pool_size = POOL_SIZE;
+	o.extra = extra;
+	o.lease_timeout_ms = 60000;     /* TCG is slow */
+	o.ready_timeout_ms = 60000;
+	rc = rmemd_start_opts(&s->d, &o);
 
 	if (!ok(rc == 0, "%s: rmemd starts (listen.rdma %s, rdma = { %s }) (%s)", s->mode,
 		rdma_group ? "on" : "\"\"", rdma_group ? rdma_group : "",
@@ -1228,7 +1177,7 @@ static int section_start_extra(struct suite *s, const char *rdma_group, const ch
 		return rc;
 	rc = open_client(s, &s->obs);
 	if (!ok(rc == 0, "%s: a TCP session says HELLO (%s)", s->mode, rc ? strerror(-rc) : "ok")) {
-		rig_cleanup(&s->d);
+		rmemd_cleanup(&s->d);
 		return rc;
 	}
 	return 0;
@@ -1245,9 +1194,9 @@ static void section_end(struct suite *s)
 
 	check_drained(s, "at the end");
 	rawclient_close(&s->obs);
-	rc = rig_stop(&s->d);
+	rc = rmemd_stop(&s->d);
 	ok(rc == 0, "%s: rmemd exits 0 on SIGTERM (%d)", s->mode, rc);
-	rig_cleanup(&s->d);
+	rmemd_cleanup(&s->d);
 }
 
 static void check_hello(struct suite *s, const struct rawclient *c, bool rdma)
@@ -1283,7 +1232,7 @@ static void section_none(struct suite *s)
 	   strerror(-rc));
 
 	/* Nothing listens for rdma_cm: the connect request is refused. */
-	port = s->d.tcp_port;
+	port = s->d.port;
 	att.session_id = s->obs.hello.session_id;
 	att.attach_token = s->obs.hello.attach_token;
 	b.len = (uint8_t)proto_attach_encode(b.data, &att);
@@ -1299,7 +1248,7 @@ static void section_none(struct suite *s)
 		   s->mode, s->addr, x.dev_name[0] ? x.dev_name : "(none)", s->dev);
 	rawclient_close(&x);
 
-	fill_pattern(data, sizeof data, 1);
+	fill_random(data, sizeof data, 1);
 	rc = rawclient_alloc(&s->obs, sizeof data, &r);
 	if (rc == 0)
 		rc = rawclient_tcp_write(&s->obs, &r, 0, data, sizeof data);
@@ -1425,7 +1374,7 @@ static void tenants_cross(struct suite *s, struct rawclient *a)
 
 	if (!ok(rc == 0, "%s: tenant A allocates 64 KiB (%s)", s->mode, rc ? strerror(-rc) : "ok"))
 		return;
-	fill_pattern(s->want, len, 77);
+	fill_random(s->want, len, 77);
 	memcpy(&first8, s->want, sizeof first8);
 	memcpy(a->buf, s->want, len);
 	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, len, &st);
