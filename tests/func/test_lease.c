@@ -561,8 +561,5 @@ int main(int argc, char **argv)
 	if (!ok(rc == 0, "the monitor, idle all along, still has its session (%d)", rc))
 		rmemd_log_tail(&d, 80);
 	rmem_close(mon);
-	rc = rmemd_stop(&d);
-	ok(rc == 0, "rmemd exits 0 on SIGTERM (%d)", rc);
-	rmemd_cleanup(&d);
-	return tap_done();
+	return harness_finish(&d);
 }

@@ -661,10 +661,7 @@ int main(void)
 	rmem_client *c = NULL;
 	int rc;
 
-	rc = rmemd_start(&d, "64M", NULL);
-	if (rc == -ENOENT)
-		tap_skip_all("no rmemd in $RMEM_BUILD");
-	if (!ok(rc == 0, "rmemd starts and sends READY=1 (%d)", rc))
+	if (!harness_start(&d, "64M", NULL))
 		return tap_done();
 
 	garbage(&d, false);
@@ -708,8 +705,5 @@ int main(void)
 	} else {
 		skip(3, "no client");
 	}
-	rc = rmemd_stop(&d);
-	ok(rc == 0, "rmemd exits 0 on SIGTERM (%d)", rc);
-	rmemd_cleanup(&d);
-	return tap_done();
+	return harness_finish(&d);
 }
