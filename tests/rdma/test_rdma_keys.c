@@ -7,13 +7,16 @@
  * rawclient.c, which checks nothing on the daemon's behalf.
  *
  *   tests/vm/run-in-vm -- tests/run-tests build/tests/rdma/test_rdma_keys
- *   test_rdma_keys [none|auto|window|region-mr|tenants]     one section only
+ *   test_rdma_keys [none|auto|window|region-mr|tenants|stop|device]   one section
  *
  * Sections, each against its own rmemd: "none" (listen.rdma = "": HELLO says
  * no RDMA, nothing accepts an attach), "window" and "region-mr" (everything),
  * "auto" (rxe must get region-mr; a short check), "tenants" (tenants A and B
  * authenticated on the control channel; B with A's handle in both key
- * modes gets REM_ACCESS_ERR and A's bytes stay).  Outside the VM
+ * modes gets REM_ACCESS_ERR and A's bytes stay), "stop" (rmemd stopped while
+ * a client is attached and holds regions: it exits 0 and disconnects the
+ * client), "device" (rdma.device naming no device leaves RDMA off; the
+ * VM's device by name works).  Outside the VM
  * (RMEM_VM_RDMA_ADDR unset) the program skips.  Never asserts on time.
  *
  * An error completion moves a QP to the error state (and on rxe the daemon's
@@ -37,6 +40,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "raw.h"
 #include "rawclient.h"
 #include "tap.h"
 #include "util.h"
@@ -1317,6 +1321,100 @@ static void section_full(struct suite *s, const char *mode, uint8_t key_mode)
 	section_end(s);
 }
 
+/* ---- shutdown and devices (once tests/rdma/daemon_smoke.sh) ------------------------- */
+
+#define HOLD_REGIONS 300
+
+/* Allocates up to HOLD_REGIONS regions of 4 KiB into r, frees every other
+ * one and writes the last by RDMA; how many it allocated, or -errno. */
+static int hold_regions(struct rawclient *h, struct proto_region *r)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct rawclient_op op = { .opcode = RAWCLIENT_WRITE, .len = 4096 };
+	int n = 0, rc = 0;
+
+	for (; n < HOLD_REGIONS && rc == 0; n += rc == 0)
+		rc = rawclient_alloc(h, 4096, &r[n]);
+	for (int i = 0; i < n && rc == 0; i += 2)
+		rc = rawclient_free(h, &r[i]);
+	if (rc == 0 && n > 0) {
+		op.remote_addr = r[n - 1].addr;
+		op.rkey = r[n - 1].rkey;
+		rc = rawclient_rdma(h, &op, &st);
+	}
+	if (rc == 0 && st != IBV_WC_SUCCESS)
+		rc = -EIO;
+	return rc < 0 ? rc : n;
+}
+
+/*
+ * rmemd stopped while a client is attached and holds regions (every other
+ * one freed, so the quarantine holds some): it exits 0, disconnects the
+ * client's queue pair and closes its stream.
+ */
+static void section_stop(struct suite *s, const char *mode, uint8_t key_mode)
+{
+	struct proto_region *r = calloc(HOLD_REGIONS, sizeof *r);
+	char group[64], name[32];
+	struct rawclient h;
+	int rc;
+
+	snprintf(name, sizeof name, "stop-%s", mode);
+	s->mode = name;
+	s->key_mode = key_mode;
+	snprintf(group, sizeof group, "keys = \"%s\";", mode);
+	if (!r || section_start(s, group) < 0) {
+		free(r);
+		return;
+	}
+	rc = open_attached(s, &h, SMALL_BUF);
+	if (ok(rc == 0, "%s: a client attaches (%s)", s->mode, rc ? strerror(-rc) : "ok")) {
+		rc = hold_regions(&h, r);
+		ok(rc == HOLD_REGIONS, "%s: it allocates %d regions, frees every other one and "
+		   "writes the last by RDMA (%s)", s->mode, HOLD_REGIONS,
+		   rc < 0 ? strerror(-rc) : "ok");
+	}
+	rawclient_close(&s->obs);
+	rc = rmemd_stop(&s->d);
+	ok(rc == 0, "%s: rmemd exits 0 on SIGTERM with the client attached (%d)", s->mode, rc);
+	if (h.cm_id) {
+		rc = rawclient_wait_cm_event(&h, RDMA_CM_EVENT_DISCONNECTED, CTL_MS);
+		ok(rc == 0, "%s: the daemon's stop disconnects the client's QP (%s; CM event %s)",
+		   s->mode, rc ? strerror(-rc) : "ok", rdma_event_str(h.last_event));
+		rc = h.fd >= 0 ? raw_wait_closed(h.fd, CTL_MS) : -ENOTCONN;
+		ok(rc == 0, "%s: and closes its control stream (%s)", s->mode,
+		   rc ? strerror(-rc) : "ok");
+	}
+	rawclient_close(&h);
+	rmemd_cleanup(&s->d);
+	free(r);
+}
+
+/* rdma.device: a name that is no device leaves RDMA off (HELLO says so, TCP
+ * works); the VM's device by its name ($RMEM_VM_RDMA_DEV) gives RDMA. */
+static void section_device(struct suite *s)
+{
+	char group[96];
+
+	s->mode = "device-nosuch";
+	s->key_mode = PROTO_KEYS_NONE;
+	if (section_start(s, "device = \"nosuch\";") == 0) {
+		check_hello(s, &s->obs, false);
+		section_end(s);
+	}
+	if (!s->dev) {
+		skip(6, "RMEM_VM_RDMA_DEV is not set");
+		return;
+	}
+	s->mode = "device-named";
+	s->key_mode = PROTO_KEYS_REGION_MR;
+	snprintf(group, sizeof group, "device = \"%s\"; keys = \"region-mr\";", s->dev);
+	if (section_start(s, group) == 0) {
+		check_hello(s, &s->obs, true);
+		section_end(s);
+	}
+}
+
 /* ---- tenants ------------------------------------------------------------------------ */
 
 #define SECRET_A "tenant A's secret, 0123456789"
@@ -1494,6 +1592,12 @@ int main(int argc, char **argv)
 		section_tenants(&s, "region-mr", PROTO_KEYS_REGION_MR);
 	if (!only || !strcmp(only, "tenants"))
 		section_tenants(&s, "window", PROTO_KEYS_WINDOW);
+	if (!only || !strcmp(only, "stop"))
+		section_stop(&s, "region-mr", PROTO_KEYS_REGION_MR);
+	if (!only || !strcmp(only, "stop"))
+		section_stop(&s, "window", PROTO_KEYS_WINDOW);
+	if (!only || !strcmp(only, "device"))
+		section_device(&s);
 	free(s.want);
 	free(s.got);
 	return tap_done();
