@@ -113,12 +113,8 @@ if command -v setpriv > /dev/null && command -v prlimit > /dev/null &&
 	lck=$(awk '/^vmlck/ {print $2}' "$tmp/notify.out")
 	[ -n "$lck" ] && [ "$lck" -ge 4096 ]
 	ok $? "and the pool is locked at READY (VmLck ${lck:-?} kB >= 4096)"
-	kill -TERM "$dpid" 2> /dev/null
-	wait "$dpid"
-	rc=$?
-	dpid=
+	rmemd_stop TERM "$tmp/lock2.log"
 	ok $rc "and it stops with exit 0 (exit $rc)"
-	[ $rc -eq 0 ] || tail -20 "$tmp/lock2.log" | diag
 else
 	for _ in 1 2 3 4 5; do
 		skip_one "cannot drop CAP_IPC_LOCK, or the memlock hard limit is below 6 MiB"
@@ -155,12 +151,8 @@ bad_lines=$(grep -c -v -E '^<[0-7]>' "$tmp/run.log")
 ok $? "every log line carries a <N> syslog priority prefix ($bad_lines without)"
 
 listen_for STOPPING=1 30
-kill -TERM "$dpid"
-wait "$dpid"
-rc=$?
-dpid=
+rmemd_stop TERM "$tmp/run.log"
 ok $rc "SIGTERM: rmemd exits 0 (exit $rc)"
-[ $rc -eq 0 ] || tail -30 "$tmp/run.log" | diag
 wait_listener
 ok $? "SIGTERM: rmemd sent STOPPING=1"
 
@@ -178,12 +170,8 @@ rc=$?
 ok $rc "start after a SIGKILL (stale admin socket file): READY=1"
 [ $rc -eq 0 ] || tail -10 "$tmp/run3.log" | diag
 if [ -n "$dpid" ]; then
-	kill -INT "$dpid"
-	wait "$dpid"
-	rc=$?
-	dpid=
+	rmemd_stop INT "$tmp/run3.log"
 	ok $rc "SIGINT: rmemd exits 0 (exit $rc)"
-	[ $rc -eq 0 ] || tail -30 "$tmp/run3.log" | diag
 else
 	ok 1 "SIGINT: no daemon to stop"
 fi

@@ -204,11 +204,7 @@ ok $gone "after the holder is killed, rmemctl shows used_bytes 0 and no regions"
 	json_check "$tmp/json" 'd["regions"] == []'
 ok $? "and an empty regions list in JSON"
 
-kill -TERM "$dpid"
-wait "$dpid"
-rc=$?
-dpid=
+rmemd_stop TERM "$tmp/rmemd.log"
 ok $rc "rmemd exits 0 on SIGTERM (exit $rc)"
-[ $rc -eq 0 ] || tail -30 "$tmp/rmemd.log" | diag
 
 tap_done

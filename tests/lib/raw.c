@@ -246,13 +246,12 @@ int raw_wait_closed(int fd, int timeout_ms)
 void raw_hdr(uint8_t out[PROTO_HDR_LEN], uint16_t version, uint16_t opcode, uint16_t flags,
 	     uint32_t length, uint64_t req_id)
 {
-	proto_put_u32(out, PROTO_MAGIC);
+	struct proto_hdr h = { .opcode = opcode, .flags = flags, .length = length,
+			       .req_id = req_id };
+
+	proto_hdr_encode(out, &h);
+	/* The codec writes its own version; a test may send another. */
 	proto_put_u16(out + 4, version);
-	proto_put_u16(out + 6, opcode);
-	proto_put_u16(out + 8, flags);
-	proto_put_u16(out + 10, 0);
-	proto_put_u32(out + 12, length);
-	proto_put_u64(out + 16, req_id);
 }
 
 int raw_send_frame(int fd, uint16_t opcode, uint64_t req_id, const void *fixed,
@@ -325,34 +324,19 @@ void raw_reply_release(struct raw_reply *r)
 
 void raw_reader_init(struct raw_reader *rd, size_t max_payload)
 {
-	memset(rd, 0, sizeof *rd);
+	raw_out_init(&rd->in);
 	rd->max = max_payload;
 }
 
 void raw_reader_fini(struct raw_reader *rd)
 {
-	free(rd->buf);
-	raw_reader_init(rd, rd->max);
+	raw_out_fini(&rd->in);
 }
 
 int raw_reader_feed(struct raw_reader *rd, const void *p, size_t n)
 {
-	if (rd->cap - rd->len < n) {
-		size_t cap = rd->cap ? rd->cap : 256;
-		uint8_t *nb;
-
-		while (cap - rd->len < n)
-			cap *= 2;
-		nb = realloc(rd->buf, cap);
-		if (!nb)
-			return -ENOMEM;
-		rd->buf = nb;
-		rd->cap = cap;
-	}
-	if (n)
-		memcpy(rd->buf + rd->len, p, n);
-	rd->len += n;
-	return 0;
+	raw_out_put(&rd->in, p, n);
+	return rd->in.err;
 }
 
 static void parse_hdr(const uint8_t *h, struct raw_reply *f)
@@ -369,34 +353,36 @@ static void parse_hdr(const uint8_t *h, struct raw_reply *f)
 
 size_t raw_reader_want(const struct raw_reader *rd)
 {
+	const struct raw_out *in = &rd->in;
 	size_t need = PROTO_HDR_LEN;
 
-	if (rd->len >= PROTO_HDR_LEN)
-		need += proto_get_u32(rd->buf + 12);
-	return need > rd->len ? need - rd->len : 1;
+	if (in->len >= PROTO_HDR_LEN)
+		need += proto_get_u32(in->buf + 12);
+	return need > in->len ? need - in->len : 1;
 }
 
 int raw_reader_take(struct raw_reader *rd, struct raw_reply *f)
 {
+	struct raw_out *in = &rd->in;
 	size_t whole;
 
 	memset(f, 0, sizeof *f);
-	if (rd->len < PROTO_HDR_LEN)
+	if (in->len < PROTO_HDR_LEN)
 		return 0;
-	parse_hdr(rd->buf, f);
+	parse_hdr(in->buf, f);
 	if (f->length > rd->max)
 		return -EMSGSIZE;
 	whole = PROTO_HDR_LEN + (size_t)f->length;
-	if (rd->len < whole)
+	if (in->len < whole)
 		return 0;
 	f->payload = malloc(f->length ? f->length : 1);
 	if (!f->payload)
 		return -ENOMEM;
-	memcpy(f->payload, rd->buf + PROTO_HDR_LEN, f->length);
+	memcpy(f->payload, in->buf + PROTO_HDR_LEN, f->length);
 	if (f->length >= 4)
 		f->status = (int32_t)proto_get_u32(f->payload);
-	memmove(rd->buf, rd->buf + whole, rd->len - whole);
-	rd->len -= whole;
+	memmove(in->buf, in->buf + whole, in->len - whole);
+	in->len -= whole;
 	return 1;
 }
 

@@ -88,8 +88,7 @@ struct raw_reply {
 void raw_reply_release(struct raw_reply *r);
 
 struct raw_reader {
-	uint8_t *buf;        /* bytes fed and not yet taken */
-	size_t len, cap;
+	struct raw_out in;   /* bytes fed and not yet taken */
 	size_t max;          /* the longest payload accepted */
 };
 void raw_reader_init(struct raw_reader *rd, size_t max_payload);

@@ -94,3 +94,15 @@ rmemd_start() {
 	dpid=$!
 	wait_listener
 }
+
+# rmemd_stop SIGNAL LOG: sends SIGNAL to the daemon ($dpid) and reaps it.
+# Returns its exit status, also in $rc; the end of LOG goes out as comments
+# when that is not 0.
+rmemd_stop() {
+	kill -"$1" "$dpid" 2> /dev/null
+	wait "$dpid"
+	rc=$?
+	dpid=
+	[ $rc -eq 0 ] || tail -30 "$2" | diag
+	return $rc
+}
