@@ -511,32 +511,75 @@ static void test_roundtrip(struct suite *s, struct rawclient *a, uint64_t size, 
 
 /* ---- another client's key --------------------------------------------------- */
 
-static void test_foreign(struct suite *s, struct rawclient *a)
+#define SHARED_LEN (64 * KiB)
+
+/* A allocates SHARED_LEN bytes, fills them from seed (s->want) and writes
+ * them by RDMA: two assertions.  0, or -1 when nothing was allocated. */
+static int owner_writes(struct suite *s, struct rawclient *a, const char *who, uint64_t seed,
+			struct proto_region *r, uint64_t *first8)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	int rc = rawclient_alloc(a, SHARED_LEN, r);
+
+	if (!ok(rc == 0, "%s: %s allocates 64 KiB (%s)", s->mode, who, rc ? strerror(-rc) : "ok"))
+		return -1;
+	fill_random(s->want, SHARED_LEN, seed);
+	memcpy(first8, s->want, sizeof *first8);
+	memcpy(a->buf, s->want, SHARED_LEN);
+	rc = rdma_op(a, RAWCLIENT_WRITE, r->addr, r->rkey, 0, SHARED_LEN, &st);
+	ok(rc == 0 && !st, "%s: A writes its region by RDMA (%s)", s->mode, wc_name(rc, st));
+	return 0;
+}
+
+/* Every operation, by a session of s's tenant, with A's (addr, rkey):
+ * REM_ACCESS_ERR each time. */
+static void others_refused(struct suite *s, const struct proto_region *r, uint64_t first8,
+			   const char *who)
 {
 	static const enum rawclient_opcode ops[] = {
 		RAWCLIENT_READ, RAWCLIENT_WRITE, RAWCLIENT_CAS, RAWCLIENT_FAA,
 	};
-	const size_t len = 64 * KiB;
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		int rc = probe(s, ops[i], r->addr + 8 * i, r->rkey, first8, &st);
+
+		ok(refused(rc, st), "%s: %s's %s with A's (addr, rkey) completes with "
+		   "REM_ACCESS_ERR (%s)", s->mode, who, rawclient_opcode_name(ops[i]),
+		   wc_name(rc, st));
+	}
+}
+
+/* A's SHARED_LEN bytes are still s->want, by RDMA and over TCP; then freed. */
+static void owner_unchanged(struct suite *s, struct rawclient *a, struct proto_region *r)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	long long diff;
+	int rc;
+
+	memset(a->buf, 0x5a, SHARED_LEN);
+	rc = rdma_op(a, RAWCLIENT_READ, r->addr, r->rkey, 0, SHARED_LEN, &st);
+	diff = rc == 0 && !st ? first_diff(a->buf, s->want, SHARED_LEN) : -2;
+	ok(diff == -1, "%s: A's bytes are unchanged, read by A's RDMA READ (%s, first difference "
+	   "at %lld)", s->mode, wc_name(rc, st), diff);
+	rc = rawclient_tcp_read(a, r, 0, s->got, SHARED_LEN);
+	diff = rc == 0 ? first_diff(s->got, s->want, SHARED_LEN) : -2;
+	ok(diff == -1, "%s: A's bytes are unchanged, read over TCP (%s, first difference at %lld)",
+	   s->mode, rc ? strerror(-rc) : "ok", diff);
+	rawclient_free(a, r);
+}
+
+static void test_foreign(struct suite *s, struct rawclient *a)
+{
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	struct proto_region r, rb;
 	struct rawclient b;
 	uint64_t first8;
-	long long diff;
-	int rc = rawclient_alloc(a, len, &r);
+	int rc;
 
-	if (!ok(rc == 0, "%s: A allocates 64 KiB (%s)", s->mode, rc ? strerror(-rc) : "ok"))
+	if (owner_writes(s, a, "A", 21, &r, &first8) < 0)
 		return;
-	fill_random(s->want, len, 21);
-	memcpy(&first8, s->want, sizeof first8);
-	memcpy(a->buf, s->want, len);
-	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, len, &st);
-	ok(rc == 0 && !st, "%s: A writes its region by RDMA (%s)", s->mode, wc_name(rc, st));
-
-	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-		rc = probe(s, ops[i], r.addr + 8 * i, r.rkey, first8, &st);
-		ok(refused(rc, st), "%s: client B's %s with A's (addr, rkey) completes with "
-		   "REM_ACCESS_ERR (%s)", s->mode, rawclient_opcode_name(ops[i]), wc_name(rc, st));
-	}
+	others_refused(s, &r, first8, "client B");
 
 	/* B's own, valid key aimed at A's bytes: only the key's bounds stop it. */
 	rc = open_attached(s, &b, SMALL_BUF);
@@ -552,17 +595,7 @@ static void test_foreign(struct suite *s, struct rawclient *a)
 		ok(refused(rc, st), "%s: B's RDMA READ of A's bytes with B's own region key is "
 		   "refused (%s)", s->mode, wc_name(rc, st));
 	rawclient_close(&b);
-
-	memset(a->buf, 0x5a, len);
-	rc = rdma_op(a, RAWCLIENT_READ, r.addr, r.rkey, 0, len, &st);
-	diff = rc == 0 && !st ? first_diff(a->buf, s->want, len) : -2;
-	ok(diff == -1, "%s: A's bytes are unchanged, read by A's RDMA READ (%s, first difference "
-	   "at %lld)", s->mode, wc_name(rc, st), diff);
-	rc = rawclient_tcp_read(a, &r, 0, s->got, len);
-	diff = rc == 0 ? first_diff(s->got, s->want, len) : -2;
-	ok(diff == -1, "%s: A's bytes are unchanged, read over TCP (%s, first difference at %lld)",
-	   s->mode, rc ? strerror(-rc) : "ok", diff);
-	rawclient_free(a, &r);
+	owner_unchanged(s, a, &r);
 }
 
 /* ---- atomics from two threads on one QP --------------------------------------- */
@@ -1459,32 +1492,16 @@ static void keydir_remove(struct keydir *k)
 /* What B can do with A's handle on the NIC and over TCP: nothing. */
 static void tenants_cross(struct suite *s, struct rawclient *a)
 {
-	static const enum rawclient_opcode ops[] = {
-		RAWCLIENT_READ, RAWCLIENT_WRITE, RAWCLIENT_CAS, RAWCLIENT_FAA,
-	};
-	const size_t len = 64 * KiB;
-	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	struct proto_region r;
 	struct rawclient b;
 	uint64_t first8;
-	long long diff;
-	int rc = rawclient_alloc(a, len, &r);
+	int rc;
 
-	if (!ok(rc == 0, "%s: tenant A allocates 64 KiB (%s)", s->mode, rc ? strerror(-rc) : "ok"))
+	if (owner_writes(s, a, "tenant A", 77, &r, &first8) < 0)
 		return;
-	fill_random(s->want, len, 77);
-	memcpy(&first8, s->want, sizeof first8);
-	memcpy(a->buf, s->want, len);
-	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, len, &st);
-	ok(rc == 0 && !st, "%s: A writes it by RDMA (%s)", s->mode, wc_name(rc, st));
-
 	s->tenant = "B";
 	s->secret = SECRET_B;
-	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-		rc = probe(s, ops[i], r.addr + 8 * i, r.rkey, first8, &st);
-		ok(refused(rc, st), "%s: tenant B's %s with A's (addr, rkey) completes with "
-		   "REM_ACCESS_ERR (%s)", s->mode, rawclient_opcode_name(ops[i]), wc_name(rc, st));
-	}
+	others_refused(s, &r, first8, "tenant B");
 	rc = open_client(s, &b);
 	ok(rc == 0, "%s: tenant B opens a session (%s)", s->mode, rc ? strerror(-rc) : "ok");
 	if (rc == 0) {
@@ -1506,17 +1523,7 @@ static void tenants_cross(struct suite *s, struct rawclient *a)
 	rawclient_close(&b);
 	s->tenant = "A";
 	s->secret = SECRET_A;
-
-	memset(a->buf, 0x5a, len);
-	rc = rdma_op(a, RAWCLIENT_READ, r.addr, r.rkey, 0, len, &st);
-	diff = rc == 0 && !st ? first_diff(a->buf, s->want, len) : -2;
-	ok(diff == -1, "%s: A's bytes are unchanged, read by A's RDMA READ (%s, first difference "
-	   "at %lld)", s->mode, wc_name(rc, st), diff);
-	rc = rawclient_tcp_read(a, &r, 0, s->got, len);
-	diff = rc == 0 ? first_diff(s->got, s->want, len) : -2;
-	ok(diff == -1, "%s: A's bytes are unchanged, read over TCP (%s, first difference at %lld)",
-	   s->mode, rc ? strerror(-rc) : "ok", diff);
-	rawclient_free(a, &r);
+	owner_unchanged(s, a, &r);
 }
 
 /* Tenants A and B on one daemon in this key mode. */
