@@ -69,7 +69,7 @@ DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(B)/d/%.o)
 
 UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint fuzz_proto_replay \
-	fuzz_dispatch_replay
+	fuzz_dispatch_replay test_raw
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
@@ -156,6 +156,7 @@ $(B)/tests/obj/alloc-debug.o: daemon/alloc.c
 	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o $(TEST_CODEC)
 $(B)/tests/test_endpoint: $(B)/tests/obj/unit/test_endpoint.o $(B)/lib/client-lib/endpoint.o
+$(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o $(TEST_CODEC)
 $(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o
 $(B)/tests/obj/unit/test_config.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
