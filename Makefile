@@ -48,8 +48,8 @@ COMMON_INC := -Icommon
 DAEMON_INC := -Idaemon $(COMMON_INC)
 LIB_INC := -Iclient-lib/include -Iclient-lib $(COMMON_INC)
 TOOL_INC := -Iclient-lib/include
-# Tests may look inside every part.
-TEST_INC := -Itests $(LIB_INC) -Idaemon
+# The fuzz targets built by clang look inside the daemon as well.
+TEST_INC := -Itests/lib $(LIB_INC) -Idaemon
 CFLAGS_ALL := -std=gnu11 $(OPT) $(WARN) -fPIC $(CFLAGS)
 LDFLAGS_ALL := $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
 
@@ -91,7 +91,7 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
 UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint fuzz_proto_replay \
-	fuzz_dispatch_replay test_session
+	fuzz_dispatch_replay test_session test_raw
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
@@ -110,8 +110,7 @@ RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) 
 	$(RDMA_FUNC_TESTS)
 # ...and the chaos test over RDMA, shorter (tests/chaos/rdma/test_chaos).
 RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
-RDMA_HELPERS := tests/rdma/rawclient.c tests/rdma/rig.c
-RDMA_HEADERS := tests/rdma/rawclient.h tests/rdma/rig.h common/proto.h tests/tap.h
+RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
 
 
 .PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp \
@@ -185,52 +184,78 @@ $(B)/inst/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_OBJS) -L$(B) -lrmem
 
 # ---- tests ------------------------------------------------------------------
+# Every test source is compiled once into $(B)/tests/obj/ with -MMD -MP, so a
+# touched header rebuilds exactly the test objects that include it.  What the
+# tests share (tests/lib: TAP, the daemon, the raw wire client) is one archive.
+# TEST_CODEC is the internal common archive (the wire codec, clock, MAC...),
+# linked after tests/lib, which uses it.
+TEST_CPPFLAGS := -Itests/lib $(LIB_INC)
+TEST_CODEC := $(COMMON_LIB)
+TESTLIB_SRCS := tests/lib/tap.c tests/lib/util.c tests/lib/raw.c tests/lib/daemon.c
+TESTLIB := $(B)/tests/libtest.a
+$(B)/tests/obj/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(TEST_CPPFLAGS) $(EXTRA_CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+$(TESTLIB): $(TESTLIB_SRCS:tests/%.c=$(B)/tests/obj/%.o)
+	rm -f $@
+	ar rcs $@ $^
+
 # The allocator test builds alloc.c itself, with every tree invariant checked
 # after every call.
-$(B)/tests/test_alloc: tests/unit/test_alloc.c daemon/alloc.c
-$(B)/tests/test_alloc: EXTRA_CPPFLAGS = -DALLOC_DEBUG -Idaemon
-$(B)/tests/test_proto: tests/unit/test_proto.c $(B)/c/common/proto.o
-$(B)/tests/test_endpoint: tests/unit/test_endpoint.c $(B)/c/common/endpoint.o
-$(B)/tests/test_config: tests/unit/test_config.c $(B)/d/daemon/config.o $(B)/d/daemon/config_num.o \
-	$(COMMON_LIB)
+$(B)/tests/test_alloc: $(B)/tests/obj/unit/test_alloc.o $(B)/tests/obj/alloc-debug.o
+$(B)/tests/obj/unit/test_alloc.o: EXTRA_CPPFLAGS = -DALLOC_DEBUG -Idaemon
+$(B)/tests/obj/alloc-debug.o: daemon/alloc.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+$(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
+$(B)/tests/test_endpoint: $(B)/tests/obj/unit/test_endpoint.o
+$(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
+$(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o \
+	$(B)/d/daemon/config_num.o
+$(B)/tests/obj/unit/test_config.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
-$(B)/tests/test_region: tests/unit/test_region.c $(B)/d/daemon/region.o
-$(B)/tests/fuzz_proto_replay: tests/fuzz/fuzz_proto.c tests/fuzz/replay.c $(B)/c/common/proto.o
-$(B)/tests/fuzz_proto_replay: EXTRA_CPPFLAGS = -DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/proto"'
+$(B)/tests/test_region: $(B)/tests/obj/unit/test_region.o $(B)/d/daemon/region.o
+$(B)/tests/obj/unit/test_region.o: EXTRA_CPPFLAGS = -Idaemon
+# replay.c is main() for both fuzz targets, with each one's corpus.
+$(B)/tests/obj/fuzz/replay-%.o: tests/fuzz/replay.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(TEST_CPPFLAGS) -DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/$*"' \
+		$(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+$(B)/tests/fuzz_proto_replay: $(B)/tests/obj/fuzz/fuzz_proto.o $(B)/tests/obj/fuzz/replay-proto.o
 # The dispatch fuzzer's corpus against the daemon's own modules (all but main.c).
 FUZZ_DAEMON_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
-$(B)/tests/fuzz_dispatch_replay: tests/fuzz/fuzz_dispatch.c tests/fuzz/replay.c \
-	$(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o) $(COMMON_LIB)
-$(B)/tests/fuzz_dispatch_replay: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN $(DAEMON_CFLAGS) \
-	-DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/dispatch"'
+$(B)/tests/fuzz_dispatch_replay: $(B)/tests/obj/fuzz/fuzz_dispatch.o \
+	$(B)/tests/obj/fuzz/replay-dispatch.o $(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
+$(B)/tests/obj/fuzz/fuzz_dispatch.o: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/fuzz_dispatch_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 # Sessions and handlers over stub NIC keys (keys.h): no conn.c, no nic_*.c.
 SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.c \
 	daemon/tenant.c daemon/log.c daemon/pool.c daemon/config.c daemon/config_num.c
-$(B)/tests/test_session: tests/unit/test_session.c $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o) \
-	$(COMMON_LIB)
-$(B)/tests/test_session: EXTRA_CPPFLAGS = $(DAEMON_CFLAGS)
+$(B)/tests/test_session: $(B)/tests/obj/unit/test_session.o $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)
+$(B)/tests/obj/unit/test_session.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/test_session: EXTRA_LIBS = $(DAEMON_LIBS)
-$(UNIT_BINS):
+$(UNIT_BINS): $(TESTLIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) $(EXTRA_CPPFLAGS) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(EXTRA_LIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(TESTLIB) $(COMMON_LIB) $(EXTRA_LIBS)
 
-$(B)/tests/harness.o: tests/func/harness.c tests/func/harness.h
+# The functional tests: each its own object, the harness (librmem clients,
+# where the daemon listens) and tests/lib.
+HARNESS_OBJ := $(B)/tests/obj/func/harness.o
+$(B)/tests/%: $(B)/tests/obj/func/%.o $(HARNESS_OBJ) $(TESTLIB) $(TEST_CODEC) \
+		$(B)/librmem.so.$(SOMAJOR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) $(CFLAGS_ALL) -c -o $@ $<
-
-$(B)/tests/%: tests/func/%.c $(B)/tests/harness.o $(B)/librmem.so.$(SOMAJOR)
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
-		$(B)/tests/harness.o -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..' -lpthread $(EXTRA_LIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(HARNESS_OBJ) $(TESTLIB) $(TEST_CODEC) \
+		-L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..' -lpthread $(EXTRA_LIBS)
 # test_tenants computes the handshake's MAC itself, to replay it by hand.
 $(B)/tests/test_tenants: EXTRA_LIBS = $(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
 
-$(CHAOS_BINS): $(B)/tests/%: tests/chaos/%.c $(CHAOS_SRCS) tests/chaos/chaos.h \
-		$(B)/tests/harness.o $(B)/librmem.so.$(SOMAJOR)
+CHAOS_OBJS := $(CHAOS_SRCS:tests/%.c=$(B)/tests/obj/%.o)
+$(CHAOS_OBJS) $(CHAOS_TESTS:%=$(B)/tests/obj/chaos/%.o): EXTRA_CPPFLAGS = -Itests/func
+$(CHAOS_BINS): $(B)/tests/%: $(B)/tests/obj/chaos/%.o $(CHAOS_OBJS) $(HARNESS_OBJ) $(TESTLIB) \
+		$(TEST_CODEC) $(B)/librmem.so.$(SOMAJOR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) -Itests/func $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
-		$(CHAOS_SRCS) $(B)/tests/harness.o -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..' -lpthread
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(CHAOS_OBJS) $(HARNESS_OBJ) $(TESTLIB) $(TEST_CODEC) \
+		-L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..' -lpthread
 
 # rmem.h must stand alone, in C and in C++.
 headercheck: $(B)/headercheck.c.ok $(B)/headercheck.cc.ok
@@ -270,10 +295,10 @@ run: deps all
 # ---- RDMA tests: real verbs in the Soft-RoCE VM (tests/vm/README.md) ---------
 # Part of `make test` through tests/vm/suite; `make check-rdma` runs them alone.
 # run-in-vm exits 77 when no VM can run here: that is a skip.
-$(B)/tests/rdma/%: tests/rdma/%.c $(RDMA_HELPERS) $(RDMA_HEADERS) $(COMMON_LIB)
+$(B)/tests/obj/rdma/%.o: EXTRA_CPPFLAGS = $(LIB_CFLAGS)
+$(B)/tests/rdma/%: $(B)/tests/obj/rdma/%.o $(RDMA_HELPERS) $(TESTLIB) $(TEST_CODEC)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) -Itests/rdma $(CFLAGS_ALL) $(LIB_CFLAGS) $(LDFLAGS_ALL) \
-		-o $@ $< $(RDMA_HELPERS) $(COMMON_LIB) $(LIB_LIBS) -lpthread
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(RDMA_HELPERS) $(TESTLIB) $(TEST_CODEC) $(LIB_LIBS) -lpthread
 
 .PHONY: check-rdma
 check-rdma: $(B)/rmemd $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS)
@@ -375,10 +400,10 @@ fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch
 
 # Writes the dispatch seeds again (after a protocol change).
 .PHONY: fuzz-seeds
-fuzz-seeds: $(COMMON_LIB)
+fuzz-seeds: $(B)/tests/obj/fuzz/seeds_dispatch.o $(TESTLIB) $(TEST_CODEC)
 	@mkdir -p $(B)/tests tests/fuzz/corpus/dispatch
-	$(CC) $(CPPFLAGS_ALL) $(TEST_INC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $(B)/tests/seeds_dispatch \
-		tests/fuzz/seeds_dispatch.c $< $(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
+	$(CC) $(LDFLAGS_ALL) -o $(B)/tests/seeds_dispatch $^ \
+		$(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
 	$(B)/tests/seeds_dispatch tests/fuzz/corpus/dispatch
 
 # ---- install ----------------------------------------------------------------

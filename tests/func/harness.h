@@ -1,10 +1,10 @@
 /*
- * harness.h - what rmem's functional tests share: a real rmemd on private
- * paths, raw protocol frames for the tests that must misbehave on purpose,
- * child client processes and deterministic test data.
+ * harness.h - what rmem's functional tests share beyond tests/lib: where
+ * their rmemd listens (the environment's choice of host and transport), the
+ * raw wire client pointed at it, librmem clients and child client processes.
  *
- * Depends on libc and librmem only.  Messages go to stdout as TAP comments
- * ("# ..."); assertions stay with the tests (tap.h).
+ * Depends on tests/lib (libtest.a) and librmem.  Messages go to stdout as
+ * TAP comments ("# ..."); assertions stay with the tests (tap.h).
  *
  *   struct rmemd d;
  *   if (rmemd_start(&d, "128M", NULL) < 0)
@@ -23,29 +23,13 @@
 
 #include <rmem.h>
 
+#include "daemon.h"
 #include "proto.h"
+#include "raw.h"
+#include "tap.h"
+#include "util.h"
 
 /* ---- the daemon ------------------------------------------------------------ */
-
-struct rmemd {
-	pid_t pid;                /* 0 once stopped */
-	char dir[64];             /* private mkdtemp directory, removed by rmemd_cleanup */
-	char conf_path[128];
-	char log_path[128];       /* the daemon's stdout and stderr */
-	char admin_path[128];     /* the Unix admin socket */
-	char notify_path[128];    /* our NOTIFY_SOCKET */
-	char tcp_ep[48];          /* the network endpoint: "HOST:PORT", or "rdma://HOST:PORT"
-	                             when harness_rdma() */
-	char host_port[32];       /* "HOST:PORT" of listen.tcp, whatever the transport */
-	char unix_ep[136];        /* "unix:" admin_path */
-	uint16_t port;
-	int notify_fd;
-	char notify_msgs[8192];   /* every sd_notify datagram, one per line */
-	size_t notify_len;
-};
-
-/* The directory holding rmemd, rmemctl and librmem: $RMEM_BUILD or "build". */
-const char *harness_build_dir(void);
 
 /*
  * The transport of the network endpoint (tcp_ep), from RMEM_TEST_TRANSPORT:
@@ -61,37 +45,26 @@ bool harness_rdma(void);
 const char *harness_transport(void);
 
 /*
- * Writes a config (pool "default" of pool_size, e.g. "128M"; extra appended
- * verbatim at top level, may be NULL; an extra that names "limits" replaces
- * the harness's limits group) into a fresh temp dir, starts
- * $RMEM_BUILD/rmemd -c on it and waits up to 30 s for READY=1 on a private
- * NOTIFY_SOCKET.  Returns 0, or a negative errno (the daemon's log tail is
- * printed and everything is cleaned up).
- * Environment: RMEM_TEST_HOST (an IPv4 address) replaces 127.0.0.1 in
- * listen.tcp; RMEM_TEST_RDMA=1 sets listen.rdma to RMEM_TEST_HOST:a free port
- * (else listen.rdma is "", unless RMEM_TEST_TRANSPORT=rdma); see harness_rdma().
+ * rmemd_start_opts() (tests/lib/daemon.h) with pool "default" of pool_size
+ * (e.g. "128M") and extra appended verbatim at top level (may be NULL; an
+ * extra that names "limits" replaces the default limits group), listening
+ * where the environment says: RMEM_TEST_HOST (an IPv4 address) replaces
+ * 127.0.0.1 in listen.tcp; RMEM_TEST_RDMA=1 sets listen.rdma to
+ * RMEM_TEST_HOST:a free port (else listen.rdma is "", unless
+ * RMEM_TEST_TRANSPORT=rdma); see harness_rdma().  Returns 0, or a negative
+ * errno (-ENOENT: no rmemd built).
  */
 int rmemd_start(struct rmemd *d, const char *pool_size, const char *extra);
 
 /*
- * SIGTERM, then waits up to 30 s (SIGKILL after that).  Returns the exit code
- * (0..255), 128 + signal when a signal ended it, or -ETIMEDOUT when it had to
- * be killed.  Prints the log tail when the result is not 0.  Keeps the temp
- * dir so the log can still be searched.
+ * The opening of most tests: rmemd_start(), the whole program skipped when
+ * there is no rmemd to run, and one assertion that it started.  True when it
+ * did.
  */
-int rmemd_stop(struct rmemd *d);
-
-/* Kills the daemon if it still runs and removes the temp dir.  Idempotent. */
-void rmemd_cleanup(struct rmemd *d);
-
-/* True when the daemon's log (stderr) contains needle. */
-bool rmemd_log_contains(const struct rmemd *d, const char *needle);
-/* How many lines of the daemon's log contain needle. */
-int rmemd_log_count(const struct rmemd *d, const char *needle);
-/* True when one sd_notify line received so far equals line (e.g. "STOPPING=1"). */
-bool rmemd_notified(struct rmemd *d, const char *line);
-/* Prints the last lines of the daemon's log as TAP comments. */
-void rmemd_log_tail(const struct rmemd *d, int lines);
+bool harness_start(struct rmemd *d, const char *pool_size, const char *extra);
+/* The closing: one assertion that rmemd exits 0 on SIGTERM, the cleanup,
+ * and the plan; main's return value. */
+int harness_finish(struct rmemd *d);
 
 /* Reads a "VmRSS:"-style field of /proc/PID/status, in KiB. */
 int proc_status_kb(pid_t pid, const char *field, uint64_t *kb);
@@ -121,54 +94,13 @@ int stats_wait(rmem_client *c, uint64_t used, uint64_t regions, int timeout_ms,
  */
 int sweep_free_memory(rmem_client *c, uint64_t *swept);
 
-/* Same bytes for the same seed, every run. */
-void fill_random(void *buf, size_t len, uint64_t seed);
-/* True when len bytes at buf are all zero. */
-bool all_zero(const void *buf, size_t len);
-
-uint64_t now_ms(void);
-void sleep_ms(int ms);
-
-/* ---- raw frames -------------------------------------------------------------- */
+/* ---- raw frames (tests/lib/raw.h) ------------------------------------------------ */
 
 /* To the daemon's host (RMEM_TEST_HOST, see harness_rdma()) at port. */
 int raw_connect_tcp(uint16_t port);
-int raw_connect_unix(const char *path);
-/* A listener (backlog 16) on 127.0.0.1, port chosen by the kernel. */
-int raw_listen_tcp(uint16_t *port);
-int raw_listen_unix(const char *path);
-/* A port on 127.0.0.1 where nothing listens (right now). */
-uint16_t free_tcp_port(void);
-
-/* Sends all of buf (MSG_NOSIGNAL).  0 or -errno. */
-int raw_send(int fd, const void *buf, size_t len);
-/* Receives exactly len bytes.  0, -ETIMEDOUT, -ECONNRESET (EOF or reset). */
-int raw_recv(int fd, void *buf, size_t len, int timeout_ms);
-/* Reads and drops whatever comes until EOF: 0 on EOF or reset, -ETIMEDOUT. */
-int raw_wait_closed(int fd, int timeout_ms);
-
-/* Encodes a header with the given fields (magic always PROTO_MAGIC). */
-void raw_hdr(uint8_t out[PROTO_HDR_LEN], uint16_t version, uint16_t opcode, uint16_t flags,
-	     uint32_t length, uint64_t req_id);
-
-struct raw_reply {
-	uint32_t magic;
-	uint16_t version, opcode, flags, reserved;
-	uint32_t length;
-	uint64_t req_id;
-	int32_t status;      /* first 4 payload bytes as on the wire (positive errno) */
-	uint8_t *payload;    /* malloc'ed, length bytes; free it */
-};
-/* Receives one frame (header, then a payload of at most max bytes).
- * 0, -ETIMEDOUT, -ECONNRESET, -EMSGSIZE (payload above max). */
-int raw_recv_reply(int fd, struct raw_reply *r, size_t max, int timeout_ms);
-void raw_reply_release(struct raw_reply *r);
-
-/* Sends one request frame with a payload and returns its reply in *r. */
-int raw_call(int fd, uint16_t opcode, uint64_t req_id, const void *payload, uint32_t len,
-	     struct raw_reply *r, size_t max, int timeout_ms);
-/* HELLO; returns the reply's wire status (0 on success) or a negative errno. */
-int raw_hello(int fd, uint64_t req_id);
+/* A connection to d that has said HELLO (over its admin socket when
+ * over_unix, else TCP): the fd, or a negative errno (the refusal's). */
+int raw_session(const struct rmemd *d, bool over_unix);
 
 /* ---- child processes ------------------------------------------------------- */
 

@@ -366,12 +366,8 @@ out:
 int main(void)
 {
 	struct rmemd d;
-	int rc, st;
 
-	rc = rmemd_start(&d, "64M", NULL);
-	if (rc == -ENOENT)
-		tap_skip_all("no rmemd in $RMEM_BUILD");
-	if (!ok(rc == 0, "rmemd starts (%d)", rc))
+	if (!harness_start(&d, "64M", NULL))
 		return tap_done();
 
 	semantics(d.tcp_ep, harness_transport());
@@ -381,8 +377,5 @@ int main(void)
 	faa_two_clients(d.tcp_ep, d.unix_ep);
 	cas_two_threads(d.tcp_ep);
 
-	st = rmemd_stop(&d);
-	ok(st == 0, "rmemd exits 0 on SIGTERM (%d)", st);
-	rmemd_cleanup(&d);
-	return tap_done();
+	return harness_finish(&d);
 }

@@ -311,12 +311,9 @@ int main(void)
 {
 	struct rmemd d;
 	struct id_log ids = { .n = 0 };
-	int rc, st;
+	int st;
 
-	rc = rmemd_start(&d, "128M", NULL);
-	if (rc == -ENOENT)
-		tap_skip_all("no rmemd in $RMEM_BUILD");
-	if (!ok(rc == 0, "rmemd starts and sends READY=1 (%d)", rc))
+	if (!harness_start(&d, "128M", NULL))
 		return tap_done();
 
 	run_endpoint(d.tcp_ep, harness_transport(), &ids);

@@ -8,152 +8,9 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
-B=${RMEM_BUILD:-build}
-RMEMD=$B/rmemd
-
-t=0
-nfail=0
-ok() {
-	local rc=$1
-	shift
-	t=$((t + 1))
-	if [ "$rc" -eq 0 ]; then
-		echo "ok $t - $*"
-	else
-		echo "not ok $t - $*"
-		nfail=$((nfail + 1))
-	fi
-}
-diag() {
-	sed -e 's/^/# /'
-}
-skip_one() {
-	t=$((t + 1))
-	echo "ok $t # SKIP $*"
-}
-skip_all() {
-	echo "1..0 # SKIP $*"
-	exit 77
-}
-
-[ -x "$RMEMD" ] || skip_all "$RMEMD is not built"
-command -v python3 > /dev/null || skip_all "python3 is missing"
-
-tmp=$(mktemp -d /tmp/rmemd-test.XXXXXX) || exit 1
-dpid=
-lpid=
-cleanup() {
-	[ -n "$dpid" ] && kill -KILL "$dpid" 2> /dev/null
-	[ -n "$lpid" ] && kill -KILL "$lpid" 2> /dev/null
-	wait 2> /dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# The notify listener: binds the NOTIFY_SOCKET path, prints every line it
-# receives as "msg LINE", and exits 0 once the wanted line came (1 after the
-# timeout).  At that moment it can check what READY=1 promises: connect to
-# the given tcp:PORT / unix:PATH and report the sender's locked memory (the
-# kernel tells us the sender's pid through SO_PASSCRED).
-cat > "$tmp/listen.py" << 'PY'
-import os, socket, struct, sys, time
-
-path, want, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
-checks = sys.argv[4:]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-s.bind(path)
-deadline = time.monotonic() + timeout
-
-def check(what, pid):
-    kind, _, arg = what.partition(":")
-    try:
-        if kind == "tcp":
-            c = socket.create_connection(("127.0.0.1", int(arg)), timeout=2)
-        elif kind == "unix":
-            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            c.settimeout(2)
-            c.connect(arg)
-        elif kind == "vmlck":
-            with open("/proc/%d/status" % pid) as f:
-                for line in f:
-                    if line.startswith("VmLck:"):
-                        print("vmlck %s" % line.split()[1], flush=True)
-            return
-        c.close()
-        print("check %s ok" % kind, flush=True)
-    except OSError as e:
-        print("check %s failed %s" % (kind, e), flush=True)
-
-while True:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        print("timeout", flush=True)
-        sys.exit(1)
-    s.settimeout(left)
-    try:
-        data, anc, _, _ = s.recvmsg(4096, socket.CMSG_SPACE(12))
-    except socket.timeout:
-        print("timeout", flush=True)
-        sys.exit(1)
-    pid = 0
-    for level, kind, cdata in anc:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
-            pid = struct.unpack("iII", cdata[:12])[0]
-    for line in data.decode(errors="replace").splitlines():
-        print("msg " + line, flush=True)
-        if line == want:
-            for what in checks:
-                check(what, pid)
-            sys.exit(0)
-PY
-
-free_port() {
-	python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
-}
-
-# write_conf FILE PORT POOLSIZE
-write_conf() {
-	cat > "$1" << EOF
-listen = { tcp = "127.0.0.1:$2"; rdma = ""; admin = "$tmp/rmemd.sock"; };
-pools = ( { name = "default"; size = "$3"; hugepages = "off"; alignment = 64; } );
-limits = { max_clients = 64; lease_timeout_ms = 10000; };
-log = { level = "debug"; };
-EOF
-}
-
-# listen_for LINE TIMEOUT [CHECK...]: a listener in the background ($lpid).
-listen_for() {
-	rm -f "$tmp/notify.sock"
-	python3 "$tmp/listen.py" "$tmp/notify.sock" "$@" > "$tmp/notify.out" 2>&1 &
-	lpid=$!
-	for _ in $(seq 200); do
-		[ -S "$tmp/notify.sock" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
-# wait_listener: its exit status; 0 when the wanted line came.  Gives up
-# early when the daemon ($dpid, if set) ends first.
-wait_listener() {
-	local rc
-	while [ -n "$dpid" ] && kill -0 "$lpid" 2> /dev/null; do
-		if ! kill -0 "$dpid" 2> /dev/null; then
-			sleep 0.2
-			kill "$lpid" 2> /dev/null
-			break
-		fi
-		sleep 0.05
-	done
-	wait "$lpid"
-	rc=$?
-	lpid=
-	return $rc
-}
+. tests/lib/tap.sh
+. tests/lib/rmemd.sh
+rmemd_setup rmemd-test
 
 # ---- options ------------------------------------------------------------------
 out=$("$RMEMD" --version 2>&1)
@@ -178,7 +35,7 @@ ok $rc "rmemd -t accepts the example etc/rmemd.conf (exit $rc)"
 [ $rc -eq 0 ] || diag < "$tmp/out"
 
 port=$(free_port)
-write_conf "$tmp/good.conf" "$port" 16M
+rmemd_conf "$tmp/good.conf" "$port" 16M
 "$RMEMD" -t -c "$tmp/good.conf" > "$tmp/out" 2>&1
 rc=$?
 ok $rc "rmemd -t accepts a test config (exit $rc)"
@@ -233,7 +90,7 @@ hard=$(ulimit -H -l)
 if command -v setpriv > /dev/null && command -v prlimit > /dev/null &&
 	"${nocap[@]}" true 2> /dev/null &&
 	{ [ "$hard" = unlimited ] || [ "$hard" -ge 6144 ]; }; then
-	write_conf "$tmp/lock.conf" "$(free_port)" 64M
+	rmemd_conf "$tmp/lock.conf" "$(free_port)" 64M
 	timeout 60 prlimit --memlock=1048576:1048576 "${nocap[@]}" \
 		"$RMEMD" -c "$tmp/lock.conf" > "$tmp/out" 2>&1
 	rc=$?
@@ -246,7 +103,7 @@ if command -v setpriv > /dev/null && command -v prlimit > /dev/null &&
 	# Enough memlock and no capability: a small pool is pinned the plain way.
 	# (6 MiB: we may lower the limit but not raise it above the hard one.)
 	port=$(free_port)
-	write_conf "$tmp/lock2.conf" "$port" 4M
+	rmemd_conf "$tmp/lock2.conf" "$port" 4M
 	listen_for READY=1 30 "vmlck:"
 	NOTIFY_SOCKET=$tmp/notify.sock prlimit --memlock=6291456:6291456 "${nocap[@]}" \
 		"$RMEMD" -c "$tmp/lock2.conf" > "$tmp/lock2.log" 2>&1 &
@@ -256,12 +113,8 @@ if command -v setpriv > /dev/null && command -v prlimit > /dev/null &&
 	lck=$(awk '/^vmlck/ {print $2}' "$tmp/notify.out")
 	[ -n "$lck" ] && [ "$lck" -ge 4096 ]
 	ok $? "and the pool is locked at READY (VmLck ${lck:-?} kB >= 4096)"
-	kill -TERM "$dpid" 2> /dev/null
-	wait "$dpid"
-	rc=$?
-	dpid=
+	rmemd_stop TERM "$tmp/lock2.log"
 	ok $rc "and it stops with exit 0 (exit $rc)"
-	[ $rc -eq 0 ] || tail -20 "$tmp/lock2.log" | diag
 else
 	for _ in 1 2 3 4 5; do
 		skip_one "cannot drop CAP_IPC_LOCK, or the memlock hard limit is below 6 MiB"
@@ -272,14 +125,11 @@ fi
 # start_daemon CONF LOG: starts rmemd with a listener for READY=1 that checks
 # the sockets and the locked memory the moment READY=1 arrives.
 start_daemon() {
-	listen_for READY=1 30 "tcp:$port" "unix:$tmp/rmemd.sock" "vmlck:" || return 1
-	NOTIFY_SOCKET=$tmp/notify.sock "$RMEMD" -c "$1" > "$2" 2>&1 &
-	dpid=$!
-	wait_listener
+	rmemd_start "$1" "$2" "tcp:$port" "unix:$tmp/rmemd.sock" "vmlck:"
 }
 
 port=$(free_port)
-write_conf "$tmp/run.conf" "$port" 64M
+rmemd_conf "$tmp/run.conf" "$port" 64M
 start_daemon "$tmp/run.conf" "$tmp/run.log"
 ok $? "rmemd sends READY=1 on NOTIFY_SOCKET"
 cp "$tmp/notify.out" "$tmp/ready.out"
@@ -301,12 +151,8 @@ bad_lines=$(grep -c -v -E '^<[0-7]>' "$tmp/run.log")
 ok $? "every log line carries a <N> syslog priority prefix ($bad_lines without)"
 
 listen_for STOPPING=1 30
-kill -TERM "$dpid"
-wait "$dpid"
-rc=$?
-dpid=
+rmemd_stop TERM "$tmp/run.log"
 ok $rc "SIGTERM: rmemd exits 0 (exit $rc)"
-[ $rc -eq 0 ] || tail -30 "$tmp/run.log" | diag
 wait_listener
 ok $? "SIGTERM: rmemd sent STOPPING=1"
 
@@ -324,15 +170,10 @@ rc=$?
 ok $rc "start after a SIGKILL (stale admin socket file): READY=1"
 [ $rc -eq 0 ] || tail -10 "$tmp/run3.log" | diag
 if [ -n "$dpid" ]; then
-	kill -INT "$dpid"
-	wait "$dpid"
-	rc=$?
-	dpid=
+	rmemd_stop INT "$tmp/run3.log"
 	ok $rc "SIGINT: rmemd exits 0 (exit $rc)"
-	[ $rc -eq 0 ] || tail -30 "$tmp/run3.log" | diag
 else
 	ok 1 "SIGINT: no daemon to stop"
 fi
 
-echo "1..$t"
-[ $nfail -eq 0 ]
+tap_done

@@ -577,12 +577,8 @@ out:
 int main(void)
 {
 	struct rmemd d;
-	int rc;
 
-	rc = rmemd_start(&d, "64M", NULL);
-	if (rc == -ENOENT)
-		tap_skip_all("no rmemd in $RMEM_BUILD");
-	if (!ok(rc == 0, "rmemd starts and sends READY=1 (%d)", rc))
+	if (!harness_start(&d, "64M", NULL))
 		return tap_done();
 
 	run_endpoint(d.tcp_ep, harness_transport());

@@ -371,10 +371,7 @@ int main(int argc, char **argv)
 
 	if (argc == 5 && !strcmp(argv[1], "--child"))
 		return child_main(argv);
-	rc = rmemd_start(&d, "128M", NULL);
-	if (rc == -ENOENT)
-		tap_skip_all("no rmemd in $RMEM_BUILD");
-	if (!ok(rc == 0, "rmemd starts and sends READY=1 (%d)", rc))
+	if (!harness_start(&d, "128M", NULL))
 		return tap_done();
 
 	rc = client_connect(d.tcp_ep, 10000, &a);

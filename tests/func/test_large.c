@@ -138,10 +138,7 @@ int main(void)
 	fill_random(src, BIG, 2024);
 	memset(dst, 0, BIG);
 
-	rc = rmemd_start(&d, "256M", NULL);
-	if (rc == -ENOENT)
-		tap_skip_all("no rmemd in $RMEM_BUILD");
-	if (!ok(rc == 0, "rmemd starts and sends READY=1 (%d)", rc))
+	if (!harness_start(&d, "256M", NULL))
 		return tap_done();
 	rc = client_connect(d.tcp_ep, 30000, &tcp);
 	ok(rc == 0 && !strcmp(rmem_transport(tcp), harness_transport()), "connect over %s (%d)",

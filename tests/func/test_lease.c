@@ -79,21 +79,6 @@ static bool log_wait(const struct rmemd *d, const char *needle, int timeout_ms)
 	return true;
 }
 
-static int raw_session(const struct rmemd *d)
-{
-	int fd = raw_connect_tcp(d->port);
-	int rc;
-
-	if (fd < 0)
-		return fd;
-	rc = raw_hello(fd, 1);
-	if (rc != 0) {
-		close(fd);
-		return rc > 0 ? -rc : rc;
-	}
-	return fd;
-}
-
 /* ---- an idle client keeps its lease ------------------------------------------- */
 
 static void idle_client_kept(const struct rmemd *d, rmem_client *mon)
@@ -305,7 +290,7 @@ out:
 static void silent_connections(const struct rmemd *d)
 {
 	int quiet = raw_connect_tcp(d->port);
-	int hello = raw_session(d);
+	int hello = raw_session(d, false);
 	int rc;
 
 	ok(quiet >= 0 && hello >= 0, "one connection says nothing, another HELLO only (%d, %d)",
@@ -323,7 +308,7 @@ static void silent_connections(const struct rmemd *d)
 static void partial_frames(const struct rmemd *d)
 {
 	uint8_t f[PROTO_HDR_LEN + PROTO_IO_REQ_LEN + 4096] = { 0 };
-	int half = raw_session(d), body = raw_session(d), wdata = raw_session(d);
+	int half = raw_session(d, false), body = raw_session(d, false), wdata = raw_session(d, false);
 	int rc;
 
 	/* Half a header. */
@@ -361,7 +346,7 @@ static void oversized_frame(const struct rmemd *d)
 {
 	uint8_t f[PROTO_HDR_LEN];
 	struct raw_reply r;
-	int fd = raw_session(d);
+	int fd = raw_session(d, false);
 	int rc;
 
 	raw_hdr(f, PROTO_VERSION, PROTO_OP_PING, 0, PROTO_MAX_CTL + 1, 3);
@@ -441,7 +426,7 @@ static void pipeliner(const struct rmemd *d, rmem_client *mon)
 	uint8_t f[PROTO_HDR_LEN + PROTO_ALLOC_REQ_LEN] = { 0 };
 	uint64_t id = 0;
 	uint32_t key = 0;
-	int fd = raw_session(d);
+	int fd = raw_session(d, false);
 	int rc;
 
 	raw_hdr(f, PROTO_VERSION, PROTO_OP_ALLOC, 0, PROTO_ALLOC_REQ_LEN, 2);
@@ -576,8 +561,5 @@ int main(int argc, char **argv)
 	if (!ok(rc == 0, "the monitor, idle all along, still has its session (%d)", rc))
 		rmemd_log_tail(&d, 80);
 	rmem_close(mon);
-	rc = rmemd_stop(&d);
-	ok(rc == 0, "rmemd exits 0 on SIGTERM (%d)", rc);
-	rmemd_cleanup(&d);
-	return tap_done();
+	return harness_finish(&d);
 }

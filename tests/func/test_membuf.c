@@ -296,19 +296,12 @@ out:
 int main(void)
 {
 	struct rmemd d;
-	int rc, st;
 
-	rc = rmemd_start(&d, "64M", NULL);
-	if (rc == -ENOENT)
-		tap_skip_all("no rmemd in $RMEM_BUILD");
-	if (!ok(rc == 0, "rmemd starts (%d)", rc))
+	if (!harness_start(&d, "64M", NULL))
 		return tap_done();
 
 	suite(d.tcp_ep, harness_transport());
 	suite(d.unix_ep, "unix");
 
-	st = rmemd_stop(&d);
-	ok(st == 0, "rmemd exits 0 on SIGTERM (%d)", st);
-	rmemd_cleanup(&d);
-	return tap_done();
+	return harness_finish(&d);
 }

@@ -8,78 +8,15 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
-B=${RMEM_BUILD:-build}
-RMEMD=$B/rmemd
+. tests/lib/tap.sh
+. tests/lib/rmemd.sh
 RMEMCTL=$B/rmemctl
-
-t=0
-nfail=0
-ok() {
-	local rc=$1
-	shift
-	t=$((t + 1))
-	if [ "$rc" -eq 0 ]; then
-		echo "ok $t - $*"
-	else
-		echo "not ok $t - $*"
-		nfail=$((nfail + 1))
-	fi
-}
-diag() {
-	sed -e 's/^/# /'
-}
-skip_all() {
-	echo "1..0 # SKIP $*"
-	exit 77
-}
-
-[ -x "$RMEMD" ] || skip_all "$RMEMD is not built"
+rmemd_setup rmemctl-test
 [ -x "$RMEMCTL" ] || skip_all "$RMEMCTL is not built"
-command -v python3 > /dev/null || skip_all "python3 is missing"
-
-tmp=$(mktemp -d /tmp/rmemctl-test.XXXXXX) || exit 1
-dpid=
-hpid=
-cleanup() {
-	[ -n "$hpid" ] && kill -KILL "$hpid" 2> /dev/null
-	[ -n "$dpid" ] && kill -KILL "$dpid" 2> /dev/null
-	wait 2> /dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
 
 sock=$tmp/rmemd.sock
-port=$(python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])')
-cat > "$tmp/rmemd.conf" << EOF
-listen = { tcp = "127.0.0.1:$port"; rdma = ""; admin = "$sock"; };
-pools = ( { name = "default"; size = "64M"; hugepages = "off"; alignment = 64; } );
-limits = { max_clients = 64; lease_timeout_ms = 10000; };
-log = { level = "debug"; };
-EOF
-
-# Waits for READY=1 on our NOTIFY_SOCKET (or for the daemon to die).
-cat > "$tmp/ready.py" << 'PY'
-import os, socket, sys, time
-path, pid = sys.argv[1], int(sys.argv[2])
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(path)
-print("bound", flush=True)
-s.settimeout(0.1)
-deadline = time.monotonic() + 30
-while time.monotonic() < deadline:
-    try:
-        if b"READY=1" in s.recv(4096).split(b"\n"):
-            sys.exit(0)
-    except socket.timeout:
-        pass
-    if pid and not os.path.exists("/proc/%d" % pid):
-        sys.exit(2)
-    pid = pid or int(open(sys.argv[3]).read() or 0)
-sys.exit(1)
-PY
+port=$(free_port)
+rmemd_conf "$tmp/rmemd.conf" "$port" 64M
 
 # A client that holds two 1 MiB regions (raw protocol, over TCP) until killed.
 cat > "$tmp/holder.py" << 'PY'
@@ -142,17 +79,7 @@ rc=$?
 ok $? "-s and -c together: exit 2 (got $rc)"
 
 # ---- start the daemon -----------------------------------------------------------------
-: > "$tmp/pid"
-python3 "$tmp/ready.py" "$tmp/notify.sock" 0 "$tmp/pid" > "$tmp/ready.out" &
-rpid=$!
-for _ in $(seq 200); do
-	[ -S "$tmp/notify.sock" ] && break
-	sleep 0.05
-done
-NOTIFY_SOCKET=$tmp/notify.sock "$RMEMD" -c "$tmp/rmemd.conf" > "$tmp/rmemd.log" 2>&1 &
-dpid=$!
-echo "$dpid" > "$tmp/pid"
-wait "$rpid"
+rmemd_start "$tmp/rmemd.conf" "$tmp/rmemd.log"
 rc=$?
 if [ $rc -ne 0 ]; then
 	echo "# rmemd did not become ready ($rc):"
@@ -277,12 +204,7 @@ ok $gone "after the holder is killed, rmemctl shows used_bytes 0 and no regions"
 	json_check "$tmp/json" 'd["regions"] == []'
 ok $? "and an empty regions list in JSON"
 
-kill -TERM "$dpid"
-wait "$dpid"
-rc=$?
-dpid=
+rmemd_stop TERM "$tmp/rmemd.log"
 ok $rc "rmemd exits 0 on SIGTERM (exit $rc)"
-[ $rc -eq 0 ] || tail -30 "$tmp/rmemd.log" | diag
 
-echo "1..$t"
-[ $nfail -eq 0 ]
+tap_done

@@ -22,22 +22,6 @@ struct raw_region {
 	uint32_t rkey;
 };
 
-/* A connection that has said HELLO; -errno or the fd. */
-static int raw_session(const struct rmemd *d, bool over_unix)
-{
-	int fd = over_unix ? raw_connect_unix(d->admin_path) : raw_connect_tcp(d->port);
-	int rc;
-
-	if (fd < 0)
-		return fd;
-	rc = raw_hello(fd, 1);
-	if (rc != 0) {
-		close(fd);
-		return rc > 0 ? -rc : rc;
-	}
-	return fd;
-}
-
 static void put_alloc(uint8_t *frame, uint64_t req_id, uint64_t size)
 {
 	raw_hdr(frame, PROTO_VERSION, PROTO_OP_ALLOC, 0, PROTO_ALLOC_REQ_LEN, req_id);
@@ -677,10 +661,7 @@ int main(void)
 	rmem_client *c = NULL;
 	int rc;
 
-	rc = rmemd_start(&d, "64M", NULL);
-	if (rc == -ENOENT)
-		tap_skip_all("no rmemd in $RMEM_BUILD");
-	if (!ok(rc == 0, "rmemd starts and sends READY=1 (%d)", rc))
+	if (!harness_start(&d, "64M", NULL))
 		return tap_done();
 
 	garbage(&d, false);
@@ -724,8 +705,5 @@ int main(void)
 	} else {
 		skip(3, "no client");
 	}
-	rc = rmemd_stop(&d);
-	ok(rc == 0, "rmemd exits 0 on SIGTERM (%d)", rc);
-	rmemd_cleanup(&d);
-	return tap_done();
+	return harness_finish(&d);
 }

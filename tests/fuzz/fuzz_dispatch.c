@@ -36,6 +36,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "conn.h"
+#include "fuzz.h"
 #include "fuzz_dispatch.h"
 #include "log.h"
 #include "pool.h"
@@ -43,17 +44,6 @@
 #include "server.h"
 #include "session.h"
 #include "tenant.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                  \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,       \
-				__LINE__, #cond);                                    \
-			abort();                                                     \
-		}                                                                    \
-	} while (0)
 
 #define POOL_BYTES   (1u << 20)
 /* Loop turns without any progress before the daemon counts as settled. */

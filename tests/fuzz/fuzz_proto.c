@@ -18,18 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "proto.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                  \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,       \
-				__LINE__, #cond);                                    \
-			abort();                                                     \
-		}                                                                    \
-	} while (0)
 
 /* Big enough for any control payload the codec may produce. */
 #define SCRATCH_LEN (PROTO_MAX_CTL + 256)

@@ -14,13 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz.h"
 #include "tap.h"
 
 #ifndef FUZZ_CORPUS_DIR
 #error "define FUZZ_CORPUS_DIR"
 #endif
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The input being replayed, for the one line a failed check leaves. */
 static const char *current = "";

@@ -16,16 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium.h>
-
+#include "authmac.h"
 #include "fuzz_dispatch.h"
 #include "proto.h"
-
-#define SEED_MAX (1u << 20)
+#include "raw.h"
 
 struct seed {
-	uint8_t buf[SEED_MAX];
-	size_t len;
+	struct raw_out out;
 	uint64_t req_id;
 	bool tcp;
 };
@@ -34,36 +31,29 @@ static struct seed sd;
 
 static void begin(uint8_t mode)
 {
-	sd.len = 0;
+	raw_out_fini(&sd.out);
 	sd.req_id = 1;
 	sd.tcp = mode & FUZZ_MODE_TCP;
-	sd.buf[sd.len++] = mode;
+	raw_out_put(&sd.out, &mode, 1);
 }
 
 static void put(const void *p, size_t n)
 {
-	if (sd.len + n > SEED_MAX) {
-		fprintf(stderr, "seed too long\n");
-		exit(1);
-	}
-	memcpy(sd.buf + sd.len, p, n);
-	sd.len += n;
+	raw_out_put(&sd.out, p, n);
 }
 
 /* A request header, as a client builds it. */
 static void hdr(uint16_t opcode, uint32_t length)
 {
 	uint8_t h[PROTO_HDR_LEN];
-	struct proto_hdr ph = { .opcode = opcode, .length = length, .req_id = sd.req_id++ };
 
-	proto_hdr_encode(h, &ph);
+	raw_hdr(h, PROTO_VERSION, opcode, 0, length, sd.req_id++);
 	put(h, sizeof h);
 }
 
 static void frame(uint16_t opcode, const void *payload, size_t len)
 {
-	hdr(opcode, (uint32_t)len);
-	put(payload, len);
+	raw_out_frame(&sd.out, opcode, sd.req_id++, payload, len);
 }
 
 static void auth_begin(const char *tenant, uint8_t nonce[PROTO_NONCE_LEN])
@@ -82,18 +72,14 @@ static void auth_begin(const char *tenant, uint8_t nonce[PROTO_NONCE_LEN])
 static void client_mac(const char *secret, const uint8_t client_nonce[PROTO_NONCE_LEN],
 		       uint8_t mac[PROTO_MAC_LEN])
 {
-	uint8_t server_nonce[PROTO_NONCE_LEN], msg[PROTO_AUTH_MSG_LEN];
-	crypto_auth_hmacsha256_state st;
+	uint8_t server_nonce[PROTO_NONCE_LEN];
 	char tenant[PROTO_TENANT_LEN] = { 0 };
-	size_t len;
 
 	snprintf(tenant, sizeof tenant, "%s", FUZZ_TENANT);
 	for (unsigned i = 0; i < PROTO_NONCE_LEN; i++)
 		server_nonce[i] = (uint8_t)(FUZZ_RANDOM_WORD(i / 4) >> (8 * (i % 4)));
-	len = proto_auth_transcript(msg, PROTO_AUTH_CLIENT, tenant, server_nonce, client_nonce, 1);
-	crypto_auth_hmacsha256_init(&st, (const uint8_t *)secret, strlen(secret));
-	crypto_auth_hmacsha256_update(&st, msg, len);
-	crypto_auth_hmacsha256_final(&st, mac);
+	authmac_compute((const uint8_t *)secret, strlen(secret), PROTO_AUTH_CLIENT, tenant, server_nonce,
+		 client_nonce, 1, mac);
 }
 
 static void auth_as(const char *secret)
@@ -194,8 +180,12 @@ static int end(const char *dir, const char *name)
 	FILE *f;
 
 	snprintf(path, sizeof path, "%s/%s", dir, name);
+	if (sd.out.err) {
+		fprintf(stderr, "%s: %s\n", path, strerror(-sd.out.err));
+		return -1;
+	}
 	f = fopen(path, "wb");
-	if (!f || fwrite(sd.buf, 1, sd.len, f) != sd.len || fclose(f) != 0) {
+	if (!f || fwrite(sd.out.buf, 1, sd.out.len, f) != sd.out.len || fclose(f) != 0) {
 		fprintf(stderr, "%s: %s\n", path, strerror(errno));
 		return -1;
 	}
@@ -312,18 +302,14 @@ static void bad_hello_version(void)
 	hello();
 }
 
-static void raw_header(uint32_t magic, uint16_t version, uint16_t opcode, uint16_t flags,
+static void any_header(uint32_t magic, uint16_t version, uint16_t opcode, uint16_t flags,
 		       uint16_t reserved, uint32_t length)
 {
 	uint8_t h[PROTO_HDR_LEN];
 
+	raw_hdr(h, version, opcode, flags, length, sd.req_id++);
 	proto_put_u32(h, magic);
-	proto_put_u16(h + 4, version);
-	proto_put_u16(h + 6, opcode);
-	proto_put_u16(h + 8, flags);
 	proto_put_u16(h + 10, reserved);
-	proto_put_u32(h + 12, length);
-	proto_put_u64(h + 16, sd.req_id++);
 	put(h, sizeof h);
 }
 
@@ -428,49 +414,49 @@ struct entry {
 static void garbage_magic(void)
 {
 	hello();
-	raw_header(0x12345678, 1, 7, 0, 0, 0);
+	any_header(0x12345678, 1, 7, 0, 0, 0);
 }
 
 static void garbage_version(void)
 {
-	raw_header(PROTO_MAGIC, 9, 1, 0, 0, 16);
+	any_header(PROTO_MAGIC, 9, 1, 0, 0, 16);
 }
 
 static void garbage_flags(void)
 {
 	hello();
-	raw_header(PROTO_MAGIC, 1, 7, 2, 0, 0);
+	any_header(PROTO_MAGIC, 1, 7, 2, 0, 0);
 }
 
 static void garbage_reply(void)
 {
 	hello();
-	raw_header(PROTO_MAGIC, 1, 7, 1, 0, 8);
+	any_header(PROTO_MAGIC, 1, 7, 1, 0, 8);
 	put("\0\0\0\0\0\0\0\0", 8);
 }
 
 static void garbage_reserved(void)
 {
 	hello();
-	raw_header(PROTO_MAGIC, 1, 7, 0, 1, 0);
+	any_header(PROTO_MAGIC, 1, 7, 0, 1, 0);
 }
 
 static void garbage_opcode(void)
 {
 	hello();
-	raw_header(PROTO_MAGIC, 1, 200, 0, 0, 0);
+	any_header(PROTO_MAGIC, 1, 200, 0, 0, 0);
 }
 
 static void garbage_error(void)
 {
 	hello();
-	raw_header(PROTO_MAGIC, 1, PROTO_OP_ERROR, 0, 0, 8);
+	any_header(PROTO_MAGIC, 1, PROTO_OP_ERROR, 0, 0, 8);
 }
 
 static void garbage_oversize(void)
 {
 	hello();
-	raw_header(PROTO_MAGIC, 1, PROTO_OP_ALLOC, 0, 0, 1u << 30);
+	any_header(PROTO_MAGIC, 1, PROTO_OP_ALLOC, 0, 0, 1u << 30);
 }
 
 static void garbage_stats_payload(void)
@@ -532,6 +518,7 @@ int main(int argc, char **argv)
 		if (end(dir, seeds[i].name) < 0)
 			return 1;
 	}
+	raw_out_fini(&sd.out);
 	printf("%zu seeds written to %s\n", sizeof seeds / sizeof seeds[0], dir);
 	return 0;
 }

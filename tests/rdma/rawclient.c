@@ -14,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
 
+#include "authmac.h"
+#include "raw.h"
 #include "rawclient.h"
+#include "util.h"
 
 #define CQ_DEPTH        512
 #define SEND_DEPTH      256
@@ -27,21 +29,6 @@
 #define RC_MAX_PRIVATE  56        /* private data an RC connect request carries */
 #define ATOMIC_LEN      8
 #define MAX_SPLIT       64        /* work requests one rawclient_rdma() may post */
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static int ms_left(uint64_t deadline)
-{
-	uint64_t now = now_ms();
-
-	return now >= deadline ? 0 : (int)(deadline - now);
-}
 
 void rawclient_init(struct rawclient *c)
 {
@@ -52,54 +39,6 @@ void rawclient_init(struct rawclient *c)
 }
 
 /* ---- control stream -------------------------------------------------------- */
-
-static int send_all(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int recv_all(int fd, void *buf, size_t len, uint64_t deadline)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-		int left = ms_left(deadline);
-
-		if (left == 0)
-			return -ETIMEDOUT;
-		n = poll(&pfd, 1, left);
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		if (n <= 0)
-			continue;
-		n = recv(fd, p, len, 0);
-		if (n == 0)
-			return -ECONNRESET;
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* A broken stream is closed at once: the next frame boundary is unknown. */
 static int stream_broken(struct rawclient *c, int rc)
@@ -113,40 +52,30 @@ static int stream_broken(struct rawclient *c, int rc)
 static int ctl_send(struct rawclient *c, uint16_t opcode, const void *fixed, size_t fixed_len,
 		    const void *data, size_t data_len, uint64_t *req_id)
 {
-	struct proto_hdr h = {
-		.opcode = opcode,
-		.length = (uint32_t)(fixed_len + data_len),
-		.req_id = ++c->next_req_id,
-	};
-	uint8_t hdr[PROTO_HDR_LEN];
 	int rc;
 
 	if (c->fd < 0)
 		return -ENOTCONN;
-	proto_hdr_encode(hdr, &h);
-	rc = send_all(c->fd, hdr, sizeof hdr);
-	if (rc == 0 && fixed_len)
-		rc = send_all(c->fd, fixed, fixed_len);
-	if (rc == 0 && data_len)
-		rc = send_all(c->fd, data, data_len);
-	if (rc < 0)
-		return stream_broken(c, rc);
-	*req_id = h.req_id;
-	return 0;
+	*req_id = ++c->next_req_id;
+	rc = raw_send_frame(c->fd, opcode, *req_id, fixed, fixed_len, data, data_len);
+	return rc < 0 ? stream_broken(c, rc) : 0;
 }
 
-/* Receives and checks the header of the reply to req_id. */
-static int ctl_recv_hdr(struct rawclient *c, uint16_t opcode, uint64_t req_id,
-			struct proto_hdr *h, uint64_t deadline)
+/* Receives the reply to req_id (a payload of at most cap bytes) and checks
+ * its header; on failure the stream is closed and *r holds nothing. */
+static int ctl_recv(struct rawclient *c, uint16_t opcode, uint64_t req_id, struct raw_reply *r,
+		    size_t cap)
 {
-	uint8_t hdr[PROTO_HDR_LEN];
-	int rc = recv_all(c->fd, hdr, sizeof hdr, deadline);
+	struct proto_hdr h;
+	int rc = raw_recv_reply(c->fd, r, cap, c->timeout_ms);
 
-	if (rc < 0)
+	if (rc == 0 && (proto_hdr_decode(r->hdr, &h) < 0 || !(h.flags & PROTO_F_RESPONSE) ||
+			h.req_id != req_id || (h.opcode != opcode && h.opcode != PROTO_OP_ERROR)))
+		rc = -EPROTO;
+	if (rc < 0) {
+		raw_reply_release(r);
 		return stream_broken(c, rc);
-	if (proto_hdr_decode(hdr, h) < 0 || !(h->flags & PROTO_F_RESPONSE) ||
-	    h->req_id != req_id || (h->opcode != opcode && h->opcode != PROTO_OP_ERROR))
-		return stream_broken(c, -EPROTO);
+	}
 	return 0;
 }
 
@@ -157,60 +86,32 @@ static int ctl_recv_hdr(struct rawclient *c, uint16_t opcode, uint64_t req_id,
 static int ctl_call(struct rawclient *c, uint16_t opcode, const void *req, size_t req_len,
 		    uint8_t *rep, size_t cap, size_t *rep_len)
 {
-	uint64_t deadline = now_ms() + (uint64_t)c->timeout_ms;
-	struct proto_hdr h;
+	struct raw_reply r;
 	uint64_t req_id;
+	int status = -EPROTO;
 	int rc = ctl_send(c, opcode, req, req_len, NULL, 0, &req_id);
 
 	if (rc == 0)
-		rc = ctl_recv_hdr(c, opcode, req_id, &h, deadline);
+		rc = ctl_recv(c, opcode, req_id, &r, cap);
 	if (rc < 0)
 		return rc;
-	if (h.length > cap)
-		return stream_broken(c, -EMSGSIZE);
-	rc = recv_all(c->fd, rep, h.length, deadline);
-	if (rc < 0)
-		return stream_broken(c, rc);
-	*rep_len = h.length;
-	if (h.opcode == PROTO_OP_ERROR) {
-		int status = -EPROTO;
-
-		if (proto_status_decode(rep, h.length, &status) < 0 || status == 0)
-			return -EPROTO;
-		return status;
-	}
-	return 0;
+	memcpy(rep, r.payload, r.length);
+	*rep_len = r.length;
+	if (r.opcode == PROTO_OP_ERROR &&
+	    (proto_status_decode(r.payload, r.length, &status) < 0 || status == 0))
+		status = -EPROTO;
+	rc = r.opcode == PROTO_OP_ERROR ? status : 0;
+	raw_reply_release(&r);
+	return rc;
 }
 
 static int tcp_connect(const char *host, uint16_t port)
 {
-	struct addrinfo hints = {
-		.ai_socktype = SOCK_STREAM,
-		.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
-	};
-	struct addrinfo *ai;
-	char service[8];
-	int fd, one = 1, rc;
+	int fd = raw_connect(host, port), one = 1;
 
-	snprintf(service, sizeof service, "%u", port);
-	rc = getaddrinfo(host, service, &hints, &ai);
-	if (rc != 0)
-		return -EINVAL;
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
-		rc = -errno;
-		close(fd);
-		goto out;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	rc = fd;
-out:
-	freeaddrinfo(ai);
-	return rc;
+	if (fd >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	return fd;
 }
 
 static int open_stream(struct rawclient *c, const char *host, uint16_t port, int timeout_ms)
@@ -256,20 +157,6 @@ int rawclient_open(struct rawclient *c, const char *host, uint16_t port, int tim
 	return rc < 0 ? rc : say_hello(c);
 }
 
-/* HMAC-SHA256(secret, transcript) as docs/protocol.md defines it. */
-static void auth_mac(const uint8_t *secret, size_t secret_len, enum proto_auth_role role,
-		     const char *tenant, const uint8_t *snonce, const uint8_t *cnonce,
-		     uint64_t session_id, uint8_t mac[PROTO_MAC_LEN])
-{
-	crypto_auth_hmacsha256_state st;
-	uint8_t msg[PROTO_AUTH_MSG_LEN];
-	size_t len = proto_auth_transcript(msg, role, tenant, snonce, cnonce, session_id);
-
-	crypto_auth_hmacsha256_init(&st, secret, secret_len);
-	crypto_auth_hmacsha256_update(&st, msg, len);
-	crypto_auth_hmacsha256_final(&st, mac);
-}
-
 static int authenticate(struct rawclient *c, const char *tenant, const uint8_t *secret,
 			size_t secret_len)
 {
@@ -292,7 +179,7 @@ static int authenticate(struct rawclient *c, const char *tenant, const uint8_t *
 		rc = status;
 	if (rc < 0)
 		return rc;
-	auth_mac(secret, secret_len, PROTO_AUTH_CLIENT, tenant, brep.server_nonce,
+	authmac_compute(secret, secret_len, PROTO_AUTH_CLIENT, tenant, brep.server_nonce,
 		 req.client_nonce, brep.session_id, mac);
 	rc = ctl_call(c, PROTO_OP_AUTH, mac, sizeof mac, rep, sizeof rep, &rep_len);
 	if (rc == 0)
@@ -301,7 +188,7 @@ static int authenticate(struct rawclient *c, const char *tenant, const uint8_t *
 		rc = status;
 	if (rc < 0)
 		return rc;
-	auth_mac(secret, secret_len, PROTO_AUTH_SERVER, tenant, brep.server_nonce,
+	authmac_compute(secret, secret_len, PROTO_AUTH_SERVER, tenant, brep.server_nonce,
 		 req.client_nonce, brep.session_id, mac);
 	return sodium_memcmp(mac, theirs, sizeof mac) == 0 ? 0 : -EACCES;
 }
@@ -386,25 +273,24 @@ int rawclient_tcp_write(struct rawclient *c, const struct proto_region *r, uint6
 
 	while (len) {
 		struct proto_io_req req = { .id = r->id, .offset = off, .rkey = r->rkey };
-		uint8_t fixed[PROTO_IO_REQ_LEN], rep[PROTO_STATUS_LEN];
-		uint64_t deadline = now_ms() + (uint64_t)c->timeout_ms;
+		uint8_t fixed[PROTO_IO_REQ_LEN];
 		size_t n = io_chunk(c, len);
-		struct proto_hdr h;
+		struct raw_reply rep;
 		uint64_t req_id;
 		int status = 0;
 		int rc = ctl_send(c, PROTO_OP_WRITE, fixed,
 				  proto_io_req_encode(fixed, PROTO_OP_WRITE, &req), p, n, &req_id);
 
 		if (rc == 0)
-			rc = ctl_recv_hdr(c, PROTO_OP_WRITE, req_id, &h, deadline);
+			rc = ctl_recv(c, PROTO_OP_WRITE, req_id, &rep, PROTO_STATUS_LEN);
 		if (rc < 0)
 			return rc;
-		if (h.length != PROTO_STATUS_LEN)
+		if (rep.length != PROTO_STATUS_LEN) {
+			raw_reply_release(&rep);
 			return stream_broken(c, -EPROTO);
-		rc = recv_all(c->fd, rep, sizeof rep, deadline);
-		if (rc < 0)
-			return stream_broken(c, rc);
-		rc = proto_status_decode(rep, sizeof rep, &status);
+		}
+		rc = proto_status_decode(rep.payload, rep.length, &status);
+		raw_reply_release(&rep);
 		if (rc < 0 || status < 0)
 			return rc < 0 ? rc : status;
 		p += n;
@@ -424,34 +310,29 @@ int rawclient_tcp_read(struct rawclient *c, const struct proto_region *r, uint64
 		struct proto_io_req req = {
 			.id = r->id, .offset = off, .rkey = r->rkey, .length = (uint32_t)n,
 		};
-		uint8_t fixed[PROTO_IO_REQ_LEN], st[PROTO_STATUS_LEN];
-		uint64_t deadline = now_ms() + (uint64_t)c->timeout_ms;
-		struct proto_hdr h;
+		uint8_t fixed[PROTO_IO_REQ_LEN];
+		struct raw_reply rep;
 		uint64_t req_id;
 		int status = 0;
 		size_t fixed_len = proto_io_req_encode(fixed, PROTO_OP_READ, &req);
 		int rc = ctl_send(c, PROTO_OP_READ, fixed, fixed_len, NULL, 0, &req_id);
 
 		if (rc == 0)
-			rc = ctl_recv_hdr(c, PROTO_OP_READ, req_id, &h, deadline);
+			rc = ctl_recv(c, PROTO_OP_READ, req_id, &rep, PROTO_STATUS_LEN + n);
 		if (rc < 0)
 			return rc;
-		if (h.length < PROTO_STATUS_LEN)
-			return stream_broken(c, -EPROTO);
-		rc = recv_all(c->fd, st, sizeof st, deadline);
-		if (rc < 0)
-			return stream_broken(c, rc);
-		rc = h.opcode == PROTO_OP_ERROR ? proto_status_decode(st, h.length, &status) :
-		     proto_read_rep_decode(st, h.length, &status, &data_len);
+		rc = rep.opcode == PROTO_OP_ERROR ?
+		     proto_status_decode(rep.payload, rep.length, &status) :
+		     proto_read_rep_decode(rep.payload, rep.length, &status, &data_len);
+		if (rc == 0 && status == 0 && data_len != n)
+			rc = -EPROTO;
+		if (rc == 0 && status == 0)
+			memcpy(p, rep.payload + PROTO_STATUS_LEN, n);
+		raw_reply_release(&rep);
 		if (rc < 0)
 			return stream_broken(c, rc);
 		if (status < 0)
 			return status;
-		if (data_len != n)
-			return stream_broken(c, -EPROTO);
-		rc = recv_all(c->fd, p, n, deadline);
-		if (rc < 0)
-			return stream_broken(c, rc);
 		p += n;
 		off += n;
 		len -= n;

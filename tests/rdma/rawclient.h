@@ -1,8 +1,9 @@
 /*
  * rawclient.h - a client of rmemd for the RDMA tests that trusts nobody and
  * checks nothing for the daemon: it speaks the control protocol itself over
- * TCP (client-lib/proto.h) and drives libibverbs/librdmacm directly, so that a
- * test can hand the NIC any (addr, rkey) and see what the NIC answers.
+ * TCP (tests/lib/raw.h and the codec) and drives libibverbs/librdmacm
+ * directly, so that a test can hand the NIC any (addr, rkey) and see what the
+ * NIC answers.
  * librmem would refuse most of what these tests must try.
  *
  *   struct rawclient c;

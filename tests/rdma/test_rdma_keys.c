@@ -7,13 +7,16 @@
  * rawclient.c, which checks nothing on the daemon's behalf.
  *
  *   tests/vm/run-in-vm -- tests/run-tests build/tests/rdma/test_rdma_keys
- *   test_rdma_keys [none|auto|window|region-mr|tenants]     one section only
+ *   test_rdma_keys [none|auto|window|region-mr|tenants|stop|device]   one section
  *
  * Sections, each against its own rmemd: "none" (listen.rdma = "": HELLO says
  * no RDMA, nothing accepts an attach), "window" and "region-mr" (everything),
  * "auto" (rxe must get region-mr; a short check), "tenants" (tenants A and B
  * authenticated on the control channel; B with A's handle in both key
- * modes gets REM_ACCESS_ERR and A's bytes stay).  Outside the VM
+ * modes gets REM_ACCESS_ERR and A's bytes stay), "stop" (rmemd stopped while
+ * a client is attached and holds regions: it exits 0 and disconnects the
+ * client), "device" (rdma.device naming no device leaves RDMA off; the
+ * VM's device by name works).  Outside the VM
  * (RMEM_VM_RDMA_ADDR unset) the program skips.  Never asserts on time.
  *
  * An error completion moves a QP to the error state (and on rxe the daemon's
@@ -36,9 +39,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon.h"
+#include "raw.h"
 #include "rawclient.h"
-#include "rig.h"
 #include "tap.h"
+#include "util.h"
 
 #define KiB (1024ull)
 #define MiB (1024ull * 1024)
@@ -67,7 +72,7 @@ struct suite {
 	const char *dev;        /* RMEM_VM_RDMA_DEV, may be NULL */
 	const char *mode;       /* section name */
 	uint8_t key_mode;       /* what HELLO must say */
-	struct rig d;
+	struct rmemd d;
 	struct rawclient obs;   /* a TCP-only session holding nothing: STATS */
 	uint8_t *want, *got;    /* BIG bytes each */
 	/* Sessions open as this tenant with this secret; NULL: anonymous. */
@@ -77,81 +82,18 @@ struct suite {
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* Same bytes for the same seed (splitmix64). */
-static void fill_pattern(void *buf, size_t len, uint64_t seed)
-{
-	uint8_t *p = buf;
-	uint64_t x = seed;
-
-	while (len) {
-		uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-		size_t n = len < 8 ? len : 8;
-
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-		z ^= z >> 31;
-		memcpy(p, &z, n);
-		p += n;
-		len -= n;
-	}
-}
-
-/* Offset of the first differing byte, or -1 when equal. */
-static long long first_diff(const uint8_t *a, const uint8_t *b, size_t len)
-{
-	if (memcmp(a, b, len) == 0)
-		return -1;
-	for (size_t i = 0; i < len; i++)
-		if (a[i] != b[i])
-			return (long long)i;
-	return -1;
-}
-
 static const char *wc_name(int rc, enum ibv_wc_status st)
 {
 	return rc < 0 ? strerror(-rc) : ibv_wc_status_str(st);
-}
-
-/*
- * A check that is known to fail on this platform and documents it: printed
- * as a TAP TODO (counted as skipped by tests/run-tests, never as a failure).
- */
-__attribute__((format(printf, 3, 4)))
-static void todo(int cond, const char *why, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++tap_run);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf(" # TODO %s\n", why);
-	fflush(stdout);
 }
 
 static int open_client(struct suite *s, struct rawclient *c)
 {
 	rawclient_init(c);
 	if (s->tenant)
-		return rawclient_open_tenant(c, s->addr, s->d.tcp_port, CTL_MS, s->tenant,
+		return rawclient_open_tenant(c, s->addr, s->d.port, CTL_MS, s->tenant,
 					     s->secret, strlen(s->secret));
-	return rawclient_open(c, s->addr, s->d.tcp_port, CTL_MS);
+	return rawclient_open(c, s->addr, s->d.port, CTL_MS);
 }
 
 /* A session with its own QP; on failure c is closed. */
@@ -253,7 +195,7 @@ static int cover_range(struct suite *s, struct rawclient *v, uint64_t addr, size
 		rc = -ERANGE;
 	if (rc == 0) {
 		*off = addr - r->addr;
-		fill_pattern(s->want, len, seed);
+		fill_random(s->want, len, seed);
 		memcpy(v->buf, s->want, len);
 		rc = rdma_op(v, RAWCLIENT_WRITE, r->addr + *off, r->rkey, 0, len, &st);
 	}
@@ -355,7 +297,7 @@ static bool small_roundtrip(struct suite *s, struct rawclient *a, uint64_t seed)
 		diag("%s: alloc 4 KiB: %s", s->mode, strerror(-rc));
 		return false;
 	}
-	fill_pattern(want, sizeof want, seed);
+	fill_random(want, sizeof want, seed);
 	memcpy(a->buf, want, sizeof want);
 	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, sizeof want, &ws);
 	memset(a->buf, 0x5a, sizeof want);
@@ -386,7 +328,7 @@ static int test_reattach(struct suite *s, struct rawclient *a, const struct bogu
 	if (!ok(rc == 0, "%s: re-attach: a region before it (%s)", s->mode,
 		rc ? strerror(-rc) : "ok"))
 		return rc;
-	fill_pattern(want, sizeof want, 21);
+	fill_random(want, sizeof want, 21);
 	memcpy(a->buf, want, sizeof want);
 	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, sizeof want, &st);
 	ok(rc == 0 && !st, "%s: re-attach: written through the first QP (%s)", s->mode,
@@ -405,7 +347,7 @@ static int test_reattach(struct suite *s, struct rawclient *a, const struct bogu
 	diff = rc == 0 && !st ? first_diff(t.buf, want, sizeof want) : -2;
 	ok(diff == -1, "%s: re-attach: the new QP reads the region with the same key (%s, "
 	   "first difference at %lld)", s->mode, wc_name(rc, st), diff);
-	fill_pattern(want, sizeof want, 22);
+	fill_random(want, sizeof want, 22);
 	memcpy(t.buf, want, sizeof want);
 	rc = rdma_op(&t, RAWCLIENT_WRITE, r.addr, r.rkey, 0, sizeof want, &st);
 	ok(rc == 0 && !st, "%s: re-attach: and writes it (%s)", s->mode, wc_name(rc, st));
@@ -532,7 +474,7 @@ static void test_roundtrip(struct suite *s, struct rawclient *a, uint64_t size, 
 	if (!ok(rc == 0, "%s: alloc %llu bytes on an attached session (%s)", s->mode,
 		(unsigned long long)size, rc ? strerror(-rc) : "ok"))
 		return;
-	fill_pattern(s->want, size, seed);
+	fill_random(s->want, size, seed);
 	memcpy(a->buf, s->want, size);
 	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, size, &ws);
 	memset(a->buf, 0x5a, size);
@@ -552,7 +494,7 @@ static void test_roundtrip(struct suite *s, struct rawclient *a, uint64_t size, 
 
 	if (size < BIG) {
 		/* And the other way round: what the daemon writes, the NIC reads. */
-		fill_pattern(s->want, size, seed + 1);
+		fill_random(s->want, size, seed + 1);
 		rc = rawclient_tcp_write(a, &r, 0, s->want, size);
 		memset(a->buf, 0x5a, size);
 		rs = IBV_WC_SUCCESS;
@@ -569,32 +511,75 @@ static void test_roundtrip(struct suite *s, struct rawclient *a, uint64_t size, 
 
 /* ---- another client's key --------------------------------------------------- */
 
-static void test_foreign(struct suite *s, struct rawclient *a)
+#define SHARED_LEN (64 * KiB)
+
+/* A allocates SHARED_LEN bytes, fills them from seed (s->want) and writes
+ * them by RDMA: two assertions.  0, or -1 when nothing was allocated. */
+static int owner_writes(struct suite *s, struct rawclient *a, const char *who, uint64_t seed,
+			struct proto_region *r, uint64_t *first8)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	int rc = rawclient_alloc(a, SHARED_LEN, r);
+
+	if (!ok(rc == 0, "%s: %s allocates 64 KiB (%s)", s->mode, who, rc ? strerror(-rc) : "ok"))
+		return -1;
+	fill_random(s->want, SHARED_LEN, seed);
+	memcpy(first8, s->want, sizeof *first8);
+	memcpy(a->buf, s->want, SHARED_LEN);
+	rc = rdma_op(a, RAWCLIENT_WRITE, r->addr, r->rkey, 0, SHARED_LEN, &st);
+	ok(rc == 0 && !st, "%s: A writes its region by RDMA (%s)", s->mode, wc_name(rc, st));
+	return 0;
+}
+
+/* Every operation, by a session of s's tenant, with A's (addr, rkey):
+ * REM_ACCESS_ERR each time. */
+static void others_refused(struct suite *s, const struct proto_region *r, uint64_t first8,
+			   const char *who)
 {
 	static const enum rawclient_opcode ops[] = {
 		RAWCLIENT_READ, RAWCLIENT_WRITE, RAWCLIENT_CAS, RAWCLIENT_FAA,
 	};
-	const size_t len = 64 * KiB;
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		int rc = probe(s, ops[i], r->addr + 8 * i, r->rkey, first8, &st);
+
+		ok(refused(rc, st), "%s: %s's %s with A's (addr, rkey) completes with "
+		   "REM_ACCESS_ERR (%s)", s->mode, who, rawclient_opcode_name(ops[i]),
+		   wc_name(rc, st));
+	}
+}
+
+/* A's SHARED_LEN bytes are still s->want, by RDMA and over TCP; then freed. */
+static void owner_unchanged(struct suite *s, struct rawclient *a, struct proto_region *r)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	long long diff;
+	int rc;
+
+	memset(a->buf, 0x5a, SHARED_LEN);
+	rc = rdma_op(a, RAWCLIENT_READ, r->addr, r->rkey, 0, SHARED_LEN, &st);
+	diff = rc == 0 && !st ? first_diff(a->buf, s->want, SHARED_LEN) : -2;
+	ok(diff == -1, "%s: A's bytes are unchanged, read by A's RDMA READ (%s, first difference "
+	   "at %lld)", s->mode, wc_name(rc, st), diff);
+	rc = rawclient_tcp_read(a, r, 0, s->got, SHARED_LEN);
+	diff = rc == 0 ? first_diff(s->got, s->want, SHARED_LEN) : -2;
+	ok(diff == -1, "%s: A's bytes are unchanged, read over TCP (%s, first difference at %lld)",
+	   s->mode, rc ? strerror(-rc) : "ok", diff);
+	rawclient_free(a, r);
+}
+
+static void test_foreign(struct suite *s, struct rawclient *a)
+{
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	struct proto_region r, rb;
 	struct rawclient b;
 	uint64_t first8;
-	long long diff;
-	int rc = rawclient_alloc(a, len, &r);
+	int rc;
 
-	if (!ok(rc == 0, "%s: A allocates 64 KiB (%s)", s->mode, rc ? strerror(-rc) : "ok"))
+	if (owner_writes(s, a, "A", 21, &r, &first8) < 0)
 		return;
-	fill_pattern(s->want, len, 21);
-	memcpy(&first8, s->want, sizeof first8);
-	memcpy(a->buf, s->want, len);
-	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, len, &st);
-	ok(rc == 0 && !st, "%s: A writes its region by RDMA (%s)", s->mode, wc_name(rc, st));
-
-	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-		rc = probe(s, ops[i], r.addr + 8 * i, r.rkey, first8, &st);
-		ok(refused(rc, st), "%s: client B's %s with A's (addr, rkey) completes with "
-		   "REM_ACCESS_ERR (%s)", s->mode, rawclient_opcode_name(ops[i]), wc_name(rc, st));
-	}
+	others_refused(s, &r, first8, "client B");
 
 	/* B's own, valid key aimed at A's bytes: only the key's bounds stop it. */
 	rc = open_attached(s, &b, SMALL_BUF);
@@ -610,17 +595,7 @@ static void test_foreign(struct suite *s, struct rawclient *a)
 		ok(refused(rc, st), "%s: B's RDMA READ of A's bytes with B's own region key is "
 		   "refused (%s)", s->mode, wc_name(rc, st));
 	rawclient_close(&b);
-
-	memset(a->buf, 0x5a, len);
-	rc = rdma_op(a, RAWCLIENT_READ, r.addr, r.rkey, 0, len, &st);
-	diff = rc == 0 && !st ? first_diff(a->buf, s->want, len) : -2;
-	ok(diff == -1, "%s: A's bytes are unchanged, read by A's RDMA READ (%s, first difference "
-	   "at %lld)", s->mode, wc_name(rc, st), diff);
-	rc = rawclient_tcp_read(a, &r, 0, s->got, len);
-	diff = rc == 0 ? first_diff(s->got, s->want, len) : -2;
-	ok(diff == -1, "%s: A's bytes are unchanged, read over TCP (%s, first difference at %lld)",
-	   s->mode, rc ? strerror(-rc) : "ok", diff);
-	rawclient_free(a, &r);
+	owner_unchanged(s, a, &r);
 }
 
 /* ---- atomics from two threads on one QP --------------------------------------- */
@@ -915,7 +890,7 @@ static void test_stale(struct suite *s, struct rawclient *a)
 
 	if (!ok(rc == 0, "%s: A allocates 1 MiB (%s)", s->mode, rc ? strerror(-rc) : "ok"))
 		return;
-	fill_pattern(a->buf, len, 31);
+	fill_random(a->buf, len, 31);
 	rc = rdma_op(a, RAWCLIENT_WRITE, r1.addr, r1.rkey, 0, len, &st);
 	ok(rc == 0 && !st, "%s: A writes it by RDMA (%s)", s->mode, wc_name(rc, st));
 	rc = rawclient_free(a, &r1);
@@ -987,7 +962,7 @@ static int child_main(int argc, char **argv)
 	if (rc == 0)
 		rc = rawclient_alloc(&c, CHILD_REGION, &r);
 	if (rc == 0) {
-		fill_pattern(c.buf, CHILD_REGION, 41);
+		fill_random(c.buf, CHILD_REGION, 41);
 		rc = rdma_op(&c, RAWCLIENT_WRITE, r.addr, r.rkey, 0, CHILD_REGION, &st);
 		if (rc == 0 && st)
 			rc = -EIO;
@@ -1029,7 +1004,7 @@ static pid_t spawn_child(struct suite *s, int *rfd)
 		close(p[0]);
 		if (fcntl(p[1], F_SETFD, 0) < 0)
 			_exit(126);
-		snprintf(port, sizeof port, "%u", s->d.tcp_port);
+		snprintf(port, sizeof port, "%u", s->d.port);
 		snprintf(fdarg, sizeof fdarg, "%d", p[1]);
 		argv[0] = (char *)"test_rdma_keys";
 		argv[1] = (char *)CHILD_ARG;
@@ -1220,7 +1195,18 @@ static void test_bounds(struct suite *s)
 
 static int section_start_extra(struct suite *s, const char *rdma_group, const char *extra)
 {
-	int rc = rig_start_extra(&s->d, s->addr, rdma_group, POOL_SIZE, extra);
+	struct rmemd_opts o;
+	int rc;
+
+	rmemd_opts_init(&o);
+	o.host = s->addr;
+	o.listen_rdma = rdma_group != NULL;
+	o.rdma_group = rdma_group;
+	o.pool_size = POOL_SIZE;
+	o.extra = extra;
+	o.lease_timeout_ms = 60000;     /* TCG is slow */
+	o.ready_timeout_ms = 60000;
+	rc = rmemd_start_opts(&s->d, &o);
 
 	if (!ok(rc == 0, "%s: rmemd starts (listen.rdma %s, rdma = { %s }) (%s)", s->mode,
 		rdma_group ? "on" : "\"\"", rdma_group ? rdma_group : "",
@@ -1228,7 +1214,7 @@ static int section_start_extra(struct suite *s, const char *rdma_group, const ch
 		return rc;
 	rc = open_client(s, &s->obs);
 	if (!ok(rc == 0, "%s: a TCP session says HELLO (%s)", s->mode, rc ? strerror(-rc) : "ok")) {
-		rig_cleanup(&s->d);
+		rmemd_cleanup(&s->d);
 		return rc;
 	}
 	return 0;
@@ -1245,9 +1231,9 @@ static void section_end(struct suite *s)
 
 	check_drained(s, "at the end");
 	rawclient_close(&s->obs);
-	rc = rig_stop(&s->d);
+	rc = rmemd_stop(&s->d);
 	ok(rc == 0, "%s: rmemd exits 0 on SIGTERM (%d)", s->mode, rc);
-	rig_cleanup(&s->d);
+	rmemd_cleanup(&s->d);
 }
 
 static void check_hello(struct suite *s, const struct rawclient *c, bool rdma)
@@ -1283,7 +1269,7 @@ static void section_none(struct suite *s)
 	   strerror(-rc));
 
 	/* Nothing listens for rdma_cm: the connect request is refused. */
-	port = s->d.tcp_port;
+	port = s->d.port;
 	att.session_id = s->obs.hello.session_id;
 	att.attach_token = s->obs.hello.attach_token;
 	b.len = (uint8_t)proto_attach_encode(b.data, &att);
@@ -1299,7 +1285,7 @@ static void section_none(struct suite *s)
 		   s->mode, s->addr, x.dev_name[0] ? x.dev_name : "(none)", s->dev);
 	rawclient_close(&x);
 
-	fill_pattern(data, sizeof data, 1);
+	fill_random(data, sizeof data, 1);
 	rc = rawclient_alloc(&s->obs, sizeof data, &r);
 	if (rc == 0)
 		rc = rawclient_tcp_write(&s->obs, &r, 0, data, sizeof data);
@@ -1368,6 +1354,100 @@ static void section_full(struct suite *s, const char *mode, uint8_t key_mode)
 	section_end(s);
 }
 
+/* ---- shutdown and devices (once tests/rdma/daemon_smoke.sh) ------------------------- */
+
+#define HOLD_REGIONS 300
+
+/* Allocates up to HOLD_REGIONS regions of 4 KiB into r, frees every other
+ * one and writes the last by RDMA; how many it allocated, or -errno. */
+static int hold_regions(struct rawclient *h, struct proto_region *r)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct rawclient_op op = { .opcode = RAWCLIENT_WRITE, .len = 4096 };
+	int n = 0, rc = 0;
+
+	for (; n < HOLD_REGIONS && rc == 0; n += rc == 0)
+		rc = rawclient_alloc(h, 4096, &r[n]);
+	for (int i = 0; i < n && rc == 0; i += 2)
+		rc = rawclient_free(h, &r[i]);
+	if (rc == 0 && n > 0) {
+		op.remote_addr = r[n - 1].addr;
+		op.rkey = r[n - 1].rkey;
+		rc = rawclient_rdma(h, &op, &st);
+	}
+	if (rc == 0 && st != IBV_WC_SUCCESS)
+		rc = -EIO;
+	return rc < 0 ? rc : n;
+}
+
+/*
+ * rmemd stopped while a client is attached and holds regions (every other
+ * one freed, so the quarantine holds some): it exits 0, disconnects the
+ * client's queue pair and closes its stream.
+ */
+static void section_stop(struct suite *s, const char *mode, uint8_t key_mode)
+{
+	struct proto_region *r = calloc(HOLD_REGIONS, sizeof *r);
+	char group[64], name[32];
+	struct rawclient h;
+	int rc;
+
+	snprintf(name, sizeof name, "stop-%s", mode);
+	s->mode = name;
+	s->key_mode = key_mode;
+	snprintf(group, sizeof group, "keys = \"%s\";", mode);
+	if (!r || section_start(s, group) < 0) {
+		free(r);
+		return;
+	}
+	rc = open_attached(s, &h, SMALL_BUF);
+	if (ok(rc == 0, "%s: a client attaches (%s)", s->mode, rc ? strerror(-rc) : "ok")) {
+		rc = hold_regions(&h, r);
+		ok(rc == HOLD_REGIONS, "%s: it allocates %d regions, frees every other one and "
+		   "writes the last by RDMA (%s)", s->mode, HOLD_REGIONS,
+		   rc < 0 ? strerror(-rc) : "ok");
+	}
+	rawclient_close(&s->obs);
+	rc = rmemd_stop(&s->d);
+	ok(rc == 0, "%s: rmemd exits 0 on SIGTERM with the client attached (%d)", s->mode, rc);
+	if (h.cm_id) {
+		rc = rawclient_wait_cm_event(&h, RDMA_CM_EVENT_DISCONNECTED, CTL_MS);
+		ok(rc == 0, "%s: the daemon's stop disconnects the client's QP (%s; CM event %s)",
+		   s->mode, rc ? strerror(-rc) : "ok", rdma_event_str(h.last_event));
+		rc = h.fd >= 0 ? raw_wait_closed(h.fd, CTL_MS) : -ENOTCONN;
+		ok(rc == 0, "%s: and closes its control stream (%s)", s->mode,
+		   rc ? strerror(-rc) : "ok");
+	}
+	rawclient_close(&h);
+	rmemd_cleanup(&s->d);
+	free(r);
+}
+
+/* rdma.device: a name that is no device leaves RDMA off (HELLO says so, TCP
+ * works); the VM's device by its name ($RMEM_VM_RDMA_DEV) gives RDMA. */
+static void section_device(struct suite *s)
+{
+	char group[96];
+
+	s->mode = "device-nosuch";
+	s->key_mode = PROTO_KEYS_NONE;
+	if (section_start(s, "device = \"nosuch\";") == 0) {
+		check_hello(s, &s->obs, false);
+		section_end(s);
+	}
+	if (!s->dev) {
+		skip(6, "RMEM_VM_RDMA_DEV is not set");
+		return;
+	}
+	s->mode = "device-named";
+	s->key_mode = PROTO_KEYS_REGION_MR;
+	snprintf(group, sizeof group, "device = \"%s\"; keys = \"region-mr\";", s->dev);
+	if (section_start(s, group) == 0) {
+		check_hello(s, &s->obs, true);
+		section_end(s);
+	}
+}
+
 /* ---- tenants ------------------------------------------------------------------------ */
 
 #define SECRET_A "tenant A's secret, 0123456789"
@@ -1412,32 +1492,16 @@ static void keydir_remove(struct keydir *k)
 /* What B can do with A's handle on the NIC and over TCP: nothing. */
 static void tenants_cross(struct suite *s, struct rawclient *a)
 {
-	static const enum rawclient_opcode ops[] = {
-		RAWCLIENT_READ, RAWCLIENT_WRITE, RAWCLIENT_CAS, RAWCLIENT_FAA,
-	};
-	const size_t len = 64 * KiB;
-	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	struct proto_region r;
 	struct rawclient b;
 	uint64_t first8;
-	long long diff;
-	int rc = rawclient_alloc(a, len, &r);
+	int rc;
 
-	if (!ok(rc == 0, "%s: tenant A allocates 64 KiB (%s)", s->mode, rc ? strerror(-rc) : "ok"))
+	if (owner_writes(s, a, "tenant A", 77, &r, &first8) < 0)
 		return;
-	fill_pattern(s->want, len, 77);
-	memcpy(&first8, s->want, sizeof first8);
-	memcpy(a->buf, s->want, len);
-	rc = rdma_op(a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, len, &st);
-	ok(rc == 0 && !st, "%s: A writes it by RDMA (%s)", s->mode, wc_name(rc, st));
-
 	s->tenant = "B";
 	s->secret = SECRET_B;
-	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-		rc = probe(s, ops[i], r.addr + 8 * i, r.rkey, first8, &st);
-		ok(refused(rc, st), "%s: tenant B's %s with A's (addr, rkey) completes with "
-		   "REM_ACCESS_ERR (%s)", s->mode, rawclient_opcode_name(ops[i]), wc_name(rc, st));
-	}
+	others_refused(s, &r, first8, "tenant B");
 	rc = open_client(s, &b);
 	ok(rc == 0, "%s: tenant B opens a session (%s)", s->mode, rc ? strerror(-rc) : "ok");
 	if (rc == 0) {
@@ -1459,17 +1523,7 @@ static void tenants_cross(struct suite *s, struct rawclient *a)
 	rawclient_close(&b);
 	s->tenant = "A";
 	s->secret = SECRET_A;
-
-	memset(a->buf, 0x5a, len);
-	rc = rdma_op(a, RAWCLIENT_READ, r.addr, r.rkey, 0, len, &st);
-	diff = rc == 0 && !st ? first_diff(a->buf, s->want, len) : -2;
-	ok(diff == -1, "%s: A's bytes are unchanged, read by A's RDMA READ (%s, first difference "
-	   "at %lld)", s->mode, wc_name(rc, st), diff);
-	rc = rawclient_tcp_read(a, &r, 0, s->got, len);
-	diff = rc == 0 ? first_diff(s->got, s->want, len) : -2;
-	ok(diff == -1, "%s: A's bytes are unchanged, read over TCP (%s, first difference at %lld)",
-	   s->mode, rc ? strerror(-rc) : "ok", diff);
-	rawclient_free(a, &r);
+	owner_unchanged(s, a, &r);
 }
 
 /* Tenants A and B on one daemon in this key mode. */
@@ -1545,6 +1599,12 @@ int main(int argc, char **argv)
 		section_tenants(&s, "region-mr", PROTO_KEYS_REGION_MR);
 	if (!only || !strcmp(only, "tenants"))
 		section_tenants(&s, "window", PROTO_KEYS_WINDOW);
+	if (!only || !strcmp(only, "stop"))
+		section_stop(&s, "region-mr", PROTO_KEYS_REGION_MR);
+	if (!only || !strcmp(only, "stop"))
+		section_stop(&s, "window", PROTO_KEYS_WINDOW);
+	if (!only || !strcmp(only, "device"))
+		section_device(&s);
 	free(s.want);
 	free(s.got);
 	return tap_done();
