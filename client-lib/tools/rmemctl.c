@@ -71,9 +71,9 @@ static const struct stat_row {
 static const char *key_mode_name(uint64_t mode)
 {
 	switch (mode) {
-	case 0: return "none: no RDMA, TCP keys";
-	case 1: return "window";
-	case 2: return "region-mr";
+	case RMEM_KEYS_NONE: return "none: no RDMA, TCP keys";
+	case RMEM_KEYS_WINDOW: return "window";
+	case RMEM_KEYS_REGION_MR: return "region-mr";
 	default: return "unknown";
 	}
 }
