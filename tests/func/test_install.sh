@@ -5,17 +5,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi; }
-
-tmp=$(mktemp -d)
-daemon=""
-cleanup() { [ -n "$daemon" ] && kill "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
+. tests/lib/tap.sh
+. tests/lib/rmemd.sh
+rmemd_setup rmem-install
 stage="$tmp/stage"
 
-# A plain (unsanitized) build, as a user would install it.
-make -s SANITIZE= WERROR=1 PREFIX=/usr DESTDIR="$stage" install >"$tmp/install.log" 2>&1
+stage_install "$stage" "$tmp/install.log"
 ok $? "make install PREFIX=/usr DESTDIR=... succeeds"
 for f in usr/sbin/rmemd usr/bin/rmemctl usr/lib/librmem.so.1 usr/lib/librmem.so usr/lib/librmem.a \
 	usr/include/rmem.h usr/lib/pkgconfig/librmem.pc etc/rmemd/rmemd.conf \
@@ -59,19 +54,14 @@ ok $? "pkg-config librmem answers ($flags)"
 cc -std=c99 -Wall -Wextra -Werror -o "$tmp/app" "$tmp/app.c" $flags 2>"$tmp/cc.log"
 ok $? "a program that includes only <rmem.h> builds with pkg-config flags"
 
-port=$((20000 + RANDOM % 20000))
-cat > "$tmp/rmemd.conf" <<CONF
-listen = { tcp = "127.0.0.1:$port"; rdma = ""; admin = "$tmp/rmemd.sock"; };
-pools  = ( { name = "default"; size = "16M"; hugepages = "off"; } );
-CONF
-LD_LIBRARY_PATH="$stage/usr/lib" "$stage/usr/sbin/rmemd" -c "$tmp/rmemd.conf" 2>"$tmp/rmemd.log" &
-daemon=$!
-for _ in $(seq 100); do [ -S "$tmp/rmemd.sock" ] && break; sleep 0.1; done
+port=$(free_port)
+rmemd_conf "$tmp/rmemd.conf" "$port" 16M
+RMEMD="$stage/usr/sbin/rmemd" rmemd_start "$tmp/rmemd.conf" "$tmp/rmemd.log"
+ok $? "the installed rmemd starts and says READY=1"
 out=$(LD_LIBRARY_PATH="$stage/usr/lib" "$tmp/app" "tcp://127.0.0.1:$port" 2>&1)
 ok $? "it runs against rmemd: $out"
 [ "$out" = "hello, remote memory via tcp" ]; ok $? "and says which transport it used"
 out=$(LD_LIBRARY_PATH="$stage/usr/lib" "$stage/usr/bin/rmemctl" -s "$tmp/rmemd.sock" --json stats)
 ok $? "installed rmemctl talks to it"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done

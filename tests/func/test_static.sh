@@ -14,14 +14,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-B=${RMEM_BUILD:-build}
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi; }
-
-tmp=$(mktemp -d)
-daemon=""
-cleanup() { [ -n "$daemon" ] && kill "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
+. tests/lib/tap.sh
+. tests/lib/rmemd.sh
+rmemd_setup rmem-static
 stage="$tmp/stage"
 
 # ---- what the build under test exports ----
@@ -44,7 +39,7 @@ node=$(grep -o '^RMEM_[0-9]*\.[0-9]*' client-lib/librmem.map | tail -n 1)
 ok $? "rmem.h says $hv, the Makefile $mv, the map's newest node is $node"
 
 # ---- a static application ----
-make -s SANITIZE= WERROR=1 PREFIX=/usr DESTDIR="$stage" install >"$tmp/install.log" 2>&1
+stage_install "$stage" "$tmp/install.log"
 ok $? "make install PREFIX=/usr DESTDIR=... succeeds"
 # Only the archive is left where pkg-config points: -lrmem must take it.
 mkdir -p "$tmp/shared"
@@ -117,14 +112,10 @@ if [ -e "$tmp/app" ]; then
 	ok $? "it needs no librmem.so"
 fi
 
-port=$((20000 + RANDOM % 20000))
-cat > "$tmp/rmemd.conf" <<CONF
-listen = { tcp = "127.0.0.1:$port"; rdma = ""; admin = "$tmp/rmemd.sock"; };
-pools  = ( { name = "default"; size = "16M"; hugepages = "off"; } );
-CONF
-"$stage/usr/sbin/rmemd" -c "$tmp/rmemd.conf" 2>"$tmp/rmemd.log" &
-daemon=$!
-for _ in $(seq 100); do [ -S "$tmp/rmemd.sock" ] && break; sleep 0.1; done
+port=$(free_port)
+rmemd_conf "$tmp/rmemd.conf" "$port" 16M
+RMEMD="$stage/usr/sbin/rmemd" rmemd_start "$tmp/rmemd.conf" "$tmp/rmemd.log"
+ok $? "the installed rmemd starts and says READY=1"
 out=$("$tmp/app" "tcp://127.0.0.1:$port" 2>&1)
 [ "$out" = "static ok" ]; ok $? "it allocs, writes, reads back the same bytes and frees: $out"
 
@@ -194,5 +185,4 @@ ok $? "a program with RMEM_1.0's structs builds"
 out=$("$tmp/compat" "$tmp/shared/librmem.so.1" "tcp://127.0.0.1:$port" 2>&1)
 [ "$out" = "compat ok" ]; ok $? "rmem_alloc@RMEM_1.0 and rmem_stats@RMEM_1.0 write the old layouts only: $out"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done

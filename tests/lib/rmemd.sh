@@ -95,6 +95,12 @@ rmemd_start() {
 	wait_listener
 }
 
+# stage_install DIR LOG: `make install PREFIX=/usr DESTDIR=DIR` of a plain
+# (unsanitized) build, as a user would install it; its output to LOG.
+stage_install() {
+	make -s SANITIZE= WERROR=1 PREFIX=/usr DESTDIR="$1" install > "$2" 2>&1
+}
+
 # rmemd_stop SIGNAL LOG: sends SIGNAL to the daemon ($dpid) and reaps it.
 # Returns its exit status, also in $rc; the end of LOG goes out as comments
 # when that is not 0.
