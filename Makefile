@@ -72,7 +72,8 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
 	client-lib/membuf.c client-lib/lock.c client-lib/datapath.c \
 	client-lib/compat.c client-lib/version.c
-DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_num.c daemon/pool.c \
+DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
+	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c \
@@ -211,7 +212,7 @@ $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
 $(B)/tests/test_endpoint: $(B)/tests/obj/unit/test_endpoint.o
 $(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
 $(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o \
-	$(B)/d/daemon/config_num.o
+	$(B)/d/daemon/config_keys.o $(B)/d/daemon/config_dump.o $(B)/d/daemon/config_num.o
 $(B)/tests/obj/unit/test_config.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
 $(B)/tests/test_region: $(B)/tests/obj/unit/test_region.o $(B)/d/daemon/region.o
@@ -230,7 +231,8 @@ $(B)/tests/obj/fuzz/fuzz_dispatch.o: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN -Idaemo
 $(B)/tests/fuzz_dispatch_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 # Sessions and handlers over stub NIC keys (keys.h): no conn.c, no nic_*.c.
 SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.c \
-	daemon/tenant.c daemon/log.c daemon/pool.c daemon/config.c daemon/config_num.c
+	daemon/tenant.c daemon/log.c daemon/pool.c daemon/config.c daemon/config_keys.c \
+	daemon/config_dump.c daemon/config_num.c
 $(B)/tests/test_session: $(B)/tests/obj/unit/test_session.o $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)
 $(B)/tests/obj/unit/test_session.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/test_session: EXTRA_LIBS = $(DAEMON_LIBS)

@@ -1,10 +1,10 @@
 /*
  * config.c - see config.h.
  *
- * Every key is one row of a table: name, kind, where it is stored, bounds and
- * its default written as it would be in the file.  The defaults go through the
- * same validation as the file, so a default can never be out of its bounds.
- * The file is walked setting by setting (not looked up key by key), which is
+ * Every key is one row of a table (config_keys.c): name, kind, where it is
+ * stored, bounds and its default written as it would be in the file.  The
+ * defaults go through the same validation as the file, so a default can never
+ * be out of its bounds.  The file is walked setting by setting (not looked up key by key), which is
  * what makes every unknown key an error.
  */
 #include <errno.h>
@@ -22,152 +22,14 @@
 #include <libconfig.h>
 
 #include "config.h"
+#include "config_keys.h"
 #include "config_num.h"
 #include "secret.h"
 
 _Static_assert(CONFIG_SECRET_MAX == SECRET_MAX, "the daemon keeps what secret_read reads");
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define FIELD(type, member) .offset = offsetof(type, member), .size = sizeof(((type *)0)->member)
-
-#define MIB (UINT64_C(1) << 20)
-#define GIB (UINT64_C(1) << 30)
-#define PIB (UINT64_C(1) << 50)
-
-/* Longest key path we build, e.g. "pools[15].hugepages". */
-#define PATH_MAX_LEN 64
 /* Longest piece of a user's string quoted back in a message. */
 #define QUOTE_MAX 64
-
-_Static_assert(sizeof(enum config_hugepages) == sizeof(int), "enum stored as int");
-_Static_assert(sizeof(enum config_log_level) == sizeof(int), "enum stored as int");
-_Static_assert(sizeof(enum config_rdma_keys) == sizeof(int), "enum stored as int");
-
-enum key_kind {
-	KIND_U32,       /* integer only */
-	KIND_SIZE,      /* integer or size string; uint64_t */
-	KIND_ENUM,      /* one word of key->words; stored as int */
-	KIND_HOSTPORT,  /* "HOST:PORT", "[V6]:PORT" or "" */
-	KIND_PATH,      /* absolute path or "" */
-	KIND_NAME,      /* 1..CONFIG_NAME_MAX-1 of [A-Za-z0-9_.-] */
-	KIND_FILE,      /* absolute path of a file */
-};
-
-#define KEY_POW2       0x1  /* value must be a power of two */
-#define KEY_BOOL_ONOFF 0x2  /* true/false are accepted as "on"/"off" */
-
-struct enum_word {
-	const char *word;
-	int value;
-};
-
-struct key_desc {
-	const char *name;
-	enum key_kind kind;
-	size_t offset;                  /* in struct config or struct config_pool */
-	size_t size;                    /* of the field */
-	uint64_t min, max;              /* KIND_U32, KIND_SIZE */
-	unsigned flags;
-	const struct enum_word *words;  /* KIND_ENUM, ends with a NULL word */
-	const char *def;                /* default, as written in the file */
-};
-
-struct section {
-	const char *name;
-	const struct key_desc *keys;
-	size_t nkeys;
-	bool is_pool_list;              /* a list of groups, keys in struct config_pool */
-	bool is_tenant_list;            /* a list of groups, keys in struct config_tenant */
-};
-
-static const struct enum_word hugepages_words[] = {
-	{ "auto", CONFIG_HUGEPAGES_AUTO },
-	{ "on", CONFIG_HUGEPAGES_ON },
-	{ "off", CONFIG_HUGEPAGES_OFF },
-	{ NULL, 0 },
-};
-
-static const struct enum_word key_mode_words[] = {
-	{ "auto", CONFIG_KEYS_AUTO },
-	{ "window", CONFIG_KEYS_WINDOW },
-	{ "region-mr", CONFIG_KEYS_REGION_MR },
-	{ NULL, 0 },
-};
-
-static const struct enum_word log_level_words[] = {
-	{ "err", CONFIG_LOG_ERR },
-	{ "warning", CONFIG_LOG_WARNING },
-	{ "notice", CONFIG_LOG_NOTICE },
-	{ "info", CONFIG_LOG_INFO },
-	{ "debug", CONFIG_LOG_DEBUG },
-	{ NULL, 0 },
-};
-
-static const struct key_desc listen_keys[] = {
-	{ .name = "tcp", .kind = KIND_HOSTPORT, FIELD(struct config, listen_tcp),
-	  .def = "0.0.0.0:7470" },
-	{ .name = "rdma", .kind = KIND_HOSTPORT, FIELD(struct config, listen_rdma),
-	  .def = "0.0.0.0:7471" },
-	{ .name = "admin", .kind = KIND_PATH, FIELD(struct config, listen_admin),
-	  .def = "/run/rmemd/rmemd.sock" },
-};
-
-static const struct key_desc pool_keys[] = {
-	{ .name = "name", .kind = KIND_NAME, FIELD(struct config_pool, name),
-	  .def = "default" },
-	{ .name = "size", .kind = KIND_SIZE, FIELD(struct config_pool, size),
-	  .min = MIB, .max = PIB, .def = "1G" },
-	{ .name = "hugepages", .kind = KIND_ENUM, FIELD(struct config_pool, hugepages),
-	  .flags = KEY_BOOL_ONOFF, .words = hugepages_words, .def = "auto" },
-	{ .name = "alignment", .kind = KIND_SIZE, FIELD(struct config_pool, alignment),
-	  .min = 8, .max = GIB, .flags = KEY_POW2, .def = "64" },
-};
-
-/* "auto" is a valid device name too; nic_dev.c reads it as "pick one". */
-static const struct key_desc nic_group_keys[] = {
-	{ .name = "device", .kind = KIND_NAME, FIELD(struct config, rdma_device),
-	  .def = "auto" },
-	{ .name = "keys", .kind = KIND_ENUM, FIELD(struct config, rdma_keys),
-	  .words = key_mode_words, .def = "auto" },
-};
-
-static const struct key_desc limits_keys[] = {
-	{ .name = "max_clients", .kind = KIND_U32, FIELD(struct config, max_clients),
-	  .min = 1, .max = 1000000, .def = "1024" },
-	{ .name = "lease_timeout_ms", .kind = KIND_U32, FIELD(struct config, lease_timeout_ms),
-	  .min = 100, .max = 86400000, .def = "10000" },
-	{ .name = "frame_timeout_ms", .kind = KIND_U32, FIELD(struct config, frame_timeout_ms),
-	  .min = 100, .max = 3600000, .def = "5000" },
-	{ .name = "conn_max_requests", .kind = KIND_U32, FIELD(struct config, conn_max_requests),
-	  .min = 1, .max = 1000000, .def = "1024" },
-	{ .name = "conn_max_buffered", .kind = KIND_SIZE, FIELD(struct config, conn_max_buffered),
-	  .min = 4096, .max = GIB, .def = "256K" },
-};
-
-static const struct key_desc log_keys[] = {
-	{ .name = "level", .kind = KIND_ENUM, FIELD(struct config, log_level),
-	  .words = log_level_words, .def = "info" },
-};
-
-/* name and secret_file have no default: load_tenants() insists on them. */
-static const struct key_desc tenant_keys[] = {
-	{ .name = "name", .kind = KIND_NAME, FIELD(struct config_tenant, name), .def = "" },
-	{ .name = "secret_file", .kind = KIND_FILE, FIELD(struct config_tenant, secret_file),
-	  .def = "" },
-	{ .name = "quota", .kind = KIND_SIZE, FIELD(struct config_tenant, quota),
-	  .min = 0, .max = PIB, .def = "0" },
-	{ .name = "max_regions", .kind = KIND_U32, FIELD(struct config_tenant, max_regions),
-	  .min = 0, .max = 100000000, .def = "0" },
-};
-
-static const struct section sections[] = {
-	{ "listen", listen_keys, ARRAY_SIZE(listen_keys), false, false },
-	{ "pools", pool_keys, ARRAY_SIZE(pool_keys), true, false },
-	{ "rdma", nic_group_keys, ARRAY_SIZE(nic_group_keys), false, false },
-	{ "limits", limits_keys, ARRAY_SIZE(limits_keys), false, false },
-	{ "log", log_keys, ARRAY_SIZE(log_keys), false, false },
-	{ "tenants", tenant_keys, ARRAY_SIZE(tenant_keys), false, true },
-};
 
 /* Where messages go, and the file to name when a setting does not say. */
 struct ctx {
@@ -238,22 +100,6 @@ static const char *type_name(int type)
 	}
 }
 
-/* "1073741824 (1G)": the exact bytes, and the largest unit that divides them. */
-static const char *format_size(uint64_t v, char *buf, size_t len)
-{
-	static const char units[] = "KMGTPE";
-	int unit = -1;
-
-	for (int i = 0; i < 6 && v && !(v & ((UINT64_C(1) << (10 * (i + 1))) - 1)); i++)
-		unit = i;
-	if (unit < 0)
-		snprintf(buf, len, "%llu", (unsigned long long)v);
-	else
-		snprintf(buf, len, "%llu (%llu%c)", (unsigned long long)v,
-			 (unsigned long long)(v >> (10 * (unit + 1))), units[unit]);
-	return buf;
-}
-
 /* ---- sizes ----------------------------------------------------------------- */
 
 static int unit_shift(char c)
@@ -317,18 +163,18 @@ static int check_range(struct ctx *ctx, const config_setting_t *s, const char *p
 		if (negative)
 			snprintf(a, sizeof a, "%lld", num);
 		else if (k->kind == KIND_SIZE)
-			format_size(v, a, sizeof a);
+			config_size_text(v, a, sizeof a);
 		else
 			snprintf(a, sizeof a, "%llu", (unsigned long long)v);
 		if (k->kind == KIND_SIZE)
 			return fail(ctx, s, path, "%s is out of range [%s, %s]", a,
-				    format_size(k->min, lo, sizeof lo),
-				    format_size(k->max, hi, sizeof hi));
+				    config_size_text(k->min, lo, sizeof lo),
+				    config_size_text(k->max, hi, sizeof hi));
 		return fail(ctx, s, path, "%s is out of range [%llu, %llu]", a,
 			    (unsigned long long)k->min, (unsigned long long)k->max);
 	}
 	if ((k->flags & KEY_POW2) && (v & (v - 1)))
-		return fail(ctx, s, path, "%s is not a power of two", format_size(v, a, sizeof a));
+		return fail(ctx, s, path, "%s is not a power of two", config_size_text(v, a, sizeof a));
 	return 0;
 }
 
@@ -605,7 +451,7 @@ static void apply_defaults(const struct key_desc *keys, size_t nkeys, void *base
 static int load_group(struct ctx *ctx, const config_setting_t *group, const char *prefix,
 		      const struct key_desc *keys, size_t nkeys, void *base)
 {
-	char path[PATH_MAX_LEN];
+	char path[CONFIG_PATH_MAX_LEN];
 
 	if (!config_setting_is_group(group))
 		return fail(ctx, group, prefix, "expected a group { key = value; ... }, got %s",
@@ -636,7 +482,7 @@ static int check_pool(struct ctx *ctx, const struct config *cfg, size_t i,
 {
 	const struct config_pool *p = &cfg->pools[i];
 	const config_setting_t *s;
-	char path[PATH_MAX_LEN], a[48], b[48];
+	char path[CONFIG_PATH_MAX_LEN], a[48], b[48];
 
 	for (size_t j = 0; j < i; j++) {
 		if (strcmp(cfg->pools[j].name, p->name))
@@ -650,16 +496,17 @@ static int check_pool(struct ctx *ctx, const struct config *cfg, size_t i,
 		s = config_setting_get_member(group, "alignment");
 		snprintf(path, sizeof path, "pools[%zu].alignment", i);
 		return fail(ctx, s ? s : group, path, "%s is larger than the pool size %s",
-			    format_size(p->alignment, a, sizeof a),
-			    format_size(p->size, b, sizeof b));
+			    config_size_text(p->alignment, a, sizeof a),
+			    config_size_text(p->size, b, sizeof b));
 	}
 	return 0;
 }
 
-static int load_pools(struct ctx *ctx, const config_setting_t *list, struct config *cfg)
+static int load_pools(struct ctx *ctx, const struct section *sec, const config_setting_t *list,
+		      struct config *cfg)
 {
 	int n = config_setting_length(list);
-	char prefix[PATH_MAX_LEN];
+	char prefix[CONFIG_PATH_MAX_LEN];
 	int rc;
 
 	if (!config_setting_is_list(list))
@@ -674,8 +521,8 @@ static int load_pools(struct ctx *ctx, const config_setting_t *list, struct conf
 		if (i >= CONFIG_MAX_POOLS)
 			return fail(ctx, group, prefix, "too many pools (at most %d)",
 				    CONFIG_MAX_POOLS);
-		apply_defaults(pool_keys, ARRAY_SIZE(pool_keys), &cfg->pools[i]);
-		rc = load_group(ctx, group, prefix, pool_keys, ARRAY_SIZE(pool_keys),
+		apply_defaults(sec->keys, sec->nkeys, &cfg->pools[i]);
+		rc = load_group(ctx, group, prefix, sec->keys, sec->nkeys,
 				&cfg->pools[i]);
 		if (rc < 0)
 			return rc;
@@ -719,7 +566,7 @@ static int check_tenant(struct ctx *ctx, struct config *cfg, size_t i,
 {
 	struct config_tenant *t = &cfg->tenants[i];
 	const config_setting_t *s;
-	char path[PATH_MAX_LEN];
+	char path[CONFIG_PATH_MAX_LEN];
 
 	snprintf(path, sizeof path, "tenants[%zu]", i);
 	if (!t->name[0])
@@ -739,10 +586,11 @@ static int check_tenant(struct ctx *ctx, struct config *cfg, size_t i,
 	return read_secret(ctx, s ? s : group, path, t);
 }
 
-static int load_tenants(struct ctx *ctx, const config_setting_t *list, struct config *cfg)
+static int load_tenants(struct ctx *ctx, const struct section *sec, const config_setting_t *list,
+			struct config *cfg)
 {
 	int n = config_setting_length(list);
-	char prefix[PATH_MAX_LEN];
+	char prefix[CONFIG_PATH_MAX_LEN];
 	int rc;
 
 	if (!config_setting_is_list(list))
@@ -755,8 +603,8 @@ static int load_tenants(struct ctx *ctx, const config_setting_t *list, struct co
 		if (i >= CONFIG_MAX_TENANTS)
 			return fail(ctx, group, prefix, "too many tenants (at most %d)",
 				    CONFIG_MAX_TENANTS);
-		apply_defaults(tenant_keys, ARRAY_SIZE(tenant_keys), &cfg->tenants[i]);
-		rc = load_group(ctx, group, prefix, tenant_keys, ARRAY_SIZE(tenant_keys),
+		apply_defaults(sec->keys, sec->nkeys, &cfg->tenants[i]);
+		rc = load_group(ctx, group, prefix, sec->keys, sec->nkeys,
 				&cfg->tenants[i]);
 		if (rc < 0)
 			return rc;
@@ -774,23 +622,23 @@ static int load_root(struct ctx *ctx, const config_setting_t *root, struct confi
 	size_t used = 0;
 	int rc;
 
-	for (size_t j = 0; j < ARRAY_SIZE(sections); j++)
+	for (size_t j = 0; j < config_nsections; j++)
 		used += (size_t)snprintf(known + used, sizeof known - used, "%s%s",
-					 j ? ", " : "", sections[j].name);
+					 j ? ", " : "", config_sections[j].name);
 	for (int i = 0; i < config_setting_length(root); i++) {
 		const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
 		const char *name = config_setting_name(s);
 		const struct section *sec = NULL;
 
-		for (size_t j = 0; j < ARRAY_SIZE(sections); j++)
-			if (!strcmp(sections[j].name, name))
-				sec = &sections[j];
+		for (size_t j = 0; j < config_nsections; j++)
+			if (!strcmp(config_sections[j].name, name))
+				sec = &config_sections[j];
 		if (!sec)
 			return fail(ctx, s, name, "unknown key (known here: %s)", known);
 		if (sec->is_pool_list)
-			rc = load_pools(ctx, s, cfg);
+			rc = load_pools(ctx, sec, s, cfg);
 		else if (sec->is_tenant_list)
-			rc = load_tenants(ctx, s, cfg);
+			rc = load_tenants(ctx, sec, s, cfg);
 		else
 			rc = load_group(ctx, s, name, sec->keys, sec->nkeys, cfg);
 		if (rc < 0)
@@ -834,7 +682,7 @@ static int check_truncated_ints(struct ctx *ctx, const config_t *lc)
 
 	for (unsigned i = 0; i < lc->num_filenames && !rc; i++) {
 		const char *name = lc->filenames[i];
-		char path[PATH_MAX_LEN] = "";
+		char path[CONFIG_PATH_MAX_LEN] = "";
 		const char *literal = NULL;
 		int literal_len = 0, line;
 		char *text = config_num_read_text(name);
@@ -861,13 +709,13 @@ static int check_truncated_ints(struct ctx *ctx, const config_t *lc)
 void config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
-	for (size_t i = 0; i < ARRAY_SIZE(sections); i++) {
-		if (sections[i].is_tenant_list)
+	for (size_t i = 0; i < config_nsections; i++) {
+		if (config_sections[i].is_tenant_list)
 			continue; /* no tenants unless the file names some */
-		if (sections[i].is_pool_list)
-			apply_defaults(sections[i].keys, sections[i].nkeys, &cfg->pools[0]);
+		if (config_sections[i].is_pool_list)
+			apply_defaults(config_sections[i].keys, config_sections[i].nkeys, &cfg->pools[0]);
 		else
-			apply_defaults(sections[i].keys, sections[i].nkeys, cfg);
+			apply_defaults(config_sections[i].keys, config_sections[i].nkeys, cfg);
 	}
 	cfg->npools = 1;
 }
@@ -934,69 +782,4 @@ out:
 	explicit_bzero(&tmp, sizeof tmp); /* the secrets */
 	config_destroy(&lc);
 	return rc;
-}
-
-static void dump_keys(const struct key_desc *keys, size_t nkeys, const char *prefix,
-		      const void *base, void (*line)(void *arg, const char *text), void *arg)
-{
-	for (size_t i = 0; i < nkeys; i++) {
-		const struct key_desc *k = &keys[i];
-		const char *field = (const char *)base + k->offset;
-		char text[256], value[160];
-		uint64_t v64;
-		uint32_t v32;
-		int v;
-
-		switch (k->kind) {
-		case KIND_U32:
-			memcpy(&v32, field, sizeof v32);
-			snprintf(value, sizeof value, "%u", v32);
-			break;
-		case KIND_SIZE:
-			memcpy(&v64, field, sizeof v64);
-			format_size(v64, value, sizeof value);
-			break;
-		case KIND_ENUM:
-			memcpy(&v, field, sizeof v);
-			snprintf(value, sizeof value, "?%d", v);
-			for (const struct enum_word *w = k->words; w->word; w++)
-				if (w->value == v)
-					snprintf(value, sizeof value, "%s", w->word);
-			break;
-		default:
-			snprintf(value, sizeof value, "%.*s", (int)k->size, field);
-			if (!value[0])
-				snprintf(value, sizeof value, "\"\"");
-			break;
-		}
-		snprintf(text, sizeof text, "%s.%s = %s", prefix, k->name, value);
-		line(arg, text);
-	}
-}
-
-void config_dump(const struct config *cfg, void (*line)(void *arg, const char *text), void *arg)
-{
-	char prefix[PATH_MAX_LEN];
-
-	for (size_t i = 0; i < ARRAY_SIZE(sections); i++) {
-		const struct section *sec = &sections[i];
-
-		if (sec->is_tenant_list) {
-			/* The secrets never go to the log; their files do. */
-			for (size_t t = 0; t < cfg->ntenants && t < CONFIG_MAX_TENANTS; t++) {
-				snprintf(prefix, sizeof prefix, "%s[%zu]", sec->name, t);
-				dump_keys(sec->keys, sec->nkeys, prefix, &cfg->tenants[t], line,
-					  arg);
-			}
-			continue;
-		}
-		if (!sec->is_pool_list) {
-			dump_keys(sec->keys, sec->nkeys, sec->name, cfg, line, arg);
-			continue;
-		}
-		for (size_t p = 0; p < cfg->npools && p < CONFIG_MAX_POOLS; p++) {
-			snprintf(prefix, sizeof prefix, "%s[%zu]", sec->name, p);
-			dump_keys(sec->keys, sec->nkeys, prefix, &cfg->pools[p], line, arg);
-		}
-	}
 }

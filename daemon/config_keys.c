@@ -1,0 +1,126 @@
+/*
+ * config_keys.c - the keys of rmemd.conf(5), one row each (config_keys.h).
+ * The defaults go through the same validation as the file, so a default can
+ * never be out of its bounds.
+ */
+#include <stdio.h>
+
+#include "config.h"
+#include "config_keys.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define FIELD(type, member) .offset = offsetof(type, member), .size = sizeof(((type *)0)->member)
+
+#define MIB (UINT64_C(1) << 20)
+#define GIB (UINT64_C(1) << 30)
+#define PIB (UINT64_C(1) << 50)
+
+_Static_assert(sizeof(enum config_hugepages) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(enum config_log_level) == sizeof(int), "enum stored as int");
+_Static_assert(sizeof(enum config_rdma_keys) == sizeof(int), "enum stored as int");
+
+static const struct enum_word hugepages_words[] = {
+	{ "auto", CONFIG_HUGEPAGES_AUTO },
+	{ "on", CONFIG_HUGEPAGES_ON },
+	{ "off", CONFIG_HUGEPAGES_OFF },
+	{ NULL, 0 },
+};
+
+static const struct enum_word key_mode_words[] = {
+	{ "auto", CONFIG_KEYS_AUTO },
+	{ "window", CONFIG_KEYS_WINDOW },
+	{ "region-mr", CONFIG_KEYS_REGION_MR },
+	{ NULL, 0 },
+};
+
+static const struct enum_word log_level_words[] = {
+	{ "err", CONFIG_LOG_ERR },
+	{ "warning", CONFIG_LOG_WARNING },
+	{ "notice", CONFIG_LOG_NOTICE },
+	{ "info", CONFIG_LOG_INFO },
+	{ "debug", CONFIG_LOG_DEBUG },
+	{ NULL, 0 },
+};
+
+static const struct key_desc listen_keys[] = {
+	{ .name = "tcp", .kind = KIND_HOSTPORT, FIELD(struct config, listen_tcp),
+	  .def = "0.0.0.0:7470" },
+	{ .name = "rdma", .kind = KIND_HOSTPORT, FIELD(struct config, listen_rdma),
+	  .def = "0.0.0.0:7471" },
+	{ .name = "admin", .kind = KIND_PATH, FIELD(struct config, listen_admin),
+	  .def = "/run/rmemd/rmemd.sock" },
+};
+
+static const struct key_desc pool_keys[] = {
+	{ .name = "name", .kind = KIND_NAME, FIELD(struct config_pool, name),
+	  .def = "default" },
+	{ .name = "size", .kind = KIND_SIZE, FIELD(struct config_pool, size),
+	  .min = MIB, .max = PIB, .def = "1G" },
+	{ .name = "hugepages", .kind = KIND_ENUM, FIELD(struct config_pool, hugepages),
+	  .flags = KEY_BOOL_ONOFF, .words = hugepages_words, .def = "auto" },
+	{ .name = "alignment", .kind = KIND_SIZE, FIELD(struct config_pool, alignment),
+	  .min = 8, .max = GIB, .flags = KEY_POW2, .def = "64" },
+};
+
+/* "auto" is a valid device name too; nic_dev.c reads it as "pick one". */
+static const struct key_desc nic_group_keys[] = {
+	{ .name = "device", .kind = KIND_NAME, FIELD(struct config, rdma_device),
+	  .def = "auto" },
+	{ .name = "keys", .kind = KIND_ENUM, FIELD(struct config, rdma_keys),
+	  .words = key_mode_words, .def = "auto" },
+};
+
+static const struct key_desc limits_keys[] = {
+	{ .name = "max_clients", .kind = KIND_U32, FIELD(struct config, max_clients),
+	  .min = 1, .max = 1000000, .def = "1024" },
+	{ .name = "lease_timeout_ms", .kind = KIND_U32, FIELD(struct config, lease_timeout_ms),
+	  .min = 100, .max = 86400000, .def = "10000" },
+	{ .name = "frame_timeout_ms", .kind = KIND_U32, FIELD(struct config, frame_timeout_ms),
+	  .min = 100, .max = 3600000, .def = "5000" },
+	{ .name = "conn_max_requests", .kind = KIND_U32, FIELD(struct config, conn_max_requests),
+	  .min = 1, .max = 1000000, .def = "1024" },
+	{ .name = "conn_max_buffered", .kind = KIND_SIZE, FIELD(struct config, conn_max_buffered),
+	  .min = 4096, .max = GIB, .def = "256K" },
+};
+
+static const struct key_desc log_keys[] = {
+	{ .name = "level", .kind = KIND_ENUM, FIELD(struct config, log_level),
+	  .words = log_level_words, .def = "info" },
+};
+
+/* name and secret_file have no default: load_tenants() insists on them. */
+static const struct key_desc tenant_keys[] = {
+	{ .name = "name", .kind = KIND_NAME, FIELD(struct config_tenant, name), .def = "" },
+	{ .name = "secret_file", .kind = KIND_FILE, FIELD(struct config_tenant, secret_file),
+	  .def = "" },
+	{ .name = "quota", .kind = KIND_SIZE, FIELD(struct config_tenant, quota),
+	  .min = 0, .max = PIB, .def = "0" },
+	{ .name = "max_regions", .kind = KIND_U32, FIELD(struct config_tenant, max_regions),
+	  .min = 0, .max = 100000000, .def = "0" },
+};
+
+const struct section config_sections[] = {
+	{ "listen", listen_keys, ARRAY_SIZE(listen_keys), false, false },
+	{ "pools", pool_keys, ARRAY_SIZE(pool_keys), true, false },
+	{ "rdma", nic_group_keys, ARRAY_SIZE(nic_group_keys), false, false },
+	{ "limits", limits_keys, ARRAY_SIZE(limits_keys), false, false },
+	{ "log", log_keys, ARRAY_SIZE(log_keys), false, false },
+	{ "tenants", tenant_keys, ARRAY_SIZE(tenant_keys), false, true },
+};
+
+const size_t config_nsections = ARRAY_SIZE(config_sections);
+
+const char *config_size_text(uint64_t v, char *buf, size_t len)
+{
+	static const char units[] = "KMGTPE";
+	int unit = -1;
+
+	for (int i = 0; i < 6 && v && !(v & ((UINT64_C(1) << (10 * (i + 1))) - 1)); i++)
+		unit = i;
+	if (unit < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%llu (%llu%c)", (unsigned long long)v,
+			 (unsigned long long)(v >> (10 * (unit + 1))), units[unit]);
+	return buf;
+}
