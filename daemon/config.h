@@ -1,10 +1,11 @@
 /*
  * config.h - rmemd's configuration: libconfig file -> one typed struct.
  *
- * Every key has a type, bounds and a default in one table (config.c); unknown
- * keys are errors; every error names file:line.  The file is optional only in
- * the sense that a missing default path (/etc/rmemd/rmemd.conf) means "all
- * defaults"; a path given with -c must exist.
+ * Every key has a type, bounds and a default in one table (config_keys.c);
+ * unknown keys are errors; every error names file:line.  The file is optional
+ * only in the sense that a missing default path (/etc/rmemd/rmemd.conf) means
+ * "all defaults"; a path given with -c must exist.  The struct itself is in
+ * config_types.h.
  */
 #ifndef RMEMD_CONFIG_H
 #define RMEMD_CONFIG_H
@@ -12,65 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONFIG_DEFAULT_PATH "/etc/rmemd/rmemd.conf"
-#define CONFIG_MAX_POOLS    16
-#define CONFIG_NAME_MAX     32
-
-enum config_hugepages { CONFIG_HUGEPAGES_OFF, CONFIG_HUGEPAGES_ON, CONFIG_HUGEPAGES_AUTO };
-/* rdma.keys: how region keys are made on the RDMA path (rmemd.conf(5)). */
-enum config_rdma_keys { CONFIG_KEYS_AUTO, CONFIG_KEYS_WINDOW, CONFIG_KEYS_REGION_MR };
-enum config_log_level { CONFIG_LOG_ERR = 3, CONFIG_LOG_WARNING = 4, CONFIG_LOG_NOTICE = 5,
-			CONFIG_LOG_INFO = 6, CONFIG_LOG_DEBUG = 7 };
-
-struct config_pool {
-	char name[CONFIG_NAME_MAX];     /* default "default" */
-	uint64_t size;                  /* bytes; default 1 GiB; >= 1 MiB */
-	enum config_hugepages hugepages;/* default auto */
-	uint64_t alignment;             /* bytes, power of two in [8, 1 GiB]; default 64 */
-};
-
-/*
- * tenants = ( { name = "ml"; secret_file = "/etc/rmemd/ml.key"; quota = "8G";
- *               max_regions = 100000; } );
- * The secret is the file's bytes, one trailing newline stripped; the file
- * must not be open to group or others.  Loaded with the config, so a bad
- * secret file is a config error (file:line of secret_file).
- */
-#define CONFIG_MAX_TENANTS 64
-#define CONFIG_SECRET_MIN  16
-#define CONFIG_SECRET_MAX  256
-struct config_tenant {
-	char name[CONFIG_NAME_MAX];     /* required, unique */
-	char secret_file[256];          /* required, absolute */
-	uint64_t quota;                 /* bytes the tenant may hold; 0 (default): no limit */
-	uint32_t max_regions;           /* regions it may hold; 0 (default): no limit */
-	uint8_t secret[CONFIG_SECRET_MAX];
-	size_t secret_len;              /* CONFIG_SECRET_MIN..CONFIG_SECRET_MAX */
-};
-
-struct config {
-	/* listen = { tcp = "0.0.0.0:7470"; rdma = "0.0.0.0:7471"; admin = "/run/rmemd/rmemd.sock"; } */
-	char listen_tcp[128];           /* "" disables the TCP listener */
-	char listen_rdma[128];          /* "" disables the RDMA listener */
-	char listen_admin[108];         /* Unix socket path; "" disables */
-	struct config_pool pools[CONFIG_MAX_POOLS];
-	size_t npools;                  /* >= 1; default one pool as above */
-	/* rdma = { device = "auto"; keys = "auto"; } */
-	char rdma_device[CONFIG_NAME_MAX];  /* "auto" or a device name such as "rxe0" */
-	enum config_rdma_keys rdma_keys;    /* default auto */
-	/* limits = { max_clients = 1024; lease_timeout_ms = 10000; } */
-	uint32_t max_clients;           /* [1, 1000000], default 1024 */
-	uint32_t lease_timeout_ms;      /* [100, 86400000], default 10000 */
-	/* limits = { frame_timeout_ms = 5000; conn_max_requests = 1024;
-	 *            conn_max_buffered = "256K"; }  (per connection, conn.c) */
-	uint32_t frame_timeout_ms;      /* [100, 3600000], default 5000 */
-	uint32_t conn_max_requests;     /* [1, 1000000], default 1024 */
-	uint64_t conn_max_buffered;     /* bytes, [4 KiB, 1 GiB], default 256 KiB */
-	/* log = { level = "info"; } */
-	enum config_log_level log_level;
-	struct config_tenant tenants[CONFIG_MAX_TENANTS];
-	size_t ntenants;                /* 0: no tenants, anonymous local clients only */
-};
+#include "config_types.h"
 
 /* Fills *cfg with the embedded defaults. */
 void config_defaults(struct config *cfg);

@@ -5,8 +5,8 @@
  */
 #include <stdio.h>
 
-#include "config.h"
 #include "config_keys.h"
+#include "config_types.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define FIELD(type, member) .offset = offsetof(type, member), .size = sizeof(((type *)0)->member)
