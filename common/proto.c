@@ -689,3 +689,71 @@ size_t proto_auth_transcript(uint8_t *out, enum proto_auth_role role, const char
 	proto_put_u64(out + at, session_id);
 	return at + 8;
 }
+
+/* ---- named regions ------------------------------------------------------------ */
+
+static bool is_name_op(uint16_t opcode)
+{
+	return opcode == PROTO_OP_CREATE || opcode == PROTO_OP_OPEN || opcode == PROTO_OP_UNLINK;
+}
+
+size_t proto_name_req_encode(uint8_t *out, uint16_t opcode, const struct proto_name_req *m)
+{
+	size_t n = m->name_len;
+
+	proto_put_u64(out + 0, opcode == PROTO_OP_CREATE ? m->size : 0);
+	proto_put_u32(out + 8, m->flags);
+	proto_put_u16(out + 12, m->name_len);
+	proto_put_u16(out + 14, 0);
+	memcpy(out + PROTO_NAME_REQ_FIXED, m->name, n);
+	return PROTO_NAME_REQ_FIXED + n;
+}
+
+int proto_name_req_decode(const uint8_t *in, size_t len, uint16_t opcode,
+			  struct proto_name_req *m)
+{
+	uint64_t size;
+	uint16_t n;
+
+	if (!is_name_op(opcode))
+		return -EINVAL;
+	if (len < PROTO_NAME_REQ_FIXED)
+		return -EBADMSG;
+	size = proto_get_u64(in + 0);
+	n = proto_get_u16(in + 12);
+	if (n == 0 || n > PROTO_NAME_MAX || len != PROTO_NAME_REQ_FIXED + (size_t)n ||
+	    proto_get_u16(in + 14) || (opcode != PROTO_OP_CREATE && size))
+		return -EBADMSG;
+	/* A NUL would cut the name short on one side and not the other. */
+	if (memchr(in + PROTO_NAME_REQ_FIXED, 0, n))
+		return -EBADMSG;
+	m->size = size;
+	m->flags = proto_get_u32(in + 8);
+	m->name_len = n;
+	memcpy(m->name, in + PROTO_NAME_REQ_FIXED, n);
+	memset(m->name + n, 0, sizeof m->name - n);
+	return 0;
+}
+
+size_t proto_name_rec_encode(uint8_t *out, const struct proto_name_rec *m)
+{
+	proto_put_u64(out + 0, m->id);
+	proto_put_u64(out + 8, m->length);
+	proto_put_u64(out + 16, m->age_ms);
+	proto_put_u32(out + 24, m->handles);
+	proto_put_u32(out + 28, m->flags);
+	put_str(out + 32, m->tenant, PROTO_TENANT_LEN);
+	put_str(out + 32 + PROTO_TENANT_LEN, m->name, PROTO_NAME_MAX + 1);
+	return PROTO_NAME_REC_LEN;
+}
+
+void proto_name_rec_decode(const uint8_t *in, struct proto_name_rec *m)
+{
+	m->id = proto_get_u64(in + 0);
+	m->length = proto_get_u64(in + 8);
+	m->age_ms = proto_get_u64(in + 16);
+	m->handles = proto_get_u32(in + 24);
+	m->flags = proto_get_u32(in + 28);
+	get_str(m->tenant, in + 32, PROTO_TENANT_LEN);
+	get_str(m->name, in + 32 + PROTO_TENANT_LEN, PROTO_NAME_MAX + 1);
+}

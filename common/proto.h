@@ -62,6 +62,10 @@ enum proto_op {
 	PROTO_OP_FAA     = 12,
 	PROTO_OP_AUTH_BEGIN = 13, /* tenants: before HELLO, see PROTO_AUTH_* below */
 	PROTO_OP_AUTH    = 14,
+	PROTO_OP_CREATE  = 15, /* named regions, see PROTO_NAME_* below */
+	PROTO_OP_OPEN    = 16,
+	PROTO_OP_UNLINK  = 17,
+	PROTO_OP_NAMES   = 18, /* admin */
 	PROTO_OP_COUNT
 };
 
@@ -434,5 +438,60 @@ static inline uint64_t proto_get_u64(const uint8_t *p)
 		v = (v << 8) | p[i];
 	return v;
 }
+
+/* ---- named regions (proto_names.c; docs/protocol.md, "Named regions") ------- */
+
+/*
+ * CREATE, OPEN and UNLINK requests share one layout:
+ *   size u64, flags u32, name_len u16, reserved u16, then name_len bytes of
+ *   name (no NUL).
+ * CREATE: size and the ALLOC flags.  OPEN: size 0, flags the access asked
+ * for (PROTO_ACCESS_*).  UNLINK: size 0, flags PROTO_UNLINK_*.
+ * name_len is 1..PROTO_NAME_MAX and the payload is exactly 16 + name_len
+ * bytes; a NUL inside the name, a reserved field or (OPEN, UNLINK) a size
+ * that is not 0 is -EBADMSG.  What a name may contain, and what access and
+ * flags mean, is the daemon's to judge (-EINVAL).
+ * CREATE and OPEN are answered like ALLOC (struct proto_region), with
+ * flags = the access the handle grants; UNLINK with a status alone.
+ */
+#define PROTO_NAME_MAX       255
+#define PROTO_NAME_REQ_FIXED 16
+#define PROTO_ACCESS_READ    0x1u  /* RDMA READ, served READ */
+#define PROTO_ACCESS_WRITE   0x2u  /* RDMA WRITE and atomics, served WRITE, CAS, FAA */
+#define PROTO_UNLINK_REVOKE  0x1u  /* also invalidate every open handle now */
+
+struct proto_name_req {
+	uint64_t size;
+	uint32_t flags;
+	uint16_t name_len;
+	char name[PROTO_NAME_MAX + 1]; /* the decoder NUL-terminates it */
+};
+
+/* opcode is CREATE, OPEN or UNLINK (-EINVAL otherwise).  encode writes
+ * PROTO_NAME_REQ_FIXED + m->name_len bytes (name_len 1..PROTO_NAME_MAX). */
+size_t proto_name_req_encode(uint8_t *out, uint16_t opcode, const struct proto_name_req *m);
+int proto_name_req_decode(const uint8_t *in, size_t len, uint16_t opcode,
+			  struct proto_name_req *m);
+
+/*
+ * NAMES (admin) request: a struct proto_list_req (after: a name's id).
+ * Reply: a listing (PROTO_LIST_HDR_LEN) of PROTO_NAME_REC_LEN records:
+ *   id u64, length u64, age_ms u64, handles u32, flags u32
+ *   (PROTO_NAME_F_UNLINKED), tenant[32], name[256].
+ * A name's id is the daemon's, never reused while it runs; the listing goes
+ * in id order.  tenant "" is the anonymous namespace.
+ */
+#define PROTO_NAME_REC_LEN   320
+_Static_assert(PROTO_NAME_REC_LEN == 32 + PROTO_TENANT_LEN + PROTO_NAME_MAX + 1, "name record");
+#define PROTO_NAME_F_UNLINKED 0x1u  /* unlinked, waiting for its last handle */
+
+struct proto_name_rec {
+	uint64_t id, length, age_ms;
+	uint32_t handles, flags;
+	char tenant[PROTO_TENANT_LEN];
+	char name[PROTO_NAME_MAX + 1];
+};
+size_t proto_name_rec_encode(uint8_t *out, const struct proto_name_rec *m);
+void proto_name_rec_decode(const uint8_t *in, struct proto_name_rec *m);
 
 #endif /* RMEM_PROTO_H */

@@ -411,8 +411,10 @@ enum ctl_outcome ctl_dispatch(struct server *srv, const struct ctl_req *req, str
 	if (!permitted(req->s, req->h->opcode, rep))
 		return rep->outcome;
 	hd = &handlers[req->h->opcode];
+	/* An opcode the codec knows and this daemon does not serve (WRITE
+	 * never comes here: its data streams through conn.c). */
 	if (!hd->fn)
-		reply_close(rep, -EBADMSG, "malformed request payload");
+		reply_status(rep, -EOPNOTSUPP);
 	else
 		hd->fn(srv, req, rep);
 	return rep->outcome;

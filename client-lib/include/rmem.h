@@ -65,7 +65,9 @@ struct rmem_region {
 	uint64_t addr;   /* remote address of byte 0 (meaningful on RDMA) */
 	uint64_t length; /* usable bytes, >= the size asked */
 	uint32_t rkey;   /* RDMA rkey, or the TCP path's random key */
-	uint32_t flags;  /* reserved, 0 */
+	uint32_t flags;  /* a named handle (rmem_create, rmem_open): the access it
+			    grants, RMEM_READ | RMEM_WRITE bits; an anonymous
+			    region (rmem_alloc): 0, and it grants both */
 	/* Room to grow (since RMEM_1.2): the library writes 0 here today.
 	 * Callers built against RMEM_1.0/1.1 headers, whose struct ends
 	 * before it, keep working: rmem_alloc@RMEM_1.0 and
@@ -302,6 +304,65 @@ struct rmem_client_info {
 /* Sessions with id > after, in id order. */
 RMEM_API int rmem_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out,
 			  size_t max);
+
+/* ---- named regions (since RMEM_1.2) ----------------------------------------
+ *
+ * A named region outlives every session, as shm_open(3) memory does: it lives
+ * until it is unlinked and the last handle to it is released.  Each handle
+ * (what rmem_create and rmem_open fill in) has a key of its own with only the
+ * access it was opened with, enforced by the NIC on RDMA and by the daemon on
+ * TCP.  rmem_free() on a handle releases that handle only.  Names are 1 to
+ * RMEM_NAME_MAX bytes of printable ASCII (0x21-0x7e), '/' making namespaces;
+ * each tenant has its own set of names, and anonymous local clients share
+ * one.  The bytes count in the creator's tenant quota until they are
+ * returned.
+ */
+#define RMEM_READ          0x1u  /* RDMA READ; served READ */
+#define RMEM_WRITE         0x2u  /* RDMA WRITE and atomics; served WRITE, CAS, FAA */
+#define RMEM_UNLINK_REVOKE 0x1u  /* rmem_unlink2: also invalidate every open handle */
+#define RMEM_NAME_MAX      255
+
+/*
+ * Creates the named region name of at least size bytes (zeroed) and opens
+ * it for RMEM_READ | RMEM_WRITE into *out.  flags as rmem_alloc's.
+ * Errors: as rmem_alloc, and -EEXIST (the name exists;
+ * unlinked names are free again at once), -ENAMETOOLONG, -EINVAL (a bad name).
+ */
+RMEM_API int rmem_create(rmem_client *c, const char *name, uint64_t size, uint32_t flags,
+			 struct rmem_region *out);
+/*
+ * Opens the named region name with access (RMEM_READ, RMEM_WRITE or both)
+ * into *out.  Errors: -ENOENT (no such name in this client's namespace, or
+ * unlinked), -EACCES, -EINVAL (access 0 or unknown bits, a bad name),
+ * -ENAMETOOLONG.
+ */
+RMEM_API int rmem_open(rmem_client *c, const char *name, uint32_t access,
+		       struct rmem_region *out);
+/*
+ * Removes the name at once: opens fail with -ENOENT and the name can be
+ * created again.  The memory returns once every handle is released.  With
+ * RMEM_UNLINK_REVOKE (rmem_unlink2), every open handle, whoever holds it, is
+ * invalidated now (by the NIC on RDMA) and the memory returns after the
+ * quarantine.  Errors: -ENOENT, -EINVAL (unknown flags, a bad name),
+ * -ENAMETOOLONG.
+ */
+RMEM_API int rmem_unlink(rmem_client *c, const char *name);
+RMEM_API int rmem_unlink2(rmem_client *c, const char *name, uint32_t flags);
+
+/* Admin (the Unix socket): the named regions of every namespace. */
+#define RMEM_NAME_UNLINKED 0x1u  /* unlinked; waits for its last handle */
+struct rmem_name_info {
+	uint64_t id;                   /* the name's id, for paging */
+	uint64_t length;
+	uint64_t age_ms;               /* since it was created */
+	uint32_t handles;              /* open handles */
+	uint32_t flags;                /* RMEM_NAME_UNLINKED */
+	char tenant[32];               /* "" for the anonymous namespace */
+	char name[RMEM_NAME_MAX + 1];  /* NUL-terminated */
+};
+/* Names with id > after, in id order: the count, or a negative errno. */
+RMEM_API int rmem_names(rmem_client *c, uint64_t after, struct rmem_name_info *out,
+			size_t max);
 
 /*
  * The version of the library that runs (since RMEM_1.2), packed as

@@ -140,6 +140,22 @@ static void check_atomic_req(const uint8_t *in, size_t len, uint16_t opcode)
 	      m2.operand == m.operand && m2.desired == m.desired);
 }
 
+static void check_name_req(const uint8_t *in, size_t len, uint16_t opcode)
+{
+	uint8_t out[PROTO_NAME_REQ_FIXED + PROTO_NAME_MAX];
+	struct proto_name_req m, m2;
+	size_t n;
+
+	if (proto_name_req_decode(in, len, opcode, &m) < 0)
+		return;
+	CHECK(m.name_len >= 1 && m.name_len <= PROTO_NAME_MAX && strlen(m.name) == m.name_len);
+	CHECK(opcode == PROTO_OP_CREATE || m.size == 0);
+	n = proto_name_req_encode(out, opcode, &m);
+	CHECK(n == len && memcmp(out, in, n) == 0);
+	CHECK(proto_name_req_decode(out, n, opcode, &m2) == 0);
+	CHECK(memcmp(&m2, &m, sizeof m) == 0);
+}
+
 /* The rdma_cm private data is not a frame, but it comes from the network too. */
 static void check_attach(const uint8_t *in, size_t len)
 {
@@ -216,6 +232,14 @@ static void check_request(uint16_t opcode, const uint8_t *in, size_t len)
 		break;
 	case PROTO_OP_AUTH:
 		check_auth_req(in, len);
+		break;
+	case PROTO_OP_CREATE:
+	case PROTO_OP_OPEN:
+	case PROTO_OP_UNLINK:
+		check_name_req(in, len, opcode);
+		break;
+	case PROTO_OP_NAMES:
+		check_list_req(in, len);
 		break;
 	default:
 		break;
@@ -367,10 +391,24 @@ static void check_client_rec(const uint8_t *in)
 	CHECK(memcmp(&m2, &m, sizeof m) == 0);
 }
 
+static void check_name_rec(const uint8_t *in)
+{
+	uint8_t out[PROTO_NAME_REC_LEN];
+	struct proto_name_rec m, m2;
+
+	proto_name_rec_decode(in, &m);
+	CHECK(m.tenant[sizeof m.tenant - 1] == 0 && m.name[sizeof m.name - 1] == 0);
+	CHECK(proto_name_rec_encode(out, &m) == PROTO_NAME_REC_LEN);
+	CHECK(memcmp(out, in, 32) == 0);
+	proto_name_rec_decode(out, &m2);
+	CHECK(memcmp(&m2, &m, sizeof m) == 0);
+}
+
 static void check_list_rep(uint16_t opcode, const uint8_t *in, size_t len)
 {
 	size_t reclen = opcode == PROTO_OP_POOLS   ? PROTO_POOL_REC_LEN :
 			opcode == PROTO_OP_REGIONS ? PROTO_REGION_REC_LEN :
+			opcode == PROTO_OP_NAMES   ? PROTO_NAME_REC_LEN :
 						     PROTO_CLIENT_REC_LEN;
 	uint8_t out[PROTO_LIST_HDR_LEN];
 	uint32_t count, count2;
@@ -397,6 +435,8 @@ static void check_list_rep(uint16_t opcode, const uint8_t *in, size_t len)
 			check_pool_rec(rec);
 		else if (opcode == PROTO_OP_REGIONS)
 			check_region_rec(rec);
+		else if (opcode == PROTO_OP_NAMES)
+			check_name_rec(rec);
 		else
 			check_client_rec(rec);
 	}
@@ -474,7 +514,15 @@ static void check_reply(uint16_t opcode, const uint8_t *in, size_t len)
 	case PROTO_OP_POOLS:
 	case PROTO_OP_REGIONS:
 	case PROTO_OP_CLIENTS:
+	case PROTO_OP_NAMES:
 		check_list_rep(opcode, in, len);
+		break;
+	case PROTO_OP_CREATE:
+	case PROTO_OP_OPEN:
+		check_alloc_rep(in, len);
+		break;
+	case PROTO_OP_UNLINK:
+		check_status_rep(in, len);
 		break;
 	case PROTO_OP_CAS:
 	case PROTO_OP_FAA:

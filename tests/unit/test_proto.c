@@ -894,6 +894,82 @@ static void test_region_list(void)
 	   "region record with non-zero reserved is -EBADMSG");
 }
 
+/* CREATE, OPEN, UNLINK: one layout, a name of 1..255 bytes without NUL. */
+static void test_name_reqs(void)
+{
+	static const uint16_t ops[] = { PROTO_OP_CREATE, PROTO_OP_OPEN, PROTO_OP_UNLINK };
+	uint8_t buf[BUF_LEN];
+	struct proto_name_req in = { .size = 0, .flags = PROTO_ACCESS_READ }, out;
+	size_t n;
+
+	memset(in.name, 'n', PROTO_NAME_MAX);
+	in.name_len = PROTO_NAME_MAX;
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		in.size = ops[i] == PROTO_OP_CREATE ? UINT64_MAX : 0;
+		n = proto_name_req_encode(buf, ops[i], &in);
+		ok(n == PROTO_NAME_REQ_FIXED + PROTO_NAME_MAX &&
+		   proto_name_req_decode(buf, n, ops[i], &out) == 0 && out.size == in.size &&
+		   out.flags == in.flags && out.name_len == PROTO_NAME_MAX &&
+		   strlen(out.name) == PROTO_NAME_MAX && !memcmp(out.name, in.name, PROTO_NAME_MAX),
+		   "opcode %u: a %d-byte name round trips", ops[i], PROTO_NAME_MAX);
+		ok(proto_name_req_decode(buf, n - 1, ops[i], &out) == -EBADMSG &&
+		   proto_name_req_decode(buf, n + 1, ops[i], &out) == -EBADMSG &&
+		   proto_name_req_decode(buf, PROTO_NAME_REQ_FIXED - 1, ops[i], &out) == -EBADMSG,
+		   "opcode %u: a payload shorter or longer than its name_len is -EBADMSG", ops[i]);
+	}
+	memcpy(in.name, "t/a", 4);
+	in.name_len = 3;
+	in.size = 4096;
+	n = proto_name_req_encode(buf, PROTO_OP_CREATE, &in);
+	buf[PROTO_NAME_REQ_FIXED + 1] = 0;
+	ok(proto_name_req_decode(buf, n, PROTO_OP_CREATE, &out) == -EBADMSG,
+	   "a NUL inside the name is -EBADMSG");
+	n = proto_name_req_encode(buf, PROTO_OP_CREATE, &in);
+	buf[12] = 0, buf[13] = 0;
+	ok(proto_name_req_decode(buf, PROTO_NAME_REQ_FIXED, PROTO_OP_CREATE, &out) == -EBADMSG,
+	   "an empty name is -EBADMSG");
+	buf[12] = 0, buf[13] = 1; /* name_len 256 */
+	ok(proto_name_req_decode(buf, PROTO_NAME_REQ_FIXED + 256, PROTO_OP_CREATE, &out) ==
+	   -EBADMSG, "a 256-byte name is -EBADMSG");
+	n = proto_name_req_encode(buf, PROTO_OP_CREATE, &in);
+	buf[14] = 1;
+	ok(proto_name_req_decode(buf, n, PROTO_OP_CREATE, &out) == -EBADMSG,
+	   "a reserved field that is not 0 is -EBADMSG");
+	n = proto_name_req_encode(buf, PROTO_OP_CREATE, &in);
+	ok(proto_name_req_decode(buf, n, PROTO_OP_OPEN, &out) == -EBADMSG,
+	   "OPEN with a size is -EBADMSG");
+	ok(proto_name_req_decode(buf, n, PROTO_OP_ALLOC, &out) == -EINVAL,
+	   "the name decoder refuses other opcodes (-EINVAL)");
+	n = proto_name_req_encode(buf, PROTO_OP_OPEN, &in);
+	ok(n == PROTO_NAME_REQ_FIXED + 3 && proto_get_u64(buf) == 0,
+	   "OPEN's encoder writes size 0 whatever it is given");
+}
+
+static void test_name_list(void)
+{
+	uint8_t buf[BUF_LEN];
+	uint32_t count = 0, max = PROTO_LIST_MAX(PROTO_NAME_REC_LEN);
+	struct proto_name_rec in = {
+		.id = UINT64_MAX, .length = 1, .age_ms = UINT64_MAX, .handles = UINT32_MAX,
+		.flags = PROTO_NAME_F_UNLINKED, .tenant = "ml",
+	}, out;
+	size_t n = proto_list_hdr_encode(buf, max);
+	bool good = true;
+	int st = 1;
+
+	memset(in.name, 'x', PROTO_NAME_MAX);
+	for (uint32_t i = 0; i < max; i++)
+		n += proto_name_rec_encode(buf + n, &in);
+	ok(max >= 12 && n <= PROTO_MAX_CTL, "%u name records fit a control frame", max);
+	ok(proto_list_hdr_decode(buf, n, PROTO_NAME_REC_LEN, &st, &count) == 0 && st == 0 &&
+	   count == max, "NAMES reply decodes");
+	for (uint32_t i = 0; i < count; i++) {
+		proto_name_rec_decode(buf + PROTO_LIST_HDR_LEN + i * PROTO_NAME_REC_LEN, &out);
+		good &= !memcmp(&out, &in, sizeof in);
+	}
+	ok(good, "name records round trip, 255-byte name and all");
+}
+
 static void test_client_list(void)
 {
 	uint8_t buf[BUF_LEN];
@@ -946,5 +1022,7 @@ int main(void)
 	test_pool_names();
 	test_region_list();
 	test_client_list();
+	test_name_reqs();
+	test_name_list();
 	return tap_done();
 }
