@@ -550,6 +550,32 @@ static void test_revoke(struct server *srv)
 	session_destroy(srv, b);
 }
 
+/* A key the NIC cannot make leaves nothing behind, for CREATE and OPEN. */
+static void test_named_key_failure(struct server *srv)
+{
+	struct session *a = attached(srv);
+	struct proto_region ra, rb;
+	int rc;
+
+	stub_reset();
+	stub.fail_new = -EIO;
+	rc = ctl_name(srv, a, PROTO_OP_CREATE, "k", 4096, 0, &ra);
+	ok(rc == -EIO && names_count(srv->names) == 0 && region_count(srv->regions) == 0 &&
+	   srv->used_bytes == 0 && pool_free_bytes(srv) == POOL_BYTES,
+	   "CREATE whose key fails: its error, no object, no region, no bytes (%d)", rc);
+	stub.fail_new = 0;
+	rc = ctl_name(srv, a, PROTO_OP_CREATE, "k", 4096, 0, &ra);
+	stub.fail_new = -ETIMEDOUT;
+	rc = rc ? rc : ctl_name(srv, a, PROTO_OP_OPEN, "k", 0, PROTO_ACCESS_READ, &rb);
+	ok(rc == -ETIMEDOUT && names_handle_count(srv->names) == 1 &&
+	   names_lookup(srv->names, NULL, "k", 1)->handles == 1 && a->nregions == 1,
+	   "OPEN whose key fails: its error, the object keeps its one handle (%d)", rc);
+	stub.fail_new = 0;
+	ok(ctl_name(srv, a, PROTO_OP_UNLINK, "k", 0, 0, NULL) == 0, "unlinked");
+	session_destroy(srv, a);
+	ok(names_count(srv->names) == 0 && srv->used_bytes == 0, "and gone with its last handle");
+}
+
 /* A key that died unconfirmed holds the range in the quarantine. */
 static void test_named_quarantine(struct server *srv)
 {
@@ -714,6 +740,7 @@ int main(void)
 	test_rights(srv);
 	test_named(srv);
 	test_revoke(srv);
+	test_named_key_failure(srv);
 	test_named_quarantine(srv);
 	test_named_quota(srv);
 	test_names_listing(srv);
