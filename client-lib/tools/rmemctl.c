@@ -1,7 +1,9 @@
 /*
  * rmemctl - shows what rmemd is doing: pool-wide figures, pools, regions,
  * client sessions and named regions, as aligned tables or as one JSON
- * object; and unlinks a named region.
+ * object; and unlinks a named region.  This file: the command line, the
+ * connection and the commands of the daemon's state; names.c: the
+ * commands of named regions.
  *
  * Uses only the public library (<rmem.h>) and libc, so it doubles as a check
  * that the public API is enough to administer the daemon.
@@ -19,34 +21,22 @@
 #include <rmem.h>
 
 #include "output.h"
+#include "rmemctl.h"
 
 #ifndef RMEM_VERSION_STRING
 #define RMEM_VERSION_STRING "unknown"
 #endif
 
 #define DEFAULT_SOCKET "/run/rmemd/rmemd.sock"
-#define EXIT_USAGE 2
-#define LIST_PAGE 128
 #define MAX_POOLS 256
-
-struct ctl {
-	const char *endpoint;
-	bool unix_socket;
-	bool json;
-	const char *arg;         /* the command's argument: unlink NAME */
-	bool revoke;             /* unlink --revoke */
-	const char *tenant;      /* --tenant, with --secret-file: whose names */
-	const char *secret_file;
-	rmem_client *client;
-};
 
 /* ---- commands ------------------------------------------------------------------- */
 
-static int report(const struct ctl *ctl, const char *what, int err)
+int report(const struct ctl *ctl, const char *what, int err)
 {
 	if (err == -EACCES && !ctl->unix_socket)
 		fprintf(stderr, "rmemctl: %s: admin listings need the Unix socket (-s PATH); "
-			"over TCP only 'stats' is served\n", what);
+			"over TCP only 'stats' and 'unlink' are served\n", what);
 	else if (err == -EACCES)
 		fprintf(stderr, "rmemctl: %s: rmemd refused the admin request: this user is not "
 			"trusted on its admin socket (root or rmemd's own user)\n", what);
@@ -223,8 +213,6 @@ static int reserve(void **items, size_t *cap, size_t count, size_t room, size_t 
 	return 0;
 }
 
-/* One page of a listing: rmem_regions() or rmem_clients() behind one type. */
-typedef int (*page_fn)(rmem_client *c, uint64_t after, void *out, size_t max);
 
 static int regions_page(rmem_client *c, uint64_t after, void *out, size_t max)
 {
@@ -236,11 +224,9 @@ static int clients_page(rmem_client *c, uint64_t after, void *out, size_t max)
 	return rmem_clients(c, after, out, max);
 }
 
-/*
- * Every entry of a listing, paging with `after` until the daemon has no more.
- * Both entry types start with their uint64_t id, which is what `after` pages on.
- */
-static int fetch_all(struct ctl *ctl, page_fn page, size_t item_size, void **out, size_t *count)
+/* Every entry of a listing, paging with `after` until the daemon has no more
+ * (rmemctl.h). */
+int fetch_all(struct ctl *ctl, page_fn page, size_t item_size, void **out, size_t *count)
 {
 	unsigned char *items = NULL;
 	size_t n = 0, cap = 0;
@@ -275,14 +261,8 @@ fail:
 	return err;
 }
 
-static int names_page(rmem_client *c, uint64_t after, void *out, size_t max)
-{
-	return rmem_names(c, after, out, max);
-}
-
 _Static_assert(offsetof(struct rmem_region_info, id) == 0, "paging reads the id first");
 _Static_assert(offsetof(struct rmem_client_info, id) == 0, "paging reads the id first");
-_Static_assert(offsetof(struct rmem_name_info, id) == 0, "paging reads the id first");
 
 static void print_regions_json(const struct rmem_region_info *r, size_t n)
 {
@@ -426,100 +406,6 @@ static int cmd_clients(struct ctl *ctl)
 		err = print_clients_table(clients, n);
 	free(clients);
 	return err ? report(ctl, "clients", err) : 0;
-}
-
-/* ---- named regions --------------------------------------------------------------- */
-
-static void print_names_json(const struct rmem_name_info *nm, size_t n)
-{
-	printf("{\"names\":[");
-	for (size_t i = 0; i < n; i++) {
-		printf("%s{", i ? "," : "");
-		json_u64("id", nm[i].id, true);
-		printf("\"name\":");
-		json_string(nm[i].name);
-		printf(",\"tenant\":");
-		json_string(nm[i].tenant);
-		printf(",");
-		json_u64("length", nm[i].length, true);
-		json_u64("age_ms", nm[i].age_ms, true);
-		json_u64("handles", nm[i].handles, true);
-		json_bool("unlinked", nm[i].flags & RMEM_NAME_UNLINKED, false);
-		printf("}");
-	}
-	printf("]}\n");
-}
-
-static int print_names_table(const struct rmem_name_info *nm, size_t n)
-{
-	static const struct column cols[] = {
-		{ "ID", true }, { "TENANT", false }, { "SIZE", true }, { "BYTES", true },
-		{ "AGE", true }, { "HANDLES", true }, { "STATE", false }, { "NAME", false },
-	};
-	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
-
-	for (size_t i = 0; i < n; i++) {
-		char tenant[CELL_MAX], name[CELL_MAX], size[32], age[32];
-
-		if (table_add_row(&t) < 0) {
-			table_free(&t);
-			return -ENOMEM;
-		}
-		/* "-": the anonymous namespace, which local clients share. */
-		printable(tenant, sizeof(tenant), nm[i].tenant[0] ? nm[i].tenant : "-");
-		printable(name, sizeof(name), nm[i].name);
-		format_size(size, sizeof(size), nm[i].length);
-		format_duration(age, sizeof(age), nm[i].age_ms);
-		table_set(&t, 0, "%" PRIu64, nm[i].id);
-		table_set(&t, 1, "%s", tenant);
-		table_set(&t, 2, "%s", size);
-		table_set(&t, 3, "%" PRIu64, nm[i].length);
-		table_set(&t, 4, "%s", age);
-		table_set(&t, 5, "%" PRIu32, nm[i].handles);
-		table_set(&t, 6, "%s", nm[i].flags & RMEM_NAME_UNLINKED ? "unlinked" : "linked");
-		table_set(&t, 7, "%s", name);
-	}
-	table_print(&t);
-	table_free(&t);
-	return 0;
-}
-
-static int cmd_names(struct ctl *ctl)
-{
-	struct rmem_name_info *names = NULL;
-	size_t n = 0;
-	int err = fetch_all(ctl, names_page, sizeof(*names), (void **)&names, &n);
-
-	if (err)
-		return report(ctl, "names", err);
-	if (ctl->json)
-		print_names_json(names, n);
-	else
-		err = print_names_table(names, n);
-	free(names);
-	return err ? report(ctl, "names", err) : 0;
-}
-
-/* Unlinks in the namespace of whoever rmemctl connects as: the anonymous one,
- * or --tenant's. */
-static int cmd_unlink(struct ctl *ctl)
-{
-	int err = rmem_unlink2(ctl->client, ctl->arg, ctl->revoke ? RMEM_UNLINK_REVOKE : 0);
-
-	switch (err) {
-	case 0:
-		return 0;
-	case -ENOENT:
-		fprintf(stderr, "rmemctl: unlink: no name '%s' in %s%s namespace\n", ctl->arg,
-			ctl->tenant ? ctl->tenant : "the anonymous", ctl->tenant ? "'s" : "");
-		return EXIT_FAILURE;
-	case -EINVAL:
-		fprintf(stderr, "rmemctl: unlink: '%s' is not a name (1 to %d bytes of printable "
-			"ASCII, no spaces)\n", ctl->arg, RMEM_NAME_MAX);
-		return EXIT_FAILURE;
-	default:
-		return report(ctl, "unlink", err);
-	}
 }
 
 /* ---- main ----------------------------------------------------------------------- */
