@@ -3,7 +3,7 @@
 # clients and names, as text and as JSON, over the Unix socket and (stats,
 # unlink) over TCP; unlink and unlink --revoke of named regions; its exit
 # status and messages when no daemon runs, when asked for an admin listing
-# over TCP, and for bad names.  TAP output.
+# over TCP, and for bad names; unlink as a tenant (-t, -k).  TAP output.
 #
 #   RMEM_BUILD=build tests/func/test_rmemctl.sh
 set -u
@@ -341,5 +341,30 @@ ok $gone "after the namer is killed: no names left, used_bytes 0 and no regions"
 
 rmemd_stop TERM "$tmp/rmemd.log"
 ok $rc "rmemd exits 0 on SIGTERM (exit $rc)"
+
+# ---- as a tenant: -t and -k -------------------------------------------------------------------
+# A daemon with a tenant: rmemctl unlinks in the tenant's namespace.
+printf 'secret of tenant alpha, 0123456789' > "$tmp/alpha.key"
+chmod 600 "$tmp/alpha.key"
+printf 'not the secret of tenant alpha, 99' > "$tmp/wrong.key"
+chmod 600 "$tmp/wrong.key"
+rmemd_conf "$tmp/rmemd2.conf" "$port" 64M
+echo "tenants = ( { name = \"alpha\"; secret_file = \"$tmp/alpha.key\"; } );" >> "$tmp/rmemd2.conf"
+rmemd_start "$tmp/rmemd2.conf" "$tmp/rmemd2.log"
+rc=$?
+ok $rc "rmemd with tenant alpha starts ($rc)"
+[ $rc -eq 0 ] || tail -20 "$tmp/rmemd2.log" | diag
+"$RMEMCTL" -c "127.0.0.1:$port" -t alpha -k "$tmp/alpha.key" unlink t/a > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q -F "no name 't/a' in alpha's namespace" "$tmp/err"
+ok $? "rmemctl -t alpha -k KEY unlink t/a: exit 1, not in alpha's namespace (got $rc)"
+diag < "$tmp/err"
+"$RMEMCTL" -c "127.0.0.1:$port" -t alpha -k "$tmp/wrong.key" unlink t/a > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q -F "refused tenant 'alpha'" "$tmp/err"
+ok $? "with the wrong secret: exit 1, the tenant refused (got $rc)"
+diag < "$tmp/err"
+rmemd_stop TERM "$tmp/rmemd2.log"
+ok $rc "that rmemd exits 0 on SIGTERM too (exit $rc)"
 
 tap_done
