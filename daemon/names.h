@@ -38,9 +38,10 @@ struct name_obj {
 	uint32_t handles;                    /* open handles */
 	bool unlinked;                       /* the name is gone; the object waits
 						for its last handle */
-	bool unconfirmed;                    /* a handle's key died without the
-						NIC's word: the range waits out the
-						quarantine when it goes back */
+	uint64_t unconfirmed_ns;             /* when a handle's key last died
+						without the NIC's word (0: never):
+						the range waits out the quarantine
+						if it goes back before that ends */
 	uint16_t name_len;
 	char name[PROTO_NAME_MAX + 1];
 	/* The module's own links: use the calls below. */

@@ -228,13 +228,16 @@ static enum key_gone drop_entry(struct server *srv, struct session *s, struct re
 
 /* A named object with no name and no handle left: its range goes back
  * (names.h); it counted as one region and its bytes of its creator's
- * tenant until now. */
+ * tenant until now.  Several keys opened it: the range waits out the
+ * quarantine if any of them died unconfirmed less than QUARANTINE_MS ago
+ * (an access through it could still be on the wire). */
 static void object_maybe_free(struct server *srv, struct name_obj *o)
 {
 	const struct config_tenant *charged = o->charged;
 	uint32_t pool = o->pool;
 	uint64_t offset = o->offset, length = o->length;
-	bool wait = o->unconfirmed;
+	bool wait = o->unconfirmed_ns &&
+		    (uint64_t)clock_mono_ns() - o->unconfirmed_ns < QUARANTINE_MS * 1000000ull;
 
 	if (!o->unlinked || o->handles)
 		return;
@@ -259,7 +262,7 @@ static void release_handle(struct server *srv, struct session *s, struct region 
 	}
 	o = h->obj;
 	if (drop_entry(srv, s, r) == KEY_UNCONFIRMED)
-		o->unconfirmed = true;
+		o->unconfirmed_ns = (uint64_t)clock_mono_ns();
 	names_handle_remove(srv->names, h);
 	object_maybe_free(srv, o);
 }
@@ -557,7 +560,7 @@ static void revoke(struct server *srv, struct name_obj *o)
 
 		if (holder->nic &&
 		    srv->keys->key_drop(holder->nic, h->region_id) == KEY_UNCONFIRMED)
-			o->unconfirmed = true;
+			o->unconfirmed_ns = (uint64_t)clock_mono_ns();
 	}
 	while ((h = names_handle_first(o))) {
 		struct session *holder = h->holder;

@@ -268,6 +268,30 @@ static void check_reply(const struct replies *r)
 	case PROTO_OP_AUTH:
 		CHECK(proto_auth_rep_decode(b, len, &st, m.mac) == 0);
 		break;
+	case PROTO_OP_CREATE:
+	case PROTO_OP_OPEN:
+		/* A handle: the ALLOC reply, flags the access it grants. */
+		CHECK(proto_alloc_rep_decode(b, len, &st, &m.region) == 0);
+		CHECK(st || (m.region.length > 0 && m.region.length % 64 == 0 &&
+			     m.region.flags && !(m.region.flags & ~(PROTO_ACCESS_READ |
+								    PROTO_ACCESS_WRITE))));
+		CHECK(st || r->h.opcode == PROTO_OP_OPEN ||
+		      m.region.flags == (PROTO_ACCESS_READ | PROTO_ACCESS_WRITE));
+		break;
+	case PROTO_OP_UNLINK:
+		CHECK(proto_status_decode(b, len, &st) == 0);
+		break;
+	case PROTO_OP_NAMES:
+		CHECK(proto_list_hdr_decode(b, len, PROTO_NAME_REC_LEN, &st, &count) == 0);
+		for (uint32_t i = 0; i < count; i++) {
+			struct proto_name_rec rec;
+
+			proto_name_rec_decode(b + PROTO_LIST_HDR_LEN + (size_t)i * PROTO_NAME_REC_LEN,
+					      &rec);
+			CHECK(rec.id && rec.length && !(rec.flags & ~PROTO_NAME_F_UNLINKED));
+			CHECK(rec.name[0] && strlen(rec.name) <= PROTO_NAME_MAX);
+		}
+		break;
 	default: /* opcodes newer than this target: the checks above hold */
 		break;
 	}

@@ -554,7 +554,7 @@ static void test_revoke(struct server *srv)
 static void test_named_quarantine(struct server *srv)
 {
 	struct session *a = attached(srv);
-	struct proto_region ra;
+	struct proto_region ra, rb;
 	int rc;
 
 	stub_reset();
@@ -568,6 +568,17 @@ static void test_named_quarantine(struct server *srv)
 	session_quarantine_flush(srv);
 	rc = session_quarantine_init(srv);
 	ok(rc == 0 && srv->used_bytes == 0, "and back after it");
+	/* One that died long before the last release is no reason to wait. */
+	stub.gone = KEY_UNCONFIRMED;
+	rc = ctl_name(srv, a, PROTO_OP_CREATE, "q", 4096, 0, &ra);
+	rc = rc ? rc : ctl_name(srv, a, PROTO_OP_OPEN, "q", 0, PROTO_ACCESS_READ, &rb);
+	rc = rc ? rc : ctl_free(srv, a, &rb);
+	nanosleep(&(struct timespec){ .tv_nsec = (QUARANTINE_MS + 20) * 1000000l }, NULL);
+	stub.gone = KEY_CONFIRMED;
+	rc = rc ? rc : ctl_name(srv, a, PROTO_OP_UNLINK, "q", 0, 0, NULL);
+	rc = rc ? rc : ctl_free(srv, a, &ra);
+	ok(rc == 0 && !srv->quarantine_first && srv->used_bytes == 0,
+	   "a key that died unconfirmed a quarantine ago: the range is back at once (%d)", rc);
 	session_destroy(srv, a);
 }
 
