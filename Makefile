@@ -94,7 +94,7 @@ INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint fuzz_proto_replay \
 	fuzz_dispatch_replay test_session test_raw
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
-	test_lease test_tenants test_membuf test_quarantine
+	test_lease test_tenants test_membuf test_quarantine test_names
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
 FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
 # The chaos test (tests/chaos): a functional test with pieces of its own.
