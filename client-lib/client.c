@@ -1,8 +1,11 @@
 /*
  * client.c - the session calls of librmem: connect and close, alloc, free,
  * stats and the admin listings.  Transfers, atomics
- * and rmem_poll are in io.c; every request goes through the engine
- * (engine.c), which keeps requests and replies in step.
+ * and rmem_poll are in io.c, named regions in names.c; every request goes
+ * through the engine (engine.c), which keeps requests and replies in step.
+ * The request/reply steps that ALLOC and FREE share with the requests of
+ * named regions (a region reply, a status reply, a listing) are here, as
+ * client_*() calls (client.h).
  *
  * Each public call checks its arguments, then holds the client's lock for
  * the rest of its run.
@@ -282,56 +285,51 @@ const char *rmem_transport(const rmem_client *c)
 
 /* ---- alloc, free, stats ------------------------------------------------------ */
 
-static int alloc_locked(struct rmem_client *c, uint64_t size, uint32_t flags,
-			struct rmem_region *out)
+/* What ALLOC, and CREATE after it (names.c), accept: the one place that says so. */
+int client_check_alloc(const rmem_client *c, uint64_t size, uint32_t flags, const void *out)
 {
-	struct proto_alloc_req req = { .size = size, .flags = flags };
-	uint8_t buf[PROTO_ALLOC_REQ_LEN];
+	return !c || !out || size == 0 || flags != 0 ? -EINVAL : 0;
+}
+
+void client_region_fill(struct rmem_region *out, const struct proto_region *reg)
+{
+	*out = (struct rmem_region){
+		.id = reg->id,
+		.addr = reg->addr,
+		.length = reg->length,
+		.rkey = reg->rkey,
+		.flags = reg->flags,
+	};
+}
+
+int client_region_call(struct rmem_client *c, uint16_t opcode, const void *req, size_t len,
+		       struct rmem_region *out)
+{
 	struct proto_region reg;
 	size_t reply_len;
 	int status, err;
 
 	if (c->eng.broken)
 		return -ECONNRESET;
-	err = eng_call(&c->eng, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req), &reply_len);
+	err = eng_call(&c->eng, opcode, req, len, &reply_len);
 	if (err)
 		return err;
 	if (proto_alloc_rep_decode(c->eng.rx, reply_len, &status, &reg) < 0)
 		return eng_fail(&c->eng, -EPROTO);
 	if (status)
 		return status;
-	*out = (struct rmem_region){
-		.id = reg.id,
-		.addr = reg.addr,
-		.length = reg.length,
-		.rkey = reg.rkey,
-		.flags = reg.flags,
-	};
+	client_region_fill(out, &reg);
 	return 0;
 }
 
-int rmem_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out)
+int client_status_call(struct rmem_client *c, uint16_t opcode, const void *req, size_t len)
 {
-	int err;
-
-	if (!c || !out || size == 0 || flags != 0)
-		return -EINVAL;
-	lock_hold(&c->lock);
-	err = alloc_locked(c, size, flags, out);
-	lock_release(&c->lock);
-	return err;
-}
-
-static int free_locked(struct rmem_client *c, const struct rmem_region *r)
-{
-	struct proto_free_req req = { .id = r->id, .rkey = r->rkey };
-	uint8_t buf[PROTO_FREE_REQ_LEN];
 	size_t reply_len;
 	int status, err;
 
 	if (c->eng.broken)
 		return -ECONNRESET;
-	err = eng_call(&c->eng, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req), &reply_len);
+	err = eng_call(&c->eng, opcode, req, len, &reply_len);
 	if (err)
 		return err;
 	if (proto_status_decode(c->eng.rx, reply_len, &status) < 0)
@@ -339,14 +337,31 @@ static int free_locked(struct rmem_client *c, const struct rmem_region *r)
 	return status;
 }
 
+int rmem_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out)
+{
+	struct proto_alloc_req req = { .size = size, .flags = flags };
+	uint8_t buf[PROTO_ALLOC_REQ_LEN];
+	int err = client_check_alloc(c, size, flags, out);
+
+	if (err)
+		return err;
+	lock_hold(&c->lock);
+	err = client_region_call(c, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req), out);
+	lock_release(&c->lock);
+	return err;
+}
+
 int rmem_free(rmem_client *c, const struct rmem_region *r)
 {
+	struct proto_free_req req;
+	uint8_t buf[PROTO_FREE_REQ_LEN];
 	int err;
 
 	if (!c || !r)
 		return -EINVAL;
+	req = (struct proto_free_req){ .id = r->id, .rkey = r->rkey };
 	lock_hold(&c->lock);
-	err = free_locked(c, r);
+	err = client_status_call(c, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req));
 	lock_release(&c->lock);
 	return err;
 }
@@ -397,7 +412,7 @@ int rmem_stats(rmem_client *c, struct rmem_stats *out)
 
 /* Sends a listing request and checks the reply: on success *count records of
  * reclen bytes follow the list header in c->eng.rx. */
-static int list_call(struct rmem_client *c, uint16_t opcode, const void *req, size_t req_len,
+int client_list_call(struct rmem_client *c, uint16_t opcode, const void *req, size_t req_len,
 		     size_t reclen, uint32_t limit, uint32_t *count)
 {
 	size_t reply_len;
@@ -417,14 +432,14 @@ static int list_call(struct rmem_client *c, uint16_t opcode, const void *req, si
 	return 0;
 }
 
-static const uint8_t *list_record(const struct rmem_client *c, size_t reclen, uint32_t i)
+const uint8_t *client_list_record(const struct rmem_client *c, size_t reclen, uint32_t i)
 {
 	return c->eng.rx + PROTO_LIST_HDR_LEN + (size_t)i * reclen;
 }
 
-/* The request for REGIONS and CLIENTS: never more than one reply holds, and
- * never 0, which the daemon reads as "as many as fit". */
-static uint32_t list_limit(size_t max, size_t reclen)
+/* The request for REGIONS, CLIENTS and NAMES: never more than one reply
+ * holds, and never 0, which the daemon reads as "as many as fit". */
+uint32_t client_list_limit(size_t max, size_t reclen)
 {
 	size_t cap = PROTO_LIST_MAX(reclen);
 
@@ -436,14 +451,14 @@ static int pools_locked(struct rmem_client *c, struct rmem_pool_info *out, size_
 	uint32_t count, i;
 	int err;
 
-	err = list_call(c, PROTO_OP_POOLS, NULL, 0, PROTO_POOL_REC_LEN,
+	err = client_list_call(c, PROTO_OP_POOLS, NULL, 0, PROTO_POOL_REC_LEN,
 			PROTO_LIST_MAX(PROTO_POOL_REC_LEN), &count);
 	if (err)
 		return err;
 	for (i = 0; i < count && i < max; i++) {
 		struct proto_pool_rec rec;
 
-		proto_pool_rec_decode(list_record(c, PROTO_POOL_REC_LEN, i), &rec);
+		proto_pool_rec_decode(client_list_record(c, PROTO_POOL_REC_LEN, i), &rec);
 		out[i] = (struct rmem_pool_info){
 			.bytes = rec.bytes,
 			.used_bytes = rec.used,
@@ -464,20 +479,20 @@ static int regions_locked(struct rmem_client *c, uint64_t after, struct rmem_reg
 {
 	struct proto_list_req req = {
 		.after = after,
-		.max = list_limit(max, PROTO_REGION_REC_LEN),
+		.max = client_list_limit(max, PROTO_REGION_REC_LEN),
 	};
 	uint8_t buf[PROTO_LIST_REQ_LEN];
 	uint32_t count;
 	int err;
 
-	err = list_call(c, PROTO_OP_REGIONS, buf, proto_list_req_encode(buf, &req),
+	err = client_list_call(c, PROTO_OP_REGIONS, buf, proto_list_req_encode(buf, &req),
 			PROTO_REGION_REC_LEN, req.max, &count);
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < count; i++) {
 		struct proto_region_rec rec;
 
-		proto_region_rec_decode(list_record(c, PROTO_REGION_REC_LEN, i), &rec);
+		proto_region_rec_decode(client_list_record(c, PROTO_REGION_REC_LEN, i), &rec);
 		out[i] = (struct rmem_region_info){
 			.id = rec.id,
 			.addr = rec.addr,
@@ -494,20 +509,20 @@ static int clients_locked(struct rmem_client *c, uint64_t after, struct rmem_cli
 {
 	struct proto_list_req req = {
 		.after = after,
-		.max = list_limit(max, PROTO_CLIENT_REC_LEN),
+		.max = client_list_limit(max, PROTO_CLIENT_REC_LEN),
 	};
 	uint8_t buf[PROTO_LIST_REQ_LEN];
 	uint32_t count;
 	int err;
 
-	err = list_call(c, PROTO_OP_CLIENTS, buf, proto_list_req_encode(buf, &req),
+	err = client_list_call(c, PROTO_OP_CLIENTS, buf, proto_list_req_encode(buf, &req),
 			PROTO_CLIENT_REC_LEN, req.max, &count);
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < count; i++) {
 		struct proto_client_rec rec;
 
-		proto_client_rec_decode(list_record(c, PROTO_CLIENT_REC_LEN, i), &rec);
+		proto_client_rec_decode(client_list_record(c, PROTO_CLIENT_REC_LEN, i), &rec);
 		out[i] = (struct rmem_client_info){
 			.id = rec.id,
 			.regions = rec.regions,
@@ -525,14 +540,14 @@ static int clients_locked(struct rmem_client *c, uint64_t after, struct rmem_cli
 	return (int)count;
 }
 
-static int check_list(const rmem_client *c, const void *out, size_t max)
+int client_check_list(const rmem_client *c, const void *out, size_t max)
 {
 	return !c || (!out && max > 0) ? -EINVAL : 0;
 }
 
 int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max)
 {
-	int err = check_list(c, out, max);
+	int err = client_check_list(c, out, max);
 
 	if (err)
 		return err;
@@ -544,7 +559,7 @@ int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max)
 
 int rmem_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out, size_t max)
 {
-	int err = check_list(c, out, max);
+	int err = client_check_list(c, out, max);
 
 	if (err)
 		return err;
@@ -556,7 +571,7 @@ int rmem_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out, s
 
 int rmem_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, size_t max)
 {
-	int err = check_list(c, out, max);
+	int err = client_check_list(c, out, max);
 
 	if (err)
 		return err;

@@ -3,7 +3,8 @@
  *
  * The library is layered, each layer calling only the ones below it:
  *   api        client.c (connect, session calls), io.c (transfers, posted
- *              operations, atomics, rmem_poll), membuf.c, compat.c,
+ *              operations, atomics, rmem_poll), names.c (named regions:
+ *              it uses client.c's request steps below), membuf.c, compat.c,
  *              version.c, strerror.c; auth.c (the tenant handshake) and
  *              keepalive.c (the lease thread) beside them
  *   engine     engine.c (the in-order request engine on the stream),
@@ -40,6 +41,35 @@ struct rmem_client {
 	uint64_t session_id;
 	struct keepalive *keepalive; /* NULL when no thread runs */
 };
+
+/* ---- client.c: request steps shared by the calls of client.c, io.c and names.c -- */
+
+struct proto_region;
+
+/* What ALLOC (and CREATE) accept: -EINVAL for a NULL c or out, size 0 or
+ * flags other than 0. */
+int client_check_alloc(const rmem_client *c, uint64_t size, uint32_t flags, const void *out);
+/* A region reply (ALLOC, CREATE, OPEN) as the caller sees it. */
+void client_region_fill(struct rmem_region *out, const struct proto_region *reg);
+/* One request answered with a region (ALLOC, CREATE, OPEN): 0 and *out
+ * filled, or the daemon's status, or the engine's error.  Under c->lock. */
+int client_region_call(struct rmem_client *c, uint16_t opcode, const void *req, size_t len,
+		       struct rmem_region *out);
+/* One request answered with a status alone (FREE, UNLINK).  Under c->lock. */
+int client_status_call(struct rmem_client *c, uint16_t opcode, const void *req, size_t len);
+
+/* Listings.  client_check_list: -EINVAL for a NULL c, or a NULL out with
+ * max > 0.  client_list_limit: the request's max for a caller's max (never
+ * more than one reply holds, never 0, which the daemon reads as "as many as
+ * fit").  client_list_call (under c->lock): sends a listing request and
+ * checks the reply; on success *count (<= limit) records of reclen bytes
+ * follow the list header in c->eng.rx, and client_list_record() is the
+ * i-th. */
+int client_check_list(const rmem_client *c, const void *out, size_t max);
+uint32_t client_list_limit(size_t max, size_t reclen);
+int client_list_call(struct rmem_client *c, uint16_t opcode, const void *req, size_t req_len,
+		     size_t reclen, uint32_t limit, uint32_t *count);
+const uint8_t *client_list_record(const struct rmem_client *c, size_t reclen, uint32_t i);
 
 /* ---- io.c --------------------------------------------------------------------- */
 

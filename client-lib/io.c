@@ -153,13 +153,7 @@ static int alloc_decode(struct engine *e, struct eng_op *op, size_t len, int *st
 	if (proto_alloc_rep_decode(e->rx, len, status, &reg) < 0)
 		return -EPROTO;
 	if (*status == 0) {
-		out = (struct rmem_region){
-			.id = reg.id,
-			.addr = reg.addr,
-			.length = reg.length,
-			.rkey = reg.rkey,
-			.flags = reg.flags,
-		};
+		client_region_fill(&out, &reg);
 		memcpy(op->region, &out, op->region_size);
 	}
 	return 0;
@@ -196,10 +190,10 @@ int client_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, void *out,
 {
 	struct proto_alloc_req req = { .size = size, .flags = flags };
 	uint8_t buf[PROTO_ALLOC_REQ_LEN];
-	int err;
+	int err = client_check_alloc(c, size, flags, out);
 
-	if (!c || !out || size == 0 || flags != 0)
-		return -EINVAL;
+	if (err)
+		return err;
 	lock_hold(&c->lock);
 	err = ctl_post(c, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req), out, out_size,
 		       cookie);

@@ -17,16 +17,19 @@ static const char *rmem_meaning(int code)
 		return "invalid argument (NULL pointer, size 0, unknown flags, bad endpoint "
 		       "or options)";
 	case ENOENT:
-		return "no such region (never allocated, or freed)";
+		return "no such region or name (never allocated, freed, or unlinked)";
 	case EACCES:
-		return "access refused: wrong key or not this client's region, admin request "
-		       "off the Unix socket, or tenant authentication refused";
+		return "access refused: wrong key or not this client's region, a handle "
+		       "without that access (or revoked, on RDMA), admin request off the "
+		       "Unix socket, or tenant authentication refused";
 	case EDQUOT:
 		return "the tenant's quota (bytes or regions) would be exceeded";
 	case ERANGE:
 		return "offset + length past the end of the region";
 	case ENOTSUP:
-		return "transport not available in this build or on this machine";
+		/* ENOTSUP is EOPNOTSUPP on Linux: both meanings share it. */
+		return "not supported: transport not available in this build or on this "
+		       "machine, or a request the daemon is too old for (named regions)";
 	case EPROTO:
 		return "peer speaks another protocol version or sent garbage";
 	case ENOMEM:
@@ -41,6 +44,10 @@ static const char *rmem_meaning(int code)
 		return "host unreachable, or its name does not resolve";
 	case EUSERS:
 		return "the daemon serves as many clients as it may";
+	case EEXIST:
+		return "a named region of that name exists";
+	case ENAMETOOLONG:
+		return "name longer than RMEM_NAME_MAX (255) bytes";
 	case EBADMSG:
 		return "the daemon could not decode a request";
 	default:

@@ -1,0 +1,172 @@
+/*
+ * names.c - named regions (since RMEM_1.2): rmem_create, rmem_open,
+ * rmem_unlink, rmem_unlink2 and the admin listing rmem_names.
+ *
+ * CREATE and OPEN travel like ALLOC and are answered like it (a region, its
+ * flags the access the handle grants), UNLINK like FREE, NAMES like
+ * REGIONS: the request steps are client.c's.  What is this file's own is
+ * checking names, access and flags before anything is sent, so that a bad
+ * argument costs no round trip, and a name longer than RMEM_NAME_MAX is
+ * -ENAMETOOLONG, which the wire cannot say (its decoder would take the
+ * request for garbage).  A daemon from before named regions answers every
+ * request here -EOPNOTSUPP, which is passed on as it is.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "client.h"
+
+_Static_assert(RMEM_NAME_MAX == PROTO_NAME_MAX, "name lengths differ");
+_Static_assert(RMEM_READ == PROTO_ACCESS_READ && RMEM_WRITE == PROTO_ACCESS_WRITE,
+	       "access bits differ");
+_Static_assert(RMEM_UNLINK_REVOKE == PROTO_UNLINK_REVOKE, "unlink flags differ");
+_Static_assert(RMEM_NAME_UNLINKED == PROTO_NAME_F_UNLINKED, "name flags differ");
+
+#define ACCESS_ALL (RMEM_READ | RMEM_WRITE)
+
+/*
+ * 1 to RMEM_NAME_MAX bytes of 0x21..0x7e into req.  The length is judged
+ * first, and without reading past RMEM_NAME_MAX + 1 bytes, so any string
+ * too long is -ENAMETOOLONG whatever it holds.
+ */
+static int name_put(const char *name, struct proto_name_req *req)
+{
+	size_t len;
+
+	if (!name)
+		return -EINVAL;
+	len = strnlen(name, RMEM_NAME_MAX + 1);
+	if (len == 0)
+		return -EINVAL;
+	if (len > RMEM_NAME_MAX)
+		return -ENAMETOOLONG;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)name[i];
+
+		if (ch < 0x21 || ch > 0x7e)
+			return -EINVAL;
+	}
+	memcpy(req->name, name, len);
+	req->name[len] = '\0';
+	req->name_len = (uint16_t)len;
+	return 0;
+}
+
+/*
+ * Sends CREATE, OPEN or UNLINK for req (name checked): with out, the reply
+ * is a region (CREATE, OPEN); without, a status (UNLINK).
+ */
+static int name_call(rmem_client *c, uint16_t opcode, const struct proto_name_req *req,
+		     struct rmem_region *out)
+{
+	uint8_t buf[PROTO_NAME_REQ_FIXED + PROTO_NAME_MAX];
+	size_t len = proto_name_req_encode(buf, opcode, req);
+	int err;
+
+	lock_hold(&c->lock);
+	if (out)
+		err = client_region_call(c, opcode, buf, len, out);
+	else
+		err = client_status_call(c, opcode, buf, len);
+	lock_release(&c->lock);
+	return err;
+}
+
+int rmem_create(rmem_client *c, const char *name, uint64_t size, uint32_t flags,
+		struct rmem_region *out)
+{
+	struct proto_name_req req = { .size = size, .flags = flags };
+	int err = client_check_alloc(c, size, flags, out);
+
+	if (!err)
+		err = name_put(name, &req);
+	if (err)
+		return err;
+	return name_call(c, PROTO_OP_CREATE, &req, out);
+}
+
+int rmem_open(rmem_client *c, const char *name, uint32_t access, struct rmem_region *out)
+{
+	struct proto_name_req req = { .flags = access };
+	int err;
+
+	if (!c || !out || access == 0 || (access & ~ACCESS_ALL))
+		return -EINVAL;
+	err = name_put(name, &req);
+	if (err)
+		return err;
+	return name_call(c, PROTO_OP_OPEN, &req, out);
+}
+
+int rmem_unlink2(rmem_client *c, const char *name, uint32_t flags)
+{
+	struct proto_name_req req = { .flags = flags };
+	int err;
+
+	if (!c || (flags & ~RMEM_UNLINK_REVOKE))
+		return -EINVAL;
+	err = name_put(name, &req);
+	if (err)
+		return err;
+	return name_call(c, PROTO_OP_UNLINK, &req, NULL);
+}
+
+int rmem_unlink(rmem_client *c, const char *name)
+{
+	return rmem_unlink2(c, name, 0);
+}
+
+/* ---- the admin listing ------------------------------------------------------------ */
+
+static void name_info_fill(struct rmem_name_info *out, const struct proto_name_rec *rec)
+{
+	_Static_assert(sizeof(out->tenant) == sizeof(rec->tenant), "tenant sizes differ");
+	_Static_assert(sizeof(out->name) == sizeof(rec->name), "name sizes differ");
+
+	*out = (struct rmem_name_info){
+		.id = rec->id,
+		.length = rec->length,
+		.age_ms = rec->age_ms,
+		.handles = rec->handles,
+		.flags = rec->flags,
+	};
+	/* The record decoder NUL-terminates both. */
+	memcpy(out->tenant, rec->tenant, sizeof(out->tenant));
+	memcpy(out->name, rec->name, sizeof(out->name));
+}
+
+static int names_locked(struct rmem_client *c, uint64_t after, struct rmem_name_info *out,
+			size_t max)
+{
+	struct proto_list_req req = {
+		.after = after,
+		.max = client_list_limit(max, PROTO_NAME_REC_LEN),
+	};
+	uint8_t buf[PROTO_LIST_REQ_LEN];
+	uint32_t count;
+	int err;
+
+	err = client_list_call(c, PROTO_OP_NAMES, buf, proto_list_req_encode(buf, &req),
+			       PROTO_NAME_REC_LEN, req.max, &count);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < count; i++) {
+		struct proto_name_rec rec;
+
+		proto_name_rec_decode(client_list_record(c, PROTO_NAME_REC_LEN, i), &rec);
+		name_info_fill(&out[i], &rec);
+	}
+	return (int)count;
+}
+
+int rmem_names(rmem_client *c, uint64_t after, struct rmem_name_info *out, size_t max)
+{
+	int err = client_check_list(c, out, max);
+
+	if (err)
+		return err;
+	lock_hold(&c->lock);
+	err = c->eng.broken ? -ECONNRESET : max == 0 ? 0 : names_locked(c, after, out, max);
+	lock_release(&c->lock);
+	return err;
+}
