@@ -724,7 +724,7 @@ static int child_creates(int wfd, void *arg)
 
 static void killed_client(const struct rmemd *d, rmem_client *admin)
 {
-	struct rmem_region rk, h;
+	struct rmem_region rk = { 0 }, h;
 	rmem_client *b = NULL;
 	struct child ch = { 0 };
 	struct base base;
@@ -904,8 +904,8 @@ static void tenants(void)
 	}
 	snprintf(key_a, sizeof key_a, "%s/a.key", dir);
 	snprintf(key_b, sizeof key_b, "%s/b.key", dir);
-	rc = write_key(key_a, "names A secret");
-	rc = rc ? rc : write_key(key_b, "names B secret");
+	rc = write_key(key_a, "secret of tenant A for names");
+	rc = rc ? rc : write_key(key_b, "secret of tenant B for names");
 	if (!ok(rc == 0, "%s: secret files for A and B (%d)", M, rc))
 		goto out;
 	snprintf(extra, sizeof extra,
