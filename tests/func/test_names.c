@@ -519,10 +519,12 @@ static void bad_args(rmem_client *c)
 	   "%s: create with unknown flags is -EINVAL", M);
 	ok(rmem_create(NULL, "t/n", SIZE, 0, &r) == -EINVAL &&
 	   rmem_create(c, NULL, SIZE, 0, &r) == -EINVAL &&
-	   rmem_create(c, "t/n", SIZE, 0, NULL) == -EINVAL, "%s: rmem_create with NULL: -EINVAL", M);
+	   rmem_create(c, "t/n", SIZE, 0, NULL) == -EINVAL,
+	   "%s: rmem_create with NULL: -EINVAL", M);
 	ok(rmem_open(NULL, "t/acc", RMEM_READ, &r) == -EINVAL &&
 	   rmem_open(c, NULL, RMEM_READ, &r) == -EINVAL &&
-	   rmem_open(c, "t/acc", RMEM_READ, NULL) == -EINVAL, "%s: rmem_open with NULL: -EINVAL", M);
+	   rmem_open(c, "t/acc", RMEM_READ, NULL) == -EINVAL,
+	   "%s: rmem_open with NULL: -EINVAL", M);
 	ok(rmem_unlink(NULL, "t/acc") == -EINVAL && rmem_unlink(c, NULL) == -EINVAL &&
 	   rmem_unlink2(NULL, "t/acc", 0) == -EINVAL && rmem_unlink2(c, NULL, 0) == -EINVAL,
 	   "%s: rmem_unlink and rmem_unlink2 with NULL: -EINVAL", M);
