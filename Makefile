@@ -74,7 +74,7 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/compat.c client-lib/version.c client-lib/names.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
-	daemon/alloc.c daemon/region.c daemon/session.c daemon/conn.c \
+	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c \
 	daemon/busypoll.c
@@ -91,7 +91,8 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 # What `make install` copies to BINDIR: linked by `make`, without an rpath.
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
-UNIT_TESTS := test_alloc test_proto test_config test_region test_endpoint fuzz_proto_replay \
+UNIT_TESTS := test_alloc test_proto test_config test_region test_names test_endpoint \
+	fuzz_proto_replay \
 	fuzz_dispatch_replay test_session test_raw
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_names
@@ -217,6 +218,8 @@ $(B)/tests/obj/unit/test_config.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
 $(B)/tests/test_region: $(B)/tests/obj/unit/test_region.o $(B)/d/daemon/region.o
 $(B)/tests/obj/unit/test_region.o: EXTRA_CPPFLAGS = -Idaemon
+$(B)/tests/test_names: $(B)/tests/obj/unit/test_names.o $(B)/d/daemon/names.o
+$(B)/tests/obj/unit/test_names.o: EXTRA_CPPFLAGS = -Idaemon
 # replay.c is main() for both fuzz targets, with each one's corpus.
 $(B)/tests/obj/fuzz/replay-%.o: tests/fuzz/replay.c
 	@mkdir -p $(dir $@)
@@ -230,7 +233,7 @@ $(B)/tests/fuzz_dispatch_replay: $(B)/tests/obj/fuzz/fuzz_dispatch.o \
 $(B)/tests/obj/fuzz/fuzz_dispatch.o: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/fuzz_dispatch_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 # Sessions and handlers over stub NIC keys (keys.h): no conn.c, no nic_*.c.
-SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.c \
+SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.c daemon/names.c \
 	daemon/tenant.c daemon/log.c daemon/pool.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c
 $(B)/tests/test_session: $(B)/tests/obj/unit/test_session.o $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)

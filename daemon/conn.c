@@ -217,7 +217,7 @@ static void write_begin(struct conn *c, const uint8_t *p)
 		conn_fail(c, &c->hdr, rc, "malformed WRITE");
 		return;
 	}
-	rc = session_io(c->srv, c->s, io.id, io.rkey, io.offset, io.length, &where);
+	rc = session_io(c->srv, c->s, io.id, io.rkey, PROTO_ACCESS_WRITE, io.offset, io.length, &where);
 	/* A refused WRITE still has its data on the wire: consume and drop it, so
 	 * the stream stays in step and the next request is served. */
 	c->wstatus = rc;

@@ -9,7 +9,9 @@
 
 #include "alloc.h"
 #include "clock.h"
+#include "config_types.h"
 #include "ctl.h"
+#include "names.h"
 #include "region.h"
 #include "server.h"
 #include "session.h"
@@ -135,6 +137,36 @@ static void do_auth(struct server *srv, const struct ctl_req *q, struct ctl_repl
 
 /* ---- regions ------------------------------------------------------------------ */
 
+/* The ALLOC reply for r (CREATE and OPEN's too, with the handle's access). */
+static void reply_region(struct server *srv, const struct region *r, uint32_t flags,
+			 struct ctl_reply *rep)
+{
+	struct proto_region reg = {
+		.id = r->id,
+		.addr = (uint64_t)(uintptr_t)(srv->pools[r->pool].base + r->offset),
+		.length = r->length,
+		.rkey = r->key,
+		.flags = flags,
+	};
+
+	reply_payload(rep, proto_alloc_rep_encode(rep->payload, &reg));
+}
+
+/* Whether an ALLOC or CREATE of size that failed with rc waits for the
+ * quarantine (see below); fills rep when it does. */
+static bool wait_for_quarantine(struct server *srv, const struct ctl_req *q, uint64_t size,
+				int rc, struct ctl_reply *rep)
+{
+	uint64_t due;
+
+	if ((rc != -ENOMEM && rc != -EDQUOT) || !q->may_wait ||
+	    !session_quarantine_may_help(srv, q->s, size, rc, &due))
+		return false;
+	rep->outcome = CTL_WAIT;
+	rep->wait_until_ns = due;
+	return true;
+}
+
 /*
  * An ALLOC that fails for want of room (or of its tenant's quota) while
  * freed ranges sit in the quarantine waits for them (rmem_free promises the
@@ -145,28 +177,17 @@ static void do_auth(struct server *srv, const struct ctl_req *q, struct ctl_repl
 static void do_alloc(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
 	struct proto_alloc_req req;
-	struct proto_region reg;
 	const struct region *r;
-	uint64_t due;
 	int rc;
 
 	if (!decoded(proto_alloc_req_decode(q->payload, q->len, &req), rep))
 		return;
 	rc = session_alloc(srv, q->s, req.size, req.flags, &r);
-	if ((rc == -ENOMEM || rc == -EDQUOT) && q->may_wait &&
-	    session_quarantine_may_help(srv, q->s, req.size, rc, &due)) {
-		rep->outcome = CTL_WAIT;
-		rep->wait_until_ns = due;
+	if (wait_for_quarantine(srv, q, req.size, rc, rep))
 		return;
-	}
 	if (rc < 0)
 		return reply_status(rep, rc);
-	reg.id = r->id;
-	reg.addr = (uint64_t)(uintptr_t)(srv->pools[r->pool].base + r->offset);
-	reg.length = r->length;
-	reg.rkey = r->key;
-	reg.flags = 0;
-	reply_payload(rep, proto_alloc_rep_encode(rep->payload, &reg));
+	reply_region(srv, r, 0, rep);
 }
 
 static void do_free(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
@@ -186,7 +207,8 @@ static void do_read(struct server *srv, const struct ctl_req *q, struct ctl_repl
 
 	if (!decoded(proto_io_req_decode(q->payload, q->len, PROTO_OP_READ, &req), rep))
 		return;
-	rc = session_io(srv, q->s, req.id, req.rkey, req.offset, req.length, &where);
+	rc = session_io(srv, q->s, req.id, req.rkey, PROTO_ACCESS_READ, req.offset, req.length,
+			&where);
 	if (rc < 0)
 		return reply_status(rep, rc);
 	reply_status(rep, 0);
@@ -207,7 +229,8 @@ static void do_atomic(struct server *srv, const struct ctl_req *q, struct ctl_re
 
 	if (!decoded(proto_atomic_req_decode(q->payload, q->len, q->h->opcode, &req), rep))
 		return;
-	rc = session_io(srv, q->s, req.id, req.rkey, req.offset, sizeof old, &where);
+	rc = session_io(srv, q->s, req.id, req.rkey, PROTO_ACCESS_WRITE, req.offset, sizeof old,
+			&where);
 	if (rc < 0)
 		return reply_status(rep, rc);
 	if (req.offset % sizeof old)
@@ -222,6 +245,86 @@ static void do_atomic(struct server *srv, const struct ctl_req *q, struct ctl_re
 		memcpy(where, &req.desired, sizeof req.desired);
 	}
 	reply_payload(rep, proto_atomic_rep_encode(rep->payload, old));
+}
+
+static uint32_t list_limit(uint32_t asked, size_t reclen)
+{
+	uint32_t cap = (uint32_t)PROTO_LIST_MAX(reclen);
+
+	return asked && asked < cap ? asked : cap;
+}
+
+/* ---- named regions (session.c, names.c) ------------------------------------- */
+
+/* CREATE allocates as ALLOC does, and waits for the quarantine alike. */
+static void do_create(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
+{
+	struct proto_name_req req;
+	const struct region *r;
+	int rc;
+
+	if (!decoded(proto_name_req_decode(q->payload, q->len, PROTO_OP_CREATE, &req), rep))
+		return;
+	rc = session_create(srv, q->s, req.name, req.name_len, req.size, req.flags, &r);
+	if (wait_for_quarantine(srv, q, req.size, rc, rep))
+		return;
+	if (rc < 0)
+		return reply_status(rep, rc);
+	reply_region(srv, r, PROTO_ACCESS_READ | PROTO_ACCESS_WRITE, rep);
+}
+
+static void do_open(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
+{
+	struct proto_name_req req;
+	const struct region *r;
+	int rc;
+
+	if (!decoded(proto_name_req_decode(q->payload, q->len, PROTO_OP_OPEN, &req), rep))
+		return;
+	rc = session_open(srv, q->s, req.name, req.name_len, req.flags, &r);
+	if (rc < 0)
+		return reply_status(rep, rc);
+	reply_region(srv, r, req.flags, rep);
+}
+
+static void do_unlink(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
+{
+	struct proto_name_req req;
+
+	if (!decoded(proto_name_req_decode(q->payload, q->len, PROTO_OP_UNLINK, &req), rep))
+		return;
+	reply_status(rep, session_unlink(srv, q->s, req.name, req.name_len, req.flags));
+}
+
+static void do_names(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
+{
+	struct proto_list_req req;
+	uint8_t *out = rep->payload;
+	uint32_t n = 0, max;
+	size_t at = PROTO_LIST_HDR_LEN;
+	uint64_t now = (uint64_t)clock_mono_ns();
+
+	if (!decoded(proto_list_req_decode(q->payload, q->len, &req), rep))
+		return;
+	if (!srv->names)
+		return reply_payload(rep, proto_list_hdr_encode(out, 0));
+	max = list_limit(req.max, PROTO_NAME_REC_LEN);
+	for (struct name_obj *o = names_next_after(srv->names, req.after); o && n < max;
+	     o = names_next(o), n++) {
+		struct proto_name_rec rec = {
+			.id = o->id,
+			.length = o->length,
+			.age_ms = (now - o->created_ns) / 1000000,
+			.handles = o->handles,
+			.flags = o->unlinked ? PROTO_NAME_F_UNLINKED : 0,
+		};
+
+		snprintf(rec.tenant, sizeof rec.tenant, "%s", o->ns ? o->ns->name : "");
+		memcpy(rec.name, o->name, o->name_len);
+		at += proto_name_rec_encode(out + at, &rec);
+	}
+	proto_list_hdr_encode(out, n);
+	reply_payload(rep, at);
 }
 
 /* ---- figures and listings ---------------------------------------------------- */
@@ -283,13 +386,6 @@ static void do_pools(struct server *srv, const struct ctl_req *q, struct ctl_rep
 		at += proto_pool_rec_encode(out + at, &rec);
 	}
 	reply_payload(rep, at);
-}
-
-static uint32_t list_limit(uint32_t asked, size_t reclen)
-{
-	uint32_t cap = (uint32_t)PROTO_LIST_MAX(reclen);
-
-	return asked && asked < cap ? asked : cap;
 }
 
 static void do_regions(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
@@ -372,6 +468,10 @@ static const struct handler handlers[PROTO_OP_COUNT] = {
 	[PROTO_OP_FAA]     = { .fn = do_atomic },
 	[PROTO_OP_AUTH_BEGIN] = { .fn = do_auth_begin, .before_hello = true },
 	[PROTO_OP_AUTH]    = { .fn = do_auth,    .before_hello = true },
+	[PROTO_OP_CREATE]  = { .fn = do_create },
+	[PROTO_OP_OPEN]    = { .fn = do_open },
+	[PROTO_OP_UNLINK]  = { .fn = do_unlink },
+	[PROTO_OP_NAMES]   = { .fn = do_names,   .admin = true },
 };
 
 /*

@@ -30,11 +30,13 @@ enum key_gone {
 struct key_ops {
 	/*
 	 * Makes the NIC key of region id: [addr, addr + len) of pool number
-	 * pool; *rkey is the key for the client.  0, -EIO (the queue pair has
-	 * failed), -ETIMEDOUT, -ENOMEM.
+	 * pool, with the remote rights of access (PROTO_ACCESS_READ: RDMA
+	 * READ; PROTO_ACCESS_WRITE: RDMA WRITE and atomics; an anonymous
+	 * region has both); *rkey is the key for the client.  0, -EIO (the
+	 * queue pair has failed), -ETIMEDOUT, -ENOMEM.
 	 */
 	int (*key_new)(struct nic_peer *p, uint64_t id, uint32_t pool, uint8_t *addr,
-		       uint64_t len, uint32_t *rkey);
+		       uint64_t len, uint32_t access, uint32_t *rkey);
 	/* Invalidates and frees the NIC key of region id, if it has one. */
 	enum key_gone (*key_drop)(struct nic_peer *p, uint64_t id);
 	/* Stops every remote access through p at once (first step of a

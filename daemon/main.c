@@ -19,6 +19,7 @@
 #include "lease.h"
 #include "listen.h"
 #include "log.h"
+#include "names.h"
 #include "pool.h"
 #include "nic.h"
 #include "region.h"
@@ -199,6 +200,9 @@ static void server_close(struct server *srv)
 		session_quarantine_flush(srv);
 	nic_close(srv);
 	listeners_close(srv);
+	/* Named regions still linked die with the pools (phase 1: they outlive
+	 * sessions, not the daemon). */
+	names_free(srv->names);
 	region_table_free(srv->regions);
 	for (uint32_t i = 0; i < srv->npools; i++)
 		pool_close(&srv->pools[i]);
@@ -225,7 +229,8 @@ static int serve(struct server *srv)
 	if (open_pools(srv) < 0)
 		goto out;
 	srv->regions = region_table_new();
-	if (!srv->regions || session_quarantine_init(srv) < 0 || lease_init(srv) < 0) {
+	srv->names = names_new();
+	if (!srv->regions || !srv->names || session_quarantine_init(srv) < 0 || lease_init(srv) < 0) {
 		log_err("out of memory");
 		goto out;
 	}

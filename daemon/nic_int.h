@@ -73,7 +73,7 @@ static inline uint8_t nic_min_u8(unsigned a, unsigned b)
 
 /* nic_key.c: keys (the key_ops of keys.h), completions, stopping a peer. */
 int nic_key_new(struct nic_peer *p, uint64_t id, uint32_t pool, uint8_t *addr, uint64_t len,
-		uint32_t *rkey);
+		uint32_t access, uint32_t *rkey);
 enum key_gone nic_key_drop(struct nic_peer *p, uint64_t id);
 /* Invalidates and frees k (already out of p's hash). */
 enum key_gone nic_key_destroy(struct nic_peer *p, struct nic_key *k);

@@ -195,8 +195,23 @@ static void peer_fail(struct nic_peer *p, const char *why)
 
 /* ---- keys ------------------------------------------------------------------ */
 
+/* The remote rights of a key of access (keys.h), within what the device
+ * grants (rd->access): READ is remote read; WRITE is remote write and, where
+ * the device has them, atomics.  Both: rd->access, as for every anonymous
+ * region. */
+static int remote_rights(const struct nic *rd, uint32_t access)
+{
+	int rights = 0;
+
+	if (access & PROTO_ACCESS_READ)
+		rights |= IBV_ACCESS_REMOTE_READ;
+	if (access & PROTO_ACCESS_WRITE)
+		rights |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+	return rights & rd->access;
+}
+
 static int window_new(struct nic_peer *p, struct nic_key *k, uint32_t pool, uint8_t *addr,
-		      uint64_t len, uint32_t *rkey)
+		      uint64_t len, int rights, uint32_t *rkey)
 {
 	struct ibv_send_wr wr = { .opcode = IBV_WR_BIND_MW };
 	int rc;
@@ -212,7 +227,7 @@ static int window_new(struct nic_peer *p, struct nic_key *k, uint32_t pool, uint
 	wr.bind_mw.bind_info.mr = p->rd->pool_mr[pool];
 	wr.bind_mw.bind_info.addr = (uint64_t)(uintptr_t)addr;
 	wr.bind_mw.bind_info.length = len;
-	wr.bind_mw.bind_info.mw_access_flags = (unsigned)p->rd->access;
+	wr.bind_mw.bind_info.mw_access_flags = (unsigned)rights;
 	rc = peer_run(p, &wr, "bind");
 	if (rc < 0) {
 		ibv_dealloc_mw(k->mw); /* also unbinds it, should the bind land late */
@@ -228,8 +243,9 @@ static int window_new(struct nic_peer *p, struct nic_key *k, uint32_t pool, uint
 }
 
 int nic_key_new(struct nic_peer *p, uint64_t id, uint32_t pool, uint8_t *addr, uint64_t len,
-		 uint32_t *rkey)
+		uint32_t access, uint32_t *rkey)
 {
+	int rights = remote_rights(p->rd, access);
 	struct nic_key *k;
 	int rc;
 
@@ -240,13 +256,17 @@ int nic_key_new(struct nic_peer *p, uint64_t id, uint32_t pool, uint8_t *addr, u
 		return -ENOMEM;
 	k->id = id;
 	if (p->rd->mode == PROTO_KEYS_WINDOW) {
-		rc = window_new(p, k, pool, addr, len, rkey);
+		rc = window_new(p, k, pool, addr, len, rights, rkey);
 		if (rc < 0)
 			goto fail;
 	} else {
 		/* The pool is pinned already; this only gives the NIC a
-		 * translation and a key valid in this client's domain alone. */
-		k->mr = ibv_reg_mr(p->pd, addr, len, IBV_ACCESS_LOCAL_WRITE | p->rd->access);
+		 * translation and a key valid in this client's domain alone.
+		 * Local write is what the verbs demand beside remote write and
+		 * atomics; a read-only key goes without it. */
+		int local = rights & ~IBV_ACCESS_REMOTE_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
+
+		k->mr = ibv_reg_mr(p->pd, addr, len, local | rights);
 		if (!k->mr) {
 			rc = errno == ENOMEM ? -ENOMEM : -EIO;
 			log_err("client %llu: ibv_reg_mr of %llu bytes: %s",

@@ -37,7 +37,9 @@ struct region {
 	uint64_t owner;      /* session id */
 	uint64_t offset : REGION_OFFSET_BITS; /* within the pool */
 	uint64_t pool : REGION_POOL_BITS;
-	uint64_t length;
+	uint64_t length : 63; /* < 2^51: a pool is at most 1 PiB */
+	uint64_t named : 1;   /* a handle of a named region (names.h has its
+				 access and object); set by the caller */
 	uint32_t key;
 	/* The table's own links (slot numbers, 0 = none): use the calls below. */
 	struct {

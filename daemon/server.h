@@ -20,6 +20,7 @@ struct nic;
 struct key_ops;
 struct event;
 struct quarantined;
+struct names;
 
 /* What one tenant holds now (tenant.c); index as in cfg.tenants. */
 struct tenant_use {
@@ -33,6 +34,7 @@ struct server {
 	struct pool pools[CONFIG_MAX_POOLS];
 	uint32_t npools;
 	struct region_table *regions;
+	struct names *names;     /* named regions' objects and handles (names.c) */
 	struct session *sessions_first, *sessions_last; /* by session id */
 	uint64_t next_session_id;
 	uint64_t clients;        /* sessions past HELLO */

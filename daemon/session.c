@@ -11,8 +11,9 @@
 
 #include "alloc.h"
 #include "clock.h"
-#include "log.h"
 #include "keys.h"
+#include "log.h"
+#include "names.h"
 #include "server.h"
 #include "session.h"
 #include "tenant.h"
@@ -194,6 +195,78 @@ void session_quarantine_flush(struct server *srv)
 	srv->quarantine_timer = NULL;
 }
 
+/* Bytes of a range that left the region table go back to their pool: after
+ * the quarantine when a key over them died unconfirmed, else at once. */
+static void give_back(struct server *srv, uint32_t pool, uint64_t offset, uint64_t length,
+		      const struct config_tenant *tenant, bool wait)
+{
+	if (wait) {
+		quarantine(srv, pool, offset, length, tenant);
+	} else {
+		return_range(srv, pool, offset, length);
+		tenant_bytes_back(srv, tenant, length);
+	}
+}
+
+/* Takes r out of s's list and the table; its NIC key must be dead already. */
+static void remove_entry(struct server *srv, struct session *s, struct region *r)
+{
+	s->used_bytes -= r->length;
+	s->nregions--;
+	region_remove(srv->regions, &s->regions, r);
+}
+
+/* The NIC key dies first, then the id and TCP key (the entry leaves the
+ * table). */
+static enum key_gone drop_entry(struct server *srv, struct session *s, struct region *r)
+{
+	enum key_gone gone = s->nic ? srv->keys->key_drop(s->nic, r->id) : KEY_NONE;
+
+	remove_entry(srv, s, r);
+	return gone;
+}
+
+/* A named object with no name and no handle left: its range goes back
+ * (names.h); it counted as one region and its bytes of its creator's
+ * tenant until now.  Several keys opened it: the range waits out the
+ * quarantine if any of them died unconfirmed less than QUARANTINE_MS ago
+ * (an access through it could still be on the wire). */
+static void object_maybe_free(struct server *srv, struct name_obj *o)
+{
+	const struct config_tenant *charged = o->charged;
+	uint32_t pool = o->pool;
+	uint64_t offset = o->offset, length = o->length;
+	bool wait = o->unconfirmed_ns &&
+		    (uint64_t)clock_mono_ns() - o->unconfirmed_ns < QUARANTINE_MS * 1000000ull;
+
+	if (!o->unlinked || o->handles)
+		return;
+	names_remove(srv->names, o);
+	srv->frees++;
+	tenant_region_gone(srv, charged);
+	give_back(srv, pool, offset, length, charged, wait);
+}
+
+/* A handle goes alone: its key and entry; its object only when that was the
+ * last handle of an unlinked name. */
+static void release_handle(struct server *srv, struct session *s, struct region *r)
+{
+	struct name_handle *h = names_handle_find(srv->names, r->id);
+	struct name_obj *o;
+
+	if (!h) { /* the table and names disagree: a bug, say it, keep going */
+		log_err("region %llu: a named handle without its object",
+			(unsigned long long)r->id);
+		drop_entry(srv, s, r);
+		return;
+	}
+	o = h->obj;
+	if (drop_entry(srv, s, r) == KEY_UNCONFIRMED)
+		o->unconfirmed_ns = (uint64_t)clock_mono_ns();
+	names_handle_remove(srv->names, h);
+	object_maybe_free(srv, o);
+}
+
 /*
  * The NIC key dies first, then the id and TCP key (the region leaves the
  * table), then the bytes: at once for a TCP-only key, which nothing can be
@@ -204,19 +277,14 @@ static void release_region(struct server *srv, struct session *s, struct region 
 {
 	uint32_t pool = r->pool;
 	uint64_t offset = r->offset, length = r->length;
-	enum key_gone gone = s->nic ? srv->keys->key_drop(s->nic, r->id) : KEY_NONE;
+	enum key_gone gone;
 
-	s->used_bytes -= length;
-	s->nregions--;
+	if (r->named)
+		return release_handle(srv, s, r);
+	gone = drop_entry(srv, s, r);
 	srv->frees++;
-	region_remove(srv->regions, &s->regions, r);
 	tenant_region_gone(srv, s->tenant);
-	if (gone == KEY_UNCONFIRMED) {
-		quarantine(srv, pool, offset, length, s->tenant);
-	} else {
-		return_range(srv, pool, offset, length);
-		tenant_bytes_back(srv, s->tenant, length);
-	}
+	give_back(srv, pool, offset, length, s->tenant, gone == KEY_UNCONFIRMED);
 }
 
 void session_destroy(struct server *srv, struct session *s)
@@ -313,17 +381,17 @@ static struct pool *pick_pool(struct server *srv, uint64_t size)
 	return best;
 }
 
-int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t flags,
-		  const struct region **out)
+/*
+ * Reserves size bytes in the best pool and charges them, and one region, to
+ * s's tenant: the quota first (a refused request changes nothing), ranges
+ * of the quarantine that are due returned when they stand in the way.
+ */
+static int take_range(struct server *srv, struct session *s, uint64_t size, struct pool **pool,
+		      uint64_t *off, uint64_t *len)
 {
 	struct pool *best;
-	uint64_t off, len;
-	struct region *r;
-	int rc;
+	int rc = tenant_check(srv, s->tenant, size);
 
-	if (size == 0 || flags != 0)
-		return -EINVAL;
-	rc = tenant_check(srv, s->tenant, size);
 	/* The timer may be late (a busy loop): what is due goes back now. */
 	if (rc == -EDQUOT && quarantine_reap(srv, (uint64_t)clock_mono_ns()))
 		rc = tenant_check(srv, s->tenant, size);
@@ -334,48 +402,206 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
 		best = pick_pool(srv, size);
 	if (!best)
 		return -ENOMEM;
-	rc = alloc_reserve(best->alloc, size, &off, &len);
+	rc = alloc_reserve(best->alloc, size, off, len);
 	if (rc < 0)
 		return rc;
 	/* The range may be longer than asked (alignment): that is what counts. */
-	rc = tenant_charge(srv, s->tenant, len);
+	rc = tenant_charge(srv, s->tenant, *len);
 	if (rc < 0) {
-		alloc_release(best->alloc, off, len);
+		alloc_release(best->alloc, *off, *len);
 		return rc;
 	}
-	r = region_add(srv->regions, &s->regions, s->id, best->index, off, len);
-	if (!r) {
-		alloc_release(best->alloc, off, len);
-		tenant_region_gone(srv, s->tenant);
-		tenant_bytes_back(srv, s->tenant, len);
+	*pool = best;
+	return 0;
+}
+
+/* take_range undone, for a request that failed after it. */
+static void untake_range(struct server *srv, const struct config_tenant *t, struct pool *pool,
+			 uint64_t off, uint64_t len)
+{
+	alloc_release(pool->alloc, off, len);
+	tenant_region_gone(srv, t);
+	tenant_bytes_back(srv, t, len);
+}
+
+/* A region entry of s over [off, off + len) of pool, with a key of access:
+ * the NIC's when s has a queue pair (it replaces the random one, and the
+ * same key then serves both data paths). */
+static int add_entry(struct server *srv, struct session *s, struct pool *pool, uint64_t off,
+		     uint64_t len, uint32_t access, bool named, struct region **out)
+{
+	struct region *r = region_add(srv->regions, &s->regions, s->id, pool->index, off, len);
+	int rc;
+
+	if (!r)
 		return -ENOMEM;
-	}
 	if (s->nic) {
-		/* The NIC key replaces the random one: the same key then serves
-		 * both data paths. */
-		rc = srv->keys->key_new(s->nic, r->id, best->index, best->base + off, len, &r->key);
+		rc = srv->keys->key_new(s->nic, r->id, pool->index, pool->base + off, len, access,
+					&r->key);
 		if (rc < 0) {
 			region_remove(srv->regions, &s->regions, r);
-			alloc_release(best->alloc, off, len);
-			tenant_region_gone(srv, s->tenant);
-			tenant_bytes_back(srv, s->tenant, len);
 			return rc;
 		}
 	}
+	r->named = named;
 	s->used_bytes += len;
 	s->nregions++;
-	srv->used_bytes += len;
-	if (srv->used_bytes > srv->peak_used)
-		srv->peak_used = srv->used_bytes;
-	srv->allocs++;
 	*out = r;
 	return 0;
 }
 
-/* Owner and key checks shared by free and I/O.  A foreign region and a wrong
- * key answer alike, so a stranger learns nothing about the key. */
+/* The pool's bytes of a new range count from here on. */
+static void count_alloc(struct server *srv, uint64_t len)
+{
+	srv->used_bytes += len;
+	if (srv->used_bytes > srv->peak_used)
+		srv->peak_used = srv->used_bytes;
+	srv->allocs++;
+}
+
+int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t flags,
+		  const struct region **out)
+{
+	const uint32_t all = PROTO_ACCESS_READ | PROTO_ACCESS_WRITE;
+	struct pool *pool;
+	uint64_t off, len;
+	struct region *r;
+	int rc;
+
+	if (size == 0 || flags != 0)
+		return -EINVAL;
+	rc = take_range(srv, s, size, &pool, &off, &len);
+	if (rc < 0)
+		return rc;
+	rc = add_entry(srv, s, pool, off, len, all, false, &r);
+	if (rc < 0) {
+		untake_range(srv, s->tenant, pool, off, len);
+		return rc;
+	}
+	count_alloc(srv, len);
+	*out = r;
+	return 0;
+}
+
+/* ---- named regions ------------------------------------------------------------- */
+
+/* A handle of o for s with access: a region entry and its line in names. */
+static int open_handle(struct server *srv, struct session *s, struct name_obj *o,
+		       uint32_t access, const struct region **out)
+{
+	struct region *r;
+	int rc = add_entry(srv, s, &srv->pools[o->pool], o->offset, o->length, access, true, &r);
+
+	if (rc < 0)
+		return rc;
+	rc = names_handle_add(srv->names, o, r->id, access, s);
+	if (rc < 0) {
+		drop_entry(srv, s, r); /* a key just made, never handed out */
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int session_create(struct server *srv, struct session *s, const char *name, size_t name_len,
+		   uint64_t size, uint32_t flags, const struct region **out)
+{
+	const uint32_t all = PROTO_ACCESS_READ | PROTO_ACCESS_WRITE;
+	struct name_obj *o;
+	struct pool *pool;
+	uint64_t off, len;
+	int rc;
+
+	if (!srv->names || names_valid(name, name_len) < 0 || size == 0 || flags != 0)
+		return -EINVAL;
+	/* Before any allocation: an existing name costs nothing, nor waits. */
+	if (names_lookup(srv->names, s->tenant, name, name_len))
+		return -EEXIST;
+	rc = take_range(srv, s, size, &pool, &off, &len);
+	if (rc < 0)
+		return rc;
+	o = names_add(srv->names, s->tenant, name, name_len, pool->index, off, len, s->tenant,
+		      (uint64_t)clock_mono_ns());
+	rc = o ? open_handle(srv, s, o, all, out) : -errno;
+	if (rc < 0) {
+		if (o)
+			names_remove(srv->names, o);
+		untake_range(srv, s->tenant, pool, off, len);
+		return rc;
+	}
+	count_alloc(srv, len);
+	return 0;
+}
+
+int session_open(struct server *srv, struct session *s, const char *name, size_t name_len,
+		 uint32_t access, const struct region **out)
+{
+	struct name_obj *o;
+
+	if (!srv->names || names_valid(name, name_len) < 0 || names_access_valid(access) < 0)
+		return -EINVAL;
+	o = names_lookup(srv->names, s->tenant, name, name_len);
+	if (!o)
+		return -ENOENT;
+	return open_handle(srv, s, o, access, out);
+}
+
+/*
+ * Every handle of o, whoever holds it: first every key dies (through each
+ * holder's own queue pair), so that all of them stop at once, then the
+ * entries leave the table (TCP answers -ENOENT from here on).
+ */
+static void revoke(struct server *srv, struct name_obj *o)
+{
+	struct name_handle *h;
+
+	for (h = names_handle_first(o); h; h = names_handle_next(h)) {
+		struct session *holder = h->holder;
+
+		if (holder->nic &&
+		    srv->keys->key_drop(holder->nic, h->region_id) == KEY_UNCONFIRMED)
+			o->unconfirmed_ns = (uint64_t)clock_mono_ns();
+	}
+	while ((h = names_handle_first(o))) {
+		struct session *holder = h->holder;
+		struct region *r = region_find(srv->regions, h->region_id);
+
+		names_handle_remove(srv->names, h);
+		if (r)
+			remove_entry(srv, holder, r);
+	}
+	log_info("named region %llu revoked", (unsigned long long)o->id);
+}
+
+int session_unlink_ns(struct server *srv, const struct config_tenant *ns, const char *name,
+		      size_t name_len, uint32_t flags)
+{
+	struct name_obj *o;
+
+	if (!srv->names || names_valid(name, name_len) < 0 || (flags & ~PROTO_UNLINK_REVOKE))
+		return -EINVAL;
+	o = names_lookup(srv->names, ns, name, name_len);
+	if (!o)
+		return -ENOENT;
+	names_unlink(srv->names, o);
+	if (flags & PROTO_UNLINK_REVOKE)
+		revoke(srv, o);
+	object_maybe_free(srv, o);
+	return 0;
+}
+
+int session_unlink(struct server *srv, struct session *s, const char *name, size_t name_len,
+		   uint32_t flags)
+{
+	return session_unlink_ns(srv, s->tenant, name, name_len, flags);
+}
+
+/* Owner, key and rights checks shared by free and I/O (need: the
+ * PROTO_ACCESS_* bits the request uses; 0 for FREE).  A foreign region and
+ * a wrong key answer alike, so a stranger learns nothing about the key.  An
+ * anonymous region has every right: one bit test is all it costs. */
 static int lookup(struct server *srv, struct session *s, uint64_t id, uint32_t key,
-		  struct region **out)
+		  uint32_t need, struct region **out)
 {
 	struct region *r = region_find(srv->regions, id);
 
@@ -383,6 +609,12 @@ static int lookup(struct server *srv, struct session *s, uint64_t id, uint32_t k
 		return -ENOENT;
 	if (r->owner != s->id || r->key != key)
 		return -EACCES;
+	if (r->named && need) {
+		const struct name_handle *h = names_handle_find(srv->names, id);
+
+		if (!h || (need & ~h->access))
+			return -EACCES;
+	}
 	*out = r;
 	return 0;
 }
@@ -390,7 +622,7 @@ static int lookup(struct server *srv, struct session *s, uint64_t id, uint32_t k
 int session_free(struct server *srv, struct session *s, uint64_t id, uint32_t key)
 {
 	struct region *r;
-	int rc = lookup(srv, s, id, key, &r);
+	int rc = lookup(srv, s, id, key, 0, &r);
 
 	if (rc < 0)
 		return rc;
@@ -398,11 +630,11 @@ int session_free(struct server *srv, struct session *s, uint64_t id, uint32_t ke
 	return 0;
 }
 
-int session_io(struct server *srv, struct session *s, uint64_t id, uint32_t key,
+int session_io(struct server *srv, struct session *s, uint64_t id, uint32_t key, uint32_t need,
 	       uint64_t off, uint64_t len, uint8_t **where)
 {
 	struct region *r;
-	int rc = lookup(srv, s, id, key, &r);
+	int rc = lookup(srv, s, id, key, need, &r);
 
 	if (rc < 0)
 		return rc;

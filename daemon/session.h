@@ -2,7 +2,8 @@
  * session.h - one client of rmemd: who it is, what it may do and the regions
  * it holds.  A session lives exactly as long as its connection; destroying it
  * returns every region it still holds (keys die first, then bytes are zeroed,
- * then the range goes back to the allocator).
+ * then the range goes back to the allocator) and releases its handles of
+ * named regions, which outlive it.
  *
  * The region operations here are the only place that decides whether a
  * client may touch a range: owner, key and bounds are checked on every call.
@@ -11,6 +12,7 @@
 #define RMEMD_SESSION_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "region.h"
@@ -66,11 +68,37 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
  * its range waits in the quarantine before it is zeroed and reused. */
 int session_free(struct server *srv, struct session *s, uint64_t id, uint32_t key);
 /*
- * Checks a read or write of [off, off + len) of region id with key and
- * returns where those bytes live in the pool: -ENOENT, -EACCES, -ERANGE.
+ * Checks an access of [off, off + len) of region id with key that needs the
+ * rights need (PROTO_ACCESS_READ for READ, PROTO_ACCESS_WRITE for WRITE,
+ * CAS and FAA) and returns where those bytes live in the pool: -ENOENT,
+ * -EACCES (not s's region, a wrong key, or a named handle without those
+ * rights), -ERANGE.
  */
-int session_io(struct server *srv, struct session *s, uint64_t id, uint32_t key,
+int session_io(struct server *srv, struct session *s, uint64_t id, uint32_t key, uint32_t need,
 	       uint64_t off, uint64_t len, uint8_t **where);
+
+/*
+ * Named regions (names.h; docs/architecture.md, "Named regions").  Names
+ * live in s's namespace (its tenant; anonymous clients share one).
+ * create: like session_alloc (the same quota and pools: the object's bytes
+ * and one region count against s's tenant until its range is back), under
+ * a new name, and a READ|WRITE handle for s.  open: a handle for s with
+ * exactly access.  A handle is a region of s's: session_free and the
+ * session's end release that handle only.  unlink: the name goes at once;
+ * the range goes back when the last handle is released, or now with
+ * PROTO_UNLINK_REVOKE, which releases every handle, whoever holds it (keys
+ * first).  Errors: -EINVAL (a bad name, size, flags or access), -EEXIST,
+ * -ENOENT, and session_alloc's.
+ */
+int session_create(struct server *srv, struct session *s, const char *name, size_t name_len,
+		   uint64_t size, uint32_t flags, const struct region **out);
+int session_open(struct server *srv, struct session *s, const char *name, size_t name_len,
+		 uint32_t access, const struct region **out);
+int session_unlink(struct server *srv, struct session *s, const char *name, size_t name_len,
+		   uint32_t flags);
+/* The same in namespace ns (NULL: anonymous), for whoever may name it. */
+int session_unlink_ns(struct server *srv, const struct config_tenant *ns, const char *name,
+		      size_t name_len, uint32_t flags);
 
 /*
  * The quarantine: a range whose NIC key died without a completion that

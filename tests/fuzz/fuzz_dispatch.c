@@ -10,8 +10,9 @@
  * in chunks, and the libevent loop runs without blocking until the daemon has
  * taken all it will take.  Every byte the daemon sends back must form good
  * reply frames (each one decodable by the codec, nothing after an ERROR frame).
- * Then the client end closes and the connection must go away, leaving the
- * server as it was: no session, no region, used_bytes 0, the allocator one
+ * Then the client end closes and the connection must go away, with every
+ * handle of a named region; the names it created stay (they outlive it) and
+ * are unlinked by the fuzzer, after which the server must be as it was: no session, no region, used_bytes 0, the allocator one
  * free range over the whole pool, and every pool byte zero again.  Leaks are
  * LeakSanitizer's to find.
  *
@@ -39,6 +40,7 @@
 #include "fuzz.h"
 #include "fuzz_dispatch.h"
 #include "log.h"
+#include "names.h"
 #include "pool.h"
 #include "region.h"
 #include "server.h"
@@ -74,6 +76,7 @@ static void server_down(void)
 	conn_close_all(srv);
 	if (srv->base)
 		session_quarantine_flush(srv);
+	names_free(srv->names);
 	region_table_free(srv->regions);
 	for (uint32_t i = 0; i < srv->npools; i++)
 		pool_close(&srv->pools[i]);
@@ -126,7 +129,8 @@ static void server_up(void)
 	}
 	srv->npools = 1;
 	srv->regions = region_table_new();
-	CHECK(srv->regions);
+	srv->names = names_new();
+	CHECK(srv->regions && srv->names);
 	CHECK(session_quarantine_init(srv) == 0);
 	atexit(server_down);
 }
@@ -152,12 +156,33 @@ static void check_idle(void)
 	CHECK(p->base[0] == 0 && memcmp(p->base, p->base + 1, p->size - 1) == 0);
 }
 
+/*
+ * Named regions outlive the connection that made them, on purpose: what
+ * must not outlive it is any handle (its session released them all), and
+ * an unlinked object with no handle must be gone already.  Then the names
+ * are unlinked here, as an admin would, and the server must be idle.
+ */
+static void unlink_names(void)
+{
+	struct name_obj *o = names_next_after(srv->names, 0), *next;
+
+	CHECK(names_handle_count(srv->names) == 0);
+	for (; o; o = next) {
+		next = names_next(o);
+		CHECK(o->handles == 0 && !o->unlinked);
+		CHECK(session_unlink_ns(srv, o->ns, o->name, o->name_len, 0) == 0);
+	}
+	CHECK(names_count(srv->names) == 0);
+}
+
 /* Ids and keys start again with each input, so seeds can name them. */
 static void server_reset(void)
 {
+	names_free(srv->names);
+	srv->names = names_new();
 	region_table_free(srv->regions);
 	srv->regions = region_table_new();
-	CHECK(srv->regions);
+	CHECK(srv->regions && srv->names);
 	srv->next_session_id = 0;
 	srv->allocs = srv->frees = 0;
 	srv->peak_used = 0;
@@ -242,6 +267,30 @@ static void check_reply(const struct replies *r)
 		break;
 	case PROTO_OP_AUTH:
 		CHECK(proto_auth_rep_decode(b, len, &st, m.mac) == 0);
+		break;
+	case PROTO_OP_CREATE:
+	case PROTO_OP_OPEN:
+		/* A handle: the ALLOC reply, flags the access it grants. */
+		CHECK(proto_alloc_rep_decode(b, len, &st, &m.region) == 0);
+		CHECK(st || (m.region.length > 0 && m.region.length % 64 == 0 &&
+			     m.region.flags && !(m.region.flags & ~(PROTO_ACCESS_READ |
+								    PROTO_ACCESS_WRITE))));
+		CHECK(st || r->h.opcode == PROTO_OP_OPEN ||
+		      m.region.flags == (PROTO_ACCESS_READ | PROTO_ACCESS_WRITE));
+		break;
+	case PROTO_OP_UNLINK:
+		CHECK(proto_status_decode(b, len, &st) == 0);
+		break;
+	case PROTO_OP_NAMES:
+		CHECK(proto_list_hdr_decode(b, len, PROTO_NAME_REC_LEN, &st, &count) == 0);
+		for (uint32_t i = 0; i < count; i++) {
+			struct proto_name_rec rec;
+
+			proto_name_rec_decode(b + PROTO_LIST_HDR_LEN + (size_t)i * PROTO_NAME_REC_LEN,
+					      &rec);
+			CHECK(rec.id && rec.length && !(rec.flags & ~PROTO_NAME_F_UNLINKED));
+			CHECK(rec.name[0] && strlen(rec.name) <= PROTO_NAME_MAX);
+		}
 		break;
 	default: /* opcodes newer than this target: the checks above hold */
 		break;
@@ -407,6 +456,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		event_base_loop(srv->base, EVLOOP_NONBLOCK);
 	}
 	free(r);
+	unlink_names();
 	check_idle();
 	server_reset();
 	return 0;

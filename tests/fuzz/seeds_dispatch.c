@@ -174,6 +174,17 @@ static void list(uint16_t op, uint64_t after, uint32_t max)
 	frame(op, p, proto_list_req_encode(p, &m));
 }
 
+/* CREATE, OPEN or UNLINK of name (size and flags as the request has them). */
+static void name_op(uint16_t op, const char *name, uint64_t size, uint32_t flags)
+{
+	uint8_t p[PROTO_NAME_REQ_FIXED + PROTO_NAME_MAX];
+	struct proto_name_req m = { .size = size, .flags = flags,
+				    .name_len = (uint16_t)strlen(name) };
+
+	memcpy(m.name, name, m.name_len);
+	frame(op, p, proto_name_req_encode(p, op, &m));
+}
+
 static int end(const char *dir, const char *name)
 {
 	char path[4096];
@@ -403,6 +414,47 @@ static void auth_after_hello(void)
 	empty(PROTO_OP_PING);
 }
 
+/* Named regions: region n is the n-th handle or region made, as for ALLOC.
+ * What a conversation leaves named, the fuzzer unlinks after it. */
+static void named(void)
+{
+	hello();
+	name_op(PROTO_OP_CREATE, "f/a", 4096, 0);                  /* region 0 */
+	write_(0, 0, 64, 0x61);
+	name_op(PROTO_OP_OPEN, "f/a", 0, PROTO_ACCESS_READ);       /* region 1 */
+	read_n(1, 0, 64);
+	write_(1, 0, 8, 0x70);                                     /* EACCES */
+	atomic(PROTO_OP_FAA, 1, 0, 1, 0);                          /* EACCES */
+	name_op(PROTO_OP_OPEN, "f/a", 0, PROTO_ACCESS_WRITE);      /* region 2 */
+	atomic(PROTO_OP_CAS, 2, 0, 0x6867666564636261ull, 7);
+	read_n(2, 0, 8);                                           /* EACCES */
+	name_op(PROTO_OP_CREATE, "f/a", 64, 0);                    /* EEXIST */
+	name_op(PROTO_OP_OPEN, "f/none", 0, PROTO_ACCESS_READ);    /* ENOENT */
+	name_op(PROTO_OP_OPEN, "f/a", 0, 0);                       /* EINVAL */
+	name_op(PROTO_OP_CREATE, "f a", 64, 0);                    /* EINVAL */
+	list(PROTO_OP_NAMES, 0, 0);
+	name_op(PROTO_OP_UNLINK, "f/a", 0, 0);
+	name_op(PROTO_OP_OPEN, "f/a", 0, PROTO_ACCESS_READ);       /* ENOENT */
+	read_n(1, 0, 64);                                          /* still served */
+	free_n(1);
+	list(PROTO_OP_NAMES, 0, 1);
+	name_op(PROTO_OP_CREATE, "f/kept", 100, 0);                /* region 3, kept */
+	free_n(3);                                                 /* the name stays */
+}
+
+static void revoke(void)
+{
+	hello();
+	name_op(PROTO_OP_CREATE, "f/r", 256, 0);                   /* region 0 */
+	name_op(PROTO_OP_OPEN, "f/r", 0, PROTO_ACCESS_READ | PROTO_ACCESS_WRITE); /* 1 */
+	name_op(PROTO_OP_UNLINK, "f/r", 0, PROTO_UNLINK_REVOKE);
+	read_n(0, 0, 8);                                           /* ENOENT */
+	write_(1, 0, 8, 1);                                        /* ENOENT */
+	free_n(1);                                                 /* ENOENT */
+	name_op(PROTO_OP_UNLINK, "f/r", 0, 2);                     /* EINVAL */
+	name_op(PROTO_OP_CREATE, "f/r", 256, 0);                   /* again: region 2 */
+}
+
 typedef void (*conversation_fn)(void);
 
 struct entry {
@@ -506,6 +558,10 @@ static const struct entry seeds[] = {
 	{ "auth-begin-twice-tcp", FUZZ_MODE_TCP, auth_begin_twice },
 	{ "auth-after-hello-unix", 0, auth_after_hello },
 	{ "auth-anonymous-tcp", FUZZ_MODE_TCP, hello_only },
+	{ "named", 0, named },
+	{ "named-tcp-chunk9", FUZZ_MODE_TCP | 9, named },
+	{ "revoke", 0, revoke },
+	{ "revoke-tcp", FUZZ_MODE_TCP, revoke },
 };
 
 int main(int argc, char **argv)

@@ -18,6 +18,7 @@
 #include "ctl.h"
 #include "keys.h"
 #include "log.h"
+#include "names.h"
 #include "pool.h"
 #include "region.h"
 #include "server.h"
@@ -34,6 +35,7 @@ enum call { NEW, DROP, STOP, DESTROY };
 static struct stub {
 	enum call calls[MAX_CALLS];
 	uint64_t ids[MAX_CALLS];
+	uint32_t access[MAX_CALLS]; /* key_new's access, by call */
 	int ncalls;
 	int fail_new;            /* key_new's answer when nonzero */
 	enum key_gone gone;      /* key_drop's answer for a key it made */
@@ -60,13 +62,15 @@ static int count(enum call c)
 }
 
 static int stub_key_new(struct nic_peer *p, uint64_t id, uint32_t pool, uint8_t *addr,
-			uint64_t len, uint32_t *rkey)
+			uint64_t len, uint32_t access, uint32_t *rkey)
 {
 	(void)p;
 	(void)pool;
 	(void)addr;
 	(void)len;
 	record(NEW, id);
+	if (stub.ncalls <= MAX_CALLS)
+		stub.access[stub.ncalls - 1] = access;
 	if (stub.fail_new)
 		return stub.fail_new;
 	stub.live[stub.nlive++] = id;
@@ -140,7 +144,8 @@ static struct server *server_up(void)
 	}
 	srv->npools = 1;
 	srv->regions = region_table_new();
-	if (!srv->regions || session_quarantine_init(srv) < 0)
+	srv->names = names_new();
+	if (!srv->regions || !srv->names || session_quarantine_init(srv) < 0)
 		return NULL;
 	srv->keys = &stub_ops;
 	return srv;
@@ -149,6 +154,7 @@ static struct server *server_up(void)
 static void server_down(struct server *srv)
 {
 	session_quarantine_flush(srv);
+	names_free(srv->names);
 	region_table_free(srv->regions);
 	pool_close(&srv->pools[0]);
 	event_base_free(srv->base);
@@ -400,6 +406,258 @@ static void test_quota_wait(struct server *srv)
 	srv->cfg.ntenants = 0;
 }
 
+/* ---- named regions ------------------------------------------------------------ */
+
+#define RW (PROTO_ACCESS_READ | PROTO_ACCESS_WRITE)
+
+/* CREATE, OPEN or UNLINK through ctl_dispatch: the status; *reg for a region. */
+static int ctl_name(struct server *srv, struct session *s, uint16_t op, const char *name,
+		    uint64_t size, uint32_t flags, struct proto_region *reg)
+{
+	struct proto_name_req m = { .size = size, .flags = flags,
+				    .name_len = (uint16_t)strlen(name) };
+	uint8_t buf[PROTO_NAME_REQ_FIXED + PROTO_NAME_MAX];
+	struct ctl_reply rep;
+	size_t n;
+	int st = -1;
+
+	memcpy(m.name, name, m.name_len);
+	n = proto_name_req_encode(buf, op, &m);
+	if (call(srv, s, op, buf, n, false, &rep) != CTL_REPLY)
+		return 1;
+	if (rep.status < 0 || op == PROTO_OP_UNLINK)
+		return rep.status;
+	return proto_alloc_rep_decode(rep.payload, rep.len, &st, reg) < 0 ? -EBADMSG : st;
+}
+
+static int ctl_atomic(struct server *srv, struct session *s, uint16_t op,
+		      const struct proto_region *reg)
+{
+	struct proto_atomic_req a = { .id = reg->id, .rkey = reg->rkey, .operand = 1 };
+	struct ctl_reply rep;
+	uint8_t buf[64];
+	size_t n = proto_atomic_req_encode(buf, op, &a);
+
+	if (call(srv, s, op, buf, n, false, &rep) != CTL_REPLY)
+		return 1;
+	return rep.status;
+}
+
+static int io(struct server *srv, struct session *s, const struct proto_region *reg,
+	      uint32_t need, uint8_t **where)
+{
+	return session_io(srv, s, reg->id, reg->rkey, need, 0, 8, where);
+}
+
+static void test_named(struct server *srv)
+{
+	struct session *a = attached(srv), *b = attached(srv), *c;
+	struct proto_region ra, rb, rc_, tmp;
+	uint64_t used0 = srv->used_bytes;
+	uint8_t *w = NULL;
+	int rc;
+
+	stub_reset();
+	rc = ctl_name(srv, a, PROTO_OP_CREATE, "t/a", 4096, 0, &ra);
+	ok(rc == 0 && ra.flags == RW && count(NEW) == 1 && stub.access[0] == RW,
+	   "CREATE: a READ|WRITE handle with a READ|WRITE key (%d, flags %#x)", rc, ra.flags);
+	rc = rc ? rc : io(srv, a, &ra, PROTO_ACCESS_WRITE, &w);
+	if (rc == 0)
+		memcpy(w, "pattern", 8);
+	session_destroy(srv, a);
+	ok(names_count(srv->names) == 1 && srv->used_bytes == used0 + 4096 &&
+	   region_count(srv->regions) == 0,
+	   "the creator's end releases its handle; the object and its bytes stay (%llu)",
+	   (unsigned long long)srv->used_bytes);
+	stub.ncalls = 0;
+	rc = ctl_name(srv, b, PROTO_OP_OPEN, "t/a", 0, PROTO_ACCESS_READ, &rb);
+	ok(rc == 0 && rb.flags == PROTO_ACCESS_READ && rb.length == 4096 &&
+	   count(NEW) == 1 && stub.access[0] == PROTO_ACCESS_READ,
+	   "OPEN read-only: a handle with a read-only key (%d)", rc);
+	rc = io(srv, b, &rb, PROTO_ACCESS_READ, &w);
+	ok(rc == 0 && !memcmp(w, "pattern", 8), "the reader reads the creator's bytes (%d)", rc);
+	ok(io(srv, b, &rb, PROTO_ACCESS_WRITE, &w) == -EACCES &&
+	   ctl_atomic(srv, b, PROTO_OP_CAS, &rb) == -EACCES &&
+	   ctl_atomic(srv, b, PROTO_OP_FAA, &rb) == -EACCES,
+	   "a read-only handle: WRITE, CAS and FAA are -EACCES");
+	c = attached(srv);
+	rc = ctl_name(srv, c, PROTO_OP_OPEN, "t/a", 0, PROTO_ACCESS_WRITE, &rc_);
+	ok(rc == 0 && io(srv, c, &rc_, PROTO_ACCESS_READ, &w) == -EACCES &&
+	   ctl_atomic(srv, c, PROTO_OP_FAA, &rc_) == 0,
+	   "a write-only handle: READ -EACCES, FAA served (%d)", rc);
+	ok(io(srv, b, &rb, PROTO_ACCESS_READ, &w) == 0 && w[0] == 'p' + 1,
+	   "the reader sees the writer's FAA");
+	ok(ctl_name(srv, b, PROTO_OP_CREATE, "t/a", 64, 0, &tmp) == -EEXIST,
+	   "CREATE of an existing name: -EEXIST");
+	ok(ctl_name(srv, b, PROTO_OP_OPEN, "t/none", 0, PROTO_ACCESS_READ, &tmp) == -ENOENT,
+	   "OPEN of a missing name: -ENOENT");
+	ok(ctl_name(srv, b, PROTO_OP_OPEN, "t/a", 0, 0, &tmp) == -EINVAL &&
+	   ctl_name(srv, b, PROTO_OP_OPEN, "t/a", 0, 4, &tmp) == -EINVAL &&
+	   ctl_name(srv, b, PROTO_OP_CREATE, "a b", 64, 0, &tmp) == -EINVAL &&
+	   ctl_name(srv, b, PROTO_OP_CREATE, "t/z", 0, 0, &tmp) == -EINVAL &&
+	   ctl_name(srv, b, PROTO_OP_UNLINK, "t/a", 0, 2, &tmp) == -EINVAL,
+	   "access 0 or unknown, a space in a name, size 0, unknown unlink flags: -EINVAL");
+	stub.ncalls = 0;
+	rc = ctl_name(srv, b, PROTO_OP_UNLINK, "t/a", 0, 0, NULL);
+	ok(rc == 0 && count(DROP) == 0 &&
+	   ctl_name(srv, c, PROTO_OP_OPEN, "t/a", 0, PROTO_ACCESS_READ, &tmp) == -ENOENT &&
+	   io(srv, b, &rb, PROTO_ACCESS_READ, &w) == 0,
+	   "UNLINK: the name is gone, the handles still work (%d)", rc);
+	ok(ctl_name(srv, b, PROTO_OP_UNLINK, "t/a", 0, 0, NULL) == -ENOENT,
+	   "UNLINK again: -ENOENT");
+	rc = ctl_free(srv, b, &rb);
+	ok(rc == 0 && count(DROP) == 1 && stub.ids[stub.ncalls - 1] == rb.id &&
+	   srv->used_bytes == used0 + 4096,
+	   "FREE of one handle drops its key only; the bytes stay for the other (%d)", rc);
+	session_destroy(srv, c);
+	ok(srv->used_bytes == used0 && names_count(srv->names) == 0 &&
+	   pool_free_bytes(srv) == POOL_BYTES,
+	   "the last handle's release returns the bytes (used %llu)",
+	   (unsigned long long)srv->used_bytes);
+	rc = ctl_name(srv, b, PROTO_OP_CREATE, "t/a", 64, 0, &tmp);
+	ok(rc == 0 && all_zero_pool(&tmp), "the name can be created again, fresh zeroes (%d)", rc);
+	ok(ctl_name(srv, b, PROTO_OP_UNLINK, "t/a", 0, 0, NULL) == 0, "and unlinked");
+	session_destroy(srv, b);
+	ok(srv->used_bytes == used0 && names_count(srv->names) == 0, "nothing left");
+}
+
+static void test_revoke(struct server *srv)
+{
+	struct session *a = attached(srv), *b = attached(srv);
+	struct proto_region ra, rb, rb2;
+	uint8_t *w;
+	int rc;
+
+	stub_reset();
+	rc = ctl_name(srv, a, PROTO_OP_CREATE, "r", 8192, 0, &ra);
+	rc = rc ? rc : ctl_name(srv, b, PROTO_OP_OPEN, "r", 0, PROTO_ACCESS_READ, &rb);
+	rc = rc ? rc : ctl_name(srv, b, PROTO_OP_OPEN, "r", 0, RW, &rb2);
+	ok(rc == 0 && rb.id != rb2.id && rb.rkey != rb2.rkey,
+	   "two handles of one session: ids and keys of their own (%d)", rc);
+	stub.ncalls = 0;
+	rc = ctl_name(srv, a, PROTO_OP_UNLINK, "r", 0, PROTO_UNLINK_REVOKE, NULL);
+	ok(rc == 0 && stub.ncalls == 3 && count(DROP) == 3 && stub.nlive == 0,
+	   "UNLINK with REVOKE drops every handle's key (%d, %d drops)", rc, count(DROP));
+	ok(io(srv, a, &ra, PROTO_ACCESS_READ, &w) == -ENOENT &&
+	   io(srv, b, &rb, PROTO_ACCESS_READ, &w) == -ENOENT &&
+	   ctl_free(srv, b, &rb2) == -ENOENT,
+	   "every holder's next request: -ENOENT");
+	ok(a->nregions == 0 && b->nregions == 0 && region_count(srv->regions) == 0 &&
+	   srv->used_bytes == 0 && names_count(srv->names) == 0,
+	   "no handle, no object, the bytes back (used %llu)",
+	   (unsigned long long)srv->used_bytes);
+	session_destroy(srv, a);
+	session_destroy(srv, b);
+}
+
+/* A key that died unconfirmed holds the range in the quarantine. */
+static void test_named_quarantine(struct server *srv)
+{
+	struct session *a = attached(srv);
+	struct proto_region ra, rb;
+	int rc;
+
+	stub_reset();
+	stub.gone = KEY_UNCONFIRMED;
+	rc = ctl_name(srv, a, PROTO_OP_CREATE, "q", 4096, 0, &ra);
+	rc = rc ? rc : ctl_name(srv, a, PROTO_OP_UNLINK, "q", 0, 0, NULL);
+	rc = rc ? rc : ctl_free(srv, a, &ra);
+	ok(rc == 0 && srv->quarantine_first && srv->used_bytes == 4096 &&
+	   names_count(srv->names) == 0,
+	   "unlinked, last handle freed with an unconfirmed key: quarantined (%d)", rc);
+	session_quarantine_flush(srv);
+	rc = session_quarantine_init(srv);
+	ok(rc == 0 && srv->used_bytes == 0, "and back after it");
+	/* One that died long before the last release is no reason to wait. */
+	stub.gone = KEY_UNCONFIRMED;
+	rc = ctl_name(srv, a, PROTO_OP_CREATE, "q", 4096, 0, &ra);
+	rc = rc ? rc : ctl_name(srv, a, PROTO_OP_OPEN, "q", 0, PROTO_ACCESS_READ, &rb);
+	rc = rc ? rc : ctl_free(srv, a, &rb);
+	nanosleep(&(struct timespec){ .tv_nsec = (QUARANTINE_MS + 20) * 1000000l }, NULL);
+	stub.gone = KEY_CONFIRMED;
+	rc = rc ? rc : ctl_name(srv, a, PROTO_OP_UNLINK, "q", 0, 0, NULL);
+	rc = rc ? rc : ctl_free(srv, a, &ra);
+	ok(rc == 0 && !srv->quarantine_first && srv->used_bytes == 0,
+	   "a key that died unconfirmed a quarantine ago: the range is back at once (%d)", rc);
+	session_destroy(srv, a);
+}
+
+/* The creator's tenant holds the object's bytes and one region past its end. */
+static void test_named_quota(struct server *srv)
+{
+	struct config_tenant *t = &srv->cfg.tenants[0];
+	struct session *a = attached(srv), *b;
+	struct proto_region ra, tmp;
+	int rc;
+
+	snprintf(t->name, sizeof t->name, "unit");
+	t->quota = 600u << 10;
+	t->max_regions = 0;
+	srv->cfg.ntenants = 1;
+	a->tenant = t;
+	stub_reset();
+	rc = ctl_name(srv, a, PROTO_OP_CREATE, "big", 512u << 10, 0, &ra);
+	session_destroy(srv, a);
+	ok(rc == 0 && srv->tenant_use[0].bytes == 512u << 10 && srv->tenant_use[0].regions == 1,
+	   "quota: a named region counts after its creator's end (%d)", rc);
+	b = attached(srv);
+	b->tenant = t;
+	rc = ctl_alloc(srv, b, 200u << 10, false, &(struct ctl_reply){ 0 }, &tmp);
+	ok(rc == -EDQUOT, "quota: so the tenant's next ALLOC past it is -EDQUOT (%d)", rc);
+	ok(ctl_name(srv, b, PROTO_OP_OPEN, "big", 0, PROTO_ACCESS_READ, &tmp) == 0,
+	   "quota: a session of the same tenant opens it");
+	b->tenant = NULL;
+	ok(ctl_name(srv, b, PROTO_OP_OPEN, "big", 0, PROTO_ACCESS_READ, &tmp) == -ENOENT &&
+	   ctl_name(srv, b, PROTO_OP_UNLINK, "big", 0, 0, NULL) == -ENOENT,
+	   "another namespace neither opens nor unlinks it");
+	b->tenant = t;
+	rc = ctl_name(srv, b, PROTO_OP_UNLINK, "big", 0, 0, NULL);
+	session_destroy(srv, b);
+	ok(rc == 0 && srv->tenant_use[0].bytes == 0 && srv->tenant_use[0].regions == 0,
+	   "quota: unlinked and released, the tenant holds nothing (%d)", rc);
+	srv->cfg.ntenants = 0;
+}
+
+static void test_names_listing(struct server *srv)
+{
+	struct session *s = attached(srv);
+	struct proto_list_req lr = { .after = 0, .max = 0 };
+	struct proto_region r1, r2;
+	struct proto_name_rec rec[2];
+	struct ctl_reply rep;
+	uint8_t buf[64];
+	size_t n = proto_list_req_encode(buf, &lr);
+	uint32_t cnt = 0;
+	int st = -1;
+
+	stub_reset();
+	ok(ctl_name(srv, s, PROTO_OP_CREATE, "l/one", 64, 0, &r1) == 0 &&
+	   ctl_name(srv, s, PROTO_OP_CREATE, "l/two", 128, 0, &r2) == 0 &&
+	   ctl_name(srv, s, PROTO_OP_UNLINK, "l/one", 0, 0, NULL) == 0, "two names, one unlinked");
+	call(srv, s, PROTO_OP_NAMES, buf, n, false, &rep);
+	ok(rep.status == -EACCES, "NAMES without admin rights: -EACCES (%d)", rep.status);
+	s->admin = true;
+	call(srv, s, PROTO_OP_NAMES, buf, n, false, &rep);
+	if (rep.status == 0 &&
+	    proto_list_hdr_decode(rep.payload, rep.len, PROTO_NAME_REC_LEN, &st, &cnt) == 0 && cnt == 2) {
+		proto_name_rec_decode(rep.payload + PROTO_LIST_HDR_LEN, &rec[0]);
+		proto_name_rec_decode(rep.payload + PROTO_LIST_HDR_LEN + PROTO_NAME_REC_LEN, &rec[1]);
+	}
+	ok(cnt == 2 && !strcmp(rec[0].name, "l/one") && rec[0].flags == PROTO_NAME_F_UNLINKED &&
+	   rec[0].handles == 1 && !strcmp(rec[1].name, "l/two") && rec[1].flags == 0 &&
+	   rec[1].length == 128 && rec[0].id < rec[1].id && rec[1].tenant[0] == '\0',
+	   "NAMES: in id order, the unlinked one flagged, handles and lengths (%u)", cnt);
+	lr.after = cnt == 2 ? rec[0].id : 0;
+	n = proto_list_req_encode(buf, &lr);
+	call(srv, s, PROTO_OP_NAMES, buf, n, false, &rep);
+	ok(rep.status == 0 &&
+	   proto_list_hdr_decode(rep.payload, rep.len, PROTO_NAME_REC_LEN, &st, &cnt) == 0 && cnt == 1,
+	   "NAMES after the first id: one left (%u)", cnt);
+	ok(ctl_name(srv, s, PROTO_OP_UNLINK, "l/two", 0, 0, NULL) == 0, "unlinked");
+	session_destroy(srv, s);
+	ok(names_count(srv->names) == 0 && srv->used_bytes == 0, "listing: nothing left");
+}
+
 /* ---- rights, from the handler table ------------------------------------------ */
 
 static void test_rights(struct server *srv)
@@ -454,6 +712,11 @@ int main(void)
 	test_quarantine(srv);
 	test_quota_wait(srv);
 	test_rights(srv);
+	test_named(srv);
+	test_revoke(srv);
+	test_named_quarantine(srv);
+	test_named_quota(srv);
+	test_names_listing(srv);
 	ok(srv->sessions_first == NULL && srv->used_bytes == 0 && srv->clients == 0 &&
 	   pool_free_bytes(srv) == POOL_BYTES, "every session gone, the pool whole again");
 	server_down(srv);
