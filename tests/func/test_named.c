@@ -1,5 +1,5 @@
 /*
- * test_names.c - named regions (rmem_create, rmem_open, rmem_unlink,
+ * test_named.c - named regions (rmem_create, rmem_open, rmem_unlink,
  * rmem_unlink2) end to end, through the public API.
  *
  * A creates "t/a", writes a pattern and closes its session; the name
@@ -791,7 +791,7 @@ static void with_daemon(const char *extra, const char *mode)
 
 /* ---- tenants ---------------------------------------------------------------------------- */
 
-static char dir[] = "/tmp/test_names.XXXXXX";
+static char dir[] = "/tmp/test_named.XXXXXX";
 static char key_a[64], key_b[64];
 
 static int write_key(const char *path, const char *secret)
