@@ -508,9 +508,11 @@ static void bad_args(rmem_client *c)
 	ok(rmem_open(c, "t/acc", 0x4, &r) == -EINVAL, "%s: open with access 0x4 is -EINVAL", M);
 	ok(rmem_open(c, "t/acc", RW | 0x4, &r) == -EINVAL,
 	   "%s: open with RMEM_READ|RMEM_WRITE|0x4 is -EINVAL", M);
-	ok(rmem_open(c, "t/acc", RMEM_WRITE, &r) == 0 && r.flags == RMEM_WRITE,
-	   "%s: open with RMEM_WRITE alone gives exactly that (flags %#x)", M, r.flags);
-	rmem_free(c, &r);
+	rc = rmem_open(c, "t/acc", RMEM_WRITE, &r);
+	ok(rc == 0 && r.flags == RMEM_WRITE,
+	   "%s: open with RMEM_WRITE alone gives exactly that (%d, flags %#x)", M, rc, r.flags);
+	if (rc == 0)
+		rmem_free(c, &r);
 	ok(rmem_unlink2(c, "t/acc", 0x2) == -EINVAL, "%s: unlink2 with flag 0x2 is -EINVAL", M);
 	ok(rmem_unlink2(c, "t/acc", 0x80000000u) == -EINVAL,
 	   "%s: unlink2 with flag 0x80000000 is -EINVAL", M);
@@ -573,7 +575,7 @@ static int raw_name_req(int fd, uint16_t op, const char *name, uint64_t size, ui
 	rc = raw_call(fd, op, 9, p, (uint32_t)len, &r, PROTO_MAX_CTL, WAIT_MS);
 	if (rc < 0)
 		return rc;
-	rc = r.opcode == PROTO_OP_ERROR ? r.status : r.opcode == op ? 0 : -EPROTO;
+	rc = r.opcode == PROTO_OP_ERROR || r.opcode == op ? r.status : -EPROTO;
 	raw_reply_release(&r);
 	return rc;
 }
