@@ -42,7 +42,7 @@
 #define RW (RMEM_READ | RMEM_WRITE)
 
 static const char *M;          /* "tcp default keys"...: each assertion's prefix */
-static uint8_t pat[SIZE], got[SIZE], junk[SIZE];
+static uint8_t pat[SIZE], got[SIZE], junk[SIZE], kpat[SIZE];
 
 /* What the daemon holds before a part starts: each part must give it back. */
 struct base {
@@ -734,28 +734,42 @@ struct child_report {
 	struct rmem_region r;
 };
 
-static int child_creates(int wfd, void *arg)
+#define KILLED_SEED 99
+
+/* The child, in a fresh exec of this program (librdmacm's state inherited
+ * through fork() is not usable in a child): creates "t/k" and an anonymous
+ * region, fills both, says so on wfd and waits to be killed. */
+static int child_body(const char *ep, int wfd)
 {
-	const struct rmemd *d = arg;
 	struct child_report rep = { 0 };
 	struct rmem_region anon;
 	rmem_client *c = NULL;
 
-	rep.rc = client_connect(d->tcp_ep, WAIT_MS, &c);
+	fill_random(kpat, SIZE, KILLED_SEED);
+	rep.rc = client_connect(ep, WAIT_MS, &c);
 	if (!rep.rc && ++rep.step)
 		rep.rc = rmem_create(c, "t/k", SIZE, 0, &rep.r);
 	if (!rep.rc && ++rep.step)
-		rep.rc = rmem_write(c, &rep.r, 0, pat, SIZE);
+		rep.rc = rmem_write(c, &rep.r, 0, kpat, SIZE);
 	if (!rep.rc && ++rep.step)
 		rep.rc = rmem_alloc(c, 1 * MiB, 0, &anon);
 	if (!rep.rc && ++rep.step)
-		rep.rc = rmem_write(c, &anon, 0, pat, SIZE);
-	if (write(wfd, &rep, sizeof rep) != sizeof rep)
-		return 2;
-	if (rep.rc)
+		rep.rc = rmem_write(c, &anon, 0, kpat, SIZE);
+	if (write(wfd, &rep, sizeof rep) != sizeof rep || rep.rc)
 		return 1;
 	pause();
 	return 0;
+}
+
+static int child_exec(int wfd, void *arg)
+{
+	const struct rmemd *d = arg;
+	char fd[16];
+	int keep = dup(wfd);   /* without close-on-exec */
+
+	snprintf(fd, sizeof fd, "%d", keep);
+	execl("/proc/self/exe", "test_named", "--create-k", d->tcp_ep, fd, (char *)NULL);
+	return 127;
 }
 
 static void killed_client(const struct rmemd *d, rmem_client *admin)
@@ -769,7 +783,7 @@ static void killed_client(const struct rmemd *d, rmem_client *admin)
 	int rc;
 
 	take_base(admin, &base);
-	rc = child_spawn(&ch, child_creates, (void *)d);
+	rc = child_spawn(&ch, child_exec, (void *)d);
 	if (rc == 0 && read(ch.rfd, &rep, sizeof rep) != sizeof rep)
 		rc = -EIO;
 	ok(rc == 0 && rep.rc == 0,
@@ -787,7 +801,8 @@ static void killed_client(const struct rmemd *d, rmem_client *admin)
 	rc = client_connect(d->tcp_ep, WAIT_MS, &b);
 	rc = rc ? rc : rmem_open(b, "t/k", RMEM_READ, &h);
 	ok(rc == 0, "%s: another client opens \"t/k\" (%d)", M, rc);
-	rc = rc ? rc : reads(b, &h, pat, SIZE);
+	fill_random(kpat, SIZE, KILLED_SEED);
+	rc = rc ? rc : reads(b, &h, kpat, SIZE);
 	ok(rc == 1, "%s: and reads what the dead child wrote (%d)", M, rc);
 	rc = rmem_unlink(b, "t/k");
 	ok(rc == 0, "%s: unlink \"t/k\" (%d)", M, rc);
@@ -971,8 +986,10 @@ out:
 	rmdir(dir);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "--create-k"))
+		return child_body(argv[2], (int)strtol(argv[3], NULL, 10));
 	with_daemon(NULL, "default keys");
 	if (harness_rdma())
 		with_daemon("rdma = { keys = \"window\"; };", "keys=window");
