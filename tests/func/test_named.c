@@ -211,6 +211,39 @@ static void b_reads_only(rmem_client *b, const struct rmem_region *ra, struct rm
 	ok(key_dead(b, rc), "%s: A's key died with A's session (%d)", M, rc);
 }
 
+/*
+ * Each refusal once more on a client of its own whose data path is the
+ * NIC's when the test runs over RDMA: after an error completion a window
+ * mode client moves its data to TCP (docs/architecture.md, "Re-attach"), so
+ * B's later refusals above may be the daemon's.  Op 0 writes, 1 CAS, 2 FAA.
+ */
+static void fresh_refusals(const struct rmemd *d, rmem_client *b, const struct rmem_region *rb)
+{
+	static const char *const what[] = { "write", "CAS", "FAA" };
+
+	for (int op = 0; op < 3; op++) {
+		struct rmem_region r;
+		rmem_client *x = NULL;
+		uint64_t old = 3;
+		bool nic = false;
+		int rc = client_connect(d->tcp_ep, WAIT_MS, &x);
+
+		rc = rc ? rc : rmem_open(x, "t/a", RMEM_READ, &r);
+		nic = client_on_rdma(x);
+		if (rc == 0 && op == 0)
+			rc = rmem_write(x, &r, 64, junk, 64);
+		else if (rc == 0 && op == 1)
+			rc = rmem_cas(x, &r, 64, 0, 1, &old);
+		else if (rc == 0)
+			rc = rmem_faa(x, &r, 64, 1, &old);
+		ok(rc == -EACCES && nic == harness_rdma(),
+		   "%s: a fresh read-only opener's %s is -EACCES, its data path %s (%d)", M,
+		   what[op], nic ? "the NIC" : "the daemon's", rc);
+		rmem_close(x);
+	}
+	ok(reads(b, rb, pat, SIZE) == 1, "%s: the bytes are unchanged", M);
+}
+
 /* C opens read-write, sees the same bytes, writes; B sees the write. */
 static void c_writes(rmem_client *b, rmem_client *c, const struct rmem_region *rb,
 		     struct rmem_region *rc_)
@@ -327,6 +360,7 @@ static void share(const struct rmemd *d, rmem_client *admin)
 	if (rc)
 		goto out;
 	b_reads_only(b, &ra, &rb);
+	fresh_refusals(d, b, &rb);
 	c_writes(b, c, &rb, &rc_);
 	name_errors(b, c);
 	unlink_held(admin, b, c, &rb, &base);
