@@ -16,6 +16,20 @@
 #include "client.h"
 #include "datapath.h"
 
+/*
+ * A handle without RMEM_WRITE (a named region opened read-only; flags 0 is
+ * an anonymous region, which grants everything) is refused a write or an
+ * atomic here, before any I/O.  The NIC (or the daemon) would refuse it
+ * too, and still does for a handle whose flags were changed, but on RDMA
+ * that refusal costs the queue pair: the library attaches again, and
+ * against a daemon in window key mode, which refuses that, the session's
+ * data moves to TCP and the daemon can make it no more keys.
+ */
+static bool may_write(const struct rmem_region *r)
+{
+	return r->flags == 0 || (r->flags & RMEM_WRITE);
+}
+
 /* The checks every transfer makes before any I/O. */
 static int check_io(const rmem_client *c, const struct rmem_region *r, uint64_t off,
 		    const void *buf, size_t len)
@@ -96,6 +110,8 @@ static int io_run(rmem_client *c, const struct dp_job *job, bool post, uint64_t 
 
 	if (err)
 		return err;
+	if (job->opcode == PROTO_OP_WRITE && !may_write(job->r))
+		return -EACCES;
 	lock_hold(&c->lock);
 	err = post ? io_post(c, job, cookie) : io_sync(c, job);
 	lock_release(&c->lock);
@@ -256,6 +272,8 @@ static int atomic_run(rmem_client *c, uint16_t opcode, const struct rmem_region 
 		return -EINVAL;
 	if (r->length < sizeof(uint64_t) || off > r->length - sizeof(uint64_t))
 		return -ERANGE;
+	if (!may_write(r))
+		return -EACCES;
 	lock_hold(&c->lock);
 	err = dp_atomic(&c->eng, opcode, r, off, operand, desired, old);
 	lock_release(&c->lock);

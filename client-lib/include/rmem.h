@@ -67,7 +67,9 @@ struct rmem_region {
 	uint32_t rkey;   /* RDMA rkey, or the TCP path's random key */
 	uint32_t flags;  /* a named handle (rmem_create, rmem_open): the access it
 			    grants, RMEM_READ | RMEM_WRITE bits; an anonymous
-			    region (rmem_alloc): 0, and it grants both */
+			    region (rmem_alloc): 0, and it grants both.
+			    Writes and atomics through a handle without
+			    RMEM_WRITE fail with -EACCES before any I/O. */
 	/* Room to grow (since RMEM_1.2): the library writes 0 here today.
 	 * Callers built against RMEM_1.0/1.1 headers, whose struct ends
 	 * before it, keep working: rmem_alloc@RMEM_1.0 and
@@ -161,8 +163,9 @@ RMEM_API int rmem_faa(rmem_client *c, const struct rmem_region *r, uint64_t off,
  * its outcome arrives later through rmem_poll() under the caller's cookie.
  * buf must stay valid and untouched until then.  Completions come in the
  * order the operations were posted.
- * The checks of rmem_read()/rmem_write() (-EINVAL, -ERANGE) and a broken
- * client (-ECONNRESET) are returned at once; what the daemon refuses
+ * The checks of rmem_read()/rmem_write() (-EINVAL, -ERANGE, -EACCES for a
+ * handle without RMEM_WRITE) and a broken client (-ECONNRESET) are
+ * returned at once; what the daemon refuses
  * (-EACCES, -ENOENT) arrives as the completion's status.  A post may wait
  * while too much is in flight (64 operations or 64 MiB on the TCP path), and
  * handles replies meanwhile.

@@ -186,3 +186,8 @@ void json_u64(const char *key, uint64_t value, bool more)
 	printf("\"%s\":%" PRIu64 "%s", key, value, more ? "," : "");
 }
 
+
+void json_bool(const char *key, bool value, bool more)
+{
+	printf("\"%s\":%s%s", key, value ? "true" : "false", more ? "," : "");
+}

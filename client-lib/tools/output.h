@@ -9,8 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The longest text of one table cell, NUL included. */
-#define CELL_MAX 80
+/* The longest text of one table cell, NUL included: a region's name
+ * (RMEM_NAME_MAX, 255 bytes) fits whole. */
+#define CELL_MAX 256
 
 /* "512 B", "1.5 KiB", ... "2.0 TiB" into buf. */
 void format_size(char *buf, size_t size, uint64_t bytes);
@@ -45,5 +46,7 @@ void table_free(struct table *t);
 void json_string(const char *s);
 /* "key":value, and a comma when more follows. */
 void json_u64(const char *key, uint64_t value, bool more);
+/* "key":true or false, and a comma when more follows. */
+void json_bool(const char *key, bool value, bool more);
 
 #endif /* RMEMCTL_OUTPUT_H */

@@ -1,6 +1,9 @@
 /*
- * rmemctl - shows what rmemd is doing: pool-wide figures, pools, regions and
- * client sessions, as aligned tables or as one JSON object.
+ * rmemctl - shows what rmemd is doing: pool-wide figures, pools, regions,
+ * client sessions and named regions, as aligned tables or as one JSON
+ * object; and unlinks a named region.  This file: the command line, the
+ * connection and the commands of the daemon's state; names.c: the
+ * commands of named regions.
  *
  * Uses only the public library (<rmem.h>) and libc, so it doubles as a check
  * that the public API is enough to administer the daemon.
@@ -18,33 +21,28 @@
 #include <rmem.h>
 
 #include "output.h"
+#include "rmemctl.h"
 
 #ifndef RMEM_VERSION_STRING
 #define RMEM_VERSION_STRING "unknown"
 #endif
 
 #define DEFAULT_SOCKET "/run/rmemd/rmemd.sock"
-#define EXIT_USAGE 2
-#define LIST_PAGE 128
 #define MAX_POOLS 256
-
-struct ctl {
-	const char *endpoint;
-	bool unix_socket;
-	bool json;
-	rmem_client *client;
-};
 
 /* ---- commands ------------------------------------------------------------------- */
 
-static int report(const struct ctl *ctl, const char *what, int err)
+int report(const struct ctl *ctl, const char *what, int err)
 {
 	if (err == -EACCES && !ctl->unix_socket)
 		fprintf(stderr, "rmemctl: %s: admin listings need the Unix socket (-s PATH); "
-			"over TCP only 'stats' is served\n", what);
+			"over TCP only 'stats' and 'unlink' are served\n", what);
 	else if (err == -EACCES)
 		fprintf(stderr, "rmemctl: %s: rmemd refused the admin request: this user is not "
 			"trusted on its admin socket (root or rmemd's own user)\n", what);
+	else if (err == -EOPNOTSUPP)
+		fprintf(stderr, "rmemctl: %s: this rmemd does not know named regions (it is "
+			"older than librmem 1.2)\n", what);
 	else
 		fprintf(stderr, "rmemctl: %s: %s\n", what, rmem_strerror(err));
 	return EXIT_FAILURE;
@@ -215,8 +213,6 @@ static int reserve(void **items, size_t *cap, size_t count, size_t room, size_t 
 	return 0;
 }
 
-/* One page of a listing: rmem_regions() or rmem_clients() behind one type. */
-typedef int (*page_fn)(rmem_client *c, uint64_t after, void *out, size_t max);
 
 static int regions_page(rmem_client *c, uint64_t after, void *out, size_t max)
 {
@@ -228,11 +224,9 @@ static int clients_page(rmem_client *c, uint64_t after, void *out, size_t max)
 	return rmem_clients(c, after, out, max);
 }
 
-/*
- * Every entry of a listing, paging with `after` until the daemon has no more.
- * Both entry types start with their uint64_t id, which is what `after` pages on.
- */
-static int fetch_all(struct ctl *ctl, page_fn page, size_t item_size, void **out, size_t *count)
+/* Every entry of a listing, paging with `after` until the daemon has no more
+ * (rmemctl.h). */
+int fetch_all(struct ctl *ctl, page_fn page, size_t item_size, void **out, size_t *count)
 {
 	unsigned char *items = NULL;
 	size_t n = 0, cap = 0;
@@ -419,30 +413,41 @@ static int cmd_clients(struct ctl *ctl)
 static const struct command {
 	const char *name;
 	int (*run)(struct ctl *ctl);
+	bool takes_arg; /* one argument after the command (ctl->arg) */
 } commands[] = {
-	{ "stats", cmd_stats },
-	{ "pools", cmd_pools },
-	{ "regions", cmd_regions },
-	{ "clients", cmd_clients },
+	{ "stats", cmd_stats, false },
+	{ "pools", cmd_pools, false },
+	{ "regions", cmd_regions, false },
+	{ "clients", cmd_clients, false },
+	{ "names", cmd_names, false },
+	{ "unlink", cmd_unlink, true },
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: rmemctl [-s SOCKET | -c HOST:PORT] [--json] COMMAND\n"
+		"       rmemctl [-s SOCKET | -c HOST:PORT] [-t TENANT -k SECRET_FILE] [--revoke]\n"
+		"               unlink NAME\n"
 		"Shows the state of rmemd, the rmem remote-memory daemon.\n"
 		"\n"
 		"Commands:\n"
-		"  stats      pool-wide figures (any endpoint)\n"
-		"  pools      the daemon's pools (Unix socket only)\n"
-		"  regions    every live region (Unix socket only)\n"
-		"  clients    every connected session (Unix socket only)\n"
+		"  stats        pool-wide figures (any endpoint)\n"
+		"  pools        the daemon's pools (Unix socket only)\n"
+		"  regions      every live region (Unix socket only)\n"
+		"  clients      every connected session (Unix socket only)\n"
+		"  names        every named region of every namespace (Unix socket only)\n"
+		"  unlink NAME  unlinks the named region NAME of rmemctl's own namespace\n"
+		"               (anonymous, or the tenant's with -t) (any endpoint)\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket=PATH        the daemon's Unix socket (default: $RMEMD_SOCKET,\n"
 		"                           else " DEFAULT_SOCKET ")\n"
 		"  -c, --connect=HOST:PORT  talk to the daemon over TCP instead\n"
 		"  -j, --json               print one JSON object\n"
+		"  -t, --tenant=NAME        connect as this tenant (with -k)\n"
+		"  -k, --secret-file=PATH   the tenant's secret\n"
+		"  -r, --revoke             unlink: also invalidate every open handle now\n"
 		"  -h, --help               print this help and exit\n"
 		"  -V, --version            print the version and exit\n"
 		"\n"
@@ -488,8 +493,13 @@ static char *socket_endpoint(const char *path)
 
 static int open_client(struct ctl *ctl)
 {
-	int err = rmem_connect(ctl->endpoint, NULL, &ctl->client);
+	struct rmem_opts o;
+	int err;
 
+	rmem_opts_init(&o, sizeof(o));
+	o.tenant = ctl->tenant;
+	o.secret_file = ctl->secret_file;
+	err = rmem_connect(ctl->endpoint, &o, &ctl->client);
 	switch (err) {
 	case 0:
 		return 0;
@@ -503,42 +513,67 @@ static int open_client(struct ctl *ctl)
 		fprintf(stderr, "rmemctl: rmemd at %s: %s\n", ctl->endpoint, rmem_strerror(err));
 		return EXIT_FAILURE;
 	case -EACCES:
-		fprintf(stderr, "rmemctl: cannot reach rmemd at %s: permission denied on the "
-			"socket\n", ctl->endpoint);
+		if (ctl->tenant)
+			fprintf(stderr, "rmemctl: rmemd at %s refused tenant '%s' (or its secret "
+				"file %s cannot be read)\n", ctl->endpoint, ctl->tenant,
+				ctl->secret_file);
+		else
+			fprintf(stderr, "rmemctl: cannot reach rmemd at %s: permission denied on "
+				"the socket\n", ctl->endpoint);
 		return EXIT_FAILURE;
 	default:
+		if (ctl->tenant && err == -ENOENT) {
+			fprintf(stderr, "rmemctl: secret file %s: %s\n", ctl->secret_file,
+				rmem_strerror(err));
+			return EXIT_FAILURE;
+		}
 		fprintf(stderr, "rmemctl: cannot reach rmemd at %s: %s (is rmemd running?)\n",
 			ctl->endpoint, rmem_strerror(err));
 		return EXIT_FAILURE;
 	}
 }
 
-int main(int argc, char **argv)
+struct args {
+	const char *socket_path;
+	const char *tcp_endpoint;
+	const struct command *cmd;
+};
+
+/* The command line into ctl and a: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 {
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "connect", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "tenant", required_argument, NULL, 't' },
+		{ "secret-file", required_argument, NULL, 'k' },
+		{ "revoke", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *socket_path = NULL, *tcp_endpoint = NULL;
-	const struct command *cmd;
-	struct ctl ctl = { .json = false };
-	char *endpoint = NULL;
-	int opt, rc;
+	int opt, nargs;
 
-	while ((opt = getopt_long(argc, argv, "s:c:jhV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:c:jt:k:rhV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
-			socket_path = optarg;
+			a->socket_path = optarg;
 			break;
 		case 'c':
-			tcp_endpoint = optarg;
+			a->tcp_endpoint = optarg;
 			break;
 		case 'j':
-			ctl.json = true;
+			ctl->json = true;
+			break;
+		case 't':
+			ctl->tenant = optarg;
+			break;
+		case 'k':
+			ctl->secret_file = optarg;
+			break;
+		case 'r':
+			ctl->revoke = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -551,27 +586,47 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (socket_path && tcp_endpoint)
+	if (a->socket_path && a->tcp_endpoint)
 		return usage_error("%s", "-s and -c exclude each other");
+	if (!ctl->tenant != !ctl->secret_file)
+		return usage_error("%s", "-t and -k go together");
 	if (optind >= argc)
-		return usage_error("%s", "missing command (stats, pools, regions or clients)");
-	if (optind + 1 < argc)
-		return usage_error("unexpected argument '%s'", argv[optind + 1]);
-	cmd = find_command(argv[optind]);
-	if (!cmd)
+		return usage_error("%s", "missing command (stats, pools, regions, clients, names "
+				   "or unlink)");
+	a->cmd = find_command(argv[optind]);
+	if (!a->cmd)
 		return usage_error("unknown command '%s'", argv[optind]);
-	if (socket_path && !socket_path[0])
+	nargs = a->cmd->takes_arg ? 1 : 0;
+	if (nargs && optind + 1 >= argc)
+		return usage_error("%s needs an argument", a->cmd->name);
+	if (optind + 1 + nargs < argc)
+		return usage_error("unexpected argument '%s'", argv[optind + 1 + nargs]);
+	ctl->arg = nargs ? argv[optind + 1] : NULL;
+	if (ctl->revoke && a->cmd->run != cmd_unlink)
+		return usage_error("%s", "--revoke goes with unlink only");
+	if (a->socket_path && !a->socket_path[0])
 		return usage_error("%s", "-s needs a non-empty path");
+	return -1;
+}
 
-	if (tcp_endpoint) {
-		ctl.endpoint = tcp_endpoint;
-		ctl.unix_socket = strncmp(tcp_endpoint, "unix:", 5) == 0;
+int main(int argc, char **argv)
+{
+	struct ctl ctl = { .json = false };
+	struct args a = { NULL };
+	char *endpoint = NULL;
+	int rc = parse_args(argc, argv, &ctl, &a);
+
+	if (rc >= 0)
+		return rc;
+	if (a.tcp_endpoint) {
+		ctl.endpoint = a.tcp_endpoint;
+		ctl.unix_socket = strncmp(a.tcp_endpoint, "unix:", 5) == 0;
 	} else {
-		if (!socket_path)
-			socket_path = getenv("RMEMD_SOCKET");
-		if (!socket_path || !socket_path[0])
-			socket_path = DEFAULT_SOCKET;
-		endpoint = socket_endpoint(socket_path);
+		if (!a.socket_path)
+			a.socket_path = getenv("RMEMD_SOCKET");
+		if (!a.socket_path || !a.socket_path[0])
+			a.socket_path = DEFAULT_SOCKET;
+		endpoint = socket_endpoint(a.socket_path);
 		if (!endpoint) {
 			fprintf(stderr, "rmemctl: out of memory\n");
 			return EXIT_FAILURE;
@@ -582,7 +637,7 @@ int main(int argc, char **argv)
 
 	rc = open_client(&ctl);
 	if (rc == 0) {
-		rc = cmd->run(&ctl);
+		rc = a.cmd->run(&ctl);
 		rmem_close(ctl.client);
 	}
 	free(endpoint);

@@ -1,8 +1,9 @@
 #!/bin/bash
-# test_rmemctl.sh - rmemctl against a running rmemd: stats, pools, regions and
-# clients, as text and as JSON, over the Unix socket and (stats only) over
-# TCP; its exit status and messages when no daemon runs or when asked for an
-# admin listing over TCP.  TAP output.
+# test_rmemctl.sh - rmemctl against a running rmemd: stats, pools, regions,
+# clients and names, as text and as JSON, over the Unix socket and (stats,
+# unlink) over TCP; unlink and unlink --revoke of named regions; its exit
+# status and messages when no daemon runs, when asked for an admin listing
+# over TCP, and for bad names; unlink as a tenant (-t, -k).  TAP output.
 #
 #   RMEM_BUILD=build tests/func/test_rmemctl.sh
 set -u
@@ -77,6 +78,13 @@ ok $? "unknown command: exit 2 with a message (got $rc)"
 rc=$?
 [ $rc -eq 2 ]
 ok $? "-s and -c together: exit 2 (got $rc)"
+for args in "unlink" "unlink a b" "--revoke names" "-t x unlink a"; do
+	# shellcheck disable=SC2086  # the words are the arguments
+	"$RMEMCTL" -s "$sock" $args > /dev/null 2> "$tmp/err"
+	rc=$?
+	[ $rc -eq 2 ] && [ -s "$tmp/err" ]
+	ok $? "rmemctl $args: usage error, exit 2 with a message (got $rc)"
+done
 
 # ---- start the daemon -----------------------------------------------------------------
 rmemd_start "$tmp/rmemd.conf" "$tmp/rmemd.log"
@@ -204,7 +212,159 @@ ok $gone "after the holder is killed, rmemctl shows used_bytes 0 and no regions"
 	json_check "$tmp/json" 'd["regions"] == []'
 ok $? "and an empty regions list in JSON"
 
+# ---- named regions ---------------------------------------------------------------------------
+# A client (raw protocol, over TCP, so in the anonymous namespace as rmemctl on
+# the Unix socket is) creates three names and opens one of them read-only too,
+# then holds its handles until killed.  One name has the characters JSON must
+# escape.
+qname='t/"q\'
+cat > "$tmp/namer.py" << 'PY'
+import socket, struct, sys, time
+MAGIC = 0x4d454d52
+def call(s, op, rid, payload):
+    s.sendall(struct.pack("<IHHHHIQ", MAGIC, 1, op, 0, 0, len(payload), rid) + payload)
+    hdr = b""
+    while len(hdr) < 24:
+        hdr += s.recv(24 - len(hdr))
+    magic, ver, rop, flags, _, length, rrid = struct.unpack("<IHHHHIQ", hdr)
+    body = b""
+    while len(body) < length:
+        body += s.recv(length - len(body))
+    assert magic == MAGIC and rop == op and rrid == rid, "bad reply"
+    return body
+def named(s, op, rid, name, size, flags):
+    n = name.encode()
+    body = call(s, op, rid, struct.pack("<QIHH", size, flags, len(n), 0) + n)
+    st, = struct.unpack("<i", body[:4])
+    assert st == 0, "op %d %s: status %d" % (op, name, st)
+    return struct.unpack("<iIQQQII", body)[2]
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+st, = struct.unpack("<i", call(s, 1, 1, struct.pack("<IIII", 1, 0, 0, 0))[:4])
+assert st == 0, "HELLO status %d" % st
+CREATE, OPEN, READ = 15, 16, 1
+ids = [named(s, CREATE, 10, "t/a", 1 << 20, 0), named(s, OPEN, 11, "t/a", 0, READ),
+       named(s, CREATE, 12, sys.argv[2], 64 << 10, 0), named(s, CREATE, 13, "t/r", 64 << 10, 0)]
+print("ready %d %d %d %d" % tuple(ids), flush=True)
+time.sleep(300)
+PY
+python3 "$tmp/namer.py" "$port" "$qname" > "$tmp/namer.out" 2>&1 &
+hpid=$!
+for _ in $(seq 200); do
+	grep -q '^ready' "$tmp/namer.out" && break
+	kill -0 "$hpid" 2> /dev/null || break
+	sleep 0.05
+done
+grep -q '^ready' "$tmp/namer.out"
+ok $? "a raw client creates t/a, $qname and t/r and opens t/a read-only"
+grep -q '^ready' "$tmp/namer.out" || diag < "$tmp/namer.out"
+
+"$RMEMCTL" -s "$sock" names > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && grep -q -E '^ *[0-9]+ +- +1\.0 MiB +1048576 .* 2 +linked +t/a$' "$tmp/out" &&
+	grep -q -F "$qname" "$tmp/out"
+ok $? "rmemctl names: a table with t/a (anonymous, 1 MiB, 2 handles, linked) (exit $rc)"
+diag < "$tmp/out"
+[ $rc -eq 0 ] || diag < "$tmp/err"
+"$RMEMCTL" -s "$sock" --json names > "$tmp/json" 2> "$tmp/err" && json_check "$tmp/json" "
+sorted(n['name'] for n in d['names']) == sorted(['t/a', 't/r', 't/\"q\\\\'])
+[n['id'] for n in d['names']] == sorted(n['id'] for n in d['names'])
+all(n['tenant'] == '' and n['unlinked'] is False for n in d['names'])
+[(n['length'], n['handles']) for n in d['names'] if n['name'] == 't/a'] == [(1 << 20, 2)]
+all(n['handles'] == 1 for n in d['names'] if n['name'] != 't/a')
+all(type(n[k]) is int for n in d['names'] for k in ('id', 'length', 'age_ms', 'handles'))"
+ok $? "names JSON: the three names, the quote and backslash escaped, in id order"
+"$RMEMCTL" -s "$sock" --json stats > "$tmp/json" 2> /dev/null &&
+	json_check "$tmp/json" 'd["stats"]["used_bytes"] == (1 << 20) + (128 << 10)'
+ok $? "stats: a name's bytes count once, whatever its handles"
+
+"$RMEMCTL" -s "$sock" unlink t/a > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && [ ! -s "$tmp/out" ]
+ok $? "rmemctl unlink t/a exits 0, silent (got $rc)"
+diag < "$tmp/err"
+"$RMEMCTL" -s "$sock" --json names > "$tmp/json" 2> /dev/null && json_check "$tmp/json" "
+[(n['unlinked'], n['handles']) for n in d['names'] if n['name'] == 't/a'] == [(True, 2)]"
+ok $? "names: t/a is listed unlinked while its 2 handles are open"
+"$RMEMCTL" -s "$sock" names 2> /dev/null | grep -q -E ' unlinked +t/a$'
+ok $? "names table: t/a unlinked"
+"$RMEMCTL" -s "$sock" unlink t/a > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q -F "t/a" "$tmp/err" && grep -q -i "no name" "$tmp/err"
+ok $? "rmemctl unlink t/a again: exit 1, no such name (got $rc)"
+diag < "$tmp/err"
+
+"$RMEMCTL" -c "127.0.0.1:$port" unlink "$qname" > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 0 ]
+ok $? "rmemctl -c HOST:PORT unlink works over TCP, in the same anonymous namespace (exit $rc)"
+diag < "$tmp/err"
+"$RMEMCTL" -s "$sock" unlink --revoke t/r > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 0 ]
+ok $? "rmemctl unlink --revoke t/r exits 0 (got $rc)"
+diag < "$tmp/err"
+"$RMEMCTL" -s "$sock" --json names > "$tmp/json" 2> /dev/null && json_check "$tmp/json" "
+[n['handles'] for n in d['names'] if n['name'] == 't/\"q\\\\' and n['unlinked']] == [1]
+not [n for n in d['names'] if n['name'] == 't/r' and n['handles'] > 0]"
+ok $? "names: $qname unlinked with its handle; t/r revoked, no handle left"
+
+"$RMEMCTL" -c "127.0.0.1:$port" names > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && [ ! -s "$tmp/out" ] && grep -q -i -E 'unix|admin' "$tmp/err"
+ok $? "rmemctl -c HOST:PORT names: exit 1 (got $rc) with a message about the Unix socket"
+long=$(printf 'n%.0s' $(seq 256))
+"$RMEMCTL" -s "$sock" unlink "$long" > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q -i "long" "$tmp/err"
+ok $? "rmemctl unlink of a 256-byte name: exit 1, too long (got $rc)"
+"$RMEMCTL" -s "$sock" unlink "a b" > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q -i "not a name" "$tmp/err"
+ok $? "rmemctl unlink 'a b': exit 1, not a name (got $rc)"
+
+kill -KILL "$hpid" 2> /dev/null
+wait "$hpid" 2> /dev/null
+hpid=
+gone=1
+for _ in $(seq 100); do
+	if "$RMEMCTL" -s "$sock" --json names > "$tmp/json" 2> /dev/null &&
+		json_check "$tmp/json" 'd["names"] == []' > /dev/null &&
+		"$RMEMCTL" -s "$sock" --json stats > "$tmp/json" 2> /dev/null &&
+		json_check "$tmp/json" 'd["stats"]["used_bytes"] == d["stats"]["regions"] == 0' \
+			> /dev/null; then
+		gone=0
+		break
+	fi
+	sleep 0.05
+done
+ok $gone "after the namer is killed: no names left, used_bytes 0 and no regions"
+
 rmemd_stop TERM "$tmp/rmemd.log"
 ok $rc "rmemd exits 0 on SIGTERM (exit $rc)"
+
+# ---- as a tenant: -t and -k -------------------------------------------------------------------
+# A daemon with a tenant: rmemctl unlinks in the tenant's namespace.
+printf 'secret of tenant alpha, 0123456789' > "$tmp/alpha.key"
+chmod 600 "$tmp/alpha.key"
+printf 'not the secret of tenant alpha, 99' > "$tmp/wrong.key"
+chmod 600 "$tmp/wrong.key"
+rmemd_conf "$tmp/rmemd2.conf" "$port" 64M
+echo "tenants = ( { name = \"alpha\"; secret_file = \"$tmp/alpha.key\"; } );" >> "$tmp/rmemd2.conf"
+rmemd_start "$tmp/rmemd2.conf" "$tmp/rmemd2.log"
+rc=$?
+ok $rc "rmemd with tenant alpha starts ($rc)"
+[ $rc -eq 0 ] || tail -20 "$tmp/rmemd2.log" | diag
+"$RMEMCTL" -c "127.0.0.1:$port" -t alpha -k "$tmp/alpha.key" unlink t/a > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q -F "no name 't/a' in alpha's namespace" "$tmp/err"
+ok $? "rmemctl -t alpha -k KEY unlink t/a: exit 1, not in alpha's namespace (got $rc)"
+diag < "$tmp/err"
+"$RMEMCTL" -c "127.0.0.1:$port" -t alpha -k "$tmp/wrong.key" unlink t/a > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q -F "refused tenant 'alpha'" "$tmp/err"
+ok $? "with the wrong secret: exit 1, the tenant refused (got $rc)"
+diag < "$tmp/err"
+rmemd_stop TERM "$tmp/rmemd2.log"
+ok $rc "that rmemd exits 0 on SIGTERM too (exit $rc)"
 
 tap_done

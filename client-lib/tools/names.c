@@ -1,0 +1,117 @@
+/*
+ * names.c - rmemctl's commands of named regions: `names` (the admin
+ * listing of every namespace, a table or JSON) and `unlink NAME` (in the
+ * namespace rmemctl connects in).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <rmem.h>
+
+#include "output.h"
+#include "rmemctl.h"
+
+_Static_assert(offsetof(struct rmem_name_info, id) == 0, "paging reads the id first");
+
+static int names_page(rmem_client *c, uint64_t after, void *out, size_t max)
+{
+	return rmem_names(c, after, out, max);
+}
+
+static void print_names_json(const struct rmem_name_info *nm, size_t n)
+{
+	printf("{\"names\":[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{", i ? "," : "");
+		json_u64("id", nm[i].id, true);
+		printf("\"name\":");
+		json_string(nm[i].name);
+		printf(",\"tenant\":");
+		json_string(nm[i].tenant);
+		printf(",");
+		json_u64("length", nm[i].length, true);
+		json_u64("age_ms", nm[i].age_ms, true);
+		json_u64("handles", nm[i].handles, true);
+		json_bool("unlinked", nm[i].flags & RMEM_NAME_UNLINKED, false);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+static int print_names_table(const struct rmem_name_info *nm, size_t n)
+{
+	static const struct column cols[] = {
+		{ "ID", true }, { "TENANT", false }, { "SIZE", true }, { "BYTES", true },
+		{ "AGE", true }, { "HANDLES", true }, { "STATE", false }, { "NAME", false },
+	};
+	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
+
+	for (size_t i = 0; i < n; i++) {
+		char tenant[CELL_MAX], name[CELL_MAX], size[32], age[32];
+
+		if (table_add_row(&t) < 0) {
+			table_free(&t);
+			return -ENOMEM;
+		}
+		/* "-": the anonymous namespace, which local clients share. */
+		printable(tenant, sizeof(tenant), nm[i].tenant[0] ? nm[i].tenant : "-");
+		printable(name, sizeof(name), nm[i].name);
+		format_size(size, sizeof(size), nm[i].length);
+		format_duration(age, sizeof(age), nm[i].age_ms);
+		table_set(&t, 0, "%" PRIu64, nm[i].id);
+		table_set(&t, 1, "%s", tenant);
+		table_set(&t, 2, "%s", size);
+		table_set(&t, 3, "%" PRIu64, nm[i].length);
+		table_set(&t, 4, "%s", age);
+		table_set(&t, 5, "%" PRIu32, nm[i].handles);
+		table_set(&t, 6, "%s", nm[i].flags & RMEM_NAME_UNLINKED ? "unlinked" : "linked");
+		table_set(&t, 7, "%s", name);
+	}
+	table_print(&t);
+	table_free(&t);
+	return 0;
+}
+
+int cmd_names(struct ctl *ctl)
+{
+	struct rmem_name_info *names = NULL;
+	size_t n = 0;
+	int err = fetch_all(ctl, names_page, sizeof(*names), (void **)&names, &n);
+
+	if (err)
+		return report(ctl, "names", err);
+	if (ctl->json)
+		print_names_json(names, n);
+	else
+		err = print_names_table(names, n);
+	free(names);
+	return err ? report(ctl, "names", err) : 0;
+}
+
+/* Unlinks in the namespace of whoever rmemctl connects as: the anonymous one,
+ * or --tenant's. */
+int cmd_unlink(struct ctl *ctl)
+{
+	int err = rmem_unlink2(ctl->client, ctl->arg, ctl->revoke ? RMEM_UNLINK_REVOKE : 0);
+
+	switch (err) {
+	case 0:
+		return 0;
+	case -ENOENT:
+		fprintf(stderr, "rmemctl: unlink: no name '%s' in %s%s namespace\n", ctl->arg,
+			ctl->tenant ? ctl->tenant : "the anonymous", ctl->tenant ? "'s" : "");
+		return EXIT_FAILURE;
+	case -EINVAL:
+		fprintf(stderr, "rmemctl: unlink: '%s' is not a name (1 to %d bytes of printable "
+			"ASCII, no spaces)\n", ctl->arg, RMEM_NAME_MAX);
+		return EXIT_FAILURE;
+	case -EACCES:
+		fprintf(stderr, "rmemctl: unlink: rmemd refused to unlink '%s'\n", ctl->arg);
+		return EXIT_FAILURE;
+	default:
+		return report(ctl, "unlink", err);
+	}
+}

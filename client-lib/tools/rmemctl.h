@@ -1,0 +1,49 @@
+/*
+ * rmemctl.h - what rmemctl's command files share: the state of one run,
+ * the error report and the paged listing.
+ */
+#ifndef RMEMCTL_H
+#define RMEMCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rmem.h>
+
+#define EXIT_USAGE 2
+#define LIST_PAGE 128
+
+struct ctl {
+	const char *endpoint;
+	bool unix_socket;
+	bool json;
+	const char *arg;         /* the command's argument: unlink NAME */
+	bool revoke;             /* unlink --revoke */
+	const char *tenant;      /* --tenant, with --secret-file: whose names */
+	const char *secret_file;
+	rmem_client *client;
+};
+
+/* Prints why what failed (err, a negative errno) to stderr, with advice
+ * where there is some; returns EXIT_FAILURE. */
+int report(const struct ctl *ctl, const char *what, int err);
+
+/* One page of a listing: rmem_regions(), rmem_clients() or rmem_names()
+ * behind one type. */
+typedef int (*page_fn)(rmem_client *c, uint64_t after, void *out, size_t max);
+
+/*
+ * Every entry of a listing into *out (malloc'd, *count entries of
+ * item_size bytes), paging with `after` until the daemon has no more.  Every
+ * entry type starts with its uint64_t id, which is what `after` pages on.
+ * 0 or a negative errno.
+ */
+int fetch_all(struct ctl *ctl, page_fn page, size_t item_size, void **out, size_t *count);
+
+/* ---- names.c -------------------------------------------------------------------- */
+
+int cmd_names(struct ctl *ctl);
+int cmd_unlink(struct ctl *ctl);
+
+#endif /* RMEMCTL_H */
