@@ -212,10 +212,13 @@ static void b_reads_only(rmem_client *b, const struct rmem_region *ra, struct rm
 }
 
 /*
- * Each refusal once more on a client of its own whose data path is the
- * NIC's when the test runs over RDMA: after an error completion a window
- * mode client moves its data to TCP (docs/architecture.md, "Re-attach"), so
- * B's later refusals above may be the daemon's.  Op 0 writes, 1 CAS, 2 FAA.
+ * The refusals again, past the library: it refuses a write through a handle
+ * whose flags lack RMEM_WRITE before any I/O, so a handle with its flags
+ * forged to read-write is what reaches the daemon (TCP) or the NIC (RDMA),
+ * which must refuse on their own.  Each on a client of its own whose data
+ * path is the NIC's when the test runs over RDMA: after an error completion
+ * a window mode client moves its data to TCP (docs/architecture.md,
+ * "Re-attach").  Op 0 writes, 1 CAS, 2 FAA.
  */
 static void fresh_refusals(const struct rmemd *d, rmem_client *b, const struct rmem_region *rb)
 {
@@ -229,6 +232,7 @@ static void fresh_refusals(const struct rmemd *d, rmem_client *b, const struct r
 		int rc = client_connect(d->tcp_ep, WAIT_MS, &x);
 
 		rc = rc ? rc : rmem_open(x, "t/a", RMEM_READ, &r);
+		r.flags |= RMEM_WRITE;
 		nic = client_on_rdma(x);
 		if (rc == 0 && op == 0)
 			rc = rmem_write(x, &r, 64, junk, 64);
@@ -237,8 +241,8 @@ static void fresh_refusals(const struct rmemd *d, rmem_client *b, const struct r
 		else if (rc == 0)
 			rc = rmem_faa(x, &r, 64, 1, &old);
 		ok(rc == -EACCES && nic == harness_rdma(),
-		   "%s: a fresh read-only opener's %s is -EACCES, its data path %s (%d)", M,
-		   what[op], nic ? "the NIC" : "the daemon's", rc);
+		   "%s: a fresh read-only handle, flags forged: its %s is -EACCES from %s (%d)", M,
+		   what[op], nic ? "the NIC" : "the daemon", rc);
 		rmem_close(x);
 	}
 	ok(reads(b, rb, pat, SIZE) == 1, "%s: the bytes are unchanged", M);
