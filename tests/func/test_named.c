@@ -4,8 +4,10 @@
  *
  * A creates "t/a", writes a pattern and closes its session; the name
  * survives.  B opens it read-only and reads the pattern; B's write, CAS, FAA
- * and posted write are refused with -EACCES (on RDMA by the NIC: B's key has
- * remote read only; on TCP by the daemon) and the bytes stay as they were.
+ * and posted write are refused with -EACCES, and the bytes stay as they
+ * were.  The library refuses those first; with the handle's flags forged to
+ * read-write they are refused on RDMA by the NIC (the key has remote read
+ * only), on TCP by the daemon.
  * C opens it read-write, writes, and B sees it.  Every handle has an id and a
  * key of its own; rmem_free releases one handle only.  Unlink removes the
  * name at once, the bytes come back once the last handle is gone; unlink
