@@ -437,13 +437,18 @@ const uint8_t *client_list_record(const struct rmem_client *c, size_t reclen, ui
 	return c->eng.rx + PROTO_LIST_HDR_LEN + (size_t)i * reclen;
 }
 
-/* The request for REGIONS, CLIENTS and NAMES: never more than one reply
- * holds, and never 0, which the daemon reads as "as many as fit". */
-uint32_t client_list_limit(size_t max, size_t reclen)
+/* REGIONS, CLIENTS and NAMES: the records after id `after`.  The request's
+ * max is never more than one reply holds, and never 0, which the daemon
+ * reads as "as many as fit". */
+int client_page_call(struct rmem_client *c, uint16_t opcode, uint64_t after, size_t max,
+		     size_t reclen, uint32_t *count)
 {
 	size_t cap = PROTO_LIST_MAX(reclen);
+	struct proto_list_req req = { .after = after, .max = (uint32_t)(max < cap ? max : cap) };
+	uint8_t buf[PROTO_LIST_REQ_LEN];
 
-	return (uint32_t)(max < cap ? max : cap);
+	return client_list_call(c, opcode, buf, proto_list_req_encode(buf, &req), reclen, req.max,
+				count);
 }
 
 static int pools_locked(struct rmem_client *c, struct rmem_pool_info *out, size_t max)
@@ -477,16 +482,10 @@ static int pools_locked(struct rmem_client *c, struct rmem_pool_info *out, size_
 static int regions_locked(struct rmem_client *c, uint64_t after, struct rmem_region_info *out,
 			  size_t max)
 {
-	struct proto_list_req req = {
-		.after = after,
-		.max = client_list_limit(max, PROTO_REGION_REC_LEN),
-	};
-	uint8_t buf[PROTO_LIST_REQ_LEN];
 	uint32_t count;
 	int err;
 
-	err = client_list_call(c, PROTO_OP_REGIONS, buf, proto_list_req_encode(buf, &req),
-			PROTO_REGION_REC_LEN, req.max, &count);
+	err = client_page_call(c, PROTO_OP_REGIONS, after, max, PROTO_REGION_REC_LEN, &count);
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < count; i++) {
@@ -507,16 +506,10 @@ static int regions_locked(struct rmem_client *c, uint64_t after, struct rmem_reg
 static int clients_locked(struct rmem_client *c, uint64_t after, struct rmem_client_info *out,
 			  size_t max)
 {
-	struct proto_list_req req = {
-		.after = after,
-		.max = client_list_limit(max, PROTO_CLIENT_REC_LEN),
-	};
-	uint8_t buf[PROTO_LIST_REQ_LEN];
 	uint32_t count;
 	int err;
 
-	err = client_list_call(c, PROTO_OP_CLIENTS, buf, proto_list_req_encode(buf, &req),
-			PROTO_CLIENT_REC_LEN, req.max, &count);
+	err = client_page_call(c, PROTO_OP_CLIENTS, after, max, PROTO_CLIENT_REC_LEN, &count);
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < count; i++) {

@@ -59,16 +59,16 @@ int client_region_call(struct rmem_client *c, uint16_t opcode, const void *req, 
 int client_status_call(struct rmem_client *c, uint16_t opcode, const void *req, size_t len);
 
 /* Listings.  client_check_list: -EINVAL for a NULL c, or a NULL out with
- * max > 0.  client_list_limit: the request's max for a caller's max (never
- * more than one reply holds, never 0, which the daemon reads as "as many as
- * fit").  client_list_call (under c->lock): sends a listing request and
+ * max > 0.  client_list_call (under c->lock): sends a listing request and
  * checks the reply; on success *count (<= limit) records of reclen bytes
  * follow the list header in c->eng.rx, and client_list_record() is the
- * i-th. */
+ * i-th.  client_page_call: the same for a paged listing (REGIONS, CLIENTS,
+ * NAMES) of at most max records after id after. */
 int client_check_list(const rmem_client *c, const void *out, size_t max);
-uint32_t client_list_limit(size_t max, size_t reclen);
 int client_list_call(struct rmem_client *c, uint16_t opcode, const void *req, size_t req_len,
 		     size_t reclen, uint32_t limit, uint32_t *count);
+int client_page_call(struct rmem_client *c, uint16_t opcode, uint64_t after, size_t max,
+		     size_t reclen, uint32_t *count);
 const uint8_t *client_list_record(const struct rmem_client *c, size_t reclen, uint32_t i);
 
 /* ---- io.c --------------------------------------------------------------------- */

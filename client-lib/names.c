@@ -138,16 +138,10 @@ static void name_info_fill(struct rmem_name_info *out, const struct proto_name_r
 static int names_locked(struct rmem_client *c, uint64_t after, struct rmem_name_info *out,
 			size_t max)
 {
-	struct proto_list_req req = {
-		.after = after,
-		.max = client_list_limit(max, PROTO_NAME_REC_LEN),
-	};
-	uint8_t buf[PROTO_LIST_REQ_LEN];
 	uint32_t count;
 	int err;
 
-	err = client_list_call(c, PROTO_OP_NAMES, buf, proto_list_req_encode(buf, &req),
-			       PROTO_NAME_REC_LEN, req.max, &count);
+	err = client_page_call(c, PROTO_OP_NAMES, after, max, PROTO_NAME_REC_LEN, &count);
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < count; i++) {
