@@ -468,7 +468,9 @@ static inline uint64_t proto_get_u64(const uint8_t *p)
 #define PROTO_ACCESS_READ    0x1u  /* RDMA READ, served READ */
 #define PROTO_ACCESS_WRITE   0x2u  /* RDMA WRITE and atomics, served WRITE, CAS, FAA */
 #define PROTO_UNLINK_REVOKE  0x1u  /* also invalidate every open handle now */
-#define PROTO_UNLINK_NS      0x2u  /* admin: the name is "TENANT:NAME" (above) */
+#define PROTO_UNLINK_NS      0x100u /* admin: the name is "TENANT:NAME" (above); a
+                                    * high bit, apart from the flags rmem_unlink2
+                                    * passes through */
 /* An UNLINK_NS name: a tenant (at most PROTO_TENANT_LEN - 1), ':', a name. */
 #define PROTO_NAME_NS_MAX    (PROTO_TENANT_LEN + PROTO_NAME_MAX)
 
