@@ -114,8 +114,14 @@ static int unlink_ns(struct ctl *ctl)
 		fprintf(stderr, "rmemctl: unlink: '%s' is not a name, or '%s' not a tenant's "
 			"name\n", ctl->arg, ctl->ns);
 		return EXIT_FAILURE;
+	case -EACCES:
+		if (!ctl->unix_socket) {
+			fprintf(stderr, "rmemctl: unlink --namespace is an admin request: it needs "
+				"the Unix socket (-s PATH)\n");
+			return EXIT_FAILURE;
+		}
+		return report(ctl, "unlink --namespace", err);
 	default:
-		/* -EACCES: report() says why an admin request was refused. */
 		return report(ctl, "unlink --namespace", err);
 	}
 }
