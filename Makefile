@@ -315,7 +315,7 @@ check-rdma: $(B)/rmemd $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS)
 
 # ---- benchmarks (print figures, assert nothing) ------------------------------
 # rmem-perf uses only the public library; installed beside rmemctl.
-PERF_SRCS := bench/rmem-perf.c bench/rmem-perf-run.c
+PERF_SRCS := bench/rmem-perf.c bench/rmem-perf-run.c bench/rmem-perf-names.c
 PERF_OBJS := $(PERF_SRCS:%.c=$(B)/tool/%.o)
 $(B)/rmem-perf: $(PERF_OBJS) $(B)/librmem.so.$(SOMAJOR)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(PERF_OBJS) -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN'

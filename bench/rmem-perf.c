@@ -20,6 +20,7 @@
 #define DEFAULT_ITERS_BW  5000u
 #define DEFAULT_ITERS_LAT 10000u
 #define DEFAULT_ITERS_ALLOC 100000u
+#define DEFAULT_ITERS_NAMES 10000u
 #define DEFAULT_DEPTH_BW 16u
 #define MAX_DEPTH        4096u
 #define SWEEP_MIN        8u
@@ -37,7 +38,7 @@ struct options {
 
 static const char *const op_names[] = {
 	[OP_WRITE] = "write", [OP_READ] = "read", [OP_CAS] = "cas", [OP_FAA] = "faa",
-	[OP_ALLOC] = "alloc",
+	[OP_ALLOC] = "alloc", [OP_NAMES] = "names",
 };
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -55,18 +56,18 @@ static void die(const char *fmt, ...)
 
 static void usage(FILE *f)
 {
-	fputs("usage: rmem-perf [-e ENDPOINT] [-t rdma|tcp] [--op write|read|cas|faa|alloc]\n"
+	fputs("usage: rmem-perf [-e ENDPOINT] [-t rdma|tcp] [--op write|read|cas|faa|alloc|names]\n"
 	      "                 [--bw|--lat] [-s SIZE | -a] [-n ITERS] [-D SECONDS]\n"
 	      "                 [-q DEPTH] [--json]\n"
 	      "  -e, --endpoint   daemon endpoint (default " DEFAULT_ENDPOINT ")\n"
 	      "  -t, --transport  rdma or tcp (default: auto)\n"
-	      "  -o, --op         write (default), read, cas, faa, alloc\n"
+	      "  -o, --op         write (default), read, cas, faa, alloc, names\n"
 	      "      --bw         bandwidth: MB/s and msg/s (default)\n"
 	      "      --lat        latency: p50, p99, max in usec\n"
 	      "  -s, --size       bytes per operation: 64, 4K, 1M (default 65536)\n"
 	      "  -a, --all        sweep sizes 8 B .. 8 MiB in powers of two\n"
 	      "  -n, --iters      operations per size (default 5000 bw, 10000 lat,\n"
-	      "                   100000 alloc requests)\n"
+	      "                   100000 alloc requests, 10000 names iterations)\n"
 	      "  -D, --duration   measure for SECONDS instead of ITERS operations\n"
 	      "  -q, --depth      operations in flight (default 16 bw, 1 lat)\n"
 	      "      --json       one JSON object per size\n", f);
@@ -116,7 +117,7 @@ static enum perf_op parse_op(const char *s)
 	for (size_t i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
 		if (strcmp(s, op_names[i]) == 0)
 			return (enum perf_op)i;
-	die("--op: '%s' is none of write, read, cas, faa, alloc", s);
+	die("--op: '%s' is none of write, read, cas, faa, alloc, names", s);
 }
 
 static void parse_args(int argc, char **argv, struct options *o)
@@ -198,6 +199,17 @@ static void settle(struct options *o)
 		cfg->depth = 1;
 		o->size = 8;
 		o->sweep = false;
+	}
+	if (cfg->op == OP_NAMES) {
+		/* Round trips of one request each: there is no posted create. */
+		if (o->depth_given && cfg->depth > 1)
+			die("--op names is synchronous: -q must be 1");
+		if (o->sweep)
+			die("--op names takes one size (-s), not -a");
+		cfg->depth = 1;
+		cfg->lat = true;
+		if (!cfg->iters)
+			cfg->iters = DEFAULT_ITERS_NAMES;
 	}
 	if (!cfg->iters)
 		cfg->iters = cfg->op == OP_ALLOC ? DEFAULT_ITERS_ALLOC :
@@ -346,6 +358,57 @@ static void run_size(const struct options *o, rmem_client *c, size_t size)
 	free(buf);
 }
 
+/* ---- --op names ------------------------------------------------------------- */
+
+/* Ratios: a request's to alloc's, a sequence's to alloc+free's. */
+static void print_names(const struct options *o, rmem_client *c,
+			const struct perf_result *res)
+{
+	if (!o->json)
+		printf(" %-20s %-11s %-11s %-11s %-11s %-10s %-10s\n", "request", "#count",
+		       "t_p50[us]", "t_p99[us]", "t_max[us]", "p50/alloc", "p99/alloc");
+	for (int k = 0; k < NREQ_COUNT; k++) {
+		const struct perf_result *ref = &res[k < NSEQ_ALLOC ? NREQ_ALLOC : NSEQ_ALLOC];
+		double p50 = perf_lat_us(&res[k], 0.5), p99 = perf_lat_us(&res[k], 0.99);
+		double r50 = p50 / (perf_lat_us(ref, 0.5) > 0 ? perf_lat_us(ref, 0.5) : 1e-9);
+		double r99 = p99 / (perf_lat_us(ref, 0.99) > 0 ? perf_lat_us(ref, 0.99) : 1e-9);
+
+		if (!o->json) {
+			printf(" %-20s %-11" PRIu64 " %-11.2f %-11.2f %-11.2f %-10.2f %-10.2f\n",
+			       perf_name_req_names[k], res[k].ops, p50, p99,
+			       perf_lat_us(&res[k], 1.0), r50, r99);
+			continue;
+		}
+		printf("{\"tool\":\"rmem-perf\",\"op\":\"names\",\"request\":\"%s\","
+		       "\"transport\":\"%s\",\"size\":%zu,\"depth\":1,\"iters\":%" PRIu64
+		       ",\"lat_us\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f},"
+		       "\"vs_alloc\":{\"p50\":%.3f,\"p99\":%.3f}}\n",
+		       perf_name_req_names[k], rmem_transport(c), o->size, res[k].ops, p50, p99,
+		       perf_lat_us(&res[k], 1.0), r50, r99);
+	}
+	fflush(stdout);
+}
+
+static void run_names(const struct options *o, rmem_client *c)
+{
+	struct perf_result res[NREQ_COUNT] = { 0 };
+	const char *what = "?";
+	int err;
+
+	if (!o->json) {
+		printf(" rmem named regions beside alloc+free (%s, %s, %zu bytes, one in flight,\n"
+		       " %" PRIu64 " iterations; ratios: a request to alloc's, a sequence to"
+		       " alloc+free's)\n", o->endpoint, rmem_transport(c), o->size, o->cfg.iters);
+		fflush(stdout);
+	}
+	err = perf_names_run(c, &o->cfg, o->size, res, &what);
+	if (err)
+		die("%s (size %zu): %s", what, o->size, rmem_strerror(err));
+	print_names(o, c, res);
+	for (int k = 0; k < NREQ_COUNT; k++)
+		perf_result_free(&res[k]);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -354,13 +417,17 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	settle(&o);
 	c = connect_or_die(&o);
-	if (!o.json)
-		print_header(&o, c);
-	if (o.sweep)
-		for (size_t size = SWEEP_MIN; size <= SWEEP_MAX; size *= 2)
-			run_size(&o, c, size);
-	else
-		run_size(&o, c, o.size);
+	if (o.cfg.op == OP_NAMES) {
+		run_names(&o, c);
+	} else {
+		if (!o.json)
+			print_header(&o, c);
+		if (o.sweep)
+			for (size_t size = SWEEP_MIN; size <= SWEEP_MAX; size *= 2)
+				run_size(&o, c, size);
+		else
+			run_size(&o, c, o.size);
+	}
 	rmem_close(c);
 	return 0;
 }

@@ -18,6 +18,7 @@ enum perf_op {
 	OP_CAS,
 	OP_FAA,
 	OP_ALLOC,
+	OP_NAMES,  /* rmem-perf-names.c: named regions beside alloc+free */
 };
 
 struct perf_cfg {
@@ -48,6 +49,26 @@ struct perf_result {
 int perf_run(rmem_client *c, const struct perf_cfg *cfg, const struct rmem_region *r,
 	     uint32_t r_slots, uint8_t *buf, size_t size, struct perf_result *res,
 	     const char **what);
+
+/* --op names: the requests timed, and the sequences they make up. */
+enum perf_name_req {
+	NREQ_ALLOC, NREQ_FREE,
+	NREQ_CREATE, NREQ_UNLINK, NREQ_FREE_CREATED,
+	NREQ_OPEN, NREQ_FREE_OPENED,
+	NSEQ_ALLOC, NSEQ_CREATE, NSEQ_OPEN,
+	NREQ_COUNT
+};
+extern const char *const perf_name_req_names[NREQ_COUNT];
+
+/*
+ * Times, one request in flight, cfg->iters iterations (or cfg->seconds) of
+ * alloc+free, create+unlink+free and open+free of size bytes on c, into
+ * res[] (zeroed by the caller, each sorted at the end).  A warm-up runs
+ * first.  On failure *what names the call that failed.  0 or a negative
+ * errno.
+ */
+int perf_names_run(rmem_client *c, const struct perf_cfg *cfg, size_t size,
+		   struct perf_result res[NREQ_COUNT], const char **what);
 
 void perf_result_free(struct perf_result *res);
 

@@ -1,6 +1,7 @@
 /*
  * names.c - named regions (since RMEM_1.2): rmem_create, rmem_open,
- * rmem_unlink, rmem_unlink2 and the admin listing rmem_names.
+ * rmem_unlink, rmem_unlink2 and the admin calls rmem_unlink_ns and
+ * rmem_names.
  *
  * CREATE and OPEN travel like ALLOC and are answered like it (a region, its
  * flags the access the handle grants), UNLINK like FREE, NAMES like
@@ -59,7 +60,7 @@ static int name_put(const char *name, struct proto_name_req *req)
 static int name_call(rmem_client *c, uint16_t opcode, const struct proto_name_req *req,
 		     struct rmem_region *out)
 {
-	uint8_t buf[PROTO_NAME_REQ_FIXED + PROTO_NAME_MAX];
+	uint8_t buf[PROTO_NAME_REQ_FIXED + PROTO_NAME_NS_MAX];
 	size_t len = proto_name_req_encode(buf, opcode, req);
 	int err;
 
@@ -114,6 +115,51 @@ int rmem_unlink2(rmem_client *c, const char *name, uint32_t flags)
 int rmem_unlink(rmem_client *c, const char *name)
 {
 	return rmem_unlink2(c, name, 0);
+}
+
+/*
+ * The admin's unlink in tenant's namespace: UNLINK with PROTO_UNLINK_NS and
+ * "TENANT:NAME" (docs/protocol.md).  A tenant name is what rmemd.conf
+ * allows (A-Z a-z 0-9 _ . -, at most 31 bytes), so it never holds the ':'
+ * that ends it; anything else is -EINVAL before a round trip.
+ */
+static int tenant_put(const char *tenant, struct proto_name_req *req)
+{
+	size_t len;
+
+	if (!tenant)
+		return -EINVAL;
+	len = strnlen(tenant, PROTO_TENANT_LEN);
+	if (len >= PROTO_TENANT_LEN)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)tenant[i];
+
+		if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-'))
+			return -EINVAL;
+	}
+	memcpy(req->name, tenant, len);
+	req->name[len] = ':';
+	req->name_len = (uint16_t)(len + 1);
+	return 0;
+}
+
+int rmem_unlink_ns(rmem_client *c, const char *tenant, const char *name, uint32_t flags)
+{
+	struct proto_name_req req = { .flags = flags | PROTO_UNLINK_NS }, nm;
+	int err;
+
+	if (!c || (flags & ~RMEM_UNLINK_REVOKE))
+		return -EINVAL;
+	err = tenant_put(tenant, &req);
+	if (!err)
+		err = name_put(name, &nm);
+	if (err)
+		return err;
+	memcpy(req.name + req.name_len, nm.name, nm.name_len + 1u);
+	req.name_len = (uint16_t)(req.name_len + nm.name_len);
+	return name_call(c, PROTO_OP_UNLINK, &req, NULL);
 }
 
 /* ---- the admin listing ------------------------------------------------------------ */

@@ -712,7 +712,9 @@ size_t proto_name_req_encode(uint8_t *out, uint16_t opcode, const struct proto_n
 int proto_name_req_decode(const uint8_t *in, size_t len, uint16_t opcode,
 			  struct proto_name_req *m)
 {
+	size_t max = PROTO_NAME_MAX;
 	uint64_t size;
+	uint32_t flags;
 	uint16_t n;
 
 	if (!is_name_op(opcode))
@@ -720,15 +722,18 @@ int proto_name_req_decode(const uint8_t *in, size_t len, uint16_t opcode,
 	if (len < PROTO_NAME_REQ_FIXED)
 		return -EBADMSG;
 	size = proto_get_u64(in + 0);
+	flags = proto_get_u32(in + 8);
 	n = proto_get_u16(in + 12);
-	if (n == 0 || n > PROTO_NAME_MAX || len != PROTO_NAME_REQ_FIXED + (size_t)n ||
+	if (opcode == PROTO_OP_UNLINK && (flags & PROTO_UNLINK_NS))
+		max = PROTO_NAME_NS_MAX; /* "TENANT:NAME" */
+	if (n == 0 || n > max || len != PROTO_NAME_REQ_FIXED + (size_t)n ||
 	    proto_get_u16(in + 14) || (opcode != PROTO_OP_CREATE && size))
 		return -EBADMSG;
 	/* A NUL would cut the name short on one side and not the other. */
 	if (memchr(in + PROTO_NAME_REQ_FIXED, 0, n))
 		return -EBADMSG;
 	m->size = size;
-	m->flags = proto_get_u32(in + 8);
+	m->flags = flags;
 	m->name_len = n;
 	memcpy(m->name, in + PROTO_NAME_REQ_FIXED, n);
 	memset(m->name + n, 0, sizeof m->name - n);

@@ -453,22 +453,37 @@ static inline uint64_t proto_get_u64(const uint8_t *p)
  * flags mean, is the daemon's to judge (-EINVAL).
  * CREATE and OPEN are answered like ALLOC (struct proto_region), with
  * flags = the access the handle grants; UNLINK with a status alone.
+ *
+ * UNLINK with PROTO_UNLINK_NS (admin only, since 1.2): the name field is
+ * "TENANT:NAME", the namespace of tenant TENANT ("" before the ':' for the
+ * anonymous namespace) instead of the sender's.  Tenant names cannot hold
+ * ':' (A-Z a-z 0-9 _ . -), so the first ':' splits the two; the name after
+ * it may hold ':'.  Its name_len may then reach PROTO_NAME_NS_MAX, so that
+ * every name of every tenant can be reached; the codec allows that length
+ * for this flag only.  The daemon answers -EACCES to a sender that is not
+ * admin, -ENOENT for a tenant it does not know, -EINVAL without a ':'.
  */
 #define PROTO_NAME_MAX       255
 #define PROTO_NAME_REQ_FIXED 16
 #define PROTO_ACCESS_READ    0x1u  /* RDMA READ, served READ */
 #define PROTO_ACCESS_WRITE   0x2u  /* RDMA WRITE and atomics, served WRITE, CAS, FAA */
 #define PROTO_UNLINK_REVOKE  0x1u  /* also invalidate every open handle now */
+#define PROTO_UNLINK_NS      0x100u /* admin: the name is "TENANT:NAME" (above); a
+                                    * high bit, apart from the flags rmem_unlink2
+                                    * passes through */
+/* An UNLINK_NS name: a tenant (at most PROTO_TENANT_LEN - 1), ':', a name. */
+#define PROTO_NAME_NS_MAX    (PROTO_TENANT_LEN + PROTO_NAME_MAX)
 
 struct proto_name_req {
 	uint64_t size;
 	uint32_t flags;
 	uint16_t name_len;
-	char name[PROTO_NAME_MAX + 1]; /* the decoder NUL-terminates it */
+	char name[PROTO_NAME_NS_MAX + 1]; /* the decoder NUL-terminates it */
 };
 
 /* opcode is CREATE, OPEN or UNLINK (-EINVAL otherwise).  encode writes
- * PROTO_NAME_REQ_FIXED + m->name_len bytes (name_len 1..PROTO_NAME_MAX). */
+ * PROTO_NAME_REQ_FIXED + m->name_len bytes (name_len 1..PROTO_NAME_MAX, or
+ * ..PROTO_NAME_NS_MAX for UNLINK with PROTO_UNLINK_NS). */
 size_t proto_name_req_encode(uint8_t *out, uint16_t opcode, const struct proto_name_req *m);
 int proto_name_req_decode(const uint8_t *in, size_t len, uint16_t opcode,
 			  struct proto_name_req *m);

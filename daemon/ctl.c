@@ -287,12 +287,40 @@ static void do_open(struct server *srv, const struct ctl_req *q, struct ctl_repl
 	reply_region(srv, r, req.flags, rep);
 }
 
+/*
+ * UNLINK with PROTO_UNLINK_NS (admin): req's name is "TENANT:NAME"; the
+ * first ':' splits them, as tenant names never hold one.  "" is the
+ * anonymous namespace.
+ */
+static int unlink_ns(struct server *srv, const struct session *s, const struct proto_name_req *req)
+{
+	const char *colon = memchr(req->name, ':', req->name_len);
+	const struct config_tenant *ns = NULL;
+	size_t tlen;
+
+	if (!s->admin)
+		return -EACCES;
+	if (!colon)
+		return -EINVAL;
+	tlen = (size_t)(colon - req->name);
+	if (tlen) {
+		ns = tenant_find(srv, req->name, tlen);
+		if (!ns)
+			return -ENOENT;
+	}
+	return session_unlink_ns(srv, ns, colon + 1, req->name_len - tlen - 1,
+				 req->flags & ~PROTO_UNLINK_NS);
+}
+
 static void do_unlink(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
 	struct proto_name_req req;
 
 	if (!decoded(proto_name_req_decode(q->payload, q->len, PROTO_OP_UNLINK, &req), rep))
 		return;
+	if (req.flags & PROTO_UNLINK_NS)
+		return reply_status(rep, unlink_ns(srv, q->s, &req));
+	/* The codec allows names past PROTO_NAME_MAX with PROTO_UNLINK_NS only. */
 	reply_status(rep, session_unlink(srv, q->s, req.name, req.name_len, req.flags));
 }
 

@@ -172,6 +172,17 @@ static void auth_mac(const struct config_tenant *t, enum proto_auth_role role,
 			a->client_nonce, session_id, mac);
 }
 
+const struct config_tenant *tenant_find(struct server *srv, const char *name, size_t len)
+{
+	for (size_t i = 0; i < srv->cfg.ntenants; i++) {
+		const struct config_tenant *t = &srv->cfg.tenants[i];
+
+		if (strlen(t->name) == len && !memcmp(t->name, name, len))
+			return t;
+	}
+	return NULL;
+}
+
 int tenant_auth_begin(struct server *srv, struct tenant_auth *a, uint64_t session_id,
 		      const struct proto_auth_begin_req *req, struct proto_auth_begin_rep *rep,
 		      char *why, size_t whylen)

@@ -41,6 +41,9 @@ struct tenant_auth {
 /* Readies the crypto library; logs who may connect.  0 or -EIO. */
 int tenant_init(struct server *srv);
 
+/* The configured tenant named by the len bytes at name, or NULL. */
+const struct config_tenant *tenant_find(struct server *srv, const char *name, size_t len);
+
 /* Whether a peer with these credentials gets admin rights. */
 bool tenant_admin_peer(uid_t uid, gid_t gid);
 

@@ -352,6 +352,16 @@ RMEM_API int rmem_open(rmem_client *c, const char *name, uint32_t access,
 RMEM_API int rmem_unlink(rmem_client *c, const char *name);
 RMEM_API int rmem_unlink2(rmem_client *c, const char *name, uint32_t flags);
 
+/*
+ * Admin (the Unix socket; since RMEM_1.2): rmem_unlink2() in the namespace
+ * of tenant ("" for the anonymous namespace) instead of the caller's.
+ * Errors: -EACCES (not an admin session), -ENOENT (no such tenant, or no
+ * such name in its namespace), -EINVAL (unknown flags, a bad name, or a
+ * tenant name rmemd.conf would refuse), -ENAMETOOLONG.
+ */
+RMEM_API int rmem_unlink_ns(rmem_client *c, const char *tenant, const char *name,
+			    uint32_t flags);
+
 /* Admin (the Unix socket): the named regions of every namespace. */
 #define RMEM_NAME_UNLINKED 0x1u  /* unlinked; waits for its last handle */
 struct rmem_name_info {

@@ -93,10 +93,46 @@ int cmd_names(struct ctl *ctl)
 
 /* Unlinks in the namespace of whoever rmemctl connects as: the anonymous one,
  * or --tenant's. */
+/* unlink --namespace: the admin's call, with its own refusals. */
+static int unlink_ns(struct ctl *ctl)
+{
+	int err = rmem_unlink_ns(ctl->client, ctl->ns, ctl->arg,
+				 ctl->revoke ? RMEM_UNLINK_REVOKE : 0);
+
+	switch (err) {
+	case 0:
+		return 0;
+	case -ENOENT:
+		if (ctl->ns[0])
+			fprintf(stderr, "rmemctl: unlink: no name '%s' in %s's namespace (or no "
+				"tenant '%s')\n", ctl->arg, ctl->ns, ctl->ns);
+		else
+			fprintf(stderr, "rmemctl: unlink: no name '%s' in the anonymous "
+				"namespace\n", ctl->arg);
+		return EXIT_FAILURE;
+	case -EINVAL:
+		fprintf(stderr, "rmemctl: unlink: '%s' is not a name, or '%s' not a tenant's "
+			"name\n", ctl->arg, ctl->ns);
+		return EXIT_FAILURE;
+	case -EACCES:
+		if (!ctl->unix_socket) {
+			fprintf(stderr, "rmemctl: unlink --namespace is an admin request: it needs "
+				"the Unix socket (-s PATH)\n");
+			return EXIT_FAILURE;
+		}
+		return report(ctl, "unlink --namespace", err);
+	default:
+		return report(ctl, "unlink --namespace", err);
+	}
+}
+
 int cmd_unlink(struct ctl *ctl)
 {
-	int err = rmem_unlink2(ctl->client, ctl->arg, ctl->revoke ? RMEM_UNLINK_REVOKE : 0);
+	int err;
 
+	if (ctl->ns)
+		return unlink_ns(ctl);
+	err = rmem_unlink2(ctl->client, ctl->arg, ctl->revoke ? RMEM_UNLINK_REVOKE : 0);
 	switch (err) {
 	case 0:
 		return 0;

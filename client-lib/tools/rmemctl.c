@@ -429,6 +429,7 @@ static void usage(FILE *out)
 		"Usage: rmemctl [-s SOCKET | -c HOST:PORT] [--json] COMMAND\n"
 		"       rmemctl [-s SOCKET | -c HOST:PORT] [-t TENANT -k SECRET_FILE] [--revoke]\n"
 		"               unlink NAME\n"
+		"       rmemctl [-s SOCKET] --namespace=TENANT [--revoke] unlink NAME\n"
 		"Shows the state of rmemd, the rmem remote-memory daemon.\n"
 		"\n"
 		"Commands:\n"
@@ -438,7 +439,8 @@ static void usage(FILE *out)
 		"  clients      every connected session (Unix socket only)\n"
 		"  names        every named region of every namespace (Unix socket only)\n"
 		"  unlink NAME  unlinks the named region NAME of rmemctl's own namespace\n"
-		"               (anonymous, or the tenant's with -t) (any endpoint)\n"
+		"               (anonymous, or the tenant's with -t) (any endpoint); with\n"
+		"               --namespace, of that tenant's, as an admin (Unix socket only)\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket=PATH        the daemon's Unix socket (default: $RMEMD_SOCKET,\n"
@@ -448,6 +450,8 @@ static void usage(FILE *out)
 		"  -t, --tenant=NAME        connect as this tenant (with -k)\n"
 		"  -k, --secret-file=PATH   the tenant's secret\n"
 		"  -r, --revoke             unlink: also invalidate every open handle now\n"
+		"  -N, --namespace=TENANT   unlink: in TENANT's namespace (\"\": the anonymous\n"
+		"                           one), as an admin; not with -t, -k\n"
 		"  -h, --help               print this help and exit\n"
 		"  -V, --version            print the version and exit\n"
 		"\n"
@@ -549,13 +553,14 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 		{ "tenant", required_argument, NULL, 't' },
 		{ "secret-file", required_argument, NULL, 'k' },
 		{ "revoke", no_argument, NULL, 'r' },
+		{ "namespace", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt, nargs;
 
-	while ((opt = getopt_long(argc, argv, "s:c:jt:k:rhV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:c:jt:k:rN:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			a->socket_path = optarg;
@@ -574,6 +579,9 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 			break;
 		case 'r':
 			ctl->revoke = true;
+			break;
+		case 'N':
+			ctl->ns = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -604,6 +612,11 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 	ctl->arg = nargs ? argv[optind + 1] : NULL;
 	if (ctl->revoke && a->cmd->run != cmd_unlink)
 		return usage_error("%s", "--revoke goes with unlink only");
+	if (ctl->ns && a->cmd->run != cmd_unlink)
+		return usage_error("%s", "--namespace goes with unlink only");
+	/* -t -k make rmemctl the tenant; --namespace needs it to be the admin. */
+	if (ctl->ns && ctl->tenant)
+		return usage_error("%s", "--namespace and -t exclude each other");
 	if (a->socket_path && !a->socket_path[0])
 		return usage_error("%s", "-s needs a non-empty path");
 	return -1;

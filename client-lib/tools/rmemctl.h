@@ -22,6 +22,7 @@ struct ctl {
 	bool revoke;             /* unlink --revoke */
 	const char *tenant;      /* --tenant, with --secret-file: whose names */
 	const char *secret_file;
+	const char *ns;          /* unlink --namespace: an admin's, in this tenant's */
 	rmem_client *client;
 };
 

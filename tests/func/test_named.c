@@ -15,7 +15,9 @@
  * survives, its anonymous regions do not.  Bad names, access and flags are
  * refused by the library and by the daemon (raw frames).  Tenants have
  * namespaces of their own, and a named region counts in its creator's quota
- * after the creator's sessions are gone.
+ * after the creator's sessions are gone.  The admin unlinks (and revokes) in
+ * any tenant's namespace with rmem_unlink_ns; a tenant may not (-EACCES),
+ * and an unknown tenant is -ENOENT.
  *
  * With RMEM_TEST_TRANSPORT=rdma (tests/func/rdma, in the test VM) the data
  * paths are RDMA, with the daemon's own key mode and again with keys =
@@ -636,6 +638,23 @@ static int raw_name_req(int fd, uint16_t op, const char *name, uint64_t size, ui
 	return rc;
 }
 
+/* PROTO_UNLINK_NS from an admin session: what the daemon refuses (nothing
+ * is unlinked: "t/raw" is still there for the checks after). */
+static void raw_unlink_ns_admin(const struct rmemd *d)
+{
+	int fd = raw_session(d, true), rc;
+
+	if (!ok(fd >= 0, "%s: a raw admin session on the Unix socket (%d)", M, fd))
+		return;
+	rc = raw_name_req(fd, PROTO_OP_UNLINK, "t/raw", 0, PROTO_UNLINK_NS);
+	ok(rc == EINVAL, "%s: raw admin UNLINK_NS of a name without ':': EINVAL (%d)", M, rc);
+	rc = raw_name_req(fd, PROTO_OP_UNLINK, ":t/raw", 0, PROTO_UNLINK_NS | 0x2);
+	ok(rc == EINVAL, "%s: raw admin UNLINK_NS with flag 0x2: EINVAL (%d)", M, rc);
+	rc = raw_name_req(fd, PROTO_OP_UNLINK, "nobody:t/raw", 0, PROTO_UNLINK_NS);
+	ok(rc == ENOENT, "%s: raw admin UNLINK_NS of an unknown tenant: ENOENT (%d)", M, rc);
+	close(fd);
+}
+
 static void daemon_checks(const struct rmemd *d)
 {
 	rmem_client *c = NULL;
@@ -658,6 +677,9 @@ static void daemon_checks(const struct rmemd *d)
 	ok(rc == EINVAL, "%s: raw OPEN with access 0x4: EINVAL (%d)", M, rc);
 	rc = raw_name_req(fd, PROTO_OP_UNLINK, "t/raw", 0, 0x2);
 	ok(rc == EINVAL, "%s: raw UNLINK with flag 0x2: EINVAL (%d)", M, rc);
+	rc = raw_name_req(fd, PROTO_OP_UNLINK, ":t/raw", 0, PROTO_UNLINK_NS);
+	ok(rc == EACCES, "%s: raw UNLINK with PROTO_UNLINK_NS over TCP: EACCES (%d)", M, rc);
+	raw_unlink_ns_admin(d);
 	rc = raw_name_req(fd, PROTO_OP_OPEN, "t/raw", 0, PROTO_ACCESS_READ);
 	ok(rc == 0, "%s: a raw OPEN of \"t/raw\" works (%d)", M, rc);
 	rc = raw_name_req(fd, PROTO_OP_CREATE, "t/raw", SIZE, 0);
@@ -985,6 +1007,109 @@ static void tenant_a_quota(const struct rmemd *d, const struct rmem_region *ra)
 	rmem_close(a);
 }
 
+/* ---- the admin's unlink in a tenant's namespace ----------------------------------------- */
+
+static int create_eventually(rmem_client *c, const char *name, struct rmem_region *r)
+{
+	uint64_t deadline = now_ms() + WAIT_MS;
+	int rc;
+
+	/* A's quota may still hold ranges of the part before in the quarantine. */
+	while ((rc = rmem_create(c, name, SIZE, 0, r)) == -EDQUOT && now_ms() < deadline)
+		sleep_ms(20);
+	return rc;
+}
+
+/* Who may not: a tenant, even of the namespace; and what is not there. */
+static void unlink_ns_refusals(rmem_client *admin, rmem_client *a, rmem_client *b)
+{
+	char many[40];
+	int rc;
+
+	rc = rmem_unlink_ns(b, "A", "t/adm", 0);
+	ok(rc == -EACCES, "%s: tenant B's rmem_unlink_ns of A's name: -EACCES (%d)", M, rc);
+	rc = rmem_unlink_ns(a, "A", "t/adm", 0);
+	ok(rc == -EACCES, "%s: A's own, not being admin: -EACCES (%d)", M, rc);
+	rc = rmem_unlink_ns(admin, "Z", "t/adm", 0);
+	ok(rc == -ENOENT, "%s: the admin's, of unknown tenant Z: -ENOENT (%d)", M, rc);
+	rc = rmem_unlink_ns(admin, "B", "t/adm", 0);
+	ok(rc == -ENOENT, "%s: of B, which has no such name: -ENOENT (%d)", M, rc);
+	memset(many, 'x', sizeof many - 1);
+	many[sizeof many - 1] = '\0';
+	ok(rmem_unlink_ns(admin, "a:b", "t/adm", 0) == -EINVAL &&
+	   rmem_unlink_ns(admin, many, "t/adm", 0) == -EINVAL &&
+	   rmem_unlink_ns(admin, NULL, "t/adm", 0) == -EINVAL &&
+	   rmem_unlink_ns(admin, "A", "t/adm", 0x4) == -EINVAL &&
+	   rmem_unlink_ns(admin, "A", "a b", 0) == -EINVAL,
+	   "%s: a tenant with ':', 40 bytes or NULL, unknown flags, a bad name: -EINVAL", M);
+}
+
+/* A's names, unlinked by the admin: plainly, with revoke, and the longest. */
+static void unlink_ns_of_a(rmem_client *admin, rmem_client *a)
+{
+	struct rmem_region h, hr, hl, r;
+	struct rmem_name_info info;
+	char longest[RMEM_NAME_MAX + 1];
+	int rc;
+
+	memset(longest, 'l', RMEM_NAME_MAX);
+	longest[RMEM_NAME_MAX] = '\0';
+	rc = create_eventually(a, "t/adm", &h);
+	rc = rc ? rc : rmem_write(a, &h, 0, pat, SIZE);
+	rc = rc ? rc : create_eventually(a, "t/rev", &hr);
+	rc = rc ? rc : create_eventually(a, longest, &hl);
+	if (!ok(rc == 0, "%s: A creates \"t/adm\", \"t/rev\" and a 255-byte name (%d)", M, rc))
+		return;
+	rc = rmem_unlink_ns(admin, "A", "t/adm", 0);
+	ok(rc == 0, "%s: the admin unlinks A's \"t/adm\" (%d)", M, rc);
+	ok(find_name(admin, "A", "t/adm", RMEM_NAME_UNLINKED, &info) == 1 && info.handles == 1,
+	   "%s: listed unlinked, A's handle still open", M);
+	rc = rmem_open(a, "t/adm", RMEM_READ, &r);
+	ok(rc == -ENOENT, "%s: A's open of it: -ENOENT (%d)", M, rc);
+	rc = reads(a, &h, pat, SIZE);
+	ok(rc == 1, "%s: A's handle still reads the pattern (%d)", M, rc);
+	rc = rmem_unlink_ns(admin, "A", "t/adm", 0);
+	ok(rc == -ENOENT, "%s: a second unlink: -ENOENT (%d)", M, rc);
+	rc = rmem_unlink_ns(admin, "A", "t/rev", RMEM_UNLINK_REVOKE);
+	ok(rc == 0, "%s: the admin unlinks A's \"t/rev\" with revoke (%d)", M, rc);
+	revoked(a, &hr, "A");
+	rc = rmem_unlink_ns(admin, "A", longest, 0);
+	ok(rc == 0, "%s: and A's 255-byte name (\"A:\" + 255 bytes on the wire) (%d)", M, rc);
+	ok(rmem_free(a, &h) == 0 && rmem_free(a, &hl) == 0, "%s: A frees its handles", M);
+}
+
+/* The anonymous namespace is "" (the admin's own, here). */
+static void unlink_ns_anon(rmem_client *admin)
+{
+	struct rmem_region h, r;
+	int rc = rmem_create(admin, "t/anon", SIZE, 0, &h);
+
+	rc = rc ? rc : rmem_unlink_ns(admin, "", "t/anon", 0);
+	ok(rc == 0, "%s: rmem_unlink_ns(\"\") unlinks in the anonymous namespace (%d)", M, rc);
+	rc = rmem_open(admin, "t/anon", RMEM_READ, &r);
+	ok(rc == -ENOENT, "%s: then its open is -ENOENT (%d)", M, rc);
+	rmem_free(admin, &h);
+}
+
+static void admin_unlink_ns(const struct rmemd *d, rmem_client *admin)
+{
+	rmem_client *a = NULL, *b = NULL;
+	struct base base;
+	int rc;
+
+	take_base(admin, &base);
+	rc = connect_as(d, "A", &a);
+	rc = rc ? rc : connect_as(d, "B", &b);
+	if (ok(rc == 0, "%s: tenants A and B connect again (%d)", M, rc)) {
+		unlink_ns_refusals(admin, a, b);
+		unlink_ns_of_a(admin, a);
+		unlink_ns_anon(admin);
+	}
+	rmem_close(a);
+	rmem_close(b);
+	back_to(admin, &base, "after the admin's unlinks");
+}
+
 static void tenants(void)
 {
 	char extra[512];
@@ -1015,6 +1140,7 @@ static void tenants(void)
 	if (ok(rc == 0, "%s: A creates \"t/a\" of 3 MiB, writes, closes (%d)", M, rc)) {
 		tenant_b(&d, admin);
 		tenant_a_quota(&d, &ra);
+		admin_unlink_ns(&d, admin);
 	}
 	rmem_close(admin);
 	rc = rmemd_stop(&d);

@@ -3,7 +3,8 @@
 # clients and names, as text and as JSON, over the Unix socket and (stats,
 # unlink) over TCP; unlink and unlink --revoke of named regions; its exit
 # status and messages when no daemon runs, when asked for an admin listing
-# over TCP, and for bad names; unlink as a tenant (-t, -k).  TAP output.
+# over TCP, and for bad names; unlink as a tenant (-t, -k); the admin's
+# unlink in a namespace (--namespace).  TAP output.
 #
 #   RMEM_BUILD=build tests/func/test_rmemctl.sh
 set -u
@@ -78,7 +79,8 @@ ok $? "unknown command: exit 2 with a message (got $rc)"
 rc=$?
 [ $rc -eq 2 ]
 ok $? "-s and -c together: exit 2 (got $rc)"
-for args in "unlink" "unlink a b" "--revoke names" "-t x unlink a"; do
+for args in "unlink" "unlink a b" "--revoke names" "-t x unlink a" "--namespace x names" \
+	"--namespace x -t a -k f unlink a"; do
 	# shellcheck disable=SC2086  # the words are the arguments
 	"$RMEMCTL" -s "$sock" $args > /dev/null 2> "$tmp/err"
 	rc=$?
@@ -339,6 +341,62 @@ for _ in $(seq 100); do
 done
 ok $gone "after the namer is killed: no names left, used_bytes 0 and no regions"
 
+# ---- the admin's unlink in a namespace: --namespace ---------------------------------------
+python3 "$tmp/namer.py" "$port" "t/ns" > "$tmp/namer.out" 2>&1 &
+hpid=$!
+for _ in $(seq 200); do
+	grep -q '^ready' "$tmp/namer.out" && break
+	kill -0 "$hpid" 2> /dev/null || break
+	sleep 0.05
+done
+grep -q '^ready' "$tmp/namer.out"
+ok $? "a raw client creates t/a, t/ns and t/r again"
+"$RMEMCTL" -c "127.0.0.1:$port" --namespace "" unlink t/ns > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q -F "Unix socket" "$tmp/err"
+ok $? "rmemctl -c HOST:PORT --namespace '' unlink: exit 1, refused: admin only (got $rc)"
+diag < "$tmp/err"
+"$RMEMCTL" -s "$sock" --namespace nosuch unlink t/ns > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q -F "no tenant 'nosuch'" "$tmp/err"
+ok $? "rmemctl --namespace nosuch unlink t/ns: exit 1, no such tenant (got $rc)"
+diag < "$tmp/err"
+"$RMEMCTL" -s "$sock" --namespace "" unlink t/a > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && [ ! -s "$tmp/out" ]
+ok $? "rmemctl --namespace '' unlink t/a: the admin unlinks in the anonymous namespace (exit $rc)"
+diag < "$tmp/err"
+"$RMEMCTL" -s "$sock" -N "" --revoke unlink t/r > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 0 ]
+ok $? "rmemctl -N '' --revoke unlink t/r exits 0 (got $rc)"
+"$RMEMCTL" -s "$sock" --json names > "$tmp/json" 2> /dev/null && json_check "$tmp/json" "
+[(n['unlinked'], n['handles']) for n in d['names'] if n['name'] == 't/a'] == [(True, 2)]
+not [n for n in d['names'] if n['name'] == 't/r' and n['handles'] > 0]
+[n['unlinked'] for n in d['names'] if n['name'] == 't/ns'] == [False]"
+ok $? "names: t/a unlinked with its 2 handles, t/r revoked, t/ns still linked"
+"$RMEMCTL" -s "$sock" --namespace "" unlink t/ns > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 0 ]
+ok $? "rmemctl --namespace '' unlink t/ns exits 0 (got $rc)"
+"$RMEMCTL" -s "$sock" --namespace "" unlink t/ns > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q -F "no name 't/ns' in the anonymous namespace" "$tmp/err"
+ok $? "again: exit 1, no such name (got $rc)"
+kill -KILL "$hpid" 2> /dev/null
+wait "$hpid" 2> /dev/null
+hpid=
+gone=1
+for _ in $(seq 100); do
+	if "$RMEMCTL" -s "$sock" --json names > "$tmp/json" 2> /dev/null &&
+		json_check "$tmp/json" 'd["names"] == []' > /dev/null; then
+		gone=0
+		break
+	fi
+	sleep 0.05
+done
+ok $gone "after the namer is killed again: no names left"
+
 rmemd_stop TERM "$tmp/rmemd.log"
 ok $rc "rmemd exits 0 on SIGTERM (exit $rc)"
 
@@ -364,6 +422,18 @@ rc=$?
 [ $rc -eq 1 ] && grep -q -F "refused tenant 'alpha'" "$tmp/err"
 ok $? "with the wrong secret: exit 1, the tenant refused (got $rc)"
 diag < "$tmp/err"
+# The admin's unlink in alpha's namespace (rmem_unlink_ns; test_named covers a
+# name that is there).
+"$RMEMCTL" -s "$sock" --namespace alpha unlink t/a > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q -F "no name 't/a' in alpha's namespace" "$tmp/err"
+ok $? "rmemctl --namespace alpha unlink t/a: exit 1, not in alpha's namespace (got $rc)"
+diag < "$tmp/err"
+"$RMEMCTL" -c "127.0.0.1:$port" -t alpha -k "$tmp/alpha.key" --namespace alpha \
+	unlink t/a > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 2 ]
+ok $? "--namespace with -t -k: usage error, exit 2 (got $rc)"
 rmemd_stop TERM "$tmp/rmemd2.log"
 ok $rc "that rmemd exits 0 on SIGTERM too (exit $rc)"
 

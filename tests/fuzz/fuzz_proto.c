@@ -142,13 +142,17 @@ static void check_atomic_req(const uint8_t *in, size_t len, uint16_t opcode)
 
 static void check_name_req(const uint8_t *in, size_t len, uint16_t opcode)
 {
-	uint8_t out[PROTO_NAME_REQ_FIXED + PROTO_NAME_MAX];
+	uint8_t out[PROTO_NAME_REQ_FIXED + PROTO_NAME_NS_MAX];
 	struct proto_name_req m, m2;
 	size_t n;
 
 	if (proto_name_req_decode(in, len, opcode, &m) < 0)
 		return;
-	CHECK(m.name_len >= 1 && m.name_len <= PROTO_NAME_MAX && strlen(m.name) == m.name_len);
+	/* Past PROTO_NAME_MAX only as UNLINK's "TENANT:NAME" (PROTO_UNLINK_NS). */
+	CHECK(m.name_len >= 1 && strlen(m.name) == m.name_len);
+	CHECK(m.name_len <= PROTO_NAME_MAX ||
+	      (opcode == PROTO_OP_UNLINK && (m.flags & PROTO_UNLINK_NS) &&
+	       m.name_len <= PROTO_NAME_NS_MAX));
 	CHECK(opcode == PROTO_OP_CREATE || m.size == 0);
 	n = proto_name_req_encode(out, opcode, &m);
 	CHECK(n == len && memcmp(out, in, n) == 0);

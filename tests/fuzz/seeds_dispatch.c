@@ -452,6 +452,7 @@ static void revoke(void)
 	write_(1, 0, 8, 1);                                        /* ENOENT */
 	free_n(1);                                                 /* ENOENT */
 	name_op(PROTO_OP_UNLINK, "f/r", 0, 2);                     /* EINVAL */
+	name_op(PROTO_OP_UNLINK, ":f/r", 0, PROTO_UNLINK_NS);      /* ENOENT; EACCES on TCP */
 	name_op(PROTO_OP_CREATE, "f/r", 256, 0);                   /* again: region 2 */
 }
 

@@ -945,6 +945,35 @@ static void test_name_reqs(void)
 	   "OPEN's encoder writes size 0 whatever it is given");
 }
 
+/* UNLINK with PROTO_UNLINK_NS: "TENANT:NAME" may be PROTO_NAME_NS_MAX long;
+ * other opcodes and flags keep the PROTO_NAME_MAX bound. */
+static void test_name_req_ns(void)
+{
+	uint8_t buf[BUF_LEN];
+	struct proto_name_req in = { .flags = PROTO_UNLINK_NS | PROTO_UNLINK_REVOKE }, out;
+	size_t n;
+
+	memset(in.name, 'n', PROTO_NAME_NS_MAX);
+	memcpy(in.name, "tenant:", 7);
+	in.name_len = PROTO_NAME_NS_MAX;
+	n = proto_name_req_encode(buf, PROTO_OP_UNLINK, &in);
+	ok(n == PROTO_NAME_REQ_FIXED + PROTO_NAME_NS_MAX &&
+	   proto_name_req_decode(buf, n, PROTO_OP_UNLINK, &out) == 0 && out.flags == in.flags &&
+	   out.name_len == PROTO_NAME_NS_MAX && strlen(out.name) == PROTO_NAME_NS_MAX &&
+	   !memcmp(out.name, in.name, PROTO_NAME_NS_MAX),
+	   "UNLINK_NS: a %d-byte \"TENANT:NAME\" round trips", PROTO_NAME_NS_MAX);
+	proto_put_u16(buf + 12, PROTO_NAME_NS_MAX + 1);
+	ok(proto_name_req_decode(buf, n + 1, PROTO_OP_UNLINK, &out) == -EBADMSG,
+	   "UNLINK_NS: one byte more is -EBADMSG");
+	proto_put_u16(buf + 12, PROTO_NAME_NS_MAX);
+	proto_put_u32(buf + 8, PROTO_UNLINK_REVOKE);
+	ok(proto_name_req_decode(buf, n, PROTO_OP_UNLINK, &out) == -EBADMSG,
+	   "UNLINK without the flag: a name past %d bytes is -EBADMSG", PROTO_NAME_MAX);
+	proto_put_u32(buf + 8, PROTO_UNLINK_NS);
+	ok(proto_name_req_decode(buf, n, PROTO_OP_OPEN, &out) == -EBADMSG,
+	   "OPEN with the same bit in its access: still bound to %d bytes", PROTO_NAME_MAX);
+}
+
 static void test_name_list(void)
 {
 	uint8_t buf[BUF_LEN];
@@ -1023,6 +1052,7 @@ int main(void)
 	test_region_list();
 	test_client_list();
 	test_name_reqs();
+	test_name_req_ns();
 	test_name_list();
 	return tap_done();
 }
