@@ -1484,7 +1484,9 @@ static int named_open(struct suite *s, struct rawclient *c, uint32_t access,
 }
 
 /* A fresh session opens NAMED read-only and tries opcode with its own
- * handle (an error completion spoils the QP, so never on B's). */
+ * handle on its own QP: a reader like B.  Never on B's QP, which an error
+ * completion would spoil (and window mode refuses a second attach); nor with
+ * B's key from another QP, which the NIC refuses whatever its access. */
 static int named_ro_probe(struct suite *s, enum rawclient_opcode opcode, uint64_t expect,
 			  enum ibv_wc_status *st)
 {
@@ -1546,8 +1548,8 @@ static void named_refusals(struct suite *s)
 		enum ibv_wc_status st = IBV_WC_SUCCESS;
 		int rc = named_ro_probe(s, ops[i], first8, &st);
 
-		ok(refused(rc, st), "%s: RDMA %s with a read-only handle's own key: "
-		   "REM_ACCESS_ERR (%s)", s->mode, rawclient_opcode_name(ops[i]), wc_name(rc, st));
+		ok(refused(rc, st), "%s: %s on its own QP with a read-only handle's own "
+		   "key: REM_ACCESS_ERR (%s)", s->mode, rawclient_opcode_name(ops[i]), wc_name(rc, st));
 	}
 }
 
