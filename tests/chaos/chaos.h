@@ -46,6 +46,9 @@ struct chaos_client_arg {
 	/* The file where every client appends, one a line, the names it created
 	 * and filled (chaos_name()), for the others to adopt. */
 	const char *names_path;
+	/* The file where the driver appends, one a line, the seed of every
+	 * client it killed (after it was dead). */
+	const char *killed_path;
 };
 
 /* What a client that finished (was not killed) writes to its pipe. */
@@ -62,6 +65,7 @@ struct chaos_report {
 	uint64_t errors;         /* any other failure */
 	uint64_t named_created;  /* named regions created, filled and recorded */
 	uint64_t named_adopted;  /* another client's names opened read-only and verified */
+	uint64_t named_orphans;  /* of those, names whose creator was killed before the open */
 	uint64_t named_unlinked; /* of those, unlinked by this client */
 	uint64_t named_gone;     /* -ENOENT: another client had unlinked it first */
 	int last_error;          /* the last of those, a negative errno */

@@ -242,41 +242,85 @@ static int add_named(struct client *cl)
 	return rc;
 }
 
-/* A random whole line among the last NAMES_TAIL bytes of the names file that
- * another client wrote; 0 with name "" when there is none. */
-static int pick_name(struct client *cl, char *name, size_t cap)
+/* The killed file (the seeds of killed clients, one a line), "\n" first;
+ * "\n" alone when it cannot be read. */
+static void read_killed(struct client *cl, char *buf, size_t cap)
 {
-	char buf[NAMES_TAIL + 1], own[40], *lines[NAMES_TAIL / 8], *p, *nl;
-	unsigned n = 0;
-	int fd = open(cl->arg->names_path, O_RDONLY | O_CLOEXEC);
-	off_t end, from;
-	ssize_t got;
+	int fd = open(cl->arg->killed_path, O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, buf + 1, cap - 2);
 
-	name[0] = 0;
-	if (fd < 0)
-		return -errno;
-	end = lseek(fd, 0, SEEK_END);
-	from = end > NAMES_TAIL ? end - NAMES_TAIL : 0;
-	got = end < 0 ? -1 : pread(fd, buf, (size_t)(end - from), from);
-	close(fd);
-	if (got < 0)
-		return -EIO;
-	buf[got] = 0;
-	snprintf(own, sizeof own, CHAOS_NAME_PREFIX "%" PRIu64 "/", cl->arg->seed);
-	/* From the middle of the file, the first line may be cut; the last one
-	 * too, when its writer is still at it. */
-	p = buf;
+	if (fd >= 0)
+		close(fd);
+	buf[0] = '\n';
+	buf[got > 0 ? got + 1 : 1] = 0;
+}
+
+/* Whether name's creator ("chaos/<seed>/<n>") is a line of killed. */
+static bool creator_killed(const char *killed, const char *name)
+{
+	const char *p = name + strlen(CHAOS_NAME_PREFIX), *slash = strchr(p, '/');
+	char seed[32];
+
+	if (!slash || (size_t)(slash - p) + 3 > sizeof seed)
+		return false;
+	snprintf(seed, sizeof seed, "\n%.*s\n", (int)(slash - p), p);
+	return strstr(killed, seed) != NULL;
+}
+
+/* The last NAMES_TAIL bytes of the names file, "" when there are none; from
+ * the middle of the file the first line may be cut, and it is skipped. */
+static char *names_tail(struct client *cl, char *buf)
+{
+	int fd = open(cl->arg->names_path, O_RDONLY | O_CLOEXEC);
+	off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+	off_t from = end > NAMES_TAIL ? end - NAMES_TAIL : 0;
+	ssize_t got = end < 0 ? -1 : pread(fd, buf, (size_t)(end - from), from);
+	char *p = buf;
+
+	if (fd >= 0)
+		close(fd);
+	buf[got > 0 ? got : 0] = 0;
 	if (from > 0 && (p = strchr(buf, '\n')) != NULL)
 		p++;
-	while (p && (nl = strchr(p, '\n')) != NULL) {
+	return p ? p : buf + strlen(buf);
+}
+
+/*
+ * A whole line of the names file's tail that another client wrote, half
+ * the time one whose creator the driver killed if there is one (*orphan
+ * says whether it is); name "" when there is none.  The killed file is read first, so an orphan's
+ * creator was dead before the caller opens it.
+ */
+static void pick_name(struct client *cl, char *name, size_t cap, bool *orphan)
+{
+	static char killed[16384];
+	char buf[NAMES_TAIL + 1], own[40], *lines[NAMES_TAIL / 8], *orphans[NAMES_TAIL / 8];
+	char *p, *nl, *pick = NULL;
+	unsigned n = 0, no = 0;
+
+	name[0] = 0;
+	read_killed(cl, killed, sizeof killed);
+	snprintf(own, sizeof own, CHAOS_NAME_PREFIX "%" PRIu64 "/", cl->arg->seed);
+	/* Only whole lines: the last may be cut while its writer is at it. */
+	for (p = names_tail(cl, buf); (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
 		*nl = 0;
-		if (*p && strncmp(p, own, strlen(own)) != 0 && n < sizeof lines / sizeof lines[0])
-			lines[n++] = p;
-		p = nl + 1;
+		if (!*p || !strncmp(p, own, strlen(own)) || n == sizeof lines / sizeof lines[0])
+			continue;
+		lines[n++] = p;
+		if (creator_killed(killed, p))
+			orphans[no++] = p;
 	}
-	if (n && strlen(p = lines[chaos_rand(&cl->rng) % n]) < cap)
-		memcpy(name, p, strlen(p) + 1);
-	return 0;
+	/* Half the time, any line: the orphans' names, once adopted, stay in
+	 * the tail as -ENOENT, and the others must not pile up meanwhile. */
+	if (no && chaos_rand(&cl->rng) % 2) {
+		pick = orphans[chaos_rand(&cl->rng) % no];
+	} else if (n) {
+		pick = lines[chaos_rand(&cl->rng) % n];
+		no = creator_killed(killed, pick);
+	}
+	*orphan = no > 0;
+	if (pick && strlen(pick) < cap)
+		memcpy(name, pick, strlen(pick) + 1);
 }
 
 /* Another client's name: open read-only, verify, release, unlink. */
@@ -285,10 +329,12 @@ static int adopt_named(struct client *cl)
 	struct rmem_region r;
 	char name[RMEM_NAME_MAX + 1];
 	size_t len;
-	int rc = pick_name(cl, name, sizeof name);
+	bool orphan;
+	int rc;
 
-	if (rc < 0 || !name[0])
-		return rc;
+	pick_name(cl, name, sizeof name, &orphan);
+	if (!name[0])
+		return 0;
 	rc = rmem_open(cl->c, name, RMEM_READ, &r);
 	if (rc == -ENOENT) {
 		cl->rep.named_gone++;
@@ -310,6 +356,7 @@ static int adopt_named(struct client *cl)
 	} else {
 		cl->rep.verified += len;
 		cl->rep.named_adopted++;
+		cl->rep.named_orphans += orphan;
 	}
 	rc = rmem_free(cl->c, &r);
 	if (rc < 0)

@@ -75,13 +75,15 @@ struct chaos {
 	struct stalled stalled[MAX_STALLED];
 	unsigned nstalled;
 	char names_path[40];     /* the clients' names file (chaos_client_arg) */
+	char killed_path[40];    /* the seeds of the clients killed */
 	/* figures */
 	unsigned started, kills, stops, garbage, garbage_failed, stalls_dropped, died;
 	struct chaos_report sum;
 	unsigned survivors, frozen_survivors, frozen_unreset;
 	/* names recorded in the file, those of clients gone before the end,
 	 * and those the driver had to unlink */
-	unsigned names_recorded, names_of_gone, names_left;
+	unsigned names_recorded, names_of_gone, names_left, gone_left;
+	char *recorded;          /* the names file, "\n" first, to look names up */
 };
 
 static uint64_t env_u64(const char *name, uint64_t dflt)
@@ -114,17 +116,35 @@ static void want_leak_checks(void)
 
 /* ---- clients ---------------------------------------------------------------- */
 
-/* An empty file for the clients to record their names in. */
-static int names_file(struct chaos *x)
+/* Empty files: for the clients to record their names in, and for the
+ * driver to record whom it killed. */
+static int names_files(struct chaos *x)
 {
 	int fd;
 
 	snprintf(x->names_path, sizeof x->names_path, "/tmp/rmem-chaos-names.XXXXXX");
+	snprintf(x->killed_path, sizeof x->killed_path, "/tmp/rmem-chaos-killed.XXXXXX");
 	fd = mkstemp(x->names_path);
 	if (fd < 0)
 		return -errno;
 	close(fd);
+	fd = mkstemp(x->killed_path);
+	if (fd < 0)
+		return -errno;
+	close(fd);
 	return 0;
+}
+
+/* Appends a dead client's seed to the killed file: adopters of its names
+ * then know that the names outlived it. */
+static void record_killed(struct chaos *x, uint64_t seed)
+{
+	FILE *f = fopen(x->killed_path, "a");
+
+	if (!f)
+		return;
+	fprintf(f, "%llu\n", (unsigned long long)seed);
+	fclose(f);
 }
 
 static int client_body(int wfd, void *arg)
@@ -147,6 +167,7 @@ static int start_client(struct chaos *x, struct slot *s)
 	s->arg.seed = chaos_rand(&x->rng);
 	s->arg.stop_fd = x->stop_pipe[0];
 	s->arg.names_path = x->names_path;
+	s->arg.killed_path = x->killed_path;
 	s->started_at = now_ms();
 	s->thaw_at = 0;
 	s->frozen = 0;
@@ -182,6 +203,7 @@ static void kill_one(struct chaos *x)
 		return;
 	child_end(&s->ch, SIGKILL);
 	x->kills++;
+	record_killed(x, s->arg.seed);
 	start_client(x, s);
 }
 
@@ -358,6 +380,7 @@ static void collect(struct chaos *x, struct slot *s)
 	x->sum.errors += r.errors;
 	x->sum.named_created += r.named_created;
 	x->sum.named_adopted += r.named_adopted;
+	x->sum.named_orphans += r.named_orphans;
 	x->sum.named_unlinked += r.named_unlinked;
 	x->sum.named_gone += r.named_gone;
 	if (r.errors)
@@ -398,20 +421,44 @@ static bool by_survivor(const struct chaos *x, const char *name)
 	return false;
 }
 
-/* Counts the names file's lines, and those of clients killed (or dead)
- * before the end. */
+/* Reads the names file into x->recorded and counts its lines, and those of
+ * clients killed (or dead) before the end. */
 static void count_recorded(struct chaos *x)
 {
 	FILE *f = fopen(x->names_path, "r");
 	char line[RMEM_NAME_MAX + 2];
+	size_t len = 1, cap = 4096;
 
-	if (!f)
+	x->recorded = malloc(cap);
+	if (!f || !x->recorded) {
+		if (f)
+			fclose(f);
 		return;
+	}
+	x->recorded[0] = '\n';
+	x->recorded[1] = 0;
 	while (fgets(line, sizeof line, f)) {
+		size_t n = strlen(line);
+		char *more = len + n + 1 > cap ? realloc(x->recorded, cap *= 2) : x->recorded;
+
+		if (!more)
+			break;
+		x->recorded = more;
+		memcpy(x->recorded + len, line, n + 1);
+		len += n;
 		x->names_recorded++;
 		x->names_of_gone += !by_survivor(x, line);
 	}
 	fclose(f);
+}
+
+/* Whether name is a whole line of the names file. */
+static bool was_recorded(const struct chaos *x, const char *name)
+{
+	char line[RMEM_NAME_MAX + 3];
+
+	snprintf(line, sizeof line, "\n%s\n", name);
+	return x->recorded && strstr(x->recorded, line) != NULL;
 }
 
 /* Unlinks every chaos name still there (not yet unlinked): those nobody
@@ -432,6 +479,8 @@ static int unlink_left(struct chaos *x, rmem_client *admin)
 			if (rc < 0)
 				return rc;
 			x->names_left++;
+			x->gone_left += !by_survivor(x, page[i].name) &&
+					was_recorded(x, page[i].name);
 		}
 		after = page[n - 1].id;
 	}
@@ -465,15 +514,25 @@ static void check_names(struct chaos *x)
 	   "clients recorded %u named regions; survivors adopted %llu of them, verified "
 	   "through read-only handles", x->names_recorded,
 	   (unsigned long long)x->sum.named_adopted);
+	ok(x->kills == 0 || x->sum.named_orphans > 0,
+	   "%llu of those had a creator killed before the open: named regions outlive "
+	   "their creator (%u kills)", (unsigned long long)x->sum.named_orphans, x->kills);
 	if (rc)
 		admin = NULL;
 	rc = admin ? unlink_left(x, admin) : rc;
 	ok(rc == 0, "the driver unlinks the %u names left (%s)", x->names_left,
 	   rc ? rmem_strerror(rc) : "ok");
+	/* A recorded name of a killed creator that is no longer there was
+	 * opened, verified and unlinked by another client. */
+	ok(x->names_of_gone == 0 || x->gone_left < x->names_of_gone,
+	   "of the %u names recorded by clients killed before the end, others adopted "
+	   "and unlinked %u", x->names_of_gone, x->names_of_gone - x->gone_left);
 	rc = admin ? names_wait_empty(admin, &last) : -ENOTCONN;
 	ok(rc == 0, "then the admin listing runs empty (%s, %d names listed)",
 	   rc ? rmem_strerror(rc) : "ok", last);
 	rmem_close(admin);
+	free(x->recorded);
+	x->recorded = NULL;
 }
 
 static void check_daemon(struct chaos *x)
@@ -536,9 +595,10 @@ static void print_figures(const struct chaos *x, uint64_t t0)
 	     "%llu ENOMEM", (unsigned long long)r->resets, (unsigned long long)r->reconnects,
 	     (unsigned long long)r->connect_fails, (unsigned long long)r->enomem);
 	diag("named regions: %u recorded (%u by clients gone before the end); survivors "
-	     "created %llu, adopted %llu, unlinked %llu, found %llu gone; the driver unlinked "
+	     "created %llu, adopted %llu (%llu of killed creators), unlinked %llu, found %llu gone; the driver unlinked "
 	     "%u", x->names_recorded, x->names_of_gone, (unsigned long long)r->named_created,
-	     (unsigned long long)r->named_adopted, (unsigned long long)r->named_unlinked,
+	     (unsigned long long)r->named_adopted, (unsigned long long)r->named_orphans,
+	     (unsigned long long)r->named_unlinked,
 	     (unsigned long long)r->named_gone, x->names_left);
 	diag("duration %.1f s", (double)(now_ms() - t0) / 1000.0);
 }
@@ -564,7 +624,7 @@ int main(void)
 	x->target.admin_path = x->d.admin_path;
 	if (pipe(x->stop_pipe) < 0)
 		tap_skip_all("pipe failed");
-	rc = names_file(x);
+	rc = names_files(x);
 	if (rc < 0)
 		tap_skip_all("cannot create the names file");
 	t0 = now_ms();
@@ -585,6 +645,7 @@ int main(void)
 	print_figures(x, t0);
 	rmemd_cleanup(&x->d);
 	unlink(x->names_path);
+	unlink(x->killed_path);
 	free(x);
 	return tap_done();
 }
