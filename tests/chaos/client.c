@@ -52,6 +52,7 @@ struct client {
 	bool have_lost;
 	uint64_t rng;
 	unsigned named_n;          /* names created so far: the next name's <n> */
+	char killed[32768];        /* the killed file, read by pick_name() */
 	uint8_t *want, *got;
 	struct chaos_report rep;
 };
@@ -288,18 +289,18 @@ static char *names_tail(struct client *cl, char *buf)
 /*
  * A whole line of the names file's tail that another client wrote, half
  * the time one whose creator the driver killed if there is one (*orphan
- * says whether it is); name "" when there is none.  The killed file is read first, so an orphan's
- * creator was dead before the caller opens it.
+ * says whether it is); name "" when there is none.  The killed file is read
+ * first, so an orphan's creator was dead before the caller opens it.
  */
 static void pick_name(struct client *cl, char *name, size_t cap, bool *orphan)
 {
-	static char killed[16384];
+	char *killed = cl->killed;
 	char buf[NAMES_TAIL + 1], own[40], *lines[NAMES_TAIL / 8], *orphans[NAMES_TAIL / 8];
 	char *p, *nl, *pick = NULL;
 	unsigned n = 0, no = 0;
 
 	name[0] = 0;
-	read_killed(cl, killed, sizeof killed);
+	read_killed(cl, killed, sizeof cl->killed);
 	snprintf(own, sizeof own, CHAOS_NAME_PREFIX "%" PRIu64 "/", cl->arg->seed);
 	/* Only whole lines: the last may be cut while its writer is at it. */
 	for (p = names_tail(cl, buf); (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
