@@ -27,10 +27,28 @@ static inline uint64_t chaos_between(uint64_t *state, uint64_t lo, uint64_t hi)
 
 /* ---- client processes (client.c) -------------------------------------------- */
 
+/* Named regions are "chaos/<creator's seed>/<n>"; their bytes are
+ * fill_random() of chaos_name_seed(name).  FNV-1a. */
+#define CHAOS_NAME_PREFIX "chaos/"
+static inline uint64_t chaos_name_seed(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 0x100000001b3ull;
+	return h;
+}
+
 struct chaos_client_arg {
 	const char *endpoint;
 	uint64_t seed;
 	int stop_fd;       /* read end of the driver's stop pipe: EOF means finish */
+	/* The file where every client appends, one a line, the names it created
+	 * and filled (chaos_name()), for the others to adopt. */
+	const char *names_path;
+	/* The file where the driver appends, one a line, the seed of every
+	 * client it killed (after it was dead). */
+	const char *killed_path;
 };
 
 /* What a client that finished (was not killed) writes to its pipe. */
@@ -45,6 +63,11 @@ struct chaos_report {
 	uint64_t connect_fails;  /* connection attempts that failed (and were retried) */
 	uint64_t enomem;         /* allocations refused for want of memory */
 	uint64_t errors;         /* any other failure */
+	uint64_t named_created;  /* named regions created, filled and recorded */
+	uint64_t named_adopted;  /* another client's names opened read-only and verified */
+	uint64_t named_orphans;  /* of those, names whose creator was killed before the open */
+	uint64_t named_unlinked; /* of those, unlinked by this client */
+	uint64_t named_gone;     /* -ENOENT: another client had unlinked it first */
 	int last_error;          /* the last of those, a negative errno */
 };
 

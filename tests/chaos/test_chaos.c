@@ -7,10 +7,14 @@
  * new ones, freezes others with SIGSTOP past their lease and thaws them
  * (their next call must fail with -ECONNRESET, and they reconnect), and
  * opens garbage connections (garbage.c).  RMEM_CHAOS_SECONDS sets how long
- * (default 25).  Afterwards the daemon must answer, every surviving client
- * must have read back exactly what it wrote, used_bytes must come back to 0
- * once everyone is gone, and rmemd must exit 0 on SIGTERM with no sanitizer
- * report (a leak makes it exit non-zero).
+ * (default 25).  Clients also create named regions, which outlive their
+ * creator's kill, and adopt each other's (open read-only, verify, unlink),
+ * learning the names from a file this driver hands them.  Afterwards the
+ * daemon must answer, every surviving client must have read back exactly what
+ * it wrote, the driver unlinks the names nobody adopted (and the admin
+ * listing then runs empty), used_bytes must come back to 0 once everyone is
+ * gone, and rmemd must exit 0 on SIGTERM with no sanitizer report (a leak
+ * makes it exit non-zero).
  *
  * Over RDMA (RMEM_TEST_TRANSPORT=rdma, tests/chaos/rdma/test_chaos) the
  * clients' data goes over their queue pairs; garbage stays on the stream.
@@ -44,6 +48,8 @@
 #define FREEZE_MIN_AGE_MS 1000
 #define MAX_STALLED      16
 #define REPORT_WAIT_MS   60000
+#define NAMES_WAIT_MS    15000
+#define NAMES_PAGE       64
 
 #define LIMITS "limits = { max_clients = 64; lease_timeout_ms = 500; frame_timeout_ms = 1000; };"
 
@@ -68,10 +74,16 @@ struct chaos {
 	struct slot slots[CLIENTS];
 	struct stalled stalled[MAX_STALLED];
 	unsigned nstalled;
+	char names_path[40];     /* the clients' names file (chaos_client_arg) */
+	char killed_path[40];    /* the seeds of the clients killed */
 	/* figures */
 	unsigned started, kills, stops, garbage, garbage_failed, stalls_dropped, died;
 	struct chaos_report sum;
 	unsigned survivors, frozen_survivors, frozen_unreset;
+	/* names recorded in the file, those of clients gone before the end,
+	 * and those the driver had to unlink */
+	unsigned names_recorded, names_of_gone, names_left, gone_left;
+	char *recorded;          /* the names file, "\n" first, to look names up */
 };
 
 static uint64_t env_u64(const char *name, uint64_t dflt)
@@ -104,6 +116,37 @@ static void want_leak_checks(void)
 
 /* ---- clients ---------------------------------------------------------------- */
 
+/* Empty files: for the clients to record their names in, and for the
+ * driver to record whom it killed. */
+static int names_files(struct chaos *x)
+{
+	int fd;
+
+	snprintf(x->names_path, sizeof x->names_path, "/tmp/rmem-chaos-names.XXXXXX");
+	snprintf(x->killed_path, sizeof x->killed_path, "/tmp/rmem-chaos-killed.XXXXXX");
+	fd = mkstemp(x->names_path);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	fd = mkstemp(x->killed_path);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* Appends a dead client's seed to the killed file: adopters of its names
+ * then know that the names outlived it. */
+static void record_killed(struct chaos *x, uint64_t seed)
+{
+	FILE *f = fopen(x->killed_path, "a");
+
+	if (!f)
+		return;
+	fprintf(f, "%llu\n", (unsigned long long)seed);
+	fclose(f);
+}
+
 static int client_body(int wfd, void *arg)
 {
 	struct chaos_client_arg *a = arg;
@@ -123,6 +166,8 @@ static int start_client(struct chaos *x, struct slot *s)
 	s->arg.endpoint = x->d.tcp_ep;
 	s->arg.seed = chaos_rand(&x->rng);
 	s->arg.stop_fd = x->stop_pipe[0];
+	s->arg.names_path = x->names_path;
+	s->arg.killed_path = x->killed_path;
 	s->started_at = now_ms();
 	s->thaw_at = 0;
 	s->frozen = 0;
@@ -158,6 +203,7 @@ static void kill_one(struct chaos *x)
 		return;
 	child_end(&s->ch, SIGKILL);
 	x->kills++;
+	record_killed(x, s->arg.seed);
 	start_client(x, s);
 }
 
@@ -332,6 +378,11 @@ static void collect(struct chaos *x, struct slot *s)
 	x->sum.connect_fails += r.connect_fails;
 	x->sum.enomem += r.enomem;
 	x->sum.errors += r.errors;
+	x->sum.named_created += r.named_created;
+	x->sum.named_adopted += r.named_adopted;
+	x->sum.named_orphans += r.named_orphans;
+	x->sum.named_unlinked += r.named_unlinked;
+	x->sum.named_gone += r.named_gone;
 	if (r.errors)
 		diag("a client saw %llu errors, the last %s", (unsigned long long)r.errors,
 		     strerror(-r.last_error));
@@ -352,6 +403,136 @@ static void finish_clients(struct chaos *x)
 		if (x->slots[i].ch.pid > 0)
 			collect(x, &x->slots[i]);
 	close(x->stop_pipe[0]);
+}
+
+/* ---- named regions left behind ------------------------------------------------ */
+
+/* Whether a client still in a slot at the end created name. */
+static bool by_survivor(const struct chaos *x, const char *name)
+{
+	char own[40];
+
+	for (unsigned i = 0; i < CLIENTS; i++) {
+		snprintf(own, sizeof own, CHAOS_NAME_PREFIX "%llu/",
+			 (unsigned long long)x->slots[i].arg.seed);
+		if (strncmp(name, own, strlen(own)) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Reads the names file into x->recorded and counts its lines, and those of
+ * clients killed (or dead) before the end. */
+static void count_recorded(struct chaos *x)
+{
+	FILE *f = fopen(x->names_path, "r");
+	char line[RMEM_NAME_MAX + 2];
+	size_t len = 1, cap = 4096;
+
+	x->recorded = malloc(cap);
+	if (!f || !x->recorded) {
+		if (f)
+			fclose(f);
+		return;
+	}
+	x->recorded[0] = '\n';
+	x->recorded[1] = 0;
+	while (fgets(line, sizeof line, f)) {
+		size_t n = strlen(line);
+		char *more = len + n + 1 > cap ? realloc(x->recorded, cap *= 2) : x->recorded;
+
+		if (!more)
+			break;
+		x->recorded = more;
+		memcpy(x->recorded + len, line, n + 1);
+		len += n;
+		x->names_recorded++;
+		x->names_of_gone += !by_survivor(x, line);
+	}
+	fclose(f);
+}
+
+/* Whether name is a whole line of the names file. */
+static bool was_recorded(const struct chaos *x, const char *name)
+{
+	char line[RMEM_NAME_MAX + 3];
+
+	snprintf(line, sizeof line, "\n%s\n", name);
+	return x->recorded && strstr(x->recorded, line) != NULL;
+}
+
+/* Unlinks every chaos name still there (not yet unlinked): those nobody
+ * adopted, and those whose creator died between creating and recording.
+ * The count, or a negative errno. */
+static int unlink_left(struct chaos *x, rmem_client *admin)
+{
+	struct rmem_name_info page[NAMES_PAGE];
+	uint64_t after = 0;
+	int n, rc;
+
+	while ((n = rmem_names(admin, after, page, NAMES_PAGE)) > 0) {
+		for (int i = 0; i < n; i++) {
+			if (page[i].flags & RMEM_NAME_UNLINKED ||
+			    strncmp(page[i].name, CHAOS_NAME_PREFIX, strlen(CHAOS_NAME_PREFIX)))
+				continue;
+			rc = rmem_unlink(admin, page[i].name);
+			if (rc < 0)
+				return rc;
+			x->names_left++;
+			x->gone_left += !by_survivor(x, page[i].name) &&
+					was_recorded(x, page[i].name);
+		}
+		after = page[n - 1].id;
+	}
+	return n;
+}
+
+/* Polls the admin listing until it is empty: every handle is gone once the
+ * daemon has seen every client's end. */
+static int names_wait_empty(rmem_client *admin, int *last)
+{
+	struct rmem_name_info info;
+	uint64_t deadline = now_ms() + NAMES_WAIT_MS;
+
+	for (;;) {
+		*last = rmem_names(admin, 0, &info, 1);
+		if (*last <= 0)
+			return *last;
+		if (now_ms() >= deadline)
+			return -ETIMEDOUT;
+		sleep_ms(20);
+	}
+}
+
+static void check_names(struct chaos *x)
+{
+	rmem_client *admin = NULL;
+	int rc = client_connect(x->d.unix_ep, 10000, &admin), last = 0;
+
+	count_recorded(x);
+	ok(x->names_recorded > 0 && x->sum.named_adopted > 0,
+	   "clients recorded %u named regions; survivors adopted %llu of them, verified "
+	   "through read-only handles", x->names_recorded,
+	   (unsigned long long)x->sum.named_adopted);
+	ok(x->kills == 0 || x->sum.named_orphans > 0,
+	   "%llu of those had a creator killed before the open: named regions outlive "
+	   "their creator (%u kills)", (unsigned long long)x->sum.named_orphans, x->kills);
+	if (rc)
+		admin = NULL;
+	rc = admin ? unlink_left(x, admin) : rc;
+	ok(rc == 0, "the driver unlinks the %u names left (%s)", x->names_left,
+	   rc ? rmem_strerror(rc) : "ok");
+	/* A recorded name of a killed creator that is no longer there was
+	 * opened, verified and unlinked by another client. */
+	ok(x->names_of_gone == 0 || x->gone_left < x->names_of_gone,
+	   "of the %u names recorded by clients killed before the end, others adopted "
+	   "and unlinked %u", x->names_of_gone, x->names_of_gone - x->gone_left);
+	rc = admin ? names_wait_empty(admin, &last) : -ENOTCONN;
+	ok(rc == 0, "then the admin listing runs empty (%s, %d names listed)",
+	   rc ? rmem_strerror(rc) : "ok", last);
+	rmem_close(admin);
+	free(x->recorded);
+	x->recorded = NULL;
 }
 
 static void check_daemon(struct chaos *x)
@@ -413,6 +594,12 @@ static void print_figures(const struct chaos *x, uint64_t t0)
 	diag("survivors saw %llu resets, made %llu reconnects (%llu connects failed), "
 	     "%llu ENOMEM", (unsigned long long)r->resets, (unsigned long long)r->reconnects,
 	     (unsigned long long)r->connect_fails, (unsigned long long)r->enomem);
+	diag("named regions: %u recorded (%u by clients gone before the end); survivors "
+	     "created %llu, adopted %llu (%llu of killed creators), unlinked %llu, found %llu gone; the driver unlinked "
+	     "%u", x->names_recorded, x->names_of_gone, (unsigned long long)r->named_created,
+	     (unsigned long long)r->named_adopted, (unsigned long long)r->named_orphans,
+	     (unsigned long long)r->named_unlinked,
+	     (unsigned long long)r->named_gone, x->names_left);
 	diag("duration %.1f s", (double)(now_ms() - t0) / 1000.0);
 }
 
@@ -437,6 +624,9 @@ int main(void)
 	x->target.admin_path = x->d.admin_path;
 	if (pipe(x->stop_pipe) < 0)
 		tap_skip_all("pipe failed");
+	rc = names_files(x);
+	if (rc < 0)
+		tap_skip_all("cannot create the names file");
 	t0 = now_ms();
 	for (unsigned i = 0; i < CLIENTS; i++)
 		if (start_client(x, &x->slots[i]) < 0)
@@ -446,6 +636,7 @@ int main(void)
 	close_stalled(x, true);
 
 	check_clients(x);
+	check_names(x);
 	check_daemon(x);
 	rc = rmemd_stop(&x->d);
 	ok(rc == 0, "rmemd exits 0 on SIGTERM (%d)", rc);
@@ -453,6 +644,8 @@ int main(void)
 	   "no sanitizer report in the daemon's log");
 	print_figures(x, t0);
 	rmemd_cleanup(&x->d);
+	unlink(x->names_path);
+	unlink(x->killed_path);
 	free(x);
 	return tap_done();
 }

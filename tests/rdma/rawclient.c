@@ -247,6 +247,27 @@ int rawclient_free(struct rawclient *c, const struct proto_region *r)
 	return rc < 0 ? rc : status;
 }
 
+int rawclient_name(struct rawclient *c, uint16_t opcode, const char *name, uint64_t size,
+		   uint32_t flags, struct proto_region *out)
+{
+	struct proto_name_req req = { .size = size, .flags = flags };
+	uint8_t buf[PROTO_NAME_REQ_FIXED + PROTO_NAME_MAX], rep[PROTO_MAX_CTL];
+	size_t rep_len = 0, len = strlen(name);
+	int status = 0, rc;
+
+	if (len == 0 || len > PROTO_NAME_MAX)
+		return -EINVAL;
+	req.name_len = (uint16_t)len;
+	memcpy(req.name, name, len);
+	rc = ctl_call(c, opcode, buf, proto_name_req_encode(buf, opcode, &req), rep, sizeof rep,
+		      &rep_len);
+	if (rc == 0 && opcode == PROTO_OP_UNLINK)
+		rc = proto_status_decode(rep, rep_len, &status);
+	else if (rc == 0)
+		rc = proto_alloc_rep_decode(rep, rep_len, &status, out);
+	return rc < 0 ? rc : status;
+}
+
 int rawclient_stats(struct rawclient *c, struct proto_stats *out)
 {
 	uint8_t rep[PROTO_MAX_CTL];

@@ -81,6 +81,11 @@ int rawclient_tcp_write(struct rawclient *c, const struct proto_region *r, uint6
 int rawclient_tcp_read(struct rawclient *c, const struct proto_region *r, uint64_t off,
 		       void *buf, size_t len);
 int rawclient_stats(struct rawclient *c, struct proto_stats *out);
+/* CREATE (size, ALLOC flags), OPEN (flags: PROTO_ACCESS_*) or UNLINK (flags:
+ * PROTO_UNLINK_*; out unused) of a named region; the daemon's status. */
+int rawclient_name(struct rawclient *c, uint16_t opcode, const char *name, uint64_t size,
+		   uint32_t flags, struct proto_region *out);
+
 
 /* ---- the RDMA data path ------------------------------------------------------ */
 

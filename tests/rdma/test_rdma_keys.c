@@ -13,7 +13,10 @@
  * no RDMA, nothing accepts an attach), "window" and "region-mr" (everything),
  * "auto" (rxe must get region-mr; a short check), "tenants" (tenants A and B
  * authenticated on the control channel; B with A's handle in both key
- * modes gets REM_ACCESS_ERR and A's bytes stay), "stop" (rmemd stopped while
+ * modes gets REM_ACCESS_ERR and A's bytes stay), "named" (a named region in
+ * both key modes: its creator gone, a read-only handle reads and its own key's
+ * WRITE/CAS/FAA get REM_ACCESS_ERR, a read-write handle writes, an unlink
+ * with revoke kills every handle's key and the bytes come back), "stop" (rmemd stopped while
  * a client is attached and holds regions: it exits 0 and disconnects the
  * client), "device" (rdma.device naming no device leaves RDMA off; the
  * VM's device by name works).  Outside the VM
@@ -1448,6 +1451,204 @@ static void section_device(struct suite *s)
 	}
 }
 
+/* ---- named regions ------------------------------------------------------------------ */
+
+#define NAMED "t/a"
+#define NAMED_LEN 4096
+
+/* c's handle r reads s->want by RDMA: the first difference, -1 for none,
+ * -2 when the read failed (rc, st say how). */
+static long long named_read_diff(struct suite *s, struct rawclient *c,
+				 const struct proto_region *r, int *rc, enum ibv_wc_status *st)
+{
+	memset(c->buf, 0x5a, NAMED_LEN);
+	*st = IBV_WC_SUCCESS;
+	*rc = rdma_op(c, RAWCLIENT_READ, r->addr, r->rkey, 0, NAMED_LEN, st);
+	return *rc == 0 && !*st ? first_diff(c->buf, s->want, NAMED_LEN) : -2;
+}
+
+/* A session of its own attaches and opens NAMED with access. */
+static int named_open(struct suite *s, struct rawclient *c, uint32_t access,
+		      struct proto_region *r)
+{
+	int rc = open_attached(s, c, SMALL_BUF);
+
+	if (rc == 0)
+		rc = rawclient_name(c, PROTO_OP_OPEN, NAMED, 0, access, r);
+	if (rc == 0 && r->flags != access)
+		rc = -EPROTO;
+	if (rc < 0)
+		diag("%s: OPEN %s (access %u): %s (granted %u)", s->mode, NAMED, access,
+		     strerror(-rc), r->flags);
+	return rc;
+}
+
+/* A fresh session opens NAMED read-only and tries opcode with its own
+ * handle on its own QP: a reader like B.  Never on B's QP, which an error
+ * completion would spoil (and window mode refuses a second attach); nor with
+ * B's key from another QP, which the NIC refuses whatever its access. */
+static int named_ro_probe(struct suite *s, enum rawclient_opcode opcode, uint64_t expect,
+			  enum ibv_wc_status *st)
+{
+	struct rawclient x;
+	struct proto_region r;
+	struct rawclient_op op = {
+		.opcode = opcode, .len = PROBE_LEN,
+		.compare_add = opcode == RAWCLIENT_CAS ? expect : 1,
+		.swap = 0xa5a5a5a5a5a5a5a5ull,
+	};
+	int rc = named_open(s, &x, PROTO_ACCESS_READ, &r);
+
+	if (rc == 0) {
+		op.remote_addr = r.addr;
+		op.rkey = r.rkey;
+		memset(x.buf, 0xa5, PROBE_LEN);
+		rc = rawclient_rdma(&x, &op, st);
+	}
+	rawclient_close(&x);
+	return rc;
+}
+
+/* A creates NAMED, writes s->want (seed) by RDMA and closes its session. */
+static int named_create(struct suite *s, uint64_t seed)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct proto_region r = { 0 };
+	struct rawclient a;
+	int rc = open_attached(s, &a, SMALL_BUF);
+
+	if (rc == 0)
+		rc = rawclient_name(&a, PROTO_OP_CREATE, NAMED, NAMED_LEN, 0, &r);
+	ok(rc == 0 && r.flags == (PROTO_ACCESS_READ | PROTO_ACCESS_WRITE) &&
+	   r.length >= NAMED_LEN, "%s: A creates %s: a read-write handle of %llu bytes (%s, "
+	   "access %u)", s->mode, NAMED, (unsigned long long)r.length,
+	   rc ? strerror(-rc) : "ok", r.flags);
+	if (rc == 0) {
+		fill_random(s->want, NAMED_LEN, seed);
+		memcpy(a.buf, s->want, NAMED_LEN);
+		rc = rdma_op(&a, RAWCLIENT_WRITE, r.addr, r.rkey, 0, NAMED_LEN, &st);
+		ok(rc == 0 && !st, "%s: A writes its pattern by RDMA (%s)", s->mode,
+		   wc_name(rc, st));
+	}
+	if (rc == 0 && st)
+		rc = -EIO;
+	rawclient_close(&a);
+	return rc;
+}
+
+/* B's read-only key: WRITE, CAS and FAA complete with REM_ACCESS_ERR. */
+static void named_refusals(struct suite *s)
+{
+	static const enum rawclient_opcode ops[] = { RAWCLIENT_WRITE, RAWCLIENT_CAS,
+						     RAWCLIENT_FAA };
+	uint64_t first8;
+
+	memcpy(&first8, s->want, sizeof first8);
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		enum ibv_wc_status st = IBV_WC_SUCCESS;
+		int rc = named_ro_probe(s, ops[i], first8, &st);
+
+		ok(refused(rc, st), "%s: %s on its own QP with a read-only handle's own "
+		   "key: REM_ACCESS_ERR (%s)", s->mode, rawclient_opcode_name(ops[i]), wc_name(rc, st));
+	}
+}
+
+/* C (read-write) sees the bytes unchanged by RDMA and TCP, then writes
+ * s->want anew from seed; B sees that. */
+static void named_shared(struct suite *s, struct rawclient *b, const struct proto_region *rb,
+			 struct rawclient *c, const struct proto_region *rc_, uint64_t seed)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	long long diff = named_read_diff(s, c, rc_, &(int){ 0 }, &st);
+	int rc;
+
+	ok(diff == -1, "%s: through a read-write handle, the bytes are unchanged after the "
+	   "refused WRITE, CAS and FAA, by RDMA READ (%s, first difference at %lld)", s->mode,
+	   ibv_wc_status_str(st), diff);
+	rc = rawclient_tcp_read(c, rc_, 0, s->got, NAMED_LEN);
+	diff = rc == 0 ? first_diff(s->got, s->want, NAMED_LEN) : -2;
+	ok(diff == -1, "%s: ... and over TCP (%s, first difference at %lld)", s->mode,
+	   rc ? strerror(-rc) : "ok", diff);
+	fill_random(s->want, NAMED_LEN, seed);
+	memcpy(c->buf, s->want, NAMED_LEN);
+	rc = rdma_op(c, RAWCLIENT_WRITE, rc_->addr, rc_->rkey, 0, NAMED_LEN, &st);
+	ok(rc == 0 && !st, "%s: C writes by RDMA through its read-write handle (%s)", s->mode,
+	   wc_name(rc, st));
+	diff = named_read_diff(s, b, rb, &rc, &st);
+	ok(diff == -1, "%s: B reads C's write through its read-only handle (%s, first "
+	   "difference at %lld)", s->mode, wc_name(rc, st), diff);
+}
+
+/* C unlinks with revoke: every handle dies at once and the bytes return. */
+static void named_revoke(struct suite *s, struct rawclient *b, const struct proto_region *rb,
+			 struct rawclient *c, const struct proto_region *rc_)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct proto_region r;
+	int rc = rawclient_name(c, PROTO_OP_UNLINK, NAMED, 0, PROTO_UNLINK_REVOKE, NULL);
+
+	ok(rc == 0, "%s: C unlinks %s with PROTO_UNLINK_REVOKE (%s)", s->mode, NAMED,
+	   rc ? strerror(-rc) : "ok");
+	rc = rdma_op(b, RAWCLIENT_READ, rb->addr, rb->rkey, 0, PROBE_LEN, &st);
+	ok(refused(rc, st), "%s: B's next RDMA READ with its revoked key: REM_ACCESS_ERR (%s)",
+	   s->mode, wc_name(rc, st));
+	rc = rawclient_tcp_read(c, rc_, 0, s->got, PROBE_LEN);
+	ok(rc == -ENOENT, "%s: C's TCP READ through its revoked handle: -ENOENT (%s)", s->mode,
+	   strerror(-rc));
+	rc = rawclient_name(c, PROTO_OP_OPEN, NAMED, 0, PROTO_ACCESS_READ, &r);
+	ok(rc == -ENOENT, "%s: OPEN %s after the unlink: -ENOENT (%s)", s->mode, NAMED,
+	   strerror(-rc));
+	/* B and C still hold their sessions: the memory comes back anyway. */
+	check_drained(s, "after the revoke, with B and C still connected");
+}
+
+/* Issue 10's raw-verbs proof: A creates, B reads only, C reads and writes,
+ * then C revokes; in this key mode. */
+static void section_named(struct suite *s, const char *mode, uint8_t key_mode)
+{
+	static char name[32];
+	char group[64];
+	struct proto_region rb, rc_, r;
+	struct rawclient b, c;
+	long long diff;
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	int rc;
+
+	snprintf(name, sizeof name, "named/%s", mode);
+	s->mode = name;
+	s->key_mode = key_mode;
+	snprintf(group, sizeof group, "keys = \"%s\";", mode);
+	if (section_start(s, group) < 0)
+		return;
+	check_hello(s, &s->obs, true);
+	if (named_create(s, 91) < 0)
+		goto out;
+	rc = named_open(s, &b, PROTO_ACCESS_READ, &rb);
+	ok(rc == 0, "%s: with A gone, B opens %s read-only (%s)", s->mode, NAMED,
+	   rc ? strerror(-rc) : "ok");
+	if (rc < 0)
+		goto out;
+	diff = named_read_diff(s, &b, &rb, &rc, &st);
+	ok(diff == -1, "%s: B reads A's pattern by RDMA READ (%s, first difference at %lld)",
+	   s->mode, wc_name(rc, st), diff);
+	named_refusals(s);
+	rc = named_open(s, &c, PROTO_ACCESS_READ | PROTO_ACCESS_WRITE, &rc_);
+	ok(rc == 0, "%s: C opens %s read-write (%s)", s->mode, NAMED, rc ? strerror(-rc) : "ok");
+	if (rc == 0) {
+		rc = rawclient_name(&c, PROTO_OP_CREATE, NAMED, NAMED_LEN, 0, &r);
+		ok(rc == -EEXIST, "%s: CREATE %s again: -EEXIST (%s)", s->mode, NAMED,
+		   strerror(-rc));
+		rc = rawclient_name(&c, PROTO_OP_OPEN, "t/none", 0, PROTO_ACCESS_READ, &r);
+		ok(rc == -ENOENT, "%s: OPEN t/none: -ENOENT (%s)", s->mode, strerror(-rc));
+		named_shared(s, &b, &rb, &c, &rc_, 92);
+		named_revoke(s, &b, &rb, &c, &rc_);
+	}
+	rawclient_close(&c);
+	rawclient_close(&b);
+out:
+	section_end(s);
+}
+
 /* ---- tenants ------------------------------------------------------------------------ */
 
 #define SECRET_A "tenant A's secret, 0123456789"
@@ -1599,6 +1800,10 @@ int main(int argc, char **argv)
 		section_tenants(&s, "region-mr", PROTO_KEYS_REGION_MR);
 	if (!only || !strcmp(only, "tenants"))
 		section_tenants(&s, "window", PROTO_KEYS_WINDOW);
+	if (!only || !strcmp(only, "named"))
+		section_named(&s, "region-mr", PROTO_KEYS_REGION_MR);
+	if (!only || !strcmp(only, "named"))
+		section_named(&s, "window", PROTO_KEYS_WINDOW);
 	if (!only || !strcmp(only, "stop"))
 		section_stop(&s, "region-mr", PROTO_KEYS_REGION_MR);
 	if (!only || !strcmp(only, "stop"))
