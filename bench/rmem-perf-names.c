@@ -50,22 +50,15 @@ static int64_t now_ns(void)
 static int push(struct names_run *nr, enum perf_name_req k, int64_t ns)
 {
 	struct perf_result *res;
+	int err;
 
 	if (!nr->res)
 		return 0;
 	res = &nr->res[k];
-	if (res->lat_count == res->lat_cap) {
-		uint64_t cap = res->lat_cap ? res->lat_cap * 2 : 4096;
-		uint64_t *v = realloc(res->lat_ns, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		res->lat_ns = v;
-		res->lat_cap = cap;
-	}
-	res->lat_ns[res->lat_count++] = ns > 0 ? (uint64_t)ns : 0;
-	res->ops++;
-	return 0;
+	err = perf_result_add(res, ns);
+	if (!err)
+		res->ops++;
+	return err;
 }
 
 /* Times t[0] -> t[1] as request a, t[1] -> t[2] as b (and so on, n of

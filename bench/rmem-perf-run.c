@@ -52,12 +52,8 @@ static bool more(const struct limit *l, uint64_t posted)
 	return l->end_ns == 0 || now_ns() < l->end_ns;
 }
 
-static int record(struct run *run, int64_t ns)
+int perf_result_add(struct perf_result *res, int64_t ns)
 {
-	struct perf_result *res = run->res;
-
-	if (!run->record)
-		return 0;
 	if (res->lat_count == res->lat_cap) {
 		uint64_t cap = res->lat_cap ? res->lat_cap * 2 : 4096;
 		uint64_t *v = realloc(res->lat_ns, cap * sizeof(*v));
@@ -69,6 +65,11 @@ static int record(struct run *run, int64_t ns)
 	}
 	res->lat_ns[res->lat_count++] = ns > 0 ? (uint64_t)ns : 0;
 	return 0;
+}
+
+static int record(struct run *run, int64_t ns)
+{
+	return run->record ? perf_result_add(run->res, ns) : 0;
 }
 
 static int fail(struct run *run, const char *what, int err)

@@ -38,6 +38,9 @@ struct perf_result {
 	uint64_t lat_count, lat_cap;
 };
 
+/* Appends one latency sample (ns, negative taken as 0): 0 or -ENOMEM. */
+int perf_result_add(struct perf_result *res, int64_t ns);
+
 /*
  * Measures cfg's operation of size bytes on client c (warm-up first).  For
  * transfers and atomics r is a region of at least size (cfg->depth * size

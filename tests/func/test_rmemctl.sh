@@ -23,18 +23,9 @@ rmemd_conf "$tmp/rmemd.conf" "$port" 64M
 # A client that holds two 1 MiB regions (raw protocol, over TCP) until killed.
 cat > "$tmp/holder.py" << 'PY'
 import os, socket, struct, sys, time
-MAGIC = 0x4d454d52
-def call(s, op, rid, payload):
-    s.sendall(struct.pack("<IHHHHIQ", MAGIC, 1, op, 0, 0, len(payload), rid) + payload)
-    hdr = b""
-    while len(hdr) < 24:
-        hdr += s.recv(24 - len(hdr))
-    magic, ver, rop, flags, _, length, rrid = struct.unpack("<IHHHHIQ", hdr)
-    body = b""
-    while len(body) < length:
-        body += s.recv(length - len(body))
-    assert magic == MAGIC and rop == op and rrid == rid, "bad reply"
-    return body
+sys.dont_write_bytecode = True  # nothing written into the tree
+sys.path.insert(0, "tests/lib")
+from rawcall import call
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
 st, = struct.unpack("<i", call(s, 1, 1, struct.pack("<IIII", 1, 0, os.getpid(), 0))[:4])
 assert st == 0, "HELLO status %d" % st
@@ -222,18 +213,9 @@ ok $? "and an empty regions list in JSON"
 qname='t/"q\'
 cat > "$tmp/namer.py" << 'PY'
 import socket, struct, sys, time
-MAGIC = 0x4d454d52
-def call(s, op, rid, payload):
-    s.sendall(struct.pack("<IHHHHIQ", MAGIC, 1, op, 0, 0, len(payload), rid) + payload)
-    hdr = b""
-    while len(hdr) < 24:
-        hdr += s.recv(24 - len(hdr))
-    magic, ver, rop, flags, _, length, rrid = struct.unpack("<IHHHHIQ", hdr)
-    body = b""
-    while len(body) < length:
-        body += s.recv(length - len(body))
-    assert magic == MAGIC and rop == op and rrid == rid, "bad reply"
-    return body
+sys.dont_write_bytecode = True  # nothing written into the tree
+sys.path.insert(0, "tests/lib")
+from rawcall import call
 def named(s, op, rid, name, size, flags):
     n = name.encode()
     body = call(s, op, rid, struct.pack("<QIHH", size, flags, len(n), 0) + n)
