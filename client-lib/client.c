@@ -479,28 +479,57 @@ static int pools_locked(struct rmem_client *c, struct rmem_pool_info *out, size_
 	return (int)i;
 }
 
-static int regions_locked(struct rmem_client *c, uint64_t after, struct rmem_region_info *out,
-			  size_t max)
+/* A page of REGIONS: entries of stride bytes (the caller's layout of struct
+ * rmem_region_info, which grew in RMEM_1.2), with names when named. */
+static int regions_locked(struct rmem_client *c, uint64_t after, void *out, size_t stride,
+			  size_t max, bool named)
 {
+	const size_t reclen = named ? PROTO_REGION_NAMED_REC_LEN : PROTO_REGION_REC_LEN;
 	uint32_t count;
 	int err;
 
-	err = client_page_call(c, PROTO_OP_REGIONS, after, max, PROTO_REGION_REC_LEN, &count);
+	err = client_page_call(c, named ? PROTO_OP_REGIONS_NAMED : PROTO_OP_REGIONS, after, max,
+			       reclen, &count);
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < count; i++) {
+		const uint8_t *in = client_list_record(c, reclen, i);
 		struct proto_region_rec rec;
+		struct rmem_region_info info;
 
-		proto_region_rec_decode(client_list_record(c, PROTO_REGION_REC_LEN, i), &rec);
-		out[i] = (struct rmem_region_info){
+		if (named)
+			proto_region_named_rec_decode(in, &rec);
+		else
+			proto_region_rec_decode(in, &rec);
+		info = (struct rmem_region_info){
 			.id = rec.id,
 			.addr = rec.addr,
 			.length = rec.length,
 			.client_id = rec.client_id,
 			.pool = rec.pool,
+			.access = rec.flags & (RMEM_READ | RMEM_WRITE),
+			.name_id = rec.name_id,
+			.flags = rec.flags & PROTO_REGION_F_UNLINKED ? RMEM_REGION_UNLINKED : 0,
 		};
+		_Static_assert(sizeof(info.name) == sizeof(rec.name), "name sizes differ");
+		memcpy(info.name, rec.name, sizeof(info.name));
+		memcpy((uint8_t *)out + i * stride, &info, stride);
 	}
 	return (int)count;
+}
+
+int client_regions(struct rmem_client *c, uint64_t after, void *out, size_t stride,
+		   size_t max, bool named)
+{
+	int err = client_check_list(c, out, max);
+
+	if (err)
+		return err;
+	lock_hold(&c->lock);
+	err = c->eng.broken ? -ECONNRESET :
+	      max == 0 ? 0 : regions_locked(c, after, out, stride, max, named);
+	lock_release(&c->lock);
+	return err;
 }
 
 static int clients_locked(struct rmem_client *c, uint64_t after, struct rmem_client_info *out,
@@ -552,14 +581,7 @@ int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max)
 
 int rmem_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out, size_t max)
 {
-	int err = client_check_list(c, out, max);
-
-	if (err)
-		return err;
-	lock_hold(&c->lock);
-	err = c->eng.broken ? -ECONNRESET : max == 0 ? 0 : regions_locked(c, after, out, max);
-	lock_release(&c->lock);
-	return err;
+	return client_regions(c, after, out, sizeof(*out), max, true);
 }
 
 int rmem_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, size_t max)

@@ -70,6 +70,10 @@ int client_list_call(struct rmem_client *c, uint16_t opcode, const void *req, si
 int client_page_call(struct rmem_client *c, uint16_t opcode, uint64_t after, size_t max,
 		     size_t reclen, uint32_t *count);
 const uint8_t *client_list_record(const struct rmem_client *c, size_t reclen, uint32_t i);
+/* rmem_regions for a caller whose struct rmem_region_info is stride bytes
+ * (compat.c); named: ask for the named records (RMEM_1.2's fields). */
+int client_regions(struct rmem_client *c, uint64_t after, void *out, size_t stride,
+		   size_t max, bool named);
 
 /* ---- io.c --------------------------------------------------------------------- */
 

@@ -3,10 +3,13 @@
  * built against those headers (librmem.map explains the nodes).
  *
  * RMEM_1.2 added reserved fields at the end of struct rmem_region and
- * struct rmem_stats.  A program built before passes the shorter structs, so
- * its rmem_alloc@RMEM_1.0, rmem_post_alloc@RMEM_1.1 and rmem_stats@RMEM_1.0
- * must write only the bytes it has: they fill a whole struct of their own
- * and copy the old part out.  Calls that only read a struct rmem_region
+ * struct rmem_stats, and the name of a named handle to struct
+ * rmem_region_info.  A program built before passes the shorter structs, so
+ * its rmem_alloc@RMEM_1.0, rmem_post_alloc@RMEM_1.1, rmem_stats@RMEM_1.0 and
+ * rmem_regions@RMEM_1.0 must write only the bytes it has: they fill a whole
+ * struct of their own and copy the old part out.  rmem_regions@RMEM_1.0
+ * asks for the short records, which hold no name: its pages stay as long
+ * as they were.  Calls that only read a struct rmem_region
  * read none of the new fields, so they need no second version.
  *
  * The functions here are exported (the .symver aliases must be), under the
@@ -24,15 +27,18 @@
 /* The structs as RMEM_1.0 and RMEM_1.1 laid them out. */
 #define REGION_1_0_SIZE offsetof(struct rmem_region, reserved)
 #define STATS_1_0_SIZE  offsetof(struct rmem_stats, reserved)
+#define REGION_INFO_1_0_SIZE offsetof(struct rmem_region_info, name_id)
 
 COMPAT_EXPORT int __rmem_alloc_1_0(rmem_client *c, uint64_t size, uint32_t flags, void *out);
 COMPAT_EXPORT int __rmem_post_alloc_1_1(rmem_client *c, uint64_t size, uint32_t flags, void *out,
 					uint64_t cookie);
 COMPAT_EXPORT int __rmem_stats_1_0(rmem_client *c, void *out);
+COMPAT_EXPORT int __rmem_regions_1_0(rmem_client *c, uint64_t after, void *out, size_t max);
 
 __asm__(".symver __rmem_alloc_1_0, rmem_alloc@RMEM_1.0");
 __asm__(".symver __rmem_post_alloc_1_1, rmem_post_alloc@RMEM_1.1");
 __asm__(".symver __rmem_stats_1_0, rmem_stats@RMEM_1.0");
+__asm__(".symver __rmem_regions_1_0, rmem_regions@RMEM_1.0");
 
 int __rmem_alloc_1_0(rmem_client *c, uint64_t size, uint32_t flags, void *out)
 {
@@ -66,4 +72,9 @@ int __rmem_stats_1_0(rmem_client *c, void *out)
 	if (!err)
 		memcpy(out, &st, STATS_1_0_SIZE);
 	return err;
+}
+
+int __rmem_regions_1_0(rmem_client *c, uint64_t after, void *out, size_t max)
+{
+	return client_regions(c, after, out, REGION_INFO_1_0_SIZE, max, false);
 }

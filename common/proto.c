@@ -480,9 +480,12 @@ int proto_list_hdr_decode(const uint8_t *in, size_t len, size_t reclen,
 		return rc;
 	/* The record decoders cannot fail, so the reserved word of every region
 	 * record is judged here, before the caller decodes any of them. */
-	if (st == 0 && reclen == PROTO_REGION_REC_LEN) {
+	if (st == 0 && (reclen == PROTO_REGION_REC_LEN || reclen == PROTO_REGION_NAMED_REC_LEN)) {
+		const uint32_t known = reclen == PROTO_REGION_REC_LEN ? 0 :
+			PROTO_ACCESS_READ | PROTO_ACCESS_WRITE | PROTO_REGION_F_UNLINKED;
+
 		for (uint32_t i = 0; i < n; i++) {
-			if (proto_get_u32(in + PROTO_LIST_HDR_LEN + i * reclen + 36))
+			if (proto_get_u32(in + PROTO_LIST_HDR_LEN + i * reclen + 36) & ~known)
 				return -EBADMSG;
 		}
 	}
@@ -554,6 +557,26 @@ void proto_region_rec_decode(const uint8_t *in, struct proto_region_rec *m)
 	m->length = proto_get_u64(in + 16);
 	m->client_id = proto_get_u64(in + 24);
 	m->pool = proto_get_u32(in + 32);
+	m->flags = 0;
+	m->name_id = 0;
+	m->name[0] = '\0';
+}
+
+size_t proto_region_named_rec_encode(uint8_t *out, const struct proto_region_rec *m)
+{
+	proto_region_rec_encode(out, m);
+	proto_put_u32(out + 36, m->flags);
+	proto_put_u64(out + 40, m->name_id);
+	put_str(out + 48, m->name, sizeof m->name);
+	return PROTO_REGION_NAMED_REC_LEN;
+}
+
+void proto_region_named_rec_decode(const uint8_t *in, struct proto_region_rec *m)
+{
+	proto_region_rec_decode(in, m);
+	m->flags = proto_get_u32(in + 36);
+	m->name_id = proto_get_u64(in + 40);
+	get_str(m->name, in + 48, sizeof m->name);
 }
 
 size_t proto_client_rec_encode(uint8_t *out, const struct proto_client_rec *m)

@@ -42,6 +42,8 @@
 
 /* Largest payload of any frame other than WRITE requests and READ replies. */
 #define PROTO_MAX_CTL     4096u
+/* Longest name of a named region, in bytes (section 7.12). */
+#define PROTO_NAME_MAX    255
 /* Largest data part of one WRITE request or READ reply.  Larger transfers are
  * split by the client into several frames. */
 #define PROTO_MAX_IO      (16u << 20)
@@ -66,6 +68,7 @@ enum proto_op {
 	PROTO_OP_OPEN    = 16,
 	PROTO_OP_UNLINK  = 17,
 	PROTO_OP_NAMES   = 18, /* admin */
+	PROTO_OP_REGIONS_NAMED = 19, /* admin: REGIONS with each handle's name */
 	PROTO_OP_COUNT
 };
 
@@ -140,7 +143,8 @@ struct proto_io_req {
 };
 #define PROTO_IO_REQ_LEN 24
 
-/* POOLS request: empty.  REGIONS/CLIENTS request: after u64, max u32, reserved u32 */
+/* POOLS request: empty.  REGIONS/REGIONS_NAMED/CLIENTS/NAMES request:
+ * after u64, max u32, reserved u32 */
 struct proto_list_req {
 	uint64_t after;
 	uint32_t max;
@@ -264,6 +268,12 @@ struct proto_stats {
 #define PROTO_POOL_REC_LEN   72
 #define PROTO_REGION_REC_LEN 40
 #define PROTO_CLIENT_REC_LEN 112
+/* REGIONS_NAMED: the short record whose reserved word is flags, then
+ * name_id u64, name[PROTO_NAME_MAX + 1] (NUL padded).  A second opcode, not
+ * a flag of REGIONS: an older daemon refuses it with EOPNOTSUPP, and the
+ * short records (102 a reply, not 13) stay for tools that page millions. */
+#define PROTO_REGION_NAMED_REC_LEN (48 + PROTO_NAME_MAX + 1)
+#define PROTO_REGION_F_UNLINKED 0x100u /* the handle's name was unlinked */
 
 struct proto_pool_rec {
 	char name[32];
@@ -273,6 +283,11 @@ struct proto_pool_rec {
 struct proto_region_rec {
 	uint64_t id, addr, length, client_id;
 	uint32_t pool;
+	/* REGIONS_NAMED records only; the short record has none. */
+	uint32_t flags;   /* a named handle: its PROTO_ACCESS_* bits, and
+			     PROTO_REGION_F_UNLINKED; 0: anonymous */
+	uint64_t name_id; /* the name's id (NAMES listing); 0: anonymous */
+	char name[PROTO_NAME_MAX + 1];
 };
 struct proto_client_rec {
 	uint64_t id, regions, used, connected_ms, idle_ms;
@@ -341,7 +356,8 @@ int proto_stats_rep_decode(const uint8_t *in, size_t len, int *status, struct pr
 size_t proto_list_hdr_encode(uint8_t *out, uint32_t count);
 /* Checks status, count and that len == PROTO_LIST_HDR_LEN + count * reclen;
  * for REGIONS records (reclen PROTO_REGION_REC_LEN) also that every record's
- * reserved field is 0, since the record decoders cannot fail.  *count is 0
+ * reserved field is 0, and for named ones (PROTO_REGION_NAMED_REC_LEN) that
+ * flags holds only known bits, since the record decoders cannot fail.  *count is 0
  * when the status is not.  reclen 0 is -EINVAL. */
 int proto_list_hdr_decode(const uint8_t *in, size_t len, size_t reclen,
 			  int *status, uint32_t *count);
@@ -349,6 +365,8 @@ size_t proto_pool_rec_encode(uint8_t *out, const struct proto_pool_rec *m);
 void proto_pool_rec_decode(const uint8_t *in, struct proto_pool_rec *m);
 size_t proto_region_rec_encode(uint8_t *out, const struct proto_region_rec *m);
 void proto_region_rec_decode(const uint8_t *in, struct proto_region_rec *m);
+size_t proto_region_named_rec_encode(uint8_t *out, const struct proto_region_rec *m);
+void proto_region_named_rec_decode(const uint8_t *in, struct proto_region_rec *m);
 size_t proto_client_rec_encode(uint8_t *out, const struct proto_client_rec *m);
 void proto_client_rec_decode(const uint8_t *in, struct proto_client_rec *m);
 
@@ -463,7 +481,7 @@ static inline uint64_t proto_get_u64(const uint8_t *p)
  * for this flag only.  The daemon answers -EACCES to a sender that is not
  * admin, -ENOENT for a tenant it does not know, -EINVAL without a ':'.
  */
-#define PROTO_NAME_MAX       255
+/* PROTO_NAME_MAX (255) is defined with the frame limits above. */
 #define PROTO_NAME_REQ_FIXED 16
 #define PROTO_ACCESS_READ    0x1u  /* RDMA READ, served READ */
 #define PROTO_ACCESS_WRITE   0x2u  /* RDMA WRITE and atomics, served WRITE, CAS, FAA */

@@ -416,6 +416,21 @@ static void do_pools(struct server *srv, const struct ctl_req *q, struct ctl_rep
 	reply_payload(rep, at);
 }
 
+/* A named handle's access, name and name id in a REGIONS record. */
+static void region_name(const struct server *srv, const struct region *r,
+			struct proto_region_rec *rec)
+{
+	const struct name_handle *h = r->named && srv->names ?
+		names_handle_find(srv->names, r->id) : NULL;
+
+	if (!h)
+		return;
+	rec->flags = h->access | (h->obj->unlinked ? PROTO_REGION_F_UNLINKED : 0);
+	rec->name_id = h->obj->id;
+	memcpy(rec->name, h->obj->name, h->obj->name_len);
+	rec->name[h->obj->name_len] = '\0';
+}
+
 static void do_regions(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
 	struct proto_list_req req;
@@ -423,9 +438,11 @@ static void do_regions(struct server *srv, const struct ctl_req *q, struct ctl_r
 	uint32_t n = 0, max;
 	size_t at = PROTO_LIST_HDR_LEN;
 
+	const bool named = q->h->opcode == PROTO_OP_REGIONS_NAMED;
+
 	if (!decoded(proto_list_req_decode(q->payload, q->len, &req), rep))
 		return;
-	max = list_limit(req.max, PROTO_REGION_REC_LEN);
+	max = list_limit(req.max, named ? PROTO_REGION_NAMED_REC_LEN : PROTO_REGION_REC_LEN);
 	for (struct region *r = region_next_after(srv->regions, req.after); r && n < max;
 	     r = region_next(srv->regions, r), n++) {
 		struct proto_region_rec rec = {
@@ -435,7 +452,13 @@ static void do_regions(struct server *srv, const struct ctl_req *q, struct ctl_r
 			.client_id = r->owner,
 			.pool = r->pool,
 		};
-		at += proto_region_rec_encode(out + at, &rec);
+
+		if (!named) {
+			at += proto_region_rec_encode(out + at, &rec);
+			continue;
+		}
+		region_name(srv, r, &rec);
+		at += proto_region_named_rec_encode(out + at, &rec);
 	}
 	proto_list_hdr_encode(out, n);
 	reply_payload(rep, at);
@@ -500,6 +523,7 @@ static const struct handler handlers[PROTO_OP_COUNT] = {
 	[PROTO_OP_OPEN]    = { .fn = do_open },
 	[PROTO_OP_UNLINK]  = { .fn = do_unlink },
 	[PROTO_OP_NAMES]   = { .fn = do_names,   .admin = true },
+	[PROTO_OP_REGIONS_NAMED] = { .fn = do_regions, .admin = true },
 };
 
 /*

@@ -288,9 +288,21 @@ struct rmem_region_info {
 	uint64_t length;
 	uint64_t client_id;    /* the session that owns it */
 	uint32_t pool;         /* index into rmem_pools() */
-	uint32_t reserved;
+	uint32_t access;       /* a handle of a named region (rmem_create,
+				  rmem_open): the RMEM_READ | RMEM_WRITE it
+				  grants; 0: an anonymous region.  (Before
+				  RMEM_1.2 this was reserved and 0.) */
+	/* Since RMEM_1.2; rmem_regions@RMEM_1.0 writes only the fields above. */
+	uint64_t name_id;      /* the name's id, as rmem_names() gives it; 0: anonymous */
+	uint32_t flags;        /* RMEM_REGION_UNLINKED */
+	uint32_t reserved;     /* 0 */
+	char name[256];        /* NUL-terminated; "" for an anonymous region */
 };
-/* Regions with id > after, in id order; page through with the last id seen. */
+#define RMEM_REGION_UNLINKED 0x1u /* the handle's name was unlinked; the
+				     handle lives on until it is freed */
+/* Regions with id > after, in id order; page through with the last id seen.
+ * A page holds fewer entries since RMEM_1.2 (the names make them longer):
+ * page until 0 is returned, never assume a full page. */
 RMEM_API int rmem_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out,
 			  size_t max);
 

@@ -264,6 +264,14 @@ fail:
 _Static_assert(offsetof(struct rmem_region_info, id) == 0, "paging reads the id first");
 _Static_assert(offsetof(struct rmem_client_info, id) == 0, "paging reads the id first");
 
+/* What a region grants: an anonymous one (access 0) grants both. */
+static const char *region_access(const struct rmem_region_info *r)
+{
+	static const char *const text[] = { "rw", "r", "w", "rw" };
+
+	return text[r->access & (RMEM_READ | RMEM_WRITE)];
+}
+
 static void print_regions_json(const struct rmem_region_info *r, size_t n)
 {
 	printf("{\"regions\":[");
@@ -273,7 +281,16 @@ static void print_regions_json(const struct rmem_region_info *r, size_t n)
 		json_u64("addr", r[i].addr, true);
 		json_u64("length", r[i].length, true);
 		json_u64("client_id", r[i].client_id, true);
-		json_u64("pool", r[i].pool, false);
+		json_u64("pool", r[i].pool, true);
+		printf("\"access\":\"%s\",\"name\":", region_access(&r[i]));
+		/* null, not "": an anonymous region has no name at all. */
+		if (r[i].name_id)
+			json_string(r[i].name);
+		else
+			printf("null");
+		printf(",");
+		json_u64("name_id", r[i].name_id, true);
+		json_bool("unlinked", r[i].flags & RMEM_REGION_UNLINKED, false);
 		printf("}");
 	}
 	printf("]}\n");
@@ -284,12 +301,12 @@ static int print_regions_table(const struct rmem_region_info *r, size_t n,
 {
 	static const struct column cols[] = {
 		{ "ID", true }, { "CLIENT", true }, { "POOL", false }, { "LENGTH", true },
-		{ "BYTES", true }, { "ADDR", false },
+		{ "BYTES", true }, { "ADDR", false }, { "ACCESS", false }, { "NAME", false },
 	};
 	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
 
 	for (size_t i = 0; i < n; i++) {
-		char length[32], pool[CELL_MAX];
+		char length[32], pool[CELL_MAX], name[CELL_MAX];
 
 		if (table_add_row(&t) < 0) {
 			table_free(&t);
@@ -300,12 +317,17 @@ static int print_regions_table(const struct rmem_region_info *r, size_t n,
 		else
 			snprintf(pool, sizeof(pool), "%" PRIu32, r[i].pool);
 		format_size(length, sizeof(length), r[i].length);
+		/* "-": anonymous; an unlinked name is shown in parentheses, as
+		 * the handle outlives it. */
+		printable(name, sizeof(name), r[i].name_id ? r[i].name : "-");
 		table_set(&t, 0, "%" PRIu64, r[i].id);
 		table_set(&t, 1, "%" PRIu64, r[i].client_id);
 		table_set(&t, 2, "%s", pool);
 		table_set(&t, 3, "%s", length);
 		table_set(&t, 4, "%" PRIu64, r[i].length);
 		table_set(&t, 5, "0x%" PRIx64, r[i].addr);
+		table_set(&t, 6, "%s", region_access(&r[i]));
+		table_set(&t, 7, r[i].flags & RMEM_REGION_UNLINKED ? "(%s)" : "%s", name);
 	}
 	table_print(&t);
 	table_free(&t);

@@ -257,6 +257,19 @@ all(n['tenant'] == '' and n['unlinked'] is False for n in d['names'])
 all(n['handles'] == 1 for n in d['names'] if n['name'] != 't/a')
 all(type(n[k]) is int for n in d['names'] for k in ('id', 'length', 'age_ms', 'handles'))"
 ok $? "names JSON: the three names, the quote and backslash escaped, in id order"
+"$RMEMCTL" -s "$sock" regions > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c -E ' rw +t/a$' "$tmp/out")" -eq 1 ] &&
+	[ "$(grep -c -E ' r +t/a$' "$tmp/out")" -eq 1 ] && grep -q -E ' rw +t/r$' "$tmp/out" &&
+	grep -F "$qname" "$tmp/out" | grep -q -E ' rw +t/"q'
+ok $? "rmemctl regions: each handle with its access and name (t/a twice: rw and r) (exit $rc)"
+diag < "$tmp/out"
+"$RMEMCTL" -s "$sock" --json regions > "$tmp/json" 2> "$tmp/err" && json_check "$tmp/json" "
+sorted((r['name'], r['access']) for r in d['regions'] if r['name'] is not None) == sorted([('t/a', 'rw'), ('t/a', 'r'), ('t/r', 'rw'), ('t/\"q\\\\', 'rw')])
+len(set(r['name_id'] for r in d['regions'] if r['name'] == 't/a')) == 1
+all(r['name_id'] > 0 and r['unlinked'] is False for r in d['regions'] if r['name'] is not None)
+all(r['name_id'] == 0 and r['access'] == 'rw' for r in d['regions'] if r['name'] is None)"
+ok $? "regions JSON: names, name ids (one for both t/a handles) and access; null for anonymous ones"
 "$RMEMCTL" -s "$sock" --json stats > "$tmp/json" 2> /dev/null &&
 	json_check "$tmp/json" 'd["stats"]["used_bytes"] == (1 << 20) + (128 << 10)'
 ok $? "stats: a name's bytes count once, whatever its handles"
@@ -271,6 +284,10 @@ diag < "$tmp/err"
 ok $? "names: t/a is listed unlinked while its 2 handles are open"
 "$RMEMCTL" -s "$sock" names 2> /dev/null | grep -q -E ' unlinked +t/a$'
 ok $? "names table: t/a unlinked"
+"$RMEMCTL" -s "$sock" regions 2> /dev/null | grep -c -E ' \(t/a\)$' | grep -q -x 2 &&
+	"$RMEMCTL" -s "$sock" --json regions 2> /dev/null > "$tmp/json" && json_check "$tmp/json" "
+[r['unlinked'] for r in d['regions'] if r['name'] == 't/a'] == [True, True]"
+ok $? "regions: both t/a handles shown as (t/a), unlinked"
 "$RMEMCTL" -s "$sock" unlink t/a > /dev/null 2> "$tmp/err"
 rc=$?
 [ $rc -eq 1 ] && grep -q -F "t/a" "$tmp/err" && grep -q -i "no name" "$tmp/err"

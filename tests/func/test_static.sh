@@ -8,7 +8,7 @@
 #    (names librmem used or uses inside) links against librmem.a with
 #    `pkg-config --static --libs librmem` alone, and runs against rmemd;
 #  - a program built before RMEM_1.2 gets the old struct layouts from
-#    rmem_alloc@RMEM_1.0 and rmem_stats@RMEM_1.0 (dlvsym), nothing written
+#    rmem_alloc@RMEM_1.0, rmem_stats@RMEM_1.0, rmem_regions@RMEM_1.0 (dlvsym), nothing written
 #    past them.
 # TAP output.
 set -uo pipefail
@@ -130,6 +130,7 @@ cat > "$tmp/compat.c" <<'APP'
 /* The structs as RMEM_1.0 had them, with a canary behind. */
 struct old_region { uint64_t id, addr, length; uint32_t rkey, flags; unsigned char canary[16]; };
 struct old_stats { uint64_t v[10]; unsigned char canary[48]; };
+struct old_region_info { uint64_t id, addr, length, client_id; uint32_t pool, reserved; };
 
 static int untouched(const unsigned char *p, size_t n)
 {
@@ -145,20 +146,25 @@ int main(int argc, char **argv)
 	int (*alloc10)(rmem_client *, uint64_t, uint32_t, struct old_region *);
 	int (*stats10)(rmem_client *, struct old_stats *);
 	int (*free10)(rmem_client *, const struct old_region *);
+	int (*regions10)(rmem_client *, uint64_t, struct old_region_info *, size_t);
+	struct old_region_info ri[4];
+	rmem_client *admin;
+	int n;
 	int (*conn)(const char *, const struct rmem_opts *, rmem_client **);
 	void (*close10)(rmem_client *);
 	struct old_region r;
 	struct old_stats st;
 	rmem_client *c;
 
-	if (argc < 3 || !lib)
+	if (argc < 4 || !lib)
 		return 2;
 	*(void **)&alloc10 = dlvsym(lib, "rmem_alloc", "RMEM_1.0");
 	*(void **)&stats10 = dlvsym(lib, "rmem_stats", "RMEM_1.0");
 	*(void **)&free10 = dlvsym(lib, "rmem_free", "RMEM_1.0");
 	*(void **)&conn = dlvsym(lib, "rmem_connect", "RMEM_1.0");
 	*(void **)&close10 = dlvsym(lib, "rmem_close", "RMEM_1.0");
-	if (!alloc10 || !stats10 || !free10 || !conn || !close10 ||
+	*(void **)&regions10 = dlvsym(lib, "rmem_regions", "RMEM_1.0");
+	if (!alloc10 || !stats10 || !free10 || !conn || !close10 || !regions10 ||
 	    !dlvsym(lib, "rmem_post_alloc", "RMEM_1.1")) {
 		fprintf(stderr, "a versioned symbol is missing\n");
 		return 1;
@@ -172,6 +178,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "old layouts not kept\n");
 		return 1;
 	}
+	/* Entries of 40 bytes, back to back: the second starts where RMEM_1.0
+	 * put it, and the canary after the one filled is untouched. */
+	memset(ri, 0xA5, sizeof ri);
+	if (conn(argv[3], NULL, &admin) < 0 || (n = regions10(admin, 0, ri, 1)) != 1 ||
+	    ri[0].id != r.id || ri[0].length != r.length || ri[0].reserved != 0 ||
+	    !untouched((const unsigned char *)&ri[1], sizeof ri - sizeof ri[0])) {
+		fprintf(stderr, "rmem_regions@RMEM_1.0: old layout not kept (%d)\n", n);
+		return 1;
+	}
+	close10(admin);
 	if (free10(c, &r) < 0)
 		return 1;
 	close10(c);
@@ -182,7 +198,8 @@ APP
 cc -std=c99 -Wall -Wextra -Werror -Iclient-lib/include -o "$tmp/compat" "$tmp/compat.c" -ldl \
 	>"$tmp/cc2.log" 2>&1
 ok $? "a program with RMEM_1.0's structs builds"
-out=$("$tmp/compat" "$tmp/shared/librmem.so.1" "tcp://127.0.0.1:$port" 2>&1)
-[ "$out" = "compat ok" ]; ok $? "rmem_alloc@RMEM_1.0 and rmem_stats@RMEM_1.0 write the old layouts only: $out"
+out=$("$tmp/compat" "$tmp/shared/librmem.so.1" "tcp://127.0.0.1:$port" "unix:$tmp/rmemd.sock" 2>&1)
+[ "$out" = "compat ok" ]
+ok $? "rmem_alloc@RMEM_1.0, rmem_stats@RMEM_1.0 and rmem_regions@RMEM_1.0 write the old layouts only: $out"
 
 tap_done

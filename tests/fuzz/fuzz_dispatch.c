@@ -250,6 +250,18 @@ static void check_reply(const struct replies *r)
 	case PROTO_OP_REGIONS:
 		CHECK(proto_list_hdr_decode(b, len, PROTO_REGION_REC_LEN, &st, &count) == 0);
 		break;
+	case PROTO_OP_REGIONS_NAMED:
+		CHECK(proto_list_hdr_decode(b, len, PROTO_REGION_NAMED_REC_LEN, &st, &count) == 0);
+		for (uint32_t i = 0; i < count; i++) {
+			struct proto_region_rec rec;
+
+			proto_region_named_rec_decode(b + PROTO_LIST_HDR_LEN +
+						      (size_t)i * PROTO_REGION_NAMED_REC_LEN, &rec);
+			/* A name exactly when a name id, and access only with it. */
+			CHECK(rec.id && rec.length && !rec.name_id == !rec.name[0]);
+			CHECK(rec.name_id || rec.flags == 0);
+		}
+		break;
 	case PROTO_OP_CLIENTS:
 		CHECK(proto_list_hdr_decode(b, len, PROTO_CLIENT_REC_LEN, &st, &count) == 0);
 		break;

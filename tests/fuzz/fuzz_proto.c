@@ -243,6 +243,7 @@ static void check_request(uint16_t opcode, const uint8_t *in, size_t len)
 		check_name_req(in, len, opcode);
 		break;
 	case PROTO_OP_NAMES:
+	case PROTO_OP_REGIONS_NAMED:
 		check_list_req(in, len);
 		break;
 	default:
@@ -382,6 +383,22 @@ static void check_region_rec(const uint8_t *in)
 	      m2.client_id == m.client_id && m2.pool == m.pool);
 }
 
+static void check_region_named_rec(const uint8_t *in)
+{
+	uint8_t out[PROTO_REGION_NAMED_REC_LEN];
+	struct proto_region_rec m, m2;
+
+	proto_region_named_rec_decode(in, &m);
+	/* proto_list_hdr_decode() vouched for the flags; the name field is
+	 * canonical only up to its NUL, so compare what the decoder keeps. */
+	CHECK(!(m.flags & ~(PROTO_ACCESS_READ | PROTO_ACCESS_WRITE | PROTO_REGION_F_UNLINKED)));
+	CHECK(strlen(m.name) <= PROTO_NAME_MAX);
+	CHECK(proto_region_named_rec_encode(out, &m) == PROTO_REGION_NAMED_REC_LEN);
+	CHECK(memcmp(out, in, 48) == 0);
+	proto_region_named_rec_decode(out, &m2);
+	CHECK(memcmp(&m2, &m, sizeof m) == 0);
+}
+
 static void check_client_rec(const uint8_t *in)
 {
 	uint8_t out[PROTO_CLIENT_REC_LEN];
@@ -413,6 +430,7 @@ static void check_list_rep(uint16_t opcode, const uint8_t *in, size_t len)
 	size_t reclen = opcode == PROTO_OP_POOLS   ? PROTO_POOL_REC_LEN :
 			opcode == PROTO_OP_REGIONS ? PROTO_REGION_REC_LEN :
 			opcode == PROTO_OP_NAMES   ? PROTO_NAME_REC_LEN :
+			opcode == PROTO_OP_REGIONS_NAMED ? PROTO_REGION_NAMED_REC_LEN :
 						     PROTO_CLIENT_REC_LEN;
 	uint8_t out[PROTO_LIST_HDR_LEN];
 	uint32_t count, count2;
@@ -441,6 +459,8 @@ static void check_list_rep(uint16_t opcode, const uint8_t *in, size_t len)
 			check_region_rec(rec);
 		else if (opcode == PROTO_OP_NAMES)
 			check_name_rec(rec);
+		else if (opcode == PROTO_OP_REGIONS_NAMED)
+			check_region_named_rec(rec);
 		else
 			check_client_rec(rec);
 	}
@@ -519,6 +539,7 @@ static void check_reply(uint16_t opcode, const uint8_t *in, size_t len)
 	case PROTO_OP_REGIONS:
 	case PROTO_OP_CLIENTS:
 	case PROTO_OP_NAMES:
+	case PROTO_OP_REGIONS_NAMED:
 		check_list_rep(opcode, in, len);
 		break;
 	case PROTO_OP_CREATE:

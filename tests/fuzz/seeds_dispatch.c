@@ -433,6 +433,7 @@ static void named(void)
 	name_op(PROTO_OP_OPEN, "f/a", 0, 0);                       /* EINVAL */
 	name_op(PROTO_OP_CREATE, "f a", 64, 0);                    /* EINVAL */
 	list(PROTO_OP_NAMES, 0, 0);
+	list(PROTO_OP_REGIONS_NAMED, 0, 0);
 	name_op(PROTO_OP_UNLINK, "f/a", 0, 0);
 	name_op(PROTO_OP_OPEN, "f/a", 0, PROTO_ACCESS_READ);       /* ENOENT */
 	read_n(1, 0, 64);                                          /* still served */

@@ -894,6 +894,48 @@ static void test_region_list(void)
 	   "region record with non-zero reserved is -EBADMSG");
 }
 
+/* REGIONS_NAMED: the long records carry access, name id and a 255-byte
+ * name, and unknown flag bits are refused. */
+static void test_region_named_list(void)
+{
+	uint8_t buf[BUF_LEN];
+	uint32_t max = PROTO_LIST_MAX(PROTO_REGION_NAMED_REC_LEN), count = 0;
+	struct proto_region_rec named = {
+		.id = UINT64_MAX, .addr = 1, .length = 2, .client_id = 3, .pool = 4,
+		.flags = PROTO_ACCESS_READ | PROTO_REGION_F_UNLINKED, .name_id = UINT64_MAX - 1,
+	}, anon = { .id = 5 }, out;
+	size_t n;
+	bool good = true;
+	int st = 1;
+
+	memset(named.name, 'x', PROTO_NAME_MAX);
+	named.name[PROTO_NAME_MAX] = '\0';
+	n = proto_list_hdr_encode(buf, max);
+	for (uint32_t i = 0; i < max; i++)
+		n += proto_region_named_rec_encode(buf + n, i & 1 ? &named : &anon);
+	ok(n <= PROTO_MAX_CTL && max >= 10, "%u named region records fit a control frame", max);
+	ok(proto_list_hdr_decode(buf, n, PROTO_REGION_NAMED_REC_LEN, &st, &count) == 0 &&
+	   count == max, "a named REGIONS reply decodes");
+	for (uint32_t i = 0; i < count; i++) {
+		const struct proto_region_rec *want = i & 1 ? &named : &anon;
+
+		memset(&out, 0xa5, sizeof out);
+		proto_region_named_rec_decode(buf + PROTO_LIST_HDR_LEN +
+					      i * PROTO_REGION_NAMED_REC_LEN, &out);
+		good &= out.id == want->id && out.addr == want->addr &&
+			out.length == want->length && out.client_id == want->client_id &&
+			out.pool == want->pool && out.flags == want->flags &&
+			out.name_id == want->name_id && strcmp(out.name, want->name) == 0;
+	}
+	ok(good, "named region records round trip: access, unlinked, name id, 255-byte name");
+	proto_region_rec_decode(buf + PROTO_LIST_HDR_LEN + PROTO_REGION_NAMED_REC_LEN, &out);
+	ok(out.flags == 0 && out.name_id == 0 && out.name[0] == '\0',
+	   "the short decoder leaves the named fields empty");
+	buf[PROTO_LIST_HDR_LEN + PROTO_REGION_NAMED_REC_LEN + 36] |= 0x4;
+	ok(proto_list_hdr_decode(buf, n, PROTO_REGION_NAMED_REC_LEN, &st, &count) == -EBADMSG,
+	   "a named record with an unknown flag bit is -EBADMSG");
+}
+
 /* CREATE, OPEN, UNLINK: one layout, a name of 1..255 bytes without NUL. */
 static void test_name_reqs(void)
 {
@@ -1050,6 +1092,7 @@ int main(void)
 	test_pool_list();
 	test_pool_names();
 	test_region_list();
+	test_region_named_list();
 	test_client_list();
 	test_name_reqs();
 	test_name_req_ns();

@@ -644,6 +644,41 @@ static void test_named_quota(struct server *srv)
 	srv->cfg.ntenants = 0;
 }
 
+/* REGIONS_NAMED: each handle with its access and its name, admin only. */
+static void regions_named_listing(struct server *srv, struct session *s,
+				  const struct proto_region *unlinked, const struct proto_region *linked)
+{
+	struct proto_list_req lr = { .after = 0 };
+	struct proto_region_rec rec[2] = { { .id = 0 } };
+	struct ctl_reply rep;
+	uint8_t buf[64];
+	size_t n = proto_list_req_encode(buf, &lr);
+	uint32_t cnt = 0;
+	int st = -1;
+
+	s->admin = false;
+	call(srv, s, PROTO_OP_REGIONS_NAMED, buf, n, false, &rep);
+	ok(rep.status == -EACCES, "REGIONS_NAMED without admin rights: -EACCES (%d)", rep.status);
+	s->admin = true;
+	call(srv, s, PROTO_OP_REGIONS_NAMED, buf, n, false, &rep);
+	if (rep.status == 0 &&
+	    proto_list_hdr_decode(rep.payload, rep.len, PROTO_REGION_NAMED_REC_LEN, &st, &cnt) == 0 &&
+	    cnt == 2) {
+		for (uint32_t i = 0; i < 2; i++)
+			proto_region_named_rec_decode(rep.payload + PROTO_LIST_HDR_LEN +
+						      i * PROTO_REGION_NAMED_REC_LEN, &rec[i]);
+	}
+	ok(cnt == 2 && rec[0].id == unlinked->id && !strcmp(rec[0].name, "l/one") &&
+	   rec[0].flags == (PROTO_ACCESS_READ | PROTO_ACCESS_WRITE | PROTO_REGION_F_UNLINKED) &&
+	   rec[1].id == linked->id && !strcmp(rec[1].name, "l/two") &&
+	   rec[1].flags == (PROTO_ACCESS_READ | PROTO_ACCESS_WRITE) && rec[1].name_id > rec[0].name_id &&
+	   rec[0].name_id > 0, "REGIONS_NAMED: each handle's name, access, unlinked flag (%u)", cnt);
+	call(srv, s, PROTO_OP_REGIONS, buf, n, false, &rep);
+	ok(rep.status == 0 && proto_list_hdr_decode(rep.payload, rep.len, PROTO_REGION_REC_LEN,
+						    &st, &cnt) == 0 && cnt == 2,
+	   "REGIONS still answers with the short records (%u)", cnt);
+}
+
 static void test_names_listing(struct server *srv)
 {
 	struct session *s = attached(srv);
@@ -679,6 +714,7 @@ static void test_names_listing(struct server *srv)
 	ok(rep.status == 0 &&
 	   proto_list_hdr_decode(rep.payload, rep.len, PROTO_NAME_REC_LEN, &st, &cnt) == 0 && cnt == 1,
 	   "NAMES after the first id: one left (%u)", cnt);
+	regions_named_listing(srv, s, &r1, &r2);
 	ok(ctl_name(srv, s, PROTO_OP_UNLINK, "l/two", 0, 0, NULL) == 0, "unlinked");
 	session_destroy(srv, s);
 	ok(names_count(srv->names) == 0 && srv->used_bytes == 0, "listing: nothing left");
