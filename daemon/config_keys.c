@@ -81,6 +81,8 @@ static const struct key_desc limits_keys[] = {
 	  .min = 1, .max = 1000000, .def = "1024" },
 	{ .name = "conn_max_buffered", .kind = KIND_SIZE, FIELD(struct config, conn_max_buffered),
 	  .min = 4096, .max = GIB, .def = "256K" },
+	{ .name = "max_handles", .kind = KIND_U32, FIELD(struct config, max_handles),
+	  .min = 1, .max = 16777216, .def = "65536" },
 };
 
 static const struct key_desc log_keys[] = {

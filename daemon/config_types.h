@@ -64,6 +64,9 @@ struct config {
 	uint32_t frame_timeout_ms;      /* [100, 3600000], default 5000 */
 	uint32_t conn_max_requests;     /* [1, 1000000], default 1024 */
 	uint64_t conn_max_buffered;     /* bytes, [4 KiB, 1 GiB], default 256 KiB */
+	/* limits = { max_handles = 65536; }: named-region handles one session
+	 * may hold (session.c); each costs a region entry and a NIC key. */
+	uint32_t max_handles;           /* [1, 16777216], default 65536 */
 	/* log = { level = "info"; } */
 	enum config_log_level log_level;
 	struct config_tenant tenants[CONFIG_MAX_TENANTS];

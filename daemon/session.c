@@ -264,6 +264,7 @@ static void release_handle(struct server *srv, struct session *s, struct region 
 	if (drop_entry(srv, s, r) == KEY_UNCONFIRMED)
 		o->unconfirmed_ns = (uint64_t)clock_mono_ns();
 	names_handle_remove(srv->names, h);
+	s->nhandles--;
 	object_maybe_free(srv, o);
 }
 
@@ -486,12 +487,18 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
 /* ---- named regions ------------------------------------------------------------- */
 
 /* A handle of o for s with access: a region entry and its line in names. */
+/* A handle costs no pool bytes, so no quota of bytes bounds them: each
+ * session may hold limits.max_handles, as a process may hold RLIMIT_NOFILE
+ * descriptors (-EMFILE, as shm_open says past it). */
 static int open_handle(struct server *srv, struct session *s, struct name_obj *o,
 		       uint32_t access, const struct region **out)
 {
 	struct region *r;
-	int rc = add_entry(srv, s, &srv->pools[o->pool], o->offset, o->length, access, true, &r);
+	int rc;
 
+	if (s->nhandles >= srv->cfg.max_handles)
+		return -EMFILE;
+	rc = add_entry(srv, s, &srv->pools[o->pool], o->offset, o->length, access, true, &r);
 	if (rc < 0)
 		return rc;
 	rc = names_handle_add(srv->names, o, r->id, access, s);
@@ -499,6 +506,7 @@ static int open_handle(struct server *srv, struct session *s, struct name_obj *o
 		drop_entry(srv, s, r); /* a key just made, never handed out */
 		return rc;
 	}
+	s->nhandles++;
 	*out = r;
 	return 0;
 }
@@ -517,6 +525,8 @@ int session_create(struct server *srv, struct session *s, const char *name, size
 	/* Before any allocation: an existing name costs nothing, nor waits. */
 	if (names_lookup(srv->names, s->tenant, name, name_len))
 		return -EEXIST;
+	if (s->nhandles >= srv->cfg.max_handles)
+		return -EMFILE;
 	rc = take_range(srv, s, size, &pool, &off, &len);
 	if (rc < 0)
 		return rc;
@@ -567,6 +577,7 @@ static void revoke(struct server *srv, struct name_obj *o)
 		struct region *r = region_find(srv->regions, h->region_id);
 
 		names_handle_remove(srv->names, h);
+		holder->nhandles--;
 		if (r)
 			remove_entry(srv, holder, r);
 	}

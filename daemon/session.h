@@ -33,6 +33,7 @@ struct session {
 	uint64_t started_ns, last_ns;
 	uint64_t used_bytes;
 	uint64_t nregions;
+	uint32_t nhandles;       /* of named regions, in nregions too (limits.max_handles) */
 	struct region_list regions;
 	uint64_t attach_token;   /* the secret that ties a queue pair to us (HELLO) */
 	struct nic_peer *nic;    /* our attached queue pair (nic_conn.c), or NULL */

@@ -341,7 +341,8 @@ RMEM_API int rmem_clients(rmem_client *c, uint64_t after, struct rmem_client_inf
  * Creates the named region name of at least size bytes (zeroed) and opens
  * it for RMEM_READ | RMEM_WRITE into *out.  flags as rmem_alloc's.
  * Errors: as rmem_alloc, and -EEXIST (the name exists;
- * unlinked names are free again at once), -ENAMETOOLONG, -EINVAL (a bad name).
+ * unlinked names are free again at once), -ENAMETOOLONG, -EINVAL (a bad name),
+ * -EMFILE (this session holds the daemon's limits.max_handles handles).
  */
 RMEM_API int rmem_create(rmem_client *c, const char *name, uint64_t size, uint32_t flags,
 			 struct rmem_region *out);
@@ -349,7 +350,7 @@ RMEM_API int rmem_create(rmem_client *c, const char *name, uint64_t size, uint32
  * Opens the named region name with access (RMEM_READ, RMEM_WRITE or both)
  * into *out.  Errors: -ENOENT (no such name in this client's namespace, or
  * unlinked), -EACCES, -EINVAL (access 0 or unknown bits, a bad name),
- * -ENAMETOOLONG.
+ * -ENAMETOOLONG, -EMFILE (this session holds limits.max_handles handles).
  */
 RMEM_API int rmem_open(rmem_client *c, const char *name, uint32_t access,
 		       struct rmem_region *out);

@@ -903,6 +903,45 @@ static void with_daemon(const char *extra, const char *mode)
 	rmemd_cleanup(&d);
 }
 
+/* ---- limits.max_handles ---------------------------------------------------------------- */
+
+/* Three handles a session: the fourth OPEN or CREATE is -EMFILE and takes
+ * nothing; another client has three of its own; a free makes room. */
+static void handle_limit(void)
+{
+	struct rmem_region r[4], other;
+	rmem_client *a = NULL, *b = NULL;
+	struct rmemd d;
+	int rc = rmemd_start(&d, "16M", "limits = { max_clients = 64; max_handles = 3; };");
+
+	if (!ok(rc == 0, "max_handles: rmemd starts (%d)", rc))
+		return;
+	M = "max_handles";
+	rc = client_connect(d.tcp_ep, WAIT_MS, &a);
+	rc = rc ? rc : client_connect(d.tcp_ep, WAIT_MS, &b);
+	rc = rc ? rc : rmem_create(a, "l/x", 4096, 0, &r[0]);
+	rc = rc ? rc : rmem_open(a, "l/x", RMEM_READ, &r[1]);
+	rc = rc ? rc : rmem_open(a, "l/x", RMEM_READ | RMEM_WRITE, &r[2]);
+	ok(rc == 0, "%s: a create and two opens, three handles (%d)", M, rc);
+	rc = rmem_open(a, "l/x", RMEM_READ, &r[3]);
+	ok(rc == -EMFILE, "%s: the fourth open: -EMFILE (%d)", M, rc);
+	rc = rmem_create(a, "l/y", 4096, 0, &r[3]);
+	ok(rc == -EMFILE, "%s: a create past the limit: -EMFILE (%d)", M, rc);
+	rc = rmem_open(b, "l/y", RMEM_READ, &other);
+	ok(rc == -ENOENT, "%s: and it made no name (%d)", M, rc);
+	rc = rmem_open(b, "l/x", RMEM_READ, &other);
+	ok(rc == 0, "%s: another client opens it: the limit is per session (%d)", M, rc);
+	rc = rmem_free(a, &r[1]);
+	rc = rc ? rc : rmem_open(a, "l/x", RMEM_READ, &r[1]);
+	ok(rc == 0, "%s: after a free, an open fits again (%d)", M, rc);
+	ok(rmem_unlink(a, "l/x") == 0, "%s: unlinked", M);
+	rmem_close(a);
+	rmem_close(b);
+	rc = rmemd_stop(&d);
+	ok(rc == 0, "%s: rmemd exits 0 (%d)", M, rc);
+	rmemd_cleanup(&d);
+}
+
 /* ---- tenants ---------------------------------------------------------------------------- */
 
 static char dir[] = "/tmp/test_named.XXXXXX";
@@ -1159,6 +1198,7 @@ int main(int argc, char **argv)
 	with_daemon(NULL, "default keys");
 	if (harness_rdma())
 		with_daemon("rdma = { keys = \"window\"; };", "keys=window");
+	handle_limit();
 	tenants();
 	return tap_done();
 }

@@ -125,7 +125,7 @@ static void test_defaults(void)
 	ok(cfg.rdma_keys == CONFIG_KEYS_AUTO, "default rdma.keys auto (%d)", (int)cfg.rdma_keys);
 
 	dump(&cfg, &d);
-	ok(d.lines == 3 + 4 + 2 + 5 + 1, "dump of the defaults has 15 lines (%d)", d.lines);
+	ok(d.lines == 3 + 4 + 2 + 6 + 1, "dump of the defaults has 16 lines (%d)", d.lines);
 	ok(has_line(&d, "rdma.device = auto"), "dump: rdma.device");
 	ok(has_line(&d, "rdma.keys = auto"), "dump: rdma.keys");
 	ok(has_line(&d, "listen.tcp = 0.0.0.0:7470"), "dump: listen.tcp");
@@ -143,6 +143,8 @@ static void test_defaults(void)
 	   cfg.conn_max_buffered == 256 * 1024, "default per-connection limits (%u, %u, %llu)",
 	   cfg.frame_timeout_ms, cfg.conn_max_requests,
 	   (unsigned long long)cfg.conn_max_buffered);
+	ok(cfg.max_handles == 65536 && has_line(&d, "limits.max_handles = 65536"),
+	   "default limits.max_handles 65536, dumped (%u)", cfg.max_handles);
 	ok(has_line(&d, "log.level = info"), "dump: log.level");
 }
 
@@ -261,7 +263,7 @@ static void test_full_file(void)
 	ok(!strcmp(cfg.rdma_device, "mlx5_0") && cfg.rdma_keys == CONFIG_KEYS_REGION_MR,
 	   "rdma: device and keys as written");
 	dump(&cfg, &d);
-	ok(d.lines == 3 + 3 * 4 + 2 + 5 + 1, "dump has one line per key and pool (%d)", d.lines);
+	ok(d.lines == 3 + 3 * 4 + 2 + 6 + 1, "dump has one line per key and pool (%d)", d.lines);
 	ok(has_line(&d, "rdma.device = mlx5_0") && has_line(&d, "rdma.keys = region-mr"),
 	   "dump shows the rdma group");
 	ok(has_line(&d, "listen.rdma = \"\"") && has_line(&d, "pools[2].name = c") &&
@@ -349,6 +351,8 @@ static const struct bad_case bad_cases[] = {
 	  "limits.max_clients: 0 is out of range [1, 1000000]" },
 	{ "out of range: above", "limits = { lease_timeout_ms = 86400001; };\n", 1,
 	  "limits.lease_timeout_ms: 86400001 is out of range [100, 86400000]" },
+	{ "max_handles out of range", "limits = { max_handles = 16777217; };\n", 1,
+	  "limits.max_handles: 16777217 is out of range [1, 16777216]" },
 	{ "out of range: negative", "limits = { max_clients = -1; };\n", 1,
 	  "limits.max_clients: -1 is out of range" },
 	{ "negative size", "pools = ( { size = -1048576; } );\n", 1,

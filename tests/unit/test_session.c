@@ -546,8 +546,42 @@ static void test_revoke(struct server *srv)
 	   srv->used_bytes == 0 && names_count(srv->names) == 0,
 	   "no handle, no object, the bytes back (used %llu)",
 	   (unsigned long long)srv->used_bytes);
+	ok(a->nhandles == 0 && b->nhandles == 0, "revoked handles leave each holder's count");
 	session_destroy(srv, a);
 	session_destroy(srv, b);
+}
+
+/* limits.max_handles: per session, -EMFILE past it for OPEN and CREATE
+ * (before any range is taken), room again after a FREE; another session
+ * has its own. */
+static void test_handle_limit(struct server *srv)
+{
+	struct session *a = attached(srv), *b = attached(srv);
+	struct proto_region r1, r2, r3;
+	uint64_t used;
+	int rc;
+
+	stub_reset();
+	srv->cfg.max_handles = 2;
+	rc = ctl_name(srv, a, PROTO_OP_CREATE, "h/1", 64, 0, &r1);
+	rc = rc ? rc : ctl_name(srv, a, PROTO_OP_OPEN, "h/1", 0, PROTO_ACCESS_READ, &r2);
+	ok(rc == 0 && a->nhandles == 2, "two handles within limits.max_handles = 2 (%d)", rc);
+	used = srv->used_bytes;
+	ok(ctl_name(srv, a, PROTO_OP_OPEN, "h/1", 0, PROTO_ACCESS_READ, &r3) == -EMFILE,
+	   "a third OPEN: -EMFILE");
+	ok(ctl_name(srv, a, PROTO_OP_CREATE, "h/2", 64, 0, &r3) == -EMFILE &&
+	   srv->used_bytes == used && names_count(srv->names) == 1,
+	   "a third CREATE: -EMFILE, nothing taken, no name made");
+	ok(ctl_name(srv, b, PROTO_OP_OPEN, "h/1", 0, RW, &r3) == 0 && b->nhandles == 1,
+	   "another session opens it: the limit is per session");
+	ok(ctl_free(srv, a, &r2) == 0 && a->nhandles == 1 &&
+	   ctl_name(srv, a, PROTO_OP_OPEN, "h/1", 0, RW, &r2) == 0,
+	   "after a FREE of a handle there is room again");
+	ok(ctl_name(srv, a, PROTO_OP_UNLINK, "h/1", 0, 0, NULL) == 0, "unlinked");
+	session_destroy(srv, a);
+	session_destroy(srv, b);
+	ok(names_count(srv->names) == 0 && srv->used_bytes == 0, "handle limit: nothing left");
+	srv->cfg.max_handles = 65536;
 }
 
 /* A key the NIC cannot make leaves nothing behind, for CREATE and OPEN. */
@@ -780,6 +814,7 @@ int main(void)
 	test_named_quarantine(srv);
 	test_named_quota(srv);
 	test_names_listing(srv);
+	test_handle_limit(srv);
 	ok(srv->sessions_first == NULL && srv->used_bytes == 0 && srv->clients == 0 &&
 	   pool_free_bytes(srv) == POOL_BYTES, "every session gone, the pool whole again");
 	server_down(srv);
