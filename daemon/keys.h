@@ -32,8 +32,10 @@ struct key_ops {
 	 * Makes the NIC key of region id: [addr, addr + len) of pool number
 	 * pool, with the remote rights of access (PROTO_ACCESS_READ: RDMA
 	 * READ; PROTO_ACCESS_WRITE: RDMA WRITE and atomics; an anonymous
-	 * region has both); *rkey is the key for the client.  0, -EIO (the
-	 * queue pair has failed), -ETIMEDOUT, -ENOMEM.
+	 * region has both); *rkey is the key for the client.  0,
+	 * -ENOTCONN (the queue pair failed or was retired: the session's
+	 * data goes over TCP, so the region keeps the random TCP key the
+	 * table drew, and *rkey is untouched), -EIO, -ETIMEDOUT, -ENOMEM.
 	 */
 	int (*key_new)(struct nic_peer *p, uint64_t id, uint32_t pool, uint8_t *addr,
 		       uint64_t len, uint32_t access, uint32_t *rkey);

@@ -249,8 +249,10 @@ int nic_key_new(struct nic_peer *p, uint64_t id, uint32_t pool, uint8_t *addr, u
 	struct nic_key *k;
 	int rc;
 
+	/* No queue pair to bind on or to reach the client through: the region
+	 * is served over TCP with the key the table drew for it (keys.h). */
 	if (p->failed || p->stopped)
-		return -EIO;
+		return -ENOTCONN;
 	k = calloc(1, sizeof *k);
 	if (!k)
 		return -ENOMEM;
@@ -329,6 +331,26 @@ enum key_gone nic_key_drop(struct nic_peer *p, uint64_t id)
 	struct nic_key *k = key_take(p, id);
 
 	return k ? nic_key_destroy(p, k) : KEY_NONE;
+}
+
+/* The error state alone, so that the session's windows cannot be reached
+ * any more; p->failed makes later keys TCP keys and lets key_drop count on
+ * the windows' deallocation (KEY_UNCONFIRMED) rather than on an
+ * invalidation that could not complete. */
+void nic_peer_retire(struct nic_peer *p)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	int rc;
+
+	if (p->failed || p->stopped)
+		return;
+	p->failed = true;
+	if (!p->id->qp)
+		return;
+	rc = ibv_modify_qp(p->id->qp, &attr, IBV_QP_STATE);
+	if (rc)
+		log_err("client %llu: ibv_modify_qp(ERR): %s", (unsigned long long)p->sid,
+			strerror(rc));
 }
 
 void nic_peer_stop(struct nic_peer *p)

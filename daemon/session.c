@@ -439,7 +439,7 @@ static int add_entry(struct server *srv, struct session *s, struct pool *pool, u
 	if (s->nic) {
 		rc = srv->keys->key_new(s->nic, r->id, pool->index, pool->base + off, len, access,
 					&r->key);
-		if (rc < 0) {
+		if (rc < 0 && rc != -ENOTCONN) { /* -ENOTCONN: a TCP key (keys.h) */
 			region_remove(srv->regions, &s->regions, r);
 			return rc;
 		}

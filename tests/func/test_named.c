@@ -393,11 +393,34 @@ static void revoked(rmem_client *c, const struct rmem_region *r, const char *who
 }
 
 /*
- * The revoked name is free again.  A fresh client creates it: in window mode
- * the holders' error completions left their daemon-side queue pairs in the
- * error state, so their next window bind would fail (docs/architecture.md,
- * "Re-attach"); that is not what this checks.
+ * A holder goes on after the revoke: it allocates, writes, reads back, opens
+ * another name and frees.  In window mode its error completion cost it its
+ * queue pair, so this runs over TCP with TCP keys (docs/architecture.md,
+ * "Revoke"); in region-mr mode it re-attached and stays on the NIC.
  */
+static void survives(const struct rmemd *d, rmem_client *c, const char *who)
+{
+	struct rmem_region r, h;
+	rmem_client *o = NULL;
+	int rc = rmem_alloc(c, SIZE, 0, &r);
+
+	rc = rc ? rc : rmem_write(c, &r, 0, kpat, SIZE);
+	rc = rc ? rc : (reads(c, &r, kpat, SIZE) == 1 ? 0 : -EIO);
+	ok(rc == 0, "%s: %s goes on: alloc, write, read back (%d)", M, who, rc);
+	rc = rc ? rc : rmem_free(c, &r);
+	ok(rc == 0, "%s: %s frees it (%d)", M, who, rc);
+	rc = client_connect(d->tcp_ep, WAIT_MS, &o);
+	rc = rc ? rc : rmem_create(o, "t/s", 4096, 0, &h);
+	rc = rc ? rc : rmem_write(o, &h, 0, pat, 4096);
+	rc = rc ? rc : rmem_open(c, "t/s", RMEM_READ, &r);
+	rc = rc ? rc : (reads(c, &r, pat, 4096) == 1 ? 0 : -EIO);
+	ok(rc == 0, "%s: %s opens another name and reads it (%d)", M, who, rc);
+	rmem_free(c, &r);
+	rmem_unlink(o, "t/s");
+	rmem_close(o);
+}
+
+/* The revoked name is free again: a fresh client creates it. */
 static void recreate(const struct rmemd *d, rmem_client *admin, const struct base *base)
 {
 	struct rmem_region r;
@@ -451,6 +474,9 @@ static void revoke_all(const struct rmemd *d, rmem_client *admin)
 	revoked(c, &rc1, "C (read-write)");
 	revoked(c, &rc2, "C (read-only)");
 	back_to(admin, &base, "revoked bytes come back while the holders still run");
+	survives(d, b, "B");
+	survives(d, c, "C");
+	back_to(admin, &base, "and after the holders' own regions");
 	recreate(d, admin, &base);
 out:
 	rmem_close(a);

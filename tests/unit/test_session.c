@@ -228,6 +228,21 @@ static void test_key_failure(struct server *srv)
 	stub.fail_new = -EIO;
 	rc = session_alloc(srv, s, 8192, 0, &r);
 	ok(rc == -EIO, "-EIO passes through too (%d)", rc);
+	/* A retired queue pair (window mode, the client moved to TCP): the
+	 * region is made with the TCP key the table drew, and served. */
+	stub.fail_new = -ENOTCONN;
+	rc = session_alloc(srv, s, 8192, 0, &r);
+	ok(rc == 0 && r && s->nregions == 1 && srv->used_bytes == 8192,
+	   "-ENOTCONN from key_new: the alloc succeeds with a TCP key (%d)", rc);
+	if (rc == 0) {
+		uint8_t *w = NULL;
+
+		ok(session_io(srv, s, r->id, r->key, PROTO_ACCESS_WRITE, 0, 8, &w) == 0 && w &&
+		   session_io(srv, s, r->id, r->key ^ 1, PROTO_ACCESS_READ, 0, 8, &w) == -EACCES,
+		   "which the TCP path serves with that key, and refuses with another");
+		ok(session_free(srv, s, r->id, r->key) == 0 && srv->used_bytes == 0,
+		   "and frees (no NIC key to drop)");
+	}
 	session_destroy(srv, s);
 }
 
