@@ -58,6 +58,12 @@ DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 CONFIG_LIBS := $(shell $(PKG_CONFIG) --libs libconfig 2>/dev/null)
 LIB_PKGS := libibverbs librdmacm libsodium
+# The etcd client (common/etcd_*.c, cluster membership): libcurl for HTTP,
+# jansson for JSON.  Its own archive, so that only what speaks to etcd
+# (rmemd's cluster agent, later librmem's etcd:// client) links them.
+ETCD_PKGS := libcurl jansson libsodium
+ETCD_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(ETCD_PKGS) 2>/dev/null)
+ETCD_LIBS := $(shell $(PKG_CONFIG) --libs $(ETCD_PKGS) 2>/dev/null) -lpthread
 LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
 LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 
@@ -66,7 +72,11 @@ LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 # into librmem it stays internal.
 PROTO_SRC := common/proto.c
 COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c common/addr.c \
-	common/authmac.c
+	common/authmac.c common/etcd_endpoints.c
+# The etcd client: the pure codec and endpoint list, and the libcurl
+# transport, built like common/ into an archive of its own (libetcd.a).
+# (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
+ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/engine.c client-lib/io.c client-lib/nic_conn.c \
 	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
@@ -77,11 +87,13 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c \
-	daemon/busypoll.c
+	daemon/busypoll.c daemon/cluster.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c
 
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
 COMMON_LIB := $(B)/libcommon.a
+ETCD_OBJS := $(ETCD_SRCS:%.c=$(B)/c/%.o)
+ETCD_LIB := $(B)/libetcd.a
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)
 # Every object that goes into librmem.so and librmem.a: the library's own and
 # the internal common archive's.
@@ -92,7 +104,7 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
 UNIT_TESTS := test_alloc test_proto test_config test_region test_names test_endpoint \
-	fuzz_proto_replay \
+	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay \
 	fuzz_dispatch_replay test_session test_raw
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named
@@ -126,6 +138,11 @@ $(B)/c/%.o: %.c
 		-MMD -MP -c -o $@ $<
 
 $(COMMON_LIB): $(COMMON_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(ETCD_OBJS): LIB_CFLAGS += $(ETCD_CFLAGS)
+$(ETCD_LIB): $(ETCD_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
@@ -174,8 +191,8 @@ $(B)/rmemd.service: systemd/rmemd.service
 	@mkdir -p $(B)
 	@sed 's|@SBINDIR@|$(SBINDIR)|' $< > $@
 
-$(B)/rmemd: $(DAEMON_OBJS) $(COMMON_LIB)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(DAEMON_LIBS)
+$(B)/rmemd: $(DAEMON_OBJS) $(ETCD_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(DAEMON_LIBS) $(ETCD_LIBS)
 
 # rmemctl uses only the public library.  $(B)/rmemctl finds the library
 # beside it; $(B)/inst/rmemctl, the one `make install` copies, has no rpath.
@@ -226,8 +243,9 @@ $(B)/tests/obj/fuzz/replay-%.o: tests/fuzz/replay.c
 	$(CC) $(CPPFLAGS_ALL) $(TEST_CPPFLAGS) -DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/$*"' \
 		$(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 $(B)/tests/fuzz_proto_replay: $(B)/tests/obj/fuzz/fuzz_proto.o $(B)/tests/obj/fuzz/replay-proto.o
-# The dispatch fuzzer's corpus against the daemon's own modules (all but main.c).
-FUZZ_DAEMON_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
+# The dispatch fuzzer's corpus against the daemon's own modules (all but
+# main.c, and the cluster agent, which only main.c calls).
+FUZZ_DAEMON_SRCS := $(filter-out daemon/main.c daemon/cluster.c,$(DAEMON_SRCS))
 $(B)/tests/fuzz_dispatch_replay: $(B)/tests/obj/fuzz/fuzz_dispatch.o \
 	$(B)/tests/obj/fuzz/replay-dispatch.o $(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
 $(B)/tests/obj/fuzz/fuzz_dispatch.o: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN -Idaemon $(DAEMON_CFLAGS)

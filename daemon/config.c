@@ -24,6 +24,7 @@
 #include "config.h"
 #include "config_keys.h"
 #include "config_num.h"
+#include "etcd_endpoints.h"
 #include "secret.h"
 
 _Static_assert(CONFIG_SECRET_MAX == SECRET_MAX, "the daemon keeps what secret_read reads");
@@ -303,7 +304,7 @@ static int check_string(struct ctx *ctx, const config_setting_t *s, const char *
 			const struct key_desc *k, const char *str)
 {
 	size_t len = strlen(str);
-	char q[QUOTE_MAX + 8];
+	char q[QUOTE_MAX + 8], why[128];
 
 	if (len >= k->size)
 		return fail(ctx, s, path, "\"%s\" is too long (at most %zu characters)",
@@ -321,7 +322,13 @@ static int check_string(struct ctx *ctx, const config_setting_t *s, const char *
 			return fail(ctx, s, path, "\"%s\" is not an absolute path to a file",
 				    quote(str, q, sizeof q));
 		return 0;
+	case KIND_ETCD:
+		if (len && etcd_endpoints_parse(str, NULL, why, sizeof why) < 0)
+			return fail(ctx, s, path, "\"%s\": %s", quote(str, q, sizeof q), why);
+		return 0;
 	case KIND_NAME:
+		if (!len && (k->flags & KEY_EMPTY_OK))
+			return 0;
 		if (!len || !all_chars_in(str, len, "_.-"))
 			return fail(ctx, s, path, "\"%s\": a name is 1 to %zu characters of "
 				    "A-Z a-z 0-9 _ . -", quote(str, q, sizeof q), k->size - 1);
@@ -348,6 +355,7 @@ static int store_value(struct ctx *ctx, const config_setting_t *s, const char *p
 	case KIND_PATH:
 	case KIND_NAME:
 	case KIND_FILE:
+	case KIND_ETCD:
 		rc = check_string(ctx, s, path, k, val->str);
 		if (rc < 0)
 			return rc;
@@ -404,6 +412,7 @@ static int read_value(struct ctx *ctx, const config_setting_t *s, const char *pa
 	case KIND_PATH:
 	case KIND_NAME:
 	case KIND_FILE:
+	case KIND_ETCD:
 		if (type == CONFIG_TYPE_STRING) {
 			val->str = config_setting_get_string(s);
 			return 0;
@@ -616,6 +625,32 @@ static int load_tenants(struct ctx *ctx, const struct section *sec, const config
 	return 0;
 }
 
+/* ---- cluster ---------------------------------------------------------------- */
+
+/* "0.0.0.0:7470", "[::]:7470": a listener address no other machine can use. */
+static bool wildcard_host(const char *hostport)
+{
+	return !strncmp(hostport, "0.0.0.0:", 8) || !strncmp(hostport, "[::]:", 5);
+}
+
+/* What the other servers and the clients are told must be an address they
+ * can reach: cluster.advertise, or listen.tcp when that names one. */
+static int check_cluster(struct ctx *ctx, const config_setting_t *root, const struct config *cfg)
+{
+	const config_setting_t *group = config_setting_get_member(root, "cluster");
+
+	if (!group || !cfg->cluster_etcd[0] || cfg->cluster_advertise[0])
+		return 0;
+	if (!cfg->listen_tcp[0])
+		return fail(ctx, group, "cluster", "listen.tcp is off: set cluster.advertise "
+			    "to the HOST:PORT clients reach this server at");
+	if (wildcard_host(cfg->listen_tcp))
+		return fail(ctx, group, "cluster", "listen.tcp \"%s\" is a wildcard address: set "
+			    "cluster.advertise to the HOST:PORT clients reach this server at",
+			    cfg->listen_tcp);
+	return 0;
+}
+
 static int load_root(struct ctx *ctx, const config_setting_t *root, struct config *cfg)
 {
 	char known[80] = "";
@@ -644,7 +679,7 @@ static int load_root(struct ctx *ctx, const config_setting_t *root, struct confi
 		if (rc < 0)
 			return rc;
 	}
-	return 0;
+	return check_cluster(ctx, root, cfg);
 }
 
 /* ---- libconfig 1.5 integer truncation ---------------------------------------- */

@@ -15,7 +15,7 @@ static void dump_keys(const struct key_desc *keys, size_t nkeys, const char *pre
 	for (size_t i = 0; i < nkeys; i++) {
 		const struct key_desc *k = &keys[i];
 		const char *field = (const char *)base + k->offset;
-		char text[256], value[160];
+		char text[CONFIG_ETCD_MAX + 96], value[CONFIG_ETCD_MAX + 8];
 		uint64_t v64;
 		uint32_t v32;
 		int v;

@@ -101,6 +101,18 @@ static const struct key_desc tenant_keys[] = {
 	  .min = 0, .max = 100000000, .def = "0" },
 };
 
+/* No etcd, no cluster: the default is a lone rmemd, as before. */
+static const struct key_desc cluster_keys[] = {
+	{ .name = "etcd", .kind = KIND_ETCD, FIELD(struct config, cluster_etcd), .def = "" },
+	{ .name = "name", .kind = KIND_NAME, FIELD(struct config, cluster_name), .def = "rmem" },
+	{ .name = "id", .kind = KIND_NAME, FIELD(struct config, cluster_id),
+	  .flags = KEY_EMPTY_OK, .def = "" },
+	{ .name = "advertise", .kind = KIND_HOSTPORT, FIELD(struct config, cluster_advertise),
+	  .def = "" },
+	{ .name = "lease_ms", .kind = KIND_U32, FIELD(struct config, cluster_lease_ms),
+	  .min = 1000, .max = 600000, .def = "3000" },
+};
+
 const struct section config_sections[] = {
 	{ "listen", listen_keys, ARRAY_SIZE(listen_keys), false, false },
 	{ "pools", pool_keys, ARRAY_SIZE(pool_keys), true, false },
@@ -108,6 +120,7 @@ const struct section config_sections[] = {
 	{ "limits", limits_keys, ARRAY_SIZE(limits_keys), false, false },
 	{ "log", log_keys, ARRAY_SIZE(log_keys), false, false },
 	{ "tenants", tenant_keys, ARRAY_SIZE(tenant_keys), false, true },
+	{ "cluster", cluster_keys, ARRAY_SIZE(cluster_keys), false, false },
 };
 
 const size_t config_nsections = ARRAY_SIZE(config_sections);

@@ -23,10 +23,12 @@ enum key_kind {
 	KIND_PATH,      /* absolute path or "" */
 	KIND_NAME,      /* 1..CONFIG_NAME_MAX-1 of [A-Za-z0-9_.-] */
 	KIND_FILE,      /* absolute path of a file */
+	KIND_ETCD,      /* "" or etcd endpoints "http://HOST:PORT,..." (etcd_endpoints.h) */
 };
 
 #define KEY_POW2       0x1  /* value must be a power of two */
 #define KEY_BOOL_ONOFF 0x2  /* true/false are accepted as "on"/"off" */
+#define KEY_EMPTY_OK   0x4  /* KIND_NAME: "" is allowed too */
 
 struct enum_word {
 	const char *word;

@@ -13,6 +13,7 @@
 #define CONFIG_DEFAULT_PATH "/etc/rmemd/rmemd.conf"
 #define CONFIG_MAX_POOLS    16
 #define CONFIG_NAME_MAX     32
+#define CONFIG_ETCD_MAX     512  /* cluster.etcd: the endpoint list */
 
 enum config_hugepages { CONFIG_HUGEPAGES_OFF, CONFIG_HUGEPAGES_ON, CONFIG_HUGEPAGES_AUTO };
 /* rdma.keys: how region keys are made on the RDMA path (rmemd.conf(5)). */
@@ -71,6 +72,13 @@ struct config {
 	enum config_log_level log_level;
 	struct config_tenant tenants[CONFIG_MAX_TENANTS];
 	size_t ntenants;                /* 0: no tenants, anonymous local clients only */
+	/* cluster = { etcd = "http://h1:2379,http://h2:2379"; name = "rmem"; id = "";
+	 *             advertise = "HOST:PORT"; lease_ms = 3000; }  (cluster.c) */
+	char cluster_etcd[CONFIG_ETCD_MAX]; /* "" (default): no cluster */
+	char cluster_name[CONFIG_NAME_MAX]; /* default "rmem" */
+	char cluster_id[CONFIG_NAME_MAX];   /* "" (default): a random id at each start */
+	char cluster_advertise[128];        /* "" (default): listen.tcp */
+	uint32_t cluster_lease_ms;          /* [1000, 600000], default 3000 */
 };
 
 #endif /* RMEMD_CONFIG_TYPES_H */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
+#include "cluster.h"
 #include "conn.h"
 #include "lease.h"
 #include "listen.h"
@@ -194,6 +195,9 @@ static void nic_end(void *arg, struct session *s, int status, const char *why)
  * device lets go of the pools, which go last. */
 static void server_close(struct server *srv)
 {
+	/* The cluster hears first that we go (the lease is revoked), so that
+	 * no client places memory here while we close. */
+	cluster_stop(srv);
 	lease_fini(srv);
 	conn_close_all(srv);
 	if (srv->base)
@@ -249,6 +253,14 @@ static int serve(struct server *srv)
 			log_err("cannot watch signal %d", signos[i]);
 			goto out;
 		}
+	}
+	/* After the listeners and the NIC: what it advertises is true now.
+	 * etcd being out of reach is not an error: the agent keeps trying. */
+	rc = cluster_start(srv);
+	if (rc < 0) {
+		log_err("cluster: cannot start the agent: %s", strerror(-rc));
+		rc = -1;
+		goto out;
 	}
 	log_notice("rmemd %s ready: %u pool(s); tcp %s; admin %s; rdma port %u, keys %s",
 		   RMEM_VERSION_STRING, srv->npools,

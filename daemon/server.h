@@ -21,6 +21,7 @@ struct key_ops;
 struct event;
 struct quarantined;
 struct names;
+struct cluster;
 
 /* What one tenant holds now (tenant.c); index as in cfg.tenants. */
 struct tenant_use {
@@ -56,6 +57,7 @@ struct server {
 	struct event *quarantine_timer;
 	struct tenant_use tenant_use[CONFIG_MAX_TENANTS];
 	struct event *lease_timer;   /* the connections' deadlines (lease.c) */
+	struct cluster *cluster;     /* membership on etcd (cluster.c); NULL: none */
 };
 
 #endif /* RMEMD_SERVER_H */

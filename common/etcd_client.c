@@ -1,0 +1,357 @@
+/*
+ * etcd_client.c - see etcd_client.h.
+ *
+ * One libcurl easy handle per client, kept between calls so that the
+ * connection to the member that answers stays open (a keepalive every
+ * second costs no new TCP handshake).  Blocking calls with short timeouts:
+ * the client is meant for a thread of its own (rmemd's cluster agent), never
+ * for an event loop.  The watch stream will use the same endpoints and
+ * failover over a handle of its own (a stream holds its connection).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "etcd_client.h"
+
+struct etcd_client {
+	struct etcd_endpoints eps;
+	size_t cur;                 /* the endpoint tried first */
+	unsigned timeout_ms;
+	CURL *curl;
+	struct curl_slist *headers;
+	char error[256];
+};
+
+/* The reply as it arrives. */
+struct sink {
+	char *data;
+	size_t len, cap;
+	bool too_long;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc = CURLE_FAILED_INIT;
+
+static void global_init(void)
+{
+	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int etcd_global_init(void)
+{
+	pthread_once(&global_once, global_init);
+	return global_rc == CURLE_OK ? 0 : -ENOMEM;
+}
+
+int etcd_client_new(const char *list, unsigned timeout_ms, struct etcd_client **out,
+		    char *why, size_t why_len)
+{
+	struct etcd_client *c;
+	int rc;
+
+	*out = NULL;
+	c = calloc(1, sizeof *c);
+	if (!c)
+		return -ENOMEM;
+	rc = etcd_endpoints_parse(list, &c->eps, why, why_len);
+	if (rc < 0)
+		goto fail;
+	rc = -ENOMEM;
+	if (etcd_global_init() < 0)
+		goto fail;
+	c->timeout_ms = timeout_ms ? timeout_ms : 1000;
+	c->curl = curl_easy_init();
+	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
+	if (!c->curl || !c->headers)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	etcd_client_free(c);
+	return rc;
+}
+
+void etcd_client_free(struct etcd_client *c)
+{
+	if (!c)
+		return;
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	curl_slist_free_all(c->headers);
+	free(c);
+}
+
+const char *etcd_client_error(const struct etcd_client *c)
+{
+	return c->error[0] ? c->error : "no error";
+}
+
+const char *etcd_client_endpoint(const struct etcd_client *c)
+{
+	return c->eps.url[c->cur];
+}
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct sink *s = arg;
+	size_t n = size * nmemb;
+
+	if (s->len + n + 1 > ETCD_MAX_REPLY) {
+		s->too_long = true;
+		return 0; /* stops the transfer */
+	}
+	if (s->len + n + 1 > s->cap) {
+		size_t cap = s->cap ? s->cap : 1024;
+		char *p;
+
+		while (cap < s->len + n + 1)
+			cap *= 2;
+		p = realloc(s->data, cap);
+		if (!p)
+			return 0;
+		s->data = p;
+		s->cap = cap;
+	}
+	memcpy(s->data + s->len, ptr, n);
+	s->len += n;
+	s->data[s->len] = '\0';
+	return n;
+}
+
+/*
+ * One POST to one endpoint.  Returns 0 with the body (HTTP 200), 1 when the
+ * next endpoint should be tried (not reached, or "not now"), or a negative
+ * errno that another member would answer the same way.
+ */
+static int post_one(struct etcd_client *c, size_t ep, const char *path, const char *body,
+		    struct sink *s, int *soft_err)
+{
+	char url[ETCD_ENDPOINT_MAX + 64];
+	char msg[160];
+	long status = 0;
+	CURLcode cc;
+	int code = 0;
+
+	snprintf(url, sizeof url, "%s%s", c->eps.url[ep], path);
+	curl_easy_reset(c->curl);
+	curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	/* Threads: no SIGALRM for timeouts (we use the threaded resolver). */
+	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
+	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, s);
+	s->len = 0;
+	s->too_long = false;
+	cc = curl_easy_perform(c->curl);
+	if (s->too_long) {
+		snprintf(c->error, sizeof c->error, "%s: reply longer than %u bytes",
+			 c->eps.url[ep], ETCD_MAX_REPLY);
+		return -EPROTO;
+	}
+	if (cc != CURLE_OK) {
+		snprintf(c->error, sizeof c->error, "%s: %s", c->eps.url[ep], curl_easy_strerror(cc));
+		if (cc == CURLE_OUT_OF_MEMORY || (cc == CURLE_WRITE_ERROR && !s->too_long))
+			return -ENOMEM;
+		*soft_err = -EHOSTUNREACH;
+		return 1;
+	}
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (!s->data) {
+		on_data((char *)"", 1, 0, s); /* an empty body is a body */
+		if (!s->data)
+			return -ENOMEM;
+	}
+	/* A stream's error comes with status 200 too: look for one either way. */
+	if (status != 200 || (s->len > 9 && !strncmp(s->data, "{\"error\"", 8))) {
+		if (etcd_dec_error(s->data, s->len, &code, msg, sizeof msg) < 0) {
+			snprintf(c->error, sizeof c->error, "%s: HTTP %ld without an etcd error",
+				 c->eps.url[ep], status);
+			if (status == 200)
+				return 0; /* not an error after all: the decoder will judge */
+			*soft_err = -EHOSTUNREACH;
+			return status >= 500 ? 1 : -EPROTO;
+		}
+		snprintf(c->error, sizeof c->error, "%s: %s (gRPC code %d)", c->eps.url[ep], msg,
+			 code);
+		if (etcd_grpc_errno(code) == -EAGAIN) {
+			*soft_err = -EAGAIN;
+			return 1;
+		}
+		return etcd_grpc_errno(code);
+	}
+	return 0;
+}
+
+int etcd_call(struct etcd_client *c, const char *path, const char *body, char **reply,
+	      size_t *reply_len)
+{
+	struct sink s = { 0 };
+	int rc = 1;
+	bool any_answer = false;
+
+	*reply = NULL;
+	*reply_len = 0;
+	for (size_t i = 0; i < c->eps.n && rc == 1; i++) {
+		size_t ep = (c->cur + i) % c->eps.n;
+		int err = -EHOSTUNREACH;
+
+		rc = post_one(c, ep, path, body, &s, &err);
+		if (rc == 1) {
+			if (err == -EAGAIN)
+				any_answer = true;
+			continue;
+		}
+		c->cur = ep; /* it answered: start there next time */
+	}
+	if (rc == 1)
+		rc = any_answer ? -EAGAIN : -EHOSTUNREACH;
+	if (rc < 0) {
+		free(s.data);
+		return rc;
+	}
+	c->error[0] = '\0';
+	*reply = s.data;
+	*reply_len = s.len;
+	return 0;
+}
+
+/* ---- the calls ------------------------------------------------------------------- */
+
+/* body is an encoder's result (rc its status); the reply goes to *reply. */
+static int roundtrip(struct etcd_client *c, const char *path, int rc, char *body, char **reply,
+		     size_t *len)
+{
+	*reply = NULL;
+	*len = 0;
+	if (rc == 0)
+		rc = etcd_call(c, path, body, reply, len);
+	free(body);
+	return rc;
+}
+
+static int bad_reply(struct etcd_client *c, const char *path, int rc)
+{
+	if (rc == -EPROTO)
+		snprintf(c->error, sizeof c->error, "%s%s: a reply the codec refused",
+			 etcd_client_endpoint(c), path);
+	return rc;
+}
+
+int etcd_lease_grant(struct etcd_client *c, int64_t ttl_s, int64_t *id, int64_t *ttl_out)
+{
+	struct etcd_header h;
+	char *body, *reply;
+	size_t len;
+	int rc = etcd_enc_lease_grant(ttl_s, &body);
+
+	*id = *ttl_out = 0;
+	rc = roundtrip(c, "/v3/lease/grant", rc, body, &reply, &len);
+	if (rc == 0)
+		rc = bad_reply(c, "/v3/lease/grant",
+			       etcd_dec_lease_grant(reply, len, &h, id, ttl_out));
+	free(reply);
+	return rc;
+}
+
+int etcd_lease_keepalive(struct etcd_client *c, int64_t id, int64_t *ttl_out)
+{
+	struct etcd_header h;
+	char *body, *reply;
+	size_t len;
+	int rc = etcd_enc_lease_id(id, &body);
+
+	*ttl_out = 0;
+	rc = roundtrip(c, "/v3/lease/keepalive", rc, body, &reply, &len);
+	if (rc == 0)
+		rc = bad_reply(c, "/v3/lease/keepalive",
+			       etcd_dec_lease_keepalive(reply, len, id, &h, ttl_out));
+	free(reply);
+	return rc;
+}
+
+int etcd_lease_revoke(struct etcd_client *c, int64_t id)
+{
+	struct etcd_header h;
+	char *body, *reply;
+	size_t len;
+	int rc = etcd_enc_lease_id(id, &body);
+
+	rc = roundtrip(c, "/v3/lease/revoke", rc, body, &reply, &len);
+	if (rc == 0)
+		rc = bad_reply(c, "/v3/lease/revoke", etcd_dec_header_only(reply, len, &h));
+	free(reply);
+	return rc;
+}
+
+int etcd_put(struct etcd_client *c, const void *key, size_t key_len, const void *value,
+	     size_t value_len, int64_t lease)
+{
+	struct etcd_header h;
+	char *body, *reply;
+	size_t len;
+	int rc = etcd_enc_put(key, key_len, value, value_len, lease, &body);
+
+	rc = roundtrip(c, "/v3/kv/put", rc, body, &reply, &len);
+	if (rc == 0)
+		rc = bad_reply(c, "/v3/kv/put", etcd_dec_header_only(reply, len, &h));
+	free(reply);
+	return rc;
+}
+
+int etcd_create(struct etcd_client *c, const void *key, size_t key_len, const void *value,
+		size_t value_len, int64_t lease, bool *created, struct etcd_kv *existing)
+{
+	struct etcd_header h;
+	char *body, *reply;
+	size_t len;
+	int rc = etcd_enc_create(key, key_len, value, value_len, lease, &body);
+
+	*created = false;
+	memset(existing, 0, sizeof *existing);
+	rc = roundtrip(c, "/v3/kv/txn", rc, body, &reply, &len);
+	if (rc == 0)
+		rc = bad_reply(c, "/v3/kv/txn",
+			       etcd_dec_create(reply, len, &h, created, existing));
+	free(reply);
+	return rc;
+}
+
+int etcd_range(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
+	       struct etcd_range *r)
+{
+	char *body, *reply;
+	size_t len;
+	int rc = etcd_enc_range(key, key_len, prefix, &body);
+
+	memset(r, 0, sizeof *r);
+	rc = roundtrip(c, "/v3/kv/range", rc, body, &reply, &len);
+	if (rc == 0)
+		rc = bad_reply(c, "/v3/kv/range", etcd_dec_range(reply, len, r));
+	free(reply);
+	return rc;
+}
+
+int etcd_delete(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
+		int64_t *deleted)
+{
+	struct etcd_header h;
+	char *body, *reply;
+	size_t len;
+	int rc = etcd_enc_delete(key, key_len, prefix, &body);
+
+	*deleted = 0;
+	rc = roundtrip(c, "/v3/kv/deleterange", rc, body, &reply, &len);
+	if (rc == 0)
+		rc = bad_reply(c, "/v3/kv/deleterange", etcd_dec_delete(reply, len, &h, deleted));
+	free(reply);
+	return rc;
+}

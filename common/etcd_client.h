@@ -1,0 +1,81 @@
+/*
+ * etcd_client.h - calls to etcd v3 over its JSON gateway (HTTP/1.1 POSTs to
+ * /v3/..., libcurl), with failover over a list of endpoints.  The JSON is
+ * etcd_codec.h's; this file only moves it.
+ *
+ * Endpoints: "http://h1:2379,http://h2:2379" (http or https).  A call goes
+ * to the endpoint that answered last; when it cannot be reached (refused,
+ * reset, timed out) or answers that it cannot serve now (gRPC UNAVAILABLE or
+ * DEADLINE_EXCEEDED: no leader, a member cut off from the others), the call
+ * moves to the next endpoint, each tried at most once per call.  Timeouts
+ * are short (the caller's timeout_ms for a whole request, connect included),
+ * so a dead member costs one timeout and the next call starts from the
+ * member that answered.
+ *
+ * Errors, as negative errno: -EHOSTUNREACH no endpoint answered, -EAGAIN
+ * every member that answered said "not now", -ENOENT / -EINVAL / -EPERM /
+ * -ENOSPC / -EACCES what etcd said (etcd_grpc_errno), -EPROTO a reply that is
+ * not what the gateway sends, -ENOMEM.  etcd_client_error() tells more, for
+ * a log line.
+ *
+ * Retrying a call that failed is not always a no-op: a put or a txn may have
+ * been applied by a member whose answer was lost.  Puts are idempotent;
+ * etcd_create's loser reads the key it lost to, so a caller can tell its own
+ * earlier write (same value, same lease) from another's.
+ *
+ * Threads: call etcd_global_init() once before any thread uses a client
+ * (libcurl's global init is not thread-safe everywhere).  A client is used
+ * by one thread at a time; calls block for at most timeout_ms per endpoint.
+ */
+#ifndef RMEM_ETCD_CLIENT_H
+#define RMEM_ETCD_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "etcd_codec.h"
+#include "etcd_endpoints.h"
+
+#define ETCD_MAX_REPLY     (4u << 20)   /* a longer reply is -EPROTO */
+
+struct etcd_client;
+
+/* libcurl's global state, once per process (pthread_once).  0 or -ENOMEM. */
+int etcd_global_init(void);
+
+/* A client over list (checked as etcd_endpoints_parse does); timeout_ms per request and
+ * endpoint.  0 and *out, -EINVAL (why as above) or -ENOMEM. */
+int etcd_client_new(const char *list, unsigned timeout_ms, struct etcd_client **out,
+		    char *why, size_t why_len);
+/* Accepts NULL. */
+void etcd_client_free(struct etcd_client *c);
+
+/* What went wrong in the last call that failed, e.g.
+ * "http://127.0.0.1:2379: Couldn't connect to server". */
+const char *etcd_client_error(const struct etcd_client *c);
+/* The endpoint the next call goes to first. */
+const char *etcd_client_endpoint(const struct etcd_client *c);
+
+/* One POST of body to path ("/v3/kv/put"): 0 and the reply's body in *reply
+ * (malloc'd, NUL-terminated, *reply_len bytes), or a negative errno. */
+int etcd_call(struct etcd_client *c, const char *path, const char *body, char **reply,
+	      size_t *reply_len);
+
+/* ---- the calls, each one request and its reply (etcd_codec.h) ----------------- */
+int etcd_lease_grant(struct etcd_client *c, int64_t ttl_s, int64_t *id, int64_t *ttl_out);
+/* *ttl_out 0: etcd no longer knows the lease (expired or revoked). */
+int etcd_lease_keepalive(struct etcd_client *c, int64_t id, int64_t *ttl_out);
+/* -ENOENT when the lease is gone already. */
+int etcd_lease_revoke(struct etcd_client *c, int64_t id);
+int etcd_put(struct etcd_client *c, const void *key, size_t key_len, const void *value,
+	     size_t value_len, int64_t lease);
+/* create-if-absent (etcd_enc_create): *created, or the key as it is. */
+int etcd_create(struct etcd_client *c, const void *key, size_t key_len, const void *value,
+		size_t value_len, int64_t lease, bool *created, struct etcd_kv *existing);
+int etcd_range(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
+	       struct etcd_range *r);
+int etcd_delete(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
+		int64_t *deleted);
+
+#endif /* RMEM_ETCD_CLIENT_H */

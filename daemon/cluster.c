@@ -1,0 +1,474 @@
+/*
+ * cluster.c - see cluster.h.
+ *
+ * Why a thread and not libcurl's multi interface on the loop: the agent's
+ * work is a short conversation (grant, create, keepalive, put, revoke) whose
+ * every step depends on the last, with failover between endpoints; written
+ * as blocking calls on a thread of its own it reads in order, and nothing it
+ * does, however slow etcd is, can delay a client's request.  The price is
+ * one thread that sleeps almost all the time, and a boundary that must stay
+ * narrow: the loop writes three atomics (the figures) from a timer; the
+ * agent reads them and never touches struct server; the agent's own state is
+ * the agent's alone.  The only lock is the one the agent sleeps on, which
+ * main.c's thread takes only to stop it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "alloc.h"
+#include "clock.h"
+#include "cluster.h"
+#include "cluster_rec.h"
+#include "etcd_client.h"
+#include "log.h"
+#include "server.h"
+
+#ifndef RMEM_VERSION_STRING
+#define RMEM_VERSION_STRING "unknown"
+#endif
+
+/* How often the loop publishes its figures, and the agent looks at them. */
+#define PUBLISH_MS 100
+#define CHECK_MS   250
+
+struct cluster {
+	/* Set before the thread starts; read-only afterwards. */
+	char key[CONFIG_NAME_MAX * 2 + 32];  /* /rmem/<name>/servers/<id> */
+	struct cluster_rec rec;              /* the fixed fields */
+	uint32_t lease_ms;
+	uint64_t step;
+	char endpoints[CONFIG_ETCD_MAX];
+
+	/* Written by the loop (publish timer), read by the agent. */
+	_Atomic uint64_t free_bytes, largest_free;
+	/* Written by the agent, read by anyone. */
+	_Atomic int state;
+
+	struct event *timer;                 /* the loop's publish timer */
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t lock;                /* guards stop; the agent sleeps on cond */
+	pthread_cond_t cond;
+	bool stop;
+};
+
+uint64_t cluster_refresh_step(uint64_t pool_bytes)
+{
+	uint64_t step = pool_bytes / 64;
+
+	return step < (UINT64_C(1) << 20) ? UINT64_C(1) << 20 : step;
+}
+
+/* ---- the loop's side ------------------------------------------------------------ */
+
+static void publish(const struct server *srv, struct cluster *cl)
+{
+	uint64_t free_bytes = 0, largest = 0;
+
+	for (uint32_t i = 0; i < srv->npools; i++) {
+		struct alloc_stats st;
+
+		alloc_get_stats(srv->pools[i].alloc, &st);
+		free_bytes += st.free;
+		if (st.largest_free > largest)
+			largest = st.largest_free;
+	}
+	atomic_store_explicit(&cl->free_bytes, free_bytes, memory_order_relaxed);
+	atomic_store_explicit(&cl->largest_free, largest, memory_order_relaxed);
+}
+
+static void on_publish(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	(void)fd;
+	(void)what;
+	publish(srv, srv->cluster);
+}
+
+/* ---- the agent ---------------------------------------------------------------------- */
+
+struct agent {
+	struct cluster *cl;
+	struct etcd_client *etcd;
+	int64_t lease;            /* 0: none */
+	int64_t ttl_s;
+	uint64_t put_free, put_largest;  /* the figures etcd has */
+	int64_t next_keepalive;   /* clock_mono_ms() */
+	int64_t waiting_for;      /* the foreign lease on our key last logged */
+	int last_err;             /* the last failure logged (not a reachability one) */
+};
+
+static void set_state(struct agent *a, enum cluster_state st)
+{
+	int old = atomic_exchange(&a->cl->state, (int)st);
+
+	if (old == (int)st)
+		return;
+	/* Once when etcd goes away, once when it is back: never every tick. */
+	if (st == CLUSTER_UNREACHABLE)
+		log_warn("cluster: etcd is unreachable (%s); serving clients on, retrying",
+			 etcd_client_error(a->etcd));
+	else if (old == CLUSTER_UNREACHABLE)
+		log_notice("cluster: etcd is reachable again (%s)", etcd_client_endpoint(a->etcd));
+}
+
+/* A call's failure: reachability changes the state, anything else is
+ * logged when it differs from the last one. */
+static void failed(struct agent *a, const char *what, int rc)
+{
+	if (rc == -EHOSTUNREACH || rc == -EAGAIN) {
+		set_state(a, CLUSTER_UNREACHABLE);
+		return;
+	}
+	if (rc != a->last_err)
+		log_warn("cluster: %s: %s (%s)", what, strerror(-rc), etcd_client_error(a->etcd));
+	a->last_err = rc;
+}
+
+static int make_value(struct agent *a, char **out)
+{
+	struct cluster_rec r = a->cl->rec;
+
+	r.free_bytes = atomic_load_explicit(&a->cl->free_bytes, memory_order_relaxed);
+	r.largest_free = atomic_load_explicit(&a->cl->largest_free, memory_order_relaxed);
+	if (r.free_bytes > r.pool_bytes)
+		r.free_bytes = r.pool_bytes;
+	if (r.largest_free > r.free_bytes)
+		r.largest_free = r.free_bytes;
+	a->put_free = r.free_bytes;
+	a->put_largest = r.largest_free;
+	return cluster_rec_encode(&r, out);
+}
+
+/*
+ * Grant (when there is no lease) and create the key under it, if no one
+ * holds it.  A key under another lease is another rmemd with our id, or
+ * this server's previous life whose lease has not ended yet: we wait for it
+ * rather than take it over, so that two servers never share one id.
+ */
+static int join(struct agent *a)
+{
+	struct cluster *cl = a->cl;
+	struct etcd_kv existing;
+	bool created;
+	char *value = NULL;
+	int rc;
+
+	set_state(a, atomic_load(&cl->state) == CLUSTER_UNREACHABLE ? CLUSTER_UNREACHABLE
+								     : CLUSTER_JOINING);
+	if (!a->lease) {
+		rc = etcd_lease_grant(a->etcd, (cl->lease_ms + 999) / 1000, &a->lease, &a->ttl_s);
+		if (rc < 0) {
+			failed(a, "lease grant", rc);
+			return rc;
+		}
+	}
+	rc = make_value(a, &value);
+	if (rc == 0)
+		rc = etcd_create(a->etcd, cl->key, strlen(cl->key), value, strlen(value), a->lease,
+				 &created, &existing);
+	free(value);
+	if (rc < 0) {
+		if (rc == -ENOENT)
+			a->lease = 0; /* the lease went meanwhile */
+		failed(a, "create", rc);
+		return rc;
+	}
+	if (!created && existing.lease != a->lease) {
+		if (existing.lease != a->waiting_for)
+			log_warn("cluster: %s is held by lease %" PRIx64 " (another rmemd with "
+				 "this id, or this server before a restart): waiting for it to end",
+				 cl->key, (uint64_t)existing.lease);
+		a->waiting_for = existing.lease;
+		etcd_kv_free(&existing);
+		set_state(a, CLUSTER_JOINING);
+		return -EBUSY;
+	}
+	etcd_kv_free(&existing);
+	a->waiting_for = 0;
+	a->last_err = 0;
+	set_state(a, CLUSTER_REGISTERED);
+	log_notice("cluster: registered %s (lease %" PRIx64 ", ttl %" PRId64 " s) via %s",
+		   cl->key, (uint64_t)a->lease, a->ttl_s, etcd_client_endpoint(a->etcd));
+	a->next_keepalive = clock_mono_ms() + cl->lease_ms / 3;
+	return 0;
+}
+
+static void keepalive(struct agent *a)
+{
+	int64_t ttl = 0;
+	int rc = etcd_lease_keepalive(a->etcd, a->lease, &ttl);
+
+	if (rc < 0) {
+		failed(a, "lease keepalive", rc);
+		/* Sooner than the period: the lease is running out meanwhile. */
+		a->next_keepalive = clock_mono_ms() + CHECK_MS;
+		return;
+	}
+	if (ttl <= 0) {
+		log_warn("cluster: lease %" PRIx64 " is lost (it expired while etcd was out of "
+			 "reach); registering again", (uint64_t)a->lease);
+		a->lease = 0;
+		set_state(a, CLUSTER_JOINING);
+		return;
+	}
+	set_state(a, CLUSTER_REGISTERED);
+	a->next_keepalive = clock_mono_ms() + a->cl->lease_ms / 3;
+}
+
+static bool moved(uint64_t now, uint64_t then, uint64_t step)
+{
+	return now > then ? now - then >= step : then - now >= step;
+}
+
+/* The figures, again, when they have moved by a step since etcd got them. */
+static void refresh(struct agent *a)
+{
+	struct cluster *cl = a->cl;
+	uint64_t f = atomic_load_explicit(&cl->free_bytes, memory_order_relaxed);
+	uint64_t l = atomic_load_explicit(&cl->largest_free, memory_order_relaxed);
+	uint64_t was_free = a->put_free, was_largest = a->put_largest;
+	char *value = NULL;
+	int rc;
+
+	if (!moved(f, was_free, cl->step) && !moved(l, was_largest, cl->step))
+		return;
+	rc = make_value(a, &value);
+	if (rc == 0)
+		rc = etcd_put(a->etcd, cl->key, strlen(cl->key), value, strlen(value), a->lease);
+	free(value);
+	if (rc < 0) {
+		a->put_free = was_free; /* try again next time */
+		a->put_largest = was_largest;
+		if (rc == -ENOENT) {  /* the lease is gone */
+			a->lease = 0;
+			set_state(a, CLUSTER_JOINING);
+		}
+		failed(a, "put", rc);
+		return;
+	}
+	log_debug("cluster: figures refreshed: %" PRIu64 " bytes free, largest %" PRIu64,
+		  a->put_free, a->put_largest);
+}
+
+/* Sleeps until ms from now or until asked to stop; true when asked. */
+static bool nap(struct cluster *cl, int64_t ms)
+{
+	struct timespec ts;
+	bool stop;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&cl->lock);
+	while (!cl->stop && pthread_cond_timedwait(&cl->cond, &cl->lock, &ts) != ETIMEDOUT)
+		;
+	stop = cl->stop;
+	pthread_mutex_unlock(&cl->lock);
+	return stop;
+}
+
+static void *agent_main(void *arg)
+{
+	struct agent a = { .cl = arg };
+	struct cluster *cl = a.cl;
+	char why[256];
+	/* Short: a member that does not answer costs this much before the next
+	 * is tried, and a keepalive must get through well within the lease. */
+	unsigned timeout_ms = cl->lease_ms / 6 < 200 ? 200 : cl->lease_ms / 6;
+
+	if (etcd_client_new(cl->endpoints, timeout_ms, &a.etcd, why, sizeof why) < 0) {
+		log_err("cluster: no etcd client: %s", why);
+		return NULL;
+	}
+	while (!nap(cl, 0)) {
+		int64_t wait = CHECK_MS;
+
+		if (!a.lease || atomic_load(&cl->state) != CLUSTER_REGISTERED) {
+			if (a.lease && atomic_load(&cl->state) == CLUSTER_UNREACHABLE)
+				keepalive(&a);  /* back? is the lease still there? */
+			else if (join(&a) < 0)
+				wait = cl->lease_ms / 3 < CHECK_MS ? CHECK_MS : cl->lease_ms / 3;
+			if (a.lease && atomic_load(&cl->state) == CLUSTER_UNREACHABLE)
+				wait = cl->lease_ms / 3 < CHECK_MS ? CHECK_MS : cl->lease_ms / 3;
+		} else if (clock_mono_ms() >= a.next_keepalive) {
+			keepalive(&a);
+		} else {
+			refresh(&a);
+		}
+		if (atomic_load(&cl->state) == CLUSTER_REGISTERED) {
+			int64_t until = a.next_keepalive - clock_mono_ms();
+
+			if (until < wait)
+				wait = until > 0 ? until : 0;
+		}
+		if (nap(cl, wait))
+			break;
+	}
+	/* Revoked, the key goes now; left to expire, it would stay up to a
+	 * lease longer, with clients placing memory on a server that is gone. */
+	if (a.lease) {
+		int rc = etcd_lease_revoke(a.etcd, a.lease);
+
+		if (rc == 0)
+			log_notice("cluster: lease %" PRIx64 " revoked; %s is gone",
+				   (uint64_t)a.lease, cl->key);
+		else
+			log_warn("cluster: revoking lease %" PRIx64 ": %s (%s); %s goes when it "
+				 "expires", (uint64_t)a.lease, strerror(-rc),
+				 etcd_client_error(a.etcd), cl->key);
+	}
+	etcd_client_free(a.etcd);
+	return NULL;
+}
+
+/* ---- start and stop ------------------------------------------------------------------ */
+
+/* The id: cluster.id, or 64 random bits in hex.  A configured id makes a
+ * restarted server the same server (docs/architecture.md, "Cluster"). */
+static int make_id(const struct config *cfg, char *id, size_t len)
+{
+	uint64_t r;
+
+	if (cfg->cluster_id[0]) {
+		snprintf(id, len, "%s", cfg->cluster_id);
+		return 0;
+	}
+	if (getrandom(&r, sizeof r, 0) != sizeof r)
+		return -errno ? -errno : -EIO;
+	snprintf(id, len, "%016" PRIx64, r);
+	return 0;
+}
+
+/* "HOST:PORT" -> "HOST:port" (HOST may be "[v6]"). */
+static void with_port(const char *hostport, unsigned port, char *out, size_t len)
+{
+	const char *colon = strrchr(hostport, ':');
+	int hostlen = colon ? (int)(colon - hostport) : (int)strlen(hostport);
+
+	snprintf(out, len, "%.*s:%u", hostlen, hostport, port);
+}
+
+static void cluster_free(struct cluster *cl)
+{
+	if (!cl)
+		return;
+	if (cl->timer)
+		event_free(cl->timer);
+	pthread_cond_destroy(&cl->cond);
+	pthread_mutex_destroy(&cl->lock);
+	free(cl);
+}
+
+static int cluster_new(struct server *srv, struct cluster **out)
+{
+	const struct config *cfg = &srv->cfg;
+	struct cluster *cl = calloc(1, sizeof *cl);
+	pthread_condattr_t ca;
+	struct timespec now;
+	int rc;
+
+	*out = NULL;
+	if (!cl)
+		return -ENOMEM;
+	pthread_mutex_init(&cl->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&cl->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = make_id(cfg, cl->rec.id, sizeof cl->rec.id);
+	if (rc < 0) {
+		cluster_free(cl);
+		return rc;
+	}
+	snprintf(cl->key, sizeof cl->key, "/rmem/%s/servers/%s", cfg->cluster_name, cl->rec.id);
+	snprintf(cl->rec.tcp, sizeof cl->rec.tcp, "%s",
+		 cfg->cluster_advertise[0] ? cfg->cluster_advertise : cfg->listen_tcp);
+	if (srv->nic_port)
+		with_port(cl->rec.tcp, srv->nic_port, cl->rec.rdma, sizeof cl->rec.rdma);
+	for (uint32_t i = 0; i < srv->npools; i++) {
+		struct alloc_stats st;
+
+		alloc_get_stats(srv->pools[i].alloc, &st);
+		cl->rec.pool_bytes += st.total;
+	}
+	/* No state survives a restart yet: every start is a new generation of
+	 * this server's memory (the start time in µs, unique and increasing).
+	 * Restart without loss will keep the one its state carries. */
+	clock_gettime(CLOCK_REALTIME, &now);
+	cl->rec.start_time_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	cl->rec.generation = (uint64_t)now.tv_sec * 1000000 + (uint64_t)now.tv_nsec / 1000;
+	snprintf(cl->rec.version, sizeof cl->rec.version, "%s", RMEM_VERSION_STRING);
+	cl->lease_ms = cfg->cluster_lease_ms;
+	cl->step = cluster_refresh_step(cl->rec.pool_bytes);
+	snprintf(cl->endpoints, sizeof cl->endpoints, "%s", cfg->cluster_etcd);
+	*out = cl;
+	return 0;
+}
+
+int cluster_start(struct server *srv)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = PUBLISH_MS * 1000 };
+	struct cluster *cl;
+	int rc;
+
+	if (!srv->cfg.cluster_etcd[0])
+		return 0;
+	rc = etcd_global_init(); /* before any thread: libcurl's global state */
+	if (rc < 0)
+		return rc;
+	rc = cluster_new(srv, &cl);
+	if (rc < 0)
+		return rc;
+	srv->cluster = cl;
+	publish(srv, cl);
+	cl->timer = event_new(srv->base, -1, EV_PERSIST, on_publish, srv);
+	if (!cl->timer || event_add(cl->timer, &tv) < 0)
+		return -ENOMEM;
+	atomic_store(&cl->state, CLUSTER_JOINING);
+	rc = pthread_create(&cl->thread, NULL, agent_main, cl);
+	if (rc)
+		return -rc;
+	cl->thread_started = true;
+	log_info("cluster: joining as %s (tcp %s, rdma %s, lease %u ms, refresh step %" PRIu64
+		 " bytes) through %s", cl->key, cl->rec.tcp, cl->rec.rdma[0] ? cl->rec.rdma : "off",
+		 cl->lease_ms, cl->step, cl->endpoints);
+	return 0;
+}
+
+void cluster_stop(struct server *srv)
+{
+	struct cluster *cl = srv->cluster;
+
+	if (!cl)
+		return;
+	if (cl->thread_started) {
+		pthread_mutex_lock(&cl->lock);
+		cl->stop = true;
+		pthread_cond_signal(&cl->cond);
+		pthread_mutex_unlock(&cl->lock);
+		pthread_join(cl->thread, NULL);
+	}
+	cluster_free(cl);
+	srv->cluster = NULL;
+}
+
+enum cluster_state cluster_state(const struct server *srv)
+{
+	return srv->cluster ? (enum cluster_state)atomic_load(&srv->cluster->state) : CLUSTER_OFF;
+}
