@@ -125,6 +125,8 @@ RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) 
 # ...and the chaos test over RDMA, shorter (tests/chaos/rdma/test_chaos).
 RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
 RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
+# tests/func/test_cluster.sh's librmem client (holds memory, does I/O).
+CLUSTER_HELPERS := $(B)/tests/cluster_client
 
 
 .PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp \
@@ -300,12 +302,12 @@ test: deps
 
 # The RDMA programs run inside one Soft-RoCE VM (tests/vm/suite), counted with
 # the rest; where qemu cannot run, that one entry is reported as skipped.
-check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS)
+check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CLUSTER_HELPERS)
 	@RMEM_BUILD=$(B) RMEM_VM_TESTS="$(RDMA_BINS)" tests/run-tests $(UNIT_BINS) $(FUNC_BINS) \
 		$(CHAOS_BINS) \
 		tests/unit/test_layers.sh \
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
-		tests/func/test_static.sh \
+		tests/func/test_static.sh tests/func/test_cluster.sh \
 		tests/vm/suite
 
 unit: $(UNIT_BINS)

@@ -107,11 +107,16 @@ struct agent {
 	int64_t next_keepalive;   /* clock_mono_ms() */
 	int64_t waiting_for;      /* the foreign lease on our key last logged */
 	int last_err;             /* the last failure logged (not a reachability one) */
+	int64_t failing_since;    /* clock_mono_ms() of the first unanswered call; 0: none */
 };
 
 static void set_state(struct agent *a, enum cluster_state st)
 {
-	int old = atomic_exchange(&a->cl->state, (int)st);
+	int old;
+
+	if (st != CLUSTER_UNREACHABLE)
+		a->failing_since = 0; /* only an answer sets another state */
+	old = atomic_exchange(&a->cl->state, (int)st);
 
 	if (old == (int)st)
 		return;
@@ -123,14 +128,26 @@ static void set_state(struct agent *a, enum cluster_state st)
 		log_notice("cluster: etcd is reachable again (%s)", etcd_client_endpoint(a->etcd));
 }
 
-/* A call's failure: reachability changes the state, anything else is
- * logged when it differs from the last one. */
+/*
+ * A call's failure.  No member answering (or none able to serve) for a
+ * keepalive period makes the state UNREACHABLE; a shorter gap, as while the
+ * members elect a new leader, is retried without a word.  Anything else is
+ * logged when it differs from the last one.
+ */
 static void failed(struct agent *a, const char *what, int rc)
 {
+	int64_t now = clock_mono_ms();
+
 	if (rc == -EHOSTUNREACH || rc == -EAGAIN) {
-		set_state(a, CLUSTER_UNREACHABLE);
+		if (!a->failing_since)
+			a->failing_since = now;
+		if (now - a->failing_since >= a->cl->lease_ms / 3)
+			set_state(a, CLUSTER_UNREACHABLE);
+		else
+			log_debug("cluster: %s: %s; retrying", what, etcd_client_error(a->etcd));
 		return;
 	}
+	a->failing_since = 0;
 	if (rc != a->last_err)
 		log_warn("cluster: %s: %s (%s)", what, strerror(-rc), etcd_client_error(a->etcd));
 	a->last_err = rc;
@@ -165,8 +182,6 @@ static int join(struct agent *a)
 	char *value = NULL;
 	int rc;
 
-	set_state(a, atomic_load(&cl->state) == CLUSTER_UNREACHABLE ? CLUSTER_UNREACHABLE
-								     : CLUSTER_JOINING);
 	if (!a->lease) {
 		rc = etcd_lease_grant(a->etcd, (cl->lease_ms + 999) / 1000, &a->lease, &a->ttl_s);
 		if (rc < 0) {

@@ -1,0 +1,293 @@
+#!/bin/bash
+# test_cluster.sh - rmemd's membership in a cluster on etcd (issue 12, item
+# 1): a real 3-member etcd cluster on loopback (tests/lib/etcd.sh) and three
+# rmemd of 64 MiB each.  Checks each server's key, its JSON and its lease;
+# that the figures follow a large allocation but not a tiny one; that
+# killing the etcd leader stops neither a keepalive nor a client's I/O; that
+# a lost lease is replaced; that kill -9 takes the key away within lease_ms
+# + 1 s (the time is printed) and SIGTERM at once (revoked); that with every
+# etcd member down rmemd serves on and says so once, and registers again
+# when etcd is back; that a bad cluster block is refused with FILE:LINE.
+# TAP output.
+#
+#   RMEM_BUILD=build tests/func/test_cluster.sh
+# run-tests-timeout: 240
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+
+. tests/lib/tap.sh
+. tests/lib/rmemd.sh
+. tests/lib/etcd.sh
+rmemd_setup rmem-cluster
+etcd_setup
+CLIENT=$B/tests/cluster_client
+[ -x "$CLIENT" ] || skip_all "$CLIENT is not built"
+
+LEASE_MS=3000
+POOL=$((64 << 20))
+NAME=t$$
+rpids=()
+rports=()
+cpids=()
+
+cleanup_all() {
+	local p
+	for p in "${cpids[@]}" "${rpids[@]}"; do
+		[ -n "$p" ] && kill -KILL "$p" 2> /dev/null
+	done
+	etcd_cleanup
+	rmemd_cleanup
+}
+trap cleanup_all EXIT
+
+# ---- etcd ----------------------------------------------------------------------------
+etcd_start 3
+ok $? "a 3-member etcd cluster starts on loopback and is healthy ($ETCD_ENDPOINTS)"
+
+# ---- three rmemd -----------------------------------------------------------------------
+# rmemd_conf_cluster I: $tmp/rI.conf, server id sI.
+rmemd_conf_cluster() {
+	local i=$1
+	cat > "$tmp/r$i.conf" << EOC
+listen = { tcp = "127.0.0.1:${rports[$i]}"; rdma = ""; admin = "$tmp/r$i.sock"; };
+pools = ( { name = "default"; size = "64M"; hugepages = "off"; alignment = 64; } );
+limits = { lease_timeout_ms = 60000; };
+log = { level = "debug"; };
+cluster = { etcd = "$ETCD_ENDPOINTS"; name = "$NAME"; id = "s$i"; lease_ms = $LEASE_MS; };
+EOC
+}
+
+# key I: the key of server I.
+key() { echo "/rmem/$NAME/servers/s$1"; }
+
+# get I FIELD: FIELD of server I's key as etcdctl -w fields prints it
+# (Key, Value, Lease, ModRevision...); empty when there is no key.
+get() {
+	etcdctl_ get "$(key "$1")" -w fields 2> /dev/null | sed -n "s/^\"$2\" : //p" | head -1
+}
+
+# value I: server I's JSON value; empty when there is no key.
+value() { etcdctl_ get "$(key "$1")" --print-value-only 2> /dev/null; }
+
+# json FIELD: FIELD of the JSON on stdin.
+json() { python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+
+# wait_key I present|absent SECONDS: 0 once the key is (or is not) there.
+wait_key() {
+	local deadline=$((SECONDS + $3)) v
+	while ((SECONDS <= deadline)); do
+		v=$(value "$1")
+		if [ "$2" = present ] && [ -n "$v" ]; then return 0; fi
+		if [ "$2" = absent ] && [ -z "$v" ]; then return 0; fi
+		sleep 0.1
+	done
+	return 1
+}
+
+start_rmemd() {
+	local i=$1
+	"$RMEMD" -c "$tmp/r$i.conf" >> "$tmp/r$i.log" 2>&1 &
+	rpids[$i]=$!
+}
+
+read -r -a ports <<< "$(python3 -c 'import socket
+ss = [socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')"
+for i in 0 1 2; do
+	rports[$i]=${ports[$i]}
+	rmemd_conf_cluster "$i"
+	start_rmemd "$i"
+done
+for i in 0 1 2; do
+	wait_key "$i" present 15
+	ok $? "rmemd s$i registers $(key "$i")"
+done
+
+# ---- the key, its JSON, its lease --------------------------------------------------------
+now_ms=$(($(date +%s) * 1000))
+for i in 0 1 2; do
+	v=$(value "$i")
+	echo "$v" | diag
+	[ "$(echo "$v" | json id)" = "s$i" ] &&
+		[ "$(echo "$v" | json tcp)" = "127.0.0.1:${rports[$i]}" ] &&
+		[ "$(echo "$v" | json rdma)" = "" ] &&
+		[ "$(echo "$v" | json pool_bytes)" = "$POOL" ] &&
+		[ "$(echo "$v" | json free_bytes)" = "$POOL" ] &&
+		[ "$(echo "$v" | json largest_free)" = "$POOL" ] &&
+		[ "$(echo "$v" | json generation)" -gt 0 ] &&
+		st=$(echo "$v" | json start_time_ms) &&
+		((st > now_ms - 600000 && st <= now_ms + 1000))
+	ok $? "s$i's value: id, tcp endpoint, no rdma, pool/free/largest = 64 MiB, generation, start time"
+	lease=$(get "$i" Lease)
+	ttl=$(etcdctl_ lease timetolive "$(printf %x "$lease")" 2> /dev/null)
+	[ "$lease" -gt 0 ] 2> /dev/null && [[ $ttl == *"TTL(3s)"* ]]
+	ok $? "s$i's key is under lease $lease granted with a TTL of lease_ms ($ttl)"
+done
+
+# ---- the figures: a large allocation moves them, a tiny one does not -----------------------
+ep0=tcp://127.0.0.1:${rports[0]}
+rev0=$(get 0 ModRevision)
+coproc TINY { "$CLIENT" "$ep0" alloc 4096; }
+cpids+=("$TINY_PID")
+read -r -t 10 line <&"${TINY[0]}"
+[ "$line" = allocated ]
+ok $? "a client holds 4 KiB on s0"
+sleep 1.5
+[ "$(get 0 ModRevision)" = "$rev0" ] && [ "$(value 0 | json free_bytes)" = "$POOL" ]
+ok $? "a 4 KiB allocation (below the refresh step) writes nothing to etcd"
+coproc BIG { "$CLIENT" "$ep0" alloc $((16 << 20)); }
+cpids+=("$BIG_PID")
+read -r -t 10 line <&"${BIG[0]}"
+[ "$line" = allocated ]
+ok $? "a client holds 16 MiB on s0"
+want=$((POOL - (16 << 20) - 4096))
+got=
+for _ in $(seq 30); do
+	got=$(value 0 | json free_bytes)
+	[ "$got" = "$want" ] && break
+	sleep 0.1
+done
+[ "$got" = "$want" ]
+ok $? "after a 16 MiB allocation s0's free_bytes follows within 3 s ($got, want $want)"
+eval "exec ${BIG[1]}>&-"
+wait "$BIG_PID"
+ok $? "the 16 MiB client frees and exits 0"
+got=
+for _ in $(seq 30); do
+	got=$(value 0 | json free_bytes)
+	[ "$got" = "$((POOL - 4096))" ] && break
+	sleep 0.1
+done
+[ "$got" = "$((POOL - 4096))" ]
+ok $? "after the free s0's free_bytes is back ($got)"
+eval "exec ${TINY[1]}>&-"
+wait "$TINY_PID"
+
+# ---- the etcd leader dies: keepalives and clients' I/O go on ------------------------------
+leases_before="$(get 0 Lease) $(get 1 Lease) $(get 2 Lease)"
+"$CLIENT" "tcp://127.0.0.1:${rports[1]}" io 8 > "$tmp/io.out" 2>&1 &
+io_pid=$!
+cpids+=("$io_pid")
+sleep 1
+leader=$(etcd_leader)
+[ -n "$leader" ]
+ok $? "etcdctl endpoint status names a leader (member $leader)"
+etcd_kill "$leader"
+sleep $((LEASE_MS / 1000 + 2))
+leases_after="$(get 0 Lease) $(get 1 Lease) $(get 2 Lease)"
+[ "$leases_before" = "$leases_after" ]
+ok $? "with the leader killed, every key stays under its lease, kept alive ($leases_after)"
+wait "$io_pid"
+rc=$?
+diag < "$tmp/io.out"
+ok $rc "a TCP client of s1 read and wrote throughout, every block verified"
+etcd_restart "$leader"
+etcd_wait_healthy 20
+ok $? "the killed member rejoins"
+grep -c "etcd is unreachable" "$tmp"/r[012].log | diag
+
+# ---- a lost lease: registered again ---------------------------------------------------------
+old=$(get 2 Lease)
+etcdctl_ lease revoke "$(printf %x "$old")" > /dev/null 2>&1
+ok $? "the test revokes s2's lease from outside"
+new=
+for _ in $(seq 60); do
+	new=$(get 2 Lease)
+	[ -n "$new" ] && [ "$new" != "$old" ] && break
+	sleep 0.1
+done
+[ -n "$new" ] && [ "$new" != "$old" ] && grep -q "is lost" "$tmp/r2.log"
+ok $? "s2 sees its lease lost and registers again under a new one ($old -> $new)"
+
+# ---- kill -9: the key goes when the lease ends -------------------------------------------------
+t0=$(date +%s%N)
+kill -KILL "${rpids[0]}"
+wait "${rpids[0]}" 2> /dev/null
+rpids[0]=
+wait_key 0 absent 10
+t1=$(date +%s%N)
+ms=$(((t1 - t0) / 1000000))
+echo "# kill -9 of s0: its key disappeared after $ms ms (lease_ms $LEASE_MS)"
+((ms <= LEASE_MS + 1000))
+ok $? "kill -9: s0's key is gone within lease_ms + 1 s ($ms ms)"
+
+# ---- SIGTERM: revoked at once ----------------------------------------------------------------------
+t0=$(date +%s%N)
+kill -TERM "${rpids[1]}"
+wait_key 1 absent 5
+t1=$(date +%s%N)
+ms=$(((t1 - t0) / 1000000))
+echo "# SIGTERM of s1: its key disappeared after $ms ms"
+((ms <= 1000))
+ok $? "SIGTERM: s1's key is gone at once, revoked ($ms ms)"
+wait "${rpids[1]}"
+ok $? "s1 exits 0"
+rpids[1]=
+grep -q "revoked" "$tmp/r1.log"
+ok $? "s1's log says its lease was revoked"
+
+# ---- every etcd member down: s2 serves on, says so once; back: registered ---------------------------
+etcd_stop
+"$CLIENT" "tcp://127.0.0.1:${rports[2]}" io 4 > "$tmp/io2.out" 2>&1
+rc=$?
+diag < "$tmp/io2.out"
+ok $rc "with all of etcd down a client of s2 allocates, writes and reads"
+sleep 2
+n=$(grep -c "etcd is unreachable" "$tmp/r2.log")
+[ "$n" = 1 ]
+ok $? "s2 logged the loss of etcd once ($n times)"
+for i in 0 1 2; do etcd_restart "$i"; done
+etcd_wait_healthy 30
+ok $? "etcd comes back"
+wait_key 2 present 10
+ok $? "s2's key is there again"
+for _ in $(seq 50); do
+	grep -q "etcd is reachable again" "$tmp/r2.log" && break
+	sleep 0.1
+done
+n=$(grep -c "etcd is reachable again" "$tmp/r2.log")
+[ "$n" = 1 ]
+ok $? "s2 logged once that etcd is back ($n times)"
+sleep 1.5
+lease=$(get 2 Lease)
+ttl=$(etcdctl_ lease timetolive "$(printf %x "$lease")" 2> /dev/null)
+[[ $ttl == *"remaining("[123]"s)"* ]]
+ok $? "s2's lease is kept alive again ($ttl)"
+
+kill -TERM "${rpids[2]}"
+wait "${rpids[2]}"
+ok $? "s2 exits 0 on SIGTERM"
+rpids[2]=
+wait_key 2 absent 2
+ok $? "s2's key is gone"
+grep -h "^<[0-4]>" "$tmp"/r[012].log | grep -v "etcd is unreachable\|is lost\|held by lease" | diag
+
+# ---- bad cluster blocks: FILE:LINE ----------------------------------------------------------------
+bad() {
+	local name=$1 line=$2 file=$tmp/bad-$1.conf rc
+	printf '%s\n' "$3" > "$file"
+	"$RMEMD" -t -c "$file" > /dev/null 2> "$tmp/err"
+	rc=$?
+	[ $rc -eq 1 ] && grep -q -F "$file:$line:" "$tmp/err"
+	ok $? "rmemd -t refuses $name with $file:$line: ($(head -1 "$tmp/err"))"
+}
+bad not-http 2 'listen = { tcp = "127.0.0.1:7470"; };
+cluster = { etcd = "ftp://127.0.0.1:2379"; };'
+bad no-port 3 'listen = { tcp = "127.0.0.1:7470"; };
+cluster = {
+  etcd = "http://127.0.0.1:2379,http://127.0.0.1";
+};'
+bad short-lease 2 'listen = { tcp = "127.0.0.1:7470"; };
+cluster = { etcd = "http://127.0.0.1:2379"; lease_ms = 100; };'
+bad wildcard 2 'listen = { tcp = "0.0.0.0:7470"; };
+cluster = { etcd = "http://127.0.0.1:2379"; };'
+bad unknown-key 2 'listen = { tcp = "127.0.0.1:7470"; };
+cluster = { etcd = "http://127.0.0.1:2379"; leases = 3; };'
+printf '%s\n' 'listen = { tcp = "0.0.0.0:7470"; };' \
+	'cluster = { etcd = "http://127.0.0.1:2379"; advertise = "10.0.0.1:7470"; id = "a-1"; };' \
+	> "$tmp/good.conf"
+"$RMEMD" -t -c "$tmp/good.conf" > /dev/null 2> "$tmp/err"
+ok $? "rmemd -t accepts a cluster block with advertise and id"
+
+tap_done
