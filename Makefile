@@ -239,7 +239,14 @@ $(B)/tests/test_region: $(B)/tests/obj/unit/test_region.o $(B)/d/daemon/region.o
 $(B)/tests/obj/unit/test_region.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_names: $(B)/tests/obj/unit/test_names.o $(B)/d/daemon/names.o
 $(B)/tests/obj/unit/test_names.o: EXTRA_CPPFLAGS = -Idaemon
-# replay.c is main() for both fuzz targets, with each one's corpus.
+# The etcd codec, the endpoint list and the server record; the etcd fuzzer's
+# corpus replayed (tests/fuzz/fuzz_etcd.c).
+$(B)/tests/test_etcd_codec: $(B)/tests/obj/unit/test_etcd_codec.o $(ETCD_LIB)
+$(B)/tests/test_etcd_codec: EXTRA_LIBS = $(ETCD_LIB) $(ETCD_LIBS)
+$(B)/tests/fuzz_etcd_replay: $(B)/tests/obj/fuzz/fuzz_etcd.o $(B)/tests/obj/fuzz/replay-etcd.o \
+	$(ETCD_LIB)
+$(B)/tests/fuzz_etcd_replay: EXTRA_LIBS = $(ETCD_LIB) $(ETCD_LIBS)
+# replay.c is main() for every fuzz target, with each one's corpus.
 $(B)/tests/obj/fuzz/replay-%.o: tests/fuzz/replay.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(TEST_CPPFLAGS) -DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/$*"' \
@@ -415,13 +422,20 @@ build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(FUZZ_DAEMON_SRCS:%.c=buil
 		$(COMMON_SRCS:%.c=build-fuzz/d/%.o)
 	clang $(CPPFLAGS_ALL) $(TEST_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) -o $@ $^ \
 		$(DAEMON_LIBS)
+# fuzz_etcd: the etcd gateway codec and the server record (pure).
+build-fuzz/fuzz_etcd: tests/fuzz/fuzz_etcd.c common/etcd_codec.c common/cluster_rec.c
+	@mkdir -p $(dir $@)
+	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ $^ $(shell $(PKG_CONFIG) --libs jansson libsodium)
 # Crashes land in build-fuzz/ as crash-*; keep a minimized one in the corpus.
-fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch
-	mkdir -p build-fuzz/corpus-proto build-fuzz/corpus-dispatch
+fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch build-fuzz/fuzz_etcd
+	mkdir -p build-fuzz/corpus-proto build-fuzz/corpus-dispatch build-fuzz/corpus-etcd
 	build-fuzz/fuzz_proto -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
 		build-fuzz/corpus-proto tests/fuzz/corpus/proto
 	build-fuzz/fuzz_dispatch -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
 		build-fuzz/corpus-dispatch tests/fuzz/corpus/dispatch
+	build-fuzz/fuzz_etcd -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
+		build-fuzz/corpus-etcd tests/fuzz/corpus/etcd
 
 # Writes the dispatch seeds again (after a protocol change).
 .PHONY: fuzz-seeds

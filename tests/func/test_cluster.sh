@@ -127,19 +127,37 @@ done
 
 # ---- the figures: a large allocation moves them, a tiny one does not -----------------------
 ep0=tcp://127.0.0.1:${rports[0]}
+
+# hold NAME ENDPOINT SIZE: a client holding SIZE bytes until release NAME
+# (its stdin is a fifo the test keeps open); 0 once it said "allocated".
+declare -A hold_fd hold_pid
+hold() {
+	local fd
+	mkfifo "$tmp/$1.in"
+	"$CLIENT" "$2" alloc "$3" < "$tmp/$1.in" > "$tmp/$1.out" 2>&1 &
+	hold_pid[$1]=$!
+	cpids+=("$!")
+	exec {fd}> "$tmp/$1.in"
+	hold_fd[$1]=$fd
+	for _ in $(seq 100); do
+		grep -q allocated "$tmp/$1.out" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# release NAME: the client frees and exits; its exit status.
+release() {
+	exec {hold_fd[$1]}>&-
+	wait "${hold_pid[$1]}"
+}
+
 rev0=$(get 0 ModRevision)
-coproc TINY { "$CLIENT" "$ep0" alloc 4096; }
-cpids+=("$TINY_PID")
-read -r -t 10 line <&"${TINY[0]}"
-[ "$line" = allocated ]
+hold tiny "$ep0" 4096
 ok $? "a client holds 4 KiB on s0"
 sleep 1.5
 [ "$(get 0 ModRevision)" = "$rev0" ] && [ "$(value 0 | json free_bytes)" = "$POOL" ]
 ok $? "a 4 KiB allocation (below the refresh step) writes nothing to etcd"
-coproc BIG { "$CLIENT" "$ep0" alloc $((16 << 20)); }
-cpids+=("$BIG_PID")
-read -r -t 10 line <&"${BIG[0]}"
-[ "$line" = allocated ]
+hold big "$ep0" $((16 << 20))
 ok $? "a client holds 16 MiB on s0"
 want=$((POOL - (16 << 20) - 4096))
 got=
@@ -150,8 +168,7 @@ for _ in $(seq 30); do
 done
 [ "$got" = "$want" ]
 ok $? "after a 16 MiB allocation s0's free_bytes follows within 3 s ($got, want $want)"
-eval "exec ${BIG[1]}>&-"
-wait "$BIG_PID"
+release big
 ok $? "the 16 MiB client frees and exits 0"
 got=
 for _ in $(seq 30); do
@@ -161,8 +178,7 @@ for _ in $(seq 30); do
 done
 [ "$got" = "$((POOL - 4096))" ]
 ok $? "after the free s0's free_bytes is back ($got)"
-eval "exec ${TINY[1]}>&-"
-wait "$TINY_PID"
+release tiny
 
 # ---- the etcd leader dies: keepalives and clients' I/O go on ------------------------------
 leases_before="$(get 0 Lease) $(get 1 Lease) $(get 2 Lease)"
