@@ -436,6 +436,26 @@ static const struct bad_case bad_cases[] = {
 	{ "rdma is a group", "rdma = \"rxe0\";\n", 1, "rdma: expected a group" },
 	{ "control characters are not echoed", "log = { level = \"a\\nb\"; };\n", 1,
 	  "log.level: \"a?b\" is not one of" },
+	{ "cluster.etcd without a scheme", "cluster = {\n etcd = \"127.0.0.1:2379\";\n};\n", 2,
+	  "cluster.etcd: \"127.0.0.1:2379\": endpoint 1 does not start with http://" },
+	{ "cluster.etcd, second endpoint bad", "listen = { tcp = \"127.0.0.1:1\"; };\n"
+	  "cluster = { etcd = \"http://a:1,http://b:x\"; };\n", 2,
+	  "cluster.etcd: \"http://a:1,http://b:x\": endpoint 2 does not end in :PORT" },
+	{ "cluster.lease_ms too short", "cluster = {\n\n lease_ms = 999;\n};\n", 3,
+	  "cluster.lease_ms: 999 is out of range [1000, 600000]" },
+	{ "cluster.id with a slash", "cluster = { id = \"a/b\"; };\n", 1,
+	  "cluster.id: \"a/b\": a name is" },
+	{ "cluster.name empty", "cluster = { name = \"\"; };\n", 1, "cluster.name: \"\": a name is" },
+	{ "cluster.advertise not HOST:PORT", "cluster = { advertise = \"host\"; };\n", 1,
+	  "cluster.advertise: \"host\" is not HOST:PORT" },
+	{ "cluster on a wildcard listener", "listen = { tcp = \"0.0.0.0:7470\"; };\n\n"
+	  "cluster = { etcd = \"http://127.0.0.1:2379\"; };\n", 3,
+	  "cluster: listen.tcp \"0.0.0.0:7470\" is a wildcard address" },
+	{ "cluster without TCP", "listen = { tcp = \"\"; };\n"
+	  "cluster = { etcd = \"http://127.0.0.1:2379\"; };\n", 2,
+	  "cluster: listen.tcp is off: set cluster.advertise" },
+	{ "unknown key in cluster", "cluster = {\n etcd = \"\";\n ttl = 3;\n};\n", 3,
+	  "cluster.ttl: unknown key (known here: etcd, name, id, advertise, lease_ms)" },
 };
 
 static void test_bad_file(const struct bad_case *c, int index)
@@ -675,6 +695,41 @@ static void test_tenants(void)
 		   "tenants = ( { name = \"ml\"; secret_file = \"%s\"; } );\n", shorty);
 }
 
+/* ---- cluster ------------------------------------------------------------------- */
+
+static void test_cluster(void)
+{
+	struct config cfg;
+	struct dump d;
+	char err[512];
+	int rc;
+
+	config_defaults(&cfg);
+	ok(!cfg.cluster_etcd[0] && !strcmp(cfg.cluster_name, "rmem") && !cfg.cluster_id[0] &&
+	   !cfg.cluster_advertise[0] && cfg.cluster_lease_ms == 3000,
+	   "cluster defaults: no etcd, name rmem, no id, no advertise, lease_ms 3000");
+	dump(&cfg, &d);
+	ok(!strstr(d.text, "cluster."), "no cluster, nothing of it in the dump");
+	rc = config_load(&cfg, write_conf("cluster.conf",
+		"listen = { tcp = \"0.0.0.0:7470\"; };\n"
+		"cluster = { etcd = \"http://127.0.0.1:2379,http://[::1]:22379/\"; name = \"rack-1\";\n"
+		"  id = \"mem-a.1\"; advertise = \"10.1.2.3:7470\"; lease_ms = 1500; };\n"),
+		err, sizeof err);
+	ok(rc == 0 && !strcmp(cfg.cluster_etcd, "http://127.0.0.1:2379,http://[::1]:22379/") &&
+	   !strcmp(cfg.cluster_name, "rack-1") && !strcmp(cfg.cluster_id, "mem-a.1") &&
+	   !strcmp(cfg.cluster_advertise, "10.1.2.3:7470") && cfg.cluster_lease_ms == 1500,
+	   "a cluster block as written (rc %d %s)", rc, err);
+	dump(&cfg, &d);
+	ok(has_line(&d, "cluster.etcd = http://127.0.0.1:2379,http://[::1]:22379/") &&
+	   has_line(&d, "cluster.id = mem-a.1") && has_line(&d, "cluster.lease_ms = 1500"),
+	   "with a cluster the dump shows it");
+	rc = config_load(&cfg, write_conf("cluster2.conf",
+		"listen = { tcp = \"127.0.0.1:7470\"; };\n"
+		"cluster = { etcd = \"http://e:2379\"; id = \"\"; };\n"), err, sizeof err);
+	ok(rc == 0 && !cfg.cluster_id[0] && !cfg.cluster_advertise[0],
+	   "id \"\" (random) and no advertise on a listener with an address (rc %d %s)", rc, err);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -694,6 +749,7 @@ int main(void)
 	test_missing_file();
 	test_parse_size();
 	test_tenants();
+	test_cluster();
 	remove_confs();
 	return tap_done();
 }
