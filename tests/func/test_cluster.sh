@@ -11,7 +11,7 @@
 # TAP output.
 #
 #   RMEM_BUILD=build tests/func/test_cluster.sh
-# run-tests-timeout: 240
+# run-tests-timeout: 300
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
@@ -217,6 +217,7 @@ done
 ok $? "s2 sees its lease lost and registers again under a new one ($old -> $new)"
 
 # ---- kill -9: the key goes when the lease ends -------------------------------------------------
+v0_before=$(value 0)
 t0=$(date +%s%N)
 kill -KILL "${rpids[0]}"
 wait "${rpids[0]}" 2> /dev/null
@@ -227,6 +228,37 @@ ms=$(((t1 - t0) / 1000000))
 echo "# kill -9 of s0: its key disappeared after $ms ms (lease_ms $LEASE_MS)"
 ((ms <= LEASE_MS + 1000))
 ok $? "kill -9: s0's key is gone within lease_ms + 1 s ($ms ms)"
+
+# ---- the same id again: a restarted s0 is s0 ------------------------------------------------------
+gen_before=$(echo "$v0_before" | json generation)
+start_rmemd 0
+wait_key 0 present 10
+ok $? "s0 restarted with the same config registers $(key 0) again"
+v=$(value 0)
+[ "$(echo "$v" | json id)" = s0 ] && [ "$(echo "$v" | json tcp)" = "127.0.0.1:${rports[0]}" ] &&
+	[ "$(echo "$v" | json generation)" -gt "$gen_before" ]
+ok $? "same id and endpoint, a new generation (its memory was lost)"
+
+# ---- two servers with one id: the second waits, never takes the key over ----------------------------
+dport=$(free_port)
+sed -e "s/127.0.0.1:${rports[2]}/127.0.0.1:$dport/" -e "s|$tmp/r2.sock|$tmp/dup.sock|" \
+	"$tmp/r2.conf" > "$tmp/dup.conf"
+"$RMEMD" -c "$tmp/dup.conf" > "$tmp/dup.log" 2>&1 &
+dup_pid=$!
+cpids+=("$dup_pid")
+for _ in $(seq 50); do
+	grep -q "is held by lease" "$tmp/dup.log" && break
+	sleep 0.1
+done
+grep -q "is held by lease" "$tmp/dup.log" &&
+	[ "$(value 2 | json tcp)" = "127.0.0.1:${rports[2]}" ]
+ok $? "a second rmemd with id s2 says the key is held and leaves it to s2"
+kill -TERM "$dup_pid"
+wait "$dup_pid"
+rc=$?
+sleep 0.5
+[ $rc -eq 0 ] && [ "$(value 2 | json tcp)" = "127.0.0.1:${rports[2]}" ]
+ok $? "it stops (exit $rc) and s2's key is untouched"
 
 # ---- SIGTERM: revoked at once ----------------------------------------------------------------------
 t0=$(date +%s%N)
@@ -277,6 +309,10 @@ ok $? "s2 exits 0 on SIGTERM"
 rpids[2]=
 wait_key 2 absent 2
 ok $? "s2's key is gone"
+kill -TERM "${rpids[0]}"
+wait "${rpids[0]}"
+ok $? "s0 exits 0 on SIGTERM"
+rpids[0]=
 grep -h "^<[0-4]>" "$tmp"/r[012].log | grep -v "etcd is unreachable\|is lost\|held by lease" | diag
 
 # ---- bad cluster blocks: FILE:LINE ----------------------------------------------------------------
