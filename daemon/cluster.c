@@ -102,6 +102,7 @@ struct agent {
 	struct cluster *cl;
 	struct etcd_client *etcd;
 	int64_t lease;            /* 0: none */
+	bool registered;          /* the key is ours, under lease */
 	int64_t ttl_s;
 	uint64_t put_free, put_largest;  /* the figures etcd has */
 	int64_t next_keepalive;   /* clock_mono_ms() */
@@ -194,9 +195,16 @@ static int join(struct agent *a)
 		rc = etcd_create(a->etcd, cl->key, strlen(cl->key), value, strlen(value), a->lease,
 				 &created, &existing);
 	free(value);
+	if (rc == -ENOENT) {
+		/* Our lease ended before the key could be created (we were
+		 * waiting for the key, or etcd was away): a new one next time. */
+		log_debug("cluster: lease %" PRIx64 " ended before %s was created",
+			  (uint64_t)a->lease, cl->key);
+		a->lease = 0;
+		set_state(a, CLUSTER_JOINING);
+		return rc;
+	}
 	if (rc < 0) {
-		if (rc == -ENOENT)
-			a->lease = 0; /* the lease went meanwhile */
 		failed(a, "create", rc);
 		return rc;
 	}
@@ -213,6 +221,7 @@ static int join(struct agent *a)
 	etcd_kv_free(&existing);
 	a->waiting_for = 0;
 	a->last_err = 0;
+	a->registered = true;
 	set_state(a, CLUSTER_REGISTERED);
 	log_notice("cluster: registered %s (lease %" PRIx64 ", ttl %" PRId64 " s) via %s",
 		   cl->key, (uint64_t)a->lease, a->ttl_s, etcd_client_endpoint(a->etcd));
@@ -232,9 +241,10 @@ static void keepalive(struct agent *a)
 		return;
 	}
 	if (ttl <= 0) {
-		log_warn("cluster: lease %" PRIx64 " is lost (it expired while etcd was out of "
-			 "reach); registering again", (uint64_t)a->lease);
+		log_warn("cluster: lease %" PRIx64 " is lost (it ended while etcd was out of "
+			 "reach, or was revoked); registering again", (uint64_t)a->lease);
 		a->lease = 0;
+		a->registered = false;
 		set_state(a, CLUSTER_JOINING);
 		return;
 	}
@@ -268,6 +278,7 @@ static void refresh(struct agent *a)
 		a->put_largest = was_largest;
 		if (rc == -ENOENT) {  /* the lease is gone */
 			a->lease = 0;
+			a->registered = false;
 			set_state(a, CLUSTER_JOINING);
 		}
 		failed(a, "put", rc);
@@ -312,26 +323,20 @@ static void *agent_main(void *arg)
 		return NULL;
 	}
 	while (!nap(cl, 0)) {
-		int64_t wait = CHECK_MS;
+		int64_t wait = CHECK_MS, until;
 
-		if (!a.lease || atomic_load(&cl->state) != CLUSTER_REGISTERED) {
-			if (a.lease && atomic_load(&cl->state) == CLUSTER_UNREACHABLE)
-				keepalive(&a);  /* back? is the lease still there? */
-			else if (join(&a) < 0)
-				wait = cl->lease_ms / 3 < CHECK_MS ? CHECK_MS : cl->lease_ms / 3;
-			if (a.lease && atomic_load(&cl->state) == CLUSTER_UNREACHABLE)
+		if (!a.registered) {
+			/* Not every tick: a failed join waits a keepalive period. */
+			if (join(&a) < 0)
 				wait = cl->lease_ms / 3 < CHECK_MS ? CHECK_MS : cl->lease_ms / 3;
 		} else if (clock_mono_ms() >= a.next_keepalive) {
 			keepalive(&a);
 		} else {
 			refresh(&a);
 		}
-		if (atomic_load(&cl->state) == CLUSTER_REGISTERED) {
-			int64_t until = a.next_keepalive - clock_mono_ms();
-
-			if (until < wait)
-				wait = until > 0 ? until : 0;
-		}
+		until = a.next_keepalive - clock_mono_ms();
+		if (a.registered && until < wait)
+			wait = until > 0 ? until : 0;
 		if (nap(cl, wait))
 			break;
 	}
@@ -340,10 +345,13 @@ static void *agent_main(void *arg)
 	if (a.lease) {
 		int rc = etcd_lease_revoke(a.etcd, a.lease);
 
-		if (rc == 0)
+		if (rc == 0 && a.registered)
 			log_notice("cluster: lease %" PRIx64 " revoked; %s is gone",
 				   (uint64_t)a.lease, cl->key);
-		else
+		else if (rc == 0)
+			log_info("cluster: lease %" PRIx64 " revoked (%s was not ours)",
+				 (uint64_t)a.lease, cl->key);
+		else if (a.registered)
 			log_warn("cluster: revoking lease %" PRIx64 ": %s (%s); %s goes when it "
 				 "expires", (uint64_t)a.lease, strerror(-rc),
 				 etcd_client_error(a.etcd), cl->key);
