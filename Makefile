@@ -125,8 +125,9 @@ RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) 
 # ...and the chaos test over RDMA, shorter (tests/chaos/rdma/test_chaos).
 RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
 RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
-# tests/func/test_cluster.sh's librmem client (holds memory, does I/O).
-CLUSTER_HELPERS := $(B)/tests/cluster_client
+# tests/func/test_cluster.sh's librmem client (holds memory, does I/O), and
+# the etcd client's own test, run against etcd by test_etcd_client.sh.
+CLUSTER_HELPERS := $(B)/tests/cluster_client $(B)/tests/test_etcd_client
 
 
 .PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp \
@@ -246,6 +247,9 @@ $(B)/tests/test_etcd_codec: EXTRA_LIBS = $(ETCD_LIB) $(ETCD_LIBS)
 $(B)/tests/fuzz_etcd_replay: $(B)/tests/obj/fuzz/fuzz_etcd.o $(B)/tests/obj/fuzz/replay-etcd.o \
 	$(ETCD_LIB)
 $(B)/tests/fuzz_etcd_replay: EXTRA_LIBS = $(ETCD_LIB) $(ETCD_LIBS)
+$(B)/tests/test_etcd_client: $(B)/tests/obj/func/test_etcd_client.o $(ETCD_LIB) $(TESTLIB) \
+		$(COMMON_LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(TESTLIB) $(ETCD_LIB) $(COMMON_LIB) $(ETCD_LIBS)
 # replay.c is main() for every fuzz target, with each one's corpus.
 $(B)/tests/obj/fuzz/replay-%.o: tests/fuzz/replay.c
 	@mkdir -p $(dir $@)
@@ -314,7 +318,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		$(CHAOS_BINS) \
 		tests/unit/test_layers.sh \
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
-		tests/func/test_static.sh tests/func/test_cluster.sh \
+		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
 		tests/vm/suite
 
 unit: $(UNIT_BINS)

@@ -355,3 +355,136 @@ int etcd_delete(struct etcd_client *c, const void *key, size_t key_len, bool pre
 	free(reply);
 	return rc;
 }
+
+/* ---- watch -------------------------------------------------------------------------- */
+
+/* The stream as it arrives: whole lines are messages. */
+struct stream {
+	const struct etcd_watch_ops *ops;
+	struct sink buf;
+	int rc;          /* 1: go on; 0: stopped by ops; < 0: failed */
+	bool got_any;    /* a message came: the endpoint took the stream */
+	char error[160];
+};
+
+/* One line: a message, or a stream error. */
+static void stream_line(struct stream *st, const char *line, size_t len)
+{
+	struct etcd_watch_msg m;
+	int code, rc;
+
+	if (len == 0)
+		return;
+	st->got_any = true;
+	rc = etcd_dec_watch(line, len, &m);
+	if (rc < 0) {
+		if (etcd_dec_error(line, len, &code, st->error, sizeof st->error) == 0)
+			st->rc = etcd_grpc_errno(code) == -EAGAIN ? -ECONNRESET : etcd_grpc_errno(code);
+		else
+			st->rc = rc;
+		return;
+	}
+	if (st->ops->message(st->ops->arg, &m))
+		st->rc = 0;
+	etcd_watch_msg_free(&m);
+}
+
+static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct stream *st = arg;
+	size_t n = size * nmemb, start = 0;
+	char *nl;
+
+	if (on_data(ptr, size, nmemb, &st->buf) != n) {
+		st->rc = st->buf.too_long ? -EPROTO : -ENOMEM;
+		return 0;
+	}
+	while (st->rc == 1 && (nl = memchr(st->buf.data + start, '\n', st->buf.len - start))) {
+		size_t len = (size_t)(nl - (st->buf.data + start));
+
+		stream_line(st, st->buf.data + start, len);
+		start += len + 1;
+	}
+	memmove(st->buf.data, st->buf.data + start, st->buf.len - start);
+	st->buf.len -= start;
+	st->buf.data[st->buf.len] = '\0';
+	return st->rc == 1 ? n : 0;
+}
+
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct stream *st = arg;
+
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	if (st->rc == 1 && st->ops->stop && st->ops->stop(st->ops->arg))
+		st->rc = 0;
+	return st->rc != 1; /* nonzero aborts the transfer */
+}
+
+/* One stream from one endpoint, on a handle of its own. */
+static int watch_one(struct etcd_client *c, size_t ep, const char *body, struct stream *st)
+{
+	char url[ETCD_ENDPOINT_MAX + 16];
+	CURL *h = curl_easy_init();
+	CURLcode cc;
+
+	if (!h)
+		return -ENOMEM;
+	snprintf(url, sizeof url, "%s/v3/watch", c->eps.url[ep]);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
+	/* No timeout for the whole stream; a member that vanishes without a
+	 * reset is found by TCP keepalives within a few seconds. */
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 2L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_stream);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, st);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, st);
+	cc = curl_easy_perform(h);
+	curl_easy_cleanup(h);
+	if (st->rc != 1)
+		return st->rc;  /* stopped (0), or what a line said */
+	snprintf(c->error, sizeof c->error, "%s/v3/watch: %s", c->eps.url[ep],
+		 cc == CURLE_OK ? "the stream ended" : curl_easy_strerror(cc));
+	return st->got_any ? -ECONNRESET : 1; /* 1: try the next endpoint */
+}
+
+int etcd_watch(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
+	       int64_t start_revision, const struct etcd_watch_ops *ops)
+{
+	char *body;
+	int rc = etcd_enc_watch_create(key, key_len, prefix, start_revision, &body);
+
+	for (size_t i = 0; rc == 0 && i < c->eps.n; i++) {
+		size_t ep = (c->cur + i) % c->eps.n;
+		struct stream st = { .ops = ops, .rc = 1 };
+
+		rc = watch_one(c, ep, body, &st);
+		if (st.error[0])
+			snprintf(c->error, sizeof c->error, "%s/v3/watch: %s", c->eps.url[ep],
+				 st.error);
+		free(st.buf.data);
+		if (rc == 1) {
+			rc = 0;
+			continue;
+		}
+		if (rc != -ECONNRESET && rc != -EHOSTUNREACH)
+			c->cur = ep;
+		else
+			c->cur = (ep + 1) % c->eps.n; /* resume elsewhere */
+		free(body);
+		return rc;
+	}
+	free(body);
+	return rc < 0 ? rc : -EHOSTUNREACH;
+}

@@ -78,4 +78,29 @@ int etcd_range(struct etcd_client *c, const void *key, size_t key_len, bool pref
 int etcd_delete(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
 		int64_t *deleted);
 
+/* ---- watch: a stream of changes --------------------------------------------- */
+
+struct etcd_watch_ops {
+	/* Each message of the stream, in order (the first says created).
+	 * Nonzero stops the watch (etcd_watch then returns 0). */
+	int (*message)(void *arg, const struct etcd_watch_msg *m);
+	/* Polled about once a second, more often while data flows (NULL: never);
+	 * true stops the watch (etcd_watch returns 0). */
+	bool (*stop)(void *arg);
+	void *arg;
+};
+
+/*
+ * Watches key (every key under it with prefix) from start_revision (0: from
+ * now), blocking the calling thread until ops says stop (0), the stream ends
+ * or breaks (-ECONNRESET: resume from the last revision seen + 1, perhaps on
+ * another endpoint; a canceled watch with compact_revision set means the
+ * history is gone: read everything again, then watch from that read's
+ * revision), no endpoint takes the stream (-EHOSTUNREACH), or a message the
+ * codec refuses (-EPROTO) or an error of etcd (its errno).  Like every
+ * call, it is one thread's: a watching thread has a client of its own.
+ */
+int etcd_watch(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
+	       int64_t start_revision, const struct etcd_watch_ops *ops);
+
 #endif /* RMEM_ETCD_CLIENT_H */
