@@ -313,6 +313,13 @@ static void on_request(struct evhttp_request *req, void *arg)
 		return reply_text(req, HTTP_NOTFOUND, "Not Found", "rmemd serves /metrics only");
 	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
 		return reply_text(req, HTTP_BADMETHOD, "Method Not Allowed", "GET or HEAD only");
+	/* evhttp would send a body after HEAD too: give it none. */
+	if (cmd == EVHTTP_REQ_HEAD) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+				  CONTENT_TYPE);
+		evhttp_send_reply(req, HTTP_OK, "OK", NULL);
+		return;
+	}
 	b = evbuffer_new();
 	if (!b || metrics_write(m->srv, b) < 0) {
 		log_warn("metrics: out of memory for the page");
