@@ -145,6 +145,12 @@ static void conn_reply(struct conn *c, const struct proto_hdr *req, const uint8_
 	c->unsent++;
 }
 
+/* Region bytes a READ or WRITE moved on this connection (counters.h). */
+static void count_bytes(struct conn *c, enum counters_io op, uint64_t n)
+{
+	c->srv->counters.stream_bytes[c->s->transport == SESSION_UNIX][op] += n;
+}
+
 /* Queues a status-only reply (status 0 or negative errno). */
 static void conn_reply_status(struct conn *c, const struct proto_hdr *req, int status)
 {
@@ -172,6 +178,7 @@ static void conn_reply_data(struct conn *c, const struct proto_hdr *req, const u
 	if (rc < 0)
 		conn_close(c, "out of memory");
 	c->unsent++;
+	count_bytes(c, COUNTERS_READ, len);
 }
 
 /* Queues an ERROR frame (status: a negative errno) and closes the connection
@@ -206,12 +213,6 @@ static void observe(struct conn *c, uint16_t opcode, uint64_t start_ns)
 	if (opcode < PROTO_OP_COUNT)
 		counters_observe(&c->srv->counters.requests[opcode],
 				 (uint64_t)clock_mono_ns() - start_ns);
-}
-
-/* Region bytes a READ or WRITE moved on this connection. */
-static void count_bytes(struct conn *c, enum counters_io op, uint64_t n)
-{
-	c->srv->counters.stream_bytes[c->s->transport == SESSION_UNIX][op] += n;
 }
 
 static void write_done(struct conn *c)
@@ -284,10 +285,8 @@ static void send_reply(struct conn *c, const struct ctl_reply *rep)
 		conn_reply_status(c, &c->hdr, rep->status);
 	else if (rep->len)
 		conn_reply(c, &c->hdr, rep->payload, rep->len);
-	else if (rep->data) {
+	else if (rep->data)
 		conn_reply_data(c, &c->hdr, rep->data, rep->data_len);
-		count_bytes(c, COUNTERS_READ, rep->data_len);
-	}
 	else
 		conn_reply_status(c, &c->hdr, 0);
 }
