@@ -48,6 +48,9 @@ struct metrics {
 
 /* ---- the page ------------------------------------------------------------------ */
 
+/* Label values need no escaping: pool and tenant names are [A-Za-z0-9_.-]
+ * (config.c), the rest are words of ours. */
+
 /* The op label of each opcode; one without a name here is "opN". */
 static const char *const op_names[PROTO_OP_COUNT] = {
 	[PROTO_OP_HELLO] = "hello",     [PROTO_OP_ALLOC] = "alloc",
@@ -431,7 +434,9 @@ int metrics_open(struct server *srv, char *err, size_t errlen)
 	}
 	/* Every method reaches on_request, which answers 405 itself (evhttp
 	 * alone would say 501 for some). */
-	evhttp_set_allowed_methods(m->http, 0x1ff);
+	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+				   EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
 	evhttp_set_timeout(m->http, HTTP_TIMEOUT_S);
 	evhttp_set_max_headers_size(m->http, HTTP_MAX_HEADERS);
 	evhttp_set_max_body_size(m->http, HTTP_MAX_BODY);
