@@ -224,6 +224,7 @@ static void peer_reattach(struct nic *rd, struct nic_peer *p, struct rdma_cm_id 
 	id->context = p;
 	p->id = id;
 	p->failed = false;
+	rd->srv->counters.rdma_reattaches++;
 	old->context = NULL;
 	if (old->qp)
 		rdma_destroy_qp(old);
@@ -275,6 +276,7 @@ static void on_connect_request(struct nic *rd, struct rdma_cm_id *id,
 		nic_peer_destroy(p);
 		return;
 	}
+	rd->srv->counters.rdma_attaches++;
 	log_info("client %llu (%s): RDMA queue pair %u accepted from %s", (unsigned long long)p->sid,
 		 rd->ev.describe(rd->ev.arg, s), p->id->qp->qp_num, from);
 }

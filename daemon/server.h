@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "counters.h"
 #include "pool.h"
 
 struct event_base;
@@ -21,6 +22,7 @@ struct key_ops;
 struct event;
 struct quarantined;
 struct names;
+struct metrics;
 
 /* What one tenant holds now (tenant.c); index as in cfg.tenants. */
 struct tenant_use {
@@ -56,6 +58,8 @@ struct server {
 	struct event *quarantine_timer;
 	struct tenant_use tenant_use[CONFIG_MAX_TENANTS];
 	struct event *lease_timer;   /* the connections' deadlines (lease.c) */
+	struct counters counters;    /* for the metrics, bumped where things happen */
+	struct metrics *metrics;     /* the listen.metrics endpoint (metrics.c), or NULL */
 };
 
 #endif /* RMEMD_SERVER_H */
