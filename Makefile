@@ -87,7 +87,7 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c \
-	daemon/busypoll.c daemon/cluster.c
+	daemon/busypoll.c daemon/cluster.c daemon/metrics.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c
 
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
@@ -105,9 +105,9 @@ INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
 UNIT_TESTS := test_alloc test_proto test_config test_region test_names test_endpoint \
 	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay \
-	fuzz_dispatch_replay test_session test_raw
+	fuzz_dispatch_replay test_session test_raw test_metrics_page
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
-	test_lease test_tenants test_membuf test_quarantine test_named
+	test_lease test_tenants test_membuf test_quarantine test_named test_metrics
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
 FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
 # The chaos test (tests/chaos): a functional test with pieces of its own.
@@ -270,6 +270,11 @@ SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.
 $(B)/tests/test_session: $(B)/tests/obj/unit/test_session.o $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)
 $(B)/tests/obj/unit/test_session.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/test_session: EXTRA_LIBS = $(DAEMON_LIBS)
+# The metrics page (metrics.c) from a server the test fills in.
+$(B)/tests/test_metrics_page: $(B)/tests/obj/unit/test_metrics_page.o $(B)/d/daemon/metrics.o \
+	$(B)/d/daemon/alloc.o $(B)/d/daemon/region.o $(B)/d/daemon/names.o $(B)/d/daemon/log.o
+$(B)/tests/obj/unit/test_metrics_page.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
+$(B)/tests/test_metrics_page: EXTRA_LIBS = $(DAEMON_LIBS)
 $(UNIT_BINS): $(TESTLIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(TESTLIB) $(COMMON_LIB) $(EXTRA_LIBS)

@@ -95,7 +95,7 @@ static int rig_open(struct rig *g, const struct opts *o)
 	f = fopen(g->conf, "we");
 	if (!f)
 		goto fail;
-	fprintf(f, "listen = { tcp = \"\"; rdma = \"\"; admin = \"%s\"; };\n"
+	fprintf(f, "listen = { tcp = \"\"; rdma = \"\"; admin = \"%s\"; metrics = \"\"; };\n"
 		   "pools = ( { name = \"bringup\"; size = \"%s\"; hugepages = \"%s\"; } );\n"
 		   "log = { level = \"notice\"; };\n", g->admin, o->size, o->hugepages);
 	if (fclose(f))

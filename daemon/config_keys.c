@@ -49,6 +49,8 @@ static const struct key_desc listen_keys[] = {
 	  .def = "0.0.0.0:7471" },
 	{ .name = "admin", .kind = KIND_PATH, FIELD(struct config, listen_admin),
 	  .def = "/run/rmemd/rmemd.sock" },
+	{ .name = "metrics", .kind = KIND_HOSTPORT, FIELD(struct config, listen_metrics),
+	  .def = "127.0.0.1:9470" },
 };
 
 static const struct key_desc pool_keys[] = {

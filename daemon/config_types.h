@@ -52,6 +52,8 @@ struct config {
 	char listen_tcp[128];           /* "" disables the TCP listener */
 	char listen_rdma[128];          /* "" disables the RDMA listener */
 	char listen_admin[108];         /* Unix socket path; "" disables */
+	/* listen.metrics = "127.0.0.1:9470": Prometheus text at GET /metrics */
+	char listen_metrics[128];       /* "" disables the metrics endpoint */
 	struct config_pool pools[CONFIG_MAX_POOLS];
 	size_t npools;                  /* >= 1; default one pool as above */
 	/* rdma = { device = "auto"; keys = "auto"; } */

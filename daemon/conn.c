@@ -145,6 +145,12 @@ static void conn_reply(struct conn *c, const struct proto_hdr *req, const uint8_
 	c->unsent++;
 }
 
+/* Region bytes a READ or WRITE moved on this connection (counters.h). */
+static void count_bytes(struct conn *c, enum counters_io op, uint64_t n)
+{
+	c->srv->counters.stream_bytes[c->s->transport == SESSION_UNIX][op] += n;
+}
+
 /* Queues a status-only reply (status 0 or negative errno). */
 static void conn_reply_status(struct conn *c, const struct proto_hdr *req, int status)
 {
@@ -172,6 +178,7 @@ static void conn_reply_data(struct conn *c, const struct proto_hdr *req, const u
 	if (rc < 0)
 		conn_close(c, "out of memory");
 	c->unsent++;
+	count_bytes(c, COUNTERS_READ, len);
 }
 
 /* Queues an ERROR frame (status: a negative errno) and closes the connection
@@ -200,9 +207,18 @@ static bool conn_blocked(const struct conn *c)
 	       evbuffer_get_length(c->out) >= cfg->conn_max_buffered;
 }
 
+/* A request's service time goes into its opcode's histogram (counters.h). */
+static void observe(struct conn *c, uint16_t opcode, uint64_t start_ns)
+{
+	if (opcode < PROTO_OP_COUNT)
+		counters_observe(&c->srv->counters.requests[opcode],
+				 (uint64_t)clock_mono_ns() - start_ns);
+}
+
 static void write_done(struct conn *c)
 {
 	conn_reply_status(c, &c->hdr, c->wstatus);
+	observe(c, PROTO_OP_WRITE, c->wstart_ns);
 	c->rx = RX_HDR;
 }
 
@@ -212,6 +228,7 @@ static void write_begin(struct conn *c, const uint8_t *p)
 	uint8_t *where = NULL;
 	int rc;
 
+	c->wstart_ns = (uint64_t)clock_mono_ns();
 	rc = proto_io_req_decode(p, c->hdr.length, PROTO_OP_WRITE, &io);
 	if (rc < 0) {
 		conn_fail(c, &c->hdr, rc, "malformed WRITE");
@@ -303,10 +320,11 @@ static void park(struct conn *c, const uint8_t *p, const struct ctl_reply *rep)
 /* Serves one control request whose payload is p: at once, or parked. */
 static void serve(struct conn *c, const uint8_t *p)
 {
+	uint64_t start = (uint64_t)clock_mono_ns();
 	struct ctl_reply rep;
 	struct ctl_req req = {
 		.s = c->s, .fd = c->fd, .h = &c->hdr, .payload = p, .len = c->hdr.length,
-		.may_wait = !c->parked || (uint64_t)clock_mono_ns() - c->parked_since < PARK_MAX_NS,
+		.may_wait = !c->parked || start - c->parked_since < PARK_MAX_NS,
 	};
 
 	if (ctl_dispatch(c->srv, &req, &rep) == CTL_WAIT) {
@@ -314,6 +332,8 @@ static void serve(struct conn *c, const uint8_t *p)
 		return;
 	}
 	send_reply(c, &rep);
+	/* A parked request counts once, for the try that answered it. */
+	observe(c, c->hdr.opcode, start);
 	free(c->parked);
 	c->parked = NULL;
 }
@@ -359,6 +379,7 @@ static void conn_process(struct conn *c)
 			if (c->wdst) {
 				memcpy(c->wdst, p, n);
 				c->wdst += n;
+				count_bytes(c, COUNTERS_WRITE, n);
 			}
 			c->in_start += n;
 			c->wleft -= n;
@@ -392,8 +413,10 @@ static ssize_t conn_read_once(struct conn *c, bool *drained)
 		 * stays false) until the socket says EAGAIN. */
 		n = read(c->fd, dst, want);
 		if (n > 0) {
-			if (c->wdst)
+			if (c->wdst) {
 				c->wdst += n;
+				count_bytes(c, COUNTERS_WRITE, (uint64_t)n);
+			}
 			c->wleft -= (uint64_t)n;
 			if (!c->wleft)
 				write_done(c);
@@ -606,9 +629,12 @@ void conn_check_deadlines(struct conn *c, uint64_t now)
 		return;
 	if (!blocked && conn_input_waiting(c))
 		return;
-	if (lease_over)
+	if (lease_over) {
+		c->srv->counters.lease_expiries++;
 		conn_expire(c, "lease expired (limits.lease_timeout_ms)", now - c->s->last_ns);
-	else
+	} else {
+		c->srv->counters.frame_timeouts++;
 		conn_expire(c, "partial frame stalled (limits.frame_timeout_ms)",
 			    now - c->last_rx_ns);
+	}
 }

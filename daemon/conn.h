@@ -45,6 +45,7 @@ struct conn {
 	uint8_t *wdst;          /* where WRITE data lands, NULL to discard it */
 	uint64_t wleft;         /* WRITE data bytes still to come */
 	int wstatus;            /* the WRITE's answer once its data is consumed */
+	uint64_t wstart_ns;     /* when its header came (the service-time histogram) */
 	uint64_t last_rx_ns;    /* when the peer last sent us a byte (frame deadline) */
 	uint32_t unsent;        /* replies queued since out was last empty */
 	/* An ALLOC waiting for the quarantine (ctl.h, CTL_WAIT): served again

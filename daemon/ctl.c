@@ -59,6 +59,20 @@ static void reply_payload(struct ctl_reply *rep, size_t len)
 	rep->len = len;
 }
 
+/* ---- counting (counters.h): the handlers see each answer ------------------------ */
+
+static void count_auth_failure(struct server *srv, enum counters_auth why)
+{
+	srv->counters.auth_failures[why]++;
+}
+
+/* An ALLOC or CREATE answered with rc < 0 (not one that waits: it counts
+ * when it is answered). */
+static void count_alloc_failure(struct server *srv, int rc)
+{
+	srv->counters.alloc_failures[counters_errno_of(rc)]++;
+}
+
 /* ---- the session ------------------------------------------------------------- */
 
 static void do_hello(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
@@ -74,8 +88,10 @@ static void do_hello(struct server *srv, const struct ctl_req *q, struct ctl_rep
 		return reply_status(rep, -EPROTO);
 	rc = tenant_hello_allowed(srv, s->tenant, s->transport == SESSION_UNIX, q->fd, rep->why,
 				  sizeof rep->why);
-	if (rc < 0)
+	if (rc < 0) {
+		count_auth_failure(srv, COUNTERS_AUTH_ANONYMOUS);
 		return reply_close(rep, rc, rep->why);
+	}
 	if (req.pid && !s->hello_done) {
 		size_t used = strlen(s->peer);
 
@@ -109,8 +125,10 @@ static void do_auth_begin(struct server *srv, const struct ctl_req *q, struct ct
 	if (q->s->hello_done || q->s->tenant)
 		return reply_status(rep, -EINVAL);
 	rc = tenant_auth_begin(srv, &q->s->auth, q->s->id, &req, &ar, rep->why, sizeof rep->why);
-	if (rc == -EACCES)
+	if (rc == -EACCES) {
+		count_auth_failure(srv, COUNTERS_AUTH_TENANT);
 		return reply_close(rep, rc, rep->why);
+	}
 	if (rc < 0)
 		return reply_status(rep, rc);
 	reply_payload(rep, proto_auth_begin_rep_encode(rep->payload, &ar));
@@ -122,13 +140,14 @@ static void do_auth(struct server *srv, const struct ctl_req *q, struct ctl_repl
 	struct session *s = q->s;
 	int rc;
 
-	(void)srv; /* the handshake's state is the session's own */
 	if (!decoded(proto_auth_req_decode(q->payload, q->len, mac), rep))
 		return;
 	rc = tenant_auth_finish(&s->auth, s->id, mac, server_mac, &s->tenant, rep->why,
 				sizeof rep->why);
-	if (rc < 0)
+	if (rc < 0) {
+		count_auth_failure(srv, COUNTERS_AUTH_MAC);
 		return reply_close(rep, rc, rep->why);
+	}
 	/* rmemctl clients shows the tenant with the peer. */
 	snprintf(s->peer + strlen(s->peer), sizeof s->peer - strlen(s->peer),
 		 " tenant=%s", s->tenant->name);
@@ -185,8 +204,10 @@ static void do_alloc(struct server *srv, const struct ctl_req *q, struct ctl_rep
 	rc = session_alloc(srv, q->s, req.size, req.flags, &r);
 	if (wait_for_quarantine(srv, q, req.size, rc, rep))
 		return;
-	if (rc < 0)
+	if (rc < 0) {
+		count_alloc_failure(srv, rc);
 		return reply_status(rep, rc);
+	}
 	reply_region(srv, r, 0, rep);
 }
 
@@ -268,8 +289,10 @@ static void do_create(struct server *srv, const struct ctl_req *q, struct ctl_re
 	rc = session_create(srv, q->s, req.name, req.name_len, req.size, req.flags, &r);
 	if (wait_for_quarantine(srv, q, req.size, rc, rep))
 		return;
-	if (rc < 0)
+	if (rc < 0) {
+		count_alloc_failure(srv, rc);
 		return reply_status(rep, rc);
+	}
 	reply_region(srv, r, PROTO_ACCESS_READ | PROTO_ACCESS_WRITE, rep);
 }
 

@@ -20,6 +20,7 @@
 #include "lease.h"
 #include "listen.h"
 #include "log.h"
+#include "metrics.h"
 #include "names.h"
 #include "pool.h"
 #include "nic.h"
@@ -203,6 +204,7 @@ static void server_close(struct server *srv)
 	if (srv->base)
 		session_quarantine_flush(srv);
 	nic_close(srv);
+	metrics_close(srv);
 	listeners_close(srv);
 	/* Named regions still linked die with the pools (phase 1: they outlive
 	 * sessions, not the daemon). */
@@ -247,6 +249,12 @@ static int serve(struct server *srv)
 		log_err("%s", err);
 		goto out;
 	}
+	/* A metrics address that cannot be had is as fatal as listen.tcp's:
+	 * the operator asked for it, and would scrape nothing unawares. */
+	if (metrics_open(srv, err, sizeof err) < 0) {
+		log_err("%s", err);
+		goto out;
+	}
 	for (int i = 0; i < 2; i++) {
 		sigs[i] = evsignal_new(srv->base, signos[i], on_signal, srv);
 		if (!sigs[i] || evsignal_add(sigs[i], NULL) < 0) {
@@ -262,10 +270,11 @@ static int serve(struct server *srv)
 		rc = -1;
 		goto out;
 	}
-	log_notice("rmemd %s ready: %u pool(s); tcp %s; admin %s; rdma port %u, keys %s",
+	log_notice("rmemd %s ready: %u pool(s); tcp %s; admin %s; metrics %s; rdma port %u, keys %s",
 		   RMEM_VERSION_STRING, srv->npools,
 		   srv->cfg.listen_tcp[0] ? srv->cfg.listen_tcp : "off",
 		   srv->cfg.listen_admin[0] ? srv->cfg.listen_admin : "off",
+		   srv->cfg.listen_metrics[0] ? srv->cfg.listen_metrics : "off",
 		   srv->nic_port, nic_mode_name(srv->key_mode));
 	sd_notify(0, "READY=1\nSTATUS=serving");
 	if (event_base_dispatch(srv->base) < 0)

@@ -197,10 +197,11 @@ static void peer_reattach(struct nic *rd, struct nic_peer *p, struct rdma_cm_id 
 		/* The client asks after an error completion, and moves its data
 		 * to TCP once refused: the session goes on there, with TCP keys
 		 * for its new regions instead of windows on a broken queue pair. */
+		bool retired = nic_peer_retire(p);
+
 		snprintf(why, sizeof why, "session %llu has a queue pair already, and keys = "
-			 "window cannot re-attach (its windows are bound to that queue pair); "
-			 "its regions are served over TCP from here on", sid);
-		nic_peer_retire(p);
+			 "window cannot re-attach (its windows are bound to that queue pair)%s",
+			 sid, retired ? "; it is broken: new regions get TCP keys" : "");
 		return refuse(id, from, why);
 	}
 	if (p->stopped || p->ending) {
@@ -223,6 +224,7 @@ static void peer_reattach(struct nic *rd, struct nic_peer *p, struct rdma_cm_id 
 	id->context = p;
 	p->id = id;
 	p->failed = false;
+	rd->srv->counters.rdma_reattaches++;
 	old->context = NULL;
 	if (old->qp)
 		rdma_destroy_qp(old);
@@ -274,6 +276,7 @@ static void on_connect_request(struct nic *rd, struct rdma_cm_id *id,
 		nic_peer_destroy(p);
 		return;
 	}
+	rd->srv->counters.rdma_attaches++;
 	log_info("client %llu (%s): RDMA queue pair %u accepted from %s", (unsigned long long)p->sid,
 		 rd->ev.describe(rd->ev.arg, s), p->id->qp->qp_num, from);
 }

@@ -78,10 +78,13 @@ enum key_gone nic_key_drop(struct nic_peer *p, uint64_t id);
 /* Invalidates and frees k (already out of p's hash). */
 enum key_gone nic_key_destroy(struct nic_peer *p, struct nic_key *k);
 void nic_peer_stop(struct nic_peer *p);
-/* A peer whose client has moved its data to TCP: its queue pair to the error
- * state (no remote access through it), no disconnect (the session lives on),
- * no new NIC keys (nic_key_new: -ENOTCONN, the region keeps its TCP key). */
-void nic_peer_retire(struct nic_peer *p);
+/* A peer whose client moves its data to TCP because its queue pair broke:
+ * when the queue pair is in the error state (or cannot be asked), p makes
+ * no new NIC keys from here on (nic_key_new: -ENOTCONN, the region keeps its
+ * TCP key) and stays connected (the session lives on).  A healthy queue pair
+ * is left alone: its windows keep working, also as TCP keys.  Returns
+ * whether p is retired. */
+bool nic_peer_retire(struct nic_peer *p);
 /* The completion channel's event callback (arg: the struct nic). */
 void nic_on_comp_event(evutil_socket_t fd, short what, void *arg);
 

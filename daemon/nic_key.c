@@ -333,24 +333,29 @@ enum key_gone nic_key_drop(struct nic_peer *p, uint64_t id)
 	return k ? nic_key_destroy(p, k) : KEY_NONE;
 }
 
-/* The error state alone, so that the session's windows cannot be reached
- * any more; p->failed makes later keys TCP keys and lets key_drop count on
- * the windows' deallocation (KEY_UNCONFIRMED) rather than on an
- * invalidation that could not complete. */
-void nic_peer_retire(struct nic_peer *p)
+/* Only a queue pair that is broken already: a re-attach request carries the
+ * session's secret token, but a client may ask while its queue pair is
+ * fine, and that must cost it nothing.  p->failed makes later keys TCP keys
+ * and lets key_drop count on the windows' deallocation (KEY_UNCONFIRMED)
+ * rather than on an invalidation that cannot complete. */
+bool nic_peer_retire(struct nic_peer *p)
 {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
 	int rc;
 
 	if (p->failed || p->stopped)
-		return;
+		return true;
+	if (p->id->qp) {
+		rc = ibv_query_qp(p->id->qp, &attr, IBV_QP_STATE, &init);
+		if (rc == 0 && attr.qp_state != IBV_QPS_ERR)
+			return false;
+		if (rc)
+			log_err("client %llu: ibv_query_qp: %s", (unsigned long long)p->sid,
+				strerror(rc));
+	}
 	p->failed = true;
-	if (!p->id->qp)
-		return;
-	rc = ibv_modify_qp(p->id->qp, &attr, IBV_QP_STATE);
-	if (rc)
-		log_err("client %llu: ibv_modify_qp(ERR): %s", (unsigned long long)p->sid,
-			strerror(rc));
+	return true;
 }
 
 void nic_peer_stop(struct nic_peer *p)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "counters.h"
 #include "pool.h"
 
 struct event_base;
@@ -22,6 +23,7 @@ struct event;
 struct quarantined;
 struct names;
 struct cluster;
+struct metrics;
 
 /* What one tenant holds now (tenant.c); index as in cfg.tenants. */
 struct tenant_use {
@@ -58,6 +60,8 @@ struct server {
 	struct tenant_use tenant_use[CONFIG_MAX_TENANTS];
 	struct event *lease_timer;   /* the connections' deadlines (lease.c) */
 	struct cluster *cluster;     /* membership on etcd (cluster.c); NULL: none */
+	struct counters counters;    /* for the metrics, bumped where things happen */
+	struct metrics *metrics;     /* the listen.metrics endpoint (metrics.c), or NULL */
 };
 
 #endif /* RMEMD_SERVER_H */

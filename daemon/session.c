@@ -83,6 +83,7 @@ static unsigned quarantine_reap(struct server *srv, uint64_t now)
 
 	while ((q = srv->quarantine_first) && q->due_ns <= now) {
 		srv->quarantine_first = q->next;
+		srv->counters.quarantine_bytes -= q->length;
 		return_range(srv, q->pool, q->offset, q->length);
 		tenant_bytes_back(srv, q->tenant, q->length);
 		free(q);
@@ -169,6 +170,7 @@ static void quarantine(struct server *srv, uint32_t pool, uint64_t offset, uint6
 	else
 		srv->quarantine_first = q;
 	srv->quarantine_last = q;
+	srv->counters.quarantine_bytes += length;
 	if (srv->quarantine_first == q)
 		arm_quarantine(srv, now);
 }
@@ -185,6 +187,7 @@ void session_quarantine_flush(struct server *srv)
 
 	while ((q = srv->quarantine_first)) {
 		srv->quarantine_first = q->next;
+		srv->counters.quarantine_bytes -= q->length;
 		return_range(srv, q->pool, q->offset, q->length);
 		tenant_bytes_back(srv, q->tenant, q->length);
 		free(q);

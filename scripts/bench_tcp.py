@@ -224,7 +224,7 @@ def start_rmemd(cfg, tmp, cpus):
     port = free_port()
     conf = os.path.join(tmp, "rmemd.conf")
     with open(conf, "w") as f:
-        f.write(f'listen = {{ tcp = "{HOST}:{port}"; rdma = ""; admin = "{tmp}/rmemd.sock"; }};\n'
+        f.write(f'listen = {{ tcp = "{HOST}:{port}"; rdma = ""; admin = "{tmp}/rmemd.sock"; metrics = ""; }};\n'
                 f'pools = ( {{ name = "bench"; size = "{cfg.pool}"; hugepages = "auto"; }} );\n'
                 'log = { level = "warning"; };\n')
     notify_path = os.path.join(tmp, f"notify-{port}.sock")

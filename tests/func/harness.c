@@ -78,14 +78,10 @@ static bool rdma_listen(void)
 	return r ? strcmp(r, "1") == 0 : harness_rdma();
 }
 
-int rmemd_start(struct rmemd *d, const char *pool_size, const char *extra)
+int harness_opts(struct rmemd_opts *o, const char *pool_size, const char *extra)
 {
-	struct rmemd_opts o;
-	int rc;
+	int rc = check_transport();
 
-	memset(d, 0, sizeof *d);
-	d->notify_fd = -1;
-	rc = check_transport();
 	if (rc < 0)
 		return rc;
 	if (!test_host_or_null()) {
@@ -93,12 +89,25 @@ int rmemd_start(struct rmemd *d, const char *pool_size, const char *extra)
 		tap_skip_all("RMEM_TEST_TRANSPORT=rdma needs RMEM_VM_RDMA_ADDR "
 			     "(the Soft-RoCE VM, tests/vm)");
 	}
-	rmemd_opts_init(&o);
-	o.host = test_host();
-	o.listen_rdma = rdma_listen();
-	o.pool_size = pool_size;
-	o.extra = extra;
-	o.ep_scheme = harness_rdma() ? "rdma://" : "";
+	rmemd_opts_init(o);
+	o->host = test_host();
+	o->listen_rdma = rdma_listen();
+	o->pool_size = pool_size;
+	o->extra = extra;
+	o->ep_scheme = harness_rdma() ? "rdma://" : "";
+	return 0;
+}
+
+int rmemd_start(struct rmemd *d, const char *pool_size, const char *extra)
+{
+	struct rmemd_opts o;
+	int rc;
+
+	memset(d, 0, sizeof *d);
+	d->notify_fd = -1;
+	rc = harness_opts(&o, pool_size, extra);
+	if (rc < 0)
+		return rc;
 	return rmemd_start_opts(d, &o);
 }
 

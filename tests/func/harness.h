@@ -55,6 +55,9 @@ const char *harness_transport(void);
  * errno (-ENOENT: no rmemd built).
  */
 int rmemd_start(struct rmemd *d, const char *pool_size, const char *extra);
+/* The options rmemd_start() uses, for a test that adds its own (then
+ * rmemd_start_opts()).  0, or -EINVAL for an unknown transport. */
+int harness_opts(struct rmemd_opts *o, const char *pool_size, const char *extra);
 
 /*
  * The opening of most tests: rmemd_start(), the whole program skipped when

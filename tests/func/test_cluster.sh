@@ -49,7 +49,7 @@ ok $? "a 3-member etcd cluster starts on loopback and is healthy ($ETCD_ENDPOINT
 rmemd_conf_cluster() {
 	local i=$1
 	cat > "$tmp/r$i.conf" << EOC
-listen = { tcp = "127.0.0.1:${rports[$i]}"; rdma = ""; admin = "$tmp/r$i.sock"; };
+listen = { tcp = "127.0.0.1:${rports[$i]}"; rdma = ""; admin = "$tmp/r$i.sock"; metrics = ""; };
 pools = ( { name = "default"; size = "64M"; hugepages = "off"; alignment = 64; } );
 limits = { lease_timeout_ms = 60000; };
 log = { level = "debug"; };

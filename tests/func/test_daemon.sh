@@ -78,6 +78,13 @@ pools = ( { name = "default"; size = "16M"; alignment = 48; } );'
 
 bad_conf bad-type 1 'limits = { max_clients = "many"; };'
 
+bad_conf bad-metrics-port 3 'listen = { tcp = "127.0.0.1:7470"; rdma = "";
+	admin = "";
+	metrics = "127.0.0.1:http"; };'
+
+bad_conf bad-metrics-type 2 'pools = ( { name = "default"; size = "16M"; } );
+listen = { metrics = true; };'
+
 "$RMEMD" -t -c "$tmp/does-not-exist.conf" > "$tmp/out" 2>&1
 rc=$?
 [ $rc -eq 1 ] && grep -q -F "does-not-exist.conf" "$tmp/out"
@@ -175,5 +182,36 @@ if [ -n "$dpid" ]; then
 else
 	ok 1 "SIGINT: no daemon to stop"
 fi
+
+# ---- listen.metrics ----------------------------------------------------------------
+# On a port of its own it serves /metrics from READY=1 on; a second rmemd
+# that cannot have that port stops at start, naming the key.
+port=$(free_port)
+mport=$(free_port)
+rmemd_conf "$tmp/m.conf" "$port" 16M "127.0.0.1:$mport"
+rmemd_start "$tmp/m.conf" "$tmp/m.log" "tcp:$port" "tcp:$mport"
+ok $? "listen.metrics = 127.0.0.1:$mport: READY=1"
+[ "$(grep -c '^check tcp ok' "$tmp/notify.out")" -eq 2 ]
+ok $? "the TCP and the metrics ports accept connections the moment READY=1 arrives"
+grep -q "config: listen.metrics = 127.0.0.1:$mport" "$tmp/m.log"
+ok $? "the effective config in the log names listen.metrics"
+python3 -c 'import sys, urllib.request
+with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10) as r:
+    print(r.status, r.headers["Content-Type"])
+    sys.stdout.write(r.read().decode())' "$mport" > "$tmp/m.page" 2>&1
+head -1 "$tmp/m.page" | grep -q "^200 text/plain; version=0.0.4" &&
+	grep -q '^rmem_pool_bytes{pool="default"} 16777216$' "$tmp/m.page"
+ok $? "GET /metrics: 200, text format 0.0.4, rmem_pool_bytes of the 16 MiB pool" ||
+	head -5 "$tmp/m.page" | diag
+printf 'listen = { tcp = "127.0.0.1:%s"; rdma = ""; admin = ""; metrics = "127.0.0.1:%s"; };\n%s\n' \
+	"$(free_port)" "$mport" 'pools = ( { name = "default"; size = "4M"; hugepages = "off"; } );' \
+	> "$tmp/m2.conf"
+timeout 60 "$RMEMD" -c "$tmp/m2.conf" > "$tmp/m2.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "listen.metrics: 127.0.0.1:$mport: Address already in use" "$tmp/m2.out"
+ok $? "a second rmemd on the same metrics port: exit 1 naming listen.metrics (exit $rc)"
+grep "listen.metrics" "$tmp/m2.out" | head -2 | diag
+rmemd_stop TERM "$tmp/m.log"
+ok $rc "and the first stops with exit 0 (exit $rc)"
 
 tap_done

@@ -60,8 +60,10 @@ static int write_config(const struct rmemd *d, const struct rmemd_opts *o)
 	if (d->rdma_port)
 		hostport(rdma, sizeof rdma, d->addr, d->rdma_port);
 	fprintf(f, "# written by tests/lib/daemon.c\n");
-	fprintf(f, "listen = { tcp = \"%s\"; rdma = \"%s\"; admin = \"%s\"; };\n",
-		d->host_port, rdma, d->admin_path);
+	/* listen.metrics is on by default (127.0.0.1:9470): off here unless
+	 * asked for, so that daemons of tests running at once never meet. */
+	fprintf(f, "listen = { tcp = \"%s\"; rdma = \"%s\"; admin = \"%s\"; metrics = \"%s\"; };\n",
+		d->host_port, rdma, d->admin_path, d->metrics_host_port);
 	fprintf(f, "pools = ( { name = \"default\"; size = \"%s\"; hugepages = \"off\"; "
 		"alignment = 64; } );\n", o->pool_size);
 	/* A test that sets limits of its own says all of them in extra. */
@@ -227,9 +229,17 @@ static int pick_ports(struct rmemd *d, const struct rmemd_opts *o)
 {
 	d->port = free_port_on(d->addr);
 	d->rdma_port = o->listen_rdma ? free_port_on(d->addr) : 0;
+	d->metrics_port = o->metrics ? free_port_on(d->addr) : 0;
 	if (!d->port || (o->listen_rdma && (!d->rdma_port || d->rdma_port == d->port)))
 		return -EADDRNOTAVAIL;
+	if (o->metrics && (!d->metrics_port || d->metrics_port == d->port ||
+			   d->metrics_port == d->rdma_port))
+		return -EADDRNOTAVAIL;
 	hostport(d->host_port, sizeof d->host_port, d->addr, d->port);
+	d->metrics_host_port[0] = '\0';
+	if (d->metrics_port)
+		hostport(d->metrics_host_port, sizeof d->metrics_host_port, d->addr,
+			 d->metrics_port);
 	snprintf(d->tcp_ep, sizeof d->tcp_ep, "%s%s", o->ep_scheme, d->host_port);
 	return 0;
 }
@@ -293,7 +303,8 @@ int rmemd_start_opts(struct rmemd *d, const struct rmemd_opts *o)
 		/* A port probed free may have been taken before rmemd bound it. */
 		if (rc != -ECHILD || !rmemd_log_contains(d, "in use"))
 			break;
-		diag("port %u or %u was taken, trying others", d->port, d->rdma_port);
+		diag("port %u, %u or %u was taken, trying others", d->port, d->rdma_port,
+		     d->metrics_port);
 		if (truncate(d->log_path, 0) < 0)
 			break;
 	}

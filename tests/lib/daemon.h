@@ -38,6 +38,7 @@ struct rmemd_opts {
 	int lease_timeout_ms;     /* limits.lease_timeout_ms of the default limits */
 	int ready_timeout_ms;     /* how long to wait for READY=1 */
 	const char *ep_scheme;    /* prefix of tcp_ep: "" or "rdma://" */
+	bool metrics;             /* listen.metrics on host at a port of its own; else "" */
 };
 
 struct rmemd {
@@ -53,12 +54,15 @@ struct rmemd {
 	char unix_ep[136];        /* "unix:" admin_path */
 	uint16_t port;            /* listen.tcp */
 	uint16_t rdma_port;       /* listen.rdma; 0 when off */
+	uint16_t metrics_port;    /* listen.metrics; 0 when off */
+	char metrics_host_port[48]; /* "HOST:PORT" of listen.metrics, or "" */
 	int notify_fd;
 	char notify_msgs[8192];   /* every sd_notify datagram, one per line */
 	size_t notify_len;
 };
 
-/* Defaults: 127.0.0.1, no RDMA, "64M", lease 10 s, READY within 30 s. */
+/* Defaults: 127.0.0.1, no RDMA, no metrics, "64M", lease 10 s, READY within
+ * 30 s. */
 void rmemd_opts_init(struct rmemd_opts *o);
 
 /* The directory holding rmemd, rmemctl and librmem: $RMEM_BUILD or "build". */

@@ -42,10 +42,12 @@ s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])'
 }
 
-# rmemd_conf FILE PORT POOLSIZE: listen on 127.0.0.1:PORT and $tmp/rmemd.sock.
+# rmemd_conf FILE PORT POOLSIZE [METRICS]: listen on 127.0.0.1:PORT and
+# $tmp/rmemd.sock; listen.metrics is METRICS ("HOST:PORT"), else off, so
+# that tests running at once never meet on the default port.
 rmemd_conf() {
 	cat > "$1" << EOF
-listen = { tcp = "127.0.0.1:$2"; rdma = ""; admin = "$tmp/rmemd.sock"; };
+listen = { tcp = "127.0.0.1:$2"; rdma = ""; admin = "$tmp/rmemd.sock"; metrics = "${4:-}"; };
 pools = ( { name = "default"; size = "$3"; hugepages = "off"; alignment = 64; } );
 limits = { max_clients = 64; lease_timeout_ms = 10000; };
 log = { level = "debug"; };

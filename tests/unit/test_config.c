@@ -112,6 +112,8 @@ static void test_defaults(void)
 	ok(!strcmp(cfg.listen_rdma, "0.0.0.0:7471"), "default listen.rdma %s", cfg.listen_rdma);
 	ok(!strcmp(cfg.listen_admin, "/run/rmemd/rmemd.sock"), "default listen.admin %s",
 	   cfg.listen_admin);
+	ok(!strcmp(cfg.listen_metrics, "127.0.0.1:9470"), "default listen.metrics %s",
+	   cfg.listen_metrics);
 	ok(cfg.npools == 1, "one default pool (%zu)", cfg.npools);
 	ok(!strcmp(cfg.pools[0].name, "default"), "default pool name %s", cfg.pools[0].name);
 	ok(cfg.pools[0].size == 1ull << 30, "default pool size 1 GiB (%llu)",
@@ -125,11 +127,12 @@ static void test_defaults(void)
 	ok(cfg.rdma_keys == CONFIG_KEYS_AUTO, "default rdma.keys auto (%d)", (int)cfg.rdma_keys);
 
 	dump(&cfg, &d);
-	ok(d.lines == 3 + 4 + 2 + 6 + 1, "dump of the defaults has 16 lines (%d)", d.lines);
+	ok(d.lines == 4 + 4 + 2 + 6 + 1, "dump of the defaults has 17 lines (%d)", d.lines);
 	ok(has_line(&d, "rdma.device = auto"), "dump: rdma.device");
 	ok(has_line(&d, "rdma.keys = auto"), "dump: rdma.keys");
 	ok(has_line(&d, "listen.tcp = 0.0.0.0:7470"), "dump: listen.tcp");
 	ok(has_line(&d, "listen.admin = /run/rmemd/rmemd.sock"), "dump: listen.admin");
+	ok(has_line(&d, "listen.metrics = 127.0.0.1:9470"), "dump: listen.metrics");
 	ok(has_line(&d, "pools[0].name = default"), "dump: pools[0].name");
 	ok(has_line(&d, "pools[0].size = 1073741824 (1G)"), "dump: pools[0].size");
 	ok(has_line(&d, "pools[0].hugepages = auto"), "dump: pools[0].hugepages");
@@ -227,7 +230,7 @@ static void test_full_file(void)
 {
 	static const char text[] =
 		"# every key, none at its default\n"
-		"listen = { tcp = \"[::1]:8000\"; rdma = \"\"; admin = \"\"; };\n"
+		"listen = { tcp = \"[::1]:8000\"; rdma = \"\"; admin = \"\"; metrics = \"[::1]:9000\"; };\n"
 		"pools = (\n"
 		"  { name = \"a\"; size = \"2G\"; hugepages = \"on\"; alignment = 4096; },\n"
 		"  { name = \"b-2.x_y\"; size = 1048576; hugepages = false; alignment = \"1M\"; },\n"
@@ -247,6 +250,8 @@ static void test_full_file(void)
 		return;
 	ok(!strcmp(cfg.listen_tcp, "[::1]:8000") && !cfg.listen_rdma[0] && !cfg.listen_admin[0],
 	   "listen: IPv6 tcp, rdma and admin disabled");
+	ok(!strcmp(cfg.listen_metrics, "[::1]:9000"), "listen.metrics on IPv6 (%s)",
+	   cfg.listen_metrics);
 	ok(cfg.npools == 3, "three pools (%zu)", cfg.npools);
 	ok(!strcmp(cfg.pools[0].name, "a") && cfg.pools[0].size == 2ull << 30 &&
 	   cfg.pools[0].hugepages == CONFIG_HUGEPAGES_ON && cfg.pools[0].alignment == 4096,
@@ -263,7 +268,7 @@ static void test_full_file(void)
 	ok(!strcmp(cfg.rdma_device, "mlx5_0") && cfg.rdma_keys == CONFIG_KEYS_REGION_MR,
 	   "rdma: device and keys as written");
 	dump(&cfg, &d);
-	ok(d.lines == 3 + 3 * 4 + 2 + 6 + 1, "dump has one line per key and pool (%d)", d.lines);
+	ok(d.lines == 4 + 3 * 4 + 2 + 6 + 1, "dump has one line per key and pool (%d)", d.lines);
 	ok(has_line(&d, "rdma.device = mlx5_0") && has_line(&d, "rdma.keys = region-mr"),
 	   "dump shows the rdma group");
 	ok(has_line(&d, "listen.rdma = \"\"") && has_line(&d, "pools[2].name = c") &&
@@ -415,6 +420,16 @@ static const struct bad_case bad_cases[] = {
 	  "listen.tcp: \":7470\" is not HOST:PORT" },
 	{ "bad listen address: unclosed bracket", "listen = { tcp = \"[::1:7470\"; };\n", 1,
 	  "listen.tcp: \"[::1:7470\" is not HOST:PORT" },
+	{ "bad metrics address: no port", "listen = {\n tcp = \"\";\n metrics = \"localhost\";\n};\n",
+	  3, "listen.metrics: \"localhost\" is not HOST:PORT" },
+	{ "bad metrics address: port 0", "listen = { metrics = \"127.0.0.1:0\"; };\n", 1,
+	  "listen.metrics: \"127.0.0.1:0\": the port must be" },
+	{ "bad metrics address: bare IPv6", "\nlisten = { metrics = \"::1:9470\"; };\n", 2,
+	  "listen.metrics: \"::1:9470\": write IPv6 addresses in brackets" },
+	{ "bad metrics address: a URL", "listen = { metrics = \"http://0.0.0.0:9470\"; };\n", 1,
+	  "listen.metrics: \"http://0.0.0.0:9470\"" },
+	{ "metrics address is a number", "listen = { metrics = 9470; };\n", 1,
+	  "listen.metrics: expected a string" },
 	{ "relative admin path", "listen = {\n admin = \"run/rmemd.sock\";\n};\n", 2,
 	  "listen.admin: \"run/rmemd.sock\" is not an absolute path" },
 	{ "admin path too long for sun_path",

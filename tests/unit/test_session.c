@@ -349,6 +349,7 @@ static void test_quarantine(struct server *srv)
 	enum ctl_outcome out;
 	struct ctl_reply rep;
 	uint64_t big = POOL_BYTES * 3 / 4;
+	uint64_t enomem = srv->counters.alloc_failures[COUNTERS_ENOMEM];
 	int rc;
 
 	stub_reset();
@@ -360,6 +361,9 @@ static void test_quarantine(struct server *srv)
 	rc = ctl_free(srv, s, &reg);
 	ok(rc == 0 && srv->quarantine_first && srv->used_bytes >= big,
 	   "ctl: FREE of an unconfirmed key puts its range in the quarantine (%d)", rc);
+	ok(srv->counters.quarantine_bytes == reg.length,
+	   "counters: the quarantine holds the region's %llu bytes (%llu)",
+	   (unsigned long long)reg.length, (unsigned long long)srv->counters.quarantine_bytes);
 	out = call(srv, s, PROTO_OP_ALLOC, NULL, 0, true, &rep);
 	ok(out == CTL_REPLY_AND_CLOSE && rep.status == -EBADMSG,
 	   "ctl: a malformed ALLOC closes the connection (%d)", rep.status);
@@ -371,11 +375,16 @@ static void test_quarantine(struct server *srv)
 	ok(rc == -ENOMEM, "ctl: once its wait is over, it is -ENOMEM (%d)", rc);
 	rc = ctl_alloc(srv, s, 2 * POOL_BYTES, true, &rep, &again);
 	ok(rc == -ENOMEM, "ctl: one the quarantine cannot help does not wait (%d)", rc);
+	ok(srv->counters.alloc_failures[COUNTERS_ENOMEM] == enomem + 2,
+	   "counters: two ENOMEM answers, the wait not counted (%llu)",
+	   (unsigned long long)(srv->counters.alloc_failures[COUNTERS_ENOMEM] - enomem));
 	nanosleep(&(struct timespec){ .tv_nsec = (QUARANTINE_MS + 20) * 1000000l }, NULL);
 	rc = ctl_alloc(srv, s, big, true, &rep, &again);
 	ok(rc == 0 && again.length >= big && srv->quarantine_first == NULL,
 	   "ctl: served again once the range is due, it succeeds (%d)", rc);
 	ok(rc == 0 && all_zero_pool(&again), "ctl: the fresh region is zeroes");
+	ok(srv->counters.quarantine_bytes == 0, "counters: the quarantine is empty again (%llu)",
+	   (unsigned long long)srv->counters.quarantine_bytes);
 	stub.gone = KEY_CONFIRMED;
 	rc = ctl_free(srv, s, &again);
 	rc = rc ? rc : ctl_alloc(srv, s, big, false, &rep, &again);

@@ -1,0 +1,460 @@
+/*
+ * metrics.c - see metrics.h.
+ *
+ * The page is a few hundred lines built in one evbuffer from figures
+ * already in memory (no lock, no I/O but the socket's), so a scrape costs
+ * the loop what one admin listing does.  evhttp reads the request and
+ * writes the reply without blocking; its own limits bound what a client can
+ * make us hold (headers, body, an idle connection's time).
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "counters.h"
+#include "endpoint.h"
+#include "log.h"
+#include "metrics.h"
+#include "names.h"
+#include "region.h"
+#include "server.h"
+#include "session.h"
+
+#ifndef RMEM_VERSION_STRING
+#define RMEM_VERSION_STRING "unknown"
+#endif
+
+#define BACKLOG          64
+#define HTTP_TIMEOUT_S   10    /* a scraper that stalls mid-request is dropped */
+#define HTTP_MAX_HEADERS 8192
+#define HTTP_MAX_BODY    4096  /* GET has none; anything bigger is refused (413) */
+#define CONTENT_TYPE     "text/plain; version=0.0.4; charset=utf-8"
+
+struct metrics {
+	struct evhttp *http;
+	struct server *srv;
+	char start_time[32];     /* process_start_time_seconds, as written */
+};
+
+/* ---- the page ------------------------------------------------------------------ */
+
+/* Label values need no escaping: pool and tenant names are [A-Za-z0-9_.-]
+ * (config.c), the rest are words of ours. */
+
+/* The op label of each opcode; one without a name here is "opN". */
+static const char *const op_names[PROTO_OP_COUNT] = {
+	[PROTO_OP_HELLO] = "hello",     [PROTO_OP_ALLOC] = "alloc",
+	[PROTO_OP_FREE] = "free",       [PROTO_OP_WRITE] = "write",
+	[PROTO_OP_READ] = "read",       [PROTO_OP_STATS] = "stats",
+	[PROTO_OP_PING] = "ping",       [PROTO_OP_POOLS] = "pools",
+	[PROTO_OP_REGIONS] = "regions", [PROTO_OP_CLIENTS] = "clients",
+	[PROTO_OP_CAS] = "cas",         [PROTO_OP_FAA] = "faa",
+	[PROTO_OP_AUTH_BEGIN] = "auth_begin", [PROTO_OP_AUTH] = "auth",
+	[PROTO_OP_CREATE] = "create",   [PROTO_OP_OPEN] = "open",
+	[PROTO_OP_UNLINK] = "unlink",   [PROTO_OP_NAMES] = "names",
+	[PROTO_OP_REGIONS_NAMED] = "regions_named",
+};
+
+static const char *const errno_names[COUNTERS_NERRNO] = {
+	[COUNTERS_ENOMEM] = "ENOMEM", [COUNTERS_EDQUOT] = "EDQUOT",
+	[COUNTERS_EINVAL] = "EINVAL", [COUNTERS_EEXIST] = "EEXIST",
+	[COUNTERS_EMFILE] = "EMFILE",
+	[COUNTERS_EOTHER] = "other",
+};
+
+static const char *const auth_names[COUNTERS_NAUTH] = {
+	[COUNTERS_AUTH_TENANT] = "unknown_tenant",
+	[COUNTERS_AUTH_MAC] = "wrong_mac",
+	[COUNTERS_AUTH_ANONYMOUS] = "anonymous",
+};
+
+static const char *const io_names[COUNTERS_NIO] = {
+	[COUNTERS_READ] = "read", [COUNTERS_WRITE] = "write",
+};
+
+/* Nanoseconds as decimal seconds, exactly: 2500 -> "0.0000025". */
+static const char *seconds(uint64_t ns, char *buf, size_t len)
+{
+	size_t n;
+
+	snprintf(buf, len, "%llu.%09llu", (unsigned long long)(ns / 1000000000u),
+		 (unsigned long long)(ns % 1000000000u));
+	n = strlen(buf);
+	while (buf[n - 1] == '0')
+		buf[--n] = '\0';
+	if (buf[n - 1] == '.')
+		buf[n - 1] = '\0';
+	return buf;
+}
+
+/* Every call below appends to one evbuffer; a failure anywhere is seen
+ * once, at the end, as a short buffer would be (struct page.failed). */
+struct page {
+	struct evbuffer *b;
+	bool failed;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void put(struct page *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (evbuffer_add_vprintf(p->b, fmt, ap) < 0)
+		p->failed = true;
+	va_end(ap);
+}
+
+static void head(struct page *p, const char *name, const char *type, const char *help)
+{
+	put(p, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void value(struct page *p, const char *name, uint64_t v)
+{
+	put(p, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void labelled(struct page *p, const char *name, const char *label, const char *lv,
+		     uint64_t v)
+{
+	put(p, "%s{%s=\"%s\"} %llu\n", name, label, lv, (unsigned long long)v);
+}
+
+static void one(struct page *p, const char *name, const char *type, const char *help, uint64_t v)
+{
+	head(p, name, type, help);
+	value(p, name, v);
+}
+
+static void write_pools(struct page *p, const struct server *srv)
+{
+	static const struct {
+		const char *name, *help;
+	} fam[] = {
+		{ "rmem_pool_bytes", "Bytes of memory a pool serves (pinned)." },
+		{ "rmem_used_bytes", "Bytes of a pool in regions, the quarantine's included." },
+		{ "rmem_largest_free_bytes", "Longest free range of a pool, in bytes." },
+		{ "rmem_pool_regions", "Live allocations in a pool." },
+	};
+
+	for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+		head(p, fam[f].name, "gauge", fam[f].help);
+		for (uint32_t i = 0; i < srv->npools; i++) {
+			struct alloc_stats a;
+			const uint64_t *v[] = { &a.total, &a.used, &a.largest_free, &a.live };
+
+			alloc_get_stats(srv->pools[i].alloc, &a);
+			labelled(p, fam[f].name, "pool", srv->pools[i].name, *v[f]);
+		}
+	}
+}
+
+static void write_tenants(struct page *p, const struct server *srv)
+{
+	const struct config *cfg = &srv->cfg;
+
+	if (!cfg->ntenants)
+		return;
+	head(p, "rmem_tenant_used_bytes", "gauge",
+	     "Bytes a tenant holds, counted against its quota until they are back in a pool.");
+	for (size_t i = 0; i < cfg->ntenants; i++)
+		labelled(p, "rmem_tenant_used_bytes", "tenant", cfg->tenants[i].name,
+			 srv->tenant_use[i].bytes);
+	head(p, "rmem_tenant_regions", "gauge", "Regions a tenant holds.");
+	for (size_t i = 0; i < cfg->ntenants; i++)
+		labelled(p, "rmem_tenant_regions", "tenant", cfg->tenants[i].name,
+			 srv->tenant_use[i].regions);
+	/* Only the limits that are set: 0 means none, which is no figure. */
+	head(p, "rmem_tenant_quota_bytes", "gauge", "A tenant's quota in bytes (tenants with one).");
+	for (size_t i = 0; i < cfg->ntenants; i++)
+		if (cfg->tenants[i].quota)
+			labelled(p, "rmem_tenant_quota_bytes", "tenant", cfg->tenants[i].name,
+				 cfg->tenants[i].quota);
+	head(p, "rmem_tenant_max_regions", "gauge",
+	     "The regions a tenant may hold (tenants with a limit).");
+	for (size_t i = 0; i < cfg->ntenants; i++)
+		if (cfg->tenants[i].max_regions)
+			labelled(p, "rmem_tenant_max_regions", "tenant", cfg->tenants[i].name,
+				 cfg->tenants[i].max_regions);
+}
+
+static void write_counters(struct page *p, const struct server *srv)
+{
+	const struct counters *c = &srv->counters;
+	static const char *const transport[2] = { [SESSION_TCP] = "tcp", [SESSION_UNIX] = "unix" };
+
+	one(p, "rmem_allocs_total", "counter", "Regions allocated (ALLOC and CREATE).",
+	    srv->allocs);
+	one(p, "rmem_frees_total", "counter",
+	    "Regions given back (FREE, a session's end, the last handle of an unlinked name).",
+	    srv->frees);
+	head(p, "rmem_alloc_failures_total", "counter", "ALLOC and CREATE requests refused, by errno.");
+	for (int i = 0; i < COUNTERS_NERRNO; i++)
+		labelled(p, "rmem_alloc_failures_total", "errno", errno_names[i], c->alloc_failures[i]);
+	head(p, "rmem_stream_bytes_total", "counter",
+	     "Region bytes moved by READ and WRITE on the stream path (TCP or Unix socket).");
+	for (int t = 0; t < 2; t++)
+		for (int o = 0; o < COUNTERS_NIO; o++)
+			put(p, "rmem_stream_bytes_total{op=\"%s\",transport=\"%s\"} %llu\n",
+			    io_names[o], transport[t], (unsigned long long)c->stream_bytes[t][o]);
+	one(p, "rmem_rdma_attaches_total", "counter", "RDMA queue pairs accepted for a session.",
+	    c->rdma_attaches);
+	one(p, "rmem_rdma_reattaches_total", "counter",
+	    "RDMA queue pairs that replaced a session's broken one.", c->rdma_reattaches);
+	head(p, "rmem_auth_failures_total", "counter",
+	     "Connections refused for want of a proven tenant, by reason.");
+	for (int i = 0; i < COUNTERS_NAUTH; i++)
+		labelled(p, "rmem_auth_failures_total", "reason", auth_names[i], c->auth_failures[i]);
+	one(p, "rmem_lease_expiries_total", "counter",
+	    "Sessions ended because their client was silent past limits.lease_timeout_ms.",
+	    c->lease_expiries);
+	one(p, "rmem_frame_timeouts_total", "counter",
+	    "Connections ended because a frame stalled past limits.frame_timeout_ms.",
+	    c->frame_timeouts);
+	one(p, "rmem_restarts_restored_total", "counter",
+	    "Starts that took the previous rmemd's pools and state back.", c->restarts_restored);
+}
+
+static void write_histogram(struct page *p, const struct server *srv)
+{
+	static const uint64_t bound[COUNTERS_NBUCKETS - 1] = COUNTERS_BUCKET_NS;
+	const char *name = "rmem_request_duration_seconds";
+	char le[32], sum[40], opbuf[16];
+
+	head(p, name, "histogram",
+	     "Time from a complete request to its reply queued (a WRITE: from its header), by op.");
+	for (unsigned op = 1; op < PROTO_OP_COUNT; op++) {
+		const struct counters_hist *h = &srv->counters.requests[op];
+		const char *opn = op_names[op];
+		uint64_t cum = 0;
+
+		if (!opn) {
+			snprintf(opbuf, sizeof opbuf, "op%u", op);
+			opn = opbuf;
+		}
+		for (unsigned i = 0; i < COUNTERS_NBUCKETS; i++) {
+			cum += h->bucket[i];
+			if (i < COUNTERS_NBUCKETS - 1)
+				seconds(bound[i], le, sizeof le);
+			else
+				snprintf(le, sizeof le, "+Inf");
+			put(p, "%s_bucket{op=\"%s\",le=\"%s\"} %llu\n", name, opn, le,
+			    (unsigned long long)cum);
+		}
+		put(p, "%s_sum{op=\"%s\"} %s\n", name, opn, seconds(h->sum_ns, sum, sizeof sum));
+		put(p, "%s_count{op=\"%s\"} %llu\n", name, opn, (unsigned long long)h->count);
+	}
+}
+
+int metrics_write(const struct server *srv, struct evbuffer *out)
+{
+	struct page p = { .b = out, .failed = false };
+
+	head(&p, "rmem_build_info", "gauge", "rmemd's version and protocol; always 1.");
+	put(&p, "rmem_build_info{version=\"%s\",protocol=\"%d\"} 1\n", RMEM_VERSION_STRING,
+	    PROTO_VERSION);
+	if (srv->metrics && srv->metrics->start_time[0]) {
+		head(&p, "process_start_time_seconds", "gauge",
+		     "Start time of the process since the Unix epoch, in seconds.");
+		put(&p, "process_start_time_seconds %s\n", srv->metrics->start_time);
+	}
+	write_pools(&p, srv);
+	one(&p, "rmem_regions", "gauge", "Regions in the table (named regions' handles included).",
+	    srv->regions ? region_count(srv->regions) : 0);
+	one(&p, "rmem_named_regions", "gauge", "Named regions, linked or not, that still hold memory.",
+	    srv->names ? names_count(srv->names) : 0);
+	one(&p, "rmem_named_handles", "gauge", "Open handles of named regions.",
+	    srv->names ? names_handle_count(srv->names) : 0);
+	one(&p, "rmem_clients", "gauge", "Sessions past HELLO.", srv->clients);
+	one(&p, "rmem_peak_used_bytes", "gauge", "The most bytes ever in regions at once.",
+	    srv->peak_used);
+	one(&p, "rmem_quarantine_bytes", "gauge",
+	    "Bytes whose NIC key died unconfirmed, waiting before they are zeroed and reused.",
+	    srv->counters.quarantine_bytes);
+	write_tenants(&p, srv);
+	write_counters(&p, srv);
+	write_histogram(&p, srv);
+	return p.failed ? -ENOMEM : 0;
+}
+
+/* ---- HTTP ------------------------------------------------------------------------ */
+
+static void reply_text(struct evhttp_request *req, int code, const char *reason,
+		       const char *text)
+{
+	struct evbuffer *b = evbuffer_new();
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+	evhttp_add_header(h, "Content-Type", "text/plain; charset=utf-8");
+	if (code == HTTP_BADMETHOD)
+		evhttp_add_header(h, "Allow", "GET, HEAD");
+	if (b)
+		evbuffer_add_printf(b, "%s\n", text);
+	evhttp_send_reply(req, code, reason, b);
+	if (b)
+		evbuffer_free(b);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+	struct metrics *m = arg;
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	struct evbuffer *b;
+
+	if (!path || strcmp(path, "/metrics"))
+		return reply_text(req, HTTP_NOTFOUND, "Not Found", "rmemd serves /metrics only");
+	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
+		return reply_text(req, HTTP_BADMETHOD, "Method Not Allowed", "GET or HEAD only");
+	/* evhttp would send a body after HEAD too: give it none. */
+	if (cmd == EVHTTP_REQ_HEAD) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+				  CONTENT_TYPE);
+		evhttp_send_reply(req, HTTP_OK, "OK", NULL);
+		return;
+	}
+	b = evbuffer_new();
+	if (!b || metrics_write(m->srv, b) < 0) {
+		log_warn("metrics: out of memory for the page");
+		if (b)
+			evbuffer_free(b);
+		return reply_text(req, HTTP_INTERNAL, "Internal Server Error", "out of memory");
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", CONTENT_TYPE);
+	evhttp_send_reply(req, HTTP_OK, "OK", b);
+	evbuffer_free(b);
+}
+
+/*
+ * The process's start as Prometheus' client libraries compute it: boot time
+ * (/proc/stat btime) plus the start in clock ticks (/proc/self/stat field
+ * 22).  Left empty, and the metric out, when either cannot be read.
+ */
+static void read_start_time(char *out, size_t len)
+{
+	unsigned long long btime = 0, ticks = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	char line[256], *p;
+	FILE *f = fopen("/proc/stat", "r");
+	bool got = false;
+
+	out[0] = '\0';
+	if (!f)
+		return;
+	while (!got && fgets(line, sizeof line, f))
+		got = sscanf(line, "btime %llu", &btime) == 1;
+	fclose(f);
+	f = fopen("/proc/self/stat", "r");
+	if (!f)
+		return;
+	p = fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
+	fclose(f);
+	/* After "pid (comm)": state is field 3, starttime field 22. */
+	if (!got || hz <= 0 || !p ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+		   "%*d %*d %*d %*d %llu", &ticks) != 1)
+		return;
+	snprintf(out, len, "%llu.%02llu", btime + ticks / (unsigned long long)hz,
+		 ticks % (unsigned long long)hz * 100 / (unsigned long long)hz);
+}
+
+/* A listening socket on addr ("HOST:PORT"): the fd, or -errno with err set. */
+static int bind_addr(const char *addr, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+				  .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai = NULL;
+	struct endpoint ep;
+	int fd, one = 1, rc;
+
+	/* config.c checked the shape; the endpoint grammar is the same. */
+	if (endpoint_parse(addr, &ep) < 0 || ep.kind != ENDPOINT_TCP) {
+		snprintf(err, errlen, "listen.metrics: \"%s\" is not HOST:PORT", addr);
+		return -EINVAL;
+	}
+	rc = getaddrinfo(ep.host, ep.port, &hints, &ai);
+	if (rc) {
+		snprintf(err, errlen, "listen.metrics: %s: %s", addr, gai_strerror(rc));
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, BACKLOG) == 0) {
+			freeaddrinfo(ai);
+			return fd;
+		}
+	}
+	rc = -errno;
+	snprintf(err, errlen, "listen.metrics: %s: %s", addr, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return rc;
+}
+
+int metrics_open(struct server *srv, char *err, size_t errlen)
+{
+	struct metrics *m;
+	int fd;
+
+	if (!srv->cfg.listen_metrics[0])
+		return 0;
+	m = calloc(1, sizeof *m);
+	if (!m) {
+		snprintf(err, errlen, "listen.metrics: out of memory");
+		return -ENOMEM;
+	}
+	m->srv = srv;
+	read_start_time(m->start_time, sizeof m->start_time);
+	fd = bind_addr(srv->cfg.listen_metrics, err, errlen);
+	if (fd < 0) {
+		free(m);
+		return fd;
+	}
+	m->http = evhttp_new(srv->base);
+	if (!m->http || !evhttp_accept_socket_with_handle(m->http, fd)) {
+		snprintf(err, errlen, "listen.metrics: %s: cannot serve HTTP (evhttp)",
+			 srv->cfg.listen_metrics);
+		if (m->http)
+			evhttp_free(m->http);
+		close(fd);
+		free(m);
+		return -ENOMEM;
+	}
+	/* Every method reaches on_request, which answers 405 itself (evhttp
+	 * alone would say 501 for some). */
+	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+				   EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+	evhttp_set_timeout(m->http, HTTP_TIMEOUT_S);
+	evhttp_set_max_headers_size(m->http, HTTP_MAX_HEADERS);
+	evhttp_set_max_body_size(m->http, HTTP_MAX_BODY);
+	evhttp_set_gencb(m->http, on_request, m);
+	srv->metrics = m;
+	return 0;
+}
+
+void metrics_close(struct server *srv)
+{
+	struct metrics *m = srv->metrics;
+
+	if (!m)
+		return;
+	/* Frees the bound socket (closing it) and any scrape's connection. */
+	evhttp_free(m->http);
+	free(m);
+	srv->metrics = NULL;
+}

@@ -1,0 +1,161 @@
+/*
+ * test_metrics_page.c - the page daemon/metrics.c writes, from a server
+ * whose figures the test set: the histogram's buckets (cumulative, bounds
+ * as exact decimal seconds, every observation in the first bucket that
+ * holds it, +Inf = _count), its _sum, the errno label of each refusal, a
+ * pool's figures, tenants' figures and the limits only where they are set.
+ * No HTTP here: test_metrics does that against the real daemon.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "counters.h"
+#include "metrics.h"
+#include "server.h"
+#include "session.h"
+#include "tap.h"
+
+/* The page as a string (free it), or NULL. */
+static char *page(const struct server *srv)
+{
+	struct evbuffer *b = evbuffer_new();
+	char *text = NULL;
+	size_t len;
+
+	if (b && metrics_write(srv, b) == 0) {
+		len = evbuffer_get_length(b);
+		text = malloc(len + 1);
+		if (text) {
+			evbuffer_remove(b, text, len);
+			text[len] = '\0';
+		}
+	}
+	if (b)
+		evbuffer_free(b);
+	return text;
+}
+
+/* Whether the page has this whole line. */
+static bool has(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = strstr(text, line); p; p = strstr(p + 1, line))
+		if ((p == text || p[-1] == '\n') && p[n] == '\n')
+			return true;
+	return false;
+}
+
+static void test_histogram(struct server *srv)
+{
+	struct counters_hist *h = &srv->counters.requests[PROTO_OP_ALLOC];
+	char *text;
+
+	counters_observe(h, 500);        /* 0.5 us */
+	counters_observe(h, 1000);       /* exactly on the first bound */
+	counters_observe(h, 1001);       /* just past it */
+	counters_observe(h, 200000000);  /* 0.2 s: past the last bound */
+	text = page(srv);
+	ok(text != NULL, "the page is written");
+	if (!text)
+		return;
+	ok(has(text, "# TYPE rmem_request_duration_seconds histogram"), "a histogram");
+	ok(has(text, "rmem_request_duration_seconds_bucket{op=\"alloc\",le=\"0.000001\"} 2"),
+	   "le 1 us holds 0.5 us and 1 us");
+	ok(has(text, "rmem_request_duration_seconds_bucket{op=\"alloc\",le=\"0.0000025\"} 3"),
+	   "le 2.5 us adds 1.001 us (cumulative)");
+	ok(has(text, "rmem_request_duration_seconds_bucket{op=\"alloc\",le=\"0.1\"} 3"),
+	   "le 0.1 s still 3");
+	ok(has(text, "rmem_request_duration_seconds_bucket{op=\"alloc\",le=\"+Inf\"} 4"),
+	   "+Inf holds all 4");
+	ok(has(text, "rmem_request_duration_seconds_count{op=\"alloc\"} 4"), "_count 4");
+	ok(has(text, "rmem_request_duration_seconds_sum{op=\"alloc\"} 0.200002501"),
+	   "_sum is the exact decimal of 200002501 ns");
+	ok(has(text, "rmem_request_duration_seconds_sum{op=\"free\"} 0") &&
+	   has(text, "rmem_request_duration_seconds_bucket{op=\"free\",le=\"+Inf\"} 0"),
+	   "an op never served: zeros");
+	ok(!strstr(text, "op=\"op0\"") && has(text, "rmem_request_duration_seconds_count{op=\"names\"} 0"),
+	   "opcodes 1 to the last, by name");
+	free(text);
+}
+
+static void test_failures(struct server *srv)
+{
+	static const int rcs[] = { -ENOMEM, -ENOMEM, -EDQUOT, -EINVAL, -EEXIST, -EIO, -EACCES };
+	char *text;
+
+	for (size_t i = 0; i < sizeof rcs / sizeof rcs[0]; i++)
+		srv->counters.alloc_failures[counters_errno_of(rcs[i])]++;
+	srv->counters.stream_bytes[SESSION_UNIX][COUNTERS_WRITE] = 7;
+	srv->counters.auth_failures[COUNTERS_AUTH_MAC] = 3;
+	srv->counters.restarts_restored = 1;
+	text = page(srv);
+	if (!ok(text != NULL, "the page is written again"))
+		return;
+	ok(has(text, "rmem_alloc_failures_total{errno=\"ENOMEM\"} 2") &&
+	   has(text, "rmem_alloc_failures_total{errno=\"EDQUOT\"} 1") &&
+	   has(text, "rmem_alloc_failures_total{errno=\"EINVAL\"} 1") &&
+	   has(text, "rmem_alloc_failures_total{errno=\"EEXIST\"} 1") &&
+	   has(text, "rmem_alloc_failures_total{errno=\"other\"} 2"),
+	   "refusals by errno; EIO and EACCES are other");
+	ok(has(text, "rmem_stream_bytes_total{op=\"write\",transport=\"unix\"} 7") &&
+	   has(text, "rmem_stream_bytes_total{op=\"write\",transport=\"tcp\"} 0"),
+	   "stream bytes by op and transport");
+	ok(has(text, "rmem_auth_failures_total{reason=\"wrong_mac\"} 3"), "auth failures by reason");
+	ok(has(text, "rmem_restarts_restored_total 1"), "restarts restored");
+	free(text);
+}
+
+static void test_pools_tenants(struct server *srv)
+{
+	uint64_t off, len;
+	char *text;
+
+	srv->pools[0].alloc = alloc_new(1 << 20, 64);
+	snprintf(srv->pools[0].name, sizeof srv->pools[0].name, "p0");
+	srv->npools = 1;
+	if (!ok(srv->pools[0].alloc && alloc_reserve(srv->pools[0].alloc, 4096, &off, &len) == 0,
+		"a 1 MiB pool with 4 KiB taken"))
+		return;
+	srv->cfg.ntenants = 2;
+	snprintf(srv->cfg.tenants[0].name, sizeof srv->cfg.tenants[0].name, "ta");
+	srv->cfg.tenants[0].quota = 1 << 20;
+	snprintf(srv->cfg.tenants[1].name, sizeof srv->cfg.tenants[1].name, "tb");
+	srv->cfg.tenants[1].max_regions = 5;
+	srv->tenant_use[0].bytes = 4096;
+	srv->tenant_use[1].regions = 2;
+	text = page(srv);
+	if (!ok(text != NULL, "the page with a pool and tenants"))
+		return;
+	ok(has(text, "rmem_pool_bytes{pool=\"p0\"} 1048576") &&
+	   has(text, "rmem_used_bytes{pool=\"p0\"} 4096") &&
+	   has(text, "rmem_largest_free_bytes{pool=\"p0\"} 1044480") &&
+	   has(text, "rmem_pool_regions{pool=\"p0\"} 1"), "the pool's figures, from its allocator");
+	ok(has(text, "rmem_tenant_used_bytes{tenant=\"ta\"} 4096") &&
+	   has(text, "rmem_tenant_regions{tenant=\"tb\"} 2"), "the tenants' use");
+	ok(has(text, "rmem_tenant_quota_bytes{tenant=\"ta\"} 1048576") &&
+	   !strstr(text, "rmem_tenant_quota_bytes{tenant=\"tb\"}"), "a quota only where set");
+	ok(has(text, "rmem_tenant_max_regions{tenant=\"tb\"} 5") &&
+	   !strstr(text, "rmem_tenant_max_regions{tenant=\"ta\"}"), "max_regions only where set");
+	ok(!strstr(text, "process_start_time_seconds"), "no start time without the endpoint");
+	free(text);
+	alloc_free(srv->pools[0].alloc);
+}
+
+int main(void)
+{
+	struct server *srv = calloc(1, sizeof *srv);
+
+	if (!srv)
+		return 1;
+	test_histogram(srv);
+	test_failures(srv);
+	test_pools_tenants(srv);
+	free(srv);
+	return tap_done();
+}
