@@ -94,6 +94,8 @@ static void on_publish(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	publish(srv, srv->cluster);
+	/* For the metrics page, which runs on this loop too. */
+	srv->cluster_state = atomic_load(&srv->cluster->state);
 }
 
 /* ---- the agent ---------------------------------------------------------------------- */
@@ -464,6 +466,7 @@ int cluster_start(struct server *srv)
 	if (!cl->timer || event_add(cl->timer, &tv) < 0)
 		return -ENOMEM;
 	atomic_store(&cl->state, CLUSTER_JOINING);
+	srv->cluster_state = CLUSTER_JOINING;
 	rc = pthread_create(&cl->thread, NULL, agent_main, cl);
 	if (rc)
 		return -rc;
@@ -489,6 +492,7 @@ void cluster_stop(struct server *srv)
 	}
 	cluster_free(cl);
 	srv->cluster = NULL;
+	srv->cluster_state = CLUSTER_OFF;
 }
 
 enum cluster_state cluster_state(const struct server *srv)

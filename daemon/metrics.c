@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "cluster.h"
 #include "counters.h"
 #include "endpoint.h"
 #include "log.h"
@@ -257,6 +258,25 @@ static void write_histogram(struct page *p, const struct server *srv)
 	}
 }
 
+/* Only with a cluster: one series per state, 1 for the one it is in (the
+ * usual way to show an enum), so an alert can ask for unreachable == 1. */
+static void write_cluster(struct page *p, const struct server *srv)
+{
+	static const struct { int state; const char *name; } states[] = {
+		{ CLUSTER_JOINING, "joining" },
+		{ CLUSTER_REGISTERED, "registered" },
+		{ CLUSTER_UNREACHABLE, "unreachable" },
+	};
+
+	if (srv->cluster_state == CLUSTER_OFF)
+		return;
+	head(p, "rmem_cluster_state", "gauge",
+	     "Membership in the etcd cluster (cluster.etcd): 1 for the state it is in.");
+	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
+		labelled(p, "rmem_cluster_state", "state", states[i].name,
+			 srv->cluster_state == states[i].state);
+}
+
 int metrics_write(const struct server *srv, struct evbuffer *out)
 {
 	struct page p = { .b = out, .failed = false };
@@ -282,6 +302,7 @@ int metrics_write(const struct server *srv, struct evbuffer *out)
 	one(&p, "rmem_quarantine_bytes", "gauge",
 	    "Bytes whose NIC key died unconfirmed, waiting before they are zeroed and reused.",
 	    srv->counters.quarantine_bytes);
+	write_cluster(&p, srv);
 	write_tenants(&p, srv);
 	write_counters(&p, srv);
 	write_histogram(&p, srv);

@@ -62,6 +62,10 @@ struct server {
 	struct cluster *cluster;     /* membership on etcd (cluster.c); NULL: none */
 	struct counters counters;    /* for the metrics, bumped where things happen */
 	struct metrics *metrics;     /* the listen.metrics endpoint (metrics.c), or NULL */
+	/* enum cluster_state (cluster.h) as the loop last saw it: cluster.c's
+	 * timer copies it from the agent, so readers on the loop need no atomic.
+	 * 0 (CLUSTER_OFF) without a cluster. */
+	int cluster_state;
 };
 
 #endif /* RMEMD_SERVER_H */

@@ -97,12 +97,36 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))')"
 for i in 0 1 2; do
 	rports[$i]=${ports[$i]}
 	rmemd_conf_cluster "$i"
+done
+# s2 shows its cluster state on /metrics too.
+mport=$(free_port)
+sed -i "s|metrics = \"\"|metrics = \"127.0.0.1:$mport\"|" "$tmp/r2.conf"
+for i in 0 1 2; do
 	start_rmemd "$i"
 done
+
+# state STATE: 0 when s2's /metrics says rmem_cluster_state{state="STATE"} 1.
+state() {
+	python3 -c 'import sys, urllib.request
+page = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=3).read()
+sys.exit(0 if ("rmem_cluster_state{state=\"%s\"} 1\n" % sys.argv[2]).encode() in page else 1)' \
+		"$mport" "$1" 2> /dev/null
+}
+# wait_state STATE SECONDS
+wait_state() {
+	local deadline=$((SECONDS + $2))
+	while ((SECONDS <= deadline)); do
+		state "$1" && return 0
+		sleep 0.2
+	done
+	return 1
+}
 for i in 0 1 2; do
 	wait_key "$i" present 15
 	ok $? "rmemd s$i registers $(key "$i")"
 done
+wait_state registered 3
+ok $? "s2's /metrics says rmem_cluster_state{state=\"registered\"} 1"
 
 # ---- the key, its JSON, its lease --------------------------------------------------------
 now_ms=$(($(date +%s) * 1000))
@@ -242,6 +266,7 @@ ok $? "same id and endpoint, a new generation (its memory was lost)"
 # ---- two servers with one id: the second waits, never takes the key over ----------------------------
 dport=$(free_port)
 sed -e "s/127.0.0.1:${rports[2]}/127.0.0.1:$dport/" -e "s|$tmp/r2.sock|$tmp/dup.sock|" \
+	-e "s|metrics = \"127.0.0.1:$mport\"|metrics = \"\"|" \
 	"$tmp/r2.conf" > "$tmp/dup.conf"
 "$RMEMD" -c "$tmp/dup.conf" > "$tmp/dup.log" 2>&1 &
 dup_pid=$!
@@ -285,6 +310,8 @@ sleep 2
 n=$(grep -c "etcd is unreachable" "$tmp/r2.log")
 [ "$n" = 1 ]
 ok $? "s2 logged the loss of etcd once ($n times)"
+state unreachable
+ok $? "s2's /metrics says rmem_cluster_state{state=\"unreachable\"} 1"
 for i in 0 1 2; do etcd_restart "$i"; done
 etcd_wait_healthy 30
 ok $? "etcd comes back"
@@ -297,6 +324,8 @@ done
 n=$(grep -c "etcd is reachable again" "$tmp/r2.log")
 [ "$n" = 1 ]
 ok $? "s2 logged once that etcd is back ($n times)"
+wait_state registered 3
+ok $? "s2's /metrics says registered again"
 sleep 1.5
 lease=$(get 2 Lease)
 ttl=$(etcdctl_ lease timetolive "$(printf %x "$lease")" 2> /dev/null)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cluster.h"
 #include "counters.h"
 #include "metrics.h"
 #include "server.h"
@@ -147,6 +148,26 @@ static void test_pools_tenants(struct server *srv)
 	alloc_free(srv->pools[0].alloc);
 }
 
+/* The cluster's state: absent without a cluster, one series per state. */
+static void test_cluster(struct server *srv)
+{
+	char *text;
+
+	srv->npools = 0; /* the pool of the test before is gone */
+	srv->cluster_state = CLUSTER_OFF;
+	text = page(srv);
+	ok(text && !strstr(text, "rmem_cluster_state"), "no cluster, no rmem_cluster_state");
+	free(text);
+	srv->cluster_state = CLUSTER_UNREACHABLE;
+	text = page(srv);
+	ok(text && has(text, "rmem_cluster_state{state=\"unreachable\"} 1") &&
+	   has(text, "rmem_cluster_state{state=\"registered\"} 0") &&
+	   has(text, "rmem_cluster_state{state=\"joining\"} 0"),
+	   "etcd out of reach: unreachable 1, the other states 0");
+	free(text);
+	srv->cluster_state = CLUSTER_OFF;
+}
+
 int main(void)
 {
 	struct server *srv = calloc(1, sizeof *srv);
@@ -156,6 +177,7 @@ int main(void)
 	test_histogram(srv);
 	test_failures(srv);
 	test_pools_tenants(srv);
+	test_cluster(srv);
 	free(srv);
 	return tap_done();
 }
