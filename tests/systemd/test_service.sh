@@ -125,11 +125,11 @@ out=$(rwcheck "$SYSD_TCP_EP" tcp $((4 << 20)) 2>&1)
 ok $? "a TCP client ($SYSD_TCP_EP): $out"
 out=$(rwcheck "unix:$SYSD_SOCK" auto 65536 2>&1)
 ok $? "a client on the Unix socket: $out"
-out=$("$SYSD_PREFIX/bin/rmem-perf" -e "$SYSD_RDMA_EP" -t rdma --op write -s 65536 -n 2000 -q 8 2>&1)
-ok $? "installed rmem-perf: 2000 RDMA writes in flight 8 deep"
+out=$("$SYSD_PREFIX/bin/rmem-perf" -e "$SYSD_RDMA_EP" -t rdma --op write -s 65536 -n 500 -q 8 2>&1)
+ok $? "installed rmem-perf: 500 RDMA writes of 64 KiB, 8 in flight"
 tail -n 2 <<< "$out" | diag
-out=$("$SYSD_PREFIX/bin/rmem-perf" -e "$SYSD_TCP_EP" -t tcp --op alloc -n 2000 2>&1)
-ok $? "installed rmem-perf: 2000 allocs and frees over TCP"
+out=$("$SYSD_PREFIX/bin/rmem-perf" -e "$SYSD_TCP_EP" -t tcp --op alloc -n 500 2>&1)
+ok $? "installed rmem-perf: 500 allocs and frees over TCP"
 tail -n 2 <<< "$out" | diag
 "$SYSD_RMEMCTL" --json stats > "$tmp/json" 2> /dev/null &&
 	python3 -c 'import json, sys
