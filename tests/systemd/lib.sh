@@ -16,6 +16,7 @@
 # and removes $tmp.  Every test file starts rmemd itself: test_*.sh files do
 # not depend on each other's order.
 
+# shellcheck disable=SC2034  # the names below are for the tests that source this
 B=${RMEM_BUILD:-build}
 UNIT=rmemd.service
 # Where `make install` puts things with the Makefile's defaults.
@@ -138,7 +139,21 @@ unit_props() {
 # unit is active.  The journal's end goes out as comments when not.
 sysd_start() {
 	systemctl start "$UNIT" && [ "$(unit_prop ActiveState)" = active ] && return 0
-	sysd_journal
+	sysd_journal 30
+	return 1
+}
+
+# sysd_wait_active [SECS]: polls until the unit is active (again: after a
+# kill and Restart=on-failure, for instance), at most SECS (120) seconds;
+# 0 once it is.  Each poll is a systemctl call (about a second under TCG).
+sysd_wait_active() {
+	local end=$((SECONDS + ${1:-120}))
+
+	while [ "$SECONDS" -lt "$end" ]; do
+		[ "$(unit_prop ActiveState)" = active ] && return 0
+		sleep 0.2
+	done
+	sysd_journal 30
 	return 1
 }
 

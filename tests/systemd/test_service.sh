@@ -47,7 +47,7 @@ tcp_listening() {
 # status), with whether the admin socket and the TCP port were there at that
 # moment.  systemctl show itself takes about a second under TCG.
 watch_start() {
-	local state sub status last= sock port i
+	local state sub status last='' sock port i
 
 	for ((i = 0; i < 300; i++)); do
 		unit_props ActiveState SubState StatusText
