@@ -128,6 +128,9 @@ RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
 # tests/func/test_cluster.sh's librmem client (holds memory, does I/O), and
 # the etcd client's own test, run against etcd by test_etcd_client.sh.
 CLUSTER_HELPERS := $(B)/tests/cluster_client $(B)/tests/test_etcd_client
+# The unit under real systemd, in the test VM (tests/systemd/README.md): the
+# client those tests run against the installed rmemd.
+SYSD_BINS := $(B)/tests/systemd/rwcheck
 
 
 .PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp \
@@ -318,13 +321,14 @@ test: deps
 
 # The RDMA programs run inside one Soft-RoCE VM (tests/vm/suite), counted with
 # the rest; where qemu cannot run, that one entry is reported as skipped.
-check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CLUSTER_HELPERS)
+check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CLUSTER_HELPERS) \
+	$(SYSD_BINS)
 	@RMEM_BUILD=$(B) RMEM_VM_TESTS="$(RDMA_BINS)" tests/run-tests $(UNIT_BINS) $(FUNC_BINS) \
 		$(CHAOS_BINS) \
 		tests/unit/test_layers.sh \
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
-		tests/vm/suite
+		tests/vm/suite tests/systemd/suite
 
 unit: $(UNIT_BINS)
 	@RMEM_BUILD=$(B) tests/run-tests $(UNIT_BINS)
@@ -348,6 +352,21 @@ check-rdma: $(B)/rmemd $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS)
 		tests/vm/run-in-vm -- tests/run-tests $(RDMA_BINS) || rc=$$?; \
 	if [ $$rc = 77 ]; then echo "0 passed, 0 failed, 1 skipped (no test VM here)"; rc=0; fi; \
 	exit $$rc
+
+# ---- the unit under real systemd (tests/systemd/README.md) --------------------
+# Part of `make test` through tests/systemd/suite, which boots the test VM with
+# systemd as PID 1 (run-in-vm --systemd); `make check-systemd` runs it alone.
+# rwcheck uses only the public library, like an application.
+$(B)/tests/obj/systemd/%.o: tests/systemd/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+$(B)/tests/systemd/rwcheck: $(B)/tests/obj/systemd/rwcheck.o $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/../..'
+
+.PHONY: check-systemd
+check-systemd: all $(SYSD_BINS)
+	@RMEM_BUILD=$(B) tests/run-tests tests/systemd/suite
 
 # ---- benchmarks (print figures, assert nothing) ------------------------------
 # rmem-perf uses only the public library; installed beside rmemctl.
