@@ -65,7 +65,7 @@ static void do_hello(struct server *srv, const struct ctl_req *q, struct ctl_rep
 {
 	struct session *s = q->s;
 	struct proto_hello_req req;
-	struct proto_hello_rep hr;
+	struct proto_hello_rep hr = { 0 };
 	int rc;
 
 	if (!decoded(proto_hello_req_decode(q->payload, q->len, &req), rep))
