@@ -66,7 +66,7 @@ LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 # into librmem it stays internal.
 PROTO_SRC := common/proto.c
 COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c common/addr.c \
-	common/authmac.c
+	common/authmac.c common/state.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/engine.c client-lib/io.c client-lib/nic_conn.c \
 	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
@@ -92,7 +92,7 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
 UNIT_TESTS := test_alloc test_proto test_config test_region test_names test_endpoint \
-	fuzz_proto_replay \
+	fuzz_proto_replay test_state fuzz_state_replay \
 	fuzz_dispatch_replay test_session test_raw
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named
@@ -210,6 +210,7 @@ $(B)/tests/obj/alloc-debug.o: daemon/alloc.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
+$(B)/tests/test_state: $(B)/tests/obj/unit/test_state.o
 $(B)/tests/test_endpoint: $(B)/tests/obj/unit/test_endpoint.o
 $(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
 $(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o \
@@ -226,6 +227,7 @@ $(B)/tests/obj/fuzz/replay-%.o: tests/fuzz/replay.c
 	$(CC) $(CPPFLAGS_ALL) $(TEST_CPPFLAGS) -DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/$*"' \
 		$(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 $(B)/tests/fuzz_proto_replay: $(B)/tests/obj/fuzz/fuzz_proto.o $(B)/tests/obj/fuzz/replay-proto.o
+$(B)/tests/fuzz_state_replay: $(B)/tests/obj/fuzz/fuzz_state.o $(B)/tests/obj/fuzz/replay-state.o
 # The dispatch fuzzer's corpus against the daemon's own modules (all but main.c).
 FUZZ_DAEMON_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
 $(B)/tests/fuzz_dispatch_replay: $(B)/tests/obj/fuzz/fuzz_dispatch.o \
@@ -383,6 +385,10 @@ FUZZ_SECONDS ?= 60
 build-fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(PROTO_SRC)
 	@mkdir -p $(dir $@)
 	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $^
+# fuzz_state: the persistent state codec (a damaged fd store must be refused).
+build-fuzz/fuzz_state: tests/fuzz/fuzz_state.c common/state.c $(PROTO_SRC)
+	@mkdir -p $(dir $@)
+	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $^
 # fuzz_dispatch: the daemon's modules (all but main.c) built with coverage,
 # fed whole client conversations (tests/fuzz/fuzz_dispatch.h).
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
@@ -396,8 +402,10 @@ build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(FUZZ_DAEMON_SRCS:%.c=buil
 	clang $(CPPFLAGS_ALL) $(TEST_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) -o $@ $^ \
 		$(DAEMON_LIBS)
 # Crashes land in build-fuzz/ as crash-*; keep a minimized one in the corpus.
-fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch
-	mkdir -p build-fuzz/corpus-proto build-fuzz/corpus-dispatch
+fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch build-fuzz/fuzz_state
+	mkdir -p build-fuzz/corpus-proto build-fuzz/corpus-dispatch build-fuzz/corpus-state
+	build-fuzz/fuzz_state -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
+		build-fuzz/corpus-state tests/fuzz/corpus/state
 	build-fuzz/fuzz_proto -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
 		build-fuzz/corpus-proto tests/fuzz/corpus/proto
 	build-fuzz/fuzz_dispatch -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
