@@ -21,6 +21,7 @@ struct key_ops;
 struct event;
 struct quarantined;
 struct names;
+struct slots;
 
 /* What one tenant holds now (tenant.c); index as in cfg.tenants. */
 struct tenant_use {
@@ -56,6 +57,14 @@ struct server {
 	struct event *quarantine_timer;
 	struct tenant_use tenant_use[CONFIG_MAX_TENANTS];
 	struct event *lease_timer;   /* the connections' deadlines (lease.c) */
+	/* Restart without loss (persist.c, slots.c): the state memfd's writer
+	 * (NULL: persistence off, outside systemd's fd store), how many
+	 * sessions the last restore brought back (0: started fresh; for
+	 * rmem_restarts_restored_total), and the timer that ends the restored
+	 * sessions nobody resumed. */
+	struct slots *slots;
+	uint64_t restored;
+	struct event *restore_timer;
 };
 
 #endif /* RMEMD_SERVER_H */

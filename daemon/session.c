@@ -16,6 +16,7 @@
 #include "names.h"
 #include "server.h"
 #include "session.h"
+#include "slots.h"
 #include "tenant.h"
 
 /* A range waiting in the quarantine (see session.h). */
@@ -26,6 +27,74 @@ struct quarantined {
 	const struct config_tenant *tenant; /* whose quota the bytes still count in */
 	struct quarantined *next;
 };
+
+/* ---- the state memfd (slots.h): each change recorded before its reply ---------- */
+
+static const char *tenant_name(const struct config_tenant *t)
+{
+	return t ? t->name : "";
+}
+
+static int record_session(struct server *srv, const struct session *s)
+{
+	struct state_slot r = { .type = STATE_SESSION };
+
+	r.u.session.id = s->id;
+	snprintf(r.u.session.tenant, sizeof r.u.session.tenant, "%s", tenant_name(s->tenant));
+	memcpy(r.u.session.token, s->resume_token, sizeof r.u.session.token);
+	return slots_put(srv->slots, &r);
+}
+
+static int record_region(struct server *srv, const struct session *s, const struct region *g)
+{
+	struct state_slot r = { .type = STATE_REGION };
+
+	r.u.region.id = g->id;
+	r.u.region.session = s->id;
+	r.u.region.pool = g->pool;
+	r.u.region.offset = g->offset;
+	r.u.region.length = g->length;
+	return slots_put(srv->slots, &r);
+}
+
+/* A named object: its range, then its name (a crash between leaves an
+ * object without name or handle, which a restore frees). */
+static int record_object(struct server *srv, const struct name_obj *o)
+{
+	struct state_slot r = { .type = STATE_OBJECT };
+	int rc;
+
+	r.u.object.id = o->id;
+	r.u.object.pool = o->pool;
+	r.u.object.offset = o->offset;
+	r.u.object.length = o->length;
+	snprintf(r.u.object.ns, sizeof r.u.object.ns, "%s", tenant_name(o->ns));
+	snprintf(r.u.object.charged, sizeof r.u.object.charged, "%s", tenant_name(o->charged));
+	rc = slots_put(srv->slots, &r);
+	if (rc < 0)
+		return rc;
+	memset(&r, 0, sizeof r);
+	r.type = STATE_NAME;
+	r.u.name.object = o->id;
+	r.u.name.name_len = o->name_len;
+	memcpy(r.u.name.name, o->name, o->name_len);
+	rc = slots_put(srv->slots, &r);
+	if (rc < 0)
+		slots_del(srv->slots, STATE_OBJECT, o->id);
+	return rc;
+}
+
+static int record_handle(struct server *srv, const struct session *s, const struct region *g,
+			 const struct name_obj *o, uint32_t access)
+{
+	struct state_slot r = { .type = STATE_HANDLE };
+
+	r.u.handle.region = g->id;
+	r.u.handle.session = s->id;
+	r.u.handle.object = o->id;
+	r.u.handle.access = access;
+	return slots_put(srv->slots, &r);
+}
 
 struct session *session_new(struct server *srv, enum session_transport transport,
 			    bool admin, const char *peer)
@@ -241,6 +310,7 @@ static void object_maybe_free(struct server *srv, struct name_obj *o)
 
 	if (!o->unlinked || o->handles)
 		return;
+	slots_del(srv->slots, STATE_OBJECT, o->id);
 	names_remove(srv->names, o);
 	srv->frees++;
 	tenant_region_gone(srv, charged);
@@ -254,6 +324,7 @@ static void release_handle(struct server *srv, struct session *s, struct region 
 	struct name_handle *h = names_handle_find(srv->names, r->id);
 	struct name_obj *o;
 
+	slots_del(srv->slots, STATE_HANDLE, r->id);
 	if (!h) { /* the table and names disagree: a bug, say it, keep going */
 		log_err("region %llu: a named handle without its object",
 			(unsigned long long)r->id);
@@ -281,6 +352,8 @@ static void release_region(struct server *srv, struct session *s, struct region 
 
 	if (r->named)
 		return release_handle(srv, s, r);
+	/* Out of the state first: a crash from here on finds the range free. */
+	slots_del(srv->slots, STATE_REGION, r->id);
 	gone = drop_entry(srv, s, r);
 	srv->frees++;
 	tenant_region_gone(srv, s->tenant);
@@ -306,6 +379,7 @@ void session_destroy(struct server *srv, struct session *s)
 		srv->keys->peer_destroy(s->nic);
 	s->nic = NULL;
 	if (s->hello_done) {
+		slots_del(srv->slots, STATE_SESSION, s->id);
 		srv->clients--;
 		log_info("client %llu (%s) gone: %llu regions, %llu bytes returned",
 			 (unsigned long long)s->id, s->peer, (unsigned long long)n,
@@ -324,6 +398,8 @@ void session_destroy(struct server *srv, struct session *s)
 
 int session_hello(struct server *srv, struct session *s)
 {
+	int rc;
+
 	if (s->hello_done)
 		return -EINVAL;
 	if (srv->clients >= srv->cfg.max_clients) {
@@ -339,9 +415,128 @@ int session_hello(struct server *srv, struct session *s)
 		if (n > 0)
 			got += (size_t)n;
 	}
+	for (size_t got = 0; got < sizeof s->resume_token;) {
+		ssize_t n = getrandom(s->resume_token + got, sizeof s->resume_token - got, 0);
+
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0)
+			got += (size_t)n;
+	}
+	rc = record_session(srv, s);
+	if (rc < 0)
+		return rc;
 	s->hello_done = true;
 	srv->clients++;
 	log_info("client %llu (%s) connected", (unsigned long long)s->id, s->peer);
+	return 0;
+}
+
+/* ---- restart without loss: RESUME and REKEY (docs/protocol.md 7.13) ----------- */
+
+struct session *session_find_restored(struct server *srv, uint64_t id)
+{
+	for (struct session *s = srv->sessions_first; s; s = s->next)
+		if (s->id == id && s->restored)
+			return s;
+	return NULL;
+}
+
+/* s takes from's place in the list, which stays in id order (CLIENTS pages
+ * by id). */
+static void take_place(struct server *srv, struct session *s, struct session *from)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		srv->sessions_first = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		srv->sessions_last = s->prev;
+	s->prev = from->prev;
+	s->next = from->next;
+	if (s->prev)
+		s->prev->next = s;
+	else
+		srv->sessions_first = s;
+	if (s->next)
+		s->next->prev = s;
+	else
+		srv->sessions_last = s;
+	from->prev = from->next = NULL;
+}
+
+int session_resume(struct server *srv, struct session *s, struct session *from)
+{
+	if (s->hello_done)
+		return -EINVAL;
+	if (!from->detached)
+		return -EBUSY;
+	for (size_t got = 0; got < sizeof s->attach_token;) {
+		ssize_t n = getrandom((char *)&s->attach_token + got, sizeof s->attach_token - got, 0);
+
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0)
+			got += (size_t)n;
+	}
+	/* Everything that is the session's moves; the region entries name
+	 * their owner by id, which moves with them, and handles name their
+	 * holder, which is told. */
+	s->id = from->id;
+	s->regions = from->regions;
+	s->nregions = from->nregions;
+	s->used_bytes = from->used_bytes;
+	memcpy(s->resume_token, from->resume_token, sizeof s->resume_token);
+	for (struct region *r = region_owner_first(srv->regions, &s->regions); r;
+	     r = region_owner_next(srv->regions, r)) {
+		struct name_handle *h = r->named ? names_handle_find(srv->names, r->id) : NULL;
+
+		if (h)
+			h->holder = s;
+	}
+	s->restored = true;
+	s->detached = false;
+	s->hello_done = true;
+	take_place(srv, s, from);
+	/* from is an empty shell now: not a client (s is), nothing to return,
+	 * and its state slot is s's. */
+	memset(&from->regions, 0, sizeof from->regions);
+	from->nregions = 0;
+	from->used_bytes = 0;
+	from->hello_done = false;
+	free(from);
+	log_info("client %llu (%s) resumed: %llu regions, %llu bytes",
+		 (unsigned long long)s->id, s->peer, (unsigned long long)s->nregions,
+		 (unsigned long long)s->used_bytes);
+	return 0;
+}
+
+int session_rekey(struct server *srv, struct session *s, uint64_t id, const struct region **out)
+{
+	struct region *r = region_find(srv->regions, id);
+	const struct name_handle *h;
+	uint32_t access = PROTO_ACCESS_READ | PROTO_ACCESS_WRITE;
+	int rc;
+
+	if (!r || r->owner != s->id)
+		return -ENOENT;
+	h = r->named ? names_handle_find(srv->names, id) : NULL;
+	if (h)
+		access = h->access;
+	if (s->nic) {
+		/* The range stays the region's, so an unconfirmed death needs no
+		 * quarantine: only the holder's own accesses could still land. */
+		srv->keys->key_drop(s->nic, id);
+		rc = srv->keys->key_new(s->nic, r->id, r->pool, srv->pools[r->pool].base + r->offset,
+					r->length, access, &r->key);
+		if (rc < 0)
+			return rc;
+	} else {
+		r->key = region_new_key(srv->regions);
+	}
+	*out = r;
 	return 0;
 }
 
@@ -478,6 +673,12 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
 		untake_range(srv, s->tenant, pool, off, len);
 		return rc;
 	}
+	rc = record_region(srv, s, r);
+	if (rc < 0) {
+		drop_entry(srv, s, r); /* a key just made, never handed out */
+		untake_range(srv, s->tenant, pool, off, len);
+		return rc == -ENOSPC ? -ENOMEM : rc;
+	}
 	count_alloc(srv, len);
 	*out = r;
 	return 0;
@@ -498,6 +699,12 @@ static int open_handle(struct server *srv, struct session *s, struct name_obj *o
 	if (rc < 0) {
 		drop_entry(srv, s, r); /* a key just made, never handed out */
 		return rc;
+	}
+	rc = record_handle(srv, s, r, o, access);
+	if (rc < 0) {
+		names_handle_remove(srv->names, names_handle_find(srv->names, r->id));
+		drop_entry(srv, s, r);
+		return rc == -ENOSPC ? -ENOMEM : rc;
 	}
 	*out = r;
 	return 0;
@@ -522,12 +729,19 @@ int session_create(struct server *srv, struct session *s, const char *name, size
 		return rc;
 	o = names_add(srv->names, s->tenant, name, name_len, pool->index, off, len, s->tenant,
 		      (uint64_t)clock_mono_ns());
-	rc = o ? open_handle(srv, s, o, all, out) : -errno;
+	rc = o ? record_object(srv, o) : -errno;
+	if (rc == 0) {
+		rc = open_handle(srv, s, o, all, out);
+		if (rc < 0) {
+			slots_del(srv->slots, STATE_NAME, o->id);
+			slots_del(srv->slots, STATE_OBJECT, o->id);
+		}
+	}
 	if (rc < 0) {
 		if (o)
 			names_remove(srv->names, o);
 		untake_range(srv, s->tenant, pool, off, len);
-		return rc;
+		return rc == -ENOSPC ? -ENOMEM : rc;
 	}
 	count_alloc(srv, len);
 	return 0;
@@ -566,6 +780,7 @@ static void revoke(struct server *srv, struct name_obj *o)
 		struct session *holder = h->holder;
 		struct region *r = region_find(srv->regions, h->region_id);
 
+		slots_del(srv->slots, STATE_HANDLE, h->region_id);
 		names_handle_remove(srv->names, h);
 		if (r)
 			remove_entry(srv, holder, r);
@@ -583,6 +798,7 @@ int session_unlink_ns(struct server *srv, const struct config_tenant *ns, const 
 	o = names_lookup(srv->names, ns, name, name_len);
 	if (!o)
 		return -ENOENT;
+	slots_del(srv->slots, STATE_NAME, o->id);
 	names_unlink(srv->names, o);
 	if (flags & PROTO_UNLINK_REVOKE)
 		revoke(srv, o);

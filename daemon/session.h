@@ -40,6 +40,12 @@ struct session {
 	const struct config_tenant *tenant;  /* proven by AUTH; NULL: anonymous */
 	struct tenant_auth auth;             /* the handshake in progress */
 	struct session *prev, *next;
+	/* Restart without loss (docs/protocol.md 7.13): the secret that takes
+	 * the session back (drawn at HELLO, kept in the state memfd); restored:
+	 * brought back by a restore; detached: restored and not resumed yet
+	 * (no connection holds it). */
+	uint8_t resume_token[16];
+	bool restored, detached;
 };
 
 struct session *session_new(struct server *srv, enum session_transport transport,
@@ -51,6 +57,18 @@ void session_destroy(struct server *srv, struct session *s);
 /* HELLO: counts the session as a client and draws its attach token;
  * -EUSERS past limits.max_clients, -EINVAL when repeated. */
 int session_hello(struct server *srv, struct session *s);
+
+/*
+ * RESUME (docs/protocol.md 7.13): s, a fresh session of a connection before
+ * HELLO, takes over the detached restored session `from` (its id, regions,
+ * handles, token); `from` is freed.  The caller checked token and tenant.
+ */
+int session_resume(struct server *srv, struct session *s, struct session *from);
+/* REKEY: region id of s gets a new key (the old one dies first): the NIC's
+ * when s has a queue pair, else a random one.  -ENOENT, or the NIC's error. */
+int session_rekey(struct server *srv, struct session *s, uint64_t id, const struct region **out);
+/* A restored session that no connection holds, by id (restore, RESUME). */
+struct session *session_find_restored(struct server *srv, uint64_t id);
 
 /* The session past HELLO with this id, or NULL (for the RDMA attach). */
 struct session *session_find(struct server *srv, uint64_t id);
