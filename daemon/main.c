@@ -195,6 +195,8 @@ static void nic_end(void *arg, struct session *s, int status, const char *why)
  * device lets go of the pools, which go last. */
 static void server_close(struct server *srv)
 {
+	/* The fd store keeps the pools and their state for the next start. */
+	persist_keep(srv);
 	lease_fini(srv);
 	conn_close_all(srv);
 	if (srv->base)

@@ -686,13 +686,66 @@ static int build_regions(struct server *srv, const struct image *im)
 	}
 }
 
+struct span {
+	uint64_t off, len;
+};
+
+static int by_off(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/*
+ * Every byte no kept record holds is zeroed: a range may have been freed in
+ * the state before its bytes were zeroed (a crash between the two), or left
+ * unzeroed by a shutdown for a restart or in the quarantine; its next owner
+ * must still find zeros.  Pool by pool, the gaps between the kept ranges.
+ */
+static int zero_free(struct server *srv, const struct image *im)
+{
+	struct span *sp = malloc(sizeof *sp * (im->n + 1));
+
+	if (!sp)
+		return -ENOMEM;
+	for (uint32_t p = 0; p < srv->npools; p++) {
+		size_t n = 0;
+		uint64_t at = 0;
+
+		for (size_t i = 0; i < im->n; i++) {
+			const struct state_slot *r = &im->rec[i].s;
+
+			if (im->rec[i].drop)
+				continue;
+			if (r->type == STATE_REGION && r->u.region.pool == p)
+				sp[n++] = (struct span){ r->u.region.offset, r->u.region.length };
+			if (r->type == STATE_OBJECT && r->u.object.pool == p)
+				sp[n++] = (struct span){ r->u.object.offset, r->u.object.length };
+		}
+		qsort(sp, n, sizeof *sp, by_off);
+		for (size_t i = 0; i <= n; i++) {
+			uint64_t end = i < n ? sp[i].off : srv->pools[p].size;
+
+			if (end > at)
+				memset(srv->pools[p].base + at, 0, end - at);
+			if (i < n)
+				at = sp[i].off + sp[i].len;
+		}
+	}
+	free(sp);
+	return 0;
+}
+
 /* Pass 2; im passed pass 1.  Only memory can fail here. */
 static int build(struct server *srv, struct kept *k, struct image *im)
 {
 	const struct state_slot *c = &im->counters;
 	int rc;
 
-	rc = build_sessions(srv, im);
+	rc = zero_free(srv, im);
+	if (rc == 0)
+		rc = build_sessions(srv, im);
 	if (rc == 0)
 		rc = build_objects(srv, im);
 	if (rc == 0)
@@ -861,6 +914,14 @@ out:
 		}
 	}
 	return rc;
+}
+
+void persist_keep(struct server *srv)
+{
+	if (!srv->slots)
+		return;
+	slots_freeze(srv->slots);
+	srv->keep_state = true;
 }
 
 void persist_close(struct server *srv)

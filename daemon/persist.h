@@ -32,6 +32,13 @@ bool persist_possible(void);
  * errno after logging (the daemon cannot start).
  */
 int persist_open(struct server *srv, pool_progress_fn progress);
+/*
+ * At shutdown, before the sessions end: the state memfd and the pools keep
+ * what they hold (no slot freed, no byte zeroed), so that the next rmemd,
+ * given them by the fd store, restores every session (`systemctl restart`).
+ * Without persistence it does nothing.
+ */
+void persist_keep(struct server *srv);
 /* Frees the state writer and the restore timer; accepts what persist_open
  * left half-built.  The pools are main.c's to close. */
 void persist_close(struct server *srv);

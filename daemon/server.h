@@ -6,6 +6,7 @@
 #ifndef RMEMD_SERVER_H
 #define RMEMD_SERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -65,6 +66,7 @@ struct server {
 	struct slots *slots;
 	uint64_t restored;
 	struct event *restore_timer;
+	bool keep_state;             /* shutting down for a restart: leave pool bytes as they are */
 };
 
 #endif /* RMEMD_SERVER_H */

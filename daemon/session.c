@@ -126,7 +126,10 @@ static void return_range(struct server *srv, uint32_t pool, uint64_t offset, uin
 	struct pool *p = &srv->pools[pool];
 	int rc;
 
-	memset(p->base + offset, 0, length);
+	/* Not at a shutdown for a restart: the next rmemd gives these bytes
+	 * back to their owners (persist.h). */
+	if (!srv->keep_state)
+		memset(p->base + offset, 0, length);
 	rc = alloc_release(p->alloc, offset, length);
 	if (rc < 0) /* the table and the allocator disagree: a bug, say it loudly */
 		log_err("pool %s: release of [%llu, +%llu) refused: %s", p->name,

@@ -33,6 +33,7 @@ struct slots {
 	uint64_t ceiling[3];    /* region, session, name: ids below may be out */
 	uint64_t gen;           /* of the last COUNTERS written */
 	uint32_t counters_slot; /* 0 or 1: the one written last */
+	bool frozen;            /* shutting down: the state stays as it is */
 };
 
 static uint8_t *slot_at(const struct slots *t, uint32_t i)
@@ -257,13 +258,19 @@ int slots_mark(struct slots *t, uint32_t index, const struct state_slot *s)
 	return 0;
 }
 
+void slots_freeze(struct slots *t)
+{
+	if (t)
+		t->frozen = true;
+}
+
 int slots_put(struct slots *t, const struct state_slot *s)
 {
 	uint64_t k;
 	uint32_t pos, index;
 	int rc;
 
-	if (!t)
+	if (!t || t->frozen)
 		return 0;
 	k = key_of(s->type, id_of(s));
 	if (find(t, k, &pos) != EMPTY)
@@ -288,7 +295,7 @@ void slots_del(struct slots *t, uint16_t type, uint64_t id)
 {
 	uint32_t pos, index;
 
-	if (!t)
+	if (!t || t->frozen)
 		return;
 	index = find(t, key_of(type, id), &pos);
 	if (index == EMPTY)

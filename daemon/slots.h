@@ -48,6 +48,9 @@ void slots_set_counters(struct slots *t, const struct state_slot *c, uint32_t in
 int slots_put(struct slots *t, const struct state_slot *s);
 /* Frees the slot of (type, id) with one 8-byte store; nothing if none. */
 void slots_del(struct slots *t, uint16_t type, uint64_t id);
+/* From now on put and del change nothing: at shutdown, the sessions'
+ * teardown must not erase what a restart is to find. */
+void slots_freeze(struct slots *t);
 /* Slots in use. */
 uint32_t slots_used(const struct slots *t);
 
