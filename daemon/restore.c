@@ -148,7 +148,7 @@ static struct rec *find_rec(const struct image *im, uint16_t type, uint64_t id)
 	case STATE_NAME:    key.s.u.name.object = id; break;
 	default:            return NULL;
 	}
-	return bsearch(&key, im->rec, im->n, sizeof *im->rec, by_type_id);
+	return im->n ? bsearch(&key, im->rec, im->n, sizeof *im->rec, by_type_id) : NULL;
 }
 
 /* A saved tenant name as the config's tenant; "" is none.  false: gone from
@@ -322,8 +322,10 @@ static int check_unique(const struct image *im, char *why, size_t whylen)
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
+	/* A name without its object is an orphan (find_orphans drops it). */
 	for (size_t i = 0; i < im->n; i++)
-		if (im->rec[i].s.type == STATE_NAME && !im->rec[i].drop)
+		if (im->rec[i].s.type == STATE_NAME &&
+		    find_rec(im, STATE_OBJECT, im->rec[i].s.u.name.object))
 			names[nn++] = i;
 	names_im = im;
 	qsort(names, nn, sizeof *names, by_ns_name);
@@ -408,7 +410,8 @@ static int load(struct server *srv, struct restore_fds *k, struct image *im, poo
 		snprintf(why, whylen, "records without their counters");
 		return -EBADMSG;
 	}
-	qsort(im->rec, im->n, sizeof *im->rec, by_type_id);
+	if (im->n) /* an empty state (no client at the restart) has no array */
+		qsort(im->rec, im->n, sizeof *im->rec, by_type_id);
 	rc = check_unique(im, why, whylen);
 	if (rc < 0)
 		return rc;
