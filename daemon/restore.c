@@ -16,6 +16,7 @@
 #include "names.h"
 #include "region.h"
 #include "restore.h"
+#include "resume.h"
 #include "server.h"
 #include "session.h"
 #include "slots.h"
@@ -500,7 +501,7 @@ static int build_region(struct server *srv, const struct state_slot *r)
 	struct region *g;
 
 	if (r->type == STATE_REGION) {
-		s = session_find_restored(srv, r->u.region.session);
+		s = resume_find(srv, r->u.region.session);
 		region_table_set_next_id(srv->regions, r->u.region.id);
 		g = s ? region_add(srv->regions, &s->regions, s->id, r->u.region.pool,
 				   r->u.region.offset, r->u.region.length) : NULL;
@@ -511,7 +512,7 @@ static int build_region(struct server *srv, const struct state_slot *r)
 	} else {
 		struct name_obj *o = names_next_after(srv->names, r->u.handle.object - 1);
 
-		s = session_find_restored(srv, r->u.handle.session);
+		s = resume_find(srv, r->u.handle.session);
 		if (!s || !o || o->id != r->u.handle.object)
 			return -EIO;
 		region_table_set_next_id(srv->regions, r->u.handle.region);
