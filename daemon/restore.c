@@ -368,8 +368,8 @@ static int check_hdr(const struct server *srv, const struct state_hdr *h, char *
 /* Pass 1: the state mapped and checked, the pools adopted and their ranges
  * claimed; on failure why says what, and nothing is left open but k's fds
  * and what image_free and pool_close undo. */
-static int load(struct server *srv, struct restore_fds *k, struct image *im, pool_progress_fn progress,
-		char *why, size_t whylen)
+static int check_all(struct server *srv, struct restore_fds *k, struct image *im,
+		     pool_progress_fn progress, char *why, size_t whylen)
 {
 	struct stat st;
 	char err[512];
@@ -610,7 +610,7 @@ static int zero_free(struct server *srv, const struct image *im)
 }
 
 /* Pass 2; im passed pass 1.  Only memory can fail here. */
-static int build(struct server *srv, struct restore_fds *k, struct image *im)
+static int rebuild(struct server *srv, struct restore_fds *k, struct image *im)
 {
 	const struct state_slot *c = &im->counters;
 	int rc;
@@ -650,6 +650,7 @@ static int build(struct server *srv, struct restore_fds *k, struct image *im)
 		}
 	}
 	im->base = NULL;
+	slots_mark_done(srv->slots);
 	if (im->have_counters)
 		slots_set_counters(srv->slots, c, im->counters_index);
 	srv->restored = 1;
@@ -668,9 +669,9 @@ int restore_run(struct server *srv, struct restore_fds *fds, pool_progress_fn pr
 	int rc;
 
 	memset(&im, 0, sizeof im);
-	rc = load(srv, fds, &im, progress, why, whylen);
+	rc = check_all(srv, fds, &im, progress, why, whylen);
 	if (rc == 0)
-		rc = build(srv, fds, &im);
+		rc = rebuild(srv, fds, &im);
 	else
 		rc = RESTORE_FRESH;
 	image_free(&im);
