@@ -72,7 +72,7 @@ LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 # into librmem it stays internal.
 PROTO_SRC := common/proto.c
 COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c common/addr.c \
-	common/authmac.c common/etcd_endpoints.c
+	common/authmac.c common/etcd_endpoints.c common/state.c
 # The etcd client: the pure codec and endpoint list, and the libcurl
 # transport, built like common/ into an archive of its own (libetcd.a).
 # (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
@@ -86,7 +86,7 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
-	daemon/tenant.c daemon/lease.c \
+	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c daemon/resume.c \
 	daemon/busypoll.c daemon/cluster.c daemon/metrics.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c
 
@@ -104,8 +104,8 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
 UNIT_TESTS := test_alloc test_proto test_config test_region test_names test_endpoint \
-	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay \
-	fuzz_dispatch_replay test_session test_raw test_metrics_page
+	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay test_state fuzz_state_replay test_slots \
+	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_metrics
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
@@ -233,6 +233,9 @@ $(B)/tests/obj/alloc-debug.o: daemon/alloc.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
+$(B)/tests/test_state: $(B)/tests/obj/unit/test_state.o
+$(B)/tests/test_slots: $(B)/tests/obj/unit/test_slots.o $(B)/d/daemon/slots.o
+$(B)/tests/obj/unit/test_slots.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_endpoint: $(B)/tests/obj/unit/test_endpoint.o
 $(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
 $(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o \
@@ -259,6 +262,7 @@ $(B)/tests/obj/fuzz/replay-%.o: tests/fuzz/replay.c
 	$(CC) $(CPPFLAGS_ALL) $(TEST_CPPFLAGS) -DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/$*"' \
 		$(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 $(B)/tests/fuzz_proto_replay: $(B)/tests/obj/fuzz/fuzz_proto.o $(B)/tests/obj/fuzz/replay-proto.o
+$(B)/tests/fuzz_state_replay: $(B)/tests/obj/fuzz/fuzz_state.o $(B)/tests/obj/fuzz/replay-state.o
 # The dispatch fuzzer's corpus against the daemon's own modules (all but
 # main.c, and the cluster agent, which only main.c calls).
 FUZZ_DAEMON_SRCS := $(filter-out daemon/main.c daemon/cluster.c,$(DAEMON_SRCS))
@@ -266,8 +270,14 @@ $(B)/tests/fuzz_dispatch_replay: $(B)/tests/obj/fuzz/fuzz_dispatch.o \
 	$(B)/tests/obj/fuzz/replay-dispatch.o $(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
 $(B)/tests/obj/fuzz/fuzz_dispatch.o: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/fuzz_dispatch_replay: EXTRA_LIBS = $(DAEMON_LIBS)
+# The restore against any state memfd (daemon/restore.c and what it calls).
+$(B)/tests/fuzz_restore_replay: $(B)/tests/obj/fuzz/fuzz_restore.o \
+	$(B)/tests/obj/fuzz/replay-restore.o $(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
+$(B)/tests/obj/fuzz/fuzz_restore.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
+$(B)/tests/fuzz_restore_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 # Sessions and handlers over stub NIC keys (keys.h): no conn.c, no nic_*.c.
 SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.c daemon/names.c \
+	daemon/slots.c daemon/resume.c \
 	daemon/tenant.c daemon/log.c daemon/pool.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c
 $(B)/tests/test_session: $(B)/tests/obj/unit/test_session.o $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)
@@ -328,6 +338,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/unit/test_layers.sh \
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
+		tests/func/test_restart.py \
 		tests/vm/suite tests/systemd/suite
 
 unit: $(UNIT_BINS)
@@ -438,6 +449,10 @@ FUZZ_SECONDS ?= 60
 build-fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(PROTO_SRC)
 	@mkdir -p $(dir $@)
 	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $^
+# fuzz_state: the persistent state codec (a damaged fd store must be refused).
+build-fuzz/fuzz_state: tests/fuzz/fuzz_state.c common/state.c $(PROTO_SRC)
+	@mkdir -p $(dir $@)
+	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $^
 # fuzz_dispatch: the daemon's modules (all but main.c) built with coverage,
 # fed whole client conversations (tests/fuzz/fuzz_dispatch.h).
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
@@ -455,9 +470,19 @@ build-fuzz/fuzz_etcd: tests/fuzz/fuzz_etcd.c common/etcd_codec.c common/cluster_
 	@mkdir -p $(dir $@)
 	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $^ $(shell $(PKG_CONFIG) --libs jansson libsodium)
+build-fuzz/fuzz_restore: tests/fuzz/fuzz_restore.c $(FUZZ_DAEMON_SRCS:%.c=build-fuzz/d/%.o) \
+		$(COMMON_SRCS:%.c=build-fuzz/d/%.o)
+	clang $(CPPFLAGS_ALL) $(TEST_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) \
+		-o $@ $^ $(DAEMON_LIBS)
 # Crashes land in build-fuzz/ as crash-*; keep a minimized one in the corpus.
-fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch build-fuzz/fuzz_etcd
-	mkdir -p build-fuzz/corpus-proto build-fuzz/corpus-dispatch build-fuzz/corpus-etcd
+fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch build-fuzz/fuzz_etcd build-fuzz/fuzz_state \
+		build-fuzz/fuzz_restore
+	mkdir -p build-fuzz/corpus-proto build-fuzz/corpus-dispatch build-fuzz/corpus-etcd \
+		build-fuzz/corpus-state build-fuzz/corpus-restore
+	build-fuzz/fuzz_restore -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
+		build-fuzz/corpus-restore tests/fuzz/corpus/restore
+	build-fuzz/fuzz_state -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
+		build-fuzz/corpus-state tests/fuzz/corpus/state
 	build-fuzz/fuzz_proto -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
 		build-fuzz/corpus-proto tests/fuzz/corpus/proto
 	build-fuzz/fuzz_dispatch -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \

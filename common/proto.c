@@ -84,13 +84,16 @@ size_t proto_hello_req_encode(uint8_t *out, const struct proto_hello_req *m)
 
 int proto_hello_req_decode(const uint8_t *in, size_t len, struct proto_hello_req *m)
 {
+	uint32_t features;
+
 	if (len != PROTO_HELLO_REQ_LEN)
 		return -EBADMSG;
-	/* No feature is defined in version 1: a bit set is one we cannot honour. */
-	if (proto_get_u32(in + 4) || proto_get_u32(in + 12))
+	/* A feature bit we do not know is one we cannot honour. */
+	features = proto_get_u32(in + 4);
+	if ((features & ~PROTO_HELLO_F_KNOWN) || proto_get_u32(in + 12))
 		return -EBADMSG;
 	m->client_version = proto_get_u32(in + 0);
-	m->features = 0;
+	m->features = features;
 	m->pid = proto_get_u32(in + 8);
 	return 0;
 }
@@ -343,18 +346,24 @@ size_t proto_hello_rep_encode(uint8_t *out, const struct proto_hello_rep *m)
 	proto_put_u32(out + 36, 0);
 	proto_put_u32(out + 40, m->lease_ms);
 	proto_put_u32(out + 44, 0);
-	return PROTO_HELLO_REP_LEN;
+	if (!m->resumable)
+		return PROTO_HELLO_REP_LEN;
+	memcpy(out + PROTO_HELLO_REP_LEN, m->resume_token, PROTO_RESUME_TOKEN_LEN);
+	return PROTO_HELLO_REP_RESUME_LEN;
 }
 
 int proto_hello_rep_decode(const uint8_t *in, size_t len, int *status, struct proto_hello_rep *m)
 {
 	uint32_t max_io;
 	int st;
-	int rc = reply_status(in, len, PROTO_HELLO_REP_LEN, &st);
+	/* Two lengths: with the resume token or without (proto.h). */
+	int rc = reply_status(in, len, 0, &st);
 
 	if (rc < 0)
 		return rc;
 	if (st == 0) {
+		if (len != PROTO_HELLO_REP_LEN && len != PROTO_HELLO_REP_RESUME_LEN)
+			return -EBADMSG;
 		/* A client would loop forever on 0, or overrun frames above it. */
 		max_io = proto_get_u32(in + 20);
 		if (max_io == 0 || max_io > PROTO_MAX_IO)
@@ -369,6 +378,11 @@ int proto_hello_rep_decode(const uint8_t *in, size_t len, int *status, struct pr
 		m->rdma_port = proto_get_u16(in + 32);
 		m->key_mode = in[34];
 		m->lease_ms = proto_get_u32(in + 40);
+		m->resumable = len == PROTO_HELLO_REP_RESUME_LEN;
+		if (m->resumable)
+			memcpy(m->resume_token, in + PROTO_HELLO_REP_LEN, PROTO_RESUME_TOKEN_LEN);
+		else
+			memset(m->resume_token, 0, PROTO_RESUME_TOKEN_LEN);
 	}
 	*status = st;
 	return 0;
@@ -784,4 +798,52 @@ void proto_name_rec_decode(const uint8_t *in, struct proto_name_rec *m)
 	m->flags = proto_get_u32(in + 28);
 	get_str(m->tenant, in + 32, PROTO_TENANT_LEN);
 	get_str(m->name, in + 32 + PROTO_TENANT_LEN, PROTO_NAME_MAX + 1);
+}
+
+/* ---- resume (docs/protocol.md 7.13) ----------------------------------------- */
+
+size_t proto_resume_req_encode(uint8_t *out, const struct proto_resume_req *m)
+{
+	proto_put_u64(out + 0, m->session_id);
+	memcpy(out + 8, m->resume_token, PROTO_RESUME_TOKEN_LEN);
+	proto_put_u32(out + 24, m->client_version);
+	proto_put_u32(out + 28, m->features);
+	proto_put_u32(out + 32, m->pid);
+	proto_put_u32(out + 36, 0);
+	return PROTO_RESUME_REQ_LEN;
+}
+
+int proto_resume_req_decode(const uint8_t *in, size_t len, struct proto_resume_req *m)
+{
+	uint32_t features;
+
+	if (len != PROTO_RESUME_REQ_LEN)
+		return -EBADMSG;
+	features = proto_get_u32(in + 28);
+	if ((features & ~PROTO_HELLO_F_KNOWN) || proto_get_u32(in + 36))
+		return -EBADMSG;
+	m->session_id = proto_get_u64(in + 0);
+	memcpy(m->resume_token, in + 8, PROTO_RESUME_TOKEN_LEN);
+	m->client_version = proto_get_u32(in + 24);
+	m->features = features;
+	m->pid = proto_get_u32(in + 32);
+	return 0;
+}
+
+size_t proto_rekey_req_encode(uint8_t *out, const struct proto_rekey_req *m)
+{
+	proto_put_u64(out + 0, m->id);
+	proto_put_u32(out + 8, m->flags);
+	proto_put_u32(out + 12, 0);
+	return PROTO_REKEY_REQ_LEN;
+}
+
+int proto_rekey_req_decode(const uint8_t *in, size_t len, struct proto_rekey_req *m)
+{
+	/* No flag is defined: one set is a request we would misread. */
+	if (len != PROTO_REKEY_REQ_LEN || proto_get_u32(in + 8) || proto_get_u32(in + 12))
+		return -EBADMSG;
+	m->id = proto_get_u64(in + 0);
+	m->flags = 0;
+	return 0;
 }

@@ -10,6 +10,10 @@
  *      CAS FAA; the HELLO reply names the RDMA port, key mode and attach token.
  *      AUTH_BEGIN and AUTH (additive): a tenant's challenge-response before HELLO.
  *      The HELLO reply gains lease_ms (appended, 8 bytes longer).
+ *      Named regions (1.2): CREATE OPEN UNLINK NAMES.
+ *      Resume after a daemon restart (additive, docs/protocol.md 7.13): the
+ *      HELLO feature bit PROTO_HELLO_F_RESUMABLE asks for a resume token
+ *      (the reply is then PROTO_HELLO_REP_RESUME_LEN bytes); RESUME and REKEY.
  *
  * Frame = header (PROTO_HDR_LEN bytes) + payload (hdr.length bytes).
  * All integers little-endian, fixed width.
@@ -68,7 +72,9 @@ enum proto_op {
 	PROTO_OP_OPEN    = 16,
 	PROTO_OP_UNLINK  = 17,
 	PROTO_OP_NAMES   = 18, /* admin */
-	PROTO_OP_REGIONS_NAMED = 19, /* admin: REGIONS with each handle's name */
+	PROTO_OP_RESUME  = 19, /* instead of HELLO: take back a restored session */
+	PROTO_OP_REKEY   = 20, /* a region's new key (and address) after RESUME */
+	PROTO_OP_REGIONS_NAMED = 21, /* admin: REGIONS with each handle's name */
 	PROTO_OP_COUNT
 };
 
@@ -108,7 +114,11 @@ uint32_t proto_max_payload(uint16_t opcode, uint16_t flags);
 /* ---- request payloads ---------------------------------------------------- */
 
 /* HELLO request: client_version u32, features u32, pid u32, reserved u32.
- * Version 1 defines no features: the decoder rejects features != 0. */
+ * One feature bit is defined: PROTO_HELLO_F_RESUMABLE asks for the session's
+ * resume token in the reply (docs/protocol.md 7.13).  The decoder rejects
+ * any other bit (-EBADMSG): a feature we do not know is one we cannot honour. */
+#define PROTO_HELLO_F_RESUMABLE 0x1u
+#define PROTO_HELLO_F_KNOWN     PROTO_HELLO_F_RESUMABLE
 struct proto_hello_req {
 	uint32_t client_version;
 	uint32_t features;
@@ -168,6 +178,11 @@ struct proto_list_req {
  * lease_ms is the daemon's lease: a session that sends no frame for that
  * long is ended (0: no lease).  It was appended in version 1 before any
  * release; nothing else changed.
+ * resume_token (16 bytes at offset 48) follows only when the client asked
+ * for it (PROTO_HELLO_F_RESUMABLE) and in every RESUME reply: the reply is
+ * then PROTO_HELLO_REP_RESUME_LEN bytes.  The encoder writes the token when
+ * m->resumable is set; the decoder accepts both lengths and sets
+ * m->resumable to say which it got (the token is zeros without it).
  */
 enum proto_key_mode {
 	PROTO_KEYS_NONE = 0,      /* no RDMA: keys are the TCP path's random keys */
@@ -182,8 +197,12 @@ struct proto_hello_rep {
 	uint16_t rdma_port;
 	uint8_t key_mode;         /* enum proto_key_mode; others -EBADMSG */
 	uint32_t lease_ms;        /* 0: the daemon ends no session for silence */
+	uint8_t resumable;        /* 1: resume_token is sent (64-byte reply) */
+	uint8_t resume_token[16]; /* PROTO_RESUME_TOKEN_LEN */
 };
 #define PROTO_HELLO_REP_LEN (PROTO_STATUS_LEN + 40)
+#define PROTO_RESUME_TOKEN_LEN 16
+#define PROTO_HELLO_REP_RESUME_LEN (PROTO_HELLO_REP_LEN + PROTO_RESUME_TOKEN_LEN)
 
 /* The rdma_cm private data of a client's connect request (bytes, LE):
  * magic u32 (PROTO_MAGIC), version u16, reserved u16, session_id u64,
@@ -526,5 +545,39 @@ struct proto_name_rec {
 };
 size_t proto_name_rec_encode(uint8_t *out, const struct proto_name_rec *m);
 void proto_name_rec_decode(const uint8_t *in, struct proto_name_rec *m);
+
+/* ---- resuming a session after a daemon restart (docs/protocol.md 7.13) ---- */
+
+/*
+ * RESUME request (instead of HELLO, after the tenant handshake where tenants
+ * are used): session_id u64, resume_token[16], client_version u32,
+ * features u32 (PROTO_HELLO_F_* as HELLO's; others -EBADMSG), pid u32,
+ * reserved u32.  40 bytes.  Reply: a HELLO reply of
+ * PROTO_HELLO_REP_RESUME_LEN bytes (the same session_id and resume_token, a
+ * new attach_token).
+ */
+struct proto_resume_req {
+	uint64_t session_id;
+	uint8_t resume_token[PROTO_RESUME_TOKEN_LEN];
+	uint32_t client_version;
+	uint32_t features;
+	uint32_t pid;
+};
+#define PROTO_RESUME_REQ_LEN 40
+size_t proto_resume_req_encode(uint8_t *out, const struct proto_resume_req *m);
+int proto_resume_req_decode(const uint8_t *in, size_t len, struct proto_resume_req *m);
+
+/*
+ * REKEY request: id u64, flags u32 (0, else -EBADMSG), reserved u32.  16 bytes.
+ * Reply: an ALLOC reply (struct proto_region): the region's current address,
+ * length, a new key and (handles) its access.
+ */
+struct proto_rekey_req {
+	uint64_t id;
+	uint32_t flags;
+};
+#define PROTO_REKEY_REQ_LEN 16
+size_t proto_rekey_req_encode(uint8_t *out, const struct proto_rekey_req *m);
+int proto_rekey_req_decode(const uint8_t *in, size_t len, struct proto_rekey_req *m);
 
 #endif /* RMEM_PROTO_H */

@@ -536,6 +536,62 @@ int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
 	return 0;
 }
 
+/*
+ * A restore (persist.c) rebuilds a pool's allocator from the ranges the
+ * state names, in any order: each one is carved out of the free range that
+ * holds it.  Restore-time only, so the plain way is good enough: the free
+ * range leaves both trees and what is left of it either side goes back.
+ */
+int alloc_claim(struct alloc *a, uint64_t offset, uint64_t length)
+{
+	struct avl_path p;
+	struct free_range *pred, *succ, *f, *rest = NULL;
+	uint64_t end = offset + length, f_end;
+
+	if (length == 0 || ((offset | length) & a->align_mask) || offset >= a->total ||
+	    length > a->total - offset)
+		return -EINVAL;
+	find_neighbours(a, offset, &p, &pred, &succ);
+	f = succ && succ->offset == offset ? succ : pred;
+	if (!f || f->offset > offset || f->offset + f->length < end)
+		return -EEXIST;
+	f_end = f->offset + f->length;
+	/* Taken first, so that a failure changes nothing. */
+	if (f->offset < offset && end < f_end) {
+		rest = node_get(a);
+		if (!rest)
+			return -ENOMEM;
+	}
+	size_remove(a, f);
+	avl_remove(a, BY_OFFSET, f);
+	if (f->offset < offset) {
+		f->length = offset - f->offset;
+		avl_insert(a, BY_OFFSET, f);
+		size_insert(a, f);
+		if (rest) {
+			rest->offset = end;
+			rest->length = f_end - end;
+			avl_insert(a, BY_OFFSET, rest);
+			size_insert(a, rest);
+			a->free_ranges++;
+		}
+	} else if (end < f_end) {
+		f->offset = end;
+		f->length = f_end - end;
+		avl_insert(a, BY_OFFSET, f);
+		size_insert(a, f);
+	} else {
+		node_put(a, f);
+		a->free_ranges--;
+	}
+	a->used += length;
+	if (a->used > a->peak_used)
+		a->peak_used = a->used;
+	a->live++;
+	alloc_check(a);
+	return 0;
+}
+
 void alloc_get_stats(const struct alloc *a, struct alloc_stats *out)
 {
 	out->total = a->total;

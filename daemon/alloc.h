@@ -50,6 +50,15 @@ int alloc_reserve(struct alloc *a, uint64_t size, uint64_t *offset, uint64_t *le
  * allocated (a later retry may succeed). */
 int alloc_release(struct alloc *a, uint64_t offset, uint64_t length);
 
+/* Reserves exactly [offset, offset + length), which must lie in one free
+ * range: a restore rebuilds the allocator from the ranges the persistent
+ * state names (persist.c).  0; -EINVAL, changing nothing, when the range is
+ * empty, misaligned or out of the pool; -EEXIST when part of it is not free
+ * (reserved or claimed already: two ranges of the state overlap); -ENOMEM
+ * when a node to split the free range cannot be allocated.  The range is
+ * released as any reserved one (alloc_release). */
+int alloc_claim(struct alloc *a, uint64_t offset, uint64_t length);
+
 /* O(1): cheap enough to call on every request. */
 void alloc_get_stats(const struct alloc *a, struct alloc_stats *out);
 uint64_t alloc_alignment(const struct alloc *a);

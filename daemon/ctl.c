@@ -11,8 +11,10 @@
 #include "clock.h"
 #include "config_types.h"
 #include "ctl.h"
+#include "log.h"
 #include "names.h"
 #include "region.h"
+#include "resume.h"
 #include "server.h"
 #include "session.h"
 #include "tenant.h"
@@ -75,11 +77,39 @@ static void count_alloc_failure(struct server *srv, int rc)
 
 /* ---- the session ------------------------------------------------------------- */
 
+/* The HELLO reply of s (RESUME's too, always with the resume token). */
+static void reply_hello(struct server *srv, const struct session *s, bool resumable,
+			struct ctl_reply *rep)
+{
+	struct proto_hello_rep hr = { 0 };
+
+	hr.session_id = s->id;
+	hr.server_version = PROTO_VERSION;
+	hr.max_io = PROTO_MAX_IO;
+	hr.attach_token = s->attach_token;
+	hr.rdma_port = srv->nic_port;
+	hr.key_mode = srv->key_mode;
+	hr.lease_ms = srv->cfg.lease_timeout_ms;
+	hr.resumable = resumable;
+	_Static_assert(sizeof hr.resume_token == sizeof s->resume_token, "resume token");
+	if (resumable)
+		memcpy(hr.resume_token, s->resume_token, sizeof hr.resume_token);
+	reply_payload(rep, proto_hello_rep_encode(rep->payload, &hr));
+}
+
+static void note_pid(struct session *s, uint32_t pid)
+{
+	if (pid && !s->hello_done) {
+		size_t used = strlen(s->peer);
+
+		snprintf(s->peer + used, sizeof s->peer - used, " pid=%u", pid);
+	}
+}
+
 static void do_hello(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
 	struct session *s = q->s;
 	struct proto_hello_req req;
-	struct proto_hello_rep hr;
 	int rc;
 
 	if (!decoded(proto_hello_req_decode(q->payload, q->len, &req), rep))
@@ -92,22 +122,50 @@ static void do_hello(struct server *srv, const struct ctl_req *q, struct ctl_rep
 		count_auth_failure(srv, COUNTERS_AUTH_ANONYMOUS);
 		return reply_close(rep, rc, rep->why);
 	}
-	if (req.pid && !s->hello_done) {
-		size_t used = strlen(s->peer);
-
-		snprintf(s->peer + used, sizeof s->peer - used, " pid=%u", req.pid);
-	}
+	note_pid(s, req.pid);
 	rc = session_hello(srv, s);
 	if (rc < 0)
 		return reply_status(rep, rc);
-	hr.session_id = s->id;
-	hr.server_version = PROTO_VERSION;
-	hr.max_io = PROTO_MAX_IO;
-	hr.attach_token = s->attach_token;
-	hr.rdma_port = srv->nic_port;
-	hr.key_mode = srv->key_mode;
-	hr.lease_ms = srv->cfg.lease_timeout_ms;
-	reply_payload(rep, proto_hello_rep_encode(rep->payload, &hr));
+	reply_hello(srv, s, req.features & PROTO_HELLO_F_RESUMABLE, rep);
+}
+
+/*
+ * RESUME (docs/protocol.md 7.13): the checks in the documented order; a
+ * refusal with a status changes nothing and the connection may go on to
+ * HELLO.  The token is compared without an early exit.
+ */
+static void do_resume(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
+{
+	struct session *s = q->s, *from;
+	struct proto_resume_req req;
+	volatile uint8_t diff = 0;
+	int rc;
+
+	if (!decoded(proto_resume_req_decode(q->payload, q->len, &req), rep))
+		return;
+	if (s->hello_done)
+		return reply_status(rep, -EINVAL);
+	if (req.client_version != PROTO_VERSION)
+		return reply_status(rep, -EPROTO);
+	rc = tenant_hello_allowed(srv, s->tenant, s->transport == SESSION_UNIX, q->fd, rep->why,
+				  sizeof rep->why);
+	if (rc < 0)
+		return reply_close(rep, rc, rep->why);
+	from = resume_find(srv, req.session_id);
+	if (!from)
+		return reply_status(rep, -ENOENT);
+	for (size_t i = 0; i < sizeof req.resume_token; i++)
+		diff |= (uint8_t)(from->resume_token[i] ^ req.resume_token[i]);
+	if (diff || from->tenant != s->tenant) {
+		log_warn("client %s: RESUME of session %llu refused: wrong token or tenant", s->peer,
+			 (unsigned long long)req.session_id);
+		return reply_status(rep, -EACCES);
+	}
+	note_pid(s, req.pid);
+	rc = resume_session(srv, s, from);
+	if (rc < 0)
+		return reply_status(rep, rc);
+	reply_hello(srv, s, true, rep);
 }
 
 /*
@@ -209,6 +267,23 @@ static void do_alloc(struct server *srv, const struct ctl_req *q, struct ctl_rep
 		return reply_status(rep, rc);
 	}
 	reply_region(srv, r, 0, rep);
+}
+
+/* REKEY (docs/protocol.md 7.13): a region's new key, its current address. */
+static void do_rekey(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
+{
+	struct proto_rekey_req req;
+	const struct name_handle *h;
+	const struct region *r;
+	int rc;
+
+	if (!decoded(proto_rekey_req_decode(q->payload, q->len, &req), rep))
+		return;
+	rc = resume_rekey(srv, q->s, req.id, &r);
+	if (rc < 0)
+		return reply_status(rep, rc);
+	h = r->named ? names_handle_find(srv->names, r->id) : NULL;
+	reply_region(srv, r, h ? h->access : 0, rep);
 }
 
 static void do_free(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
@@ -546,6 +621,8 @@ static const struct handler handlers[PROTO_OP_COUNT] = {
 	[PROTO_OP_OPEN]    = { .fn = do_open },
 	[PROTO_OP_UNLINK]  = { .fn = do_unlink },
 	[PROTO_OP_NAMES]   = { .fn = do_names,   .admin = true },
+	[PROTO_OP_RESUME]  = { .fn = do_resume,  .before_hello = true },
+	[PROTO_OP_REKEY]   = { .fn = do_rekey },
 	[PROTO_OP_REGIONS_NAMED] = { .fn = do_regions, .admin = true },
 };
 

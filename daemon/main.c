@@ -22,6 +22,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "names.h"
+#include "persist.h"
 #include "pool.h"
 #include "nic.h"
 #include "region.h"
@@ -199,6 +200,8 @@ static void server_close(struct server *srv)
 	/* The cluster hears first that we go (the lease is revoked), so that
 	 * no client places memory here while we close. */
 	cluster_stop(srv);
+	/* The fd store keeps the pools and their state for the next start. */
+	persist_keep(srv);
 	lease_fini(srv);
 	conn_close_all(srv);
 	if (srv->base)
@@ -210,6 +213,7 @@ static void server_close(struct server *srv)
 	 * sessions, not the daemon). */
 	names_free(srv->names);
 	region_table_free(srv->regions);
+	persist_close(srv);
 	for (uint32_t i = 0; i < srv->npools; i++)
 		pool_close(&srv->pools[i]);
 	if (srv->base)
@@ -232,11 +236,18 @@ static int serve(struct server *srv)
 		log_err("event_base_new failed");
 		goto out;
 	}
-	if (open_pools(srv) < 0)
-		goto out;
 	srv->regions = region_table_new();
 	srv->names = names_new();
-	if (!srv->regions || !srv->names || session_quarantine_init(srv) < 0 || lease_init(srv) < 0) {
+	if (!srv->regions || !srv->names) {
+		log_err("out of memory");
+		goto out;
+	}
+	/* Under systemd the pools and their state go into its fd store and
+	 * come back from it after a restart (persist.c); elsewhere a start is
+	 * fresh, as it always was. */
+	if ((persist_possible() ? persist_open(srv, pin_progress) : open_pools(srv)) < 0)
+		goto out;
+	if (session_quarantine_init(srv) < 0 || lease_init(srv) < 0) {
 		log_err("out of memory");
 		goto out;
 	}

@@ -63,6 +63,7 @@ static const char *const op_names[PROTO_OP_COUNT] = {
 	[PROTO_OP_AUTH_BEGIN] = "auth_begin", [PROTO_OP_AUTH] = "auth",
 	[PROTO_OP_CREATE] = "create",   [PROTO_OP_OPEN] = "open",
 	[PROTO_OP_UNLINK] = "unlink",   [PROTO_OP_NAMES] = "names",
+	[PROTO_OP_RESUME] = "resume",   [PROTO_OP_REKEY] = "rekey",
 	[PROTO_OP_REGIONS_NAMED] = "regions_named",
 };
 

@@ -314,3 +314,15 @@ uint64_t names_handle_count(const struct names *n)
 {
 	return n->nhandles;
 }
+
+/* ---- restart without loss (persist.c) ---------------------------------------- */
+
+uint64_t names_next_id(const struct names *n)
+{
+	return n->next_id;
+}
+
+void names_set_next_id(struct names *n, uint64_t next)
+{
+	n->next_id = next;
+}

@@ -104,4 +104,9 @@ struct name_obj *names_next(const struct name_obj *o);
 uint64_t names_count(const struct names *n);
 uint64_t names_handle_count(const struct names *n);
 
+/* The id the next names_add gives, and setting it (a restore, as
+ * region_table_set_next_id: objects are added in id order). */
+uint64_t names_next_id(const struct names *n);
+void names_set_next_id(struct names *n, uint64_t next);
+
 #endif /* RMEMD_NAMES_H */

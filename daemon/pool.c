@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,6 +26,11 @@
  * online CPU, up to this many. */
 #define PIN_THREADS_MAX 8
 #define CAP_IPC_LOCK_BIT 14
+/* glibc's <sys/mman.h> has MFD_HUGETLB but not the size bits (linux/memfd.h,
+ * whose other names clash with glibc's): 2 MiB is 21 << MFD_HUGE_SHIFT (26). */
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB (21u << 26)
+#endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23	/* Linux 5.14 */
 #endif
@@ -113,36 +119,81 @@ int pool_check_memlock(const struct config *cfg, char *err, size_t errlen)
 	return -ENOMEM;
 }
 
-static void *map_pool(const struct config_pool *pc, uint64_t *size, uint32_t *page_size,
-		      char *err, size_t errlen)
+/*
+ * The pool's memory is a memfd mapped MAP_SHARED, not anonymous memory: a
+ * file descriptor outlives the process that mapped it when systemd's fd store
+ * keeps it, and with it every byte (docs/architecture.md, "Restart without
+ * loss").  MFD_HUGETLB gives the same 2 MiB pages as MAP_HUGETLB did.
+ */
+static int make_memfd(const struct config_pool *pc, uint64_t size, unsigned hflags)
 {
-	const int prot = PROT_READ | PROT_WRITE;
+	char name[CONFIG_NAME_MAX + 16];
+	int fd;
+
+	snprintf(name, sizeof name, "rmem-pool-%s", pc->name);
+	fd = memfd_create(name, MFD_CLOEXEC | hflags);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* Maps fd whole; MAP_FAILED with errno set on failure. */
+static void *map_fd(int fd, uint64_t size)
+{
 	/* No MAP_NORESERVE: a hugetlb mapping must fail here, at mmap, when the
 	 * hugepages are not there, not later as SIGBUS or ENOMEM while pinning. */
-	const int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+}
+
+/* A new memfd of the pool's size, hugepages as pc says; *fd and the mapping. */
+static void *map_pool(const struct config_pool *pc, uint64_t *size, uint32_t *page_size,
+		      int *fd, char *err, size_t errlen)
+{
 	void *p;
+	int e;
 
 	if (pc->hugepages != CONFIG_HUGEPAGES_OFF) {
 		*size = round_up(pc->size, HUGEPAGE_2M);
-		p = mmap(NULL, *size, prot, flags | MAP_HUGETLB | (21 << MAP_HUGE_SHIFT), -1, 0);
+		*fd = make_memfd(pc, *size, MFD_HUGETLB | MFD_HUGE_2MB);
+		p = *fd >= 0 ? map_fd(*fd, *size) : MAP_FAILED;
 		if (p != MAP_FAILED) {
 			*page_size = (uint32_t)HUGEPAGE_2M;
 			return p;
 		}
+		e = *fd >= 0 ? errno : -*fd;
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
 		if (pc->hugepages == CONFIG_HUGEPAGES_ON) {
 			snprintf(err, errlen,
 				 "pool %s: %" PRIu64 " bytes of 2 MiB hugepages: %s "
 				 "(vm.nr_hugepages too low? or set hugepages = \"auto\")",
-				 pc->name, *size, strerror(errno));
+				 pc->name, *size, strerror(e));
 			return NULL;
 		}
 	}
 	*page_size = (uint32_t)sysconf(_SC_PAGESIZE);
 	*size = round_up(pc->size, *page_size);
-	p = mmap(NULL, *size, prot, flags, -1, 0);
+	*fd = make_memfd(pc, *size, 0);
+	if (*fd < 0) {
+		snprintf(err, errlen, "pool %s: memfd_create %" PRIu64 " bytes: %s", pc->name,
+			 *size, strerror(-*fd));
+		*fd = -1;
+		return NULL;
+	}
+	p = map_fd(*fd, *size);
 	if (p == MAP_FAILED) {
+		e = errno;
 		snprintf(err, errlen, "pool %s: mmap %" PRIu64 " bytes: %s", pc->name, *size,
-			 strerror(errno));
+			 strerror(e));
+		close(*fd);
+		*fd = -1;
 		return NULL;
 	}
 	return p;
@@ -250,17 +301,12 @@ static int pin_pool(const struct pool *p, pool_progress_fn progress, void *arg)
 	return 0;
 }
 
-int pool_open(struct pool *p, const struct config_pool *pc, uint32_t index,
-	      pool_progress_fn progress, void *arg, char *err, size_t errlen)
+/* Everything after the mapping, the same for a new pool and an adopted one. */
+static int finish_open(struct pool *p, const struct config_pool *pc,
+		       pool_progress_fn progress, void *arg, char *err, size_t errlen)
 {
 	int rc;
 
-	memset(p, 0, sizeof *p);
-	snprintf(p->name, sizeof p->name, "%s", pc->name);
-	p->index = index;
-	p->base = map_pool(pc, &p->size, &p->page_size, err, errlen);
-	if (!p->base)
-		return -ENOMEM;
 	/* Pool bytes must not leak into a forked child nor into core dumps:
 	 * they are other people's data. */
 	madvise(p->base, p->size, MADV_DONTFORK);
@@ -272,18 +318,81 @@ int pool_open(struct pool *p, const struct config_pool *pc, uint32_t index,
 		snprintf(err, errlen,
 			 "pool %s: mlock %" PRIu64 " bytes: %s (LimitMEMLOCK, or memory)",
 			 p->name, p->size, strerror(-rc));
-		goto fail;
+		return rc;
 	}
 	p->alloc = alloc_new(p->size, pc->alignment);
 	if (!p->alloc) {
 		rc = -errno;
 		snprintf(err, errlen, "pool %s: allocator: %s", p->name, strerror(errno));
-		goto fail;
+		return rc;
 	}
 	return 0;
-fail:
-	pool_close(p);
+}
+
+int pool_open(struct pool *p, const struct config_pool *pc, uint32_t index,
+	      pool_progress_fn progress, void *arg, char *err, size_t errlen)
+{
+	int rc;
+
+	memset(p, 0, sizeof *p);
+	p->fd = -1;
+	snprintf(p->name, sizeof p->name, "%s", pc->name);
+	p->index = index;
+	p->base = map_pool(pc, &p->size, &p->page_size, &p->fd, err, errlen);
+	if (!p->base)
+		return -ENOMEM;
+	rc = finish_open(p, pc, progress, arg, err, errlen);
+	if (rc < 0)
+		pool_close(p);
 	return rc;
+}
+
+int pool_adopt(struct pool *p, const struct config_pool *pc, uint32_t index, int fd,
+	       pool_progress_fn progress, void *arg, char *err, size_t errlen)
+{
+	uint64_t small = round_up(pc->size, (uint64_t)sysconf(_SC_PAGESIZE));
+	uint64_t huge = round_up(pc->size, HUGEPAGE_2M);
+	struct stat st;
+	int rc;
+
+	memset(p, 0, sizeof *p);
+	p->fd = -1;
+	snprintf(p->name, sizeof p->name, "%s", pc->name);
+	p->index = index;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "pool %s: fstat: %s", pc->name, strerror(-rc));
+		return rc;
+	}
+	/* hugetlbfs reports its page size as the block size. */
+	p->page_size = st.st_blksize >= (blksize_t)HUGEPAGE_2M ? (uint32_t)HUGEPAGE_2M
+							      : (uint32_t)sysconf(_SC_PAGESIZE);
+	p->size = p->page_size == HUGEPAGE_2M ? huge : small;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != p->size ||
+	    (p->page_size == HUGEPAGE_2M && pc->hugepages == CONFIG_HUGEPAGES_OFF) ||
+	    (p->page_size != HUGEPAGE_2M && pc->hugepages == CONFIG_HUGEPAGES_ON)) {
+		snprintf(err, errlen,
+			 "pool %s: kept memfd is %" PRIu64 " bytes of %u-byte pages, the config "
+			 "asks for %" PRIu64 " bytes (hugepages %s)", pc->name,
+			 (uint64_t)st.st_size, p->page_size, pc->size,
+			 pc->hugepages == CONFIG_HUGEPAGES_OFF ? "off" :
+			 pc->hugepages == CONFIG_HUGEPAGES_ON ? "on" : "auto");
+		return -EINVAL;
+	}
+	p->base = map_fd(fd, p->size);
+	if (p->base == MAP_FAILED) {
+		rc = -errno;
+		p->base = NULL;
+		snprintf(err, errlen, "pool %s: mmap kept memfd: %s", pc->name, strerror(-rc));
+		return rc;
+	}
+	rc = finish_open(p, pc, progress, arg, err, errlen);
+	if (rc < 0) {
+		pool_close(p);
+		return rc;
+	}
+	p->fd = fd;
+	return 0;
 }
 
 void pool_close(struct pool *p)
@@ -293,6 +402,9 @@ void pool_close(struct pool *p)
 	alloc_free(p->alloc);
 	if (p->base)
 		munmap(p->base, p->size);
+	if (p->fd >= 0)
+		close(p->fd);
 	p->alloc = NULL;
 	p->base = NULL;
+	p->fd = -1;
 }

@@ -20,6 +20,7 @@ struct pool {
 	uint32_t page_size;   /* 4096 or the hugepage size */
 	uint32_t index;
 	struct alloc *alloc;
+	int fd;               /* the memfd behind base: what the fd store keeps (-1: none) */
 };
 
 /* Progress of a long pin: called now and then with bytes done out of total. */
@@ -36,6 +37,15 @@ int pool_check_memlock(const struct config *cfg, char *err, size_t errlen);
  * negative errno with a message in err and leaves *p closed. */
 int pool_open(struct pool *p, const struct config_pool *pc, uint32_t index,
 	      pool_progress_fn progress, void *arg, char *err, size_t errlen);
+/*
+ * As pool_open, over fd, the memfd of a pool that a previous rmemd made (from
+ * systemd's fd store): its bytes are kept, not zeroed.  fd must be a memfd of
+ * exactly the size pool_open would map for pc and of the page size pc allows
+ * (else -EINVAL, with the reason in err).  On success the pool owns fd; on
+ * failure fd is still the caller's.
+ */
+int pool_adopt(struct pool *p, const struct config_pool *pc, uint32_t index, int fd,
+	       pool_progress_fn progress, void *arg, char *err, size_t errlen);
 /* Unmaps; accepts a pool that was never opened or failed to open. */
 void pool_close(struct pool *p);
 

@@ -379,3 +379,20 @@ uint64_t region_count(const struct region_table *t)
 {
 	return t->count;
 }
+
+/* ---- restart without loss (persist.c) ---------------------------------------- */
+
+uint32_t region_new_key(struct region_table *t)
+{
+	return next_key(t);
+}
+
+uint64_t region_table_next_id(const struct region_table *t)
+{
+	return t->next_id;
+}
+
+void region_table_set_next_id(struct region_table *t, uint64_t next)
+{
+	t->next_id = next;
+}

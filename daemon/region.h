@@ -76,4 +76,13 @@ uint64_t region_count(const struct region_table *t);
  * itself.  The slab is not on malloc's books: this is the one measure. */
 size_t region_table_memory(const struct region_table *t);
 
+/* A fresh random key (REKEY). */
+uint32_t region_new_key(struct region_table *t);
+/* The id the next region_add gives, and setting it: a restore (persist.c)
+ * adds the saved regions in id order, each at its own id, then moves the
+ * counter past every id the old process may have handed out.  Ids must only
+ * grow: the table's list stays in id order. */
+uint64_t region_table_next_id(const struct region_table *t);
+void region_table_set_next_id(struct region_table *t, uint64_t next);
+
 #endif /* RMEMD_REGION_H */

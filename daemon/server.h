@@ -6,6 +6,7 @@
 #ifndef RMEMD_SERVER_H
 #define RMEMD_SERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -24,6 +25,7 @@ struct quarantined;
 struct names;
 struct cluster;
 struct metrics;
+struct slots;
 
 /* What one tenant holds now (tenant.c); index as in cfg.tenants. */
 struct tenant_use {
@@ -66,6 +68,15 @@ struct server {
 	 * timer copies it from the agent, so readers on the loop need no atomic.
 	 * 0 (CLUSTER_OFF) without a cluster. */
 	int cluster_state;
+	/* Restart without loss (persist.c, slots.c): the state memfd's writer
+	 * (NULL: persistence off, outside systemd's fd store), how many
+	 * sessions the last restore brought back (0: started fresh; for
+	 * rmem_restarts_restored_total), and the timer that ends the restored
+	 * sessions nobody resumed. */
+	struct slots *slots;
+	uint64_t restored;
+	struct event *restore_timer;
+	bool keep_state;             /* shutting down for a restart: leave pool bytes as they are */
 };
 
 #endif /* RMEMD_SERVER_H */

@@ -16,6 +16,7 @@
 #include "names.h"
 #include "server.h"
 #include "session.h"
+#include "slots.h"
 #include "tenant.h"
 
 /* A range waiting in the quarantine (see session.h). */
@@ -26,6 +27,74 @@ struct quarantined {
 	const struct config_tenant *tenant; /* whose quota the bytes still count in */
 	struct quarantined *next;
 };
+
+/* ---- the state memfd (slots.h): each change recorded before its reply ---------- */
+
+static const char *tenant_name(const struct config_tenant *t)
+{
+	return t ? t->name : "";
+}
+
+static int record_session(struct server *srv, const struct session *s)
+{
+	struct state_slot r = { .type = STATE_SESSION };
+
+	r.u.session.id = s->id;
+	snprintf(r.u.session.tenant, sizeof r.u.session.tenant, "%s", tenant_name(s->tenant));
+	memcpy(r.u.session.token, s->resume_token, sizeof r.u.session.token);
+	return slots_put(srv->slots, &r);
+}
+
+static int record_region(struct server *srv, const struct session *s, const struct region *g)
+{
+	struct state_slot r = { .type = STATE_REGION };
+
+	r.u.region.id = g->id;
+	r.u.region.session = s->id;
+	r.u.region.pool = g->pool;
+	r.u.region.offset = g->offset;
+	r.u.region.length = g->length;
+	return slots_put(srv->slots, &r);
+}
+
+/* A named object: its range, then its name (a crash between leaves an
+ * object without name or handle, which a restore frees). */
+static int record_object(struct server *srv, const struct name_obj *o)
+{
+	struct state_slot r = { .type = STATE_OBJECT };
+	int rc;
+
+	r.u.object.id = o->id;
+	r.u.object.pool = o->pool;
+	r.u.object.offset = o->offset;
+	r.u.object.length = o->length;
+	snprintf(r.u.object.ns, sizeof r.u.object.ns, "%s", tenant_name(o->ns));
+	snprintf(r.u.object.charged, sizeof r.u.object.charged, "%s", tenant_name(o->charged));
+	rc = slots_put(srv->slots, &r);
+	if (rc < 0)
+		return rc;
+	memset(&r, 0, sizeof r);
+	r.type = STATE_NAME;
+	r.u.name.object = o->id;
+	r.u.name.name_len = o->name_len;
+	memcpy(r.u.name.name, o->name, o->name_len);
+	rc = slots_put(srv->slots, &r);
+	if (rc < 0)
+		slots_del(srv->slots, STATE_OBJECT, o->id);
+	return rc;
+}
+
+static int record_handle(struct server *srv, const struct session *s, const struct region *g,
+			 const struct name_obj *o, uint32_t access)
+{
+	struct state_slot r = { .type = STATE_HANDLE };
+
+	r.u.handle.region = g->id;
+	r.u.handle.session = s->id;
+	r.u.handle.object = o->id;
+	r.u.handle.access = access;
+	return slots_put(srv->slots, &r);
+}
 
 struct session *session_new(struct server *srv, enum session_transport transport,
 			    bool admin, const char *peer)
@@ -57,7 +126,10 @@ static void return_range(struct server *srv, uint32_t pool, uint64_t offset, uin
 	struct pool *p = &srv->pools[pool];
 	int rc;
 
-	memset(p->base + offset, 0, length);
+	/* Not at a shutdown for a restart: the next rmemd gives these bytes
+	 * back to their owners (persist.h). */
+	if (!srv->keep_state)
+		memset(p->base + offset, 0, length);
 	rc = alloc_release(p->alloc, offset, length);
 	if (rc < 0) /* the table and the allocator disagree: a bug, say it loudly */
 		log_err("pool %s: release of [%llu, +%llu) refused: %s", p->name,
@@ -244,6 +316,7 @@ static void object_maybe_free(struct server *srv, struct name_obj *o)
 
 	if (!o->unlinked || o->handles)
 		return;
+	slots_del(srv->slots, STATE_OBJECT, o->id);
 	names_remove(srv->names, o);
 	srv->frees++;
 	tenant_region_gone(srv, charged);
@@ -257,6 +330,7 @@ static void release_handle(struct server *srv, struct session *s, struct region 
 	struct name_handle *h = names_handle_find(srv->names, r->id);
 	struct name_obj *o;
 
+	slots_del(srv->slots, STATE_HANDLE, r->id);
 	if (!h) { /* the table and names disagree: a bug, say it, keep going */
 		log_err("region %llu: a named handle without its object",
 			(unsigned long long)r->id);
@@ -285,6 +359,8 @@ static void release_region(struct server *srv, struct session *s, struct region 
 
 	if (r->named)
 		return release_handle(srv, s, r);
+	/* Out of the state first: a crash from here on finds the range free. */
+	slots_del(srv->slots, STATE_REGION, r->id);
 	gone = drop_entry(srv, s, r);
 	srv->frees++;
 	tenant_region_gone(srv, s->tenant);
@@ -310,6 +386,7 @@ void session_destroy(struct server *srv, struct session *s)
 		srv->keys->peer_destroy(s->nic);
 	s->nic = NULL;
 	if (s->hello_done) {
+		slots_del(srv->slots, STATE_SESSION, s->id);
 		srv->clients--;
 		log_info("client %llu (%s) gone: %llu regions, %llu bytes returned",
 			 (unsigned long long)s->id, s->peer, (unsigned long long)n,
@@ -328,6 +405,8 @@ void session_destroy(struct server *srv, struct session *s)
 
 int session_hello(struct server *srv, struct session *s)
 {
+	int rc;
+
 	if (s->hello_done)
 		return -EINVAL;
 	if (srv->clients >= srv->cfg.max_clients) {
@@ -343,6 +422,17 @@ int session_hello(struct server *srv, struct session *s)
 		if (n > 0)
 			got += (size_t)n;
 	}
+	for (size_t got = 0; got < sizeof s->resume_token;) {
+		ssize_t n = getrandom(s->resume_token + got, sizeof s->resume_token - got, 0);
+
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0)
+			got += (size_t)n;
+	}
+	rc = record_session(srv, s);
+	if (rc < 0) /* the state has no room: as many clients as it can take */
+		return rc == -ENOSPC ? -EUSERS : rc;
 	s->hello_done = true;
 	srv->clients++;
 	log_info("client %llu (%s) connected", (unsigned long long)s->id, s->peer);
@@ -482,6 +572,12 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
 		untake_range(srv, s->tenant, pool, off, len);
 		return rc;
 	}
+	rc = record_region(srv, s, r);
+	if (rc < 0) {
+		drop_entry(srv, s, r); /* a key just made, never handed out */
+		untake_range(srv, s->tenant, pool, off, len);
+		return rc == -ENOSPC ? -ENOMEM : rc;
+	}
 	count_alloc(srv, len);
 	*out = r;
 	return 0;
@@ -509,6 +605,12 @@ static int open_handle(struct server *srv, struct session *s, struct name_obj *o
 		drop_entry(srv, s, r); /* a key just made, never handed out */
 		return rc;
 	}
+	rc = record_handle(srv, s, r, o, access);
+	if (rc < 0) {
+		names_handle_remove(srv->names, names_handle_find(srv->names, r->id));
+		drop_entry(srv, s, r);
+		return rc == -ENOSPC ? -ENOMEM : rc;
+	}
 	s->nhandles++;
 	*out = r;
 	return 0;
@@ -535,12 +637,19 @@ int session_create(struct server *srv, struct session *s, const char *name, size
 		return rc;
 	o = names_add(srv->names, s->tenant, name, name_len, pool->index, off, len, s->tenant,
 		      (uint64_t)clock_mono_ns());
-	rc = o ? open_handle(srv, s, o, all, out) : -errno;
+	rc = o ? record_object(srv, o) : -errno;
+	if (rc == 0) {
+		rc = open_handle(srv, s, o, all, out);
+		if (rc < 0) {
+			slots_del(srv->slots, STATE_NAME, o->id);
+			slots_del(srv->slots, STATE_OBJECT, o->id);
+		}
+	}
 	if (rc < 0) {
 		if (o)
 			names_remove(srv->names, o);
 		untake_range(srv, s->tenant, pool, off, len);
-		return rc;
+		return rc == -ENOSPC ? -ENOMEM : rc;
 	}
 	count_alloc(srv, len);
 	return 0;
@@ -579,6 +688,7 @@ static void revoke(struct server *srv, struct name_obj *o)
 		struct session *holder = h->holder;
 		struct region *r = region_find(srv->regions, h->region_id);
 
+		slots_del(srv->slots, STATE_HANDLE, h->region_id);
 		names_handle_remove(srv->names, h);
 		holder->nhandles--;
 		if (r)
@@ -597,6 +707,7 @@ int session_unlink_ns(struct server *srv, const struct config_tenant *ns, const 
 	o = names_lookup(srv->names, ns, name, name_len);
 	if (!o)
 		return -ENOENT;
+	slots_del(srv->slots, STATE_NAME, o->id);
 	names_unlink(srv->names, o);
 	if (flags & PROTO_UNLINK_REVOKE)
 		revoke(srv, o);

@@ -41,6 +41,12 @@ struct session {
 	const struct config_tenant *tenant;  /* proven by AUTH; NULL: anonymous */
 	struct tenant_auth auth;             /* the handshake in progress */
 	struct session *prev, *next;
+	/* Restart without loss (docs/protocol.md 7.13): the secret that takes
+	 * the session back (drawn at HELLO, kept in the state memfd); restored:
+	 * brought back by a restore; detached: restored and not resumed yet
+	 * (no connection holds it). */
+	uint8_t resume_token[16];
+	bool restored, detached;
 };
 
 struct session *session_new(struct server *srv, enum session_transport transport,

@@ -296,3 +296,17 @@ bool tenant_fits_after(struct server *srv, const struct config_tenant *t, uint64
 		return false; /* regions leave the count at once: waiting is no help */
 	return !t->quota || (bytes <= t->quota && after <= t->quota - bytes);
 }
+
+/* A restore (persist.c) charges what the saved state says the tenant holds,
+ * past its quota if the config shrank it meanwhile: the bytes are held, and
+ * refusing them would lose them. */
+void tenant_charge_restored(struct server *srv, const struct config_tenant *t, uint64_t bytes)
+{
+	struct tenant_use *u;
+
+	if (!t)
+		return;
+	u = use_of(srv, t);
+	u->regions++;
+	u->bytes += bytes;
+}

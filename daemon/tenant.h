@@ -77,6 +77,8 @@ int tenant_auth_finish(struct tenant_auth *a, uint64_t session_id,
 int tenant_check(struct server *srv, const struct config_tenant *t, uint64_t bytes);
 int tenant_charge(struct server *srv, const struct config_tenant *t, uint64_t bytes);
 void tenant_region_gone(struct server *srv, const struct config_tenant *t);
+/* As tenant_charge without the quota check: a restore's (persist.c). */
+void tenant_charge_restored(struct server *srv, const struct config_tenant *t, uint64_t bytes);
 void tenant_bytes_back(struct server *srv, const struct config_tenant *t, uint64_t bytes);
 /* Whether tenant_check(t, bytes) would pass once back bytes of t's came
  * back to the pool (from the quarantine). */

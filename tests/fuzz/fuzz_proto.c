@@ -63,6 +63,35 @@ static void check_hello_req(const uint8_t *in, size_t len)
 	      m2.pid == m.pid);
 }
 
+static void check_resume_req(const uint8_t *in, size_t len)
+{
+	uint8_t out[SCRATCH_LEN];
+	struct proto_resume_req m, m2;
+	size_t n;
+
+	if (proto_resume_req_decode(in, len, &m) < 0)
+		return;
+	n = proto_resume_req_encode(out, &m);
+	CHECK(n == len && memcmp(out, in, n) == 0);
+	CHECK(proto_resume_req_decode(out, n, &m2) == 0);
+	CHECK(m2.session_id == m.session_id && m2.client_version == m.client_version &&
+	      m2.features == m.features && m2.pid == m.pid &&
+	      memcmp(m2.resume_token, m.resume_token, PROTO_RESUME_TOKEN_LEN) == 0);
+}
+
+static void check_rekey_req(const uint8_t *in, size_t len)
+{
+	uint8_t out[SCRATCH_LEN];
+	struct proto_rekey_req m, m2;
+	size_t n;
+
+	if (proto_rekey_req_decode(in, len, &m) < 0)
+		return;
+	n = proto_rekey_req_encode(out, &m);
+	CHECK(n == len && memcmp(out, in, n) == 0);
+	CHECK(proto_rekey_req_decode(out, n, &m2) == 0 && m2.id == m.id && m2.flags == m.flags);
+}
+
 static void check_alloc_req(const uint8_t *in, size_t len)
 {
 	uint8_t out[SCRATCH_LEN];
@@ -245,6 +274,12 @@ static void check_request(uint16_t opcode, const uint8_t *in, size_t len)
 	case PROTO_OP_NAMES:
 	case PROTO_OP_REGIONS_NAMED:
 		check_list_req(in, len);
+		break;
+	case PROTO_OP_RESUME:
+		check_resume_req(in, len);
+		break;
+	case PROTO_OP_REKEY:
+		check_rekey_req(in, len);
 		break;
 	default:
 		break;
@@ -544,7 +579,11 @@ static void check_reply(uint16_t opcode, const uint8_t *in, size_t len)
 		break;
 	case PROTO_OP_CREATE:
 	case PROTO_OP_OPEN:
+	case PROTO_OP_REKEY:
 		check_alloc_rep(in, len);
+		break;
+	case PROTO_OP_RESUME:
+		check_hello_rep(in, len);
 		break;
 	case PROTO_OP_UNLINK:
 		check_status_rep(in, len);

@@ -640,6 +640,110 @@ static void test_random(uint64_t align)
 	free(m.live);
 }
 
+/* ---- alloc_claim: rebuilding an allocator from the persistent state ---------- */
+
+static void test_claim(void)
+{
+	struct alloc *a = alloc_new(16 * 64, 64);
+	struct alloc_stats st;
+	uint64_t off, len;
+
+	if (!a) {
+		skip(9, "out of memory");
+		return;
+	}
+	ok(alloc_claim(a, 0, 0) == -EINVAL && alloc_claim(a, 32, 64) == -EINVAL &&
+	   alloc_claim(a, 0, 65) == -EINVAL && alloc_claim(a, 16 * 64, 64) == -EINVAL &&
+	   alloc_claim(a, 15 * 64, 128) == -EINVAL && alloc_claim(a, 64, UINT64_MAX - 63) == -EINVAL,
+	   "alloc_claim refuses empty, misaligned and out-of-pool ranges");
+	ok(alloc_claim(a, 4 * 64, 2 * 64) == 0, "claim [4, 6) in the middle of the pool");
+	st = stats_of(a);
+	ok(st.used == 128 && st.live == 1 && st.free_ranges == 2 && st.largest_free == 10 * 64,
+	   "the free range is split around it (used %" PRIu64 ", ranges %" PRIu64 ")", st.used,
+	   st.free_ranges);
+	ok(alloc_claim(a, 5 * 64, 64) == -EEXIST && alloc_claim(a, 3 * 64, 2 * 64) == -EEXIST &&
+	   alloc_claim(a, 2 * 64, 8 * 64) == -EEXIST,
+	   "a claim that overlaps a claimed range is -EEXIST");
+	ok(alloc_claim(a, 0, 64) == 0 && alloc_claim(a, 15 * 64, 64) == 0 &&
+	   alloc_claim(a, 6 * 64, 64) == 0, "claims at the front and end of free ranges");
+	ok(alloc_claim(a, 64, 3 * 64) == 0, "a claim of a whole free range");
+	st = stats_of(a);
+	ok(st.used == 8 * 64 && st.live == 5 && st.free_ranges == 1 && st.largest_free == 8 * 64,
+	   "stats after five claims: one free range [7, 15)");
+	ok(alloc_reserve(a, 64, &off, &len) == 0 && off == 7 * 64 &&
+	   alloc_claim(a, 7 * 64, 64) == -EEXIST, "reserve uses the free range; claiming it is -EEXIST");
+	ok(alloc_release(a, 64, 3 * 64) == 0 && alloc_release(a, 0, 64) == 0 &&
+	   alloc_release(a, 4 * 64, 2 * 64) == 0 && alloc_release(a, 6 * 64, 64) == 0 &&
+	   alloc_release(a, 15 * 64, 64) == 0 && alloc_release(a, off, len) == 0 &&
+	   (st = stats_of(a), st.used == 0 && st.free_ranges == 1 && st.largest_free == 16 * 64),
+	   "claimed ranges release and coalesce back to one range");
+	alloc_free(a);
+}
+
+/* Random disjoint ranges claimed in random order, then filled and drained. */
+static void test_claim_random(void)
+{
+	enum { UNITS = 512, ROUNDS = 50 };
+	uint8_t busy[UNITS];
+	uint64_t starts[UNITS], lens[UNITS];
+	uint64_t rng = 12345;
+	bool good = true;
+
+	for (int r = 0; r < ROUNDS && good; r++) {
+		struct alloc *a = alloc_new(UNITS * 64, 64);
+		struct alloc_stats st;
+		size_t n = 0, used = 0;
+		uint64_t off, len;
+
+		if (!a) {
+			good = false;
+			break;
+		}
+		memset(busy, 0, sizeof busy);
+		/* Cut the pool into random pieces; keep about half of them. */
+		for (size_t u = 0; u < UNITS;) {
+			size_t l;
+
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			l = 1 + (rng >> 33) % 9;
+			if (u + l > UNITS)
+				l = UNITS - u;
+			if ((rng >> 20) & 1) {
+				starts[n] = u;
+				lens[n++] = l;
+			}
+			u += l;
+		}
+		/* In a shuffled order. */
+		for (size_t i = n; i > 1; i--) {
+			size_t j;
+			uint64_t t;
+
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			j = (rng >> 33) % i;
+			t = starts[i - 1], starts[i - 1] = starts[j], starts[j] = t;
+			t = lens[i - 1], lens[i - 1] = lens[j], lens[j] = t;
+		}
+		for (size_t i = 0; i < n; i++) {
+			good &= alloc_claim(a, starts[i] * 64, lens[i] * 64) == 0;
+			memset(busy + starts[i], 1, lens[i]);
+			used += lens[i];
+		}
+		st = stats_of(a);
+		good &= st.used == used * 64 && st.live == n;
+		/* What is left is exactly the units no claim took. */
+		while (alloc_reserve(a, 64, &off, &len) == 0) {
+			good &= len == 64 && !busy[off / 64];
+			busy[off / 64] = 1;
+		}
+		for (size_t u = 0; u < UNITS; u++)
+			good &= busy[u] == 1;
+		alloc_free(a);
+	}
+	ok(good, "%d rounds: random disjoint claims in random order leave exactly the rest free",
+	   ROUNDS);
+}
+
 int main(void)
 {
 	test_new();
@@ -653,5 +757,7 @@ int main(void)
 	test_random(8);
 	test_random(64);
 	test_random(4096);
+	test_claim();
+	test_claim_random();
 	return tap_done();
 }

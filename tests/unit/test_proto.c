@@ -1070,6 +1070,85 @@ static void test_client_list(void)
 	   strlen(out.peer) == sizeof out.peer - 1, "over-long strings are cut, NUL-terminated");
 }
 
+/* ---- resume (docs/protocol.md 7.13) ------------------------------------------ */
+
+static void test_resume(void)
+{
+	uint8_t buf[BUF_LEN];
+	struct proto_hello_req hi = { .client_version = 1, .features = PROTO_HELLO_F_RESUMABLE }, hi2;
+	struct proto_hello_rep in = { .session_id = 77, .max_io = 1, .resumable = 1 }, out;
+	struct proto_resume_req rq = { .session_id = UINT64_MAX, .client_version = 1,
+				       .features = PROTO_HELLO_F_RESUMABLE, .pid = 9 }, rq2;
+	struct proto_rekey_req rk = { .id = UINT64_MAX }, rk2;
+	int st = 1;
+
+	ok(proto_hello_req_encode(buf, &hi) == PROTO_HELLO_REQ_LEN &&
+	   proto_hello_req_decode(buf, PROTO_HELLO_REQ_LEN, &hi2) == 0 &&
+	   hi2.features == PROTO_HELLO_F_RESUMABLE, "HELLO request carries the RESUMABLE bit");
+	proto_put_u32(buf + 4, PROTO_HELLO_F_RESUMABLE | 0x2);
+	ok(proto_hello_req_decode(buf, PROTO_HELLO_REQ_LEN, &hi2) == -EBADMSG,
+	   "HELLO request with an unknown feature bit is -EBADMSG");
+
+	for (int i = 0; i < PROTO_RESUME_TOKEN_LEN; i++)
+		in.resume_token[i] = (uint8_t)(0xf0 + i);
+	ok(proto_hello_rep_encode(buf, &in) == PROTO_HELLO_REP_RESUME_LEN &&
+	   buf[PROTO_HELLO_REP_LEN] == 0xf0 && buf[PROTO_HELLO_REP_RESUME_LEN - 1] == 0xff,
+	   "resumable HELLO reply: 64 bytes, the token at offset 48");
+	memset(&out, 0, sizeof out);
+	ok(proto_hello_rep_decode(buf, PROTO_HELLO_REP_RESUME_LEN, &st, &out) == 0 && st == 0 &&
+	   out.resumable == 1 && out.session_id == 77 &&
+	   memcmp(out.resume_token, in.resume_token, PROTO_RESUME_TOKEN_LEN) == 0,
+	   "resumable HELLO reply round trips its token");
+	ok(proto_hello_rep_decode(buf, PROTO_HELLO_REP_RESUME_LEN - 1, &st, &out) == -EBADMSG &&
+	   proto_hello_rep_decode(buf, PROTO_HELLO_REP_RESUME_LEN + 1, &st, &out) == -EBADMSG,
+	   "HELLO reply of 63 or 65 bytes is -EBADMSG");
+	in.resumable = 0;
+	memset(&out, 0xa5, sizeof out);
+	ok(proto_hello_rep_encode(buf, &in) == PROTO_HELLO_REP_LEN &&
+	   proto_hello_rep_decode(buf, PROTO_HELLO_REP_LEN, &st, &out) == 0 &&
+	   out.resumable == 0 && out.resume_token[0] == 0 && out.resume_token[15] == 0,
+	   "plain HELLO reply: 48 bytes, no token (zeros)");
+
+	for (int i = 0; i < PROTO_RESUME_TOKEN_LEN; i++)
+		rq.resume_token[i] = (uint8_t)i;
+	memset(&rq2, 0xa5, sizeof rq2);
+	ok(proto_resume_req_encode(buf, &rq) == PROTO_RESUME_REQ_LEN &&
+	   proto_resume_req_decode(buf, PROTO_RESUME_REQ_LEN, &rq2) == 0 &&
+	   rq2.session_id == UINT64_MAX && rq2.client_version == 1 &&
+	   rq2.features == PROTO_HELLO_F_RESUMABLE && rq2.pid == 9 &&
+	   memcmp(rq2.resume_token, rq.resume_token, PROTO_RESUME_TOKEN_LEN) == 0,
+	   "RESUME request round trips");
+	ok(proto_get_u64(buf) == UINT64_MAX && buf[8] == 0 && buf[23] == 15 &&
+	   proto_get_u32(buf + 24) == 1 && proto_get_u32(buf + 32) == 9,
+	   "RESUME request layout: session_id, token at 8, version at 24, pid at 32");
+	ok(proto_resume_req_decode(buf, PROTO_RESUME_REQ_LEN - 1, &rq2) == -EBADMSG &&
+	   proto_resume_req_decode(buf, PROTO_RESUME_REQ_LEN + 1, &rq2) == -EBADMSG &&
+	   proto_resume_req_decode(buf, 0, &rq2) == -EBADMSG,
+	   "RESUME request of another length is -EBADMSG");
+	proto_put_u32(buf + 36, 1);
+	ok(proto_resume_req_decode(buf, PROTO_RESUME_REQ_LEN, &rq2) == -EBADMSG,
+	   "RESUME request with its reserved word set is -EBADMSG");
+	proto_resume_req_encode(buf, &rq);
+	proto_put_u32(buf + 28, 0x80000000u);
+	ok(proto_resume_req_decode(buf, PROTO_RESUME_REQ_LEN, &rq2) == -EBADMSG,
+	   "RESUME request with an unknown feature bit is -EBADMSG");
+
+	memset(&rk2, 0xa5, sizeof rk2);
+	ok(proto_rekey_req_encode(buf, &rk) == PROTO_REKEY_REQ_LEN &&
+	   proto_rekey_req_decode(buf, PROTO_REKEY_REQ_LEN, &rk2) == 0 && rk2.id == UINT64_MAX &&
+	   rk2.flags == 0, "REKEY request round trips");
+	ok(proto_rekey_req_decode(buf, PROTO_REKEY_REQ_LEN - 1, &rk2) == -EBADMSG &&
+	   proto_rekey_req_decode(buf, PROTO_REKEY_REQ_LEN + 1, &rk2) == -EBADMSG,
+	   "REKEY request of another length is -EBADMSG");
+	proto_put_u32(buf + 8, 1);
+	ok(proto_rekey_req_decode(buf, PROTO_REKEY_REQ_LEN, &rk2) == -EBADMSG,
+	   "REKEY request with a flag set is -EBADMSG");
+	proto_rekey_req_encode(buf, &rk);
+	proto_put_u32(buf + 12, 1);
+	ok(proto_rekey_req_decode(buf, PROTO_REKEY_REQ_LEN, &rk2) == -EBADMSG,
+	   "REKEY request with its reserved word set is -EBADMSG");
+}
+
 int main(void)
 {
 	test_hdr_bytes();
@@ -1097,5 +1176,6 @@ int main(void)
 	test_name_reqs();
 	test_name_req_ns();
 	test_name_list();
+	test_resume();
 	return tap_done();
 }

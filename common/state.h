@@ -1,0 +1,170 @@
+/*
+ * state.h - the persistent state codec: the bytes of the state memfd that
+ * describes rmemd's pools across a restart (docs/architecture.md, "Restart
+ * without loss").
+ *
+ * Pure functions over byte buffers, like proto.h: no I/O, no allocation, no
+ * globals; every length and field checked before it is trusted, so a damaged
+ * or hostile fd store is refused, never half-believed.  Unit-tested
+ * (tests/unit/test_state.c) and fuzzed (tests/fuzz/fuzz_state.c).
+ *
+ * The memfd is a header (STATE_HDR_LEN bytes) and nslots fixed-size slots
+ * (STATE_SLOT_LEN bytes each).  All integers little-endian.
+ *
+ * Header:
+ *   off size field
+ *    0   4   magic      STATE_MAGIC ("RMST")
+ *    4   4   version    STATE_VERSION
+ *    8   4   hdr_len    STATE_HDR_LEN
+ *   12   4   slot_len   STATE_SLOT_LEN
+ *   16   4   nslots     1..STATE_MAX_SLOTS
+ *   20   4   npools     1..STATE_MAX_POOLS
+ *   24   8   reserved
+ *   32  56*  pools      npools records: name[32] (NUL padded), size u64,
+ *                       alignment u64, page_size u32, reserved u32; the
+ *                       records past npools are zero
+ * 4088   4   check      CRC-32C of bytes [0, 4088)
+ * 4092   4   reserved
+ * The header is written once, when the memfd is made; only slots change.
+ *
+ * Slot (STATE_SLOT_LEN bytes):
+ *   off size field
+ *    0   2   type       enum state_type; 0 = free (then nothing else counts)
+ *    2   2   reserved
+ *    4   4   check      CRC-32C of (slot index u32, bytes [0, 4), the body)
+ *    8   *   body       by type, below; every byte past the body is 0 (and
+ *                       checked as such, so the CRC need not cover it)
+ *
+ * The writer (daemon/slots.c) fills the body of a free slot, then stores the
+ * first 8 bytes with one aligned 8-byte store: a slot is free or whole at
+ * every instant, and a crash mid-write leaves it free.  A check that fails
+ * is therefore damage, never a torn write, and the whole state is refused.
+ * The index in the check makes a slot copied to another place fail too.
+ *
+ * Bodies (offsets from the start of the slot):
+ *   COUNTERS  gen u64 @8, next_region u64 @16, next_session u64 @24,
+ *             next_name u64 @32: the ids below these may have been handed
+ *             out; the higher gen of the two COUNTERS slots (0 and 1) is the
+ *             current one.
+ *   SESSION   id u64 @8, tenant[32] @16 ("" anonymous), token[16] @48
+ *   REGION    id u64 @8, session u64 @16, pool u32 @24, reserved u32 @28,
+ *             offset u64 @32, length u64 @40 (an anonymous region)
+ *   OBJECT    id u64 @8, pool u32 @16, reserved u32 @20, offset u64 @24,
+ *             length u64 @32, ns[32] @40, charged[32] @72 (a named region's
+ *             range: its namespace and whose quota holds it)
+ *   NAME      object u64 @8, name_len u16 @16, reserved u16 @18,
+ *             reserved u32 @20, name[name_len] @24 (1..255 bytes, no NUL)
+ *   HANDLE    region u64 @8, session u64 @16, object u64 @24, access u32 @32,
+ *             reserved u32 @36
+ * Strings (tenant, ns, charged): at most 31 bytes, NUL padded; a byte after
+ * the first NUL that is not NUL, or 32 bytes without one, is -EBADMSG.
+ */
+#ifndef RMEM_STATE_H
+#define RMEM_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STATE_MAGIC      0x54534d52u /* "RMST" read as little-endian u32 */
+#define STATE_VERSION    1
+#define STATE_HDR_LEN    4096u
+#define STATE_SLOT_LEN   384u
+#define STATE_MAX_POOLS  16
+#define STATE_MAX_SLOTS  (1u << 22)
+#define STATE_STR_LEN    32   /* pool names, tenant names: 31 bytes and a NUL */
+#define STATE_NAME_MAX   255
+#define STATE_TOKEN_LEN  16
+#define STATE_POOL_REC_LEN 56
+#define STATE_HEAD_LEN   8    /* the part of a slot stored last, in one store */
+
+enum state_type {
+	STATE_FREE = 0,
+	STATE_COUNTERS = 1,
+	STATE_SESSION = 2,
+	STATE_REGION = 3,
+	STATE_OBJECT = 4,
+	STATE_NAME = 5,
+	STATE_HANDLE = 6,
+	STATE_TYPE_COUNT
+};
+
+struct state_pool {
+	char name[STATE_STR_LEN];
+	uint64_t size, alignment;
+	uint32_t page_size;
+};
+
+struct state_hdr {
+	uint32_t nslots, npools;
+	struct state_pool pools[STATE_MAX_POOLS];
+};
+
+struct state_slot {
+	uint16_t type; /* enum state_type */
+	union {
+		struct {
+			uint64_t gen, next_region, next_session, next_name;
+		} counters;
+		struct {
+			uint64_t id;
+			char tenant[STATE_STR_LEN];
+			uint8_t token[STATE_TOKEN_LEN];
+		} session;
+		struct {
+			uint64_t id, session;
+			uint32_t pool;
+			uint64_t offset, length;
+		} region;
+		struct {
+			uint64_t id;
+			uint32_t pool;
+			uint64_t offset, length;
+			char ns[STATE_STR_LEN], charged[STATE_STR_LEN];
+		} object;
+		struct {
+			uint64_t object;
+			uint16_t name_len;
+			char name[STATE_NAME_MAX + 1]; /* the decoder NUL-terminates it */
+		} name;
+		struct {
+			uint64_t region, session, object;
+			uint32_t access;
+		} handle;
+	} u;
+};
+
+/* Bytes of a state memfd with nslots slots. */
+uint64_t state_size(uint32_t nslots);
+
+/*
+ * Header codec.  encode writes STATE_HDR_LEN bytes (the check included) and
+ * returns that; it needs npools 1..STATE_MAX_POOLS (else it writes nothing
+ * and returns 0).  decode takes the whole state: len must be
+ * state_size(nslots) for the nslots the header gives.  Returns 0, or
+ *  -EBADMSG  short buffer, bad magic, a failed check, a reserved field not 0,
+ *            hdr_len or slot_len other than ours, nslots or npools out of
+ *            range, a pool record that is not canonical (name empty, not
+ *            NUL padded, size 0, page_size 0) or a record past npools not 0
+ *  -EPROTO   good magic and check, another version
+ *  -EMSGSIZE len is not state_size(nslots)
+ * and writes nothing to *h when it fails.
+ */
+size_t state_hdr_encode(uint8_t *out, const struct state_hdr *h);
+int state_hdr_decode(const uint8_t *in, size_t len, struct state_hdr *h);
+
+/*
+ * Slot codec.  encode writes STATE_SLOT_LEN bytes for slot number index (the
+ * check depends on it) and returns that; a type it does not know, a string
+ * too long or a name_len out of 1..STATE_NAME_MAX writes nothing and returns
+ * 0.  decode reads STATE_SLOT_LEN bytes: 0 with s->type STATE_FREE when the
+ * type is 0 (the rest is not looked at), 0 and the record for a whole slot,
+ * -EBADMSG for anything else (a failed check, an unknown type, a reserved
+ * field, bytes after the body, a bad string or name) without writing *s.
+ */
+size_t state_slot_encode(uint8_t *out, uint32_t index, const struct state_slot *s);
+int state_slot_decode(const uint8_t *in, uint32_t index, struct state_slot *s);
+
+/* CRC-32C (Castagnoli), continued from crc (0 to start). */
+uint32_t state_crc32c(uint32_t crc, const uint8_t *p, size_t n);
+
+#endif /* RMEM_STATE_H */

@@ -1,0 +1,296 @@
+/*
+ * persist.c - see persist.h and docs/architecture.md, "Restart without loss":
+ * the fd store's plumbing (what systemd hands us, what we hand it), a fresh
+ * start, and the end of restored sessions nobody resumed.  The restore
+ * itself, its checks and its rebuilding, is restore.c.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "persist.h"
+#include "restore.h"
+#include "server.h"
+#include "session.h"
+#include "slots.h"
+#include "state.h"
+
+#define STATE_FDNAME "rmem-state"
+#define POOL_FDNAME_PREFIX "rmem-pool-"
+/* Slots of a new state memfd: one per session, anonymous region and handle,
+ * two per named object.  Pages are touched only as slots are used. */
+#define PERSIST_SLOTS (1u << 18)
+
+_Static_assert(CONFIG_MAX_POOLS <= STATE_MAX_POOLS, "every pool fits the state header");
+_Static_assert(CONFIG_NAME_MAX <= STATE_STR_LEN, "pool and tenant names fit the state");
+
+bool persist_possible(void)
+{
+	const char *e = getenv("NOTIFY_SOCKET");
+
+	return e && *e;
+}
+
+/* ---- the fds systemd handed us --------------------------------------------------- */
+
+static void kept_close(struct restore_fds *k)
+{
+	if (k->state_fd >= 0)
+		close(k->state_fd);
+	k->state_fd = -1;
+	for (unsigned i = 0; i < CONFIG_MAX_POOLS; i++) {
+		if (k->pool_fd[i] >= 0)
+			close(k->pool_fd[i]);
+		k->pool_fd[i] = -1;
+	}
+}
+
+/* Ours by name; anything else is closed (rmemd takes no sockets from systemd). */
+static void take_fds(struct server *srv, struct restore_fds *k)
+{
+	char **names = NULL;
+	int n = sd_listen_fds_with_names(1, &names);
+
+	k->state_fd = -1;
+	k->npool_fds = k->others = k->nstale = 0;
+	for (unsigned i = 0; i < CONFIG_MAX_POOLS; i++)
+		k->pool_fd[i] = -1;
+	for (int i = 0; i < n; i++) {
+		int fd = SD_LISTEN_FDS_START + i;
+		const char *name = names && names[i] ? names[i] : "";
+		bool taken = false;
+
+		if (!strcmp(name, STATE_FDNAME) && k->state_fd < 0) {
+			k->state_fd = fd;
+			taken = true;
+		}
+		for (uint32_t p = 0; !taken && p < srv->cfg.npools; p++) {
+			if (!strncmp(name, POOL_FDNAME_PREFIX, strlen(POOL_FDNAME_PREFIX)) &&
+			    !strcmp(name + strlen(POOL_FDNAME_PREFIX), srv->cfg.pools[p].name) &&
+			    k->pool_fd[p] < 0) {
+				k->pool_fd[p] = fd;
+				k->npool_fds++;
+				taken = true;
+			}
+		}
+		if (!taken) {
+			k->others++;
+			if (!strncmp(name, "rmem-", 5) && k->nstale < CONFIG_MAX_POOLS)
+				snprintf(k->stale[k->nstale++], sizeof k->stale[0], "%s", name);
+			close(fd);
+		}
+	}
+	if (names) {
+		for (int i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+	}
+}
+
+/* The store forgets every fd of ours, whatever it holds: stale ones after a
+ * failed restore, or what a config without some pool no longer names. */
+static void store_forget(const struct server *srv, const struct restore_fds *k)
+{
+	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" STATE_FDNAME);
+	for (uint32_t p = 0; p < srv->cfg.npools; p++)
+		sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=" POOL_FDNAME_PREFIX "%s", srv->cfg.pools[p].name);
+	for (unsigned i = 0; i < k->nstale; i++)
+		sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", k->stale[i]);
+}
+
+/* FDPOLL=0: a memfd never hangs up, and systemd should not watch it. */
+static int store_push(int fd, const char *name)
+{
+	char msg[128];
+	int rc;
+
+	snprintf(msg, sizeof msg, "FDSTORE=1\nFDPOLL=0\nFDNAME=%s", name);
+	rc = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
+	if (rc <= 0)
+		log_warn("fd store: cannot keep %s (%s): a restart will start fresh", name,
+			 rc < 0 ? strerror(-rc) : "no NOTIFY_SOCKET");
+	return rc;
+}
+
+/* ---- the restored sessions nobody resumed -------------------------------------- */
+
+static void on_restore_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	struct session *s, *next;
+	unsigned n = 0;
+
+	(void)fd;
+	(void)what;
+	for (s = srv->sessions_first; s; s = next) {
+		next = s->next;
+		if (s->detached) {
+			session_destroy(srv, s);
+			n++;
+		}
+	}
+	if (n)
+		log_notice("restore: %u session(s) not resumed in time: their regions are back", n);
+}
+
+/* ---- a fresh start ---------------------------------------------------------------- */
+
+static int fresh_state(struct server *srv)
+{
+	struct state_hdr h;
+	uint64_t len = state_size(PERSIST_SLOTS);
+	uint8_t *base;
+	int fd;
+
+	memset(&h, 0, sizeof h);
+	h.nslots = PERSIST_SLOTS;
+	h.npools = srv->npools;
+	for (uint32_t i = 0; i < srv->npools; i++) {
+		snprintf(h.pools[i].name, sizeof h.pools[i].name, "%s", srv->cfg.pools[i].name);
+		h.pools[i].size = srv->cfg.pools[i].size;
+		h.pools[i].alignment = srv->cfg.pools[i].alignment;
+		h.pools[i].page_size = srv->pools[i].page_size;
+	}
+	fd = memfd_create(STATE_FDNAME, MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)len) < 0) {
+		log_err("state memfd: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -EIO;
+	}
+	base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		log_err("state memfd: mmap: %s", strerror(errno));
+		close(fd);
+		return -EIO;
+	}
+	if (state_hdr_encode(base, &h) != STATE_HDR_LEN) {
+		log_err("state header does not encode");
+		munmap(base, len);
+		close(fd);
+		return -EINVAL;
+	}
+	srv->slots = slots_new(fd, base, PERSIST_SLOTS);
+	if (!srv->slots) {
+		munmap(base, len);
+		close(fd);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int fresh(struct server *srv, pool_progress_fn progress)
+{
+	char err[512], name[CONFIG_NAME_MAX + 16];
+	int rc = pool_check_memlock(&srv->cfg, err, sizeof err);
+
+	if (rc < 0) {
+		log_err("%s", err);
+		return rc;
+	}
+	for (uint32_t i = 0; i < srv->cfg.npools; i++) {
+		rc = pool_open(&srv->pools[i], &srv->cfg.pools[i], i, progress, srv, err, sizeof err);
+		if (rc < 0) {
+			log_err("%s", err);
+			return rc;
+		}
+		srv->npools = i + 1;
+	}
+	rc = fresh_state(srv);
+	if (rc < 0)
+		return rc;
+	for (uint32_t i = 0; i < srv->npools; i++) {
+		snprintf(name, sizeof name, POOL_FDNAME_PREFIX "%s", srv->pools[i].name);
+		store_push(srv->pools[i].fd, name);
+	}
+	/* Last: a state is only ever found with the pools it describes. */
+	store_push(slots_fd(srv->slots), STATE_FDNAME);
+	return 0;
+}
+
+/* ---- persist_open ------------------------------------------------------------------ */
+
+int persist_open(struct server *srv, pool_progress_fn progress)
+{
+	struct restore_fds k;
+	char why[512];
+	int rc;
+
+	take_fds(srv, &k);
+	if (k.state_fd < 0 && !k.npool_fds) {
+		log_notice("fd store: nothing to restore%s: starting fresh",
+			   k.others ? " (closed fds that are not ours)" : "");
+		store_forget(srv, &k);
+		rc = fresh(srv, progress);
+		goto out;
+	}
+	why[0] = '\0';
+	rc = restore_run(srv, &k, progress, why, sizeof why);
+	if (rc < 0) {
+		/* What was built goes without touching a byte of the pools or a
+		 * slot: the store keeps it all for the next try. */
+		slots_freeze(srv->slots);
+		srv->keep_state = true;
+		log_err("restore: %s after the checks: exiting, the fd store keeps its state",
+			strerror(-rc));
+		goto out;
+	}
+	if (rc == 0) {
+		for (unsigned i = 0; i < k.nstale; i++)
+			sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", k.stale[i]);
+		goto out;
+	}
+	/* One line that says why; then as if nothing had been kept. */
+	log_warn("fd store: not restoring: %s: starting fresh", why);
+	for (uint32_t p = 0; p < srv->npools; p++)
+		pool_close(&srv->pools[p]);
+	srv->npools = 0;
+	kept_close(&k);
+	store_forget(srv, &k);
+	rc = fresh(srv, progress);
+out:
+	kept_close(&k);
+	if (rc == 0 && srv->restored) {
+		uint32_t ms = srv->cfg.lease_timeout_ms ? srv->cfg.lease_timeout_ms : PERSIST_DETACHED_MS;
+		struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+		srv->restore_timer = evtimer_new(srv->base, on_restore_timer, srv);
+		if (!srv->restore_timer || evtimer_add(srv->restore_timer, &tv) < 0) {
+			log_err("restore timer: out of memory");
+			return -ENOMEM;
+		}
+	}
+	return rc;
+}
+
+void persist_keep(struct server *srv)
+{
+	struct session *s, *next;
+
+	if (!srv->slots)
+		return;
+	slots_freeze(srv->slots);
+	srv->keep_state = true;
+	/* Restored sessions nobody resumed have no connection to end them;
+	 * their records stay in the frozen state for the next start. */
+	for (s = srv->sessions_first; s; s = next) {
+		next = s->next;
+		if (s->detached)
+			session_destroy(srv, s);
+	}
+}
+
+void persist_close(struct server *srv)
+{
+	if (srv->restore_timer)
+		event_free(srv->restore_timer);
+	srv->restore_timer = NULL;
+	slots_free(srv->slots);
+	srv->slots = NULL;
+}

@@ -1,0 +1,50 @@
+/*
+ * persist.h - restart without loss (docs/architecture.md, "Restart without
+ * loss"): the pools' memfds and the state memfd go into systemd's file
+ * descriptor store; a new rmemd takes them back, checks them, and rebuilds
+ * the allocators, region table, named regions and sessions from the state.
+ *
+ * main.c calls persist_open instead of opening the pools itself when
+ * persistence is possible (NOTIFY_SOCKET is set: systemd, or a test's fd
+ * store); it calls down into pool, alloc, region, names, session, tenant and
+ * slots.  Outside systemd rmemd starts fresh, as before.
+ */
+#ifndef RMEMD_PERSIST_H
+#define RMEMD_PERSIST_H
+
+#include <stdbool.h>
+
+#include "pool.h"
+
+struct server;
+
+/* Whether an fd store may be there: NOTIFY_SOCKET is set. */
+bool persist_possible(void);
+
+/*
+ * Takes back what the fd store holds and restores from it, or, when there is
+ * nothing or it fails a check, says why in one log line, removes the stale
+ * fds from the store and starts fresh: new pools (pinned, progress as
+ * pool_open) and a new state memfd, both pushed into the store.  Sets
+ * srv->npools, srv->slots, srv->restored; restored sessions are detached
+ * until RESUME or the restore timer (lease_ms, or 10 s without a lease).
+ * srv->base, srv->regions and srv->names must exist.  0, or a negative
+ * errno after logging (the daemon cannot start).
+ */
+int persist_open(struct server *srv, pool_progress_fn progress);
+/*
+ * At shutdown, before the sessions end: the state memfd and the pools keep
+ * what they hold (no slot freed, no byte zeroed), so that the next rmemd,
+ * given them by the fd store, restores every session (`systemctl restart`).
+ * Without persistence it does nothing.
+ */
+void persist_keep(struct server *srv);
+/* Frees the state writer and the restore timer; accepts what persist_open
+ * left half-built.  The pools are main.c's to close. */
+void persist_close(struct server *srv);
+
+/* Sessions restored and not resumed end this long after a restore when the
+ * daemon has no lease. */
+#define PERSIST_DETACHED_MS 10000
+
+#endif /* RMEMD_PERSIST_H */
