@@ -71,7 +71,7 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/engine.c client-lib/io.c client-lib/nic_conn.c \
 	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
 	client-lib/membuf.c client-lib/lock.c client-lib/datapath.c \
-	client-lib/compat.c client-lib/version.c client-lib/names.c
+	client-lib/compat.c client-lib/version.c client-lib/names.c client-lib/resume.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
