@@ -95,7 +95,7 @@ UNIT_TESTS := test_alloc test_proto test_config test_region test_names test_endp
 	fuzz_proto_replay test_state fuzz_state_replay \
 	fuzz_dispatch_replay test_session test_raw
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
-	test_lease test_tenants test_membuf test_quarantine test_named
+	test_lease test_tenants test_membuf test_quarantine test_named test_resume
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
 FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
 # The chaos test (tests/chaos): a functional test with pieces of its own.

@@ -166,9 +166,12 @@ static int say_hello(struct rmem_client *c, struct hello_rdma *hr)
 		return eng_fail(&c->eng, -EPROTO);
 	if (status)
 		return status;
-	if (rep.max_io == 0 || rep.resumable != !!req.features)
+	if (rep.max_io == 0)
 		return eng_fail(&c->eng, -EPROTO);
 	c->session_id = rep.session_id;
+	/* A daemon that sends no token cannot resume this session. */
+	if (!rep.resumable)
+		c->rs.resume_ms = 0;
 	memcpy(c->rs.token, rep.resume_token, sizeof(c->rs.token));
 	hr->token = rep.attach_token;
 	hr->port = rep.key_mode == PROTO_KEYS_NONE ? 0 : rep.rdma_port;

@@ -175,11 +175,17 @@ static bool worth_retrying(int err)
 	}
 }
 
-/* Whether a stream that broke with err may be resumed at all: a peer that
- * sent garbage (or could not decode us) gets no second chance. */
+/*
+ * Whether a stream that broke with err may be resumed: only a connection
+ * the peer closed or reset, which is what a daemon's restart or crash
+ * looks like (the process's sockets close with it).  A daemon that stopped
+ * answering (-ETIMEDOUT) is still running: its session is not restored
+ * anywhere, and a resume could only wait for it in vain.  Garbage gets no
+ * second chance.
+ */
 static bool loss_resumable(int err)
 {
-	return err != -EPROTO && err != -EBADMSG && err != -ENOMEM;
+	return err == -ECONNRESET || err == -EPIPE || err == -ENOTCONN;
 }
 
 static int dial(const struct endpoint *ep, int timeout_ms)
