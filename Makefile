@@ -92,7 +92,7 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
 UNIT_TESTS := test_alloc test_proto test_config test_region test_names test_endpoint \
-	fuzz_proto_replay test_state fuzz_state_replay \
+	fuzz_proto_replay test_state fuzz_state_replay test_slots \
 	fuzz_dispatch_replay test_session test_raw
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_resume
@@ -211,6 +211,8 @@ $(B)/tests/obj/alloc-debug.o: daemon/alloc.c
 	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
 $(B)/tests/test_state: $(B)/tests/obj/unit/test_state.o
+$(B)/tests/test_slots: $(B)/tests/obj/unit/test_slots.o $(B)/d/daemon/slots.o
+$(B)/tests/obj/unit/test_slots.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_endpoint: $(B)/tests/obj/unit/test_endpoint.o
 $(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
 $(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o \
@@ -290,7 +292,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS)
 		$(CHAOS_BINS) \
 		tests/unit/test_layers.sh \
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
-		tests/func/test_static.sh \
+		tests/func/test_static.sh tests/func/test_restart.py \
 		tests/vm/suite
 
 unit: $(UNIT_BINS)

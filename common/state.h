@@ -31,8 +31,9 @@
  *   off size field
  *    0   2   type       enum state_type; 0 = free (then nothing else counts)
  *    2   2   reserved
- *    4   4   check      CRC-32C of (slot index u32, bytes [0, 4), bytes [8, 384))
- *    8 376   body       by type, below; every byte past the body is 0
+ *    4   4   check      CRC-32C of (slot index u32, bytes [0, 4), the body)
+ *    8   *   body       by type, below; every byte past the body is 0 (and
+ *                       checked as such, so the CRC need not cover it)
  *
  * The writer (daemon/slots.c) fills the body of a free slot, then stores the
  * first 8 bytes with one aligned 8-byte store: a slot is free or whole at

@@ -918,10 +918,19 @@ out:
 
 void persist_keep(struct server *srv)
 {
+	struct session *s, *next;
+
 	if (!srv->slots)
 		return;
 	slots_freeze(srv->slots);
 	srv->keep_state = true;
+	/* Restored sessions nobody resumed have no connection to end them;
+	 * their records stay in the frozen state for the next start. */
+	for (s = srv->sessions_first; s; s = next) {
+		next = s->next;
+		if (s->detached)
+			session_destroy(srv, s);
+	}
 }
 
 void persist_close(struct server *srv)

@@ -427,8 +427,8 @@ int session_hello(struct server *srv, struct session *s)
 			got += (size_t)n;
 	}
 	rc = record_session(srv, s);
-	if (rc < 0)
-		return rc;
+	if (rc < 0) /* the state has no room: as many clients as it can take */
+		return rc == -ENOSPC ? -EUSERS : rc;
 	s->hello_done = true;
 	srv->clients++;
 	log_info("client %llu (%s) connected", (unsigned long long)s->id, s->peer);

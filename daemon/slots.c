@@ -52,15 +52,18 @@ static uint32_t hash_of(uint64_t k, uint32_t mask)
 	return (uint32_t)(k >> 32) & mask;
 }
 
+/* The hash starts small and doubles at half full: a daemon with a few
+ * hundred records keeps it in cache (a table sized for every slot would cost
+ * a cache miss or two per change). */
+#define HASH_MIN 1024u
+
 struct slots *slots_new(int fd, uint8_t *base, uint32_t nslots)
 {
 	struct slots *t = calloc(1, sizeof *t);
-	uint32_t cap = 4;
+	uint32_t cap = HASH_MIN;
 
 	if (!t || nslots < 3)
 		goto fail;
-	while (cap < nslots * 2u)
-		cap <<= 1;
 	t->fd = fd;
 	t->base = base;
 	t->nslots = nslots;
@@ -125,6 +128,45 @@ static uint32_t find(const struct slots *t, uint64_t k, uint32_t *pos)
 	}
 	*pos = i;
 	return EMPTY;
+}
+
+/* Twice the room, every entry filed again; -ENOMEM changes nothing. */
+static int grow(struct slots *t)
+{
+	uint32_t cap = (t->mask + 1) * 2, *vals;
+	uint64_t *keys;
+
+	keys = malloc(sizeof *keys * cap);
+	vals = malloc(sizeof *vals * cap);
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < cap; i++)
+		vals[i] = EMPTY;
+	for (uint32_t i = 0; i <= t->mask; i++) {
+		uint32_t j;
+
+		if (t->vals[i] == EMPTY)
+			continue;
+		for (j = hash_of(t->keys[i], cap - 1); vals[j] != EMPTY; j = (j + 1) & (cap - 1))
+			;
+		keys[j] = t->keys[i];
+		vals[j] = t->vals[i];
+	}
+	free(t->keys);
+	free(t->vals);
+	t->keys = keys;
+	t->vals = vals;
+	t->mask = cap - 1;
+	return 0;
+}
+
+/* Room for one more entry at load <= 1/2. */
+static int make_room(struct slots *t)
+{
+	return (t->used + 1) * 2 > t->mask + 1 ? grow(t) : 0;
 }
 
 /* Removes entry pos, shifting back the entries of its run (no tombstones). */
@@ -242,6 +284,8 @@ int slots_mark(struct slots *t, uint32_t index, const struct state_slot *s)
 		return 0;
 	if (index < 2 || index >= t->nslots)
 		return -EINVAL;
+	if (make_room(t) < 0)
+		return -ENOMEM;
 	if (find(t, key_of(s->type, id_of(s)), &pos) != EMPTY)
 		return -EEXIST;
 	t->keys[pos] = key_of(s->type, id_of(s));
@@ -277,6 +321,9 @@ int slots_put(struct slots *t, const struct state_slot *s)
 		return -EEXIST;
 	if (!t->nfree)
 		return -ENOSPC;
+	if (make_room(t) < 0)
+		return -ENOMEM;
+	find(t, k, &pos); /* where it goes now, if the table grew */
 	rc = reserve_ids(t, s);
 	if (rc < 0)
 		return rc;

@@ -464,6 +464,26 @@ struct entry {
 	conversation_fn fn;
 };
 
+/* RESUME of a session no restore brought back (ENOENT; the connection goes
+ * on), after HELLO (EINVAL); REKEY gives region 0 the next key drawn. */
+static void resume_rekey(void)
+{
+	uint8_t p[PROTO_RESUME_REQ_LEN];
+	struct proto_resume_req m = { .session_id = 1, .client_version = PROTO_VERSION,
+				      .features = PROTO_HELLO_F_RESUMABLE };
+	struct proto_rekey_req k = { .id = 1 };
+
+	frame(PROTO_OP_RESUME, p, proto_resume_req_encode(p, &m));
+	hello();
+	frame(PROTO_OP_RESUME, p, proto_resume_req_encode(p, &m));
+	alloc(4096);
+	frame(PROTO_OP_REKEY, p, proto_rekey_req_encode(p, &k));
+	write_(0, 0, 16, 0x55);              /* the old key: EACCES */
+	read_(0, 0, 16, FUZZ_REGION_KEY(1)); /* the new one */
+	free_(0, FUZZ_REGION_KEY(1));
+	frame(PROTO_OP_REKEY, p, proto_rekey_req_encode(p, &k)); /* freed: ENOENT */
+}
+
 static void garbage_magic(void)
 {
 	hello();
@@ -563,6 +583,8 @@ static const struct entry seeds[] = {
 	{ "named-tcp-chunk9", FUZZ_MODE_TCP | 9, named },
 	{ "revoke", 0, revoke },
 	{ "revoke-tcp", FUZZ_MODE_TCP, revoke },
+	{ "resume-rekey", 0, resume_rekey },
+	{ "resume-tcp", FUZZ_MODE_TCP, resume_rekey },
 };
 
 int main(int argc, char **argv)

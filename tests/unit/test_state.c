@@ -20,11 +20,18 @@ static uint8_t slot[STATE_SLOT_LEN];
  * field checks to be reached, the check must hold. */
 static void reseal(uint8_t *s, uint32_t index)
 {
+	static const size_t fixed[] = { 0, 40, 64, 48, 104, 0, 40 };
+	uint16_t t = proto_get_u16(s);
+	size_t end = STATE_SLOT_LEN;
 	uint8_t idx[4];
 
+	if (t < 7 && fixed[t])
+		end = fixed[t];
+	if (t == STATE_NAME && proto_get_u16(s + 16) <= STATE_NAME_MAX)
+		end = 24 + proto_get_u16(s + 16);
 	proto_put_u32(idx, index);
 	proto_put_u32(s + 4, state_crc32c(state_crc32c(state_crc32c(0, idx, 4), s, 4), s + 8,
-					  STATE_SLOT_LEN - 8));
+					  end - 8));
 }
 
 static void reseal_hdr(uint8_t *h)

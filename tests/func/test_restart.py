@@ -1,0 +1,494 @@
+#!/usr/bin/env python3
+# run-tests-timeout: 600
+# test_restart.py - restart without loss on the host, through an emulated
+# systemd fd store (tests/lib/fdstore.py; docs/architecture.md, "Restart
+# without loss"; docs/protocol.md 7.13):
+#   - a restart (SIGTERM) and a crash (SIGKILL) keep every named region and its
+#     bytes, anonymous regions of the sessions until their lease runs out, the
+#     names listing, used bytes; RESUME takes a session back (REKEY gives
+#     working keys), a wrong token is EACCES, an unknown session ENOENT, and
+#     after the lease ENOENT with the memory back in the pool;
+#   - a damaged store (truncated or garbled state, wrong magic or version, a
+#     pool resized in the config, a pool fd missing) makes rmemd start fresh
+#     with one clear log line, and serve;
+#   - the crash-consistency loop: clients storm alloc/free/create/unlink,
+#     rmemd is SIGKILLed at random points and restarted from the store, and
+#     the restored state must hold every acknowledged change and nothing
+#     acknowledged as gone, with no overlap and used == what the table holds.
+import os
+import random
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fdstore import FdStore          # noqa: E402
+import rmemwire                      # noqa: E402
+from rmemwire import Client          # noqa: E402
+
+B = os.environ.get("RMEM_BUILD", "build")
+RMEMD = os.path.join(B, "rmemd")
+n_tests = 0
+failed = 0
+
+
+def ok(cond, what):
+    global n_tests, failed
+    n_tests += 1
+    print("%s %d - %s" % ("ok" if cond else "not ok", n_tests, what), flush=True)
+    if not cond:
+        failed += 1
+    return cond
+
+
+def diag(text):
+    for line in str(text).splitlines():
+        print("# " + line, flush=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Daemon:
+    """rmemd on private paths, started through the emulated fd store."""
+
+    def __init__(self, tmp, pool="64M", lease_ms=2000):
+        self.tmp = tmp
+        self.port = free_port()
+        self.admin = os.path.join(tmp, "admin.sock")
+        self.log = os.path.join(tmp, "rmemd.log")
+        self.conf = os.path.join(tmp, "rmemd.conf")
+        self.store = FdStore(tmp)
+        self.p = None
+        self.write_conf(pool, lease_ms)
+
+    def write_conf(self, pool, lease_ms=2000):
+        with open(self.conf, "w") as f:
+            f.write('listen = { tcp = "127.0.0.1:%d"; rdma = ""; admin = "%s"; };\n'
+                    'pools = ( { name = "default"; size = "%s"; hugepages = "off"; '
+                    'alignment = 64; } );\n'
+                    'limits = { max_clients = 256; lease_timeout_ms = %d; };\n'
+                    'log = { level = "info"; };\n' % (self.port, self.admin, pool, lease_ms))
+
+    def start(self):
+        self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
+        self.p = self.store.start([RMEMD, "-c", self.conf], self.log)
+        if not self.store.wait_for("READY=1", 60):
+            raise RuntimeError("rmemd did not get ready:\n" + self.new_log())
+        self.store.pump(0.05)
+
+    def new_log(self):
+        with open(self.log, errors="replace") as f:
+            f.seek(self.mark)
+            return f.read()
+
+    def stop(self, sig=signal.SIGTERM):
+        self.p.send_signal(sig)
+        rc = self.p.wait(60)
+        self.store.pump(0.05)
+        return rc
+
+    def tcp(self):
+        return Client(("127.0.0.1", self.port))
+
+    def adm(self):
+        c = Client(self.admin)
+        c.hello(0)
+        return c
+
+
+def pattern(seed, n):
+    r = random.Random(seed)
+    return bytes(r.getrandbits(8) for _ in range(n))
+
+
+# ---- restart and resume -------------------------------------------------------
+
+def test_restart(tmp, sig, label):
+    d = Daemon(tmp)
+    d.start()
+    ok("nothing to restore" in d.new_log(), "%s: first start is fresh, and says so" % label)
+    ok(d.store.names() == ["rmem-pool-default", "rmem-state"],
+       "%s: the pool and the state are in the fd store (%s)" % (label, d.store.names()))
+    a, b, c = d.tcp(), d.tcp(), d.tcp()
+    st, ha = a.hello()
+    _, hb = b.hello()
+    _, hc = c.hello()
+    ok(st == 0 and ha["token"] is not None and len(ha["token"]) == 16,
+       "%s: HELLO with RESUMABLE returns a 16-byte token" % label)
+    _, r1 = a.alloc(100000)
+    data1 = pattern(1, 100000)
+    a.write(r1["id"], r1["key"], 0, data1)
+    _, n1 = a.create("keep/one", 8192)
+    named = pattern(2, 8192)
+    a.write(n1["id"], n1["key"], 0, named)
+    _, n2 = b.create("keep/two", 4096)
+    b.write(n2["id"], n2["key"], 0, pattern(3, 4096))
+    _, h2 = c.open("keep/one", 1)
+    _, rc_ = c.alloc(65536)
+    adm = d.adm()
+    names_before = adm.names()
+    used_before = adm.stats()["used"]
+    adm.close()
+    rc = d.stop(sig)
+    ok(rc == 0 if sig == signal.SIGTERM else rc == -signal.SIGKILL,
+       "%s: rmemd stopped (status %s)" % (label, rc))
+    for x in (a, b, c):
+        x.close()
+
+    d.start()
+    log = d.new_log()
+    ok("restored from the fd store" in log, "%s: the next start restores" % label)
+    diag([line for line in log.splitlines() if "restore" in line])
+    adm = d.adm()
+    ok(adm.names() == names_before, "%s: NAMES lists the same regions" % label)
+    ok(adm.stats()["used"] == used_before,
+       "%s: used bytes are the same (%d)" % (label, used_before))
+    n = d.tcp()
+    n.hello()
+    st, o = n.open("keep/one", 1)
+    s1, got = n.read(o["id"], o["key"], 0, 8192) if st == 0 else (st, b"")
+    ok(st == 0 and s1 == 0 and got == named, "%s: a named region's bytes are intact" % label)
+    # RESUME: wrong token, unknown id, right token.
+    r = d.tcp()
+    st, _ = r.resume(ha["id"], bytes(16))
+    ok(st == 13, "%s: RESUME with a wrong token is EACCES (%d)" % (label, st))
+    st, _ = r.resume(ha["id"] + 1000, ha["token"])
+    ok(st == 2, "%s: RESUME of an unknown session is ENOENT (%d)" % (label, st))
+    st, hr = r.resume(ha["id"], ha["token"])
+    ok(st == 0 and hr["id"] == ha["id"] and hr["token"] == ha["token"],
+       "%s: RESUME with the right token takes the session back" % label)
+    r2 = d.tcp()
+    st, _ = r2.resume(ha["id"], ha["token"])
+    ok(st == 16, "%s: a second RESUME of it is EBUSY (%d)" % (label, st))
+    r2.close()
+    st, _ = r.read(r1["id"], r1["key"], 0, 16)
+    ok(st == 13, "%s: an old key is dead after the restart (EACCES, %d)" % (label, st))
+    st, k1 = r.rekey(r1["id"])
+    s1, got = r.read(r1["id"], k1["key"], 0, len(data1)) if st == 0 else (st, b"")
+    ok(st == 0 and s1 == 0 and got == data1,
+       "%s: REKEY gives a working key; the anonymous region's bytes are there" % label)
+    st, kn = r.rekey(n1["id"])
+    ok(st == 0 and kn["flags"] == 3 and r.write(n1["id"], kn["key"], 0, b"x") == 0,
+       "%s: REKEY of a handle gives its access and a working key" % label)
+    st, _ = r.rekey(h2["id"])
+    ok(st == 2, "%s: REKEY of another session's region is ENOENT (%d)" % (label, st))
+    # Sessions b and c are not resumed: after the lease their regions go.
+    # r and n keep theirs alive meanwhile, as librmem's keepalive would.
+    for _ in range(12):
+        time.sleep(0.25)
+        r.ping()
+        n.ping()
+    late = d.tcp()
+    st, _ = late.resume(hc["id"], hc["token"])
+    late.close()
+    ok(st == 2, "%s: after the lease RESUME is ENOENT (%d)" % (label, st))
+    adm2 = d.adm()
+    used_after = adm2.stats()["used"]
+    ok(used_after == used_before - rc_["len"],
+       "%s: the lapsed session's anonymous region is back in the pool (%d -> %d)" %
+       (label, used_before, used_after))
+    ok(("", "keep/two") in adm2.names(),
+       "%s: a named region outlives its lapsed creator" % label)
+    for x in (adm, adm2, n, r):
+        x.close()
+    d.stop()
+    d.store.close()
+
+
+# ---- damaged store ---------------------------------------------------------------
+
+def crc32c(data, crc=0):
+    crc ^= 0xffffffff
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xffffffff
+
+
+def damage_case(tmp, label, damage, expect):
+    d = Daemon(tmp)
+    d.start()
+    c = d.tcp()
+    c.hello()
+    _, reg = c.create("precious", 4096)
+    c.write(reg["id"], reg["key"], 0, b"\xaa" * 4096)
+    c.close()
+    d.stop(signal.SIGKILL)
+    damage(d)
+    d.start()
+    log = d.new_log()
+    lines = [x for x in log.splitlines() if "fd store" in x]
+    ok(len(lines) == 1 and "not restoring" in lines[0] and expect in lines[0] and
+       "starting fresh" in lines[0],
+       "damaged store (%s): one log line says why and that rmemd starts fresh" % label)
+    diag(lines)
+    n = d.tcp()
+    n.hello()
+    st, _ = n.open("precious")
+    st2, r = n.alloc(4096)
+    ok(st == 2 and st2 == 0 and d.p.poll() is None,
+       "damaged store (%s): nothing restored, and rmemd serves" % label)
+    ok("rmem-state" in d.store.removed and d.store.names() ==
+       ["rmem-pool-default", "rmem-state"],
+       "damaged store (%s): the stale fds left the store, new ones came" % label)
+    n.close()
+    d.stop()
+    d.store.close()
+
+
+def state_size(fd):
+    return os.fstat(fd).st_size
+
+
+def damages():
+    def truncate(d):
+        fd = d.store.fd("rmem-state")
+        os.ftruncate(fd, state_size(fd) - 100)
+
+    def garble(d):
+        fd = d.store.fd("rmem-state")
+        # A used slot: the first after the two counters slots holds data.
+        off = 4096 + 2 * 384 + 20
+        b = os.pread(fd, 1, off)
+        os.pwrite(fd, bytes([b[0] ^ 0x5a]), off)
+
+    def magic(d):
+        os.pwrite(d.store.fd("rmem-state"), b"XXXX", 0)
+
+    def version(d):
+        fd = d.store.fd("rmem-state")
+        h = bytearray(os.pread(fd, 4096, 0))
+        struct.pack_into("<I", h, 4, 2)
+        struct.pack_into("<I", h, 4088, crc32c(bytes(h[:4088])))
+        os.pwrite(fd, bytes(h), 0)
+
+    def resize(d):
+        d.write_conf("32M")
+
+    def missing(d):
+        d.store.drop("rmem-pool-default")
+
+    return [("truncated state", truncate, "truncated"),
+            ("garbled slot", garble, "damaged"),
+            ("wrong magic", magic, "damaged"),
+            ("another version", version, "another version"),
+            ("pool resized in the config", resize, "in the config"),
+            ("pool fd missing", missing, "0 of 1 pools")]
+
+
+# ---- crash consistency --------------------------------------------------------------
+
+class Storm:
+    """Clients that allocate, free, create and unlink, and record what was
+    acknowledged.  in_flight: requests sent whose reply may not have come."""
+
+    def __init__(self, d, nclients, round_no):
+        self.d = d
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.alive = {}      # region id -> (len) acknowledged, not freed
+        self.freed = set()   # region ids whose FREE was acknowledged
+        self.unsure = set()  # region ids with a FREE in flight
+        self.named = {}      # name -> pattern seed, CREATE and its WRITE acknowledged
+        self.unlinked = set()
+        self.unsure_names = set()
+        self.round = round_no
+        self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True)
+                        for i in range(nclients)]
+
+    def run(self, i):
+        rnd = random.Random(self.round * 100 + i)
+        try:
+            c = self.d.tcp()
+            c.hello()
+            mine = []
+            k = 0
+            while not self.stop.is_set():
+                op = rnd.random()
+                if op < 0.4 or not mine:
+                    st, r = c.alloc(rnd.choice([64, 4096, 65536, 100000]))
+                    if st == 0:
+                        with self.lock:
+                            self.alive[r["id"]] = r["len"]
+                        mine.append(r)
+                elif op < 0.7:
+                    r = mine.pop(rnd.randrange(len(mine)))
+                    with self.lock:
+                        self.unsure.add(r["id"])
+                    if c.free(r["id"], r["key"]) == 0:
+                        with self.lock:
+                            self.unsure.discard(r["id"])
+                            self.freed.add(r["id"])
+                            del self.alive[r["id"]]
+                elif op < 0.9:
+                    k += 1
+                    name = "storm/%d/%d/%d" % (self.round, i, k)
+                    with self.lock:
+                        self.unsure_names.add(name)
+                    st, r = c.create(name, 4096)
+                    if st == 0 and c.write(r["id"], r["key"], 0, pattern(name, 4096)) == 0:
+                        with self.lock:
+                            self.named[name] = r["id"]
+                            self.unsure_names.discard(name)
+                        mine.append(r)
+                        with self.lock:
+                            self.alive[r["id"]] = r["len"]
+                else:
+                    with self.lock:
+                        cand = [n for n in self.named if n.startswith("storm/%d/%d/" % (self.round, i))
+                                and n not in self.unlinked]
+                    if cand:
+                        name = rnd.choice(cand)
+                        with self.lock:
+                            self.unsure_names.add(name)
+                        if c.unlink(name) == 0:
+                            with self.lock:
+                                self.unlinked.add(name)
+                                self.unsure_names.discard(name)
+        except (OSError, AssertionError, struct.error):
+            pass  # the daemon died under us: what was acknowledged is recorded
+
+    def go(self):
+        for t in self.threads:
+            t.start()
+
+    def end(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(10)
+
+
+def check_restored(d, storm, all_named, label):
+    problems = []
+    adm = d.adm()
+    regs = adm.regions()
+    names = adm.names()
+    st = adm.stats()
+    ids = {r[0]: r for r in regs}
+    for rid, length in storm.alive.items():
+        if rid in storm.unsure:
+            continue
+        if rid not in ids:
+            problems.append("acknowledged region %d lost" % rid)
+        elif ids[rid][2] != length:
+            problems.append("region %d has length %d, not %d" % (rid, ids[rid][2], length))
+    for rid in storm.freed:
+        if rid in ids:
+            problems.append("freed region %d is back" % rid)
+    spans = sorted((r[1], r[2]) for r in regs)
+    for (a0, l0), (a1, l1) in zip(spans, spans[1:]):
+        if a0 + l0 > a1:
+            problems.append("regions overlap: [%x,+%d) and [%x,+%d)" % (a0, l0, a1, l1))
+    held = sum(r[2] for r in regs) + sum(v[1] for v in names.values() if v[2] == 0)
+    if held != st["used"]:
+        problems.append("used bytes %d but regions and names hold %d" % (st["used"], held))
+    if st["free"] + st["used"] != st["pool"]:
+        problems.append("free + used != pool")
+    c = d.tcp()
+    c.hello()
+    # Every name is checked for presence; the bytes of this round's names and
+    # of a sample of older ones (reading them all each round costs minutes).
+    mine = "storm/%d/" % storm.round
+    older = [n for n in all_named if not n.startswith(mine)]
+    sample = set(random.Random(storm.round).sample(older, min(len(older), 40)))
+    for name in all_named:
+        if name in storm.unsure_names:
+            continue
+        gone = all_named[name] == "unlinked"
+        present = ("", name) in names
+        if gone and present:
+            problems.append("unlinked name %s is back" % name)
+        if not gone and not present:
+            problems.append("acknowledged name %s lost" % name)
+        if not gone and present and (name.startswith(mine) or name in sample):
+            s1, r = c.open(name, 1)
+            s2, got = c.read(r["id"], r["key"], 0, 4096) if s1 == 0 else (s1, b"")
+            if got != pattern(name, 4096):
+                problems.append("named region %s: bytes differ" % name)
+            if s1 == 0:
+                c.free(r["id"], r["key"])
+    c.close()
+    adm.close()
+    return problems
+
+
+def test_crash_loop(tmp, rounds):
+    d = Daemon(tmp, pool="64M", lease_ms=60000)
+    d.start()
+    all_named = {}   # name -> "alive" | "unlinked" (acknowledged)
+    points = 0
+    bad = []
+    rnd = random.Random(int(os.environ.get("RMEM_CRASH_SEED", "11")))
+    t0 = time.monotonic()
+    for i in range(rounds):
+        storm = Storm(d, 4, i)
+        storm.go()
+        time.sleep(rnd.uniform(0.05, 0.6))
+        d.p.send_signal(signal.SIGKILL)
+        d.p.wait(30)
+        storm.end()
+        points += 1
+        d.store.pump(0.05)
+        for name in storm.named:
+            all_named[name] = "alive"
+        for name in storm.unlinked:
+            all_named[name] = "unlinked"
+        for name in storm.unsure_names:
+            all_named.pop(name, None)
+        d.start()
+        if "restored from the fd store" not in d.new_log():
+            bad.append("round %d: not restored: %s" % (i, d.new_log()[-400:]))
+            break
+        probs = check_restored(d, storm, all_named, "round %d" % i)
+        bad += ["round %d: %s" % (i, p) for p in probs]
+        if len(bad) > 20:
+            break
+    dt = time.monotonic() - t0
+    diag("crash points tried: %d in %.1f s; named regions tracked: %d" %
+         (points, dt, len(all_named)))
+    print("# CRASH_POINTS=%d" % points, flush=True)
+    for b in bad[:20]:
+        diag(b)
+    ok(not bad and points == rounds,
+       "crash consistency: %d SIGKILLs during alloc/free/create/unlink storms, "
+       "every restored state matched what was acknowledged" % points)
+    d.stop()
+    d.store.close()
+
+
+def main():
+    if not os.access(RMEMD, os.X_OK):
+        print("1..0 # SKIP %s is not built" % RMEMD)
+        return 0
+    tmp = tempfile.mkdtemp(prefix="rmem-restart.")
+    try:
+        for sig, label in ((signal.SIGTERM, "restart"), (signal.SIGKILL, "kill -9")):
+            sub = os.path.join(tmp, label.replace(" ", ""))
+            os.mkdir(sub)
+            test_restart(sub, sig, label)
+        for i, (label, damage, expect) in enumerate(damages()):
+            sub = os.path.join(tmp, "damage%d" % i)
+            os.mkdir(sub)
+            damage_case(sub, label, damage, expect)
+        sub = os.path.join(tmp, "crash")
+        os.mkdir(sub)
+        test_crash_loop(sub, int(os.environ.get("RMEM_CRASH_ROUNDS", "20")))
+    finally:
+        os.system("rm -rf '%s'" % tmp)
+    print("1..%d" % n_tests)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
