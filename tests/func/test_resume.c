@@ -524,10 +524,12 @@ static bool setup(struct world *w)
 }
 
 /* The first read that succeeds after t0: the client-visible pause. */
+static const char *pool_size = "64M";
+
 static void report_pause(const char *what, uint64_t t0, int rc)
 {
-	diag("client-visible pause after %s: %llu ms (from the kill to the first read "
-	     "that succeeded, %d)", what, (unsigned long long)(now_ms() - t0), rc);
+	diag("client-visible pause after %s, pool %s: %llu ms (from the kill to the first "
+	     "read that succeeded, %d)", what, pool_size, (unsigned long long)(now_ms() - t0), rc);
 }
 
 static void restart_term(struct world *w)
@@ -740,9 +742,12 @@ static void gone(struct world *w)
 int main(void)
 {
 	struct world w = { .st = { .sock = -1 }, .raw_fd = -1 };
+	/* RMEM_RESUME_POOL=1G measures the pause with a larger pool. */
+	const char *pool = getenv("RMEM_RESUME_POOL") ? getenv("RMEM_RESUME_POOL") : "64M";
 	char extra[512];
 	int rc;
 
+	pool_size = pool;
 	if (make_keys() < 0)
 		tap_skip_all("cannot write the tenants' keys");
 	snprintf(extra, sizeof extra,
@@ -750,7 +755,7 @@ int main(void)
 		 "            { name = \"B\"; secret_file = \"%s\"; } );", key_daemon, key_b);
 	/* The harness writes the config and picks the ports; the daemon is
 	 * then started again under the store. */
-	rc = rmemd_start(&w.d, "64M", extra);
+	rc = rmemd_start(&w.d, pool, extra);
 	if (rc == -ENOENT) {
 		remove_keys();
 		tap_skip_all("no rmemd in $RMEM_BUILD");
