@@ -337,7 +337,14 @@ void client_release(struct rmem_client *c)
 
 bool client_recovered(struct rmem_client *c, int err)
 {
-	if (err >= 0 || !c->eng.broken || !c->rs.resume_ms || c->rs.dead)
+	if (err >= 0 || !c->rs.resume_ms || c->rs.dead)
+		return false;
+	/* On RDMA a work request that failed for want of an answer may be the
+	 * first sign of a daemon gone (its queue pair went with it) while the
+	 * stream's end is still unread: one PING tells. */
+	if (!c->eng.broken && c->eng.nic && (err == -ETIMEDOUT || err == -EIO))
+		eng_ping(&c->eng);
+	if (!c->eng.broken)
 		return false;
 	return resume_run(c) == 0;
 }

@@ -206,8 +206,16 @@ int dp_wait_op(struct engine *e, struct eng_op *op)
 			return eng_wait_op(e, op);
 		if (!err && !op->done)
 			err = nic_wait(e->nic, NIC_NO_DEADLINE);
-		if (err < 0 && !op->done)
+		if (err < 0 && !op->done) {
+			/* The stream broke while op's work requests are still
+			 * posted (the queue pair itself has not failed): op lives
+			 * on its caller's stack, so no slot may point at it once
+			 * we return.  The session is gone with the stream, and
+			 * its queue pair with it. */
+			if (op->frames)
+				dp_detach(e);
 			return err;
+		}
 	}
 	return op->status;
 }
