@@ -168,7 +168,7 @@ static int say_hello(struct rmem_client *c, struct hello_rdma *hr)
 		return status;
 	if (rep.max_io == 0)
 		return eng_fail(&c->eng, -EPROTO);
-	c->session_id = rep.session_id;
+	c->session_id = c->rs.session_id = rep.session_id;
 	/* A daemon that sends no token cannot resume this session. */
 	if (!rep.resumable)
 		c->rs.resume_ms = 0;
@@ -221,7 +221,7 @@ static int open_rdma(struct rmem_client *c, const struct endpoint *ep,
 static int open_session(struct rmem_client *c, const struct connect_params *p,
 			struct hello_rdma *hr)
 {
-	int err = open_stream(c, &c->ep);
+	int err = open_stream(c, &c->rs.ep);
 
 	if (!err && p->tenant)
 		err = auth_tenant(&c->eng, p->tenant, p->secret_file);
@@ -274,9 +274,8 @@ int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **
 		return err;
 	}
 	eng_init(&c->eng, params.timeout_ms);
-	c->ep = ep;
-	c->choice = params.choice;
-	err = resume_init(&c->rs, params.resume_ms, params.tenant, params.secret_file);
+	err = resume_init(&c->rs, &c->eng, &ep, params.choice, params.resume_ms, params.tenant,
+			  params.secret_file);
 	if (!err)
 		err = open_session(c, &params, &hr);
 	/* A daemon from before RESUME takes the feature bit for garbage: the
@@ -291,7 +290,7 @@ int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **
 	if (!err && c->rs.resume_ms) {
 		c->eng.park_lost = true;
 		c->eng.recover = resume_hook;
-		c->eng.recover_ctx = c;
+		c->eng.recover_ctx = &c->rs;
 	}
 	if (!err)
 		err = keepalive_start(&c->keepalive, &c->lock, &c->eng, keepalive_lease(c));
@@ -327,7 +326,7 @@ void client_hold(struct rmem_client *c)
 {
 	lock_hold(&c->lock);
 	if (__builtin_expect(c->eng.broken, 0) && c->rs.resume_ms)
-		resume_run(c);
+		resume_run(&c->rs);
 }
 
 void client_release(struct rmem_client *c)
@@ -346,7 +345,7 @@ bool client_recovered(struct rmem_client *c, int err)
 		eng_ping(&c->eng);
 	if (!c->eng.broken)
 		return false;
-	return resume_run(c) == 0;
+	return resume_run(&c->rs) == 0;
 }
 
 const char *rmem_transport(const rmem_client *c)

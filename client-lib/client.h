@@ -25,7 +25,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "endpoint.h"
 #include "engine.h"
 #include "lock.h"
 #include "resume.h"
@@ -36,12 +35,6 @@
 
 struct keepalive;
 
-enum transport_choice {
-	CHOICE_AUTO,
-	CHOICE_TCP,
-	CHOICE_RDMA,
-};
-
 struct rmem_client {
 	struct fair_lock lock;
 	struct engine eng;
@@ -50,10 +43,8 @@ struct rmem_client {
 	const char *stream;
 	uint64_t session_id;
 	struct keepalive *keepalive; /* NULL when no thread runs */
-	/* What a reconnect needs (resume.c): where, which data path (the
-	 * choice narrowed at connect: rdma:// stays RDMA), as whom. */
-	struct endpoint ep;
-	enum transport_choice choice;
+	/* What a resume needs and keeps (resume.c): where, which data path,
+	 * as whom, the token, the map of new keys. */
 	struct resume rs;
 };
 
@@ -88,7 +79,7 @@ static inline int client_region_now(struct rmem_client *c, const struct rmem_reg
 {
 	if (__builtin_expect(c->rs.epoch == 0, 1) || (*r)->id >= c->rs.stale_below)
 		return 0;
-	return resume_region(c, r, tmp);
+	return resume_region(&c->rs, r, tmp);
 }
 
 /* A region handed to the application (ALLOC, CREATE, OPEN): the resume

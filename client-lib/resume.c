@@ -12,7 +12,7 @@
  * each region, nothing at all before a first resume (client_region_now's
  * one predictable branch).
  */
-#include "client.h"
+#include "resume.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "engine.h"
 #include "clock.h"
 #include "datapath.h"
 #include "tcp.h"
@@ -32,9 +33,16 @@
 #define BACKOFF_MAX_MS 250
 #define MAP_MIN 64u
 
-int resume_init(struct resume *rs, int resume_ms, const char *tenant, const char *secret_file)
+int resume_init(struct resume *rs, struct engine *e, const struct endpoint *ep,
+		enum transport_choice choice, int resume_ms, const char *tenant,
+		const char *secret_file)
 {
-	*rs = (struct resume){ .resume_ms = resume_ms > 0 ? resume_ms : 0 };
+	*rs = (struct resume){
+		.resume_ms = resume_ms > 0 ? resume_ms : 0,
+		.eng = e,
+		.ep = *ep,
+		.choice = choice,
+	};
 	if (tenant && !(rs->tenant = strdup(tenant)))
 		return -ENOMEM;
 	if (secret_file && !(rs->secret_file = strdup(secret_file)))
@@ -108,7 +116,7 @@ static void map_clear(struct resume *rs)
 }
 
 /* REKEY: the region's new key and address, into the map. */
-static int rekey(struct rmem_client *c, uint64_t id, struct resume_key *k)
+static int rekey(struct resume *rs, uint64_t id, struct resume_key *k)
 {
 	struct proto_rekey_req req = { .id = id };
 	uint8_t buf[PROTO_REKEY_REQ_LEN];
@@ -116,32 +124,32 @@ static int rekey(struct rmem_client *c, uint64_t id, struct resume_key *k)
 	size_t reply_len;
 	int status, err;
 
-	if (c->eng.broken)
+	if (rs->eng->broken)
 		return -ECONNRESET;
-	err = eng_call(&c->eng, PROTO_OP_REKEY, buf, proto_rekey_req_encode(buf, &req),
+	err = eng_call(rs->eng, PROTO_OP_REKEY, buf, proto_rekey_req_encode(buf, &req),
 		       &reply_len);
 	if (err)
 		return err;
-	if (proto_alloc_rep_decode(c->eng.rx, reply_len, &status, &reg) < 0)
-		return eng_fail(&c->eng, -EPROTO);
+	if (proto_alloc_rep_decode(rs->eng->rx, reply_len, &status, &reg) < 0)
+		return eng_fail(rs->eng, -EPROTO);
 	if (status)
 		return status;
 	if (reg.id != id)
-		return eng_fail(&c->eng, -EPROTO);
+		return eng_fail(rs->eng, -EPROTO);
 	*k = (struct resume_key){ .id = id, .addr = reg.addr, .rkey = reg.rkey };
-	return map_put(&c->rs, k);
+	return map_put(rs, k);
 }
 
-int resume_region(struct rmem_client *c, const struct rmem_region **r, struct rmem_region *tmp)
+int resume_region(struct resume *rs, const struct rmem_region **r, struct rmem_region *tmp)
 {
-	const struct resume_key *found = map_find(&c->rs, (*r)->id);
+	const struct resume_key *found = map_find(rs, (*r)->id);
 	struct resume_key k;
 	int err;
 
 	if (found) {
 		k = *found;
 	} else {
-		err = rekey(c, (*r)->id, &k);
+		err = rekey(rs, (*r)->id, &k);
 		if (err)
 			return err;
 	}
@@ -197,10 +205,10 @@ static int dial(const struct endpoint *ep, int timeout_ms)
 
 /* RESUME on the fresh stream: 0 and *rep, or a negative errno (the
  * daemon's status, or the engine's). */
-static int say_resume(struct rmem_client *c, struct proto_hello_rep *rep)
+static int say_resume(struct resume *rs, struct proto_hello_rep *rep)
 {
 	struct proto_resume_req req = {
-		.session_id = c->session_id,
+		.session_id = rs->session_id,
 		.client_version = PROTO_VERSION,
 		.features = PROTO_HELLO_F_RESUMABLE,
 		.pid = (uint32_t)getpid(),
@@ -209,40 +217,40 @@ static int say_resume(struct rmem_client *c, struct proto_hello_rep *rep)
 	size_t reply_len;
 	int status, err;
 
-	memcpy(req.resume_token, c->rs.token, sizeof(req.resume_token));
-	err = eng_call(&c->eng, PROTO_OP_RESUME, buf, proto_resume_req_encode(buf, &req),
+	memcpy(req.resume_token, rs->token, sizeof(req.resume_token));
+	err = eng_call(rs->eng, PROTO_OP_RESUME, buf, proto_resume_req_encode(buf, &req),
 		       &reply_len);
 	if (err)
 		return err;
-	if (proto_hello_rep_decode(c->eng.rx, reply_len, &status, rep) < 0)
-		return eng_fail(&c->eng, -EPROTO);
+	if (proto_hello_rep_decode(rs->eng->rx, reply_len, &status, rep) < 0)
+		return eng_fail(rs->eng, -EPROTO);
 	if (status)
 		return status;
-	if (rep->session_id != c->session_id || rep->max_io == 0 || !rep->resumable)
-		return eng_fail(&c->eng, -EPROTO);
+	if (rep->session_id != rs->session_id || rep->max_io == 0 || !rep->resumable)
+		return eng_fail(rs->eng, -EPROTO);
 	return 0;
 }
 
 /* The queue pair again, where the client had asked for RDMA: "rdma" must
  * have it (never a quiet move to TCP), "auto" takes it when offered. */
-static int reattach(struct rmem_client *c, const struct proto_hello_rep *rep)
+static int reattach(struct resume *rs, const struct proto_hello_rep *rep)
 {
 	uint16_t port = rep->key_mode == PROTO_KEYS_NONE ? 0 : rep->rdma_port;
 	int err;
 
-	if (c->choice == CHOICE_TCP || (port == 0 && c->choice == CHOICE_AUTO)) {
-		dp_detach(&c->eng);
+	if (rs->choice == CHOICE_TCP || (port == 0 && rs->choice == CHOICE_AUTO)) {
+		dp_detach(rs->eng);
 		return 0;
 	}
 	if (port == 0)
 		return -ENOTSUP;
-	err = dp_reattach(&c->eng, c->ep.host, port, c->session_id, rep->attach_token);
-	return err && c->choice == CHOICE_RDMA ? err : 0;
+	err = dp_reattach(rs->eng, rs->ep.host, port, rs->session_id, rep->attach_token);
+	return err && rs->choice == CHOICE_RDMA ? err : 0;
 }
 
 /* One attempt within deadline: a stream, the tenant handshake, RESUME,
  * the queue pair.  0 or a negative errno. */
-static int attempt(struct rmem_client *c, int64_t deadline, int timeout_ms)
+static int attempt(struct resume *rs, int64_t deadline, int timeout_ms)
 {
 	int left = clock_ms_until(deadline);
 	struct proto_hello_rep rep;
@@ -250,22 +258,22 @@ static int attempt(struct rmem_client *c, int64_t deadline, int timeout_ms)
 
 	if (left <= 0)
 		return -ETIMEDOUT;
-	fd = dial(&c->ep, left);
+	fd = dial(&rs->ep, left);
 	if (fd < 0)
 		return fd;
-	eng_reopen(&c->eng, fd);
+	eng_reopen(rs->eng, fd);
 	/* No wait of the handshake may outlast the bound. */
-	c->eng.timeout_ms = timeout_ms > 0 && timeout_ms < left ? timeout_ms : left;
-	err = c->rs.tenant ? auth_tenant(&c->eng, c->rs.tenant, c->rs.secret_file) : 0;
+	rs->eng->timeout_ms = timeout_ms > 0 && timeout_ms < left ? timeout_ms : left;
+	err = rs->tenant ? auth_tenant(rs->eng, rs->tenant, rs->secret_file) : 0;
 	if (!err)
-		err = say_resume(c, &rep);
+		err = say_resume(rs, &rep);
 	if (err)
 		return err;
-	c->eng.max_io = rep.max_io < PROTO_MAX_IO ? rep.max_io : PROTO_MAX_IO;
-	c->eng.lease_ms = rep.lease_ms;
-	err = reattach(c, &rep);
+	rs->eng->max_io = rep.max_io < PROTO_MAX_IO ? rep.max_io : PROTO_MAX_IO;
+	rs->eng->lease_ms = rep.lease_ms;
+	err = reattach(rs, &rep);
 	/* The session is this stream's now: a failed attach ends it. */
-	return err ? eng_fail(&c->eng, err) : 0;
+	return err ? eng_fail(rs->eng, err) : 0;
 }
 
 /* Sleeps ms, or less when asked to stop; false when asked. */
@@ -283,12 +291,18 @@ static bool nap(struct engine *e, int ms)
 	return !__atomic_load_n(&e->stop_recover, __ATOMIC_RELAXED);
 }
 
+/* resume.h's resume_region behind the same check as client_region_now(). */
+static int region_now(struct resume *rs, const struct rmem_region **r, struct rmem_region *tmp)
+{
+	return (*r)->id >= rs->stale_below ? 0 : resume_region(rs, r, tmp);
+}
+
 /* The reads and writes the loss ended, sent again in the order they were
  * posted; other posted requests end with "outcome unknown".  A loss while
  * sending parks the rest again for the next resume. */
-static void resend_parked(struct rmem_client *c)
+static void resend_parked(struct resume *rs)
 {
-	struct engine *e = &c->eng;
+	struct engine *e = rs->eng;
 	struct eng_op *op = eng_unpark_all(e), *next;
 
 	for (; op; op = next) {
@@ -302,7 +316,7 @@ static void resend_parked(struct rmem_client *c)
 			eng_complete(e, op, -ECONNABORTED);
 			continue;
 		}
-		err = e->broken ? -ECONNRESET : client_region_now(c, &r, &tmp);
+		err = e->broken ? -ECONNRESET : region_now(rs, &r, &tmp);
 		if (!err) {
 			job = (struct dp_job){ .opcode = op->io.opcode, .r = r, .off = op->io.off,
 					       .src = op->io.buf, .dst = op->io.buf,
@@ -313,7 +327,7 @@ static void resend_parked(struct rmem_client *c)
 			eng_seal(e, op);
 			continue;
 		}
-		if (e->broken && c->rs.resume_ms)
+		if (e->broken && rs->resume_ms)
 			eng_park(e, op);
 		else
 			eng_complete(e, op, err ? err : 0);
@@ -321,11 +335,11 @@ static void resend_parked(struct rmem_client *c)
 }
 
 /* For good: parked operations end as they would have without resuming. */
-static int give_up(struct rmem_client *c)
+static int give_up(struct resume *rs)
 {
-	struct engine *e = &c->eng;
+	struct engine *e = rs->eng;
 
-	c->rs.dead = true;
+	rs->dead = true;
 	if (!e->broken)
 		eng_fail(e, -ECONNRESET);
 	for (struct eng_op *op = eng_unpark_all(e), *next; op; op = next) {
@@ -336,20 +350,20 @@ static int give_up(struct rmem_client *c)
 	return -ECONNRESET;
 }
 
-int resume_run(struct rmem_client *c)
+int resume_run(struct resume *rs)
 {
-	struct engine *e = &c->eng;
-	int64_t deadline = clock_mono_ms() + c->rs.resume_ms;
+	struct engine *e = rs->eng;
+	int64_t deadline = clock_mono_ms() + rs->resume_ms;
 	int timeout_ms = e->timeout_ms;
 	int backoff = BACKOFF_MIN_MS;
 	int err;
 
 	if (!e->broken)
 		return 0;
-	if (c->rs.dead || !c->rs.resume_ms || !loss_resumable(e->fail_err))
-		return c->rs.dead ? -ECONNRESET : give_up(c);
+	if (rs->dead || !rs->resume_ms || !loss_resumable(e->fail_err))
+		return rs->dead ? -ECONNRESET : give_up(rs);
 	for (;;) {
-		err = attempt(c, deadline, timeout_ms);
+		err = attempt(rs, deadline, timeout_ms);
 		if (!err)
 			break;
 		if (!worth_retrying(err) || clock_ms_until(deadline) <= 0)
@@ -360,11 +374,11 @@ int resume_run(struct rmem_client *c)
 	}
 	e->timeout_ms = timeout_ms;
 	if (err)
-		return give_up(c);
-	c->rs.epoch++;
-	c->rs.stale_below = c->rs.max_id + 1;
-	map_clear(&c->rs);
-	resend_parked(c);
+		return give_up(rs);
+	rs->epoch++;
+	rs->stale_below = rs->max_id + 1;
+	map_clear(rs);
+	resend_parked(rs);
 	return 0;
 }
 

@@ -23,8 +23,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "endpoint.h"
 #include "proto.h"
 #include "rmem.h"
+
+struct engine;
+
+/* Which data path the client asked for, narrowed at connect (client.c):
+ * a resume keeps to it (rdma:// never moves to TCP). */
+enum transport_choice {
+	CHOICE_AUTO,
+	CHOICE_TCP,
+	CHOICE_RDMA,
+};
 
 /* A region's key and address since the last resume. */
 struct resume_key {
@@ -35,7 +46,11 @@ struct resume_key {
 
 struct resume {
 	int resume_ms;             /* 0: off */
+	struct engine *eng;        /* the client's */
+	struct endpoint ep;        /* where to connect again */
+	enum transport_choice choice;
 	char *tenant, *secret_file; /* copies; NULL: anonymous */
+	uint64_t session_id;
 	uint8_t token[PROTO_RESUME_TOKEN_LEN];
 	bool dead;                 /* a resume failed: the client is broken for good */
 	uint32_t epoch;            /* resumes so far; 0: the fast path everywhere */
@@ -47,9 +62,12 @@ struct resume {
 	uint32_t map_cap, map_used;
 };
 
-/* Readies rs: copies tenant and secret_file (either may be NULL).  0 or
- * -ENOMEM. */
-int resume_init(struct resume *rs, int resume_ms, const char *tenant, const char *secret_file);
+/* Readies rs for the client whose engine is e, connected to ep with
+ * choice: copies tenant and secret_file (either may be NULL).  The session
+ * id and token are filled in at HELLO.  0 or -ENOMEM. */
+int resume_init(struct resume *rs, struct engine *e, const struct endpoint *ep,
+		enum transport_choice choice, int resume_ms, const char *tenant,
+		const char *secret_file);
 /* Frees what rs holds; accepts a zeroed or half-built one. */
 void resume_fini(struct resume *rs);
 
@@ -62,13 +80,14 @@ void resume_fini(struct resume *rs);
  * client is then broken for good and parked operations end with
  * -ECONNRESET.  Under the client's lock.
  */
-int resume_run(struct rmem_client *c);
+int resume_run(struct resume *rs);
 
 /* client_region_now()'s slow path: *r translated through the map into tmp
  * (REKEY on a miss).  0 or a negative errno. */
-int resume_region(struct rmem_client *c, const struct rmem_region **r, struct rmem_region *tmp);
+int resume_region(struct resume *rs, const struct rmem_region **r, struct rmem_region *tmp);
 
-/* The engine's recover hook (ctx: the client), for the keepalive thread. */
+/* The engine's recover hook (ctx: the struct resume), for the keepalive
+ * thread. */
 int resume_hook(void *ctx);
 
 #endif /* RMEM_RESUME_H */
