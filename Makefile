@@ -76,7 +76,7 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
-	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c \
+	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c \
 	daemon/busypoll.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c
 

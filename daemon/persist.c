@@ -1,37 +1,25 @@
 /*
- * persist.c - see persist.h and docs/architecture.md, "Restart without loss".
- *
- * A restore goes in two passes.  The first reads and checks everything
- * (header against the config, every slot's check, every cross-reference,
- * every range claimed in a fresh allocator, so two ranges that overlap are
- * caught) and changes nothing the daemon serves; any failure there ends in
- * a fresh start, with one log line that says why.  The second builds the
- * sessions, regions and names from what passed; it can only fail for want of
- * memory, and then the daemon exits (the fd store still holds everything,
- * and the next start tries again): never half-restored state.
+ * persist.c - see persist.h and docs/architecture.md, "Restart without loss":
+ * the fd store's plumbing (what systemd hands us, what we hand it), a fresh
+ * start, and the end of restored sessions nobody resumed.  The restore
+ * itself, its checks and its rebuilding, is restore.c.
  */
 #include <errno.h>
 #include <event2/event.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "alloc.h"
 #include "log.h"
-#include "names.h"
 #include "persist.h"
-#include "region.h"
+#include "restore.h"
 #include "server.h"
 #include "session.h"
 #include "slots.h"
 #include "state.h"
-#include "tenant.h"
 
 #define STATE_FDNAME "rmem-state"
 #define POOL_FDNAME_PREFIX "rmem-pool-"
@@ -51,14 +39,8 @@ bool persist_possible(void)
 
 /* ---- the fds systemd handed us --------------------------------------------------- */
 
-struct kept {
-	int state_fd;
-	int pool_fd[CONFIG_MAX_POOLS];
-	unsigned npool_fds;
-	unsigned others;
-};
 
-static void kept_close(struct kept *k)
+static void kept_close(struct restore_fds *k)
 {
 	if (k->state_fd >= 0)
 		close(k->state_fd);
@@ -71,7 +53,7 @@ static void kept_close(struct kept *k)
 }
 
 /* Ours by name; anything else is closed (rmemd takes no sockets from systemd). */
-static void take_fds(struct server *srv, struct kept *k)
+static void take_fds(struct server *srv, struct restore_fds *k)
 {
 	char **names = NULL;
 	int n = sd_listen_fds_with_names(1, &names);
@@ -135,418 +117,7 @@ static int store_push(int fd, const char *name)
 	return rc;
 }
 
-/* ---- pass 1: read and check ------------------------------------------------------ */
-
-/* One whole slot of the state: its record, its slot number, and whether it is
- * an orphan (dropped, below). */
-struct rec {
-	struct state_slot s;
-	uint32_t index;
-	bool drop;
-};
-
-/* Everything the state holds, sorted by (type, id). */
-struct image {
-	struct state_hdr hdr;
-	uint8_t *base;         /* the state memfd, mapped */
-	uint64_t len;
-	struct rec *rec;
-	size_t n, cap;
-	struct state_slot counters;
-	uint32_t counters_index;
-	bool have_counters;
-	size_t orphans;
-};
-
-static void image_free(struct image *im)
-{
-	free(im->rec);
-	if (im->base)
-		munmap(im->base, im->len);
-	memset(im, 0, sizeof *im);
-}
-
-static int image_add(struct image *im, const struct state_slot *s, uint32_t index)
-{
-	if (im->n == im->cap) {
-		size_t cap = im->cap ? im->cap * 2 : 1024;
-		struct rec *r = realloc(im->rec, cap * sizeof *r);
-
-		if (!r)
-			return -ENOMEM;
-		im->rec = r;
-		im->cap = cap;
-	}
-	im->rec[im->n++] = (struct rec){ .s = *s, .index = index };
-	return 0;
-}
-
-/* Decodes every slot that holds data (a memfd's holes read as free slots
- * without being touched: SEEK_DATA skips them). */
-static int read_slots(int fd, struct image *im, char *why, size_t whylen)
-{
-	off_t end = (off_t)im->len, off = STATE_HDR_LEN;
-
-	while (off < end) {
-		off_t data = lseek(fd, off, SEEK_DATA), hole;
-
-		if (data < 0)
-			break; /* ENXIO: nothing but holes to the end */
-		hole = lseek(fd, data, SEEK_HOLE);
-		if (hole < 0 || hole > end)
-			hole = end;
-		for (uint64_t i = ((uint64_t)data - STATE_HDR_LEN) / STATE_SLOT_LEN;
-		     i < im->hdr.nslots && STATE_HDR_LEN + i * STATE_SLOT_LEN < (uint64_t)hole; i++) {
-			struct state_slot s;
-
-			if (state_slot_decode(im->base + STATE_HDR_LEN + i * STATE_SLOT_LEN,
-					      (uint32_t)i, &s) < 0) {
-				snprintf(why, whylen, "state slot %" PRIu64 " is damaged", i);
-				return -EBADMSG;
-			}
-			if (s.type == STATE_FREE)
-				continue;
-			if ((s.type == STATE_COUNTERS) != (i < 2)) {
-				snprintf(why, whylen, "slot %" PRIu64 " holds a record of type %u", i,
-					 s.type);
-				return -EBADMSG;
-			}
-			if (s.type == STATE_COUNTERS) {
-				if (!im->have_counters || s.u.counters.gen > im->counters.u.counters.gen) {
-					im->counters = s;
-					im->counters_index = (uint32_t)i;
-					im->have_counters = true;
-				}
-				continue;
-			}
-			if (image_add(im, &s, (uint32_t)i) < 0) {
-				snprintf(why, whylen, "out of memory reading the state");
-				return -ENOMEM;
-			}
-		}
-		off = hole > off ? hole : off + STATE_SLOT_LEN;
-	}
-	return 0;
-}
-
-static uint64_t id_of(const struct state_slot *s)
-{
-	switch (s->type) {
-	case STATE_SESSION: return s->u.session.id;
-	case STATE_OBJECT:  return s->u.object.id;
-	case STATE_NAME:    return s->u.name.object;
-	case STATE_REGION:  return s->u.region.id;
-	case STATE_HANDLE:  return s->u.handle.region;
-	default:            return 0;
-	}
-}
-
-static int by_type_id(const void *a, const void *b)
-{
-	const struct rec *x = a, *y = b;
-	uint64_t ix = id_of(&x->s), iy = id_of(&y->s);
-
-	if (x->s.type != y->s.type)
-		return x->s.type < y->s.type ? -1 : 1;
-	return ix < iy ? -1 : ix > iy;
-}
-
-static struct rec *find_rec(const struct image *im, uint16_t type, uint64_t id)
-{
-	struct rec key = { .s.type = type };
-
-	switch (type) {
-	case STATE_SESSION: key.s.u.session.id = id; break;
-	case STATE_OBJECT:  key.s.u.object.id = id; break;
-	case STATE_NAME:    key.s.u.name.object = id; break;
-	default:            return NULL;
-	}
-	return bsearch(&key, im->rec, im->n, sizeof *im->rec, by_type_id);
-}
-
-/* A saved tenant name as the config's tenant; "" is none.  false: gone from
- * the config. */
-static bool tenant_of(struct server *srv, const char *name, const struct config_tenant **t)
-{
-	*t = NULL;
-	if (!*name)
-		return true;
-	*t = tenant_find(srv, name, strlen(name));
-	return *t != NULL;
-}
-
-/*
- * Orphans are what a crash between the slots of one change leaves (a region
- * or handle whose session is gone, an object whose name and handles are
- * gone): never acknowledged as such, they are dropped, their slots freed and
- * their ranges left free.  Everything else must hold together, or the state
- * is damaged.  Handles first, since an object lives on through its handles.
- */
-static void find_orphans(struct image *im)
-{
-	for (size_t i = 0; i < im->n; i++) {
-		struct rec *r = &im->rec[i];
-
-		if (r->s.type == STATE_REGION)
-			r->drop = !find_rec(im, STATE_SESSION, r->s.u.region.session);
-		if (r->s.type == STATE_HANDLE)
-			r->drop = !find_rec(im, STATE_SESSION, r->s.u.handle.session) ||
-				  !find_rec(im, STATE_OBJECT, r->s.u.handle.object);
-		if (r->s.type == STATE_NAME)
-			r->drop = !find_rec(im, STATE_OBJECT, r->s.u.name.object);
-		if (r->s.type == STATE_OBJECT)
-			r->drop = !find_rec(im, STATE_NAME, r->s.u.object.id);
-	}
-	/* An object without a name that a kept handle holds stays (unlinked). */
-	for (size_t i = 0; i < im->n; i++) {
-		struct rec *r = &im->rec[i], *o;
-
-		if (r->s.type != STATE_HANDLE || r->drop)
-			continue;
-		o = find_rec(im, STATE_OBJECT, r->s.u.handle.object);
-		if (o)
-			o->drop = false;
-	}
-	for (size_t i = 0; i < im->n; i++)
-		im->orphans += im->rec[i].drop;
-}
-
-/* A saved range: in a pool, and free until now in its allocator (so two
- * ranges that overlap are caught here). */
-static int claim(struct server *srv, uint32_t pool, uint64_t off, uint64_t len,
-		 char *why, size_t whylen)
-{
-	int rc;
-
-	if (pool >= srv->npools) {
-		snprintf(why, whylen, "a range in pool %u of %u", pool, srv->npools);
-		return -EBADMSG;
-	}
-	rc = alloc_claim(srv->pools[pool].alloc, off, len);
-	if (rc < 0)
-		snprintf(why, whylen, "range [%" PRIu64 ", +%" PRIu64 ") of pool %s %s", off, len,
-			 srv->pools[pool].name, rc == -EEXIST ? "overlaps another" : "is out of place");
-	return rc == -ENOMEM ? rc : rc < 0 ? -EBADMSG : 0;
-}
-
-/* Checks one kept record against the counters and the config, and claims
- * its range. */
-static int check_rec(struct server *srv, const struct image *im, const struct state_slot *s,
-		     char *why, size_t whylen)
-{
-	const struct config_tenant *t;
-	uint64_t id = id_of(s), ceil = 0;
-
-	switch (s->type) {
-	case STATE_SESSION: ceil = im->counters.u.counters.next_session; break;
-	case STATE_REGION:
-	case STATE_HANDLE:  ceil = im->counters.u.counters.next_region; break;
-	case STATE_OBJECT:
-	case STATE_NAME:    ceil = im->counters.u.counters.next_name; break;
-	default: break;
-	}
-	if (!id || id >= ceil) {
-		snprintf(why, whylen, "id %" PRIu64 " (type %u) is not below its saved counter", id,
-			 s->type);
-		return -EBADMSG;
-	}
-	switch (s->type) {
-	case STATE_SESSION:
-		if (!tenant_of(srv, s->u.session.tenant, &t)) {
-			snprintf(why, whylen, "tenant \"%s\" of session %" PRIu64 " is not in the config",
-				 s->u.session.tenant, id);
-			return -EBADMSG;
-		}
-		return 0;
-	case STATE_REGION:
-		return claim(srv, s->u.region.pool, s->u.region.offset, s->u.region.length, why,
-			     whylen);
-	case STATE_OBJECT:
-		if (!tenant_of(srv, s->u.object.ns, &t) || !tenant_of(srv, s->u.object.charged, &t)) {
-			snprintf(why, whylen, "a tenant of named region %" PRIu64 " is not in the config",
-				 id);
-			return -EBADMSG;
-		}
-		return claim(srv, s->u.object.pool, s->u.object.offset, s->u.object.length, why,
-			     whylen);
-	case STATE_NAME:
-		if (names_valid(s->u.name.name, s->u.name.name_len) < 0) {
-			snprintf(why, whylen, "a bad name for named region %" PRIu64, id);
-			return -EBADMSG;
-		}
-		return 0;
-	case STATE_HANDLE:
-		if (names_access_valid(s->u.handle.access) < 0) {
-			snprintf(why, whylen, "bad access of handle %" PRIu64, id);
-			return -EBADMSG;
-		}
-		return 0;
-	default:
-		return 0;
-	}
-}
-
-/* The linked names of one namespace, compared through their sort. */
-static const struct image *names_im;
-
-static int by_ns_name(const void *a, const void *b)
-{
-	const struct rec *x = &names_im->rec[*(const size_t *)a];
-	const struct rec *y = &names_im->rec[*(const size_t *)b];
-	const struct rec *ox = find_rec(names_im, STATE_OBJECT, x->s.u.name.object);
-	const struct rec *oy = find_rec(names_im, STATE_OBJECT, y->s.u.name.object);
-	int c = strcmp(ox->s.u.object.ns, oy->s.u.object.ns);
-
-	return c ? c : strcmp(x->s.u.name.name, y->s.u.name.name);
-}
-
-/* A record's id once per type (sorted: neighbours); a region id is a
- * REGION's or a HANDLE's, never both; a name is linked once per namespace. */
-static int check_unique(const struct image *im, char *why, size_t whylen)
-{
-	size_t *names, nn = 0, a = 0, b = 0;
-	int rc = 0;
-
-	for (size_t i = 1; i < im->n; i++) {
-		if (!by_type_id(&im->rec[i - 1], &im->rec[i])) {
-			snprintf(why, whylen, "two records of type %u with id %" PRIu64,
-				 im->rec[i].s.type, id_of(&im->rec[i].s));
-			return -EBADMSG;
-		}
-	}
-	for (;;) {
-		while (a < im->n && im->rec[a].s.type != STATE_REGION)
-			a++;
-		while (b < im->n && im->rec[b].s.type != STATE_HANDLE)
-			b++;
-		if (a >= im->n || b >= im->n)
-			break;
-		if (im->rec[a].s.u.region.id == im->rec[b].s.u.handle.region) {
-			snprintf(why, whylen, "region id %" PRIu64 " twice", im->rec[a].s.u.region.id);
-			return -EBADMSG;
-		}
-		if (im->rec[a].s.u.region.id < im->rec[b].s.u.handle.region)
-			a++;
-		else
-			b++;
-	}
-	names = malloc(sizeof *names * (im->n + 1));
-	if (!names) {
-		snprintf(why, whylen, "out of memory");
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < im->n; i++)
-		if (im->rec[i].s.type == STATE_NAME && !im->rec[i].drop)
-			names[nn++] = i;
-	names_im = im;
-	qsort(names, nn, sizeof *names, by_ns_name);
-	for (size_t i = 1; i < nn && rc == 0; i++) {
-		if (!by_ns_name(&names[i - 1], &names[i])) {
-			snprintf(why, whylen, "name \"%s\" linked twice", im->rec[names[i]].s.u.name.name);
-			rc = -EBADMSG;
-		}
-	}
-	names_im = NULL;
-	free(names);
-	return rc;
-}
-
-/* The header against the config: the same pools, in the same order. */
-static int check_hdr(const struct server *srv, const struct state_hdr *h, char *why, size_t whylen)
-{
-	if (h->npools != srv->cfg.npools) {
-		snprintf(why, whylen, "the state has %u pools, the config %zu", h->npools,
-			 (size_t)srv->cfg.npools);
-		return -EINVAL;
-	}
-	for (uint32_t i = 0; i < h->npools; i++) {
-		const struct config_pool *pc = &srv->cfg.pools[i];
-
-		if (strcmp(h->pools[i].name, pc->name) || h->pools[i].size != pc->size ||
-		    h->pools[i].alignment != pc->alignment) {
-			snprintf(why, whylen,
-				 "pool %u is %s of %" PRIu64 " bytes (alignment %" PRIu64
-				 ") in the state, %s of %" PRIu64 " (alignment %" PRIu64 ") in the config",
-				 i, h->pools[i].name, h->pools[i].size, h->pools[i].alignment,
-				 pc->name, pc->size, pc->alignment);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-/* Pass 1: the state mapped and checked, the pools adopted and their ranges
- * claimed; on failure why says what, and nothing is left open but k's fds
- * and what image_free and pool_close undo. */
-static int load(struct server *srv, struct kept *k, struct image *im, pool_progress_fn progress,
-		char *why, size_t whylen)
-{
-	struct stat st;
-	char err[512];
-	int rc;
-
-	if (k->state_fd < 0 || k->npool_fds != srv->cfg.npools) {
-		snprintf(why, whylen, "the fd store holds %s and %u of %zu pools",
-			 k->state_fd < 0 ? "no state" : "the state", k->npool_fds,
-			 (size_t)srv->cfg.npools);
-		return -ENOENT;
-	}
-	if (fstat(k->state_fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < STATE_HDR_LEN) {
-		snprintf(why, whylen, "the state memfd is %lld bytes, shorter than its header",
-			 (long long)st.st_size);
-		return -EBADMSG;
-	}
-	im->len = (uint64_t)st.st_size;
-	im->base = mmap(NULL, im->len, PROT_READ | PROT_WRITE, MAP_SHARED, k->state_fd, 0);
-	if (im->base == MAP_FAILED) {
-		im->base = NULL;
-		snprintf(why, whylen, "mmap of the state memfd: %s", strerror(errno));
-		return -EIO;
-	}
-	rc = state_hdr_decode(im->base, im->len, &im->hdr);
-	if (rc < 0) {
-		snprintf(why, whylen, "the state header is %s",
-			 rc == -EPROTO ? "of another version" :
-			 rc == -EMSGSIZE ? "not the size of its memfd (truncated?)" :
-			 "damaged (magic, check or fields)");
-		return rc;
-	}
-	rc = check_hdr(srv, &im->hdr, why, whylen);
-	if (rc < 0)
-		return rc;
-	rc = read_slots(k->state_fd, im, why, whylen);
-	if (rc < 0)
-		return rc;
-	if (im->n && !im->have_counters) {
-		snprintf(why, whylen, "records without their counters");
-		return -EBADMSG;
-	}
-	qsort(im->rec, im->n, sizeof *im->rec, by_type_id);
-	rc = check_unique(im, why, whylen);
-	if (rc < 0)
-		return rc;
-	find_orphans(im);
-	for (uint32_t p = 0; p < srv->cfg.npools; p++) {
-		rc = pool_adopt(&srv->pools[p], &srv->cfg.pools[p], p, k->pool_fd[p], progress, srv,
-				err, sizeof err);
-		if (rc < 0) {
-			snprintf(why, whylen, "%s", err);
-			return rc;
-		}
-		k->pool_fd[p] = -1; /* the pool's now */
-		srv->npools = p + 1;
-	}
-	for (size_t i = 0; i < im->n; i++) {
-		if (im->rec[i].drop)
-			continue;
-		rc = check_rec(srv, im, &im->rec[i].s, why, whylen);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* ---- pass 2: build --------------------------------------------------------------- */
+/* ---- the restored sessions nobody resumed -------------------------------------- */
 
 static void on_restore_timer(evutil_socket_t fd, short what, void *arg)
 {
@@ -565,228 +136,6 @@ static void on_restore_timer(evutil_socket_t fd, short what, void *arg)
 	}
 	if (n)
 		log_notice("restore: %u session(s) not resumed in time: their regions are back", n);
-}
-
-static int build_sessions(struct server *srv, const struct image *im)
-{
-	for (size_t i = 0; i < im->n; i++) {
-		const struct state_slot *r = &im->rec[i].s;
-		struct session *s;
-
-		if (r->type != STATE_SESSION || im->rec[i].drop)
-			continue;
-		srv->next_session_id = r->u.session.id - 1;
-		s = session_new(srv, SESSION_TCP, false, "restored");
-		if (!s)
-			return -ENOMEM;
-		tenant_of(srv, r->u.session.tenant, &s->tenant);
-		memcpy(s->resume_token, r->u.session.token, sizeof s->resume_token);
-		/* Nobody knows this one: no queue pair attaches before RESUME. */
-		if (getrandom(&s->attach_token, sizeof s->attach_token, 0) != sizeof s->attach_token)
-			return -EIO;
-		s->hello_done = true;
-		s->restored = s->detached = true;
-		srv->clients++;
-	}
-	return 0;
-}
-
-static int build_objects(struct server *srv, const struct image *im)
-{
-	for (size_t i = 0; i < im->n; i++) {
-		const struct state_slot *r = &im->rec[i].s;
-		const struct config_tenant *ns, *charged;
-		const struct rec *nm;
-		char placeholder[64];
-		struct name_obj *o;
-
-		if (r->type != STATE_OBJECT || im->rec[i].drop)
-			continue;
-		tenant_of(srv, r->u.object.ns, &ns);
-		tenant_of(srv, r->u.object.charged, &charged);
-		nm = find_rec(im, STATE_NAME, r->u.object.id);
-		/* An unlinked object that handles keep has no name: a stand-in,
-		 * taken away at once. */
-		snprintf(placeholder, sizeof placeholder, "~unlinked~%" PRIu64, r->u.object.id);
-		names_set_next_id(srv->names, r->u.object.id);
-		o = names_add(srv->names, ns, nm ? nm->s.u.name.name : placeholder,
-			      nm ? nm->s.u.name.name_len : strlen(placeholder), r->u.object.pool,
-			      r->u.object.offset, r->u.object.length, charged, 0);
-		if (!o)
-			return -errno;
-		if (!nm)
-			names_unlink(srv->names, o);
-		tenant_charge_restored(srv, charged, o->length);
-		srv->used_bytes += o->length;
-	}
-	return 0;
-}
-
-/* One region entry of s: an anonymous region, or a handle of o. */
-static int build_region(struct server *srv, const struct state_slot *r)
-{
-	struct session *s;
-	struct region *g;
-
-	if (r->type == STATE_REGION) {
-		s = session_find_restored(srv, r->u.region.session);
-		region_table_set_next_id(srv->regions, r->u.region.id);
-		g = s ? region_add(srv->regions, &s->regions, s->id, r->u.region.pool,
-				   r->u.region.offset, r->u.region.length) : NULL;
-		if (!g)
-			return -ENOMEM;
-		tenant_charge_restored(srv, s->tenant, g->length);
-		srv->used_bytes += g->length;
-	} else {
-		struct name_obj *o = names_next_after(srv->names, r->u.handle.object - 1);
-
-		s = session_find_restored(srv, r->u.handle.session);
-		if (!s || !o || o->id != r->u.handle.object)
-			return -EIO;
-		region_table_set_next_id(srv->regions, r->u.handle.region);
-		g = region_add(srv->regions, &s->regions, s->id, o->pool, o->offset, o->length);
-		if (!g)
-			return -ENOMEM;
-		g->named = 1;
-		if (names_handle_add(srv->names, o, g->id, r->u.handle.access, s) < 0)
-			return -ENOMEM;
-	}
-	s->used_bytes += g->length;
-	s->nregions++;
-	return 0;
-}
-
-/* REGION and HANDLE records are each in id order; merged, the region table
- * gets them in id order, as it needs. */
-static int build_regions(struct server *srv, const struct image *im)
-{
-	size_t a = 0, b = 0;
-	int rc;
-
-	for (;;) {
-		const struct state_slot *ra, *rb;
-
-		while (a < im->n && (im->rec[a].s.type != STATE_REGION || im->rec[a].drop))
-			a++;
-		while (b < im->n && (im->rec[b].s.type != STATE_HANDLE || im->rec[b].drop))
-			b++;
-		ra = a < im->n ? &im->rec[a].s : NULL;
-		rb = b < im->n ? &im->rec[b].s : NULL;
-		if (!ra && !rb)
-			return 0;
-		if (ra && (!rb || ra->u.region.id < rb->u.handle.region)) {
-			rc = build_region(srv, ra);
-			a++;
-		} else {
-			rc = build_region(srv, rb);
-			b++;
-		}
-		if (rc < 0)
-			return rc;
-	}
-}
-
-struct span {
-	uint64_t off, len;
-};
-
-static int by_off(const void *a, const void *b)
-{
-	const struct span *x = a, *y = b;
-
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
-/*
- * Every byte no kept record holds is zeroed: a range may have been freed in
- * the state before its bytes were zeroed (a crash between the two), or left
- * unzeroed by a shutdown for a restart or in the quarantine; its next owner
- * must still find zeros.  Pool by pool, the gaps between the kept ranges.
- */
-static int zero_free(struct server *srv, const struct image *im)
-{
-	struct span *sp = malloc(sizeof *sp * (im->n + 1));
-
-	if (!sp)
-		return -ENOMEM;
-	for (uint32_t p = 0; p < srv->npools; p++) {
-		size_t n = 0;
-		uint64_t at = 0;
-
-		for (size_t i = 0; i < im->n; i++) {
-			const struct state_slot *r = &im->rec[i].s;
-
-			if (im->rec[i].drop)
-				continue;
-			if (r->type == STATE_REGION && r->u.region.pool == p)
-				sp[n++] = (struct span){ r->u.region.offset, r->u.region.length };
-			if (r->type == STATE_OBJECT && r->u.object.pool == p)
-				sp[n++] = (struct span){ r->u.object.offset, r->u.object.length };
-		}
-		qsort(sp, n, sizeof *sp, by_off);
-		for (size_t i = 0; i <= n; i++) {
-			uint64_t end = i < n ? sp[i].off : srv->pools[p].size;
-
-			if (end > at)
-				memset(srv->pools[p].base + at, 0, end - at);
-			if (i < n)
-				at = sp[i].off + sp[i].len;
-		}
-	}
-	free(sp);
-	return 0;
-}
-
-/* Pass 2; im passed pass 1.  Only memory can fail here. */
-static int build(struct server *srv, struct kept *k, struct image *im)
-{
-	const struct state_slot *c = &im->counters;
-	int rc;
-
-	rc = zero_free(srv, im);
-	if (rc == 0)
-		rc = build_sessions(srv, im);
-	if (rc == 0)
-		rc = build_objects(srv, im);
-	if (rc == 0)
-		rc = build_regions(srv, im);
-	if (rc < 0)
-		return rc;
-	if (srv->used_bytes > srv->peak_used)
-		srv->peak_used = srv->used_bytes;
-	if (im->have_counters) {
-		region_table_set_next_id(srv->regions, c->u.counters.next_region);
-		names_set_next_id(srv->names, c->u.counters.next_name);
-		srv->next_session_id = c->u.counters.next_session;
-	}
-	srv->slots = slots_new(k->state_fd, im->base, im->hdr.nslots);
-	if (!srv->slots)
-		return -ENOMEM;
-	k->state_fd = -1; /* the writer's now, and the mapping too */
-	for (size_t i = 0; i < im->n; i++) {
-		uint8_t *p = im->base + STATE_HDR_LEN + (uint64_t)im->rec[i].index * STATE_SLOT_LEN;
-
-		if (im->rec[i].drop) {
-			/* An orphan's slot is freed as any slot: one store. */
-			__atomic_store_n((uint64_t *)(void *)p, 0, __ATOMIC_RELEASE);
-			continue;
-		}
-		rc = slots_mark(srv->slots, im->rec[i].index, &im->rec[i].s);
-		if (rc < 0) {
-			im->base = NULL;
-			return rc;
-		}
-	}
-	im->base = NULL;
-	if (im->have_counters)
-		slots_set_counters(srv->slots, c, im->counters_index);
-	srv->restored = 1;
-	log_notice("restored from the fd store: %llu session(s) detached for resume, %llu named "
-		   "region(s), %llu region(s), %llu bytes; %zu orphan record(s) dropped",
-		   (unsigned long long)srv->clients, (unsigned long long)names_count(srv->names),
-		   (unsigned long long)region_count(srv->regions),
-		   (unsigned long long)srv->used_bytes, im->orphans);
-	return 0;
 }
 
 /* ---- a fresh start ---------------------------------------------------------------- */
@@ -868,12 +217,10 @@ static int fresh(struct server *srv, pool_progress_fn progress)
 
 int persist_open(struct server *srv, pool_progress_fn progress)
 {
-	struct image im;
-	struct kept k;
+	struct restore_fds k;
 	char why[512];
 	int rc;
 
-	memset(&im, 0, sizeof im);
 	take_fds(srv, &k);
 	if (k.state_fd < 0 && !k.npool_fds) {
 		log_notice("fd store: nothing to restore%s: starting fresh",
@@ -883,9 +230,8 @@ int persist_open(struct server *srv, pool_progress_fn progress)
 		goto out;
 	}
 	why[0] = '\0';
-	rc = load(srv, &k, &im, progress, why, sizeof why);
-	if (rc == 0) {
-		rc = build(srv, &k, &im);
+	rc = restore_run(srv, &k, progress, why, sizeof why);
+	if (rc <= 0) {
 		if (rc < 0)
 			log_err("restore: %s after the checks: exiting, the fd store keeps its state",
 				strerror(-rc));
@@ -897,12 +243,10 @@ int persist_open(struct server *srv, pool_progress_fn progress)
 		pool_close(&srv->pools[p]);
 	srv->npools = 0;
 	kept_close(&k);
-	image_free(&im);
 	store_forget(srv, NULL, 0);
 	rc = fresh(srv, progress);
 out:
 	kept_close(&k);
-	image_free(&im);
 	if (rc == 0 && srv->restored) {
 		uint32_t ms = srv->cfg.lease_timeout_ms ? srv->cfg.lease_timeout_ms : PERSIST_DETACHED_MS;
 		struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };

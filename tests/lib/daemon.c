@@ -82,6 +82,43 @@ static int write_config(const struct rmemd *d, const struct rmemd_opts *o)
 
 /* ---- sd_notify ------------------------------------------------------------- */
 
+/* The fd store's side of one datagram: FDSTORE=1 keeps its fds under
+ * FDNAME, FDSTOREREMOVE=1 closes every fd of that name; any other fds are
+ * closed. */
+static void store_take(struct rmemd *d, const char *msg, const int *fds, int nfds)
+{
+	const char *name = strstr(msg, "FDNAME=");
+	char nm[48] = "stored";
+	bool keep = strstr(msg, "FDSTORE=1") != NULL;
+
+	if (name) {
+		size_t n = strcspn(name + 7, "\n");
+
+		snprintf(nm, sizeof nm, "%.*s", (int)n, name + 7);
+	}
+	if (strstr(msg, "FDSTOREREMOVE=1")) {
+		int k = 0;
+
+		for (int i = 0; i < d->nstore; i++) {
+			if (strcmp(d->store_name[i], nm)) {
+				d->store_fd[k] = d->store_fd[i];
+				memcpy(d->store_name[k++], d->store_name[i], sizeof d->store_name[i]);
+			} else {
+				close(d->store_fd[i]);
+			}
+		}
+		d->nstore = k;
+	}
+	for (int i = 0; i < nfds; i++) {
+		if (keep && d->nstore < RMEMD_STORE_MAX) {
+			d->store_fd[d->nstore] = fds[i];
+			memcpy(d->store_name[d->nstore++], nm, sizeof nm);
+		} else {
+			close(fds[i]);
+		}
+	}
+}
+
 static void drain_notify(struct rmemd *d)
 {
 	char buf[4096];
@@ -89,10 +126,31 @@ static void drain_notify(struct rmemd *d)
 
 	if (d->notify_fd < 0)
 		return;
-	while ((n = recv(d->notify_fd, buf, sizeof buf, MSG_DONTWAIT)) > 0) {
-		size_t room = sizeof d->notify_msgs - 1 - d->notify_len;
-		size_t take = (size_t)n < room ? (size_t)n : room;
+	for (;;) {
+		union {
+			struct cmsghdr align;
+			char space[CMSG_SPACE(sizeof(int) * RMEMD_STORE_MAX)];
+		} ctl;
+		struct iovec iov = { .iov_base = buf, .iov_len = sizeof buf - 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
+				     .msg_controllen = sizeof ctl.space };
+		int fds[RMEMD_STORE_MAX], nfds = 0;
+		size_t room, take;
 
+		n = recvmsg(d->notify_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n <= 0)
+			break;
+		buf[n] = '\0';
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) &&
+			     nfds < RMEMD_STORE_MAX; i++)
+				memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+		}
+		store_take(d, buf, fds, nfds);
+		room = sizeof d->notify_msgs - 1 - d->notify_len;
+		take = (size_t)n < room ? (size_t)n : room;
 		memcpy(d->notify_msgs + d->notify_len, buf, take);
 		d->notify_len += take;
 		if (d->notify_len < sizeof d->notify_msgs - 1 &&
@@ -139,6 +197,35 @@ static int open_notify_socket(struct rmemd *d)
 
 /* ---- the process --------------------------------------------------------------- */
 
+/* In the child: the store's fds from 3 on, and the variables that say so
+ * (sd_listen_fds checks LISTEN_PID against its own pid: ours, after exec). */
+static int pass_store(struct rmemd *d)
+{
+	char names[RMEMD_STORE_MAX * 49] = "", num[24];
+	int high[RMEMD_STORE_MAX];
+
+	/* Out of the way first: a source may sit where another one goes. */
+	for (int i = 0; i < d->nstore; i++) {
+		high[i] = fcntl(d->store_fd[i], F_DUPFD, 100);
+		if (high[i] < 0)
+			return -1;
+	}
+	for (int i = 0; i < d->nstore; i++) {
+		if (dup2(high[i], 3 + i) < 0)
+			return -1;
+		close(high[i]);
+		if (i)
+			strcat(names, ":");
+		strcat(names, d->store_name[i]);
+	}
+	snprintf(num, sizeof num, "%d", d->nstore);
+	setenv("LISTEN_FDS", num, 1);
+	setenv("LISTEN_FDNAMES", names, 1);
+	snprintf(num, sizeof num, "%d", (int)getpid());
+	setenv("LISTEN_PID", num, 1);
+	return 0;
+}
+
 static int spawn_daemon(struct rmemd *d)
 {
 	char exe[256];
@@ -169,6 +256,8 @@ static int spawn_daemon(struct rmemd *d)
 		    dup2(log, 2) < 0)
 			_exit(126);
 		setenv("NOTIFY_SOCKET", d->notify_path, 1);
+		if (d->nstore && pass_store(d) < 0)
+			_exit(126);
 		execl(exe, "rmemd", "-c", d->conf_path, (char *)NULL);
 		_exit(127);
 	}
@@ -347,12 +436,38 @@ int rmemd_stop(struct rmemd *d)
 	return result;
 }
 
+int rmemd_restart(struct rmemd *d, int sig, int ready_timeout_ms)
+{
+	int rc;
+
+	if (d->pid > 0) {
+		kill(d->pid, sig);
+		while (waitpid(d->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		d->pid = 0;
+	}
+	drain_notify(d);
+	d->notify_len = 0;
+	d->notify_msgs[0] = '\0';
+	rc = spawn_daemon(d);
+	if (rc == 0)
+		rc = wait_ready(d, ready_timeout_ms);
+	if (rc < 0) {
+		rmemd_log_tail(d, 40);
+		kill_and_reap(d);
+	}
+	return rc;
+}
+
 void rmemd_cleanup(struct rmemd *d)
 {
 	DIR *dir;
 	struct dirent *e;
 
 	kill_and_reap(d);
+	for (int i = 0; i < d->nstore; i++)
+		close(d->store_fd[i]);
+	d->nstore = 0;
 	if (d->notify_fd >= 0)
 		close(d->notify_fd);
 	d->notify_fd = -1;

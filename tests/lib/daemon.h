@@ -40,6 +40,8 @@ struct rmemd_opts {
 	const char *ep_scheme;    /* prefix of tcp_ep: "" or "rdma://" */
 };
 
+#define RMEMD_STORE_MAX 32
+
 struct rmemd {
 	pid_t pid;                /* 0 once stopped */
 	char dir[64];             /* private mkdtemp directory, removed by rmemd_cleanup */
@@ -56,6 +58,11 @@ struct rmemd {
 	int notify_fd;
 	char notify_msgs[8192];   /* every sd_notify datagram, one per line */
 	size_t notify_len;
+	/* systemd's fd store, emulated: what FDSTORE=1 handed us (by FDNAME),
+	 * less what FDSTOREREMOVE=1 took away; rmemd_restart passes them on. */
+	int store_fd[RMEMD_STORE_MAX];
+	char store_name[RMEMD_STORE_MAX][48];
+	int nstore;
 };
 
 /* Defaults: 127.0.0.1, no RDMA, "64M", lease 10 s, READY within 30 s. */
@@ -80,6 +87,15 @@ int rmemd_start_opts(struct rmemd *d, const struct rmemd_opts *o);
  * dir so the log can still be searched.
  */
 int rmemd_stop(struct rmemd *d);
+
+/*
+ * Restart without loss (docs/architecture.md): ends the daemon with sig
+ * (SIGTERM: systemctl restart; SIGKILL: a crash) and starts it again on the
+ * same config and ports with the fd store's descriptors (LISTEN_FDS,
+ * LISTEN_FDNAMES, LISTEN_PID), as systemd does; waits for READY=1.  0, or a
+ * negative errno as rmemd_start_opts.
+ */
+int rmemd_restart(struct rmemd *d, int sig, int ready_timeout_ms);
 
 /* Kills the daemon if it still runs and removes the temp dir.  Idempotent. */
 void rmemd_cleanup(struct rmemd *d);

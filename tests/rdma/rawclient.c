@@ -129,9 +129,12 @@ static int open_stream(struct rawclient *c, const char *host, uint16_t port, int
 	return 0;
 }
 
+/* HELLO asks for the resume token (c->hello.resume_token): a restart test
+ * takes the session back with it (rawclient_resume). */
 static int say_hello(struct rawclient *c)
 {
-	struct proto_hello_req req = { .client_version = PROTO_VERSION, .pid = (uint32_t)getpid() };
+	struct proto_hello_req req = { .client_version = PROTO_VERSION, .pid = (uint32_t)getpid(),
+				       .features = PROTO_HELLO_F_RESUMABLE };
 	uint8_t out[PROTO_HELLO_REQ_LEN], rep[PROTO_MAX_CTL];
 	size_t rep_len = 0;
 	int status = 0, rc;
@@ -155,6 +158,40 @@ int rawclient_open(struct rawclient *c, const char *host, uint16_t port, int tim
 	int rc = open_stream(c, host, port, timeout_ms);
 
 	return rc < 0 ? rc : say_hello(c);
+}
+
+int rawclient_resume(struct rawclient *c, const char *host, uint16_t port, int timeout_ms,
+		     uint64_t session_id, const uint8_t token[PROTO_RESUME_TOKEN_LEN])
+{
+	struct proto_resume_req req = { .session_id = session_id, .client_version = PROTO_VERSION,
+					.features = PROTO_HELLO_F_RESUMABLE,
+					.pid = (uint32_t)getpid() };
+	uint8_t out[PROTO_RESUME_REQ_LEN], rep[PROTO_MAX_CTL];
+	size_t rep_len = 0;
+	int status = 0, rc = open_stream(c, host, port, timeout_ms);
+
+	if (rc < 0)
+		return rc;
+	memcpy(req.resume_token, token, PROTO_RESUME_TOKEN_LEN);
+	rc = ctl_call(c, PROTO_OP_RESUME, out, proto_resume_req_encode(out, &req), rep, sizeof rep,
+		      &rep_len);
+	if (rc == 0)
+		rc = proto_hello_rep_decode(rep, rep_len, &status, &c->hello);
+	return rc == 0 ? status : rc;
+}
+
+int rawclient_rekey(struct rawclient *c, uint64_t id, struct proto_region *out)
+{
+	struct proto_rekey_req req = { .id = id };
+	uint8_t buf[PROTO_REKEY_REQ_LEN], rep[PROTO_MAX_CTL];
+	size_t rep_len = 0;
+	int status = 0, rc;
+
+	rc = ctl_call(c, PROTO_OP_REKEY, buf, proto_rekey_req_encode(buf, &req), rep, sizeof rep,
+		      &rep_len);
+	if (rc == 0)
+		rc = proto_alloc_rep_decode(rep, rep_len, &status, out);
+	return rc == 0 ? status : rc;
 }
 
 static int authenticate(struct rawclient *c, const char *tenant, const uint8_t *secret,

@@ -72,6 +72,13 @@ int rawclient_open(struct rawclient *c, const char *host, uint16_t port, int tim
  * own MAC checked too) before HELLO.  -EACCES when refused. */
 int rawclient_open_tenant(struct rawclient *c, const char *host, uint16_t port, int timeout_ms,
 			  const char *tenant, const void *secret, size_t secret_len);
+/* RESUME (docs/protocol.md 7.13) instead of HELLO on a new stream: takes
+ * back session_id with its token (a restored session); c->hello then holds
+ * the reply.  The daemon's status (-ENOENT, -EACCES, -EBUSY) on refusal. */
+int rawclient_resume(struct rawclient *c, const char *host, uint16_t port, int timeout_ms,
+		     uint64_t session_id, const uint8_t token[PROTO_RESUME_TOKEN_LEN]);
+/* REKEY: region id's new key and address in *out. */
+int rawclient_rekey(struct rawclient *c, uint64_t id, struct proto_region *out);
 int rawclient_ping(struct rawclient *c);
 int rawclient_alloc(struct rawclient *c, uint64_t size, struct proto_region *out);
 int rawclient_free(struct rawclient *c, const struct proto_region *r);

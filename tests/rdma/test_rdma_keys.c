@@ -19,7 +19,11 @@
  * with revoke kills every handle's key and the bytes come back), "stop" (rmemd stopped while
  * a client is attached and holds regions: it exits 0 and disconnects the
  * client), "device" (rdma.device naming no device leaves RDMA off; the
- * VM's device by name works).  Outside the VM
+ * VM's device by name works), "restart" (in both key modes, rmemd restarted
+ * with SIGTERM and then SIGKILL through an emulated fd store: the pools are
+ * registered again, a named region's bytes read by RDMA on a new session,
+ * and a session RESUMEd with its token attaches a new QP, REKEYs its region
+ * and reads its bytes by RDMA).  Outside the VM
  * (RMEM_VM_RDMA_ADDR unset) the program skips.  Never asserts on time.
  *
  * An error completion moves a QP to the error state (and on rxe the daemon's
@@ -1769,6 +1773,111 @@ out:
 	keydir_remove(&k);
 }
 
+/* ---- restart without loss (docs/architecture.md; protocol 7.13) ------------------ */
+
+#define RESTART_LEN 65536
+
+/* One restart of s->d with sig while old (the session's client until now)
+ * is still connected; then old is closed, the session (sid, token) is
+ * RESUMEd by r on a new stream, attaches a new QP, REKEYs region id and
+ * reads pattern back by RDMA; B, a new session, reads the named region. */
+static void restart_round(struct suite *s, int sig, uint64_t sid, const uint8_t *token,
+			  uint64_t id, const uint8_t *pattern, struct rawclient *old,
+			  struct rawclient *r)
+{
+	const char *how = sig == SIGKILL ? "kill -9" : "SIGTERM";
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct proto_region nr = { 0 }, rb;
+	struct rawclient b;
+	long long diff = -2;
+	int rc;
+
+	rc = rmemd_restart(&s->d, sig, 60000);
+	ok(rc == 0 && rmemd_log_contains(&s->d, "restored from the fd store"),
+	   "%s: after %s rmemd restores from the fd store (%s)", s->mode, how,
+	   rc ? strerror(-rc) : "ok");
+	rawclient_close(old);
+	rawclient_init(r);
+	if (rc < 0)
+		return;
+	rawclient_close(&s->obs);
+	open_client(s, &s->obs);
+	rc = rawclient_resume(r, s->addr, s->d.port, CTL_MS, sid, token);
+	ok(rc == 0 && r->hello.session_id == sid,
+	   "%s: after %s the session RESUMEs with its token (%s)", s->mode, how,
+	   rc ? strerror(-rc) : "ok");
+	if (rc == 0)
+		rc = rawclient_attach(r, SMALL_BUF);
+	ok(rc == 0, "%s: after %s the resumed session attaches a new QP (%s)", s->mode, how,
+	   rc ? strerror(-rc) : "ok");
+	if (rc == 0)
+		rc = rawclient_rekey(r, id, &nr);
+	if (rc == 0) {
+		memset(r->buf, 0, RESTART_LEN);
+		rc = rdma_op(r, RAWCLIENT_READ, nr.addr, nr.rkey, 0, RESTART_LEN, &st);
+		diff = rc == 0 && !st ? first_diff(r->buf, pattern, RESTART_LEN) : -2;
+	}
+	ok(diff == -1, "%s: after %s REKEY gives a NIC key; RDMA READ finds the region's bytes "
+	   "(%s, first difference at %lld)", s->mode, how, wc_name(rc, st), diff);
+	rc = named_open(s, &b, PROTO_ACCESS_READ, &rb);
+	diff = rc == 0 ? named_read_diff(s, &b, &rb, &rc, &st) : -2;
+	ok(diff == -1, "%s: after %s a new session reads the named region by RDMA (%s, first "
+	   "difference at %lld)", s->mode, how, wc_name(rc, st), diff);
+	rawclient_close(&b);
+}
+
+static void section_restart(struct suite *s, const char *mode, uint8_t key_mode)
+{
+	static char name[32];
+	char group[64];
+	uint8_t token[PROTO_RESUME_TOKEN_LEN];
+	struct proto_region reg = { 0 }, nr;
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct rawclient r, r2;
+	uint64_t sid;
+	int rc;
+
+	snprintf(name, sizeof name, "restart/%s", mode);
+	s->mode = name;
+	s->key_mode = key_mode;
+	snprintf(group, sizeof group, "keys = \"%s\";", mode);
+	if (section_start(s, group) < 0)
+		return;
+	if (named_create(s, 97) < 0)
+		goto out;
+	rc = open_attached(s, &r, SMALL_BUF);
+	if (rc == 0)
+		rc = rawclient_alloc(&r, RESTART_LEN, &reg);
+	if (rc == 0) {
+		fill_random(s->got, RESTART_LEN, 98);
+		memcpy(r.buf, s->got, RESTART_LEN);
+		rc = rdma_op(&r, RAWCLIENT_WRITE, reg.addr, reg.rkey, 0, RESTART_LEN, &st);
+	}
+	ok(rc == 0 && !st && r.hello.resumable,
+	   "%s: a session with a resume token writes its region by RDMA (%s)", s->mode,
+	   wc_name(rc, st));
+	if (rc < 0 || st) {
+		rawclient_close(&r);
+		goto out;
+	}
+	sid = r.hello.session_id;
+	memcpy(token, r.hello.resume_token, sizeof token);
+	restart_round(s, SIGTERM, sid, token, reg.id, s->got, &r, &r2);
+	restart_round(s, SIGKILL, sid, token, reg.id, s->got, &r2, &r);
+	if (r.fd >= 0) {
+		rc = rawclient_rekey(&r, reg.id, &nr);
+		if (rc == 0)
+			rc = rawclient_free(&r, &nr);
+		ok(rc == 0, "%s: the resumed session frees its region (%s)", s->mode,
+		   rc ? strerror(-rc) : "ok");
+		rc = rawclient_name(&r, PROTO_OP_UNLINK, NAMED, 0, 0, &nr);
+		ok(rc == 0, "%s: and unlinks %s (%s)", s->mode, NAMED, rc ? strerror(-rc) : "ok");
+	}
+	rawclient_close(&r);
+out:
+	section_end(s);
+}
+
 int main(int argc, char **argv)
 {
 	struct suite s = { 0 };
@@ -1810,6 +1919,10 @@ int main(int argc, char **argv)
 		section_stop(&s, "window", PROTO_KEYS_WINDOW);
 	if (!only || !strcmp(only, "device"))
 		section_device(&s);
+	if (!only || !strcmp(only, "restart"))
+		section_restart(&s, "region-mr", PROTO_KEYS_REGION_MR);
+	if (!only || !strcmp(only, "restart"))
+		section_restart(&s, "window", PROTO_KEYS_WINDOW);
 	free(s.want);
 	free(s.got);
 	return tap_done();
