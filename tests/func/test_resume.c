@@ -2,11 +2,9 @@
  * test_resume.c - clients that resume after a daemon restart (librmem(7),
  * RESUME; docs/protocol.md 7.13).
  *
- * rmemd runs under a small systemd fd store of this test's own (below: it
- * keeps the fds FDSTORE=1 messages carry, by FDNAME, and starts the next
- * rmemd with them as LISTEN_FDS, as systemd does; tests/lib/fdstore.py is
- * the same for the Python tests, but this test must hold librmem clients in
- * its own process and stop the daemon at chosen instants).  Clients hold
+ * rmemd runs under the harness's emulated systemd fd store (tests/lib/
+ * daemon.h: it keeps what FDSTORE=1 hands it, and rmemd_restart() starts
+ * the next rmemd with it as LISTEN_FDS, as systemd does).  Clients hold
  * anonymous regions and named handles with patterns, over TCP as a tenant
  * and over the Unix socket; rmemd is restarted with SIGTERM and SIGKILL.
  * Checked:
@@ -26,17 +24,12 @@
  * is printed as a TAP comment; nothing asserts on it.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,7 +39,6 @@
 #define KiB 1024ull
 #define MiB (1024ull * 1024)
 #define NANON 3
-#define STORE_MAX 32
 #define READY_MS 60000
 /* The clients' bound: generous, since an idle client's keepalive may start
  * resuming as soon as the daemon dies, and a restart takes seconds under
@@ -54,221 +46,32 @@
 static uint64_t bound_ms = 8000;
 #define RESUME_MS ((int)bound_ms)
 
-/* ---- the fd store ------------------------------------------------------------- */
+/* ---- the daemon and its fd store (tests/lib/daemon.h) ------------------------ */
 
-struct store {
-	int sock;
-	char path[160];
-	int fd[STORE_MAX];
-	char name[STORE_MAX][64];
-	int n;
-	bool ready;            /* READY=1 since the last start */
-};
-
-static int store_open(struct store *st, const char *dir)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-	st->n = 0;
-	snprintf(st->path, sizeof st->path, "%s/store.sock", dir);
-	st->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (st->sock < 0)
-		return -errno;
-	memcpy(sa.sun_path, st->path, strlen(st->path) + 1);
-	if (bind(st->sock, (struct sockaddr *)&sa, sizeof sa) < 0)
-		return -errno;
-	return 0;
-}
-
-static void store_drop(struct store *st, const char *name)
-{
-	for (int i = 0; i < st->n;) {
-		if (name && strcmp(st->name[i], name) != 0) {
-			i++;
-			continue;
-		}
-		close(st->fd[i]);
-		st->n--;
-		st->fd[i] = st->fd[st->n];
-		memcpy(st->name[i], st->name[st->n], sizeof st->name[i]);
-	}
-}
-
-static void store_close(struct store *st)
-{
-	store_drop(st, NULL);
-	if (st->sock >= 0)
-		close(st->sock);
-	unlink(st->path);
-}
-
-/* The value of KEY= in a notify message, or NULL. */
-static const char *field(const char *msg, const char *key, char *out, size_t len)
-{
-	size_t kl = strlen(key);
-
-	for (const char *p = msg; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		if (strncmp(p, key, kl) == 0 && p[kl] == '=') {
-			size_t n = strcspn(p + kl + 1, "\n");
-
-			n = n < len - 1 ? n : len - 1;
-			memcpy(out, p + kl + 1, n);
-			out[n] = '\0';
-			return out;
-		}
-	}
-	return NULL;
-}
-
-/* One notify message: FDSTORE=1 keeps its fds under FDNAME, FDSTOREREMOVE=1
- * drops that name, READY=1 is noted; other fds are closed. */
-static void store_handle(struct store *st, const char *msg, const int *fds, int nfds)
-{
-	char name[64] = "stored", v[16];
-
-	field(msg, "FDNAME", name, sizeof name);
-	if (field(msg, "FDSTOREREMOVE", v, sizeof v) && strcmp(v, "1") == 0)
-		store_drop(st, name);
-	if (field(msg, "READY", v, sizeof v) && strcmp(v, "1") == 0)
-		st->ready = true;
-	if (field(msg, "FDSTORE", v, sizeof v) && strcmp(v, "1") == 0) {
-		for (int i = 0; i < nfds; i++) {
-			if (st->n == STORE_MAX) {
-				close(fds[i]);
-				continue;
-			}
-			st->fd[st->n] = fds[i];
-			snprintf(st->name[st->n], sizeof st->name[0], "%s", name);
-			st->n++;
-		}
-		return;
-	}
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
-}
-
-/* Takes every message waiting, waiting up to timeout_ms for the first. */
-static void store_pump(struct store *st, int timeout_ms)
-{
-	for (;;) {
-		struct pollfd pfd = { .fd = st->sock, .events = POLLIN };
-		char msg[4097];
-		union {
-			struct cmsghdr h;
-			char buf[CMSG_SPACE(STORE_MAX * sizeof(int))];
-		} ctl;
-		struct iovec iov = { .iov_base = msg, .iov_len = sizeof msg - 1 };
-		struct msghdr mh = {
-			.msg_iov = &iov, .msg_iovlen = 1,
-			.msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf,
-		};
-		int fds[STORE_MAX], nfds = 0;
-		ssize_t n;
-
-		if (poll(&pfd, 1, timeout_ms) <= 0)
-			return;
-		timeout_ms = 0;
-		n = recvmsg(st->sock, &mh, MSG_CMSG_CLOEXEC);
-		if (n < 0)
-			return;
-		msg[n] = '\0';
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-				continue;
-			for (size_t i = 0; (i + 1) * sizeof(int) <= c->cmsg_len - CMSG_LEN(0) &&
-			     nfds < STORE_MAX; i++)
-				memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-		}
-		store_handle(st, msg, fds, nfds);
-	}
-}
-
-/* Starts rmemd on d's config with the store's fds from fd 3 on, as
- * systemd does (LISTEN_PID is the child's own pid). */
-static int store_spawn(struct store *st, struct rmemd *d)
-{
-	char exe[256], names[STORE_MAX * 65] = "", num[16];
-	pid_t parent = getpid(), pid;
-
-	snprintf(exe, sizeof exe, "%s/rmemd", rmemd_build_dir());
-	for (int i = 0; i < st->n; i++) {
-		if (i)
-			strcat(names, ":");
-		strcat(names, st->name[i]);
-	}
-	st->ready = false;
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int log = open(d->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		int null = open("/dev/null", O_RDONLY);
-		int high[STORE_MAX];
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent || log < 0 || null < 0)
-			_exit(126);
-		/* Out of the way first, then onto 3, 4, ...: a source may sit
-		 * where another goes. */
-		for (int i = 0; i < st->n; i++)
-			if ((high[i] = fcntl(st->fd[i], F_DUPFD, 512)) < 0)
-				_exit(126);
-		if (dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
-			_exit(126);
-		for (int i = 0; i < st->n; i++)
-			if (dup2(high[i], 3 + i) < 0)
-				_exit(126);
-		unsetenv("LISTEN_FDS");
-		unsetenv("LISTEN_FDNAMES");
-		unsetenv("LISTEN_PID");
-		if (st->n) {
-			snprintf(num, sizeof num, "%d", st->n);
-			setenv("LISTEN_FDS", num, 1);
-			setenv("LISTEN_FDNAMES", names, 1);
-			snprintf(num, sizeof num, "%d", (int)getpid());
-			setenv("LISTEN_PID", num, 1);
-		}
-		setenv("NOTIFY_SOCKET", st->path, 1);
-		execl(exe, "rmemd", "-c", d->conf_path, (char *)NULL);
-		_exit(127);
-	}
-	d->pid = pid;
-	return 0;
-}
-
-/* Starts rmemd and waits for READY=1: 0, -ECHILD or -ETIMEDOUT. */
-static int daemon_up(struct store *st, struct rmemd *d)
-{
-	uint64_t deadline = now_ms() + READY_MS;
-	int rc = store_spawn(st, d), status;
-
-	while (rc == 0 && !st->ready) {
-		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-			d->pid = 0;
-			rmemd_log_tail(d, 20);
-			return -ECHILD;
-		}
-		if (now_ms() >= deadline)
-			return -ETIMEDOUT;
-		store_pump(st, 50);
-	}
-	return rc;
-}
-
-/* Ends the daemon with sig (SIGCONT first, for a stopped one) and reaps
- * it; the store keeps what it was sent. */
-static void daemon_down(struct store *st, struct rmemd *d, int sig)
+/* Ends the daemon at once (a stopped one too); the store keeps what it has. */
+static void daemon_kill(struct rmemd *d)
 {
 	if (d->pid <= 0)
 		return;
-	kill(d->pid, sig);
-	if (sig != SIGKILL)
-		kill(d->pid, SIGCONT);
+	kill(d->pid, SIGKILL);
 	while (waitpid(d->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	d->pid = 0;
-	store_pump(st, 0);
+}
+
+/* Ends the daemon with sig (unless it is gone already) and starts it again
+ * from the store: 0 or a negative errno. */
+static int daemon_restart(struct rmemd *d, int sig)
+{
+	return rmemd_restart(d, sig, READY_MS);
+}
+
+/* Empties the store, as if systemd had lost it: the next start is fresh. */
+static void store_forget(struct rmemd *d)
+{
+	for (int i = 0; i < d->nstore; i++)
+		close(d->store_fd[i]);
+	d->nstore = 0;
 }
 
 /* ---- clients and their regions ---------------------------------------------------- */
@@ -387,7 +190,6 @@ static void remove_keys(void)
 
 struct world {
 	struct rmemd d;
-	struct store st;
 	rmem_client *a, *a2, *u, *z;
 	struct held h[9];
 	int nh;
@@ -543,8 +345,7 @@ static void restart_term(struct world *w)
 	struct rmem_region fresh;
 	int rc;
 
-	daemon_down(&w->st, &w->d, SIGTERM);
-	rc = daemon_up(&w->st, &w->d);
+	rc = daemon_restart(&w->d, SIGTERM);
 	ok(rc == 0, "SIGTERM: rmemd comes back from the store (%d)", rc);
 	rc = rmem_read(w->a, &w->h[0].r, 0, word, sizeof word);
 	report_pause("SIGTERM", t0, rc);
@@ -602,7 +403,7 @@ static void restart_kill_posted(struct world *w)
 	 * serve the queue pair, so there the daemon is killed first and the
 	 * work requests go to a queue pair nobody answers. */
 	if (client_on_rdma(w->a))
-		daemon_down(&w->st, &w->d, SIGKILL);
+		daemon_kill(&w->d);
 	else
 		kill(w->d.pid, SIGSTOP);
 	for (int i = 0; i < 4; i++)
@@ -612,8 +413,7 @@ static void restart_kill_posted(struct world *w)
 	posted += rmem_post_read(w->a, &w->h[0].r, 0, rbuf, sizeof rbuf, 200) == 0;
 	ok(posted == 5, "SIGKILL: 4 writes and a read posted to the stopped daemon (%d)", posted);
 	sleep_ms(100);
-	daemon_down(&w->st, &w->d, SIGKILL);
-	rc = daemon_up(&w->st, &w->d);
+	rc = daemon_restart(&w->d, SIGKILL);
 	ok(rc == 0, "SIGKILL: rmemd comes back from the store (%d)", rc);
 	for (int tries = 0; got < 5 && tries < 20; tries++) {
 		rc = rmem_poll(w->a, out + got, 8 - got, 1000);
@@ -671,14 +471,13 @@ static void atomic_in_flight(struct world *w)
 	if (!on_rdma)
 		kill(w->d.pid, SIGSTOP);
 	else
-		daemon_down(&w->st, &w->d, SIGKILL);
+		daemon_kill(&w->d);
 	if (pthread_create(&t, NULL, faa_thread, &f) != 0) {
 		ok(0, "atomic: thread");
 		return;
 	}
 	sleep_ms(300);
-	daemon_down(&w->st, &w->d, SIGKILL);
-	rc = daemon_up(&w->st, &w->d);
+	rc = daemon_restart(&w->d, SIGKILL);
 	ok(rc == 0, "atomic: rmemd comes back from the store (%d)", rc);
 	pthread_join(t, NULL);
 	ok(f.rc == -ECONNABORTED, "atomic: the FAA in flight ends with -ECONNABORTED (%d: %s)",
@@ -701,8 +500,7 @@ static void wrong_secret(struct world *w)
 	int rc;
 
 	write_file(key_client, "tenant A resumes, 012345678X");
-	daemon_down(&w->st, &w->d, SIGKILL);
-	rc = daemon_up(&w->st, &w->d);
+	rc = daemon_restart(&w->d, SIGKILL);
 	ok(rc == 0, "secret: rmemd comes back from the store (%d)", rc);
 	t0 = now_ms();
 	rc = rmem_stats(w->a, &(struct rmem_stats){ 0 });
@@ -720,9 +518,9 @@ static void fresh_start(struct world *w)
 	uint64_t t0;
 	int rc;
 
-	daemon_down(&w->st, &w->d, SIGKILL);
-	store_drop(&w->st, NULL);
-	rc = daemon_up(&w->st, &w->d);
+	daemon_kill(&w->d);
+	store_forget(&w->d);
+	rc = daemon_restart(&w->d, SIGKILL);
 	ok(rc == 0, "fresh: rmemd starts with an empty store (%d)", rc);
 	t0 = now_ms();
 	rc = check_region(&w->h[5]);
@@ -740,7 +538,7 @@ static void gone(struct world *w)
 
 	if (!ok(rc == 0, "gone: a client with resume_ms = 1000 connects (%d)", rc))
 		return;
-	daemon_down(&w->st, &w->d, SIGKILL);
+	daemon_kill(&w->d);
 	t0 = now_ms();
 	rc = rmem_stats(g, &(struct rmem_stats){ 0 });
 	took = now_ms() - t0;
@@ -748,16 +546,15 @@ static void gone(struct world *w)
 	   "gone: with no daemon it tries for resume_ms, then -ECONNRESET (%d after %llu ms)", rc,
 	   (unsigned long long)took);
 	rmem_close(g);
-	/* Fresh: the daemon stopped at the end holds no detached session
-	 * (persist's own tests cover the stop of a restored one). */
-	store_drop(&w->st, NULL);
-	rc = daemon_up(&w->st, &w->d);
+	/* From the store: g's session comes back detached and nobody resumes
+	 * it; the final stop must still be clean (no leak under ASan). */
+	rc = daemon_restart(&w->d, SIGKILL);
 	ok(rc == 0, "gone: rmemd starts again (%d)", rc);
 }
 
 int main(void)
 {
-	struct world w = { .st = { .sock = -1 }, .raw_fd = -1 };
+	struct world w = { .raw_fd = -1 };
 	/* RMEM_RESUME_POOL=1G measures the pause with a larger pool. */
 	const char *pool = getenv("RMEM_RESUME_POOL") ? getenv("RMEM_RESUME_POOL") : "64M";
 	char extra[512];
@@ -780,15 +577,7 @@ int main(void)
 	}
 	if (!ok(rc == 0, "rmemd starts (%d)", rc))
 		goto out;
-	kill(w.d.pid, SIGKILL);
-	waitpid(w.d.pid, NULL, 0);
-	w.d.pid = 0;
-	rc = store_open(&w.st, w.d.dir);
-	if (!ok(rc == 0, "the fd store listens (%d)", rc))
-		goto out;
-	rc = daemon_up(&w.st, &w.d);
-	ok(rc == 0, "rmemd starts under the fd store (%d)", rc);
-	ok(w.st.n >= 2, "and puts its pools and state into it (%d fds)", w.st.n);
+	ok(w.d.nstore >= 2, "it puts its pools and state into the fd store (%d fds)", w.d.nstore);
 	if (rc || !setup(&w))
 		goto out;
 	restart_term(&w);
@@ -806,7 +595,6 @@ out:
 	rmem_close(w.z);
 	if (w.raw_fd >= 0)
 		close(w.raw_fd);
-	store_close(&w.st);
 	rmemd_cleanup(&w.d);
 	remove_keys();
 	return tap_done();
