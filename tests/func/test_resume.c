@@ -40,6 +40,7 @@
 #define MiB (1024ull * 1024)
 #define NANON 3
 #define READY_MS 60000
+#define NMANY 150
 /* The clients' bound: generous, since an idle client's keepalive may start
  * resuming as soon as the daemon dies, and a restart takes seconds under
  * the test VM's emulation (8 to 10 s seen there). */
@@ -194,6 +195,7 @@ struct world {
 	struct held h[9];
 	int nh;
 	struct rmem_region atom;
+	struct rmem_region many[NMANY];   /* small regions: the key map grows */
 	int raw_fd;                       /* a raw session over the Unix socket */
 	uint64_t raw_id;
 	uint8_t raw_token[PROTO_RESUME_TOKEN_LEN];
@@ -324,6 +326,14 @@ static bool setup(struct world *w)
 	if (!ok(rc == 0, "they hold %d regions and handles with patterns, and an atomic word (%d)",
 		w->nh, rc))
 		return false;
+	for (int i = 0; i < NMANY && !rc; i++) {
+		uint64_t v = 1000 + i;
+
+		rc = rmem_alloc(w->a, 64, 0, &w->many[i]);
+		if (!rc)
+			rc = rmem_write(w->a, &w->many[i], 0, &v, sizeof v);
+	}
+	ok(rc == 0, "A holds %d small regions more, each with its number (%d)", NMANY, rc);
 	rc = raw_resumable(w);
 	ok(rc == 0, "a raw session asks HELLO for its resume token (%d)", rc);
 	return ok(check_all(w->h, w->nh, "before") == w->nh, "every byte verifies before");
@@ -378,6 +388,16 @@ static void restart_term(struct world *w)
 		rc = memcmp(word, "fresh", 5) ? -EILSEQ : rmem_free(w->a, &fresh);
 	ok(rc == 0, "SIGTERM: a region allocated after the resume works and is freed (%d)", rc);
 
+	for (int i = 0, err = 0; i < NMANY && !err; i++) {
+		uint64_t v = 0;
+
+		err = rmem_read(w->a, &w->many[i], 0, &v, sizeof v);
+		if (!err && v != 1000u + (unsigned)i)
+			err = -EILSEQ;
+		if (err || i == NMANY - 1)
+			ok(err == 0, "SIGTERM: all %d small regions read their numbers, each with "
+			   "its new key (%d at %d)", NMANY, err, i);
+	}
 	rc = raw_resume(w, true);
 	ok(rc == EACCES, "SIGTERM: RESUME of the raw session with a wrong token: EACCES (%d)", rc);
 	rc = raw_resume(w, false);
