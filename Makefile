@@ -76,7 +76,7 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
-	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c \
+	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c daemon/resume.c \
 	daemon/busypoll.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c
 
@@ -92,7 +92,7 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
 UNIT_TESTS := test_alloc test_proto test_config test_region test_names test_endpoint \
-	fuzz_proto_replay test_state fuzz_state_replay test_slots \
+	fuzz_proto_replay test_state fuzz_state_replay test_slots fuzz_restore_replay \
 	fuzz_dispatch_replay test_session test_raw
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_resume
@@ -236,9 +236,14 @@ $(B)/tests/fuzz_dispatch_replay: $(B)/tests/obj/fuzz/fuzz_dispatch.o \
 	$(B)/tests/obj/fuzz/replay-dispatch.o $(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
 $(B)/tests/obj/fuzz/fuzz_dispatch.o: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/fuzz_dispatch_replay: EXTRA_LIBS = $(DAEMON_LIBS)
+# The restore against any state memfd (daemon/restore.c and what it calls).
+$(B)/tests/fuzz_restore_replay: $(B)/tests/obj/fuzz/fuzz_restore.o \
+	$(B)/tests/obj/fuzz/replay-restore.o $(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
+$(B)/tests/obj/fuzz/fuzz_restore.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
+$(B)/tests/fuzz_restore_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 # Sessions and handlers over stub NIC keys (keys.h): no conn.c, no nic_*.c.
 SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.c daemon/names.c \
-	daemon/slots.c \
+	daemon/slots.c daemon/resume.c \
 	daemon/tenant.c daemon/log.c daemon/pool.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c
 $(B)/tests/test_session: $(B)/tests/obj/unit/test_session.o $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)
@@ -404,9 +409,16 @@ build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(FUZZ_DAEMON_SRCS:%.c=buil
 		$(COMMON_SRCS:%.c=build-fuzz/d/%.o)
 	clang $(CPPFLAGS_ALL) $(TEST_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) -o $@ $^ \
 		$(DAEMON_LIBS)
+build-fuzz/fuzz_restore: tests/fuzz/fuzz_restore.c $(FUZZ_DAEMON_SRCS:%.c=build-fuzz/d/%.o) \
+		$(COMMON_SRCS:%.c=build-fuzz/d/%.o)
+	clang $(CPPFLAGS_ALL) $(TEST_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) \
+		-o $@ $^ $(DAEMON_LIBS)
 # Crashes land in build-fuzz/ as crash-*; keep a minimized one in the corpus.
-fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch build-fuzz/fuzz_state
-	mkdir -p build-fuzz/corpus-proto build-fuzz/corpus-dispatch build-fuzz/corpus-state
+fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch build-fuzz/fuzz_state build-fuzz/fuzz_restore
+	mkdir -p build-fuzz/corpus-proto build-fuzz/corpus-dispatch build-fuzz/corpus-state \
+		build-fuzz/corpus-restore
+	build-fuzz/fuzz_restore -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
+		build-fuzz/corpus-restore tests/fuzz/corpus/restore
 	build-fuzz/fuzz_state -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
 		build-fuzz/corpus-state tests/fuzz/corpus/state
 	build-fuzz/fuzz_proto -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "names.h"
 #include "region.h"
+#include "resume.h"
 #include "server.h"
 #include "session.h"
 #include "tenant.h"
@@ -134,7 +135,7 @@ static void do_resume(struct server *srv, const struct ctl_req *q, struct ctl_re
 				  sizeof rep->why);
 	if (rc < 0)
 		return reply_close(rep, rc, rep->why);
-	from = session_find_restored(srv, req.session_id);
+	from = resume_find(srv, req.session_id);
 	if (!from)
 		return reply_status(rep, -ENOENT);
 	for (size_t i = 0; i < sizeof req.resume_token; i++)
@@ -145,7 +146,7 @@ static void do_resume(struct server *srv, const struct ctl_req *q, struct ctl_re
 		return reply_status(rep, -EACCES);
 	}
 	note_pid(s, req.pid);
-	rc = session_resume(srv, s, from);
+	rc = resume_session(srv, s, from);
 	if (rc < 0)
 		return reply_status(rep, rc);
 	reply_hello(srv, s, true, rep);
@@ -257,7 +258,7 @@ static void do_rekey(struct server *srv, const struct ctl_req *q, struct ctl_rep
 
 	if (!decoded(proto_rekey_req_decode(q->payload, q->len, &req), rep))
 		return;
-	rc = session_rekey(srv, q->s, req.id, &r);
+	rc = resume_rekey(srv, q->s, req.id, &r);
 	if (rc < 0)
 		return reply_status(rep, rc);
 	h = r->named ? names_handle_find(srv->names, r->id) : NULL;

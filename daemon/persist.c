@@ -39,7 +39,6 @@ bool persist_possible(void)
 
 /* ---- the fds systemd handed us --------------------------------------------------- */
 
-
 static void kept_close(struct restore_fds *k)
 {
 	if (k->state_fd >= 0)
@@ -59,7 +58,7 @@ static void take_fds(struct server *srv, struct restore_fds *k)
 	int n = sd_listen_fds_with_names(1, &names);
 
 	k->state_fd = -1;
-	k->npool_fds = k->others = 0;
+	k->npool_fds = k->others = k->nstale = 0;
 	for (unsigned i = 0; i < CONFIG_MAX_POOLS; i++)
 		k->pool_fd[i] = -1;
 	for (int i = 0; i < n; i++) {
@@ -82,6 +81,8 @@ static void take_fds(struct server *srv, struct restore_fds *k)
 		}
 		if (!taken) {
 			k->others++;
+			if (!strncmp(name, "rmem-", 5) && k->nstale < CONFIG_MAX_POOLS)
+				snprintf(k->stale[k->nstale++], sizeof k->stale[0], "%s", name);
 			close(fd);
 		}
 	}
@@ -94,13 +95,13 @@ static void take_fds(struct server *srv, struct restore_fds *k)
 
 /* The store forgets every fd of ours, whatever it holds: stale ones after a
  * failed restore, or what a config without some pool no longer names. */
-static void store_forget(const struct server *srv, const char *const *extra, unsigned nextra)
+static void store_forget(const struct server *srv, const struct restore_fds *k)
 {
 	sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" STATE_FDNAME);
 	for (uint32_t p = 0; p < srv->cfg.npools; p++)
 		sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=" POOL_FDNAME_PREFIX "%s", srv->cfg.pools[p].name);
-	for (unsigned i = 0; i < nextra; i++)
-		sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", extra[i]);
+	for (unsigned i = 0; i < k->nstale; i++)
+		sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", k->stale[i]);
 }
 
 /* FDPOLL=0: a memfd never hangs up, and systemd should not watch it. */
@@ -225,16 +226,24 @@ int persist_open(struct server *srv, pool_progress_fn progress)
 	if (k.state_fd < 0 && !k.npool_fds) {
 		log_notice("fd store: nothing to restore%s: starting fresh",
 			   k.others ? " (closed fds that are not ours)" : "");
-		store_forget(srv, NULL, 0);
+		store_forget(srv, &k);
 		rc = fresh(srv, progress);
 		goto out;
 	}
 	why[0] = '\0';
 	rc = restore_run(srv, &k, progress, why, sizeof why);
-	if (rc <= 0) {
-		if (rc < 0)
-			log_err("restore: %s after the checks: exiting, the fd store keeps its state",
-				strerror(-rc));
+	if (rc < 0) {
+		/* What was built goes without touching a byte of the pools or a
+		 * slot: the store keeps it all for the next try. */
+		slots_freeze(srv->slots);
+		srv->keep_state = true;
+		log_err("restore: %s after the checks: exiting, the fd store keeps its state",
+			strerror(-rc));
+		goto out;
+	}
+	if (rc == 0) {
+		for (unsigned i = 0; i < k.nstale; i++)
+			sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", k.stale[i]);
 		goto out;
 	}
 	/* One line that says why; then as if nothing had been kept. */
@@ -243,7 +252,7 @@ int persist_open(struct server *srv, pool_progress_fn progress)
 		pool_close(&srv->pools[p]);
 	srv->npools = 0;
 	kept_close(&k);
-	store_forget(srv, NULL, 0);
+	store_forget(srv, &k);
 	rc = fresh(srv, progress);
 out:
 	kept_close(&k);

@@ -16,6 +16,7 @@
 #include "names.h"
 #include "region.h"
 #include "restore.h"
+#include "resume.h"
 #include "server.h"
 #include "session.h"
 #include "slots.h"
@@ -148,7 +149,7 @@ static struct rec *find_rec(const struct image *im, uint16_t type, uint64_t id)
 	case STATE_NAME:    key.s.u.name.object = id; break;
 	default:            return NULL;
 	}
-	return bsearch(&key, im->rec, im->n, sizeof *im->rec, by_type_id);
+	return im->n ? bsearch(&key, im->rec, im->n, sizeof *im->rec, by_type_id) : NULL;
 }
 
 /* A saved tenant name as the config's tenant; "" is none.  false: gone from
@@ -322,8 +323,10 @@ static int check_unique(const struct image *im, char *why, size_t whylen)
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
+	/* A name without its object is an orphan (find_orphans drops it). */
 	for (size_t i = 0; i < im->n; i++)
-		if (im->rec[i].s.type == STATE_NAME && !im->rec[i].drop)
+		if (im->rec[i].s.type == STATE_NAME &&
+		    find_rec(im, STATE_OBJECT, im->rec[i].s.u.name.object))
 			names[nn++] = i;
 	names_im = im;
 	qsort(names, nn, sizeof *names, by_ns_name);
@@ -365,8 +368,8 @@ static int check_hdr(const struct server *srv, const struct state_hdr *h, char *
 /* Pass 1: the state mapped and checked, the pools adopted and their ranges
  * claimed; on failure why says what, and nothing is left open but k's fds
  * and what image_free and pool_close undo. */
-static int load(struct server *srv, struct restore_fds *k, struct image *im, pool_progress_fn progress,
-		char *why, size_t whylen)
+static int check_all(struct server *srv, struct restore_fds *k, struct image *im,
+		     pool_progress_fn progress, char *why, size_t whylen)
 {
 	struct stat st;
 	char err[512];
@@ -408,7 +411,8 @@ static int load(struct server *srv, struct restore_fds *k, struct image *im, poo
 		snprintf(why, whylen, "records without their counters");
 		return -EBADMSG;
 	}
-	qsort(im->rec, im->n, sizeof *im->rec, by_type_id);
+	if (im->n) /* an empty state (no client at the restart) has no array */
+		qsort(im->rec, im->n, sizeof *im->rec, by_type_id);
 	rc = check_unique(im, why, whylen);
 	if (rc < 0)
 		return rc;
@@ -497,7 +501,7 @@ static int build_region(struct server *srv, const struct state_slot *r)
 	struct region *g;
 
 	if (r->type == STATE_REGION) {
-		s = session_find_restored(srv, r->u.region.session);
+		s = resume_find(srv, r->u.region.session);
 		region_table_set_next_id(srv->regions, r->u.region.id);
 		g = s ? region_add(srv->regions, &s->regions, s->id, r->u.region.pool,
 				   r->u.region.offset, r->u.region.length) : NULL;
@@ -508,7 +512,7 @@ static int build_region(struct server *srv, const struct state_slot *r)
 	} else {
 		struct name_obj *o = names_next_after(srv->names, r->u.handle.object - 1);
 
-		s = session_find_restored(srv, r->u.handle.session);
+		s = resume_find(srv, r->u.handle.session);
 		if (!s || !o || o->id != r->u.handle.object)
 			return -EIO;
 		region_table_set_next_id(srv->regions, r->u.handle.region);
@@ -606,7 +610,7 @@ static int zero_free(struct server *srv, const struct image *im)
 }
 
 /* Pass 2; im passed pass 1.  Only memory can fail here. */
-static int build(struct server *srv, struct restore_fds *k, struct image *im)
+static int rebuild(struct server *srv, struct restore_fds *k, struct image *im)
 {
 	const struct state_slot *c = &im->counters;
 	int rc;
@@ -646,6 +650,7 @@ static int build(struct server *srv, struct restore_fds *k, struct image *im)
 		}
 	}
 	im->base = NULL;
+	slots_mark_done(srv->slots);
 	if (im->have_counters)
 		slots_set_counters(srv->slots, c, im->counters_index);
 	srv->restored = 1;
@@ -664,9 +669,9 @@ int restore_run(struct server *srv, struct restore_fds *fds, pool_progress_fn pr
 	int rc;
 
 	memset(&im, 0, sizeof im);
-	rc = load(srv, fds, &im, progress, why, whylen);
+	rc = check_all(srv, fds, &im, progress, why, whylen);
 	if (rc == 0)
-		rc = build(srv, fds, &im);
+		rc = rebuild(srv, fds, &im);
 	else
 		rc = RESTORE_FRESH;
 	image_free(&im);

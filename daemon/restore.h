@@ -20,6 +20,10 @@ struct restore_fds {
 	int pool_fd[CONFIG_MAX_POOLS];
 	unsigned npool_fds;
 	unsigned others;  /* fds that were not ours (closed) */
+	/* Names of ours that the config no longer has (a pool removed): the
+	 * store is told to forget them. */
+	char stale[CONFIG_MAX_POOLS][48];
+	unsigned nstale;
 };
 
 /*

@@ -58,18 +58,6 @@ void session_destroy(struct server *srv, struct session *s);
  * -EUSERS past limits.max_clients, -EINVAL when repeated. */
 int session_hello(struct server *srv, struct session *s);
 
-/*
- * RESUME (docs/protocol.md 7.13): s, a fresh session of a connection before
- * HELLO, takes over the detached restored session `from` (its id, regions,
- * handles, token); `from` is freed.  The caller checked token and tenant.
- */
-int session_resume(struct server *srv, struct session *s, struct session *from);
-/* REKEY: region id of s gets a new key (the old one dies first): the NIC's
- * when s has a queue pair, else a random one.  -ENOENT, or the NIC's error. */
-int session_rekey(struct server *srv, struct session *s, uint64_t id, const struct region **out);
-/* A restored session that no connection holds, by id (restore, RESUME). */
-struct session *session_find_restored(struct server *srv, uint64_t id);
-
 /* The session past HELLO with this id, or NULL (for the RDMA attach). */
 struct session *session_find(struct server *srv, uint64_t id);
 /* Whether token is s's attach token, in time independent of where they differ. */

@@ -34,6 +34,7 @@ struct slots {
 	uint64_t gen;           /* of the last COUNTERS written */
 	uint32_t counters_slot; /* 0 or 1: the one written last */
 	bool frozen;            /* shutting down: the state stays as it is */
+	uint8_t *marked;        /* during a restore: the slots slots_mark took */
 };
 
 static uint8_t *slot_at(const struct slots *t, uint32_t i)
@@ -102,6 +103,7 @@ void slots_free(struct slots *t)
 	free(t->free_stack);
 	free(t->keys);
 	free(t->vals);
+	free(t->marked);
 	free(t);
 }
 
@@ -284,22 +286,36 @@ int slots_mark(struct slots *t, uint32_t index, const struct state_slot *s)
 		return 0;
 	if (index < 2 || index >= t->nslots)
 		return -EINVAL;
+	/* Which slots are taken, until slots_mark_done rebuilds the free stack
+	 * from it (one pass, whatever the number of records). */
+	if (!t->marked) {
+		t->marked = calloc(t->nslots, 1);
+		if (!t->marked)
+			return -ENOMEM;
+	}
+	if (t->marked[index])
+		return -EEXIST;
 	if (make_room(t) < 0)
 		return -ENOMEM;
 	if (find(t, key_of(s->type, id_of(s)), &pos) != EMPTY)
 		return -EEXIST;
 	t->keys[pos] = key_of(s->type, id_of(s));
 	t->vals[pos] = index;
-	/* Out of the free stack: rebuilt lazily would cost a scan; restore is
-	 * rare, so take it out here. */
-	for (uint32_t i = 0; i < t->nfree; i++) {
-		if (t->free_stack[i] == index) {
-			t->free_stack[i] = t->free_stack[--t->nfree];
-			break;
-		}
-	}
+	t->marked[index] = 1;
 	t->used++;
 	return 0;
+}
+
+void slots_mark_done(struct slots *t)
+{
+	if (!t || !t->marked)
+		return;
+	t->nfree = 0;
+	for (uint32_t i = t->nslots; i-- > 2;)
+		if (!t->marked[i])
+			t->free_stack[t->nfree++] = i;
+	free(t->marked);
+	t->marked = NULL;
 }
 
 void slots_freeze(struct slots *t)

@@ -32,8 +32,10 @@ struct slots *slots_new(int fd, uint8_t *base, uint32_t nslots);
 void slots_free(struct slots *t);
 int slots_fd(const struct slots *t);
 
-/* Restore: slot index holds s (decoded and checked by the caller). */
+/* Restore: slot index holds s (decoded and checked by the caller); then
+ * slots_mark_done once, before any put. */
 int slots_mark(struct slots *t, uint32_t index, const struct state_slot *s);
+void slots_mark_done(struct slots *t);
 /* Restore: the COUNTERS record in force (c, at slot index 0 or 1): the next
  * ids start from its ceilings, and the next COUNTERS goes to the other slot. */
 void slots_set_counters(struct slots *t, const struct state_slot *c, uint32_t index);

@@ -8,6 +8,8 @@
 #     names listing, used bytes; RESUME takes a session back (REKEY gives
 #     working keys), a wrong token is EACCES, an unknown session ENOENT, and
 #     after the lease ENOENT with the memory back in the pool;
+#   - under tenants RESUME needs the tenant handshake again, of the session's
+#     own tenant (another tenant's, or none, is EACCES);
 #   - a damaged store (truncated or garbled state, wrong magic or version, a
 #     pool resized in the config, a pool fd missing) makes rmemd start fresh
 #     with one clear log line, and serve;
@@ -73,13 +75,14 @@ class Daemon:
         self.p = None
         self.write_conf(pool, lease_ms)
 
-    def write_conf(self, pool, lease_ms=2000):
+    def write_conf(self, pool, lease_ms=2000, extra=""):
         with open(self.conf, "w") as f:
             f.write('listen = { tcp = "127.0.0.1:%d"; rdma = ""; admin = "%s"; };\n'
                     'pools = ( { name = "default"; size = "%s"; hugepages = "off"; '
                     'alignment = 64; } );\n'
                     'limits = { max_clients = 256; lease_timeout_ms = %d; };\n'
-                    'log = { level = "info"; };\n' % (self.port, self.admin, pool, lease_ms))
+                    'log = { level = "info"; };\n%s' % (self.port, self.admin, pool, lease_ms,
+                                                       extra))
 
     def start(self):
         self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
@@ -217,6 +220,55 @@ def test_restart(tmp, sig, label):
        "%s: a named region outlives its lapsed creator" % label)
     for x in (adm, adm2, n, r):
         x.close()
+    d.stop()
+    d.store.close()
+
+
+# ---- RESUME under tenants ------------------------------------------------------------
+
+def test_tenants(tmp):
+    secrets = {"team-a": b"secret of team a", "team-b": b"secret of team b"}
+    extra = "tenants = ("
+    for i, (t, sec) in enumerate(sorted(secrets.items())):
+        path = os.path.join(tmp, t + ".key")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, sec)
+        os.close(fd)
+        extra += '%s { name = "%s"; secret_file = "%s"; }' % ("," if i else "", t, path)
+    extra += " );\n"
+    d = Daemon(tmp)
+    d.write_conf("64M", 2000, extra)
+    d.start()
+    a = d.tcp()
+    ok(a.auth("team-a", secrets["team-a"]) == 0, "tenants: team-a authenticates")
+    _, ha = a.hello()
+    _, r = a.alloc(4096)
+    a.write(r["id"], r["key"], 0, b"team-a's bytes")
+    d.stop(signal.SIGKILL)
+    a.close()
+    d.start()
+    anon = d.tcp()
+    rop, st = anon.resume_raw(ha["id"], ha["token"])
+    ok(rop == 0 and st == 13,
+       "tenants: RESUME without the tenant handshake is refused (ERROR EACCES: op %s, %s)" %
+       (rop, st))
+    anon.close()
+    b = d.tcp()
+    b.auth("team-b", secrets["team-b"])
+    rop, st = b.resume_raw(ha["id"], ha["token"])
+    ok(rop == rmemwire.RESUME and st == 13,
+       "tenants: team-b with team-a's token is EACCES (%s)" % st)
+    st, _ = b.hello()
+    ok(st == 0, "tenants: after a refused RESUME the connection may still say HELLO")
+    b.close()
+    a2 = d.tcp()
+    a2.auth("team-a", secrets["team-a"])
+    st, hr = a2.resume(ha["id"], ha["token"])
+    st2, k = a2.rekey(r["id"]) if st == 0 else (st, None)
+    s3, got = a2.read(r["id"], k["key"], 0, 14) if st2 == 0 else (st2, b"")
+    ok(st == 0 and s3 == 0 and got == b"team-a's bytes",
+       "tenants: team-a, proven again, RESUMEs its session and reads its bytes")
+    a2.close()
     d.stop()
     d.store.close()
 
@@ -495,6 +547,9 @@ def main():
             sub = os.path.join(tmp, label.replace(" ", ""))
             os.mkdir(sub)
             test_restart(sub, sig, label)
+        sub = os.path.join(tmp, "tenants")
+        os.mkdir(sub)
+        test_tenants(sub)
         for i, (label, damage, expect) in enumerate(damages()):
             sub = os.path.join(tmp, "damage%d" % i)
             os.mkdir(sub)

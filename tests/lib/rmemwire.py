@@ -2,6 +2,8 @@
 # (tests/func/test_restart.py): every request the restart tests need, one
 # call each, over rawcall.call (docs/protocol.md).  Replies come back as
 # (status, fields); status is 0 or a positive errno, as on the wire.
+import hashlib
+import hmac
 import os
 import socket
 import struct
@@ -34,6 +36,38 @@ class Client:
     def req(self, op, payload):
         self.rid += 1
         return call(self.s, op, self.rid, payload)
+
+    def auth(self, tenant, secret):
+        """The tenant handshake (AUTH_BEGIN, AUTH); 0 or the status."""
+        cn = os.urandom(32)
+        t = tenant.encode().ljust(32, b"\0")
+        b = self.req(13, t + cn)
+        if status(b):
+            return status(b)
+        sid = struct.unpack_from("<Q", b, 8)[0]
+        msg = b"rmem-auth-v1" + b[16:48] + cn + t + struct.pack("<Q", sid)
+        return status(self.req(14, hmac.new(secret, msg, hashlib.sha256).digest()))
+
+    def raw(self, op, payload):
+        """One request whose reply may be an ERROR frame: (reply opcode, status)."""
+        self.rid += 1
+        self.s.sendall(struct.pack("<IHHHHIQ", 0x4d454d52, 1, op, 0, 0, len(payload), self.rid) +
+                       payload)
+        hdr = b""
+        while len(hdr) < 24:
+            got = self.s.recv(24 - len(hdr))
+            if not got:
+                return None, None
+            hdr += got
+        rop, length = struct.unpack_from("<HxxxxI", hdr, 6)
+        body = b""
+        while len(body) < length:
+            body += self.s.recv(length - len(body))
+        return rop, status(body)
+
+    def resume_raw(self, sid, token):
+        p = struct.pack("<Q16sIIII", sid, token, 1, F_RESUMABLE, os.getpid(), 0)
+        return self.raw(RESUME, p)
 
     def _hello_reply(self, b):
         st = status(b)

@@ -1777,6 +1777,18 @@ out:
 
 #define RESTART_LEN 65536
 
+/* Polls STATS until n regions exist (the daemon learns of a closed
+ * connection in its own time). */
+static void wait_regions(struct suite *s, uint64_t n)
+{
+	uint64_t deadline = now_ms() + DRAIN_MS;
+	struct proto_stats st;
+
+	while (rawclient_stats(&s->obs, &st) == 0 && st.v[PROTO_STAT_REGIONS] != n &&
+	       now_ms() < deadline)
+		sleep_ms(20);
+}
+
 /* One restart of s->d with sig while old (the session's client until now)
  * is still connected; then old is closed, the session (sid, token) is
  * RESUMEd by r on a new stream, attaches a new QP, REKEYs region id and
@@ -1824,6 +1836,9 @@ static void restart_round(struct suite *s, int sig, uint64_t sid, const uint8_t 
 	ok(diff == -1, "%s: after %s a new session reads the named region by RDMA (%s, first "
 	   "difference at %lld)", s->mode, how, wc_name(rc, st), diff);
 	rawclient_close(&b);
+	/* Before the next restart the daemon must have ended B's session: a
+	 * kill -9 first would restore it, handle and all, for a whole lease. */
+	wait_regions(s, 1);
 }
 
 static void section_restart(struct suite *s, const char *mode, uint8_t key_mode)

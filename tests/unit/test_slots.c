@@ -158,9 +158,53 @@ static void test_freeze_and_null(void)
 	slots_del(NULL, STATE_REGION, 6);
 }
 
+/* A restore marks the slots the state holds; puts then take only the others. */
+static void test_mark(void)
+{
+	uint8_t *base = new_state(40);
+	struct slots *t = base ? slots_new(-1, base, 40) : NULL;
+	bool good = true;
+	size_t nrec;
+
+	if (!t) {
+		skip(3, "out of memory");
+		return;
+	}
+	memset(present, 0, sizeof present);
+	/* What a previous daemon wrote: ids 1..10 at slots 30..39. */
+	for (uint64_t id = 1; id <= 10; id++) {
+		struct state_slot s = region(id);
+
+		state_slot_encode(base + STATE_HDR_LEN + (29 + id) * STATE_SLOT_LEN, (uint32_t)(29 + id),
+				  &s);
+		good &= slots_mark(t, (uint32_t)(29 + id), &s) == 0;
+		present[id] = true;
+	}
+	good &= slots_mark(t, 30, &(struct state_slot){ .type = STATE_REGION }) == -EEXIST;
+	good &= slots_mark(t, 1, &(struct state_slot){ .type = STATE_REGION }) == -EINVAL;
+	slots_mark_done(t);
+	ok(good && slots_used(t) == 10, "ten records marked; a slot twice is -EEXIST, a counters "
+	   "slot -EINVAL");
+	for (uint64_t id = 11; id <= 38; id++) {
+		struct state_slot s = region(id);
+
+		good &= slots_put(t, &s) == 0;
+		present[id] = true;
+	}
+	{
+		struct state_slot s = region(39);
+
+		ok(good && slots_put(t, &s) == -ENOSPC,
+		   "puts fill exactly the 28 slots no record held, then -ENOSPC");
+	}
+	ok(matches(base, 40, &nrec) && nrec == 38, "the bytes hold the 10 old and 28 new records");
+	slots_free(t);
+}
+
 int main(void)
 {
 	test_random();
+	test_mark();
 	test_freeze_and_null();
 	return tap_done();
 }
