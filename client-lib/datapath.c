@@ -55,13 +55,18 @@ static int on_lease_poke(void *ctx)
 }
 
 /* A posted operation the queue pair's end dropped: the resume may send it
- * again (resume.c), else it is forgotten. */
+ * again (resume.c); on a broken client it completes with -ECONNRESET, like
+ * everything else in flight; at rmem_close() it is forgotten. */
 static void on_drop(void *ctx, struct eng_op *op)
 {
 	struct engine *e = ctx;
 
 	if (e->park_lost) {
 		eng_park(e, op);
+		return;
+	}
+	if (e->broken) {
+		eng_complete(e, op, -ECONNRESET);
 		return;
 	}
 	e->async_ops--;
