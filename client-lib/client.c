@@ -486,11 +486,7 @@ int rmem_stats(rmem_client *c, struct rmem_stats *out)
 	if (!c || !out)
 		return -EINVAL;
 	client_hold(c);
-	for (int tries = 0;; tries++) {
-		err = stats_locked(c, out);
-		if (tries == CLIENT_RETRIES || !client_recovered(c, err))
-			break;
-	}
+	CLIENT_RETRY(c, err, stats_locked(c, out));
 	client_release(c);
 	return err;
 }
@@ -613,12 +609,8 @@ int client_regions(struct rmem_client *c, uint64_t after, void *out, size_t stri
 	if (err)
 		return err;
 	client_hold(c);
-	for (int tries = 0;; tries++) {
-		err = c->eng.broken ? -ECONNRESET :
-		      max == 0 ? 0 : regions_locked(c, after, out, stride, max, named);
-		if (tries == CLIENT_RETRIES || !client_recovered(c, err))
-			break;
-	}
+	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET :
+			     max == 0 ? 0 : regions_locked(c, after, out, stride, max, named));
 	client_release(c);
 	return err;
 }
@@ -665,11 +657,8 @@ int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max)
 	if (err)
 		return err;
 	client_hold(c);
-	for (int tries = 0;; tries++) {
-		err = c->eng.broken ? -ECONNRESET : max == 0 ? 0 : pools_locked(c, out, max);
-		if (tries == CLIENT_RETRIES || !client_recovered(c, err))
-			break;
-	}
+	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET :
+			     max == 0 ? 0 : pools_locked(c, out, max));
 	client_release(c);
 	return err;
 }
@@ -686,11 +675,8 @@ int rmem_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, s
 	if (err)
 		return err;
 	client_hold(c);
-	for (int tries = 0;; tries++) {
-		err = c->eng.broken ? -ECONNRESET : max == 0 ? 0 : clients_locked(c, after, out, max);
-		if (tries == CLIENT_RETRIES || !client_recovered(c, err))
-			break;
-	}
+	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET :
+			     max == 0 ? 0 : clients_locked(c, after, out, max));
 	client_release(c);
 	return err;
 }

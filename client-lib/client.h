@@ -68,6 +68,14 @@ bool client_recovered(struct rmem_client *c, int err);
 /* How many times a call sends an idempotent request again after resumes
  * before it gives up with the last error. */
 #define CLIENT_RETRIES 3
+/* err = expr, evaluated again while it failed from a lost connection that
+ * the client has just resumed (at most CLIENT_RETRIES more times): for a
+ * call whose request is idempotent and built anew by expr. */
+#define CLIENT_RETRY(c, err, expr)                                               \
+	for (int client_try_ = 0;; client_try_++)                                \
+		if (((err) = (expr)), client_try_ == CLIENT_RETRIES ||           \
+		    !client_recovered((c), (err)))                                 \
+			break
 
 /* The region as the daemon knows it now: *r itself before any resume (one
  * predictable branch) and for regions handed out since the last one;

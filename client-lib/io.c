@@ -232,12 +232,8 @@ int client_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, void *out,
 		return err;
 	client_hold(c);
 	/* Only one that did not go out comes back failed: it is sent again. */
-	for (int tries = 0;; tries++) {
-		err = ctl_post(c, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req), out,
-			       out_size, cookie);
-		if (tries == CLIENT_RETRIES || !client_recovered(c, err))
-			break;
-	}
+	CLIENT_RETRY(c, err, ctl_post(c, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req),
+				       out, out_size, cookie));
 	client_release(c);
 	return err;
 }

@@ -210,11 +210,8 @@ int rmem_names(rmem_client *c, uint64_t after, struct rmem_name_info *out, size_
 	if (err)
 		return err;
 	client_hold(c);
-	for (int tries = 0;; tries++) {
-		err = c->eng.broken ? -ECONNRESET : max == 0 ? 0 : names_locked(c, after, out, max);
-		if (tries == CLIENT_RETRIES || !client_recovered(c, err))
-			break;
-	}
+	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET :
+			     max == 0 ? 0 : names_locked(c, after, out, max));
 	client_release(c);
 	return err;
 }
