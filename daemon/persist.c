@@ -5,6 +5,7 @@
  * itself, its checks and its rebuilding, is restore.c.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +202,12 @@ static int fresh(struct server *srv, pool_progress_fn progress)
 			return rc;
 		}
 		srv->npools = i + 1;
+		/* The line open_pools logs outside systemd: under systemd this
+		 * path replaced it, and the journal lost what was pinned
+		 * (tests/systemd/test_service.sh looks for it). */
+		log_info("pool %s: %" PRIu64 " bytes pinned at %p, %u-byte pages, alignment %" PRIu64,
+			 srv->pools[i].name, srv->pools[i].size, (void *)srv->pools[i].base,
+			 srv->pools[i].page_size, srv->cfg.pools[i].alignment);
 	}
 	rc = fresh_state(srv);
 	if (rc < 0)
