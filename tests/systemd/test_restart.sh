@@ -99,6 +99,23 @@ verify_all() {
 	ok $? "$1: a fresh RDMA client verifies every byte of ${#RDMA_SPECS[@]} names"
 }
 
+# wait_new_main OLDPID: polls until the unit is active with a main PID other
+# than OLDPID (systemd noticed the kill, waited RestartSec= and started a new
+# rmemd), at most 120 s: right after a kill the unit may still say active
+# with the dead PID.
+wait_new_main() {
+	local end=$((SECONDS + 120))
+
+	while [ "$SECONDS" -lt "$end" ]; do
+		unit_props ActiveState MainPID
+		[ "${PROP[ActiveState]-}" = active ] && [ "${PROP[MainPID]:-0}" != 0 ] &&
+			[ "${PROP[MainPID]}" != "$1" ] && return 0
+		sleep 0.2
+	done
+	sysd_journal 30
+	return 1
+}
+
 sysd_install
 ok $? "make install into the VM's root, ldconfig, systemctl daemon-reload"
 unit_props FileDescriptorStoreMax Restart
@@ -171,8 +188,7 @@ pid=${PROP[MainPID]-0} nrestarts=${PROP[NRestarts]-0}
 journal_mark
 kill -9 "$pid"
 ok $? "kill -9 $pid (the main PID)"
-sleep 1
-sysd_wait_active 120
+wait_new_main "$pid"
 ok $? "systemd restarted it and the unit is active again"
 unit_props MainPID NRestarts
 [ "${PROP[MainPID]-0}" != 0 ] && [ "${PROP[MainPID]}" != "$pid" ] &&
@@ -200,8 +216,7 @@ pid=$(unit_prop MainPID)
 journal_mark
 nc_tcp create crash/t:123457:77 && nc_rdma create crash/r:65537:78 && kill -9 "$pid"
 ok $? "two names created and acknowledged (TCP, RDMA), then kill -9 $pid at once"
-sleep 1
-sysd_wait_active 120
+wait_new_main "$pid"
 ok $? "systemd restarted it"
 line=$(restored_line)
 ok $? "the journal says: ${line:-no 'restored from the fd store' line}"
