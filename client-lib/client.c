@@ -28,15 +28,10 @@
 #define OPTS_HAS(opts_size, field) \
 	((opts_size) >= offsetof(struct rmem_opts, field) + sizeof(((struct rmem_opts *)0)->field))
 
-enum transport_choice {
-	CHOICE_AUTO,
-	CHOICE_TCP,
-	CHOICE_RDMA,
-};
-
 struct connect_params {
 	enum transport_choice choice;
 	int timeout_ms;
+	int resume_ms;           /* 0: off */
 	const char *tenant;      /* NULL: anonymous */
 	const char *secret_file;
 };
@@ -57,6 +52,8 @@ void rmem_opts_init(struct rmem_opts *o, size_t size)
 		o->transport = "auto";
 	if (OPTS_HAS(size, timeout_ms))
 		o->timeout_ms = CLIENT_DEFAULT_TIMEOUT_MS;
+	if (OPTS_HAS(size, resume_ms))
+		o->resume_ms = CLIENT_DEFAULT_RESUME_MS;
 }
 
 static int parse_transport(const char *name, enum transport_choice *choice)
@@ -79,6 +76,9 @@ static int read_opts(const struct rmem_opts *o, struct connect_params *p)
 	const char *transport = NULL;
 
 	p->timeout_ms = CLIENT_DEFAULT_TIMEOUT_MS;
+	/* A program built before resume_ms existed gets the default: it cannot
+	 * tell, and its regions stay valid across a restart either way. */
+	p->resume_ms = CLIENT_DEFAULT_RESUME_MS;
 	p->tenant = NULL;
 	p->secret_file = NULL;
 	if (o) {
@@ -92,6 +92,8 @@ static int read_opts(const struct rmem_opts *o, struct connect_params *p)
 			p->tenant = o->tenant;
 			p->secret_file = o->secret_file;
 		}
+		if (OPTS_HAS(o->size, resume_ms))
+			p->resume_ms = o->resume_ms > 0 ? o->resume_ms : 0;
 	}
 	if (!p->tenant != !p->secret_file)
 		return -EINVAL;
@@ -144,11 +146,12 @@ struct hello_rdma {
 	uint16_t port;   /* 0: the daemon serves no RDMA */
 };
 
+/* HELLO; with resume on it asks for the session's resume token. */
 static int say_hello(struct rmem_client *c, struct hello_rdma *hr)
 {
 	struct proto_hello_req req = {
 		.client_version = PROTO_VERSION,
-		.features = 0,
+		.features = c->rs.resume_ms ? PROTO_HELLO_F_RESUMABLE : 0,
 		.pid = (uint32_t)getpid(),
 	};
 	uint8_t buf[PROTO_HELLO_REQ_LEN];
@@ -165,7 +168,11 @@ static int say_hello(struct rmem_client *c, struct hello_rdma *hr)
 		return status;
 	if (rep.max_io == 0)
 		return eng_fail(&c->eng, -EPROTO);
-	c->session_id = rep.session_id;
+	c->session_id = c->rs.session_id = rep.session_id;
+	/* A daemon that sends no token cannot resume this session. */
+	if (!rep.resumable)
+		c->rs.resume_ms = 0;
+	memcpy(c->rs.token, rep.resume_token, sizeof(c->rs.token));
 	hr->token = rep.attach_token;
 	hr->port = rep.key_mode == PROTO_KEYS_NONE ? 0 : rep.rdma_port;
 	c->eng.max_io = rep.max_io < PROTO_MAX_IO ? rep.max_io : PROTO_MAX_IO;
@@ -210,6 +217,33 @@ static int open_rdma(struct rmem_client *c, const struct endpoint *ep,
 	return 0;
 }
 
+/* The stream, the tenant handshake, HELLO. */
+static int open_session(struct rmem_client *c, const struct connect_params *p,
+			struct hello_rdma *hr)
+{
+	int err = open_stream(c, &c->rs.ep);
+
+	if (!err && p->tenant)
+		err = auth_tenant(&c->eng, p->tenant, p->secret_file);
+	if (!err)
+		err = say_hello(c, hr);
+	return err;
+}
+
+/*
+ * The lease the keepalive thread keeps.  Without a lease there is nothing
+ * to keep, unless the client may resume: then the thread still looks every
+ * second (a PING finds a lost connection), so that an idle client takes its
+ * session back before the restarted daemon gives it up (10 s without a
+ * lease, docs/protocol.md 7.13).
+ */
+static uint32_t keepalive_lease(const struct rmem_client *c)
+{
+	if (c->eng.lease_ms || !c->rs.resume_ms)
+		return c->eng.lease_ms;
+	return 3000;
+}
+
 int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **out)
 {
 	struct hello_rdma hr = { 0 };
@@ -240,17 +274,26 @@ int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **
 		return err;
 	}
 	eng_init(&c->eng, params.timeout_ms);
-	err = open_stream(c, &ep);
-	if (err)
-		goto fail;
-	if (params.tenant)
-		err = auth_tenant(&c->eng, params.tenant, params.secret_file);
+	err = resume_init(&c->rs, &c->eng, &ep, params.choice, params.resume_ms, params.tenant,
+			  params.secret_file);
 	if (!err)
-		err = say_hello(c, &hr);
+		err = open_session(c, &params, &hr);
+	/* A daemon from before RESUME takes the feature bit for garbage: the
+	 * client goes on without resuming, on a new stream. */
+	if (err == -EBADMSG && c->rs.resume_ms) {
+		c->rs.resume_ms = 0;
+		eng_reopen(&c->eng, -1);
+		err = open_session(c, &params, &hr);
+	}
 	if (!err)
 		err = open_rdma(c, &ep, params.choice, &hr);
+	if (!err && c->rs.resume_ms) {
+		c->eng.park_lost = true;
+		c->eng.recover = resume_hook;
+		c->eng.recover_ctx = &c->rs;
+	}
 	if (!err)
-		err = keepalive_start(&c->keepalive, &c->lock, &c->eng, c->eng.lease_ms);
+		err = keepalive_start(&c->keepalive, &c->lock, &c->eng, keepalive_lease(c));
 	if (err)
 		goto fail;
 	*out = c;
@@ -272,8 +315,37 @@ void rmem_close(rmem_client *c)
 	 * goes first: once it is destroyed, no DMA reaches those buffers. */
 	dp_detach(&c->eng);
 	eng_release(&c->eng);
+	resume_fini(&c->rs);
 	lock_fini(&c->lock);
 	free(c);
+}
+
+/* ---- taking the client, resuming ------------------------------------------------ */
+
+void client_hold(struct rmem_client *c)
+{
+	lock_hold(&c->lock);
+	if (__builtin_expect(c->eng.broken, 0) && c->rs.resume_ms)
+		resume_run(&c->rs);
+}
+
+void client_release(struct rmem_client *c)
+{
+	lock_release(&c->lock);
+}
+
+bool client_recovered(struct rmem_client *c, int err)
+{
+	if (err >= 0 || !c->rs.resume_ms || c->rs.dead)
+		return false;
+	/* On RDMA a work request that failed for want of an answer may be the
+	 * first sign of a daemon gone (its queue pair went with it) while the
+	 * stream's end is still unread: one PING tells. */
+	if (!c->eng.broken && c->eng.nic && (err == -ETIMEDOUT || err == -EIO))
+		eng_ping(&c->eng);
+	if (!c->eng.broken)
+		return false;
+	return resume_run(&c->rs) == 0;
 }
 
 const char *rmem_transport(const rmem_client *c)
@@ -319,6 +391,7 @@ int client_region_call(struct rmem_client *c, uint16_t opcode, const void *req, 
 	if (status)
 		return status;
 	client_region_fill(out, &reg);
+	client_saw_region(c, reg.id);
 	return 0;
 }
 
@@ -345,24 +418,34 @@ int rmem_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region
 
 	if (err)
 		return err;
-	lock_hold(&c->lock);
+	client_hold(c);
 	err = client_region_call(c, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req), out);
-	lock_release(&c->lock);
+	/* Not sent again: the first may have taken effect (a region the
+	 * session holds, unknown to the caller, until it ends). */
+	if (client_recovered(c, err))
+		err = -ECONNABORTED;
+	client_release(c);
 	return err;
 }
 
 int rmem_free(rmem_client *c, const struct rmem_region *r)
 {
+	struct rmem_region tmp;
 	struct proto_free_req req;
 	uint8_t buf[PROTO_FREE_REQ_LEN];
 	int err;
 
 	if (!c || !r)
 		return -EINVAL;
-	req = (struct proto_free_req){ .id = r->id, .rkey = r->rkey };
-	lock_hold(&c->lock);
-	err = client_status_call(c, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req));
-	lock_release(&c->lock);
+	client_hold(c);
+	err = client_region_now(c, &r, &tmp);
+	if (!err) {
+		req = (struct proto_free_req){ .id = r->id, .rkey = r->rkey };
+		err = client_status_call(c, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req));
+	}
+	if (client_recovered(c, err))
+		err = -ECONNABORTED;
+	client_release(c);
 	return err;
 }
 
@@ -402,9 +485,9 @@ int rmem_stats(rmem_client *c, struct rmem_stats *out)
 
 	if (!c || !out)
 		return -EINVAL;
-	lock_hold(&c->lock);
-	err = stats_locked(c, out);
-	lock_release(&c->lock);
+	client_hold(c);
+	CLIENT_RETRY(c, err, stats_locked(c, out));
+	client_release(c);
 	return err;
 }
 
@@ -525,10 +608,10 @@ int client_regions(struct rmem_client *c, uint64_t after, void *out, size_t stri
 
 	if (err)
 		return err;
-	lock_hold(&c->lock);
-	err = c->eng.broken ? -ECONNRESET :
-	      max == 0 ? 0 : regions_locked(c, after, out, stride, max, named);
-	lock_release(&c->lock);
+	client_hold(c);
+	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET :
+			     max == 0 ? 0 : regions_locked(c, after, out, stride, max, named));
+	client_release(c);
 	return err;
 }
 
@@ -573,9 +656,10 @@ int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max)
 
 	if (err)
 		return err;
-	lock_hold(&c->lock);
-	err = c->eng.broken ? -ECONNRESET : max == 0 ? 0 : pools_locked(c, out, max);
-	lock_release(&c->lock);
+	client_hold(c);
+	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET :
+			     max == 0 ? 0 : pools_locked(c, out, max));
+	client_release(c);
 	return err;
 }
 
@@ -590,8 +674,9 @@ int rmem_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, s
 
 	if (err)
 		return err;
-	lock_hold(&c->lock);
-	err = c->eng.broken ? -ECONNRESET : max == 0 ? 0 : clients_locked(c, after, out, max);
-	lock_release(&c->lock);
+	client_hold(c);
+	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET :
+			     max == 0 ? 0 : clients_locked(c, after, out, max));
+	client_release(c);
 	return err;
 }

@@ -5,8 +5,9 @@
  *   api        client.c (connect, session calls), io.c (transfers, posted
  *              operations, atomics, rmem_poll), names.c (named regions:
  *              it uses client.c's request steps below), membuf.c, compat.c,
- *              version.c, strerror.c; auth.c (the tenant handshake) and
- *              keepalive.c (the lease thread) beside them
+ *              version.c, strerror.c; auth.c (the tenant handshake),
+ *              resume.c (taking the session back after a daemon restart,
+ *              new keys) and keepalive.c (the lease thread) beside them
  *   engine     engine.c (the in-order request engine on the stream),
  *              datapath.c (reads, writes and atomics on the NIC or the stream)
  *   transport  tcp.c (TCP and Unix sockets) | nic_conn.c, nic_post.c,
@@ -26,9 +27,11 @@
 
 #include "engine.h"
 #include "lock.h"
+#include "resume.h"
 #include "rmem.h"
 
 #define CLIENT_DEFAULT_TIMEOUT_MS 10000
+#define CLIENT_DEFAULT_RESUME_MS  5000
 
 struct keepalive;
 
@@ -40,7 +43,60 @@ struct rmem_client {
 	const char *stream;
 	uint64_t session_id;
 	struct keepalive *keepalive; /* NULL when no thread runs */
+	/* What a resume needs and keeps (resume.c): where, which data path,
+	 * as whom, the token, the map of new keys. */
+	struct resume rs;
 };
+
+/* The client of an engine: for the engine's callbacks that act for the
+ * client (a posted ALLOC's reply). */
+#define client_of_engine(e) \
+	((struct rmem_client *)((char *)(e) - offsetof(struct rmem_client, eng)))
+
+/* ---- calls that take the client (client.c) ------------------------------------ */
+
+/* Takes the client's lock for a call; when the connection was lost and
+ * the client may resume, resumes first (resume.c), so the call runs on a
+ * working session or finds the client broken. */
+void client_hold(struct rmem_client *c);
+void client_release(struct rmem_client *c);
+/* After a call under the lock failed with err: true when err came from
+ * losing the connection and the client has just resumed.  The caller then
+ * sends an idempotent request again, and says -ECONNABORTED (outcome
+ * unknown) for any other. */
+bool client_recovered(struct rmem_client *c, int err);
+/* How many times a call sends an idempotent request again after resumes
+ * before it gives up with the last error. */
+#define CLIENT_RETRIES 3
+/* err = expr, evaluated again while it failed from a lost connection that
+ * the client has just resumed (at most CLIENT_RETRIES more times): for a
+ * call whose request is idempotent and built anew by expr. */
+#define CLIENT_RETRY(c, err, expr)                                               \
+	for (int client_try_ = 0;; client_try_++)                                \
+		if (((err) = (expr)), client_try_ == CLIENT_RETRIES ||           \
+		    !client_recovered((c), (err)))                                 \
+			break
+
+/* The region as the daemon knows it now: *r itself before any resume (one
+ * predictable branch) and for regions handed out since the last one;
+ * otherwise *r is pointed at tmp, filled with the region's new addr and
+ * rkey (REKEY on its first use since the resume, resume.c).  Under the
+ * lock.  0 or a negative errno (-ENOENT: the region is gone). */
+static inline int client_region_now(struct rmem_client *c, const struct rmem_region **r,
+				    struct rmem_region *tmp)
+{
+	if (__builtin_expect(c->rs.epoch == 0, 1) || (*r)->id >= c->rs.stale_below)
+		return 0;
+	return resume_region(&c->rs, r, tmp);
+}
+
+/* A region handed to the application (ALLOC, CREATE, OPEN): the resume
+ * needs the highest id. */
+static inline void client_saw_region(struct rmem_client *c, uint64_t id)
+{
+	if (id > c->rs.max_id)
+		c->rs.max_id = id;
+}
 
 /* ---- client.c: request steps shared by the calls of client.c, io.c and names.c -- */
 

@@ -54,10 +54,21 @@ static int on_lease_poke(void *ctx)
 	return eng_lease_poke(ctx);
 }
 
+/* A posted operation the queue pair's end dropped: the resume may send it
+ * again (resume.c); on a broken client it completes with -ECONNRESET, like
+ * everything else in flight; at rmem_close() it is forgotten. */
 static void on_drop(void *ctx, struct eng_op *op)
 {
 	struct engine *e = ctx;
 
+	if (e->park_lost) {
+		eng_park(e, op);
+		return;
+	}
+	if (e->broken) {
+		eng_complete(e, op, -ECONNRESET);
+		return;
+	}
 	e->async_ops--;
 	free(op);
 }
@@ -98,6 +109,29 @@ void dp_detach(struct engine *e)
 
 	e->nic = NULL;
 	nic_detach(n);
+}
+
+int dp_reattach(struct engine *e, const char *host, uint16_t port, uint64_t session_id,
+		uint64_t token)
+{
+	struct { const void *buf; size_t len; } kept[REGCACHE_KEPT_MAX];
+	uint32_t n = 0;
+	int err;
+
+	/* The application's registered ranges go with the old protection
+	 * domain: recorded here, registered again on the new one. */
+	for (uint32_t i = 0; i < REGCACHE_KEPT_MAX; i++) {
+		const struct regcache_entry *k = &e->kept.e[i];
+
+		if (k->kept)
+			kept[n++] = (typeof(kept[0])){ (const void *)k->start, k->end - k->start };
+	}
+	dp_detach(e);
+	regcache_kept_clear(&e->kept);
+	err = dp_attach(e, host, port, session_id, token);
+	for (uint32_t i = 0; i < n; i++)
+		nic_keep(e->nic, &e->kept, kept[i].buf, kept[i].len);
+	return err;
 }
 
 bool dp_carries_data(const struct engine *e)
@@ -177,8 +211,16 @@ int dp_wait_op(struct engine *e, struct eng_op *op)
 			return eng_wait_op(e, op);
 		if (!err && !op->done)
 			err = nic_wait(e->nic, NIC_NO_DEADLINE);
-		if (err < 0 && !op->done)
+		if (err < 0 && !op->done) {
+			/* The stream broke while op's work requests are still
+			 * posted (the queue pair itself has not failed): op lives
+			 * on its caller's stack, so no slot may point at it once
+			 * we return.  The session is gone with the stream, and
+			 * its queue pair with it. */
+			if (op->frames)
+				dp_detach(e);
 			return err;
+		}
 	}
 	return op->status;
 }

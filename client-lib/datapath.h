@@ -39,6 +39,13 @@ int dp_attach(struct engine *e, const char *host, uint16_t port, uint64_t sessio
  * forgotten; no DMA touches their buffers once it returns). */
 void dp_detach(struct engine *e);
 
+/* After a resume: drops the old data path (its posted operations are
+ * parked, engine.h) and attaches a new queue pair to the resumed session
+ * with its new token; the application's registered ranges are registered
+ * again there.  0 or dp_attach()'s errors (e->nic is NULL then). */
+int dp_reattach(struct engine *e, const char *host, uint16_t port, uint64_t session_id,
+		uint64_t token);
+
 /* True when reads, writes and atomics go on the queue pair. */
 bool dp_carries_data(const struct engine *e);
 

@@ -132,22 +132,72 @@ int eng_cq_take(struct engine *e, struct rmem_completion *out, int max)
 	return (int)n;
 }
 
-/* An operation has ended.  Room in the queue was reserved when it was posted. */
-static void op_finish(struct engine *e, struct eng_op *op)
+/* Queues op's completion with status and frees op.  Room in the queue was
+ * reserved when it was posted. */
+static void op_complete(struct engine *e, struct eng_op *op, int status)
 {
 	struct eng_cq *q = &e->cq;
 
-	if (!op->async) {
-		op->done = true;
-		return;
-	}
 	q->v[(q->head + q->count) & (q->cap - 1)] = (struct rmem_completion){
 		.cookie = op->cookie,
-		.status = op->status,
+		.status = status,
 	};
 	q->count++;
 	e->async_ops--;
 	free(op);
+}
+
+/* An operation has ended.  A posted one that the loss of the connection
+ * ended waits for the resume instead (-ECONNRESET is only ever the
+ * library's own status for that: the daemon never answers a READ, WRITE,
+ * ALLOC or FREE with it). */
+static void op_finish(struct engine *e, struct eng_op *op)
+{
+	if (!op->async) {
+		op->done = true;
+		return;
+	}
+	if (e->park_lost && op->status == -ECONNRESET) {
+		eng_park(e, op);
+		return;
+	}
+	op_complete(e, op, op->status);
+}
+
+void eng_park(struct engine *e, struct eng_op *op)
+{
+	op->next_parked = NULL;
+	if (e->parked_tail)
+		e->parked_tail->next_parked = op;
+	else
+		e->parked_head = op;
+	e->parked_tail = op;
+}
+
+struct eng_op *eng_unpark_all(struct engine *e)
+{
+	struct eng_op *all = e->parked_head;
+
+	e->parked_head = e->parked_tail = NULL;
+	for (struct eng_op *op = all; op; op = op->next_parked) {
+		op->status = 0;
+		op->frames = op->sent = 0;
+		op->sealed = false;
+		op->on_stream = false;
+	}
+	return all;
+}
+
+void eng_complete(struct engine *e, struct eng_op *op, int status)
+{
+	op_complete(e, op, status);
+}
+
+int eng_recover(struct engine *e)
+{
+	if (!e->broken)
+		return 0;
+	return e->recover ? e->recover(e->recover_ctx) : -ECONNRESET;
 }
 
 void eng_op_part_done(struct engine *e, struct eng_op *op, int status)
@@ -184,6 +234,8 @@ int eng_fail(struct engine *e, int err)
 	 * free its regions without waiting for rmem_close(). */
 	if (!e->broken && e->fd >= 0)
 		shutdown(e->fd, SHUT_RDWR);
+	if (!e->broken)
+		e->fail_err = err;
 	e->broken = true;
 	while (e->fifo_count) {
 		struct eng_op *op = fifo_at(e, 0)->op;
@@ -212,11 +264,32 @@ void eng_release(struct engine *e)
 			free(op);
 	}
 	tx_reset(e);
+	for (struct eng_op *op = eng_unpark_all(e), *next; op; op = next) {
+		next = op->next_parked;
+		free(op);
+	}
 	free(e->cq.v);
 	e->cq = (struct eng_cq){ 0 };
 	if (e->fd >= 0)
 		close(e->fd);
 	e->fd = -1;
+}
+
+void eng_reopen(struct engine *e, int fd)
+{
+	if (e->fd >= 0)
+		close(e->fd);
+	e->fd = fd;
+	e->broken = false;
+	e->fail_err = 0;
+	e->fifo_head = e->fifo_count = 0;
+	e->bytes_in_flight = 0;
+	e->stage_start = e->stage_end = 0;
+	tx_reset(e);
+	expect_header(e);
+	e->last_progress_ms = e->last_send_ms = clock_mono_ms();
+	/* A PING of the old stream will never be answered. */
+	e->ping_op = (struct eng_op){ 0 };
 }
 
 /* ---- receiving ------------------------------------------------------------------ */
@@ -796,6 +869,7 @@ int eng_ping(struct engine *e)
 
 void eng_shutdown(struct engine *e)
 {
+	__atomic_store_n(&e->stop_recover, true, __ATOMIC_RELAXED);
 	if (e->fd >= 0)
 		shutdown(e->fd, SHUT_RDWR);
 }

@@ -131,6 +131,21 @@ struct engine {
 	uint32_t lease_ms;           /* from HELLO; 0: no lease */
 	int64_t last_send_ms;        /* when a frame last went out, monotonic */
 	struct eng_op ping_op;       /* eng_lease_poke's PING, answered or not */
+
+	/* Resuming after a daemon restart (resume.c).  With park_lost set, a
+	 * posted operation that a lost connection ends (status -ECONNRESET,
+	 * from eng_fail or the NIC) is parked, not completed: the resume
+	 * sends it again (reads and writes) or ends it (eng_complete).
+	 * fail_err says why the stream broke (the first eng_fail).  recover
+	 * is the resume itself, for the keepalive thread (eng_recover); it is
+	 * the client's, given at connect.  stop_recover (atomic) asks a
+	 * resume in progress to give up: rmem_close() is waiting. */
+	bool park_lost;
+	int fail_err;
+	struct eng_op *parked_head, *parked_tail;
+	int (*recover)(void *ctx);
+	void *recover_ctx;
+	bool stop_recover;
 };
 
 /* ---- engine.c ---------------------------------------------------------------- */
@@ -143,9 +158,27 @@ void eng_init(struct engine *e, int timeout_ms);
 void eng_release(struct engine *e);
 
 /* Marks the stream unusable: shuts it down and ends every operation in
- * flight (async ones with -ECONNRESET, synchronous ones with err).
- * Returns err. */
+ * flight (async ones with -ECONNRESET, synchronous ones with err; async
+ * ones are parked instead when e->park_lost).  Returns err. */
 int eng_fail(struct engine *e, int err);
+
+/* ---- resuming (resume.c) --------------------------------------------------------- */
+
+/* Takes a new stream fd in place of the broken one (closed here): the
+ * engine is as after eng_init, with its completions, parked operations,
+ * request ids and lease kept.  Nothing may be in flight on the stream. */
+void eng_reopen(struct engine *e, int fd);
+/* Parks an async op ended by a lost connection (nic_detach's drop too). */
+void eng_park(struct engine *e, struct eng_op *op);
+/* Takes every parked op, in the order they were parked (their post
+ * order); each is reset for sending again (no frame, not sealed, no
+ * status).  NULL when there is none; the list is linked by next_parked. */
+struct eng_op *eng_unpark_all(struct engine *e);
+/* Ends an unparked async op with status: its completion is queued. */
+void eng_complete(struct engine *e, struct eng_op *op, int status);
+/* For the keepalive thread: resumes a broken stream through e->recover.
+ * 0 (the stream works again) or a negative errno. */
+int eng_recover(struct engine *e);
 
 /*
  * Sends one request frame for op, behind whatever the send queue holds:

@@ -94,6 +94,12 @@ static int io_post(struct rmem_client *c, const struct dp_job *job, uint64_t coo
 
 	if (err)
 		return err;
+	/* Kept for a resume, which sends it again (resume.c). */
+	op->io.opcode = job->opcode;
+	op->io.region_id = job->r->id;
+	op->io.off = job->off;
+	op->io.buf = job->opcode == PROTO_OP_WRITE ? (uint8_t *)job->src : job->dst;
+	op->io.len = job->len;
 	err = dp_submit(&c->eng, op, job);
 	/* (An RDMA transfer of 0 bytes sends nothing and completes at once.) */
 	if (op->sent == 0 && (err || !dp_carries_data(&c->eng)))
@@ -112,9 +118,22 @@ static int io_run(rmem_client *c, const struct dp_job *job, bool post, uint64_t 
 		return err;
 	if (job->opcode == PROTO_OP_WRITE && !may_write(job->r))
 		return -EACCES;
-	lock_hold(&c->lock);
-	err = post ? io_post(c, job, cookie) : io_sync(c, job);
-	lock_release(&c->lock);
+	client_hold(c);
+	/* Reads and writes are idempotent: one that the loss of the
+	 * connection ended is sent again once the client has resumed (a
+	 * posted one that went out is parked and sent again by the resume
+	 * itself; here only one that did not go out comes back). */
+	for (int tries = 0;; tries++) {
+		struct dp_job now = *job;
+		struct rmem_region tmp;
+
+		err = client_region_now(c, &now.r, &tmp);
+		if (!err)
+			err = post ? io_post(c, &now, cookie) : io_sync(c, &now);
+		if (tries == CLIENT_RETRIES || !client_recovered(c, err))
+			break;
+	}
+	client_release(c);
 	return err;
 }
 
@@ -171,6 +190,7 @@ static int alloc_decode(struct engine *e, struct eng_op *op, size_t len, int *st
 	if (*status == 0) {
 		client_region_fill(&out, &reg);
 		memcpy(op->region, &out, op->region_size);
+		client_saw_region(client_of_engine(e), reg.id);
 	}
 	return 0;
 }
@@ -210,10 +230,11 @@ int client_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, void *out,
 
 	if (err)
 		return err;
-	lock_hold(&c->lock);
-	err = ctl_post(c, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req), out, out_size,
-		       cookie);
-	lock_release(&c->lock);
+	client_hold(c);
+	/* Only one that did not go out comes back failed: it is sent again. */
+	CLIENT_RETRY(c, err, ctl_post(c, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req),
+				       out, out_size, cookie));
+	client_release(c);
 	return err;
 }
 
@@ -231,10 +252,21 @@ int rmem_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie)
 
 	if (!c || !r)
 		return -EINVAL;
-	req = (struct proto_free_req){ .id = r->id, .rkey = r->rkey };
-	lock_hold(&c->lock);
-	err = ctl_post(c, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req), NULL, 0, cookie);
-	lock_release(&c->lock);
+	client_hold(c);
+	for (int tries = 0;; tries++) {
+		const struct rmem_region *now = r;
+		struct rmem_region tmp;
+
+		err = client_region_now(c, &now, &tmp);
+		if (!err) {
+			req = (struct proto_free_req){ .id = now->id, .rkey = now->rkey };
+			err = ctl_post(c, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req), NULL,
+				       0, cookie);
+		}
+		if (tries == CLIENT_RETRIES || !client_recovered(c, err))
+			break;
+	}
+	client_release(c);
 	return err;
 }
 
@@ -247,17 +279,23 @@ int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_
 
 	if (!c || !out || max <= 0)
 		return -EINVAL;
-	lock_hold(&c->lock);
-	/* Posts still queued go now, whatever else happens (rmem_poll.3). */
-	if (!c->eng.broken)
-		err = eng_flush(&c->eng);
-	/* Queued completions need no waiting; still take what has arrived. */
-	if (!err && !c->eng.broken && c->eng.cq.count < (uint32_t)max)
-		err = dp_progress(&c->eng, c->eng.cq.count ? 0 : timeout_ms);
+	client_hold(c);
+	for (int tries = 0;; tries++) {
+		err = 0;
+		/* Posts still queued go now, whatever else happens (rmem_poll.3). */
+		if (!c->eng.broken)
+			err = eng_flush(&c->eng);
+		/* Queued completions need no waiting; still take what has arrived. */
+		if (!err && !c->eng.broken && c->eng.cq.count < (uint32_t)max)
+			err = dp_progress(&c->eng, c->eng.cq.count ? 0 : timeout_ms);
+		/* Lost and resumed: what was in flight is on its way again. */
+		if (c->eng.cq.count || tries == CLIENT_RETRIES || !client_recovered(c, err))
+			break;
+	}
 	n = eng_cq_take(&c->eng, out, max);
 	if (n == 0 && c->eng.broken)
 		n = err ? err : -ECONNRESET;
-	lock_release(&c->lock);
+	client_release(c);
 	return n;
 }
 
@@ -274,9 +312,26 @@ static int atomic_run(rmem_client *c, uint16_t opcode, const struct rmem_region 
 		return -ERANGE;
 	if (!may_write(r))
 		return -EACCES;
-	lock_hold(&c->lock);
-	err = dp_atomic(&c->eng, opcode, r, off, operand, desired, old);
-	lock_release(&c->lock);
+	client_hold(c);
+	for (int tries = 0;; tries++) {
+		const struct rmem_region *now = r;
+		struct rmem_region tmp;
+
+		err = client_region_now(c, &now, &tmp);
+		if (err) {
+			/* Nothing was sent yet: try again once resumed. */
+			if (tries < CLIENT_RETRIES && client_recovered(c, err))
+				continue;
+			break;
+		}
+		err = dp_atomic(&c->eng, opcode, now, off, operand, desired, old);
+		/* Not idempotent: never sent again.  It may have been applied
+		 * before the connection went, or not: the caller must look. */
+		if (client_recovered(c, err))
+			err = -ECONNABORTED;
+		break;
+	}
+	client_release(c);
 	return err;
 }
 

@@ -20,7 +20,10 @@
  * The thread knows the client only as its lock and its engine, and uses the
  * engine's calls, never the client's innards.  Once the stream is
  * broken there is nothing left to keep alive, and the thread ends; calls
- * then fail with -ECONNRESET by themselves.
+ * then fail with -ECONNRESET by themselves.  Unless the client may resume
+ * (opts.resume_ms): then the thread resumes it first (eng_recover, the
+ * client's resume.c behind the engine's hook), and ends only when that
+ * fails.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -80,6 +83,16 @@ static int ping_locked(struct keepalive *ka)
 	return err;
 }
 
+/* The resume, marked as a PING is, so that keepalive_stop() can cut it
+ * short (eng_shutdown). */
+static void recover_locked(struct keepalive *ka)
+{
+	if (!ping_begin(ka))
+		return;
+	eng_recover(ka->e);
+	ping_end(ka);
+}
+
 /*
  * One look: pings when the stream has been quiet for an interval.  Returns
  * when to look next, or -1 when the stream is broken and there will never be
@@ -104,6 +117,11 @@ static int64_t keepalive_look(struct keepalive *ka)
 		ping_locked(ka);
 	else if (!eng_broken(e))
 		eng_flush(e);
+	/* A lost connection is resumed here when the client may (opts.
+	 * resume_ms), even while the application is idle: a restarted daemon
+	 * keeps the session only for its lease. */
+	if (eng_broken(e))
+		recover_locked(ka);
 	ka->seen_send_ms = eng_last_send_ms(e);
 	next = eng_broken(e) ? -1 : eng_last_send_ms(e) + ka->interval_ms;
 	lock_release(ka->lock);

@@ -16,9 +16,9 @@ int rmem_register_buf(rmem_client *c, void *buf, size_t len)
 
 	if (!c || !buf || len == 0)
 		return -EINVAL;
-	lock_hold(&c->lock);
+	client_hold(c);
 	err = c->eng.broken ? -ECONNRESET : dp_keep(&c->eng, buf, len);
-	lock_release(&c->lock);
+	client_release(c);
 	return err;
 }
 
@@ -28,10 +28,10 @@ int rmem_unregister_buf(rmem_client *c, void *buf)
 
 	if (!c || !buf)
 		return -EINVAL;
-	lock_hold(&c->lock);
+	client_hold(c);
 	/* A broken client may still hold registrations: letting them go is
 	 * what the caller wants before freeing the memory. */
 	err = dp_unkeep(&c->eng, buf);
-	lock_release(&c->lock);
+	client_release(c);
 	return err;
 }

@@ -64,12 +64,16 @@ static int name_call(rmem_client *c, uint16_t opcode, const struct proto_name_re
 	size_t len = proto_name_req_encode(buf, opcode, req);
 	int err;
 
-	lock_hold(&c->lock);
+	client_hold(c);
 	if (out)
 		err = client_region_call(c, opcode, buf, len, out);
 	else
 		err = client_status_call(c, opcode, buf, len);
-	lock_release(&c->lock);
+	/* None of them is sent again: a lost CREATE, OPEN or UNLINK may have
+	 * taken effect (a retried CREATE would say EEXIST of its own name). */
+	if (client_recovered(c, err))
+		err = -ECONNABORTED;
+	client_release(c);
 	return err;
 }
 
@@ -205,8 +209,9 @@ int rmem_names(rmem_client *c, uint64_t after, struct rmem_name_info *out, size_
 
 	if (err)
 		return err;
-	lock_hold(&c->lock);
-	err = c->eng.broken ? -ECONNRESET : max == 0 ? 0 : names_locked(c, after, out, max);
-	lock_release(&c->lock);
+	client_hold(c);
+	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET :
+			     max == 0 ? 0 : names_locked(c, after, out, max));
+	client_release(c);
 	return err;
 }

@@ -37,6 +37,17 @@ struct eng_op {
 	int (*decode)(struct engine *e, struct eng_op *op, size_t len, int *status);
 	struct rmem_region *region; /* posted ALLOC: where its region goes */
 	size_t region_size;         /* ...and how many bytes of it the caller has */
+	/* A posted READ or WRITE (io.opcode != 0): what it moves, kept so
+	 * that it can be sent again after a resume (resume.c), in full since
+	 * both are idempotent.  The region by id: its key may change. */
+	struct {
+		uint16_t opcode;
+		uint64_t region_id, off;
+		uint8_t *buf;
+		size_t len;
+	} io;
+	/* Parked by a lost connection, waiting for the resume (engine.h). */
+	struct eng_op *next_parked;
 };
 
 #endif /* RMEM_OP_H */

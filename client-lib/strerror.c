@@ -39,7 +39,11 @@ static const char *rmem_meaning(int code)
 	case ETIMEDOUT:
 		return "the daemon did not answer in time";
 	case ECONNRESET:
-		return "connection to the daemon broke; close this client";
+		return "connection to the daemon broke (and was not resumed); close this client";
+	case ECONNABORTED:
+		return "outcome unknown: the connection to the daemon broke while the request "
+		       "was in flight (an atomic, alloc, free, create, open or unlink is never "
+		       "sent again); the client has resumed and works on";
 	case EHOSTUNREACH:
 		return "host unreachable, or its name does not resolve";
 	case EUSERS:

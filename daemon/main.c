@@ -245,7 +245,7 @@ static int serve(struct server *srv)
 	/* Under systemd the pools and their state go into its fd store and
 	 * come back from it after a restart (persist.c); elsewhere a start is
 	 * fresh, as it always was. */
-	if ((persist_possible() ? persist_open(srv, pin_progress) : open_pools(srv)) < 0)
+	if ((persist_possible() ? persist_open(srv, pin_progress, open_pools) : open_pools(srv)) < 0)
 		goto out;
 	if (session_quarantine_init(srv) < 0 || lease_init(srv) < 0) {
 		log_err("out of memory");

@@ -5,7 +5,6 @@
  * itself, its checks and its rebuilding, is restore.c.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,29 +185,16 @@ static int fresh_state(struct server *srv)
 	return 0;
 }
 
-static int fresh(struct server *srv, pool_progress_fn progress)
+/* New pools the way a start without the fd store opens them (main.c's
+ * open_pools: the memlock check, pinning with progress, a line per pool),
+ * then a new state, and all of it into the store. */
+static int fresh(struct server *srv, int (*open_pools)(struct server *srv))
 {
-	char err[512], name[CONFIG_NAME_MAX + 16];
-	int rc = pool_check_memlock(&srv->cfg, err, sizeof err);
+	char name[CONFIG_NAME_MAX + 16];
+	int rc = open_pools(srv);
 
-	if (rc < 0) {
-		log_err("%s", err);
+	if (rc < 0)
 		return rc;
-	}
-	for (uint32_t i = 0; i < srv->cfg.npools; i++) {
-		rc = pool_open(&srv->pools[i], &srv->cfg.pools[i], i, progress, srv, err, sizeof err);
-		if (rc < 0) {
-			log_err("%s", err);
-			return rc;
-		}
-		srv->npools = i + 1;
-		/* The line open_pools logs outside systemd: under systemd this
-		 * path replaced it, and the journal lost what was pinned
-		 * (tests/systemd/test_service.sh looks for it). */
-		log_info("pool %s: %" PRIu64 " bytes pinned at %p, %u-byte pages, alignment %" PRIu64,
-			 srv->pools[i].name, srv->pools[i].size, (void *)srv->pools[i].base,
-			 srv->pools[i].page_size, srv->cfg.pools[i].alignment);
-	}
 	rc = fresh_state(srv);
 	if (rc < 0)
 		return rc;
@@ -223,7 +209,8 @@ static int fresh(struct server *srv, pool_progress_fn progress)
 
 /* ---- persist_open ------------------------------------------------------------------ */
 
-int persist_open(struct server *srv, pool_progress_fn progress)
+int persist_open(struct server *srv, pool_progress_fn progress,
+		 int (*open_pools)(struct server *srv))
 {
 	struct restore_fds k;
 	char why[512];
@@ -234,7 +221,7 @@ int persist_open(struct server *srv, pool_progress_fn progress)
 		log_notice("fd store: nothing to restore%s: starting fresh",
 			   k.others ? " (closed fds that are not ours)" : "");
 		store_forget(srv, &k);
-		rc = fresh(srv, progress);
+		rc = fresh(srv, open_pools);
 		goto out;
 	}
 	why[0] = '\0';
@@ -260,7 +247,7 @@ int persist_open(struct server *srv, pool_progress_fn progress)
 	srv->npools = 0;
 	kept_close(&k);
 	store_forget(srv, &k);
-	rc = fresh(srv, progress);
+	rc = fresh(srv, open_pools);
 out:
 	kept_close(&k);
 	if (rc == 0 && srv->restored) {

@@ -24,14 +24,16 @@ bool persist_possible(void);
 /*
  * Takes back what the fd store holds and restores from it, or, when there is
  * nothing or it fails a check, says why in one log line, removes the stale
- * fds from the store and starts fresh: new pools (pinned, progress as
- * pool_open) and a new state memfd, both pushed into the store.  Sets
+ * fds from the store and starts fresh: new pools opened by open_pools
+ * (main.c's, as a start without the store opens them; progress is for the
+ * pools taken back) and a new state memfd, both pushed into the store.  Sets
  * srv->npools, srv->slots, srv->restored; restored sessions are detached
  * until RESUME or the restore timer (lease_ms, or 10 s without a lease).
  * srv->base, srv->regions and srv->names must exist.  0, or a negative
  * errno after logging (the daemon cannot start).
  */
-int persist_open(struct server *srv, pool_progress_fn progress);
+int persist_open(struct server *srv, pool_progress_fn progress,
+		 int (*open_pools)(struct server *srv));
 /*
  * At shutdown, before the sessions end: the state memfd and the pools keep
  * what they hold (no slot freed, no byte zeroed), so that the next rmemd,

@@ -26,14 +26,7 @@ struct session *resume_find(struct server *srv, uint64_t id)
  * by id). */
 static void take_place(struct server *srv, struct session *s, struct session *from)
 {
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		srv->sessions_first = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	else
-		srv->sessions_last = s->prev;
+	session_unlist(srv, s);
 	s->prev = from->prev;
 	s->next = from->next;
 	if (s->prev)

@@ -392,6 +392,12 @@ void session_destroy(struct server *srv, struct session *s)
 			 (unsigned long long)s->id, s->peer, (unsigned long long)n,
 			 (unsigned long long)bytes);
 	}
+	session_unlist(srv, s);
+	free(s);
+}
+
+void session_unlist(struct server *srv, struct session *s)
+{
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -400,7 +406,7 @@ void session_destroy(struct server *srv, struct session *s)
 		s->next->prev = s->prev;
 	else
 		srv->sessions_last = s->prev;
-	free(s);
+	s->prev = s->next = NULL;
 }
 
 int session_hello(struct server *srv, struct session *s)

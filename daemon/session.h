@@ -54,6 +54,8 @@ struct session *session_new(struct server *srv, enum session_transport transport
 /* Frees every region of s, then s: the queue pair stops first, then each
  * key dies, then the queue pair goes.  Accepts NULL. */
 void session_destroy(struct server *srv, struct session *s);
+/* Takes s out of srv's list of sessions (its links are cleared). */
+void session_unlist(struct server *srv, struct session *s);
 
 /* HELLO: counts the session as a client and draws its attach token;
  * -EUSERS past limits.max_clients, -EINVAL when repeated. */

@@ -17,7 +17,12 @@
  * Errors common to every call that talks to the daemon:
  *  -ECONNREFUSED  nothing listens at the endpoint
  *  -ETIMEDOUT     the daemon did not answer within opts.timeout_ms
- *  -ECONNRESET    the connection broke; the client is unusable, rmem_close() it
+ *  -ECONNRESET    the connection broke (and could not be resumed within
+ *                 opts.resume_ms); the client is unusable, rmem_close() it
+ *  -ECONNABORTED  the connection broke while the request was in flight and
+ *                 the client has resumed: the request (an atomic, an alloc,
+ *                 a free, a create, an open or an unlink) may or may not
+ *                 have taken effect; the client works on (librmem(7), RESUME)
  *  -EPROTO        the peer speaks another protocol version, or sent garbage
  */
 #ifndef RMEM_H
@@ -93,6 +98,18 @@ struct rmem_opts {
 	 * Unix socket.  One set without the other is -EINVAL. */
 	const char *tenant;
 	const char *secret_file;
+	/* Since RMEM_1.2: resume after a daemon restart.  When
+	 * the connection to rmemd is lost (the daemon restarted, or crashed
+	 * and systemd started it again), the library reconnects with backoff
+	 * for up to resume_ms milliseconds, takes its session back (RESUME,
+	 * the tenant handshake again when a tenant is used), attaches a new
+	 * queue pair on RDMA, and gets its regions' new keys: the
+	 * application's struct rmem_region values stay valid, reads and
+	 * writes in flight are sent again, atomics in flight end with
+	 * -ECONNABORTED (outcome unknown).  Default 5000; 0 turns it off (a
+	 * lost connection is -ECONNRESET for good, as before).  See
+	 * librmem(7), RESUME. */
+	int resume_ms;
 };
 
 /* Fills *o with defaults.  size is sizeof(*o) as the caller sees it. */
@@ -150,7 +167,10 @@ RMEM_API int rmem_read(rmem_client *c, const struct rmem_region *r, uint64_t off
  * desired where the 8 bytes equal expect; rmem_faa adds add.  Both store the
  * 8 bytes as they were before into *old (old may be NULL).  The value is in
  * host byte order.  Atomic against every other atomic on the same transport.
- * Errors: -EINVAL (off not aligned, NULL r), -ERANGE, -ENOENT, -EACCES.
+ * Errors: -EINVAL (off not aligned, NULL r), -ERANGE, -ENOENT, -EACCES, and
+ * -ECONNABORTED: the connection was lost while the atomic was in flight and
+ * the client has resumed; the atomic is not sent again (it is not
+ * idempotent) and may or may not have been applied: read the word to learn.
  */
 RMEM_API int rmem_cas(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	     uint64_t expect, uint64_t desired, uint64_t *old);

@@ -77,7 +77,8 @@ class Daemon:
 
     def write_conf(self, pool, lease_ms=2000, extra=""):
         with open(self.conf, "w") as f:
-            f.write('listen = { tcp = "127.0.0.1:%d"; rdma = ""; admin = "%s"; };\n'
+            # No metrics listener: tests run side by side, 9470 is shared.
+            f.write('listen = { tcp = "127.0.0.1:%d"; rdma = ""; admin = "%s"; metrics = ""; };\n'
                     'pools = ( { name = "default"; size = "%s"; hugepages = "off"; '
                     'alignment = 64; } );\n'
                     'limits = { max_clients = 256; lease_timeout_ms = %d; };\n'

@@ -84,6 +84,10 @@ static int connect_as(const char *ep, const char *transport, rmem_client **c)
 
 	rmem_opts_init(&o, sizeof o);
 	o.transport = transport;
+	/* Every run is a fresh client: what a restart leaves for a new one to
+	 * find.  A call that met the restart fails instead of resuming, so
+	 * that "wait" sees the daemon gone and times the first fresh success. */
+	o.resume_ms = 0;
 	rc = rmem_connect(ep, &o, c);
 	if (rc < 0)
 		return rc;
