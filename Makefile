@@ -130,7 +130,7 @@ RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
 CLUSTER_HELPERS := $(B)/tests/cluster_client $(B)/tests/test_etcd_client
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # client those tests run against the installed rmemd.
-SYSD_BINS := $(B)/tests/systemd/rwcheck
+SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck
 
 
 .PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp \
@@ -372,6 +372,10 @@ $(B)/tests/obj/systemd/%.o: tests/systemd/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 $(B)/tests/systemd/rwcheck: $(B)/tests/obj/systemd/rwcheck.o $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/../..'
+# test_restart.sh's named regions with patterns, across restarts.
+$(B)/tests/systemd/namedcheck: $(B)/tests/obj/systemd/namedcheck.o $(B)/librmem.so.$(SOMAJOR)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/../..'
 
