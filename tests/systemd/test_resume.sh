@@ -28,13 +28,13 @@ ECONNABORTED=103
 declare -A HPID
 
 end_holders() {
-	local t
+	local tr
 
-	for t in tcp rdma; do
-		[ -n "${HPID[$t]-}" ] || continue
-		: > "$tmp/$t.log.stop"
-		kill -0 "${HPID[$t]}" 2> /dev/null && sleep 2
-		kill "${HPID[$t]}" 2> /dev/null
+	for tr in tcp rdma; do
+		[ -n "${HPID[$tr]-}" ] || continue
+		: > "$tmp/$tr.log.stop"
+		kill -0 "${HPID[$tr]}" 2> /dev/null && sleep 2
+		kill "${HPID[$tr]}" 2> /dev/null
 	done
 	sysd_cleanup
 }
@@ -93,30 +93,30 @@ alive() {
 # each (every one starts by verifying both regions); the pauses as comments.
 declare -A MARK
 after_event() {
-	local t n pause
+	local tr n pause
 
-	for t in tcp rdma; do
-		n=$(field "$tmp/$t.log" iter)
-		wait_for 180 iters_past "$tmp/$t.log" $((${n:-0} + 20))
-		ok $? "$1: the $t holder resumed by itself; every byte it reads back verifies and its writes go on (iteration $(field "$tmp/$t.log" iter))"
-		! has_line "$tmp/$t.log" "${MARK[$t]}" '^FAIL' && kill -0 "${HPID[$t]}" 2> /dev/null
-		ok $? "$1: the $t holder still runs, nothing failed"
-		lines_from "$tmp/$t.log" "${MARK[$t]}" | grep -E '^(FAIL|pause|faa|word)' | diag
-		pause=$(lines_from "$tmp/$t.log" "${MARK[$t]}" |
+	for tr in tcp rdma; do
+		n=$(field "$tmp/$tr.log" iter)
+		wait_for 180 iters_past "$tmp/$tr.log" $((${n:-0} + 20))
+		ok $? "$1: the $tr holder resumed by itself; every byte it reads back verifies and its writes go on (iteration $(field "$tmp/$tr.log" iter))"
+		! has_line "$tmp/$tr.log" "${MARK[$tr]}" '^FAIL' && kill -0 "${HPID[$tr]}" 2> /dev/null
+		ok $? "$1: the $tr holder still runs, nothing failed"
+		lines_from "$tmp/$tr.log" "${MARK[$tr]}" | grep -E '^(FAIL|pause|faa|word)' | diag
+		pause=$(lines_from "$tmp/$tr.log" "${MARK[$tr]}" |
 			awk '$1 == "pause" && $2 > m { m = $2 } END { print m + 0 }')
 		if [ "$pause" -gt 0 ]; then
-			diag "client-visible pause ($1, $t, pool $POOL): $pause ms"
+			diag "client-visible pause ($1, $tr, pool $POOL): $pause ms"
 		else
-			diag "client-visible pause ($1, $t, pool $POOL): no call took over 1000 ms"
+			diag "client-visible pause ($1, $tr, pool $POOL): no call took over 1000 ms"
 		fi
 	done
 }
 
 mark() {
-	local t
+	local tr
 
-	for t in tcp rdma; do
-		MARK[$t]=$(wc -l < "$tmp/$t.log")
+	for tr in tcp rdma; do
+		MARK[$tr]=$(wc -l < "$tmp/$tr.log")
 	done
 }
 
@@ -136,11 +136,11 @@ ok $? "systemctl start rmemd (pool $POOL)"
 HPID[tcp]=$!
 "$HOLDER" "$SYSD_RDMA_EP" rdma sysd/resume-rdma "$tmp/rdma.log" "$RESUME_MS" &
 HPID[rdma]=$!
-for t in tcp rdma; do
-	wait_for 120 has_line "$tmp/$t.log" 0 '^(ready|FAIL)' && has_line "$tmp/$t.log" 0 '^ready'
-	ok $? "the $t holder is connected over $t with its regions ($(head -n 1 "$tmp/$t.log"))"
-	wait_for 120 iters_past "$tmp/$t.log" 9
-	ok $? "the $t holder verifies and writes (iteration $(field "$tmp/$t.log" iter))"
+for tr in tcp rdma; do
+	wait_for 120 has_line "$tmp/$tr.log" 0 '^(ready|FAIL)' && has_line "$tmp/$tr.log" 0 '^ready'
+	ok $? "the $tr holder is connected over $tr with its regions ($(head -n 1 "$tmp/$tr.log"))"
+	wait_for 120 iters_past "$tmp/$tr.log" 9
+	ok $? "the $tr holder verifies and writes (iteration $(field "$tmp/$tr.log" iter))"
 done
 names0=$(names)
 [ "$names0" = "sysd/resume-rdma sysd/resume-tcp" ]
@@ -178,14 +178,14 @@ sleep 1
 kill -KILL "$pid1"
 ok $? "kill -9 rmemd (MainPID $pid1), the TCP holder's FAA waiting on it"
 : > "$tmp/rdma.log.faa"
-for t in tcp rdma; do
-	wait_for 180 has_line "$tmp/$t.log" "${MARK[$t]}" '^word'
-	rc=$(field "$tmp/$t.log" faa)
+for tr in tcp rdma; do
+	wait_for 180 has_line "$tmp/$tr.log" "${MARK[$tr]}" '^word'
+	rc=$(field "$tmp/$tr.log" faa)
 	[ "$rc" = "-$ECONNABORTED" ]
-	ok $? "the $t holder's FAA in flight ends with -ECONNABORTED, outcome unknown (${rc:-none})"
-	read -r _ old new < <(lines_from "$tmp/$t.log" "${MARK[$t]}" | grep '^word ' | tail -n 1)
+	ok $? "the $tr holder's FAA in flight ends with -ECONNABORTED, outcome unknown (${rc:-none})"
+	read -r _ old new < <(lines_from "$tmp/$tr.log" "${MARK[$tr]}" | grep '^word ' | tail -n 1)
 	[ -n "${old-}" ] && { [ "$new" = "$old" ] || [ "$new" = $((old + 1)) ]; }
-	ok $? "the $t holder then reads the word: ${old-?} before, ${new-?} after (applied at most once)"
+	ok $? "the $tr holder then reads the word: ${old-?} before, ${new-?} after (applied at most once)"
 done
 rm -f "$tmp/tcp.log.idle" "$tmp/rdma.log.idle"
 rm -f "$tmp/tcp.log.faa" "$tmp/rdma.log.faa"
@@ -196,9 +196,9 @@ pid2=${PROP[MainPID]-}
 [ -n "$pid2" ] && [ "$pid2" != 0 ] && [ "$pid2" != "$pid1" ] && [ "${PROP[NRestarts]-0}" -ge 1 ]
 ok $? "a new rmemd (MainPID $pid1 -> $pid2, NRestarts ${PROP[NRestarts]-})"
 after_event "kill -9"
-for t in tcp rdma; do
-	ms=$(lines_from "$tmp/$t.log" "${MARK[$t]}" | awk '$1 == "faa" { print $3 }' | tail -n 1)
-	diag "client-visible pause (kill -9, $t, pool $POOL): ${ms:-?} ms, from the FAA to its -ECONNABORTED after the resume"
+for tr in tcp rdma; do
+	ms=$(lines_from "$tmp/$tr.log" "${MARK[$tr]}" | awk '$1 == "faa" { print $3 }' | tail -n 1)
+	diag "client-visible pause (kill -9, $tr, pool $POOL): ${ms:-?} ms, from the FAA to its -ECONNABORTED after the resume"
 done
 [ "$(names)" = "$names0" ]
 ok $? "after the kill rmemctl names lists the same names"
@@ -206,12 +206,12 @@ ok $? "after the kill rmemctl names lists the same names"
 # ---- the end -----------------------------------------------------------------------
 : > "$tmp/tcp.log.stop"
 : > "$tmp/rdma.log.stop"
-for t in tcp rdma; do
-	wait "${HPID[$t]}"
+for tr in tcp rdma; do
+	wait "${HPID[$tr]}"
 	rc=$?
-	has_line "$tmp/$t.log" 0 '^done' && [ "$rc" = 0 ]
-	ok $? "the $t holder verified its last patterns, freed, unlinked and closed (exit $rc, $(field "$tmp/$t.log" "done") iterations)"
-	unset "HPID[$t]"
+	has_line "$tmp/$tr.log" 0 '^done' && [ "$rc" = 0 ]
+	ok $? "the $tr holder verified its last patterns, freed, unlinked and closed (exit $rc, $(field "$tmp/$tr.log" "done") iterations)"
+	unset "HPID[$tr]"
 done
 [ -z "$(names)" ]
 ok $? "no name left"
