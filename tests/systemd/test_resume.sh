@@ -177,6 +177,18 @@ kill -STOP "$pid1"
 sleep 1
 kill -KILL "$pid1"
 ok $? "kill -9 rmemd (MainPID $pid1), the TCP holder's FAA waiting on it"
+# SIGKILL is only delivered: until the process has exited its queue pairs
+# live on in the kernel, and Soft-RoCE would apply an FAA sent now (seen: rc
+# 0, the word 0 -> 1, in 2 ms).  Gone or a zombie, its files are closed.
+gone() {
+	local state
+
+	[ -e "/proc/$pid1" ] || return 0
+	state=$(awk '/^State:/ {print $2}' "/proc/$pid1/status" 2> /dev/null)
+	[ -z "$state" ] || [ "$state" = Z ]
+}
+wait_for 60 gone
+ok $? "the killed rmemd has exited"
 : > "$tmp/rdma.log.faa"
 for tr in tcp rdma; do
 	wait_for 180 has_line "$tmp/$tr.log" "${MARK[$tr]}" '^word'
