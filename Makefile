@@ -129,8 +129,8 @@ RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
 # the etcd client's own test, run against etcd by test_etcd_client.sh.
 CLUSTER_HELPERS := $(B)/tests/cluster_client $(B)/tests/test_etcd_client
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
-# client those tests run against the installed rmemd.
-SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck
+# clients those tests run against the installed rmemd.
+SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
 
 
 .PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp \
@@ -367,15 +367,11 @@ check-rdma: $(B)/rmemd $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS)
 # ---- the unit under real systemd (tests/systemd/README.md) --------------------
 # Part of `make test` through tests/systemd/suite, which boots the test VM with
 # systemd as PID 1 (run-in-vm --systemd); `make check-systemd` runs it alone.
-# rwcheck uses only the public library, like an application.
+# rwcheck, namedcheck and holder use only the public library, like an application.
 $(B)/tests/obj/systemd/%.o: tests/systemd/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
-$(B)/tests/systemd/rwcheck: $(B)/tests/obj/systemd/rwcheck.o $(B)/librmem.so.$(SOMAJOR)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/../..'
-# test_restart.sh's named regions with patterns, across restarts.
-$(B)/tests/systemd/namedcheck: $(B)/tests/obj/systemd/namedcheck.o $(B)/librmem.so.$(SOMAJOR)
+$(SYSD_BINS): $(B)/tests/systemd/%: $(B)/tests/obj/systemd/%.o $(B)/librmem.so.$(SOMAJOR)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/../..'
 
