@@ -88,7 +88,8 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c daemon/resume.c \
 	daemon/busypoll.c daemon/cluster.c daemon/metrics.c
-CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c
+CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c \
+	client-lib/tools/cluster.c
 
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
 COMMON_LIB := $(B)/libcommon.a
@@ -200,13 +201,17 @@ $(B)/rmemd.service: systemd/rmemd.service
 $(B)/rmemd: $(DAEMON_OBJS) $(ETCD_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(DAEMON_LIBS) $(ETCD_LIBS)
 
-# rmemctl uses only the public library.  $(B)/rmemctl finds the library
-# beside it; $(B)/inst/rmemctl, the one `make install` copies, has no rpath.
-$(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_OBJS) -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN'
-$(B)/inst/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR)
+# rmemctl uses the public library, and for `cluster` the internal etcd
+# client and record codec (libetcd.a, libcommon.a): it reads etcd itself.
+# $(B)/rmemctl finds the library beside it; $(B)/inst/rmemctl, the one
+# `make install` copies, has no rpath.
+$(B)/tool/client-lib/tools/cluster.o: TOOL_INC += $(COMMON_INC)
+CTL_LINK = $(CTL_OBJS) -L$(B) -lrmem $(ETCD_LIB) $(COMMON_LIB) $(ETCD_LIBS)
+$(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR) $(ETCD_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_LINK) -Wl,-rpath,'$$ORIGIN'
+$(B)/inst/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR) $(ETCD_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_OBJS) -L$(B) -lrmem
+	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_LINK)
 
 # ---- tests ------------------------------------------------------------------
 # Every test source is compiled once into $(B)/tests/obj/ with -MMD -MP, so a

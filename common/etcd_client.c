@@ -292,6 +292,23 @@ int etcd_lease_revoke(struct etcd_client *c, int64_t id)
 	return rc;
 }
 
+int etcd_lease_ttl(struct etcd_client *c, int64_t id, int64_t *ttl_out, int64_t *granted_out)
+{
+	struct etcd_header h;
+	char *body, *reply;
+	size_t len;
+	int rc = etcd_enc_lease_id(id, &body);
+
+	*ttl_out = -1;
+	*granted_out = 0;
+	rc = roundtrip(c, "/v3/lease/timetolive", rc, body, &reply, &len);
+	if (rc == 0)
+		rc = bad_reply(c, "/v3/lease/timetolive",
+			       etcd_dec_lease_ttl(reply, len, id, &h, ttl_out, granted_out));
+	free(reply);
+	return rc;
+}
+
 int etcd_put(struct etcd_client *c, const void *key, size_t key_len, const void *value,
 	     size_t value_len, int64_t lease)
 {

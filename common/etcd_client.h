@@ -68,6 +68,9 @@ int etcd_lease_grant(struct etcd_client *c, int64_t ttl_s, int64_t *id, int64_t 
 int etcd_lease_keepalive(struct etcd_client *c, int64_t id, int64_t *ttl_out);
 /* -ENOENT when the lease is gone already. */
 int etcd_lease_revoke(struct etcd_client *c, int64_t id);
+/* The lease's remaining TTL (-1: etcd no longer knows it) and the TTL it was
+ * granted with (etcd_dec_lease_ttl); for rmemctl's listing. */
+int etcd_lease_ttl(struct etcd_client *c, int64_t id, int64_t *ttl_out, int64_t *granted_out);
 int etcd_put(struct etcd_client *c, const void *key, size_t key_len, const void *value,
 	     size_t value_len, int64_t lease);
 /* create-if-absent (etcd_enc_create): *created, or the key as it is. */

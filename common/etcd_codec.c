@@ -494,6 +494,30 @@ int etcd_dec_lease_keepalive(const char *text, size_t len, int64_t id, struct et
 	return rc;
 }
 
+int etcd_dec_lease_ttl(const char *text, size_t len, int64_t id, struct etcd_header *h,
+		       int64_t *ttl_s, int64_t *granted_s)
+{
+	json_t *root = parse(text, len);
+	int64_t got = 0;
+	int rc = root ? dec_header(root, h) : -EPROTO;
+
+	*ttl_s = -1;
+	*granted_s = 0;
+	if (rc == 0)
+		rc = get_i64(root, "ID", 1, &got);
+	if (rc == 0 && got != id)
+		rc = -EPROTO;
+	/* -1: etcd no longer knows the lease (TTL is then -1 on the wire). */
+	if (rc == 0)
+		rc = get_i64(root, "TTL", -1, ttl_s);
+	if (rc == 0)
+		rc = get_i64(root, "grantedTTL", 0, granted_s);
+	if (rc < 0)
+		*ttl_s = -1;
+	json_decref(root);
+	return rc;
+}
+
 int etcd_dec_header_only(const char *text, size_t len, struct etcd_header *h)
 {
 	json_t *root = parse(text, len);

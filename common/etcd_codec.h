@@ -75,6 +75,15 @@ int etcd_enc_lease_id(int64_t id, char **out);
 int etcd_dec_lease_keepalive(const char *text, size_t len, int64_t id, struct etcd_header *h,
 			     int64_t *ttl_s);
 
+/*
+ * /v3/lease/timetolive, asked with etcd_enc_lease_id: the lease's remaining
+ * TTL in *ttl_s (-1 when etcd no longer knows it: the gateway then says
+ * "TTL": "-1") and the TTL it was granted with in *granted_s (0 then).  The
+ * ID must be the one asked about.
+ */
+int etcd_dec_lease_ttl(const char *text, size_t len, int64_t id, struct etcd_header *h,
+		       int64_t *ttl_s, int64_t *granted_s);
+
 /* ---- keys ------------------------------------------------------------------- */
 
 /* /v3/kv/put: key = value, attached to lease (0: none). */

@@ -28,9 +28,9 @@ static void print_names_json(const struct rmem_name_info *nm, size_t n)
 		printf("%s{", i ? "," : "");
 		json_u64("id", nm[i].id, true);
 		printf("\"name\":");
-		json_string(nm[i].name);
+		json_text(nm[i].name);
 		printf(",\"tenant\":");
-		json_string(nm[i].tenant);
+		json_text(nm[i].tenant);
 		printf(",");
 		json_u64("length", nm[i].length, true);
 		json_u64("age_ms", nm[i].age_ms, true);

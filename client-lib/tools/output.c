@@ -154,7 +154,7 @@ static size_t utf8_len(const unsigned char *s)
 }
 
 /* A JSON string; bytes that are not UTF-8 become U+FFFD. */
-void json_string(const char *s)
+void json_text(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 

@@ -42,8 +42,9 @@ void table_set(struct table *t, size_t col, const char *fmt, ...);
 void table_print(const struct table *t);
 void table_free(struct table *t);
 
-/* A JSON string; bytes that are not UTF-8 become U+FFFD. */
-void json_string(const char *s);
+/* A JSON string; bytes that are not UTF-8 become U+FFFD.  (Not json_string:
+ * that is jansson's, which rmemctl links for the cluster command.) */
+void json_text(const char *s);
 /* "key":value, and a comma when more follows. */
 void json_u64(const char *key, uint64_t value, bool more);
 /* "key":true or false, and a comma when more follows. */

@@ -6,7 +6,8 @@
  * commands of named regions.
  *
  * Uses only the public library (<rmem.h>) and libc, so it doubles as a check
- * that the public API is enough to administer the daemon.
+ * that the public API is enough to administer the daemon; cluster.c (the
+ * `cluster` command) reads etcd itself, with common/'s etcd client.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -151,7 +152,7 @@ static int cmd_pools(struct ctl *ctl)
 		printf("{\"pools\":[");
 		for (size_t i = 0; i < n; i++) {
 			printf("%s{\"name\":", i ? "," : "");
-			json_string(pools[i].name);
+			json_text(pools[i].name);
 			printf(",");
 			json_u64("bytes", pools[i].bytes, true);
 			json_u64("used_bytes", pools[i].used_bytes, true);
@@ -285,7 +286,7 @@ static void print_regions_json(const struct rmem_region_info *r, size_t n)
 		printf("\"access\":\"%s\",\"name\":", region_access(&r[i]));
 		/* null, not "": an anonymous region has no name at all. */
 		if (r[i].name_id)
-			json_string(r[i].name);
+			json_text(r[i].name);
 		else
 			printf("null");
 		printf(",");
@@ -373,9 +374,9 @@ static void print_clients_json(const struct rmem_client_info *cl, size_t n)
 		json_u64("lease_age_ms", cl[i].idle_ms, true);
 		json_u64("idle_ms", cl[i].idle_ms, true);
 		printf("\"transport\":");
-		json_string(cl[i].transport);
+		json_text(cl[i].transport);
 		printf(",\"peer\":");
-		json_string(cl[i].peer);
+		json_text(cl[i].peer);
 		printf("}");
 	}
 	printf("]}\n");
@@ -436,13 +437,15 @@ static const struct command {
 	const char *name;
 	int (*run)(struct ctl *ctl);
 	bool takes_arg; /* one argument after the command (ctl->arg) */
+	bool etcd_only; /* reads etcd itself: no rmemd connection */
 } commands[] = {
-	{ "stats", cmd_stats, false },
-	{ "pools", cmd_pools, false },
-	{ "regions", cmd_regions, false },
-	{ "clients", cmd_clients, false },
-	{ "names", cmd_names, false },
-	{ "unlink", cmd_unlink, true },
+	{ "stats", cmd_stats, false, false },
+	{ "pools", cmd_pools, false, false },
+	{ "regions", cmd_regions, false, false },
+	{ "clients", cmd_clients, false, false },
+	{ "names", cmd_names, false, false },
+	{ "unlink", cmd_unlink, true, false },
+	{ "cluster", cmd_cluster, false, true },
 };
 
 static void usage(FILE *out)
@@ -452,6 +455,7 @@ static void usage(FILE *out)
 		"       rmemctl [-s SOCKET | -c HOST:PORT] [-t TENANT -k SECRET_FILE] [--revoke]\n"
 		"               unlink NAME\n"
 		"       rmemctl [-s SOCKET] --namespace=TENANT [--revoke] unlink NAME\n"
+		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [--json] cluster\n"
 		"Shows the state of rmemd, the rmem remote-memory daemon.\n"
 		"\n"
 		"Commands:\n"
@@ -463,11 +467,18 @@ static void usage(FILE *out)
 		"  unlink NAME  unlinks the named region NAME of rmemctl's own namespace\n"
 		"               (anonymous, or the tenant's with -t) (any endpoint); with\n"
 		"               --namespace, of that tenant's, as an admin (Unix socket only)\n"
+		"  cluster      the memory servers of a cluster, as etcd lists them: state,\n"
+		"               endpoints, capacity, used, free, largest free, generation,\n"
+		"               uptime, lease seconds left of granted (-e only)\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket=PATH        the daemon's Unix socket (default: $RMEMD_SOCKET,\n"
 		"                           else " DEFAULT_SOCKET ")\n"
 		"  -c, --connect=HOST:PORT  talk to the daemon over TCP instead\n"
+		"  -e, --etcd=etcd://HOST:PORT[,...]/NAME\n"
+		"                           the cluster NAME whose members etcd at HOST:PORT\n"
+		"                           lists (cluster); other commands connect to it\n"
+		"                           as a cluster client\n"
 		"  -j, --json               print one JSON object\n"
 		"  -t, --tenant=NAME        connect as this tenant (with -k)\n"
 		"  -k, --secret-file=PATH   the tenant's secret\n"
@@ -571,6 +582,7 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "connect", required_argument, NULL, 'c' },
+		{ "etcd", required_argument, NULL, 'e' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "tenant", required_argument, NULL, 't' },
 		{ "secret-file", required_argument, NULL, 'k' },
@@ -582,13 +594,16 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 	};
 	int opt, nargs;
 
-	while ((opt = getopt_long(argc, argv, "s:c:jt:k:rN:hV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:c:e:jt:k:rN:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			a->socket_path = optarg;
 			break;
 		case 'c':
 			a->tcp_endpoint = optarg;
+			break;
+		case 'e':
+			ctl->etcd = optarg;
 			break;
 		case 'j':
 			ctl->json = true;
@@ -618,11 +633,15 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 	}
 	if (a->socket_path && a->tcp_endpoint)
 		return usage_error("%s", "-s and -c exclude each other");
+	if (ctl->etcd && (a->socket_path || a->tcp_endpoint))
+		return usage_error("%s", "-e excludes -s and -c");
+	if (ctl->etcd && strncmp(ctl->etcd, "etcd://", 7) != 0)
+		return usage_error("-e needs an etcd:// endpoint, not '%s'", ctl->etcd);
 	if (!ctl->tenant != !ctl->secret_file)
 		return usage_error("%s", "-t and -k go together");
 	if (optind >= argc)
-		return usage_error("%s", "missing command (stats, pools, regions, clients, names "
-				   "or unlink)");
+		return usage_error("%s", "missing command (stats, pools, regions, clients, names, "
+				   "unlink or cluster)");
 	a->cmd = find_command(argv[optind]);
 	if (!a->cmd)
 		return usage_error("unknown command '%s'", argv[optind]);
@@ -653,7 +672,9 @@ int main(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	if (a.tcp_endpoint) {
+	if (ctl.etcd) {
+		ctl.endpoint = ctl.etcd; /* a cluster client (librmem's etcd://) */
+	} else if (a.tcp_endpoint) {
 		ctl.endpoint = a.tcp_endpoint;
 		ctl.unix_socket = strncmp(a.tcp_endpoint, "unix:", 5) == 0;
 	} else {
@@ -670,8 +691,9 @@ int main(int argc, char **argv)
 		ctl.unix_socket = true;
 	}
 
-	rc = open_client(&ctl);
-	if (rc == 0) {
+	if (a.cmd->etcd_only) {
+		rc = a.cmd->run(&ctl);
+	} else if ((rc = open_client(&ctl)) == 0) {
 		rc = a.cmd->run(&ctl);
 		rmem_close(ctl.client);
 	}

@@ -23,6 +23,7 @@ struct ctl {
 	const char *tenant;      /* --tenant, with --secret-file: whose names */
 	const char *secret_file;
 	const char *ns;          /* unlink --namespace: an admin's, in this tenant's */
+	const char *etcd;        /* -e etcd://HOST:PORT,.../NAME: a cluster's etcd */
 	rmem_client *client;
 };
 
@@ -46,5 +47,10 @@ int fetch_all(struct ctl *ctl, page_fn page, size_t item_size, void **out, size_
 
 int cmd_names(struct ctl *ctl);
 int cmd_unlink(struct ctl *ctl);
+
+/* ---- cluster.c ------------------------------------------------------------------ */
+
+/* The servers of the cluster ctl->etcd names, read from etcd (no client). */
+int cmd_cluster(struct ctl *ctl);
 
 #endif /* RMEMCTL_H */

@@ -5,7 +5,9 @@
 # that the figures follow a large allocation but not a tiny one; that
 # killing the etcd leader stops neither a keepalive nor a client's I/O; that
 # a lost lease is replaced; that kill -9 takes the key away within lease_ms
-# + 1 s (the time is printed) and SIGTERM at once (revoked); that with every
+# + 1 s (the time is printed) and SIGTERM at once (revoked); that rmemctl
+# cluster lists the servers (table and JSON) and loses a dead one as fast;
+# that with every
 # etcd member down rmemd serves on and says so once, and registers again
 # when etcd is back; that a bad cluster block is refused with FILE:LINE.
 # TAP output.
@@ -149,6 +151,66 @@ for i in 0 1 2; do
 	ok $? "s$i's key is under lease $lease granted with a TTL of lease_ms ($ttl)"
 done
 
+# ---- rmemctl cluster: the listing, as a table and as JSON ------------------------------------
+RMEMCTL=$B/rmemctl
+EURL="etcd://${ETCD_ENDPOINTS//http:\/\//}/$NAME"
+"$RMEMCTL" -e "$EURL" cluster > "$tmp/ctl.txt" 2> "$tmp/ctl.err"
+rc=$?
+diag < "$tmp/ctl.txt"
+diag < "$tmp/ctl.err"
+# table_ok FILE: the titles, and a row per server with its figures.
+table_ok() {
+	local i
+	head -1 "$1" | grep -q "^ID  *STATE  *TCP  *RDMA  *POOL  *USED  *FREE  *LARGEST FREE  *GENERATION  *UP  *LEASE$" &&
+		[ "$(grep -c "^s[012] " "$1")" = 3 ] || return 1
+	for i in 0 1 2; do
+		grep -q "^s$i  *up  *127.0.0.1:${rports[$i]}  *-  *64.0 MiB  *0 B  *64.0 MiB  *64.0 MiB  *[0-9][0-9]*  .*[1-3]/3s$" "$1" ||
+			return 1
+	done
+}
+[ $rc -eq 0 ] && table_ok "$tmp/ctl.txt"
+ok $? "rmemctl -e $EURL cluster lists s0, s1, s2: up, endpoint, 64 MiB free, lease n/3s"
+"$RMEMCTL" -e "$EURL" --json cluster > "$tmp/ctl.json" 2>&1
+rc=$?
+[ $rc -eq 0 ] && python3 -m json.tool "$tmp/ctl.json" > /dev/null
+ok $? "rmemctl --json cluster prints JSON that python3 -m json.tool accepts"
+# jsoncheck FILE: the listing's figures against what each server should say.
+cat > "$tmp/jsoncheck.py" << 'EOP'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+name, pool = sys.argv[2], int(sys.argv[3])
+ports, gens = sys.argv[4:7], [int(g) for g in sys.argv[7:10]]
+assert doc["cluster"] == name, doc["cluster"]
+srv = {s["id"]: s for s in doc["servers"]}
+assert sorted(srv) == ["s0", "s1", "s2"], sorted(srv)
+for i in range(3):
+    s = srv["s%d" % i]
+    assert s["state"] == "up", s
+    assert s["tcp"] == "127.0.0.1:" + ports[i] and s["rdma"] == "", s
+    assert s["pool_bytes"] == pool and s["free_bytes"] == pool, s
+    assert s["used_bytes"] == 0 and s["largest_free"] == pool, s
+    assert s["generation"] == gens[i], (s, gens[i])
+    assert s["lease"] > 0 and s["lease_granted_s"] == 3, s
+    assert 1 <= s["lease_ttl_s"] <= 3, s
+    assert 0 <= s["uptime_ms"] < 600000, s
+EOP
+python3 "$tmp/jsoncheck.py" "$tmp/ctl.json" "$NAME" "$POOL" "${rports[@]}" \
+	"$(value 0 | json generation)" "$(value 1 | json generation)" \
+	"$(value 2 | json generation)" > "$tmp/jsoncheck.out" 2>&1
+rc=$?
+diag < "$tmp/jsoncheck.out"
+ok $rc "the JSON gives each server's id, state up, endpoints, pool/used/free/largest, generation, lease 1..3 of 3 s"
+"$RMEMCTL" -c "127.0.0.1:${rports[0]}" cluster > /dev/null 2> "$tmp/ctl.err"
+rc=$?
+diag < "$tmp/ctl.err"
+[ $rc -eq 2 ] && grep -q "needs an etcd endpoint" "$tmp/ctl.err"
+ok $? "rmemctl -c HOST:PORT cluster: exit 2, 'needs an etcd endpoint'"
+"$RMEMCTL" -e "etcd://127.0.0.1:$(free_port)/$NAME" cluster > /dev/null 2> "$tmp/ctl.err"
+rc=$?
+diag < "$tmp/ctl.err"
+[ $rc -eq 1 ] && grep -q "reading /rmem/$NAME/servers/ from etcd" "$tmp/ctl.err"
+ok $? "rmemctl cluster with no etcd there: exit 1, says etcd cannot be read"
+
 # ---- the figures: a large allocation moves them, a tiny one does not -----------------------
 ep0=tcp://127.0.0.1:${rports[0]}
 
@@ -246,12 +308,31 @@ t0=$(date +%s%N)
 kill -KILL "${rpids[0]}"
 wait "${rpids[0]}" 2> /dev/null
 rpids[0]=
+# Watched through rmemctl cluster, as an operator would: s0 is listed (late
+# once its lease runs low) until etcd ends the lease.
+late=no
+listed=yes
+deadline=$((SECONDS + 10))
+while ((SECONDS <= deadline)); do
+	"$RMEMCTL" -e "$EURL" cluster > "$tmp/ctl9.txt" 2>&1 || break
+	grep -q "^s0  *late " "$tmp/ctl9.txt" && late=yes
+	if ! grep -q "^s0 " "$tmp/ctl9.txt"; then
+		listed=no
+		break
+	fi
+	sleep 0.05
+done
+t_ctl=$(date +%s%N)
 wait_key 0 absent 10
 t1=$(date +%s%N)
 ms=$(((t1 - t0) / 1000000))
-echo "# kill -9 of s0: its key disappeared after $ms ms (lease_ms $LEASE_MS)"
+ms_ctl=$(((t_ctl - t0) / 1000000))
+echo "# kill -9 of s0: gone from rmemctl cluster after $ms_ctl ms, its key after $ms ms" \
+	"(lease_ms $LEASE_MS; listed as late before: $late)"
 ((ms <= LEASE_MS + 1000))
 ok $? "kill -9: s0's key is gone within lease_ms + 1 s ($ms ms)"
+[ $listed = no ] && ((ms_ctl <= LEASE_MS + 1000)) && [ "$(grep -c "^s[12]  *up " "$tmp/ctl9.txt")" = 2 ]
+ok $? "kill -9: s0 is gone from rmemctl cluster within lease_ms + 1 s ($ms_ctl ms); s1, s2 up"
 
 # ---- the same id again: a restarted s0 is s0 ------------------------------------------------------
 gen_before=$(echo "$v0_before" | json generation)
@@ -312,6 +393,11 @@ n=$(grep -c "etcd is unreachable" "$tmp/r2.log")
 ok $? "s2 logged the loss of etcd once ($n times)"
 state unreachable
 ok $? "s2's /metrics says rmem_cluster_state{state=\"unreachable\"} 1"
+"$RMEMCTL" -e "$EURL" cluster > /dev/null 2> "$tmp/ctl.err"
+rc=$?
+diag < "$tmp/ctl.err"
+[ $rc -eq 1 ] && grep -q "from etcd: " "$tmp/ctl.err"
+ok $? "with all of etcd down rmemctl cluster exits 1 and says etcd cannot be read"
 for i in 0 1 2; do etcd_restart "$i"; done
 etcd_wait_healthy 30
 ok $? "etcd comes back"

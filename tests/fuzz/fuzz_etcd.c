@@ -51,6 +51,8 @@ static void decoders(const char *text, size_t len)
 		CHECK(a > 0 && b > 0 && h.revision >= 0);
 	if (etcd_dec_lease_keepalive(text, len, 77, &h, &a) == 0)
 		CHECK(a >= 0);
+	if (etcd_dec_lease_ttl(text, len, 77, &h, &a, &b) == 0)
+		CHECK(a >= -1 && b >= 0);
 	etcd_dec_header_only(text, len, &h);
 	if (etcd_dec_delete(text, len, &h, &a) == 0)
 		CHECK(a >= 0);

@@ -100,6 +100,20 @@ static void leases(void)
 				    &ttl) == -EPROTO, "keepalive reply for another lease: EPROTO");
 	ok(etcd_dec_lease_keepalive(S("{" HDR ",\"ID\":\"77\",\"TTL\":\"3\"}"), 77, &h, &ttl) ==
 	   -EPROTO, "keepalive reply not wrapped in result: EPROTO");
+	{
+		int64_t granted;
+
+		ok(etcd_dec_lease_ttl(S("{" HDR ",\"ID\":\"77\",\"TTL\":\"2\",\"grantedTTL\":\"3\"}"),
+				      77, &h, &ttl, &granted) == 0 && ttl == 2 && granted == 3,
+		   "timetolive reply: remaining and granted TTL");
+		ok(etcd_dec_lease_ttl(S("{" HDR ",\"ID\":\"77\",\"TTL\":\"-1\"}"), 77, &h, &ttl,
+				      &granted) == 0 && ttl == -1 && granted == 0,
+		   "timetolive of a lease etcd no longer knows: TTL -1");
+		ok(etcd_dec_lease_ttl(S("{" HDR ",\"ID\":\"78\",\"TTL\":\"2\"}"), 77, &h, &ttl,
+				      &granted) == -EPROTO && ttl == -1, "timetolive of another lease: EPROTO");
+		ok(etcd_dec_lease_ttl(S("{" HDR ",\"ID\":\"77\",\"TTL\":\"-2\"}"), 77, &h, &ttl,
+				      &granted) == -EPROTO, "timetolive with TTL below -1: EPROTO");
+	}
 	ok(etcd_dec_header_only(S("{" HDR "}"), &h) == 0 && h.raft_term == 2, "put/revoke reply");
 	ok(etcd_dec_header_only(S("{\"header\":{\"revision\":\"x\"}}"), &h) == -EPROTO,
 	   "header with a bad revision: EPROTO");

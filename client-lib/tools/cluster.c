@@ -1,0 +1,261 @@
+/*
+ * cluster.c - rmemctl's `cluster` command: the memory servers of a cluster
+ * as etcd knows them (docs/architecture.md, "Cluster").
+ *
+ * It reads /rmem/<name>/servers/ itself, with common's etcd client and the
+ * server record's codec (cluster_rec.h), rather than through librmem: the
+ * listing is etcd's view (who holds a lease, what each server last
+ * published), which is what an operator asks for when a server seems
+ * missing, and it must work when no server answers at all.
+ *
+ * The lease column is etcd's own account of each server's lease
+ * (/v3/lease/timetolive): seconds remaining of the seconds granted.  A
+ * server renews at a third of its lease, so remaining stays above two
+ * thirds of granted while it lives; a server whose remaining fell to a
+ * third or less has missed its keepalives ("late": dead or cut off from
+ * etcd) and goes when it reaches 0.  The record's own age would say less:
+ * a server writes its record only when its figures move.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cluster_rec.h"
+#include "etcd_client.h"
+#include "output.h"
+#include "rmemctl.h"
+
+#define ETCD_SCHEME "etcd://"
+#define DEFAULT_CLUSTER "rmem"
+#define CLUSTER_NAME_MAX 64
+#define TIMEOUT_MS 2000
+
+struct server_row {
+	struct cluster_rec rec;
+	const char *state;    /* "up", "late", "expired", "bad-record" */
+	int64_t lease;        /* its lease id (0: none) */
+	int64_t ttl_s;        /* remaining, -1 when etcd no longer knows it or unknown */
+	int64_t granted_s;
+	char key[CELL_MAX];   /* the key's id part, for a record that does not decode */
+};
+
+/*
+ * "etcd://h1:2379,h2:2379/NAME" into "http://h1:2379,http://h2:2379" and
+ * NAME ("rmem" when there is no path).  etcd_client_new checks each
+ * endpoint.  0, or -EINVAL with why.
+ */
+static int parse_url(const char *url, char *list, size_t list_len, char *name, size_t name_len,
+		     char *why, size_t why_len)
+{
+	const char *hosts, *slash, *p;
+	size_t used = 0;
+
+	if (strncmp(url, ETCD_SCHEME, strlen(ETCD_SCHEME)) != 0) {
+		snprintf(why, why_len, "'%s' is not an etcd:// endpoint", url);
+		return -EINVAL;
+	}
+	hosts = url + strlen(ETCD_SCHEME);
+	slash = strchr(hosts, '/');
+	snprintf(name, name_len, "%s", slash && slash[1] ? slash + 1 : DEFAULT_CLUSTER);
+	if (strlen(name) >= name_len - 1 || strchr(name, '/')) {
+		snprintf(why, why_len, "bad cluster name in '%s'", url);
+		return -EINVAL;
+	}
+	list[0] = '\0';
+	for (p = hosts; p < (slash ? slash : hosts + strlen(hosts));) {
+		const char *end = slash ? slash : hosts + strlen(hosts);
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		size_t n = (size_t)((comma ? comma : end) - p);
+		int w;
+
+		if (n == 0) {
+			snprintf(why, why_len, "an empty host in '%s'", url);
+			return -EINVAL;
+		}
+		w = snprintf(list + used, list_len - used, "%shttp://%.*s", used ? "," : "", (int)n,
+			     p);
+		if (w < 0 || (size_t)w >= list_len - used) {
+			snprintf(why, why_len, "too many hosts in '%s'", url);
+			return -EINVAL;
+		}
+		used += (size_t)w;
+		p += n + (comma ? 1 : 0);
+		if (comma && p == end) {
+			snprintf(why, why_len, "an empty host in '%s'", url);
+			return -EINVAL;
+		}
+	}
+	if (!used) {
+		snprintf(why, why_len, "no host in '%s'", url);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const char *lease_state(int64_t ttl_s, int64_t granted_s)
+{
+	if (ttl_s < 0)
+		return "expired";
+	return ttl_s * 3 > granted_s ? "up" : "late";
+}
+
+/* One key of the listing into row: its record and its lease. */
+static void read_row(struct etcd_client *etcd, const struct etcd_kv *kv, size_t prefix_len,
+		     struct server_row *row)
+{
+	memset(row, 0, sizeof *row);
+	row->ttl_s = -1;
+	printable(row->key, sizeof row->key,
+		  kv->key_len > prefix_len ? (const char *)kv->key + prefix_len : "");
+	row->lease = kv->lease;
+	if (cluster_rec_decode((const char *)kv->value, kv->value_len, &row->rec) < 0) {
+		row->state = "bad-record";
+		return;
+	}
+	if (kv->lease && etcd_lease_ttl(etcd, kv->lease, &row->ttl_s, &row->granted_s) == 0)
+		row->state = lease_state(row->ttl_s, row->granted_s);
+	else
+		row->state = kv->lease ? "unknown" : "no-lease";
+}
+
+static void print_json(const char *name, const struct server_row *rows, size_t n, uint64_t now_ms)
+{
+	printf("{\"cluster\":");
+	json_text(name);
+	printf(",\"servers\":[");
+	for (size_t i = 0; i < n; i++) {
+		const struct server_row *r = &rows[i];
+		const struct cluster_rec *c = &r->rec;
+
+		printf("%s{\"id\":", i ? "," : "");
+		json_text(c->id[0] ? c->id : r->key);
+		printf(",\"state\":");
+		json_text(r->state);
+		printf(",\"tcp\":");
+		json_text(c->tcp);
+		printf(",\"rdma\":");
+		json_text(c->rdma);
+		printf(",");
+		json_u64("pool_bytes", c->pool_bytes, true);
+		json_u64("used_bytes", c->pool_bytes - c->free_bytes, true);
+		json_u64("free_bytes", c->free_bytes, true);
+		json_u64("largest_free", c->largest_free, true);
+		json_u64("generation", c->generation, true);
+		json_u64("start_time_ms", c->start_time_ms, true);
+		json_u64("uptime_ms", now_ms > c->start_time_ms && c->start_time_ms ?
+			 now_ms - c->start_time_ms : 0, true);
+		json_u64("lease", (uint64_t)r->lease, true);
+		printf("\"lease_ttl_s\":%" PRId64 ",", r->ttl_s);
+		json_u64("lease_granted_s", (uint64_t)r->granted_s, true);
+		printf("\"version\":");
+		json_text(c->version);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+static int print_table(const struct server_row *rows, size_t n, uint64_t now_ms)
+{
+	static const struct column cols[] = {
+		{ "ID", false }, { "STATE", false }, { "TCP", false }, { "RDMA", false },
+		{ "POOL", true }, { "USED", true }, { "FREE", true }, { "LARGEST FREE", true },
+		{ "GENERATION", true }, { "UP", true }, { "LEASE", true },
+	};
+	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
+
+	for (size_t i = 0; i < n; i++) {
+		const struct server_row *r = &rows[i];
+		const struct cluster_rec *c = &r->rec;
+		char pool[32], used[32], free_[32], largest[32], up[32], lease[48];
+
+		if (table_add_row(&t) < 0) {
+			table_free(&t);
+			return -ENOMEM;
+		}
+		format_size(pool, sizeof pool, c->pool_bytes);
+		format_size(used, sizeof used, c->pool_bytes - c->free_bytes);
+		format_size(free_, sizeof free_, c->free_bytes);
+		format_size(largest, sizeof largest, c->largest_free);
+		format_duration(up, sizeof up, now_ms > c->start_time_ms && c->start_time_ms ?
+				now_ms - c->start_time_ms : 0);
+		if (r->ttl_s >= 0)
+			snprintf(lease, sizeof lease, "%" PRId64 "/%" PRId64 "s", r->ttl_s,
+				 r->granted_s);
+		else
+			snprintf(lease, sizeof lease, "-");
+		table_set(&t, 0, "%s", c->id[0] ? c->id : r->key);
+		table_set(&t, 1, "%s", r->state);
+		table_set(&t, 2, "%s", c->tcp[0] ? c->tcp : "-");
+		table_set(&t, 3, "%s", c->rdma[0] ? c->rdma : "-");
+		table_set(&t, 4, "%s", pool);
+		table_set(&t, 5, "%s", used);
+		table_set(&t, 6, "%s", free_);
+		table_set(&t, 7, "%s", largest);
+		table_set(&t, 8, "%" PRIu64, c->generation);
+		table_set(&t, 9, "%s", up);
+		table_set(&t, 10, "%s", lease);
+	}
+	table_print(&t);
+	table_free(&t);
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int cmd_cluster(struct ctl *ctl)
+{
+	char list[ETCD_MAX_ENDPOINTS * ETCD_ENDPOINT_MAX], name[CLUSTER_NAME_MAX], why[256];
+	char prefix[CLUSTER_NAME_MAX + 32];
+	struct etcd_client *etcd = NULL;
+	struct etcd_range r = { .nkvs = 0 };
+	struct server_row *rows = NULL;
+	int rc, err;
+
+	if (!ctl->etcd) {
+		fprintf(stderr, "rmemctl: cluster: needs an etcd endpoint, -e "
+			"etcd://HOST:PORT[,HOST:PORT...]/NAME (a single rmemd at %s is no "
+			"cluster)\n", ctl->endpoint ? ctl->endpoint : "its socket");
+		return EXIT_USAGE;
+	}
+	if (parse_url(ctl->etcd, list, sizeof list, name, sizeof name, why, sizeof why) < 0 ||
+	    etcd_global_init() < 0 ||
+	    etcd_client_new(list, TIMEOUT_MS, &etcd, why, sizeof why) < 0) {
+		fprintf(stderr, "rmemctl: cluster: %s\n", why);
+		return EXIT_USAGE;
+	}
+	snprintf(prefix, sizeof prefix, "/rmem/%s/servers/", name);
+	err = etcd_range(etcd, prefix, strlen(prefix), true, &r);
+	if (err < 0) {
+		fprintf(stderr, "rmemctl: cluster: reading %s from etcd: %s (%s)\n", prefix,
+			strerror(-err), etcd_client_error(etcd));
+		rc = EXIT_FAILURE;
+		goto out;
+	}
+	rows = calloc(r.nkvs ? r.nkvs : 1, sizeof *rows);
+	if (!rows) {
+		rc = report(ctl, "cluster", -ENOMEM);
+		goto out;
+	}
+	for (size_t i = 0; i < r.nkvs; i++)
+		read_row(etcd, &r.kvs[i], strlen(prefix), &rows[i]);
+	if (ctl->json) {
+		print_json(name, rows, r.nkvs, now_ms());
+		rc = 0;
+	} else {
+		rc = print_table(rows, r.nkvs, now_ms()) < 0 ? report(ctl, "cluster", -ENOMEM) : 0;
+	}
+out:
+	free(rows);
+	etcd_range_free(&r);
+	etcd_client_free(etcd);
+	return rc;
+}
