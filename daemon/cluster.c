@@ -53,6 +53,12 @@ struct cluster {
 	_Atomic uint64_t free_bytes, largest_free;
 	/* Written by the agent, read by anyone. */
 	_Atomic int state;
+	/* The agent's counts for the metrics (counters.h, struct
+	 * counters_cluster), copied by the loop's publish timer. */
+	_Atomic uint64_t registrations, leases_lost, renewals, renewal_failures, record_writes,
+		unreachable;
+	_Atomic int64_t last_ok_ms;
+	_Atomic bool reachable;
 
 	struct event *timer;                 /* the loop's publish timer */
 	pthread_t thread;
@@ -87,6 +93,23 @@ static void publish(const struct server *srv, struct cluster *cl)
 	atomic_store_explicit(&cl->largest_free, largest, memory_order_relaxed);
 }
 
+/* The agent's counts into srv->counters.cluster, for the metrics page, which
+ * runs on this loop too (relaxed: each figure is one counter on its own). */
+static void copy_counts(struct server *srv, struct cluster *cl)
+{
+	struct counters_cluster *c = &srv->counters.cluster;
+
+	c->registrations = atomic_load_explicit(&cl->registrations, memory_order_relaxed);
+	c->leases_lost = atomic_load_explicit(&cl->leases_lost, memory_order_relaxed);
+	c->renewals = atomic_load_explicit(&cl->renewals, memory_order_relaxed);
+	c->renewal_failures = atomic_load_explicit(&cl->renewal_failures, memory_order_relaxed);
+	c->record_writes = atomic_load_explicit(&cl->record_writes, memory_order_relaxed);
+	c->unreachable = atomic_load_explicit(&cl->unreachable, memory_order_relaxed);
+	c->last_ok_ms = atomic_load_explicit(&cl->last_ok_ms, memory_order_relaxed);
+	c->etcd_reachable = atomic_load_explicit(&cl->reachable, memory_order_relaxed);
+	c->registered = srv->cluster_state == CLUSTER_REGISTERED;
+}
+
 static void on_publish(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
@@ -96,6 +119,7 @@ static void on_publish(evutil_socket_t fd, short what, void *arg)
 	publish(srv, srv->cluster);
 	/* For the metrics page, which runs on this loop too. */
 	srv->cluster_state = atomic_load(&srv->cluster->state);
+	copy_counts(srv, srv->cluster);
 }
 
 /* ---- the agent ---------------------------------------------------------------------- */
@@ -113,6 +137,18 @@ struct agent {
 	int64_t failing_since;    /* clock_mono_ms() of the first unanswered call; 0: none */
 };
 
+/* etcd answered (whatever it said): for the metrics' reachability and age. */
+static void answered(struct agent *a)
+{
+	atomic_store_explicit(&a->cl->last_ok_ms, clock_mono_ms(), memory_order_relaxed);
+	atomic_store_explicit(&a->cl->reachable, true, memory_order_relaxed);
+}
+
+static void count(_Atomic uint64_t *c)
+{
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
 static void set_state(struct agent *a, enum cluster_state st)
 {
 	int old;
@@ -123,6 +159,10 @@ static void set_state(struct agent *a, enum cluster_state st)
 
 	if (old == (int)st)
 		return;
+	if (st == CLUSTER_UNREACHABLE) {
+		atomic_store_explicit(&a->cl->reachable, false, memory_order_relaxed);
+		count(&a->cl->unreachable);
+	}
 	/* Once when etcd goes away, once when it is back: never every tick. */
 	if (st == CLUSTER_UNREACHABLE)
 		log_warn("cluster: etcd is unreachable (%s); serving clients on, retrying",
@@ -151,6 +191,7 @@ static void failed(struct agent *a, const char *what, int rc)
 		return;
 	}
 	a->failing_since = 0;
+	answered(a); /* it said no, but it answered */
 	if (rc != a->last_err)
 		log_warn("cluster: %s: %s (%s)", what, strerror(-rc), etcd_client_error(a->etcd));
 	a->last_err = rc;
@@ -200,6 +241,7 @@ static int join(struct agent *a)
 	if (rc == -ENOENT) {
 		/* Our lease ended before the key could be created (we were
 		 * waiting for the key, or etcd was away): a new one next time. */
+		answered(a);
 		log_debug("cluster: lease %" PRIx64 " ended before %s was created",
 			  (uint64_t)a->lease, cl->key);
 		a->lease = 0;
@@ -210,6 +252,7 @@ static int join(struct agent *a)
 		failed(a, "create", rc);
 		return rc;
 	}
+	answered(a);
 	if (!created && existing.lease != a->lease) {
 		if (existing.lease != a->waiting_for)
 			log_warn("cluster: %s is held by lease %" PRIx64 " (another rmemd with "
@@ -224,6 +267,7 @@ static int join(struct agent *a)
 	a->waiting_for = 0;
 	a->last_err = 0;
 	a->registered = true;
+	count(&cl->registrations);
 	set_state(a, CLUSTER_REGISTERED);
 	log_notice("cluster: registered %s (lease %" PRIx64 ", ttl %" PRId64 " s) via %s",
 		   cl->key, (uint64_t)a->lease, a->ttl_s, etcd_client_endpoint(a->etcd));
@@ -237,12 +281,15 @@ static void keepalive(struct agent *a)
 	int rc = etcd_lease_keepalive(a->etcd, a->lease, &ttl);
 
 	if (rc < 0) {
+		count(&a->cl->renewal_failures);
 		failed(a, "lease keepalive", rc);
 		/* Sooner than the period: the lease is running out meanwhile. */
 		a->next_keepalive = clock_mono_ms() + CHECK_MS;
 		return;
 	}
+	answered(a);
 	if (ttl <= 0) {
+		count(&a->cl->leases_lost);
 		log_warn("cluster: lease %" PRIx64 " is lost (it ended while etcd was out of "
 			 "reach, or was revoked); registering again", (uint64_t)a->lease);
 		a->lease = 0;
@@ -250,6 +297,7 @@ static void keepalive(struct agent *a)
 		set_state(a, CLUSTER_JOINING);
 		return;
 	}
+	count(&a->cl->renewals);
 	set_state(a, CLUSTER_REGISTERED);
 	a->next_keepalive = clock_mono_ms() + a->cl->lease_ms / 3;
 }
@@ -279,6 +327,7 @@ static void refresh(struct agent *a)
 		a->put_free = was_free; /* try again next time */
 		a->put_largest = was_largest;
 		if (rc == -ENOENT) {  /* the lease is gone */
+			count(&cl->leases_lost);
 			a->lease = 0;
 			a->registered = false;
 			set_state(a, CLUSTER_JOINING);
@@ -286,6 +335,8 @@ static void refresh(struct agent *a)
 		failed(a, "put", rc);
 		return;
 	}
+	answered(a);
+	count(&cl->record_writes);
 	log_debug("cluster: figures refreshed: %" PRIu64 " bytes free, largest %" PRIu64,
 		  a->put_free, a->put_largest);
 }

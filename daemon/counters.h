@@ -11,6 +11,9 @@
  *   nic_conn.c   rdma_attaches, rdma_reattaches
  *   (restore)    restarts_restored: bumped once by a start that took its
  *                state back (nothing does yet)
+ *   cluster.c    cluster: the membership agent's figures, which its thread
+ *                counts in atomics of its own and the loop's publish timer
+ *                copies here (every 100 ms)
  *
  * No locks and no atomics: every one of them is touched only on the
  * event-loop thread (the pinning threads at start count nothing), so the
@@ -65,6 +68,20 @@ struct counters_hist {
 	uint64_t sum_ns;
 };
 
+/* The cluster agent's conversation with etcd (cluster.c), as of the last
+ * copy.  All 0 without a cluster. */
+struct counters_cluster {
+	uint64_t registrations;      /* keys created under a new lease (the first included) */
+	uint64_t leases_lost;        /* keepalives or puts that found the lease gone */
+	uint64_t renewals;           /* keepalives etcd answered */
+	uint64_t renewal_failures;   /* keepalives that got no answer or an error */
+	uint64_t record_writes;      /* the figures put again (they moved by a step) */
+	uint64_t unreachable;        /* times etcd became unreachable (logged once each) */
+	int64_t last_ok_ms;          /* clock_mono_ms() of etcd's last answer; 0: none yet */
+	uint8_t registered;          /* the key is there under a live lease */
+	uint8_t etcd_reachable;      /* etcd answered since it was last declared unreachable */
+};
+
 struct counters {
 	uint64_t alloc_failures[COUNTERS_NERRNO];
 	uint64_t auth_failures[COUNTERS_NAUTH];
@@ -77,6 +94,7 @@ struct counters {
 	uint64_t frame_timeouts;     /* connections ended by limits.frame_timeout_ms */
 	uint64_t restarts_restored;  /* starts that took their state back */
 	uint64_t quarantine_bytes;   /* a gauge: bytes waiting in the quarantine */
+	struct counters_cluster cluster;
 	/* Service time per opcode (conn.c): from the complete request to its
 	 * reply queued; a WRITE from its header, so its data's arrival counts. */
 	struct counters_hist requests[PROTO_OP_COUNT];

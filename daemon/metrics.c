@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "cluster.h"
 #include "counters.h"
 #include "endpoint.h"
@@ -259,6 +260,44 @@ static void write_histogram(struct page *p, const struct server *srv)
 	}
 }
 
+/* The agent's conversation with etcd (counters.h, struct counters_cluster). */
+static void write_cluster_counts(struct page *p, const struct counters_cluster *c)
+{
+	char age[40];
+	int64_t now = clock_mono_ms();
+
+	one(p, "rmem_cluster_registered", "gauge",
+	    "1 while this server's key is in etcd under a live lease, else 0.", c->registered);
+	one(p, "rmem_cluster_etcd_reachable", "gauge",
+	    "1 while etcd answers the membership agent, 0 once no member has for a third of "
+	    "cluster.lease_ms (or before the first answer).", c->etcd_reachable);
+	one(p, "rmem_cluster_etcd_unreachable_total", "counter",
+	    "Times etcd became unreachable (each logged once).", c->unreachable);
+	one(p, "rmem_cluster_registrations_total", "counter",
+	    "Keys created under a new lease: the first registration and every one after a lost "
+	    "lease.", c->registrations);
+	one(p, "rmem_cluster_leases_lost_total", "counter",
+	    "Leases found gone (expired while etcd was out of reach, or revoked).",
+	    c->leases_lost);
+	one(p, "rmem_cluster_lease_renewals_total", "counter", "Lease keepalives etcd answered.",
+	    c->renewals);
+	one(p, "rmem_cluster_lease_renewal_failures_total", "counter",
+	    "Lease keepalives that failed (no member answered, or an error).",
+	    c->renewal_failures);
+	one(p, "rmem_cluster_record_writes_total", "counter",
+	    "Writes of this server's record after its figures moved by the refresh step.",
+	    c->record_writes);
+	/* Only once etcd has answered: before, there is no age to give. */
+	if (c->last_ok_ms <= 0)
+		return;
+	head(p, "rmem_cluster_last_answer_age_seconds", "gauge",
+	     "Seconds since etcd last answered the membership agent (a keepalive every "
+	     "cluster.lease_ms/3 keeps it below that).");
+	put(p, "rmem_cluster_last_answer_age_seconds %s\n",
+	    seconds(now > c->last_ok_ms ? (uint64_t)(now - c->last_ok_ms) * 1000000u : 0, age,
+		    sizeof age));
+}
+
 /* Only with a cluster: one series per state, 1 for the one it is in (the
  * usual way to show an enum), so an alert can ask for unreachable == 1. */
 static void write_cluster(struct page *p, const struct server *srv)
@@ -276,6 +315,7 @@ static void write_cluster(struct page *p, const struct server *srv)
 	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
 		labelled(p, "rmem_cluster_state", "state", states[i].name,
 			 srv->cluster_state == states[i].state);
+	write_cluster_counts(p, &srv->counters.cluster);
 }
 
 int metrics_write(const struct server *srv, struct evbuffer *out)

@@ -123,12 +123,47 @@ wait_state() {
 	done
 	return 1
 }
+# metric NAME: the value of the series NAME on s2's /metrics (empty if none).
+metric() {
+	python3 -c 'import sys, urllib.request
+page = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=3).read().decode()
+for line in page.splitlines():
+    if line.startswith(sys.argv[2] + " "):
+        print(line.split()[1])' "$mport" "$1" 2> /dev/null
+}
+# wait_metric NAME VALUE SECONDS
+wait_metric() {
+	local deadline=$((SECONDS + $3))
+	while ((SECONDS <= deadline)); do
+		[ "$(metric "$1")" = "$2" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
 for i in 0 1 2; do
 	wait_key "$i" present 15
 	ok $? "rmemd s$i registers $(key "$i")"
 done
 wait_state registered 3
 ok $? "s2's /metrics says rmem_cluster_state{state=\"registered\"} 1"
+sleep 1.5 # a keepalive or more
+python3 -c 'import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=3).read().decode())' \
+	"$mport" > "$tmp/m2.txt"
+grep "^rmem_cluster" "$tmp/m2.txt" | diag
+age=$(metric rmem_cluster_last_answer_age_seconds)
+[ "$(metric rmem_cluster_registered)" = 1 ] && [ "$(metric rmem_cluster_etcd_reachable)" = 1 ] &&
+	[ "$(metric rmem_cluster_registrations_total)" = 1 ] &&
+	[ "$(metric rmem_cluster_leases_lost_total)" = 0 ] &&
+	[ "$(metric rmem_cluster_etcd_unreachable_total)" = 0 ] &&
+	[ "$(metric rmem_cluster_lease_renewals_total)" -ge 1 ] &&
+	[ "$(metric rmem_cluster_lease_renewal_failures_total)" = 0 ] &&
+	python3 -c 'import sys; sys.exit(0 if 0 <= float(sys.argv[1]) < 1.5 else 1)' "$age"
+ok $? "s2's /metrics: registered 1, etcd reachable 1, 1 registration, renewals, no failure, last answer ${age}s ago"
+promtool check metrics < "$tmp/m2.txt" > "$tmp/promtool.out" 2>&1
+rc=$?
+diag < "$tmp/promtool.out"
+ok $rc "promtool check metrics passes on a cluster member's page"
 
 # ---- the key, its JSON, its lease --------------------------------------------------------
 now_ms=$(($(date +%s) * 1000))
@@ -301,6 +336,10 @@ for _ in $(seq 60); do
 done
 [ -n "$new" ] && [ "$new" != "$old" ] && grep -q "is lost" "$tmp/r2.log"
 ok $? "s2 sees its lease lost and registers again under a new one ($old -> $new)"
+wait_metric rmem_cluster_registrations_total 2 3 &&
+	[ "$(metric rmem_cluster_leases_lost_total)" = 1 ] &&
+	[ "$(metric rmem_cluster_registered)" = 1 ]
+ok $? "s2's /metrics: 1 lease lost, 2 registrations, registered again"
 
 # ---- kill -9: the key goes when the lease ends -------------------------------------------------
 v0_before=$(value 0)
@@ -393,6 +432,12 @@ n=$(grep -c "etcd is unreachable" "$tmp/r2.log")
 ok $? "s2 logged the loss of etcd once ($n times)"
 state unreachable
 ok $? "s2's /metrics says rmem_cluster_state{state=\"unreachable\"} 1"
+[ "$(metric rmem_cluster_etcd_reachable)" = 0 ] &&
+	[ "$(metric rmem_cluster_etcd_unreachable_total)" = 1 ] &&
+	[ "$(metric rmem_cluster_lease_renewal_failures_total)" -ge 1 ] &&
+	python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 1 else 1)' \
+		"$(metric rmem_cluster_last_answer_age_seconds)"
+ok $? "s2's /metrics: etcd reachable 0, unreachable once, renewals failing, last answer $(metric rmem_cluster_last_answer_age_seconds)s ago"
 "$RMEMCTL" -e "$EURL" cluster > /dev/null 2> "$tmp/ctl.err"
 rc=$?
 diag < "$tmp/ctl.err"
@@ -412,6 +457,8 @@ n=$(grep -c "etcd is reachable again" "$tmp/r2.log")
 ok $? "s2 logged once that etcd is back ($n times)"
 wait_state registered 3
 ok $? "s2's /metrics says registered again"
+wait_metric rmem_cluster_etcd_reachable 1 3 && [ "$(metric rmem_cluster_registered)" = 1 ]
+ok $? "s2's /metrics: etcd reachable 1, registered 1 again"
 sleep 1.5
 lease=$(get 2 Lease)
 ttl=$(etcdctl_ lease timetolive "$(printf %x "$lease")" 2> /dev/null)

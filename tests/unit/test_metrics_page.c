@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "cluster.h"
 #include "counters.h"
 #include "metrics.h"
@@ -164,7 +165,39 @@ static void test_cluster(struct server *srv)
 	   has(text, "rmem_cluster_state{state=\"registered\"} 0") &&
 	   has(text, "rmem_cluster_state{state=\"joining\"} 0"),
 	   "etcd out of reach: unreachable 1, the other states 0");
+	ok(text && has(text, "rmem_cluster_registered 0") &&
+	   has(text, "rmem_cluster_etcd_reachable 0") &&
+	   has(text, "rmem_cluster_lease_renewals_total 0") &&
+	   !strstr(text, "rmem_cluster_last_answer_age_seconds"),
+	   "before etcd's first answer: not registered, not reachable, no answer age");
 	free(text);
+	srv->cluster_state = CLUSTER_REGISTERED;
+	srv->counters.cluster = (struct counters_cluster){
+		.registrations = 2, .leases_lost = 1, .renewals = 40, .renewal_failures = 3,
+		.record_writes = 7, .unreachable = 1, .last_ok_ms = clock_mono_ms() - 2500,
+		.registered = 1, .etcd_reachable = 1,
+	};
+	text = page(srv);
+	ok(text && has(text, "rmem_cluster_registered 1") &&
+	   has(text, "rmem_cluster_etcd_reachable 1") &&
+	   has(text, "rmem_cluster_etcd_unreachable_total 1") &&
+	   has(text, "rmem_cluster_registrations_total 2") &&
+	   has(text, "rmem_cluster_leases_lost_total 1") &&
+	   has(text, "rmem_cluster_lease_renewals_total 40") &&
+	   has(text, "rmem_cluster_lease_renewal_failures_total 3") &&
+	   has(text, "rmem_cluster_record_writes_total 7") &&
+	   has(text, "# TYPE rmem_cluster_lease_renewals_total counter"),
+	   "the agent's counts, each under its name");
+	{
+		const char *age = text ? strstr(text, "\nrmem_cluster_last_answer_age_seconds ") : NULL;
+		double secs = age ? strtod(age + strlen("\nrmem_cluster_last_answer_age_seconds "),
+					   NULL) : -1;
+
+		ok(secs >= 2.5 && secs < 60, "the last answer's age in seconds (%.3f, set 2.5 s ago)",
+		   secs);
+	}
+	free(text);
+	memset(&srv->counters.cluster, 0, sizeof srv->counters.cluster);
 	srv->cluster_state = CLUSTER_OFF;
 }
 
