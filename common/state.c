@@ -16,6 +16,9 @@
 
 #define HDR_CHECK_OFF (STATE_HDR_LEN - 8)
 #define HDR_POOLS_OFF 32
+#define HDR_GEN_OFF   24  /* once reserved (0): see state.h */
+#define HDR_ID_OFF    (HDR_POOLS_OFF + STATE_MAX_POOLS * STATE_POOL_REC_LEN)
+_Static_assert(HDR_ID_OFF + STATE_STR_LEN <= HDR_CHECK_OFF, "the server id fits the header");
 
 _Static_assert(HDR_POOLS_OFF + STATE_MAX_POOLS * STATE_POOL_REC_LEN <= HDR_CHECK_OFF,
 	       "pool records fit the header");
@@ -98,7 +101,7 @@ uint64_t state_size(uint32_t nslots)
 size_t state_hdr_encode(uint8_t *out, const struct state_hdr *h)
 {
 	if (h->npools < 1 || h->npools > STATE_MAX_POOLS || h->nslots < 1 ||
-	    h->nslots > STATE_MAX_SLOTS)
+	    h->nslots > STATE_MAX_SLOTS || h->generation > INT64_MAX)
 		return 0;
 	memset(out, 0, STATE_HDR_LEN);
 	proto_put_u32(out + 0, STATE_MAGIC);
@@ -116,6 +119,9 @@ size_t state_hdr_encode(uint8_t *out, const struct state_hdr *h)
 		proto_put_u64(r + 40, h->pools[i].alignment);
 		proto_put_u32(r + 48, h->pools[i].page_size);
 	}
+	proto_put_u64(out + HDR_GEN_OFF, h->generation);
+	if (!put_str(out + HDR_ID_OFF, h->server_id, STATE_STR_LEN))
+		return 0;
 	proto_put_u32(out + HDR_CHECK_OFF, state_crc32c(0, out, HDR_CHECK_OFF));
 	return STATE_HDR_LEN;
 }
@@ -136,11 +142,15 @@ int state_hdr_decode(const uint8_t *in, size_t len, struct state_hdr *h)
 	npools = proto_get_u32(in + 20);
 	if (proto_get_u32(in + 8) != STATE_HDR_LEN || proto_get_u32(in + 12) != STATE_SLOT_LEN ||
 	    nslots < 1 || nslots > STATE_MAX_SLOTS || npools < 1 || npools > STATE_MAX_POOLS ||
-	    proto_get_u64(in + 24) || proto_get_u32(in + HDR_CHECK_OFF + 4))
+	    proto_get_u32(in + HDR_CHECK_OFF + 4))
 		return -EBADMSG;
 	memset(&tmp, 0, sizeof tmp);
 	tmp.nslots = nslots;
 	tmp.npools = npools;
+	/* 0 and "" in a state written before they were kept: no identity. */
+	tmp.generation = proto_get_u64(in + HDR_GEN_OFF);
+	if (tmp.generation > INT64_MAX || !get_str(tmp.server_id, in + HDR_ID_OFF, STATE_STR_LEN, true))
+		return -EBADMSG;
 	for (uint32_t i = 0; i < STATE_MAX_POOLS; i++) {
 		const uint8_t *r = in + HDR_POOLS_OFF + i * STATE_POOL_REC_LEN;
 		struct state_pool *p = &tmp.pools[i];
@@ -158,8 +168,7 @@ int state_hdr_decode(const uint8_t *in, size_t len, struct state_hdr *h)
 		if (!p->size || !p->page_size || proto_get_u32(r + 52))
 			return -EBADMSG;
 	}
-	if (!all_zero(in + HDR_POOLS_OFF + STATE_MAX_POOLS * STATE_POOL_REC_LEN,
-		      HDR_CHECK_OFF - HDR_POOLS_OFF - STATE_MAX_POOLS * STATE_POOL_REC_LEN))
+	if (!all_zero(in + HDR_ID_OFF + STATE_STR_LEN, HDR_CHECK_OFF - HDR_ID_OFF - STATE_STR_LEN))
 		return -EBADMSG;
 	if (len != state_size(nslots))
 		return -EMSGSIZE;

@@ -19,13 +19,22 @@
  *   12   4   slot_len   STATE_SLOT_LEN
  *   16   4   nslots     1..STATE_MAX_SLOTS
  *   20   4   npools     1..STATE_MAX_POOLS
- *   24   8   reserved
+ *   24   8   generation the generation of this memory (below 2^63), 0: none
  *   32  56*  pools      npools records: name[32] (NUL padded), size u64,
  *                       alignment u64, page_size u32, reserved u32; the
  *                       records past npools are zero
+ *  928  32   server_id  the server's cluster id (NUL padded), "": none
+ *  960   *   reserved   zero
  * 4088   4   check      CRC-32C of bytes [0, 4088)
  * 4092   4   reserved
  * The header is written once, when the memfd is made; only slots change.
+ * That suits generation and server_id, the server's identity in a cluster
+ * (docs/architecture.md, "Cluster"): both are drawn when the memory is new
+ * and must stay what they are for as long as the memory lives, so that a
+ * server restarted without loss is the same server with the same memory.
+ * They were reserved zeros before (a state of an older rmemd decodes with
+ * none; an older rmemd refuses ours as damaged and starts fresh, which is
+ * what it would do without them).
  *
  * Slot (STATE_SLOT_LEN bytes):
  *   off size field
@@ -97,6 +106,8 @@ struct state_pool {
 struct state_hdr {
 	uint32_t nslots, npools;
 	struct state_pool pools[STATE_MAX_POOLS];
+	uint64_t generation;              /* <= INT64_MAX; 0: none */
+	char server_id[STATE_STR_LEN];    /* "": none */
 };
 
 struct state_slot {
@@ -138,10 +149,12 @@ uint64_t state_size(uint32_t nslots);
 
 /*
  * Header codec.  encode writes STATE_HDR_LEN bytes (the check included) and
- * returns that; it needs npools 1..STATE_MAX_POOLS (else it writes nothing
+ * returns that; it needs npools 1..STATE_MAX_POOLS, a generation of at most
+ * INT64_MAX and a server_id of at most 31 bytes (else it writes nothing
  * and returns 0).  decode takes the whole state: len must be
  * state_size(nslots) for the nslots the header gives.  Returns 0, or
  *  -EBADMSG  short buffer, bad magic, a failed check, a reserved field not 0,
+ *            a generation past INT64_MAX, a server_id not NUL padded,
  *            hdr_len or slot_len other than ours, nslots or npools out of
  *            range, a pool record that is not canonical (name empty, not
  *            NUL padded, size 0, page_size 0) or a record past npools not 0

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include <event2/event.h>
@@ -30,6 +29,7 @@
 #include "cluster.h"
 #include "cluster_rec.h"
 #include "etcd_client.h"
+#include "identity.h"
 #include "log.h"
 #include "server.h"
 
@@ -415,20 +415,17 @@ static void *agent_main(void *arg)
 
 /* ---- start and stop ------------------------------------------------------------------ */
 
-/* The id: cluster.id, or 64 random bits in hex.  A configured id makes a
- * restarted server the same server (docs/architecture.md, "Cluster"). */
-static int make_id(const struct config *cfg, char *id, size_t len)
+/* The id and generation (identity.h): the ones the state memfd carries
+ * (restart without loss: the same server, the same memory), else new ones:
+ * cluster.id or 64 random bits, and the start time in µs. */
+static int make_identity(const struct server *srv, struct cluster_rec *rec)
 {
-	uint64_t r;
-
-	if (cfg->cluster_id[0]) {
-		snprintf(id, len, "%s", cfg->cluster_id);
+	if (srv->generation && srv->server_id[0]) {
+		snprintf(rec->id, sizeof rec->id, "%s", srv->server_id);
+		rec->generation = srv->generation;
 		return 0;
 	}
-	if (getrandom(&r, sizeof r, 0) != sizeof r)
-		return -errno ? -errno : -EIO;
-	snprintf(id, len, "%016" PRIx64, r);
-	return 0;
+	return identity_draw(&srv->cfg, &rec->generation, rec->id, sizeof rec->id);
 }
 
 /* "HOST:PORT" -> "HOST:port" (HOST may be "[v6]"). */
@@ -467,7 +464,7 @@ static int cluster_new(struct server *srv, struct cluster **out)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&cl->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	rc = make_id(cfg, cl->rec.id, sizeof cl->rec.id);
+	rc = make_identity(srv, &cl->rec);
 	if (rc < 0) {
 		cluster_free(cl);
 		return rc;
@@ -483,12 +480,8 @@ static int cluster_new(struct server *srv, struct cluster **out)
 		alloc_get_stats(srv->pools[i].alloc, &st);
 		cl->rec.pool_bytes += st.total;
 	}
-	/* No state survives a restart yet: every start is a new generation of
-	 * this server's memory (the start time in µs, unique and increasing).
-	 * Restart without loss will keep the one its state carries. */
 	clock_gettime(CLOCK_REALTIME, &now);
 	cl->rec.start_time_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
-	cl->rec.generation = (uint64_t)now.tv_sec * 1000000 + (uint64_t)now.tv_nsec / 1000;
 	snprintf(cl->rec.version, sizeof cl->rec.version, "%s", RMEM_VERSION_STRING);
 	cl->lease_ms = cfg->cluster_lease_ms;
 	cl->step = cluster_refresh_step(cl->rec.pool_bytes);
@@ -522,9 +515,10 @@ int cluster_start(struct server *srv)
 	if (rc)
 		return -rc;
 	cl->thread_started = true;
-	log_info("cluster: joining as %s (tcp %s, rdma %s, lease %u ms, refresh step %" PRIu64
-		 " bytes) through %s", cl->key, cl->rec.tcp, cl->rec.rdma[0] ? cl->rec.rdma : "off",
-		 cl->lease_ms, cl->step, cl->endpoints);
+	log_info("cluster: joining as %s (generation %" PRIu64 "%s, tcp %s, rdma %s, lease %u ms, "
+		 "refresh step %" PRIu64 " bytes) through %s", cl->key, cl->rec.generation,
+		 srv->generation ? ", the memory's" : "", cl->rec.tcp,
+		 cl->rec.rdma[0] ? cl->rec.rdma : "off", cl->lease_ms, cl->step, cl->endpoints);
 	return 0;
 }
 

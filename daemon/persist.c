@@ -13,6 +13,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "identity.h"
 #include "log.h"
 #include "persist.h"
 #include "restore.h"
@@ -146,9 +147,17 @@ static int fresh_state(struct server *srv)
 	struct state_hdr h;
 	uint64_t len = state_size(PERSIST_SLOTS);
 	uint8_t *base;
-	int fd;
+	int fd, rc;
 
 	memset(&h, 0, sizeof h);
+	/* New memory, a new identity: it lives as long as this memfd does. */
+	rc = identity_draw(&srv->cfg, &srv->generation, srv->server_id, sizeof srv->server_id);
+	if (rc < 0) {
+		log_err("server id: getrandom: %s", strerror(-rc));
+		return rc;
+	}
+	h.generation = srv->generation;
+	snprintf(h.server_id, sizeof h.server_id, "%s", srv->server_id);
 	h.nslots = PERSIST_SLOTS;
 	h.npools = srv->npools;
 	for (uint32_t i = 0; i < srv->npools; i++) {

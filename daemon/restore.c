@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "identity.h"
 #include "log.h"
 #include "names.h"
 #include "region.h"
@@ -614,6 +615,39 @@ static int zero_free(struct server *srv, const struct image *im)
 	return 0;
 }
 
+/*
+ * The identity the state carries (identity.h): the same memory, so the same
+ * generation and id.  A configured cluster.id that differs wins (the
+ * operator renamed the server), with a line that says so.  A state of an
+ * older rmemd carries none: one is drawn, for this process only (the header
+ * is written once), and said.
+ */
+static void take_identity(struct server *srv, const struct state_hdr *h)
+{
+	const char *cfg_id = srv->cfg.cluster_id;
+
+	if (!h->generation || !h->server_id[0]) {
+		if (identity_draw(&srv->cfg, &srv->generation, srv->server_id,
+				  sizeof srv->server_id) < 0) {
+			srv->generation = 0; /* cluster.c draws its own */
+			srv->server_id[0] = '\0';
+		}
+		log_notice("restore: the state carries no server id or generation (an older "
+			   "rmemd's): %s, generation %" PRIu64 " until the memory is new",
+			   srv->server_id[0] ? srv->server_id : "none", srv->generation);
+		return;
+	}
+	srv->generation = h->generation;
+	snprintf(srv->server_id, sizeof srv->server_id, "%s", h->server_id);
+	if (cfg_id[0] && strcmp(cfg_id, h->server_id)) {
+		log_notice("restore: cluster.id is %s, the state says %s: %s it is", cfg_id,
+			   h->server_id, cfg_id);
+		snprintf(srv->server_id, sizeof srv->server_id, "%s", cfg_id);
+	}
+	log_info("restore: server id %s, generation %" PRIu64 " (the memory's, kept)",
+		 srv->server_id, srv->generation);
+}
+
 /* Pass 2; im passed pass 1.  Only memory can fail here. */
 static int rebuild(struct server *srv, struct restore_fds *k, struct image *im)
 {
@@ -660,6 +694,7 @@ static int rebuild(struct server *srv, struct restore_fds *k, struct image *im)
 		slots_set_counters(srv->slots, c, im->counters_index);
 	srv->restored = 1;
 	srv->counters.restarts_restored++;
+	take_identity(srv, &im->hdr);
 	log_notice("restored from the fd store: %llu session(s) detached for resume, %llu named "
 		   "region(s), %llu region(s), %llu bytes; %zu orphan record(s) dropped",
 		   (unsigned long long)srv->clients, (unsigned long long)names_count(srv->names),

@@ -77,6 +77,11 @@ struct server {
 	uint64_t restored;
 	struct event *restore_timer;
 	bool keep_state;             /* shutting down for a restart: leave pool bytes as they are */
+	/* The server's identity in a cluster (identity.h) as the state memfd
+	 * carries it: persist.c draws it for new memory, restore.c takes it
+	 * back.  0 and "" without the fd store: cluster.c draws its own. */
+	uint64_t generation;
+	char server_id[CONFIG_NAME_MAX];
 };
 
 #endif /* RMEMD_SERVER_H */

@@ -405,6 +405,40 @@ sleep 0.5
 [ $rc -eq 0 ] && [ "$(value 2 | json tcp)" = "127.0.0.1:${rports[2]}" ]
 ok $? "it stops (exit $rc) and s2's key is untouched"
 
+# ---- restart without loss: the same id and generation, the named region there ---------------
+# s3 has no cluster.id (its id is drawn) and runs under an emulated systemd
+# fd store (tests/func/cluster_restart.py): restarted after SIGTERM and after
+# kill -9 it must come back as the same server with the same memory; from
+# an empty store, as a new one.
+r3port=$(free_port)
+cat > "$tmp/r3.conf" << EOC
+listen = { tcp = "127.0.0.1:$r3port"; rdma = ""; admin = "$tmp/r3.sock"; metrics = ""; };
+pools = ( { name = "default"; size = "64M"; hugepages = "off"; alignment = 64; } );
+limits = { lease_timeout_ms = 60000; };
+log = { level = "info"; };
+cluster = { etcd = "$ETCD_ENDPOINTS"; name = "$NAME"; lease_ms = $LEASE_MS; };
+EOC
+mkdir -p "$tmp/r3"
+ETCD_ENDPOINTS=$ETCD_ENDPOINTS RMEM_BUILD=$B ETCDCTL_BIN=$ETCDCTL_BIN \
+	python3 tests/func/cluster_restart.py "$tmp/r3" "$tmp/r3.conf" "$r3port" \
+	"/rmem/$NAME/servers/" > "$tmp/r3.out" 2>&1
+rc=$?
+diag < "$tmp/r3.out"
+grep -h "restore\|cluster: \(joining\|registered\)" "$tmp/r3/restart.log" | diag
+# life KIND FIELD: field 2 (id), 3 (generation), 4 (ms) or 5 (named) of KIND's line.
+life() { awk -v k="$1" -v f="$2" '$1 == k { print $f }' "$tmp/r3.out"; }
+[ $rc -eq 0 ] && [ -n "$(life first 2)" ] && [ "$(life first 5)" = intact ]
+ok $? "s3 (id drawn: $(life first 2)) registers under the fd store and holds the named region keep/c"
+[ "$(life term 2)" = "$(life first 2)" ] && [ "$(life term 3)" = "$(life first 3)" ] &&
+	[ "$(life term 5)" = intact ]
+ok $? "SIGTERM and restart: the same id and generation in etcd, keep/c intact through its endpoint"
+[ "$(life kill 2)" = "$(life first 2)" ] && [ "$(life kill 3)" = "$(life first 3)" ] &&
+	[ "$(life kill 5)" = intact ]
+ok $? "kill -9 and restart: the same id and generation, keep/c intact (registered $(life kill 4) ms after the start)"
+[ -n "$(life fresh 2)" ] && [ "$(life fresh 2)" != "$(life first 2)" ] &&
+	[ "$(life fresh 3)" -gt "$(life first 3)" ] && [ "$(life fresh 5)" = gone ]
+ok $? "from an empty fd store: a new id and a larger generation, keep/c gone (its memory was lost)"
+
 # ---- SIGTERM: revoked at once ----------------------------------------------------------------------
 t0=$(date +%s%N)
 kill -TERM "${rpids[1]}"
