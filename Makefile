@@ -396,6 +396,10 @@ $(B)/inst/rmem-perf: $(PERF_OBJS) $(B)/librmem.so.$(SOMAJOR)
 
 $(B)/bench/bw: $(B)/bench/bw.o $(B)/librmem.so.$(SOMAJOR)
 	$(CC) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..'
+# make bench-cluster's client: public API only (a cluster is an etcd://
+# endpoint); scripts/bench-cluster starts etcd and the servers.
+$(B)/bench/cluster: $(B)/bench/cluster.o $(B)/librmem.so.$(SOMAJOR)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..'
 
 # The libfabric peer of rmem-perf (Debian ships no fabtests).  libfabric is a
 # bench-only dependency: nothing but bench-tcp builds this.
@@ -437,9 +441,13 @@ $(B)/bench/bringup: $(B)/bench/bringup.o
 # alloc+free round trips beside qperf tcp_lat and redis GET, and the allocator
 # alone (scripts/bench-alloc); pool bring-up time, 1 GiB by default, set
 # BRINGUP_SIZES="1G 16G" for more (bench/bringup.sh).
-.PHONY: bench-alloc bench-bringup
+.PHONY: bench-alloc bench-bringup bench-cluster
 bench-alloc: deps
 	scripts/bench-alloc
+# A cluster client's alloc+free round trip against one server's, and alloc
+# throughput with 1, 2 and 3 servers (scripts/bench-cluster).
+bench-cluster: deps
+	scripts/bench-cluster
 bench-bringup: deps
 	bench/bringup.sh
 
