@@ -125,6 +125,8 @@ RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) 
 	$(RDMA_FUNC_TESTS)
 # ...and the chaos test over RDMA, shorter (tests/chaos/rdma/test_chaos).
 RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
+# ...and the cluster test with three rmemd on the VM's one rxe device.
+RDMA_BINS += tests/func/rdma/test_cluster.sh
 RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
 # tests/func/test_cluster.sh's librmem client (holds memory, does I/O), and
 # the etcd client's own test, run against etcd by test_etcd_client.sh.
@@ -362,7 +364,7 @@ $(B)/tests/rdma/%: $(B)/tests/obj/rdma/%.o $(RDMA_HELPERS) $(TESTLIB) $(TEST_COD
 	$(CC) $(LDFLAGS_ALL) -o $@ $< $(RDMA_HELPERS) $(TESTLIB) $(TEST_CODEC) $(LIB_LIBS) -lpthread
 
 .PHONY: check-rdma
-check-rdma: $(B)/rmemd $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS)
+check-rdma: $(B)/rmemd $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(B)/rmemctl $(CLUSTER_HELPERS)
 	@rc=0; RMEM_BUILD=$(B) RMEM_TEST_TIMEOUT=$${RMEM_TEST_TIMEOUT:-1200} \
 		RMEM_VM_TIMEOUT=$${RMEM_VM_TIMEOUT:-2600} \
 		tests/vm/run-in-vm -- tests/run-tests $(RDMA_BINS) || rc=$$?; \

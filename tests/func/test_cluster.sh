@@ -12,6 +12,11 @@
 # when etcd is back; that a bad cluster block is refused with FILE:LINE.
 # TAP output.
 #
+# With RMEM_TEST_TRANSPORT=rdma (tests/func/rdma/test_cluster.sh, in the
+# Soft-RoCE VM) the three rmemd listen on the VM's RDMA address, each with
+# an RDMA port of its own on the one rxe device, advertise it, and the
+# test's clients hold memory and do their I/O over rdma://.
+#
 #   RMEM_BUILD=build tests/func/test_cluster.sh
 # run-tests-timeout: 300
 set -u
@@ -20,6 +25,15 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . tests/lib/rmemd.sh
 . tests/lib/etcd.sh
+if [ "${RMEM_TEST_TRANSPORT:-tcp}" = rdma ]; then
+	[ -n "${RMEM_VM_RDMA_ADDR:-}" ] ||
+		skip_all "RMEM_TEST_TRANSPORT=rdma needs RMEM_VM_RDMA_ADDR (the Soft-RoCE VM, tests/vm)"
+	H=$RMEM_VM_RDMA_ADDR
+	SCHEME=rdma://
+else
+	H=127.0.0.1
+	SCHEME=tcp://
+fi
 rmemd_setup rmem-cluster
 etcd_setup
 CLIENT=$B/tests/cluster_client
@@ -30,6 +44,7 @@ POOL=$((64 << 20))
 NAME=t$$
 rpids=()
 rports=()
+rdports=()
 cpids=()
 
 cleanup_all() {
@@ -51,12 +66,17 @@ ok $? "a 3-member etcd cluster starts on loopback and is healthy ($ETCD_ENDPOINT
 rmemd_conf_cluster() {
 	local i=$1
 	cat > "$tmp/r$i.conf" << EOC
-listen = { tcp = "127.0.0.1:${rports[$i]}"; rdma = ""; admin = "$tmp/r$i.sock"; metrics = ""; };
+listen = { tcp = "$H:${rports[$i]}"; rdma = "$(rdma_of "$i")"; admin = "$tmp/r$i.sock"; metrics = ""; };
 pools = ( { name = "default"; size = "64M"; hugepages = "off"; alignment = 64; } );
 limits = { lease_timeout_ms = 60000; };
 log = { level = "debug"; };
 cluster = { etcd = "$ETCD_ENDPOINTS"; name = "$NAME"; id = "s$i"; lease_ms = $LEASE_MS; };
 EOC
+}
+
+# rdma_of I: server I's RDMA endpoint ("" over TCP: RDMA off).
+rdma_of() {
+	[ "$SCHEME" = rdma:// ] && echo "$H:${rdports[$1]}"
 }
 
 # key I: the key of server I.
@@ -93,11 +113,12 @@ start_rmemd() {
 }
 
 read -r -a ports <<< "$(python3 -c 'import socket
-ss = [socket.socket() for _ in range(3)]
+ss = [socket.socket() for _ in range(6)]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in ss))')"
 for i in 0 1 2; do
 	rports[$i]=${ports[$i]}
+	rdports[$i]=${ports[$((i + 3))]}
 	rmemd_conf_cluster "$i"
 done
 # s2 shows its cluster state on /metrics too.
@@ -171,15 +192,15 @@ for i in 0 1 2; do
 	v=$(value "$i")
 	echo "$v" | diag
 	[ "$(echo "$v" | json id)" = "s$i" ] &&
-		[ "$(echo "$v" | json tcp)" = "127.0.0.1:${rports[$i]}" ] &&
-		[ "$(echo "$v" | json rdma)" = "" ] &&
+		[ "$(echo "$v" | json tcp)" = "$H:${rports[$i]}" ] &&
+		[ "$(echo "$v" | json rdma)" = "$(rdma_of "$i")" ] &&
 		[ "$(echo "$v" | json pool_bytes)" = "$POOL" ] &&
 		[ "$(echo "$v" | json free_bytes)" = "$POOL" ] &&
 		[ "$(echo "$v" | json largest_free)" = "$POOL" ] &&
 		[ "$(echo "$v" | json generation)" -gt 0 ] &&
 		st=$(echo "$v" | json start_time_ms) &&
 		((st > now_ms - 600000 && st <= now_ms + 1000))
-	ok $? "s$i's value: id, tcp endpoint, no rdma, pool/free/largest = 64 MiB, generation, start time"
+	ok $? "s$i's value: id, tcp endpoint, rdma endpoint (${SCHEME%://}), pool/free/largest = 64 MiB, generation, start time"
 	lease=$(get "$i" Lease)
 	ttl=$(etcdctl_ lease timetolive "$(printf %x "$lease")" 2> /dev/null)
 	[ "$lease" -gt 0 ] 2> /dev/null && [[ $ttl == *"TTL(3s)"* ]]
@@ -199,7 +220,7 @@ table_ok() {
 	head -1 "$1" | grep -q "^ID  *STATE  *TCP  *RDMA  *POOL  *USED  *FREE  *LARGEST FREE  *GENERATION  *UP  *LEASE$" &&
 		[ "$(grep -c "^s[012] " "$1")" = 3 ] || return 1
 	for i in 0 1 2; do
-		grep -q "^s$i  *up  *127.0.0.1:${rports[$i]}  *-  *64.0 MiB  *0 B  *64.0 MiB  *64.0 MiB  *[0-9][0-9]*  .*[1-3]/3s$" "$1" ||
+		grep -q "^s$i  *up  *$H:${rports[$i]}  *$(rdma_of "$i" | grep . || echo -)  *64.0 MiB  *0 B  *64.0 MiB  *64.0 MiB  *[0-9][0-9]*  .*[1-3]/3s$" "$1" ||
 			return 1
 	done
 }
@@ -215,13 +236,14 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 name, pool = sys.argv[2], int(sys.argv[3])
 ports, gens = sys.argv[4:7], [int(g) for g in sys.argv[7:10]]
+host, rdmas = sys.argv[10], sys.argv[11:14]
 assert doc["cluster"] == name, doc["cluster"]
 srv = {s["id"]: s for s in doc["servers"]}
 assert sorted(srv) == ["s0", "s1", "s2"], sorted(srv)
 for i in range(3):
     s = srv["s%d" % i]
     assert s["state"] == "up", s
-    assert s["tcp"] == "127.0.0.1:" + ports[i] and s["rdma"] == "", s
+    assert s["tcp"] == host + ":" + ports[i] and s["rdma"] == rdmas[i], s
     assert s["pool_bytes"] == pool and s["free_bytes"] == pool, s
     assert s["used_bytes"] == 0 and s["largest_free"] == pool, s
     assert s["generation"] == gens[i], (s, gens[i])
@@ -231,7 +253,8 @@ for i in range(3):
 EOP
 python3 "$tmp/jsoncheck.py" "$tmp/ctl.json" "$NAME" "$POOL" "${rports[@]}" \
 	"$(value 0 | json generation)" "$(value 1 | json generation)" \
-	"$(value 2 | json generation)" > "$tmp/jsoncheck.out" 2>&1
+	"$(value 2 | json generation)" "$H" "$(rdma_of 0)" "$(rdma_of 1)" "$(rdma_of 2)" \
+	> "$tmp/jsoncheck.out" 2>&1
 rc=$?
 diag < "$tmp/jsoncheck.out"
 ok $rc "the JSON gives each server's id, state up, endpoints, pool/used/free/largest, generation, lease 1..3 of 3 s"
@@ -247,7 +270,7 @@ diag < "$tmp/ctl.err"
 ok $? "rmemctl cluster with no etcd there: exit 1, says etcd cannot be read"
 
 # ---- the figures: a large allocation moves them, a tiny one does not -----------------------
-ep0=tcp://127.0.0.1:${rports[0]}
+ep0=$SCHEME$H:${rports[0]}
 
 # hold NAME ENDPOINT SIZE: a client holding SIZE bytes until release NAME
 # (its stdin is a fifo the test keeps open); 0 once it said "allocated".
@@ -303,7 +326,7 @@ release tiny
 
 # ---- the etcd leader dies: keepalives and clients' I/O go on ------------------------------
 leases_before="$(get 0 Lease) $(get 1 Lease) $(get 2 Lease)"
-"$CLIENT" "tcp://127.0.0.1:${rports[1]}" io 8 > "$tmp/io.out" 2>&1 &
+"$CLIENT" "$SCHEME$H:${rports[1]}" io 8 > "$tmp/io.out" 2>&1 &
 io_pid=$!
 cpids+=("$io_pid")
 sleep 1
@@ -318,7 +341,7 @@ ok $? "with the leader killed, every key stays under its lease, kept alive ($lea
 wait "$io_pid"
 rc=$?
 diag < "$tmp/io.out"
-ok $rc "a TCP client of s1 read and wrote throughout, every block verified"
+ok $rc "a ${SCHEME%://} client of s1 read and wrote throughout, every block verified"
 etcd_restart "$leader"
 etcd_wait_healthy 20
 ok $? "the killed member rejoins"
@@ -379,14 +402,16 @@ start_rmemd 0
 wait_key 0 present 10
 ok $? "s0 restarted with the same config registers $(key 0) again"
 v=$(value 0)
-[ "$(echo "$v" | json id)" = s0 ] && [ "$(echo "$v" | json tcp)" = "127.0.0.1:${rports[0]}" ] &&
+[ "$(echo "$v" | json id)" = s0 ] && [ "$(echo "$v" | json tcp)" = "$H:${rports[0]}" ] &&
 	[ "$(echo "$v" | json generation)" -gt "$gen_before" ]
 ok $? "same id and endpoint, a new generation (its memory was lost)"
 
 # ---- two servers with one id: the second waits, never takes the key over ----------------------------
 dport=$(free_port)
-sed -e "s/127.0.0.1:${rports[2]}/127.0.0.1:$dport/" -e "s|$tmp/r2.sock|$tmp/dup.sock|" \
+# (its own RDMA port too, over RDMA: only the id is the same)
+sed -e "s/$H:${rports[2]}/$H:$dport/" -e "s|$tmp/r2.sock|$tmp/dup.sock|" \
 	-e "s|metrics = \"127.0.0.1:$mport\"|metrics = \"\"|" \
+	-e "s|rdma = \"$H:${rdports[2]}\"|rdma = \"$H:$(free_port)\"|" \
 	"$tmp/r2.conf" > "$tmp/dup.conf"
 "$RMEMD" -c "$tmp/dup.conf" > "$tmp/dup.log" 2>&1 &
 dup_pid=$!
@@ -396,13 +421,13 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 grep -q "is held by lease" "$tmp/dup.log" &&
-	[ "$(value 2 | json tcp)" = "127.0.0.1:${rports[2]}" ]
+	[ "$(value 2 | json tcp)" = "$H:${rports[2]}" ]
 ok $? "a second rmemd with id s2 says the key is held and leaves it to s2"
 kill -TERM "$dup_pid"
 wait "$dup_pid"
 rc=$?
 sleep 0.5
-[ $rc -eq 0 ] && [ "$(value 2 | json tcp)" = "127.0.0.1:${rports[2]}" ]
+[ $rc -eq 0 ] && [ "$(value 2 | json tcp)" = "$H:${rports[2]}" ]
 ok $? "it stops (exit $rc) and s2's key is untouched"
 
 # ---- restart without loss: the same id and generation, the named region there ---------------
@@ -456,7 +481,7 @@ ok $? "s1's log says its lease was revoked"
 
 # ---- every etcd member down: s2 serves on, says so once; back: registered ---------------------------
 etcd_stop
-"$CLIENT" "tcp://127.0.0.1:${rports[2]}" io 4 > "$tmp/io2.out" 2>&1
+"$CLIENT" "$SCHEME$H:${rports[2]}" io 4 > "$tmp/io2.out" 2>&1
 rc=$?
 diag < "$tmp/io2.out"
 ok $rc "with all of etcd down a client of s2 allocates, writes and reads"

@@ -1,0 +1,10 @@
+#!/bin/sh
+# test_cluster.sh over RDMA: tests/func/test_cluster.sh with
+# RMEM_TEST_TRANSPORT=rdma, so that its three rmemd listen on the test VM's
+# one rxe device (each with an RDMA port of its own), advertise their RDMA
+# endpoints in etcd, and its clients do their I/O over rdma://.  Run in the
+# Soft-RoCE VM by tests/vm/suite (make test) and make check-rdma; outside
+# the VM it skips.  Slower under TCG than on the host, hence the timeout.
+# run-tests-timeout: 900
+root=$(cd "$(dirname "$0")/../../.." && pwd) || exit 1
+exec env RMEM_TEST_TRANSPORT=rdma "$root/tests/func/test_cluster.sh" "$@"
