@@ -71,13 +71,17 @@ rc=$?
 [ $rc -eq 2 ]
 ok $? "-s and -c together: exit 2 (got $rc)"
 for args in "unlink" "unlink a b" "--revoke names" "-t x unlink a" "--namespace x names" \
-	"--namespace x -t a -k f unlink a"; do
+	"--namespace x -t a -k f unlink a" "cluster" "-e etcd://127.0.0.1:1/x cluster"; do
 	# shellcheck disable=SC2086  # the words are the arguments
 	"$RMEMCTL" -s "$sock" $args > /dev/null 2> "$tmp/err"
 	rc=$?
 	[ $rc -eq 2 ] && [ -s "$tmp/err" ]
 	ok $? "rmemctl $args: usage error, exit 2 with a message (got $rc)"
 done
+"$RMEMCTL" -e "tcp://127.0.0.1:$port" cluster > /dev/null 2> "$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "needs an etcd:// endpoint" "$tmp/err"
+ok $? "-e with a tcp:// endpoint: usage error, exit 2 (got $rc)"
 
 # ---- start the daemon -----------------------------------------------------------------
 rmemd_start "$tmp/rmemd.conf" "$tmp/rmemd.log"
