@@ -232,6 +232,7 @@ static int join(struct agent *a)
 			failed(a, "lease grant", rc);
 			return rc;
 		}
+		answered(a);
 	}
 	rc = make_value(a, &value);
 	if (rc == 0)
