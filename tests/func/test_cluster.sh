@@ -30,16 +30,31 @@ if [ "${RMEM_TEST_TRANSPORT:-tcp}" = rdma ]; then
 		skip_all "RMEM_TEST_TRANSPORT=rdma needs RMEM_VM_RDMA_ADDR (the Soft-RoCE VM, tests/vm)"
 	H=$RMEM_VM_RDMA_ADDR
 	SCHEME=rdma://
+	# Under TCG a raft proposal takes a second or more and etcdctl as long
+	# to start: slower raft timing, a longer lease (and with it each call's
+	# timeout), longer waits, a looser bound on the key's end, and only the
+	# sections that show RDMA in a cluster (endpoints, listing, I/O through
+	# a leader's death, kill -9, SIGTERM); the rest is transport-blind and
+	# runs on the host.
+	FULL=0
+	LEASE_MS=10000
+	SLACK_MS=5000
+	WAIT_S=90
+	export ETCD_HEARTBEAT_MS=200 ETCD_ELECTION_MS=2000
 else
 	H=127.0.0.1
 	SCHEME=tcp://
+	FULL=1
+	LEASE_MS=3000
+	SLACK_MS=1000
+	WAIT_S=15
 fi
+TTL_S=$(((LEASE_MS + 999) / 1000))
 rmemd_setup rmem-cluster
 etcd_setup
 CLIENT=$B/tests/cluster_client
 [ -x "$CLIENT" ] || skip_all "$CLIENT is not built"
 
-LEASE_MS=3000
 POOL=$((64 << 20))
 NAME=t$$
 rpids=()
@@ -58,7 +73,7 @@ cleanup_all() {
 trap cleanup_all EXIT
 
 # ---- etcd ----------------------------------------------------------------------------
-etcd_start 3
+etcd_start 3 || etcd_wait_healthy $WAIT_S
 ok $? "a 3-member etcd cluster starts on loopback and is healthy ($ETCD_ENDPOINTS)"
 
 # ---- three rmemd -----------------------------------------------------------------------
@@ -162,7 +177,7 @@ wait_metric() {
 	return 1
 }
 for i in 0 1 2; do
-	wait_key "$i" present 15
+	wait_key "$i" present $WAIT_S
 	ok $? "rmemd s$i registers $(key "$i")"
 done
 wait_state registered 3
@@ -178,8 +193,9 @@ age=$(metric rmem_cluster_last_answer_age_seconds)
 	[ "$(metric rmem_cluster_leases_lost_total)" = 0 ] &&
 	[ "$(metric rmem_cluster_etcd_unreachable_total)" = 0 ] &&
 	[ "$(metric rmem_cluster_lease_renewals_total)" -ge 1 ] &&
-	[ "$(metric rmem_cluster_lease_renewal_failures_total)" = 0 ] &&
-	python3 -c 'import sys; sys.exit(0 if 0 <= float(sys.argv[1]) < 1.5 else 1)' "$age"
+	{ [ $FULL = 0 ] || [ "$(metric rmem_cluster_lease_renewal_failures_total)" = 0 ]; } &&
+	python3 -c 'import sys; sys.exit(0 if 0 <= float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$age" \
+		"$((LEASE_MS / 2000)).5"
 ok $? "s2's /metrics: registered 1, etcd reachable 1, 1 registration, renewals, no failure, last answer ${age}s ago"
 promtool check metrics < "$tmp/m2.txt" > "$tmp/promtool.out" 2>&1
 rc=$?
@@ -203,7 +219,7 @@ for i in 0 1 2; do
 	ok $? "s$i's value: id, tcp endpoint, rdma endpoint (${SCHEME%://}), pool/free/largest = 64 MiB, generation, start time"
 	lease=$(get "$i" Lease)
 	ttl=$(etcdctl_ lease timetolive "$(printf %x "$lease")" 2> /dev/null)
-	[ "$lease" -gt 0 ] 2> /dev/null && [[ $ttl == *"TTL(3s)"* ]]
+	[ "$lease" -gt 0 ] 2> /dev/null && [[ $ttl == *"TTL(${TTL_S}s)"* ]]
 	ok $? "s$i's key is under lease $lease granted with a TTL of lease_ms ($ttl)"
 done
 
@@ -220,12 +236,12 @@ table_ok() {
 	head -1 "$1" | grep -q "^ID  *STATE  *TCP  *RDMA  *POOL  *USED  *FREE  *LARGEST FREE  *GENERATION  *UP  *LEASE$" &&
 		[ "$(grep -c "^s[012] " "$1")" = 3 ] || return 1
 	for i in 0 1 2; do
-		grep -q "^s$i  *up  *$H:${rports[$i]}  *$(rdma_of "$i" | grep . || echo -)  *64.0 MiB  *0 B  *64.0 MiB  *64.0 MiB  *[0-9][0-9]*  .*[1-3]/3s$" "$1" ||
+		grep -q "^s$i  *up  *$H:${rports[$i]}  *$(rdma_of "$i" | grep . || echo -)  *64.0 MiB  *0 B  *64.0 MiB  *64.0 MiB  *[0-9][0-9]*  .*[1-9][0-9]*/${TTL_S}s$" "$1" ||
 			return 1
 	done
 }
 [ $rc -eq 0 ] && table_ok "$tmp/ctl.txt"
-ok $? "rmemctl -e $EURL cluster lists s0, s1, s2: up, endpoint, 64 MiB free, lease n/3s"
+ok $? "rmemctl -e $EURL cluster lists s0, s1, s2: up, endpoints, 64 MiB free, lease n/${TTL_S}s"
 "$RMEMCTL" -e "$EURL" --json cluster > "$tmp/ctl.json" 2>&1
 rc=$?
 [ $rc -eq 0 ] && python3 -m json.tool "$tmp/ctl.json" > /dev/null
@@ -236,7 +252,7 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 name, pool = sys.argv[2], int(sys.argv[3])
 ports, gens = sys.argv[4:7], [int(g) for g in sys.argv[7:10]]
-host, rdmas = sys.argv[10], sys.argv[11:14]
+host, rdmas, ttl = sys.argv[10], sys.argv[11:14], int(sys.argv[14])
 assert doc["cluster"] == name, doc["cluster"]
 srv = {s["id"]: s for s in doc["servers"]}
 assert sorted(srv) == ["s0", "s1", "s2"], sorted(srv)
@@ -247,17 +263,17 @@ for i in range(3):
     assert s["pool_bytes"] == pool and s["free_bytes"] == pool, s
     assert s["used_bytes"] == 0 and s["largest_free"] == pool, s
     assert s["generation"] == gens[i], (s, gens[i])
-    assert s["lease"] > 0 and s["lease_granted_s"] == 3, s
-    assert 1 <= s["lease_ttl_s"] <= 3, s
+    assert s["lease"] > 0 and s["lease_granted_s"] == ttl, s
+    assert 1 <= s["lease_ttl_s"] <= ttl, s
     assert 0 <= s["uptime_ms"] < 600000, s
 EOP
 python3 "$tmp/jsoncheck.py" "$tmp/ctl.json" "$NAME" "$POOL" "${rports[@]}" \
 	"$(value 0 | json generation)" "$(value 1 | json generation)" \
 	"$(value 2 | json generation)" "$H" "$(rdma_of 0)" "$(rdma_of 1)" "$(rdma_of 2)" \
-	> "$tmp/jsoncheck.out" 2>&1
+	"$TTL_S" > "$tmp/jsoncheck.out" 2>&1
 rc=$?
 diag < "$tmp/jsoncheck.out"
-ok $rc "the JSON gives each server's id, state up, endpoints, pool/used/free/largest, generation, lease 1..3 of 3 s"
+ok $rc "the JSON gives each server's id, state up, endpoints, pool/used/free/largest, generation, lease 1..$TTL_S of $TTL_S s"
 "$RMEMCTL" -c "127.0.0.1:${rports[0]}" cluster > /dev/null 2> "$tmp/ctl.err"
 rc=$?
 diag < "$tmp/ctl.err"
@@ -347,6 +363,7 @@ etcd_wait_healthy 20
 ok $? "the killed member rejoins"
 grep -c "etcd is unreachable" "$tmp"/r[012].log | diag
 
+if [ $FULL = 1 ]; then
 # ---- a lost lease: registered again ---------------------------------------------------------
 old=$(get 2 Lease)
 etcdctl_ lease revoke "$(printf %x "$old")" > /dev/null 2>&1
@@ -364,6 +381,8 @@ wait_metric rmem_cluster_registrations_total 2 3 &&
 	[ "$(metric rmem_cluster_registered)" = 1 ]
 ok $? "s2's /metrics: 1 lease lost, 2 registrations, registered again"
 
+fi # FULL
+
 # ---- kill -9: the key goes when the lease ends -------------------------------------------------
 v0_before=$(value 0)
 t0=$(date +%s%N)
@@ -374,7 +393,7 @@ rpids[0]=
 # once its lease runs low) until etcd ends the lease.
 late=no
 listed=yes
-deadline=$((SECONDS + 10))
+deadline=$((SECONDS + LEASE_MS / 1000 + 10))
 while ((SECONDS <= deadline)); do
 	"$RMEMCTL" -e "$EURL" cluster > "$tmp/ctl9.txt" 2>&1 || break
 	grep -q "^s0  *late " "$tmp/ctl9.txt" && late=yes
@@ -385,17 +404,18 @@ while ((SECONDS <= deadline)); do
 	sleep 0.05
 done
 t_ctl=$(date +%s%N)
-wait_key 0 absent 10
+wait_key 0 absent $((LEASE_MS / 1000 + 10))
 t1=$(date +%s%N)
 ms=$(((t1 - t0) / 1000000))
 ms_ctl=$(((t_ctl - t0) / 1000000))
 echo "# kill -9 of s0: gone from rmemctl cluster after $ms_ctl ms, its key after $ms ms" \
 	"(lease_ms $LEASE_MS; listed as late before: $late)"
-((ms <= LEASE_MS + 1000))
-ok $? "kill -9: s0's key is gone within lease_ms + 1 s ($ms ms)"
-[ $listed = no ] && ((ms_ctl <= LEASE_MS + 1000)) && [ "$(grep -c "^s[12]  *up " "$tmp/ctl9.txt")" = 2 ]
-ok $? "kill -9: s0 is gone from rmemctl cluster within lease_ms + 1 s ($ms_ctl ms); s1, s2 up"
+((ms <= LEASE_MS + SLACK_MS))
+ok $? "kill -9: s0's key is gone within lease_ms + $((SLACK_MS / 1000)) s ($ms ms)"
+[ $listed = no ] && ((ms_ctl <= LEASE_MS + SLACK_MS)) && [ "$(grep -c "^s[12]  *up " "$tmp/ctl9.txt")" = 2 ]
+ok $? "kill -9: s0 is gone from rmemctl cluster within lease_ms + $((SLACK_MS / 1000)) s ($ms_ctl ms); s1, s2 up"
 
+if [ $FULL = 1 ]; then
 # ---- the same id again: a restarted s0 is s0 ------------------------------------------------------
 gen_before=$(echo "$v0_before" | json generation)
 start_rmemd 0
@@ -464,14 +484,16 @@ ok $? "kill -9 and restart: the same id and generation, keep/c intact (registere
 	[ "$(life fresh 3)" -gt "$(life first 3)" ] && [ "$(life fresh 5)" = gone ]
 ok $? "from an empty fd store: a new id and a larger generation, keep/c gone (its memory was lost)"
 
+fi # FULL
+
 # ---- SIGTERM: revoked at once ----------------------------------------------------------------------
 t0=$(date +%s%N)
 kill -TERM "${rpids[1]}"
-wait_key 1 absent 5
+wait_key 1 absent $((SLACK_MS / 1000 + 4))
 t1=$(date +%s%N)
 ms=$(((t1 - t0) / 1000000))
 echo "# SIGTERM of s1: its key disappeared after $ms ms"
-((ms <= 1000))
+((ms <= SLACK_MS))
 ok $? "SIGTERM: s1's key is gone at once, revoked ($ms ms)"
 wait "${rpids[1]}"
 ok $? "s1 exits 0"
@@ -479,6 +501,7 @@ rpids[1]=
 grep -q "revoked" "$tmp/r1.log"
 ok $? "s1's log says its lease was revoked"
 
+if [ $FULL = 1 ]; then
 # ---- every etcd member down: s2 serves on, says so once; back: registered ---------------------------
 etcd_stop
 "$CLIENT" "$SCHEME$H:${rports[2]}" io 4 > "$tmp/io2.out" 2>&1
@@ -535,6 +558,8 @@ wait "${rpids[0]}"
 ok $? "s0 exits 0 on SIGTERM"
 rpids[0]=
 grep -h "^<[0-4]>" "$tmp"/r[012].log | grep -v "etcd is unreachable\|is lost\|held by lease" | diag
+
+fi # FULL
 
 # ---- bad cluster blocks: FILE:LINE ----------------------------------------------------------------
 bad() {

@@ -13,7 +13,8 @@
 # Each member has its own data dir under $tmp/etcd/mI, its own client and
 # peer ports (free now), and fast raft timing (heartbeat 50 ms, election
 # 500 ms: a lost leader is replaced in about a second, and leases can be as
-# short as 1 s).  Members log to $tmp/etcd/mI.log.
+# short as 1 s; ETCD_HEARTBEAT_MS and ETCD_ELECTION_MS override them, as the
+# slow test VM needs).  Members log to $tmp/etcd/mI.log.
 
 ETCD_BIN=${ETCD_BIN:-etcd}
 ETCDCTL_BIN=${ETCDCTL_BIN:-etcdctl}
@@ -62,7 +63,8 @@ etcd_member_start() {
 		--initial-advertise-peer-urls "http://127.0.0.1:${etcd_pports[$i]}" \
 		--initial-cluster "$cluster" --initial-cluster-state "$state" \
 		--initial-cluster-token "rmem-test-$$" \
-		--heartbeat-interval 50 --election-timeout 500 \
+		--heartbeat-interval "${ETCD_HEARTBEAT_MS:-50}" \
+		--election-timeout "${ETCD_ELECTION_MS:-500}" \
 		--snapshot-count 10000 --quota-backend-bytes $((64 << 20)) \
 		--log-level warn --logger zap \
 		>> "$tmp/etcd/m$i.log" 2>&1 &
