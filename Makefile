@@ -366,7 +366,7 @@ $(B)/tests/rdma/%: $(B)/tests/obj/rdma/%.o $(RDMA_HELPERS) $(TESTLIB) $(TEST_COD
 .PHONY: check-rdma
 check-rdma: $(B)/rmemd $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(B)/rmemctl $(CLUSTER_HELPERS)
 	@rc=0; RMEM_BUILD=$(B) RMEM_TEST_TIMEOUT=$${RMEM_TEST_TIMEOUT:-1200} \
-		RMEM_VM_TIMEOUT=$${RMEM_VM_TIMEOUT:-2600} \
+		RMEM_VM_TIMEOUT=$${RMEM_VM_TIMEOUT:-3600} \
 		tests/vm/run-in-vm -- tests/run-tests $(RDMA_BINS) || rc=$$?; \
 	if [ $$rc = 77 ]; then echo "0 passed, 0 failed, 1 skipped (no test VM here)"; rc=0; fi; \
 	exit $$rc
