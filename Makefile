@@ -72,7 +72,7 @@ LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 # into librmem it stays internal.
 PROTO_SRC := common/proto.c
 COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c common/addr.c \
-	common/authmac.c common/etcd_endpoints.c common/state.c
+	common/authmac.c common/etcd_endpoints.c common/state.c common/hash64.c
 # The etcd client: the pure codec and endpoint list, and the libcurl
 # transport, built like common/ into an archive of its own (libetcd.a).
 # (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
@@ -105,7 +105,7 @@ INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
 UNIT_TESTS := test_alloc test_proto test_config test_region test_names test_endpoint \
 	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay test_state fuzz_state_replay test_slots \
-	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page
+	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
@@ -237,6 +237,7 @@ $(B)/tests/test_state: $(B)/tests/obj/unit/test_state.o
 $(B)/tests/test_slots: $(B)/tests/obj/unit/test_slots.o $(B)/d/daemon/slots.o
 $(B)/tests/obj/unit/test_slots.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_endpoint: $(B)/tests/obj/unit/test_endpoint.o
+$(B)/tests/test_hash64: $(B)/tests/obj/unit/test_hash64.o
 $(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
 $(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o \
 	$(B)/d/daemon/config_keys.o $(B)/d/daemon/config_dump.o $(B)/d/daemon/config_num.o
