@@ -32,8 +32,10 @@ struct busy_poll {
 	uint8_t probe;
 };
 
-/* Whether fd became readable within BUSY_POLL_US (when spinning pays now;
- * false at once otherwise).  Updates bp's credit. */
-bool busy_poll_readable(struct busy_poll *bp, int fd);
+/* Calls try(arg) until it returns true (it found input and took it: a
+ * nonblocking read itself, so that input costs no extra poll()) or
+ * BUSY_POLL_US have passed, when spinning pays now; false at once
+ * otherwise.  Whether try succeeded.  Updates bp's credit. */
+bool busy_poll_try(struct busy_poll *bp, bool (*try)(void *arg), void *arg);
 
 #endif /* RMEMD_BUSYPOLL_H */
