@@ -439,6 +439,12 @@ bench-alloc: deps
 bench-bringup: deps
 	bench/bringup.sh
 
+# Control-path throughput: alloc+free pairs/s with 16 in flight beside redis
+# GET -P 16, alternated, with met/missed (scripts/bench-ctl; ~1 minute).
+.PHONY: bench-ctl
+bench-ctl: deps
+	scripts/bench-ctl
+
 # ---- the Soft-RoCE test VM (tests/vm/README.md) -------------------------------
 vm-setup:
 	@tests/vm/setup
