@@ -1,5 +1,9 @@
 /*
- * alloc.c - best fit with coalescing over [0, total) (see alloc.h).
+ * bestfit.c - rmem's allocator before TLSF, kept only to be measured beside
+ * the daemon's (bench/alloc.c, bench/allocfrag.c).  Unchanged but for the
+ * names: every alloc_* call is bf_alloc_* here (bench/bestfit.h).
+ *
+ * Best fit with coalescing over [0, total).
  *
  * Every free range is one struct free_range that sits in two AVL trees at
  * once: BY_SIZE, ordered by (length, offset), where the best fit is the
@@ -19,6 +23,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* The daemon's alloc.h, renamed: its struct alloc_stats is shared. */
+#define alloc bf_alloc
+#define alloc_new bf_alloc_new
+#define alloc_free bf_alloc_free
+#define alloc_reserve bf_alloc_reserve
+#define alloc_release bf_alloc_release
+#define alloc_claim bf_alloc_claim
+#define alloc_get_stats bf_alloc_get_stats
+#define alloc_alignment bf_alloc_alignment
 #include "alloc.h"
 
 enum { BY_SIZE, BY_OFFSET, N_TREES };

@@ -9,11 +9,13 @@
  * holding any free range, sl_map[fl] a bit per non-empty class of that level.
  *
  * The pool's bytes are never touched, so the boundary tags of the classic
- * TLSF (a header before each block) become two hash tables in the heap:
- *   ftab: free range start -> blk and (end | 1) -> blk, to merge on release;
- *   ltab: live range start -> length, to check a release exactly.
- * Both use linear probing with backward-shift deletion (no tombstones) and
- * double at 3/4 full.
+ * TLSF (a header before each block) become a hash table in the heap, ftab:
+ * free range start -> blk and (end | 1) -> blk, to merge on release.  It uses
+ * linear probing with backward-shift deletion (no tombstones) and doubles at
+ * 3/4 full.  Live ranges cost nothing: a table of them (offset -> length)
+ * would check releases exactly, but its probe is a cache miss on every
+ * release at 1 M live (measured: FIFO 4 KiB pairs took 765 ns instead of 66),
+ * so only ALLOC_DEBUG builds keep one, ltab, and refuse what it refutes.
  *
  * largest_free is kept exact: it only grows on a merge (a max), and when the
  * range that was the largest shrinks, the top non-empty class is scanned for
@@ -84,7 +86,9 @@ struct alloc {
 	uint32_t node_used;	/* slots ever handed out; spares are below */
 	uint32_t spare;		/* spare nodes, chained through next */
 	struct htab ftab;
+#ifdef ALLOC_DEBUG
 	struct htab ltab;
+#endif
 	struct claim_index ci;
 	unsigned int shift;	/* log2(alignment) */
 	uint64_t total;
@@ -349,6 +353,57 @@ static inline uint32_t range_add(struct alloc *a, uint64_t off, uint64_t len)
 	return i;
 }
 
+/* ---- live ranges: only ALLOC_DEBUG builds know them ------------------------- */
+
+#ifdef ALLOC_DEBUG
+static int live_init(struct alloc *a)
+{
+	return ht_init(&a->ltab, HT_MIN_BITS);
+}
+
+static void live_fini(struct alloc *a)
+{
+	free(a->ltab.e);
+}
+
+static int live_room(struct alloc *a)
+{
+	return ht_room(&a->ltab, 1);
+}
+
+static void live_add(struct alloc *a, uint64_t off, uint64_t len)
+{
+	ht_put(&a->ltab, off, len);
+}
+
+/* Is [off, off + len) exactly one live range? */
+static bool live_is(const struct alloc *a, uint64_t off, uint64_t len)
+{
+	uint64_t s = ht_find(&a->ltab, off);
+
+	return s != HT_NONE && a->ltab.e[s].val == len;
+}
+
+static void live_del(struct alloc *a, uint64_t off)
+{
+	ht_del(&a->ltab, off);
+}
+#else
+static inline int live_init(struct alloc *a) { (void)a; return 0; }
+static inline void live_fini(struct alloc *a) { (void)a; }
+static inline int live_room(struct alloc *a) { (void)a; return 0; }
+static inline void live_add(struct alloc *a, uint64_t off, uint64_t len)
+{
+	(void)a, (void)off, (void)len;
+}
+static inline bool live_is(const struct alloc *a, uint64_t off, uint64_t len)
+{
+	(void)a, (void)off, (void)len;
+	return true;
+}
+static inline void live_del(struct alloc *a, uint64_t off) { (void)a, (void)off; }
+#endif
+
 /* ---- the claim index -------------------------------------------------------- */
 
 static void claim_index_drop(struct alloc *a)
@@ -468,7 +523,7 @@ struct alloc *alloc_new(uint64_t total, uint64_t alignment)
 	a->ci.dead = NIL;
 	a->node_cap = 16;
 	a->node = malloc(a->node_cap * sizeof(*a->node));
-	if (!a->node || ht_init(&a->ftab, HT_MIN_BITS) || ht_init(&a->ltab, HT_MIN_BITS))
+	if (!a->node || ht_init(&a->ftab, HT_MIN_BITS) || live_init(a))
 		goto nomem;
 	a->shift = (unsigned int)ilog2(alignment);
 	a->align_mask = alignment - 1;
@@ -487,7 +542,7 @@ void alloc_free(struct alloc *a)
 		return;
 	free(a->ci.order);
 	free(a->ftab.e);
-	free(a->ltab.e);
+	live_fini(a);
 	free(a->node);
 	free(a);
 }
@@ -540,7 +595,7 @@ int alloc_reserve(struct alloc *a, uint64_t size, uint64_t *offset, uint64_t *le
 		return -ENOMEM;
 	if (a->ci.active)
 		claim_index_drop(a);
-	if (ht_room(&a->ltab, 1))
+	if (live_room(a))
 		return -ENOMEM;
 	i = find_fit(a, len);
 	b = &a->node[i];
@@ -562,29 +617,40 @@ int alloc_reserve(struct alloc *a, uint64_t size, uint64_t *offset, uint64_t *le
 	}
 	if (was == a->largest)
 		largest_rescan(a);
-	ht_put(&a->ltab, *offset, len);
+	live_add(a, *offset, len);
 	note_used(a, len);
 	alloc_check(a);
 	return 0;
 }
 
+/*
+ * What a release can be checked against in O(1): bounds and alignment, and
+ * the free ranges that share an end with it (a free range cannot start at
+ * offset nor end at offset + length).  That refuses the double release of a
+ * range that did not merge on both sides.  A range strictly inside a free
+ * range, or around one, is not seen: the region table is the authority on
+ * what is live, as it was before on "exactly one reserved range".
+ */
+static bool release_plausible(const struct alloc *a, uint64_t offset, uint64_t length)
+{
+	return length != 0 && !((offset | length) & a->align_mask) && offset < a->total &&
+	       length <= a->total - offset && a->live != 0 &&
+	       ht_find(&a->ftab, offset) == HT_NONE &&
+	       ht_find(&a->ftab, (offset + length) | 1) == HT_NONE && live_is(a, offset, length);
+}
+
 int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
 {
-	uint64_t end = offset + length, s, left, right;
+	uint64_t end = offset + length, left, right;
 	uint32_t l, r;
 
-	if (length == 0 || ((offset | length) & a->align_mask) || offset >= a->total ||
-	    length > a->total - offset)
-		return -EINVAL;
-	s = ht_find(&a->ltab, offset);
-	if (s == HT_NONE || a->ltab.e[s].val != length)
+	if (!release_plausible(a, offset, length))
 		return -EINVAL;
 	if (a->ci.active)
 		claim_index_drop(a);
 	if (ht_room(&a->ftab, 2) || node_room(a))
 		return -ENOMEM;
-	/* ht_room on ftab moved nothing in ltab: s still holds the range. */
-	ht_del_at(&a->ltab, s);
+	live_del(a, offset);
 	left = ht_find(&a->ftab, offset | 1);
 	right = ht_find(&a->ftab, end);
 	l = left == HT_NONE ? NIL : (uint32_t)a->ftab.e[left].val;
@@ -635,7 +701,7 @@ int alloc_claim(struct alloc *a, uint64_t offset, uint64_t length)
 	f = claim_index_find(a, offset);
 	if (f == NIL || end - a->node[f].off > a->node[f].len)
 		return -EEXIST;
-	if (ht_room(&a->ltab, 1) || ht_room(&a->ftab, 2) || node_room(a))
+	if (live_room(a) || ht_room(&a->ftab, 2) || node_room(a))
 		return -ENOMEM;
 	f_off = a->node[f].off;
 	was = a->node[f].len;
@@ -670,7 +736,7 @@ int alloc_claim(struct alloc *a, uint64_t offset, uint64_t length)
 	}
 	if (was == a->largest)
 		largest_rescan(a);
-	ht_put(&a->ltab, offset, length);
+	live_add(a, offset, length);
 	note_used(a, length);
 	alloc_check(a);
 	return 0;

@@ -11,9 +11,9 @@
  * neighbours through hashes of free range starts and ends.  All metadata
  * lives in the daemon's heap, never in the pool: clients write the pool.
  *
- * The allocator also remembers every live range (offset -> length, 16 bytes
- * a slot), so a release must name exactly one reserved or claimed range:
- * anything else, a double release included, is refused.
+ * Live ranges cost the allocator nothing: the caller (the region table)
+ * remembers (offset, length) and hands both back to alloc_release(), and is
+ * the authority on what is live.
  *
  * Cost: reserve and release are O(1) (hash tables: expected, and amortized
  * over their doubling), except for one case: when the only free ranges that
@@ -53,10 +53,15 @@ void alloc_free(struct alloc *a);
 int alloc_reserve(struct alloc *a, uint64_t size, uint64_t *offset, uint64_t *length);
 
 /* Returns a range previously reserved or claimed (offset and the length
- * alloc_reserve gave).  -EINVAL, changing nothing, when it is not exactly one
- * live range: misaligned, out of the pool, released already, part of one or
- * several.  -ENOMEM, changing nothing, when the metadata to track the new
- * free range cannot grow (a later retry may succeed). */
+ * alloc_reserve gave).  -EINVAL, changing nothing, when the range is
+ * misaligned, out of the pool, when nothing is live, or when a free range
+ * starts at offset or ends at offset + length (the double release of a range
+ * that has not merged on both sides).  A range strictly inside a free range
+ * or around one is not caught in O(1): that is the caller's to know, as is
+ * whether it is exactly one reserved range (builds with -DALLOC_DEBUG keep a
+ * table of live ranges and refuse anything else).  -ENOMEM, changing
+ * nothing, when the metadata to track the new free range cannot grow (a
+ * later retry may succeed). */
 int alloc_release(struct alloc *a, uint64_t offset, uint64_t length);
 
 /* Reserves exactly [offset, offset + length), which must lie in one free
