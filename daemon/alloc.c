@@ -465,43 +465,46 @@ static int claim_index_build(struct alloc *a)
 	return 0;
 }
 
+static inline bool holds(const struct blk *b, uint64_t x)
+{
+	return !b->dead && b->off <= x && x - b->off < b->len;
+}
+
 /* The live free range that holds offset x, or NIL. */
 static uint32_t claim_index_find(struct alloc *a, uint64_t x)
 {
 	struct claim_index *ci = &a->ci;
-	uint32_t i = NIL;
+	size_t lo = 0, hi = ci->n;	/* the last order[k] with off <= x */
+	uint32_t i, f = ci->finger;
 	int steps = 0;
 
-	if (ci->finger != NIL && a->node[ci->finger].off <= x) {
-		i = ci->finger;
-	} else {
-		size_t lo = 0, hi = ci->n;	/* the last order[k] with off <= x */
+	/* Claims in offset order land in the range the last one left, or in the
+	 * one after it. */
+	if (f != NIL && holds(&a->node[f], x))
+		return f;
+	if (f != NIL && a->node[f].anext != NIL && holds(&a->node[a->node[f].anext], x))
+		return ci->finger = a->node[f].anext;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
 
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (a->node[ci->order[mid]].off <= x)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (!lo)
-			return NIL;
-		i = ci->order[lo - 1];
+		if (a->node[ci->order[mid]].off <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	for (; i != NIL; i = a->node[i].anext, steps++) {
-		const struct blk *b = &a->node[i];
-
-		if (b->off > x)
-			break;
-		if (!b->dead && x - b->off < b->len) {
+	if (!lo)
+		return NIL;
+	for (i = ci->order[lo - 1]; i != NIL && a->node[i].off <= x; i = a->node[i].anext) {
+		if (holds(&a->node[i], x)) {
 			ci->finger = i;
 			break;
 		}
+		steps++;
 	}
+	/* Many splits since the build: the next claim rebuilds. */
 	if (steps > CLAIM_WALK_MAX)
 		ci->stale = true;
-	return i != NIL && a->node[i].off <= x ? i : NIL;
+	return i != NIL && holds(&a->node[i], x) ? i : NIL;
 }
 
 /* ---- the calls ----------------------------------------------------------------- */
