@@ -306,6 +306,38 @@ static void largest_rescan(struct alloc *a)
 	a->largest = best;
 }
 
+/*
+ * Gives free range i a new length, re-filing it only when its class changes
+ * (the pool's tail shrinks and grows in place most of the time), and keeps
+ * largest exact: a range alone in the top class that shrinks is still the
+ * largest; otherwise a shrinking largest means a rescan.
+ */
+static inline void range_relen(struct alloc *a, uint32_t i, uint64_t len)
+{
+	struct blk *b = &a->node[i];
+	uint64_t was = b->len;
+	unsigned int f0, s0, f1, s1;
+
+	class_of(was >> a->shift, &f0, &s0);
+	class_of(len >> a->shift, &f1, &s1);
+	if (f0 != f1 || s0 != s1) {
+		list_unlink(a, i);
+		b->len = len;
+		list_push(a, i);
+	} else {
+		b->len = len;
+		if (len > a->largest)
+			a->largest = len;
+	}
+	if (len >= was || was != a->largest)
+		return;
+	if (b->prev == NIL && b->next == NIL && f1 == (unsigned int)ilog2(a->fl_map) &&
+	    s1 == 31u - (unsigned int)__builtin_clz(a->sl_map[f1]))
+		a->largest = len;
+	else
+		largest_rescan(a);
+}
+
 /* ---- nodes ------------------------------------------------------------------ */
 
 /* At least one spare node; pointers into a->node are stale after a success. */
@@ -613,21 +645,20 @@ int alloc_reserve(struct alloc *a, uint64_t size, uint64_t *offset, uint64_t *le
 	was = b->len;
 	*offset = b->off;
 	*length = len;
-	list_unlink(a, i);
 	ht_del(&a->ftab, b->off);
 	if (was == len) {
+		list_unlink(a, i);
 		ht_del(&a->ftab, (b->off + len) | 1);
 		node_put(a, i);
 		a->free_ranges--;
+		if (was == a->largest)
+			largest_rescan(a);
 	} else {
 		/* Carved from the front: the end, and its hash entry, stay. */
 		b->off += len;
-		b->len -= len;
 		ht_put(&a->ftab, b->off, i);
-		list_push(a, i);
+		range_relen(a, i, was - len);
 	}
-	if (was == a->largest)
-		largest_rescan(a);
 	live_add(a, *offset, len);
 	note_used(a, len);
 	alloc_check(a);
@@ -671,7 +702,6 @@ int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
 	r = right == HT_NONE ? NIL : (uint32_t)a->ftab.e[right].val;
 	if (l != NIL) {
 		/* Grows the left neighbour over the range (and the right one). */
-		list_unlink(a, l);
 		ht_del_at(&a->ftab, left);
 		if (r != NIL) {
 			list_unlink(a, r);
@@ -681,17 +711,14 @@ int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
 			node_put(a, r);
 			a->free_ranges--;
 		}
-		a->node[l].len = end - a->node[l].off;
 		ht_put(&a->ftab, end | 1, l);
-		list_push(a, l);
+		range_relen(a, l, end - a->node[l].off);
 	} else if (r != NIL) {
 		/* The right neighbour grows down: its end entry stays. */
-		list_unlink(a, r);
 		ht_del_at(&a->ftab, right);
-		a->node[r].len += length;
 		a->node[r].off = offset;
 		ht_put(&a->ftab, offset, r);
-		list_push(a, r);
+		range_relen(a, r, a->node[r].len + length);
 	} else {
 		range_add(a, offset, length);
 	}
