@@ -826,6 +826,88 @@ static void test_claim_random(void)
 	   ROUNDS);
 }
 
+/*
+ * Many claims: enough that the claim index's walks grow long and it rebuilds,
+ * in offset order, in reverse and shuffled, with a release (which drops the
+ * index) and a reserve halfway through.  Then every unit no claim took must
+ * be free, and releasing everything must leave one range.
+ */
+static void test_claim_many(void)
+{
+	enum { N = 1500, U = 64 };
+	static uint64_t start[N], len[N];
+	static uint8_t busy[N * 6];
+	uint64_t rng = 777, at = 0, units, off, l;
+	bool good = true;
+
+	for (int order = 0; order < 3; order++) {
+		struct alloc *a;
+		size_t n = 0;
+
+		at = 0;
+		for (size_t i = 0; i < N; i++) {
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			at += (rng >> 40) % 3;
+			start[i] = at;
+			len[i] = 1 + (rng >> 20) % 3;
+			at += len[i];
+		}
+		units = at + 5;
+		a = alloc_new(units * U, U);
+		if (!a) {
+			good = false;
+			break;
+		}
+		for (size_t i = 0; order == 1 && i < N / 2; i++) {
+			uint64_t t = start[i];
+
+			start[i] = start[N - 1 - i], start[N - 1 - i] = t;
+			t = len[i], len[i] = len[N - 1 - i], len[N - 1 - i] = t;
+		}
+		for (size_t i = N; order == 2 && i > 1; i--) {
+			size_t j;
+			uint64_t t;
+
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			j = (rng >> 33) % i;
+			t = start[i - 1], start[i - 1] = start[j], start[j] = t;
+			t = len[i - 1], len[i - 1] = len[j], len[j] = t;
+		}
+		memset(busy, 0, sizeof busy);
+		for (size_t i = 0; i < N; i++) {
+			good &= alloc_claim(a, start[i] * U, len[i] * U) == 0;
+			good &= alloc_claim(a, start[i] * U, U) == -EEXIST;
+			memset(busy + start[i], 1, len[i]);
+			n++;
+			if (i == N / 2) {
+				/* A release and a reserve between claims drop the index. */
+				good &= alloc_release(a, start[0] * U, len[0] * U) == 0;
+				memset(busy + start[0], 0, len[0]);
+				good &= alloc_claim(a, start[0] * U, len[0] * U) == 0;
+				memset(busy + start[0], 1, len[0]);
+			}
+		}
+		while (alloc_reserve(a, U, &off, &l) == 0) {
+			good &= !busy[off / U];
+			busy[off / U] = 1;
+			n++;
+		}
+		for (uint64_t u = 0; u < units; u++)
+			good &= busy[u] == 1;
+		good &= stats_of(a).used == stats_of(a).total && stats_of(a).live == n;
+		for (size_t i = 0; i < N; i++)
+			good &= alloc_release(a, start[i] * U, len[i] * U) == 0;
+		for (uint64_t u = 0; u < units; u++)
+			if (busy[u] && alloc_release(a, u * U, U) == 0)
+				busy[u] = 0;
+		good &= stats_of(a).free_ranges == 1 && stats_of(a).largest_free == units * U &&
+			stats_of(a).live == 0;
+		alloc_free(a);
+	}
+	ok(good, "%d claims in offset order, reversed and shuffled: exactly the rest is free, "
+	   "and all of it releases back to one range", N);
+}
+
 int main(void)
 {
 	test_new();
@@ -842,5 +924,6 @@ int main(void)
 	test_random(4096);
 	test_claim();
 	test_claim_random();
+	test_claim_many();
 	return tap_done();
 }
