@@ -148,6 +148,20 @@ static inline uint64_t ht_find(const struct htab *h, uint64_t key)
 	}
 }
 
+/* The slots of keys x and x | 1 (x even), which share a home, in one scan;
+ * HT_NONE for a key that is absent. */
+static inline void ht_find_pair(const struct htab *h, uint64_t x, uint64_t *even, uint64_t *odd)
+{
+	*even = HT_NONE;
+	*odd = HT_NONE;
+	for (uint64_t i = ht_home(h, x); h->e[i].key != HT_EMPTY; i = (i + 1) & h->mask) {
+		if (h->e[i].key == x)
+			*even = i;
+		else if (h->e[i].key == (x | 1))
+			*odd = i;
+	}
+}
+
 /* The key must be absent and the table have room (ht_room). */
 static inline void ht_put(struct htab *h, uint64_t key, uint64_t val)
 {
@@ -188,14 +202,12 @@ static inline void ht_del(struct htab *h, uint64_t key)
 	ht_del_at(h, ht_find(h, key));
 }
 
-/* Room for extra more keys below 3/4 full; the old table survives a failure. */
-static int ht_room(struct htab *h, uint64_t extra)
+/* The slow half of ht_room: a bigger table; the old one survives a failure. */
+static int ht_grow(struct htab *h, uint64_t extra)
 {
 	struct htab n;
 	unsigned int bits = 64 - h->shift;
 
-	if ((h->count + extra) * 4 <= (h->mask + 1) * 3)
-		return 0;
 	while ((h->count + extra) * 4 > (1ull << bits) * 3)
 		bits++;
 	if (bits > 60 || ht_init(&n, bits))
@@ -206,6 +218,14 @@ static int ht_room(struct htab *h, uint64_t extra)
 	free(h->e);
 	*h = n;
 	return 0;
+}
+
+/* Room for extra more keys below 3/4 full. */
+static inline int ht_room(struct htab *h, uint64_t extra)
+{
+	if ((h->count + extra) * 4 <= (h->mask + 1) * 3)
+		return 0;
+	return ht_grow(h, extra);
 }
 
 /* ---- size classes ---------------------------------------------------------- */
@@ -312,7 +332,8 @@ static void largest_rescan(struct alloc *a)
  * largest exact: a range alone in the top class that shrinks is still the
  * largest; otherwise a shrinking largest means a rescan.
  */
-static inline void range_relen(struct alloc *a, uint32_t i, uint64_t len)
+static inline __attribute__((always_inline)) void range_relen(struct alloc *a, uint32_t i,
+								uint64_t len)
 {
 	struct blk *b = &a->node[i];
 	uint64_t was = b->len;
@@ -340,14 +361,12 @@ static inline void range_relen(struct alloc *a, uint32_t i, uint64_t len)
 
 /* ---- nodes ------------------------------------------------------------------ */
 
-/* At least one spare node; pointers into a->node are stale after a success. */
-static int node_room(struct alloc *a)
+/* The slow half of node_room: a bigger array. */
+static int node_grow(struct alloc *a)
 {
 	struct blk *n;
 	uint32_t cap;
 
-	if (a->spare != NIL || a->node_used < a->node_cap)
-		return 0;
 	if (a->node_cap >= MAX_NODES)
 		return -ENOMEM;
 	cap = a->node_cap > MAX_NODES / 2 ? MAX_NODES : a->node_cap * 2;
@@ -357,6 +376,14 @@ static int node_room(struct alloc *a)
 	a->node = n;
 	a->node_cap = cap;
 	return 0;
+}
+
+/* At least one spare node; pointers into a->node are stale after a success. */
+static inline int node_room(struct alloc *a)
+{
+	if (a->spare != NIL || a->node_used < a->node_cap)
+		return 0;
+	return node_grow(a);
 }
 
 /* Takes a spare node (node_room first). */
@@ -666,38 +693,34 @@ int alloc_reserve(struct alloc *a, uint64_t size, uint64_t *offset, uint64_t *le
 }
 
 /*
- * What a release can be checked against in O(1): bounds and alignment, and
- * the free ranges that share an end with it (a free range cannot start at
- * offset nor end at offset + length).  That refuses the double release of a
- * range that did not merge on both sides.  A range strictly inside a free
- * range, or around one, is not seen: the region table is the authority on
- * what is live, as it was before on "exactly one reserved range".
+ * A release is checked in O(1) against bounds and alignment, and against the
+ * free ranges that share an end with it (a free range cannot start at offset
+ * nor end at offset + length): that refuses the double release of a range
+ * that did not merge on both sides.  A range strictly inside a free range, or
+ * around one, is not seen: the region table is the authority on what is
+ * live, as it was before on "exactly one reserved range".
  */
-static bool release_plausible(const struct alloc *a, uint64_t offset, uint64_t length)
-{
-	return length != 0 && !((offset | length) & a->align_mask) && offset < a->total &&
-	       length <= a->total - offset && a->live != 0 &&
-	       ht_find(&a->ftab, offset) == HT_NONE &&
-	       ht_find(&a->ftab, (offset + length) | 1) == HT_NONE && live_is(a, offset, length);
-}
-
 int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
 {
-	uint64_t end = offset + length, left, right;
+	uint64_t end = offset + length, starts_here, left, right, ends_there;
 	uint32_t l, r;
 
+	if (length == 0 || ((offset | length) & a->align_mask) || offset >= a->total ||
+	    length > a->total - offset || !a->live || !live_is(a, offset, length))
+		return -EINVAL;
 	/* Both lines at once: at 1 M live they are cache misses. */
 	ht_prefetch(&a->ftab, offset);
 	ht_prefetch(&a->ftab, end);
-	if (!release_plausible(a, offset, length))
+	/* Room first (growing moves slots, and changes nothing one can see). */
+	if (ht_room(&a->ftab, 2) || node_room(a))
+		return -ENOMEM;
+	ht_find_pair(&a->ftab, offset, &starts_here, &left);
+	ht_find_pair(&a->ftab, end, &right, &ends_there);
+	if (starts_here != HT_NONE || ends_there != HT_NONE)
 		return -EINVAL;
 	if (a->ci.active)
 		claim_index_drop(a);
-	if (ht_room(&a->ftab, 2) || node_room(a))
-		return -ENOMEM;
 	live_del(a, offset);
-	left = ht_find(&a->ftab, offset | 1);
-	right = ht_find(&a->ftab, end);
 	l = left == HT_NONE ? NIL : (uint32_t)a->ftab.e[left].val;
 	r = right == HT_NONE ? NIL : (uint32_t)a->ftab.e[right].val;
 	if (l != NIL) {
