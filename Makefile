@@ -103,7 +103,7 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 # What `make install` copies to BINDIR: linked by `make`, without an rpath.
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
-UNIT_TESTS := test_alloc test_proto test_config test_region test_names test_endpoint \
+UNIT_TESTS := test_alloc test_alloc_release test_proto test_config test_region test_names test_endpoint \
 	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay test_state fuzz_state_replay test_slots \
 	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
@@ -232,6 +232,9 @@ $(B)/tests/obj/unit/test_alloc.o: EXTRA_CPPFLAGS = -DALLOC_DEBUG -Idaemon
 $(B)/tests/obj/alloc-debug.o: daemon/alloc.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+# The same allocator as rmemd links it, without ALLOC_DEBUG's checks.
+$(B)/tests/test_alloc_release: $(B)/tests/obj/unit/test_alloc_release.o $(B)/d/daemon/alloc.o
+$(B)/tests/obj/unit/test_alloc_release.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
 $(B)/tests/test_state: $(B)/tests/obj/unit/test_state.o
 $(B)/tests/test_slots: $(B)/tests/obj/unit/test_slots.o $(B)/d/daemon/slots.o
@@ -417,13 +420,19 @@ bench-rdma: deps
 # The allocator alone (with the region table, for metadata), and the timer of
 # rmemd's start to READY=1.  Never part of all or test.
 $(B)/bench/alloc: $(B)/bench/alloc.o $(B)/bench/benchutil.o $(B)/d/daemon/alloc.o \
-		$(B)/d/daemon/region.o
+		$(B)/d/daemon/region.o $(B)/bench/allocops.o $(B)/bench/bestfit.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^
+# Fragmentation on two traces and restore-time claims, TLSF against the best
+# fit it replaced (bench/bestfit.c, kept only for these benches).
+$(B)/bench/allocfrag: $(B)/bench/allocfrag.o $(B)/bench/benchutil.o $(B)/d/daemon/alloc.o \
+		$(B)/bench/allocops.o $(B)/bench/bestfit.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 # The region table alone: bytes per live region, ns per add/find/free/list.
 $(B)/bench/region: $(B)/bench/region.o $(B)/bench/benchutil.o $(B)/d/daemon/region.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 # The allocator benches look inside the daemon; the others see only rmem.h.
-$(B)/bench/alloc.o $(B)/bench/region.o: BENCH_INC = -Idaemon
+$(B)/bench/alloc.o $(B)/bench/region.o $(B)/bench/allocops.o $(B)/bench/bestfit.o \
+	$(B)/bench/allocfrag.o: BENCH_INC = -Idaemon
 $(B)/bench/%.o: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) $(BENCH_INC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
