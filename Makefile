@@ -66,6 +66,9 @@ ETCD_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(ETCD_PKGS) 2>/dev/null)
 ETCD_LIBS := $(shell $(PKG_CONFIG) --libs $(ETCD_PKGS) 2>/dev/null) -lpthread
 LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
 LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
+# librmem's etcd:// cluster client speaks to etcd: libetcd.a's objects go
+# into librmem (hidden, like common/'s), and libcurl and jansson with them.
+LIB_LIBS += $(ETCD_LIBS)
 
 # common/: what the daemon, the library and the tests share, built once into
 # one internal archive (as munge's src/libcommon).  Hidden visibility: linked
@@ -76,12 +79,16 @@ COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c com
 # The etcd client: the pure codec and endpoint list, and the libcurl
 # transport, built like common/ into an archive of its own (libetcd.a).
 # (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
-ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c
+ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c \
+	common/cluster_name.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/engine.c client-lib/io.c client-lib/nic_conn.c \
 	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
 	client-lib/membuf.c client-lib/lock.c client-lib/datapath.c \
-	client-lib/compat.c client-lib/version.c client-lib/names.c client-lib/resume.c
+	client-lib/compat.c client-lib/version.c client-lib/names.c client-lib/resume.c \
+	client-lib/api.c client-lib/cluster.c client-lib/cluster_members.c \
+	client-lib/cluster_watch.c client-lib/cluster_poll.c client-lib/cluster_names.c \
+	client-lib/cluster_url.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
@@ -97,7 +104,7 @@ ETCD_LIB := $(B)/libetcd.a
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)
 # Every object that goes into librmem.so and librmem.a: the library's own and
 # the internal common archive's.
-LIB_ALL_OBJS = $(LIB_OBJS) $(COMMON_OBJS)
+LIB_ALL_OBJS = $(LIB_OBJS) $(COMMON_OBJS) $(ETCD_OBJS)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 # What `make install` copies to BINDIR: linked by `make`, without an rpath.

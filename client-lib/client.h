@@ -29,13 +29,19 @@
 #include "lock.h"
 #include "resume.h"
 #include "rmem.h"
+#include "single.h"
 
 #define CLIENT_DEFAULT_TIMEOUT_MS 10000
 #define CLIENT_DEFAULT_RESUME_MS  5000
 
 struct keepalive;
 
+struct cluster;
+
 struct rmem_client {
+	/* Not NULL: an etcd:// cluster client, whose every call goes to the
+	 * router (cluster.h) and which uses nothing below; api.c tells. */
+	struct cluster *cluster;
 	struct fair_lock lock;
 	struct engine eng;
 	/* static string: "tcp" or "unix", the stream; rmem_transport() says
