@@ -1,0 +1,153 @@
+#!/bin/bash
+# test_cluster_lib.sh - librmem's etcd:// cluster client (issue 12 items 2,
+# 3, 4): a real 3-member etcd on loopback (tests/lib/etcd.sh) and three
+# rmemd of 64 MiB each (ids s0 s1 s2, lease_ms 3000), then
+# $B/tests/test_cluster_lib, whose TAP stream this is (what it checks is
+# at its top).  It calls this script back as its hook for what a client
+# cannot do itself: kill -9 and restart a server, kill the etcd leader and
+# bring it back.
+#
+#   RMEM_BUILD=build tests/func/test_cluster_lib.sh
+#   RMEM_TEST_TRANSPORT=rdma RMEM_VM_RDMA_ADDR=ADDR ...   (in the test VM:
+#       the servers listen for RDMA on ADDR, every client uses transport rdma)
+# run-tests-timeout: 300
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+
+# ---- the hook: test_cluster_lib runs "$0 --hook DIR CMD [I]" ------------------------------
+if [ "${1:-}" = --hook ]; then
+	dir=$2 cmd=$3 i=${4:-}
+	# No descriptor of the test program (its sockets, its TAP stream) may
+	# live on in a daemon started here.
+	for fd in $(ls /proc/$$/fd); do
+		((fd > 2)) && eval "exec $fd>&-" 2> /dev/null
+	done
+	. tests/lib/etcd.sh
+	. "$dir/state.sh"
+	for ((k = 0; k < ETCD_N; k++)); do
+		etcd_pids[$k]=$(cat "$dir/pids/etcd$k" 2> /dev/null)
+	done
+	gone() { ! kill -0 "$1" 2> /dev/null; }
+	case $cmd in
+	kill-server)
+		p=$(cat "$dir/pids/rmemd$i")
+		kill -KILL "$p" || exit 1
+		for _ in $(seq 100); do gone "$p" && exit 0; sleep 0.05; done
+		exit 1 ;;
+	start-server)
+		"$RMEMD" -c "$dir/r$i.conf" >> "$dir/r$i.log" 2>&1 < /dev/null &
+		echo $! > "$dir/pids/rmemd$i"
+		# registered again: its key is back
+		for _ in $(seq 100); do
+			[ -n "$(etcdctl_ get "/rmem/$NAME/servers/s$i" --print-value-only 2> /dev/null)" ] &&
+				exit 0
+			sleep 0.1
+		done
+		exit 1 ;;
+	kill-leader)
+		l=$(etcd_leader) || exit 1
+		p=${etcd_pids[$l]}
+		kill -KILL "$p" || exit 1
+		for _ in $(seq 100); do gone "$p" && break; sleep 0.05; done
+		echo "$l" > "$dir/etcd.killed"
+		: > "$dir/pids/etcd$l"
+		exit 0 ;;
+	restart-etcd)
+		l=$(cat "$dir/etcd.killed") || exit 1
+		etcd_pids[$l]=
+		etcd_restart "$l"
+		echo "${etcd_pids[$l]}" > "$dir/pids/etcd$l"
+		etcd_wait_healthy 20 > /dev/null
+		exit ;;
+	esac
+	exit 2
+fi
+
+. tests/lib/tap.sh
+. tests/lib/rmemd.sh
+. tests/lib/etcd.sh
+rmemd_setup rmem-cluster-lib
+etcd_setup
+PROG=$B/tests/test_cluster_lib
+[ -x "$PROG" ] || skip_all "$PROG is not built"
+
+NAME=cl$$
+TRANSPORT=${RMEM_TEST_TRANSPORT:-tcp}
+HOST=127.0.0.1
+if [ "$TRANSPORT" = rdma ]; then
+	[ -n "${RMEM_VM_RDMA_ADDR:-}" ] || skip_all "RMEM_TEST_TRANSPORT=rdma needs RMEM_VM_RDMA_ADDR"
+	HOST=$RMEM_VM_RDMA_ADDR
+fi
+mkdir -p "$tmp/pids"
+
+# Setup problems are one failed assertion and the end.
+fail_setup() {
+	echo "not ok 1 - setup: $*"
+	echo "1..1"
+	for f in "$tmp"/*.log; do [ -f "$f" ] && tail -5 "$f" | diag; done
+	exit 1
+}
+
+cleanup_all() {
+	local f
+	for f in "$tmp"/pids/*; do
+		[ -s "$f" ] && kill -KILL "$(cat "$f")" 2> /dev/null
+	done
+	etcd_cleanup
+	rmemd_cleanup
+}
+trap cleanup_all EXIT
+
+etcd_start 3 > "$tmp/etcd-start.out" 2>&1 || fail_setup "a 3-member etcd did not start"
+for ((k = 0; k < ETCD_N; k++)); do
+	echo "${etcd_pids[$k]}" > "$tmp/pids/etcd$k"
+done
+
+read -r -a ports <<< "$(python3 -c 'import socket
+ss = [socket.socket() for _ in range(6)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')"
+eps=
+for i in 0 1 2; do
+	rdma=""
+	[ "$TRANSPORT" = rdma ] && rdma="$HOST:${ports[$((i + 3))]}"
+	cat > "$tmp/r$i.conf" << EOC
+listen = { tcp = "$HOST:${ports[$i]}"; rdma = "$rdma"; admin = "$tmp/r$i.sock"; metrics = ""; };
+pools = ( { name = "default"; size = "64M"; hugepages = "off"; alignment = 64; } );
+limits = { lease_timeout_ms = 60000; };
+log = { level = "info"; };
+cluster = { etcd = "$ETCD_ENDPOINTS"; name = "$NAME"; id = "s$i"; lease_ms = 3000; };
+EOC
+	"$RMEMD" -c "$tmp/r$i.conf" >> "$tmp/r$i.log" 2>&1 < /dev/null &
+	echo $! > "$tmp/pids/rmemd$i"
+	eps+="${eps:+ }$HOST:${ports[$i]}"
+done
+for i in 0 1 2; do
+	up=
+	for _ in $(seq 150); do
+		if [ -n "$(etcdctl_ get "/rmem/$NAME/servers/s$i" --print-value-only 2> /dev/null)" ]; then
+			up=1
+			break
+		fi
+		sleep 0.1
+	done
+	[ -n "$up" ] || fail_setup "rmemd s$i did not register in etcd"
+done
+
+# What the hook needs of this shell.
+{
+	declare -p ETCD_N ETCD_CLUSTER ETCD_BIN ETCDCTL_BIN etcd_cports etcd_pports tmp B RMEMD NAME
+} > "$tmp/state.sh"
+
+hosts=
+for ((k = 0; k < ETCD_N; k++)); do
+	hosts+="${hosts:+,}127.0.0.1:${etcd_cports[$k]}"
+done
+url="etcd://$hosts/$NAME"
+RMEM_CLUSTER_URL=$url RMEM_CLUSTER_EPS=$eps \
+	RMEM_CLUSTER_HOOK="$0 --hook $tmp" "$PROG"
+rc=$?
+for i in 0 1 2; do
+	grep -i "error\|asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
+done
+exit $rc
