@@ -171,7 +171,11 @@ int cluster_free(struct cluster *cl, const struct rmem_region *r)
 	uint32_t slot;
 	int err = region_client(cl, r, &c, &slot);
 
-	return err ? err : members_err(cl, slot, single_free(c, r));
+	if (!err)
+		err = members_err(cl, slot, single_free(c, r));
+	if (!err)
+		members_placed(cl, slot, r->length, 1);
+	return err;
 }
 
 int cluster_write(struct cluster *cl, const struct rmem_region *r, uint64_t off,

@@ -121,8 +121,8 @@ size_t members_present(struct cluster *cl);
  * server present at all).
  */
 int members_pick(struct cluster *cl, uint64_t size, const uint64_t *tried, uint32_t *slot);
-/* size bytes were placed on slot (rc 0) or it said -ENOMEM (then its
- * estimate drops below size, until its next record). */
+/* size bytes were placed on slot (rc 0), freed there (rc 1), or it said
+ * -ENOMEM (then its estimate drops below size, until its next record). */
 void members_placed(struct cluster *cl, uint32_t slot, uint64_t size, int rc);
 /* The slot a region names: 0, -EINVAL (not a region of this cluster). */
 int members_slot_of(struct cluster *cl, const struct rmem_region *r, uint32_t *slot);

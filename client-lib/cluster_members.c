@@ -193,6 +193,11 @@ void members_placed(struct cluster *cl, uint32_t slot, uint64_t size, int rc)
 	pthread_mutex_lock(&cl->mu);
 	if (rc == 0)
 		m->free_est = m->free_est > size ? m->free_est - size : 0;
+	else if (rc == 1)
+		/* freed: the record may not move (the server publishes only
+		 * changes of a step), so this client's own frees count here */
+		m->free_est = m->free_est + size < m->rec.pool_bytes ? m->free_est + size :
+								       m->rec.pool_bytes;
 	else if (rc == -ENOMEM && m->free_est >= size)
 		m->free_est = size - 1;
 	pthread_mutex_unlock(&cl->mu);

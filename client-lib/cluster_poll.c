@@ -118,6 +118,8 @@ int cluster_post_free(struct cluster *cl, const struct rmem_region *r, uint64_t 
 
 	if (!err)
 		POST(cl, slot, cookie, NULL, single_post_free(c_, r, idx_));
+	if (!err)
+		members_placed(cl, slot, r->length, 1);
 	return err;
 }
 
