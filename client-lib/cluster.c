@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "cluster_int.h"
 #include "etcd_client.h"
 #include "single.h"

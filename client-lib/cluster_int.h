@@ -29,9 +29,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster.h"
 #include "cluster_rec.h"
 #include "etcd_endpoints.h"
+#include "rmem.h"
 
 /* The table's size: a member's slot never changes while the client lives
  * (handles name it), so the table is one array made at connect. */

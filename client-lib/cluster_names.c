@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "cluster_int.h"
 #include "cluster_name.h"
 #include "etcd_client.h"

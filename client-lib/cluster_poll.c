@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cluster.h"
 #include "cluster_int.h"
 #include "single.h"
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "cluster_int.h"
 #include "etcd_endpoints.h"
 
