@@ -135,8 +135,8 @@ int rmem_stats(rmem_client *c, struct rmem_stats *out)
 	return CL(c) ? cluster_stats(c->cluster, out) : single_stats(c, out);
 }
 
-/* The admin listings speak to one daemon's Unix socket: a cluster client
- * has none (rmemctl names the server; rmem_names lists the cluster's). */
+/* The admin listings of one daemon speak to its Unix socket: a cluster
+ * client has none (-EOPNOTSUPP).  rmem_names lists the cluster's names. */
 int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max)
 {
 	return CL(c) ? -EOPNOTSUPP : single_pools(c, out, max);
@@ -182,5 +182,5 @@ int rmem_unlink_ns(rmem_client *c, const char *tenant, const char *name, uint32_
 
 int rmem_names(rmem_client *c, uint64_t after, struct rmem_name_info *out, size_t max)
 {
-	return CL(c) ? -EOPNOTSUPP : single_names(c, after, out, max);
+	return CL(c) ? cluster_names(c->cluster, after, out, max) : single_names(c, after, out, max);
 }

@@ -13,7 +13,8 @@
  *
  * Same arguments, results and thread rules as rmem.h's calls; the
  * differences (rmem_connect(3), librmem(7)): -EHOSTDOWN for a region whose
- * server is gone, -EOPNOTSUPP for the admin listings.
+ * server is gone, -EOPNOTSUPP for the admin listings of one daemon (pools,
+ * regions, clients, unlink_ns); rmem_names lists the cluster's names.
  */
 #ifndef RMEM_CLUSTER_H
 #define RMEM_CLUSTER_H
@@ -60,5 +61,9 @@ int cluster_create(struct cluster *cl, const char *name, uint64_t size, uint32_t
 		   struct rmem_region *out);
 int cluster_open(struct cluster *cl, const char *name, uint32_t access, struct rmem_region *out);
 int cluster_unlink(struct cluster *cl, const char *name, uint32_t flags);
+/* The cluster's names from etcd, every tenant's, in order of creation:
+ * id is the key's create_revision (page with it); length the size asked;
+ * age_ms, handles and flags 0 (the servers know those, etcd does not). */
+int cluster_names(struct cluster *cl, uint64_t after, struct rmem_name_info *out, size_t max);
 
 #endif /* RMEM_CLUSTER_H */

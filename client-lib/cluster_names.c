@@ -285,3 +285,62 @@ int cluster_unlink(struct cluster *cl, const char *name, uint32_t flags)
 	}
 	return err;
 }
+
+/* ---- rmem_names: the cluster's names, from etcd ---------------------------------------- */
+
+static int by_revision(const void *a, const void *b)
+{
+	const struct etcd_kv *x = a, *y = b;
+
+	return (x->create_revision > y->create_revision) - (x->create_revision < y->create_revision);
+}
+
+/* One record as rmem_names gives it: false when the key or value is not one
+ * (or the name is still being made). */
+static bool name_info(const struct etcd_kv *kv, size_t plen, struct rmem_name_info *out)
+{
+	const char *k = (const char *)kv->key + plen, *slash;
+	size_t rest = kv->key_len - plen, tlen;
+	struct cluster_name rec;
+
+	slash = memchr(k, '/', rest);
+	if (!slash || cluster_name_decode((const char *)kv->value, kv->value_len, &rec) < 0 ||
+	    rec.region == 0)
+		return false;
+	tlen = (size_t)(slash - k);
+	if (tlen >= sizeof(out->tenant) || rest - tlen - 1 == 0 ||
+	    rest - tlen - 1 > RMEM_NAME_MAX)
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->id = (uint64_t)kv->create_revision;
+	out->length = rec.size;
+	if (tlen != strlen(CLUSTER_ANON_TENANT) || memcmp(k, CLUSTER_ANON_TENANT, tlen))
+		memcpy(out->tenant, k, tlen);
+	memcpy(out->name, slash + 1, rest - tlen - 1);
+	return true;
+}
+
+int cluster_names(struct cluster *cl, uint64_t after, struct rmem_name_info *out, size_t max)
+{
+	char prefix[KEY_MAX];
+	struct etcd_range r;
+	size_t n = 0;
+	int plen, rc;
+
+	if (!out && max > 0)
+		return -EINVAL;
+	plen = snprintf(prefix, sizeof prefix, "/rmem/%s/names/", cl->name);
+	pthread_mutex_lock(&cl->names_mu);
+	rc = etcd_range(cl->names_etcd, prefix, (size_t)plen, true, &r);
+	pthread_mutex_unlock(&cl->names_mu);
+	if (rc < 0)
+		return rc;
+	if (r.nkvs)
+		qsort(r.kvs, r.nkvs, sizeof(*r.kvs), by_revision);
+	for (size_t i = 0; i < r.nkvs && n < max; i++)
+		if ((uint64_t)r.kvs[i].create_revision > after &&
+		    name_info(&r.kvs[i], (size_t)plen, &out[n]))
+			n++;
+	etcd_range_free(&r);
+	return (int)n;
+}

@@ -75,6 +75,17 @@ static struct rmem_completion pend_done(struct cluster *cl, uint64_t idx, int st
 	return c;
 }
 
+/* True when idx is an operation in flight on slot. */
+static bool pend_live(struct cluster *cl, uint64_t idx, uint32_t slot)
+{
+	bool live;
+
+	pthread_mutex_lock(&cl->mu);
+	live = idx < cl->npend && cl->pend[idx].used && cl->pend[idx].slot == slot;
+	pthread_mutex_unlock(&cl->mu);
+	return live;
+}
+
 /* Posts to slot's client with post(); the entry goes if the post fails. */
 #define POST(cl, slot, cookie, out, call)                                         \
 	do {                                                                          \
@@ -184,7 +195,7 @@ static int poll_one(struct cluster *cl, uint32_t slot, struct rmem_completion *o
 		    int timeout_ms)
 {
 	rmem_client *c;
-	int n, err = members_client(cl, slot, &c);
+	int n, kept = 0, err = members_client(cl, slot, &c);
 
 	if (err)
 		return drain_lost(cl, slot, out, max);
@@ -199,9 +210,12 @@ static int poll_one(struct cluster *cl, uint32_t slot, struct rmem_completion *o
 
 		if (st == -ECONNRESET)
 			st = -EHOSTDOWN;
-		out[i] = pend_done(cl, out[i].cookie, st);
+		/* An operation already completed for a server found lost
+		 * (drain_lost) is not reported twice. */
+		if (pend_live(cl, out[i].cookie, slot))
+			out[kept++] = pend_done(cl, out[i].cookie, st);
 	}
-	return n;
+	return kept;
 }
 
 static int64_t now_ms(void)

@@ -160,8 +160,9 @@ static void test_pool(rmem_client *c)
 	ok(rmem_read(c, &plain, 0, &b, 1) == -EINVAL,
 	   "a region that names no server of this cluster is -EINVAL");
 	ok(rmem_pools(c, NULL, 0) == -EOPNOTSUPP && rmem_regions(c, 0, NULL, 0) == -EOPNOTSUPP &&
-	   rmem_clients(c, 0, NULL, 0) == -EOPNOTSUPP && rmem_names(c, 0, NULL, 0) == -EOPNOTSUPP,
-	   "the admin listings are -EOPNOTSUPP on a cluster client");
+	   rmem_clients(c, 0, NULL, 0) == -EOPNOTSUPP &&
+	   rmem_unlink_ns(c, "", "x", 0) == -EOPNOTSUPP,
+	   "one daemon's admin listings are -EOPNOTSUPP on a cluster client");
 	ok(rmem_free(c, &r) == 0, "rmem_free on a cluster region");
 	ok(rmem_free(c, &r) == -ENOENT, "a second free is -ENOENT, as on one server");
 }
@@ -381,6 +382,17 @@ static void test_names(rmem_client *a, rmem_client **d)
 	ok(rc == 0 && rb.flags == RMEM_READ && check(b, &rb, 4096, 11) == 0,
 	   "client B opens n1 through etcd (read-only) and reads A's bytes (rc %d)", rc);
 	ok(rmem_write(b, &rb, 0, "x", 1) == -EACCES, "B's read-only handle cannot write");
+	{
+		struct rmem_name_info ni[8];
+		int k = rmem_names(b, 0, ni, 8), found = 0;
+
+		for (int i = 0; i < k; i++)
+			found += !strcmp(ni[i].name, "n1") && ni[i].tenant[0] == '\0' &&
+				 ni[i].length == 1 * MiB && ni[i].id > 0;
+		ok(k >= 1 && found == 1, "rmem_names lists n1 from etcd (%d names)", k);
+		ok(k < 1 || rmem_names(b, ni[k - 1].id, ni, 8) == 0,
+		   "and pages after the last id to nothing");
+	}
 	who = holder(d, "n1");
 	ok(who >= 0 && who < NSRV, "exactly one server holds n1 (s%d)", who);
 	ok(rmem_create(b, "n1", 1 * MiB, 0, &rx) == -EEXIST, "B creating n1 too is -EEXIST");
