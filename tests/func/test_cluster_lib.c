@@ -8,8 +8,9 @@
  *   RMEM_CLUSTER_EPS   the three servers' own endpoints, space-separated,
  *                      in server order (s0 s1 s2), for direct clients
  *   RMEM_CLUSTER_HOOK  a command the program runs for what it cannot do
- *                      itself: "HOOK kill-server I", "HOOK start-server I",
- *                      "HOOK kill-leader", "HOOK restart-etcd"
+ *                      itself: "HOOK kill-server I", "HOOK start-server I"
+ *                      (fresh), "HOOK restart-server I" (kill -9, then start
+ *                      with its state), "HOOK kill-leader", "HOOK restart-etcd"
  *   RMEM_TEST_TRANSPORT "rdma": every client with transport "rdma"
  *
  * Checks: one pool summed; allocations spread by capacity; 150 MiB through
@@ -18,8 +19,10 @@
  * kept buffers; names created and opened from different clients, two
  * racing creators (one wins), a stale record cleaned up; the etcd leader
  * killed under a stream of I/O and allocs (nothing fails, nothing waits
- * long); kill -9 of a server: its regions -EHOSTDOWN within a bound, the
- * others' data intact, allocs go on; the server back: used again.
+ * long); a server restarted with its state (kill -9, fd store): its named
+ * region opens again and reads its bytes; kill -9 of a server: its regions
+ * -EHOSTDOWN within a bound, the others' data intact, allocs go on; the
+ * server back fresh: used again, its name's record dropped.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -524,6 +527,58 @@ static void test_leader(rmem_client *c)
 	ok(run_hook("restart-etcd") == 0, "the killed etcd member rejoins");
 }
 
+/* ---- a server restarts without loss ----------------------------------------------------------- */
+
+/* Opens name through c (retrying while its server is on its way back) and
+ * checks its first len bytes hold seed's pattern: 0, or the last error. */
+static int reopen_check(rmem_client *c, const char *name, size_t len, uint64_t seed)
+{
+	struct rmem_region h;
+	int rc = -1;
+
+	for (int i = 0; i < 100 && rc; i++) {
+		rc = rmem_open(c, name, RMEM_READ, &h);
+		if (rc == 0) {
+			rc = check(c, &h, len, seed);
+			rmem_free(c, &h);
+		}
+		if (rc)
+			usleep(100 * 1000);
+	}
+	return rc;
+}
+
+static void test_comeback(rmem_client *c, rmem_client **d)
+{
+	struct rmem_region kept;
+	rmem_client *fresh;
+	char what[32];
+	int who, rc;
+
+	rc = rmem_create(c, "kept", 1 * MiB, 0, &kept);
+	ok(rc == 0 && fill(c, &kept, 8192, 99) == 0, "named region kept created and written");
+	who = holder(d, "kept");
+	ok(who >= 0 && who < NSRV, "kept is on s%d", who);
+	if (who < 0 || who >= NSRV) {
+		skip(3, "no server holds kept");
+		return;
+	}
+	snprintf(what, sizeof what, "restart-server %d", who);
+	ok(run_hook(what) == 0, "s%d is killed (-9) and restarted with its state, as systemd"
+	   " would (the fd store)", who);
+	rc = reopen_check(c, "kept", 8192, 99);
+	ok(rc == 0, "the same cluster client opens kept again and reads its bytes (rc %d)", rc);
+	fresh = cluster();
+	rc = fresh ? reopen_check(fresh, "kept", 8192, 99) : -1;
+	ok(rc == 0, "so does a new cluster client (rc %d)", rc);
+	rmem_close(fresh);
+	rmem_free(c, &kept);
+	rmem_unlink(c, "kept");
+	/* The direct client of that server may have lost its session. */
+	rmem_close(d[who]);
+	d[who] = direct(who);
+}
+
 /* ---- a server dies -------------------------------------------------------------------------- */
 
 static void test_death(rmem_client *c, rmem_client **d)
@@ -661,6 +716,7 @@ int main(void)
 	test_async(c);
 	test_names(c, d);
 	test_leader(c);
+	test_comeback(c, d);
 	test_death(c, d);
 	rmem_close(c);
 	for (i = 0; i < NSRV; i++)

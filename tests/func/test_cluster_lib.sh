@@ -4,8 +4,9 @@
 # rmemd of 64 MiB each (ids s0 s1 s2, lease_ms 3000), then
 # $B/tests/test_cluster_lib, whose TAP stream this is (what it checks is
 # at its top).  It calls this script back as its hook for what a client
-# cannot do itself: kill -9 and restart a server, kill the etcd leader and
-# bring it back.
+# cannot do itself: kill -9 and restart a server (each rmemd runs under the
+# fd store emulator, tests/func/cluster_keeper.py, so a restart can keep its
+# memory, as under systemd), kill the etcd leader and bring it back.
 #
 #   RMEM_BUILD=build tests/func/test_cluster_lib.sh
 #   RMEM_TEST_TRANSPORT=rdma RMEM_VM_RDMA_ADDR=ADDR ...   (in the test VM:
@@ -28,22 +29,36 @@ if [ "${1:-}" = --hook ]; then
 		etcd_pids[$k]=$(cat "$dir/pids/etcd$k" 2> /dev/null)
 	done
 	gone() { ! kill -0 "$1" 2> /dev/null; }
-	case $cmd in
-	kill-server)
-		p=$(cat "$dir/pids/rmemd$i")
-		kill -KILL "$p" || exit 1
-		for _ in $(seq 100); do gone "$p" && exit 0; sleep 0.05; done
-		exit 1 ;;
-	start-server)
-		"$RMEMD" -c "$dir/r$i.conf" >> "$dir/r$i.log" 2>&1 < /dev/null &
-		echo $! > "$dir/pids/rmemd$i"
-		# registered again: its key is back
-		for _ in $(seq 100); do
-			[ -n "$(etcdctl_ get "/rmem/$NAME/servers/s$i" --print-value-only 2> /dev/null)" ] &&
-				exit 0
+	# keeper I CMD: server I's keeper (cluster_keeper.py) does CMD; 0 if ok.
+	keeper() {
+		local seq=$RANDOM$RANDOM
+		echo "$2 $seq" > "$dir/k$1.fifo"
+		for _ in $(seq 600); do
+			grep -q "^$seq ok" "$dir/k$1.ack" 2> /dev/null && return 0
+			grep -q "^$seq fail" "$dir/k$1.ack" 2> /dev/null && return 1
 			sleep 0.1
 		done
-		exit 1 ;;
+		return 1
+	}
+	# registered I: 0 once server I's key is back in etcd.
+	registered() {
+		for _ in $(seq 100); do
+			[ -n "$(etcdctl_ get "/rmem/$NAME/servers/s$1" --print-value-only 2> /dev/null)" ] &&
+				return 0
+			sleep 0.1
+		done
+		return 1
+	}
+	case $cmd in
+	kill-server)
+		keeper "$i" kill
+		exit ;;
+	start-server)
+		keeper "$i" fresh && registered "$i"
+		exit ;;
+	restart-server)
+		keeper "$i" kill && keeper "$i" start && registered "$i"
+		exit ;;
 	kill-leader)
 		l=$(etcd_leader) || exit 1
 		p=${etcd_pids[$l]}
@@ -90,6 +105,11 @@ fail_setup() {
 
 cleanup_all() {
 	local f
+	[ -n "${RMEM_KEEP_TMP:-}" ] && cp -r "$tmp" "$RMEM_KEEP_TMP"
+	for f in "$tmp"/pids/keeper*; do
+		[ -s "$f" ] && kill -TERM "$(cat "$f")" 2> /dev/null
+	done
+	sleep 0.2
 	for f in "$tmp"/pids/*; do
 		[ -s "$f" ] && kill -KILL "$(cat "$f")" 2> /dev/null
 	done
@@ -118,8 +138,13 @@ limits = { lease_timeout_ms = 60000; };
 log = { level = "info"; };
 cluster = { etcd = "$ETCD_ENDPOINTS"; name = "$NAME"; id = "s$i"; lease_ms = 3000; };
 EOC
-	"$RMEMD" -c "$tmp/r$i.conf" >> "$tmp/r$i.log" 2>&1 < /dev/null &
-	echo $! > "$tmp/pids/rmemd$i"
+	# Under the fd store emulator, so that the test can restart it without
+	# loss (cluster_keeper.py).
+	mkfifo "$tmp/k$i.fifo"
+	python3 tests/func/cluster_keeper.py "$tmp/store$i" "$RMEMD" "$tmp/r$i.conf" \
+		"$tmp/r$i.log" "$tmp/pids/rmemd$i" "$tmp/k$i.fifo" "$tmp/k$i.ack" \
+		>> "$tmp/keeper$i.log" 2>&1 < /dev/null &
+	echo $! > "$tmp/pids/keeper$i"
 	eps+="${eps:+ }$HOST:${ports[$i]}"
 done
 for i in 0 1 2; do
