@@ -54,6 +54,7 @@ struct member {
 	struct cluster_rec rec;   /* the last record etcd gave */
 	bool present;             /* its key is in etcd now */
 	bool failed;              /* its client lost the server for good */
+	bool back;                /* failed, then its key went and came back */
 	uint64_t free_est;        /* rec.free_bytes less what this client placed since */
 	rmem_client *client;      /* NULL until first used */
 	uint64_t conn_start_ms;   /* rec.start_time_ms when client connected */

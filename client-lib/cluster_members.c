@@ -7,9 +7,9 @@
  * A server keeps its slot for the client's whole life, also when its key
  * goes and comes back: region handles name the slot (CLUSTER_REGION_TAG).
  * Its client is replaced only when it lost the server for good and the
- * server came back as a new process (a new start_time_ms in its record);
- * the old one is closed with the cluster, since another thread may still
- * be inside it.
+ * server came back: as a new process (a new start_time_ms in its record),
+ * or with its key gone and put again (a new lease); the old one is closed
+ * with the cluster, since another thread may still be inside it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -69,6 +69,10 @@ static void put_locked(struct cluster *cl, const struct cluster_rec *rec)
 			return;
 		m = &cl->members[cl->nmembers++];
 	}
+	/* A failed server whose key comes back (a new lease: it restarted,
+	 * or lost etcd for a while) is worth a new connection. */
+	if (m->failed && !m->present)
+		m->back = true;
 	m->rec = *rec;
 	m->present = true;
 	m->free_est = rec->free_bytes;
@@ -139,9 +143,14 @@ static bool tried_has(const uint64_t *tried, size_t i)
 
 /* A failed member whose server came back as a new process may be used
  * again (members_client reconnects). */
+static bool retry(const struct member *m)
+{
+	return m->back || m->rec.start_time_ms != m->conn_start_ms;
+}
+
 static bool usable(const struct member *m)
 {
-	return m->present && (!m->failed || m->rec.start_time_ms != m->conn_start_ms);
+	return m->present && (!m->failed || retry(m));
 }
 
 int members_pick(struct cluster *cl, uint64_t size, const uint64_t *tried, uint32_t *slot)
@@ -257,6 +266,7 @@ static int connect_member(struct cluster *cl, struct member *m, const char *endp
 		if (!err) {
 			m->client = c;
 			m->failed = false;
+			m->back = false;
 			m->conn_start_ms = start_ms;
 		}
 		pthread_mutex_unlock(&cl->mu);
@@ -279,7 +289,7 @@ int members_client(struct cluster *cl, uint32_t slot, rmem_client **out)
 		err = -EHOSTDOWN;
 	else if (m->client && !m->failed)
 		*out = m->client;
-	else if (m->client && m->rec.start_time_ms == m->conn_start_ms)
+	else if (m->failed && !retry(m))
 		err = -EHOSTDOWN; /* lost, and not back */
 	else
 		err = 1;          /* connect (again) */
@@ -292,7 +302,7 @@ int members_client(struct cluster *cl, uint32_t slot, rmem_client **out)
 	pthread_mutex_lock(&m->conn_mu);
 	/* Another thread may have connected meanwhile. */
 	pthread_mutex_lock(&cl->mu);
-	err = m->client && !m->failed ? 0 : 1;
+	err = m->client && !m->failed ? 0 : m->failed && !retry(m) ? -EHOSTDOWN : 1;
 	if (!err)
 		*out = m->client;
 	pthread_mutex_unlock(&cl->mu);
@@ -304,7 +314,15 @@ int members_client(struct cluster *cl, uint32_t slot, rmem_client **out)
 			pthread_mutex_unlock(&cl->mu);
 		} else if (err == -ECONNREFUSED || err == -ETIMEDOUT || err == -ECONNRESET ||
 			   err == -EHOSTUNREACH || err == -ENETUNREACH) {
-			err = -EHOSTDOWN; /* its key is there, the server is not */
+			/* Its key is there, the server is not (it died within
+			 * its lease): not tried again, so no call waits on it,
+			 * until its key changes as above. */
+			pthread_mutex_lock(&cl->mu);
+			m->failed = true;
+			m->back = false;
+			m->conn_start_ms = start_ms;
+			pthread_mutex_unlock(&cl->mu);
+			err = -EHOSTDOWN;
 		}
 	}
 	pthread_mutex_unlock(&m->conn_mu);
