@@ -11,7 +11,7 @@
 #   RMEM_BUILD=build tests/func/test_cluster_lib.sh
 #   RMEM_TEST_TRANSPORT=rdma RMEM_VM_RDMA_ADDR=ADDR ...   (in the test VM:
 #       the servers listen for RDMA on ADDR, every client uses transport rdma)
-# run-tests-timeout: 300
+# run-tests-timeout: 900
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
@@ -99,7 +99,7 @@ mkdir -p "$tmp/pids"
 fail_setup() {
 	echo "not ok 1 - setup: $*"
 	echo "1..1"
-	for f in "$tmp"/*.log; do [ -f "$f" ] && tail -5 "$f" | diag; done
+	for f in "$tmp"/*.log "$tmp"/etcd/*.log; do [ -f "$f" ] && tail -5 "$f" | diag; done
 	exit 1
 }
 
@@ -118,7 +118,10 @@ cleanup_all() {
 }
 trap cleanup_all EXIT
 
-etcd_start 3 > "$tmp/etcd-start.out" 2>&1 || fail_setup "a 3-member etcd did not start"
+# In the test VM (TCG) etcd takes longer than etcd_start's 20 s to settle.
+etcd_start 3 > "$tmp/etcd-start.out" 2>&1 ||
+	{ [ -n "${RMEM_IN_VM:-}" ] && etcd_wait_healthy 120 > /dev/null 2>&1; } ||
+	fail_setup "a 3-member etcd did not start"
 for ((k = 0; k < ETCD_N; k++)); do
 	echo "${etcd_pids[$k]}" > "$tmp/pids/etcd$k"
 done
