@@ -8,7 +8,8 @@
  * that a posted alloc's region can be tagged with its server when it
  * completes.  rmem_poll takes what has arrived from every server with
  * operations in flight; it waits on the one server that has any, or, when
- * several have, looks at each in turn every millisecond until the timeout.
+ * several have, looks at all of them again and again for a millisecond,
+ * then waits a millisecond on each in turn until the timeout.
  *
  * Completions keep the order of their server (rmem_poll(3)); there is no
  * order between servers.  A posted alloc goes to one server, chosen as
@@ -19,6 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "cluster.h"
@@ -228,8 +230,9 @@ static int64_t now_ms(void)
 
 int cluster_poll(struct cluster *cl, struct rmem_completion *out, int max, int timeout_ms)
 {
-	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int64_t start = now_ms(), deadline = timeout_ms > 0 ? start + timeout_ms : 0;
 	uint32_t slots[CLUSTER_MAX_SERVERS];
+	unsigned turn = 0;
 
 	if (!out || max <= 0)
 		return -EINVAL;
@@ -248,14 +251,21 @@ int cluster_poll(struct cluster *cl, struct rmem_completion *out, int max, int t
 		if (timeout_ms > 0 && now_ms() >= deadline)
 			return 0;
 		/* One server: wait on it (in slices, so that posts to others
-		 * made meanwhile by other threads are seen).  Several: a
-		 * millisecond each. */
+		 * made meanwhile by other threads are seen).  Several: look
+		 * at all of them again at once for a millisecond (replies to
+		 * small requests come within that, and a wait on one server
+		 * would delay the others'), then wait a millisecond on each
+		 * in turn. */
+		if (nb > 1 && now_ms() - start < 1) {
+			sched_yield();
+			continue;
+		}
 		wait = nb == 1 ? 100 : 1;
 		if (timeout_ms > 0 && deadline - now_ms() < wait)
 			wait = (int)(deadline - now_ms());
 		if (wait < 0)
 			wait = 0;
-		n = poll_one(cl, slots[0], out, max, wait);
+		n = poll_one(cl, slots[turn++ % nb], out, max, wait);
 		if (n)
 			return n;
 	}
