@@ -10,7 +10,8 @@
  *   RMEM_CLUSTER_HOOK  a command the program runs for what it cannot do
  *                      itself: "HOOK kill-server I", "HOOK start-server I"
  *                      (fresh), "HOOK restart-server I" (kill -9, then start
- *                      with its state), "HOOK kill-leader", "HOOK restart-etcd"
+ *                      with its state), "HOOK kill-leader", "HOOK restart-etcd",
+ *                      "HOOK compact-under-stop PID", "HOOK del-fake"
  *   RMEM_TEST_TRANSPORT "rdma": every client with transport "rdma"
  *
  * Checks: one pool summed; allocations spread by capacity; 150 MiB through
@@ -22,7 +23,8 @@
  * long); a server restarted with its state (kill -9, fd store): its named
  * region opens again and reads its bytes; kill -9 of a server: its regions
  * -EHOSTDOWN within a bound, the others' data intact, allocs go on; the
- * server back fresh: used again, its name's record dropped.
+ * server back fresh: used again, its name's record dropped; the watch's
+ * history compacted while its stream was down: a full read.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -679,6 +681,37 @@ static void test_death(rmem_client *c, rmem_client **d)
 	d[who] = direct(who);
 }
 
+/* ---- the watch's history compacted away ------------------------------------------------------- */
+
+/* Waits up to 20 s for the summed pool to be want bytes: 0, or 1. */
+static int pool_becomes(rmem_client *c, uint64_t want)
+{
+	struct rmem_stats st = { 0 };
+
+	for (int i = 0; i < 200; i++) {
+		if (rmem_stats(c, &st) == 0 && st.pool_bytes == want)
+			return 0;
+		usleep(100 * 1000);
+	}
+	diag("pool_bytes %llu, want %llu", (unsigned long long)st.pool_bytes,
+	     (unsigned long long)want);
+	return 1;
+}
+
+static void test_compaction(rmem_client *c)
+{
+	char what[64];
+
+	ok(pool_becomes(c, NSRV * 64 * MiB) == 0, "the client sees three servers");
+	snprintf(what, sizeof what, "compact-under-stop %d", (int)getpid());
+	ok(run_hook(what) == 0, "while this program was stopped, etcd restarted whole, a server"
+	   " zz was put and the history compacted past it");
+	ok(pool_becomes(c, (NSRV + 1) * 64 * MiB) == 0,
+	   "the watch, resumed below the compaction, read everything again: zz counts");
+	ok(run_hook("del-fake") == 0 && pool_becomes(c, NSRV * 64 * MiB) == 0,
+	   "zz deleted: watched as before");
+}
+
 int main(void)
 {
 	rmem_client *c, *d[NSRV] = { NULL };
@@ -722,6 +755,7 @@ int main(void)
 	test_leader(c);
 	test_comeback(c, d);
 	test_death(c, d);
+	test_compaction(c);
 	rmem_close(c);
 	for (i = 0; i < NSRV; i++)
 		rmem_close(d[i]);

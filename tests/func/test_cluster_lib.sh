@@ -59,6 +59,34 @@ if [ "${1:-}" = --hook ]; then
 	restart-server)
 		keeper "$i" kill && keeper "$i" start && registered "$i"
 		exit ;;
+	compact-under-stop)
+		# The test program ($i: its pid) stops; every etcd member is
+		# killed and started again (its watch's stream is gone); a fake
+		# server zz (s0's record under another id) is put and the
+		# history compacted past it; then the program goes on: only a
+		# full read can show it zz.
+		kill -STOP "$i" || exit 1
+		for ((k = 0; k < ETCD_N; k++)); do
+			etcd_kill "$k"
+		done
+		for ((k = 0; k < ETCD_N; k++)); do
+			etcd_restart "$k"
+			echo "${etcd_pids[$k]}" > "$dir/pids/etcd$k"
+		done
+		rc=1
+		if etcd_wait_healthy 60 > /dev/null; then
+			v=$(etcdctl_ get "/rmem/$NAME/servers/s0" --print-value-only)
+			etcdctl_ put "/rmem/$NAME/servers/zz" "${v/\"id\":\"s0\"/\"id\":\"zz\"}" \
+				> /dev/null &&
+				rev=$(etcdctl_ endpoint status -w fields | sed -n 's/^"Revision" : //p' |
+					head -1) &&
+				etcdctl_ compact "$rev" > /dev/null && rc=0
+		fi
+		kill -CONT "$i"
+		exit $rc ;;
+	del-fake)
+		etcdctl_ del "/rmem/$NAME/servers/zz" > /dev/null
+		exit ;;
 	kill-leader)
 		l=$(etcd_leader) || exit 1
 		p=${etcd_pids[$l]}
