@@ -67,14 +67,17 @@ if [ "${1:-}" = --hook ]; then
 		# full read can show it zz.
 		kill -STOP "$i" || exit 1
 		for ((k = 0; k < ETCD_N; k++)); do
+			p=${etcd_pids[$k]}
 			etcd_kill "$k"
+			# not this shell's child: wait until its ports are free
+			for _ in $(seq 200); do gone "$p" && break; sleep 0.05; done
 		done
 		for ((k = 0; k < ETCD_N; k++)); do
 			etcd_restart "$k"
 			echo "${etcd_pids[$k]}" > "$dir/pids/etcd$k"
 		done
 		rc=1
-		if etcd_wait_healthy 60 > /dev/null; then
+		if etcd_wait_healthy 120 > /dev/null; then
 			v=$(etcdctl_ get "/rmem/$NAME/servers/s0" --print-value-only)
 			etcdctl_ put "/rmem/$NAME/servers/zz" "${v/\"id\":\"s0\"/\"id\":\"zz\"}" \
 				> /dev/null &&
