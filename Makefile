@@ -66,6 +66,9 @@ ETCD_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(ETCD_PKGS) 2>/dev/null)
 ETCD_LIBS := $(shell $(PKG_CONFIG) --libs $(ETCD_PKGS) 2>/dev/null) -lpthread
 LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
 LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
+# librmem's etcd:// cluster client speaks to etcd: libetcd.a's objects go
+# into librmem (hidden, like common/'s), and libcurl and jansson with them.
+LIB_LIBS += $(ETCD_LIBS)
 
 # common/: what the daemon, the library and the tests share, built once into
 # one internal archive (as munge's src/libcommon).  Hidden visibility: linked
@@ -76,12 +79,16 @@ COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c com
 # The etcd client: the pure codec and endpoint list, and the libcurl
 # transport, built like common/ into an archive of its own (libetcd.a).
 # (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
-ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c
+ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c \
+	common/cluster_name.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/engine.c client-lib/io.c client-lib/nic_conn.c \
 	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
 	client-lib/membuf.c client-lib/lock.c client-lib/datapath.c \
-	client-lib/compat.c client-lib/version.c client-lib/names.c client-lib/resume.c
+	client-lib/compat.c client-lib/version.c client-lib/names.c client-lib/resume.c \
+	client-lib/api.c client-lib/cluster.c client-lib/cluster_members.c \
+	client-lib/cluster_watch.c client-lib/cluster_poll.c client-lib/cluster_names.c \
+	client-lib/cluster_url.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
@@ -97,7 +104,7 @@ ETCD_LIB := $(B)/libetcd.a
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)
 # Every object that goes into librmem.so and librmem.a: the library's own and
 # the internal common archive's.
-LIB_ALL_OBJS = $(LIB_OBJS) $(COMMON_OBJS)
+LIB_ALL_OBJS = $(LIB_OBJS) $(COMMON_OBJS) $(ETCD_OBJS)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 # What `make install` copies to BINDIR: linked by `make`, without an rpath.
@@ -128,6 +135,8 @@ RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
 # tests/func/test_cluster.sh's librmem client (holds memory, does I/O), and
 # the etcd client's own test, run against etcd by test_etcd_client.sh.
 CLUSTER_HELPERS := $(B)/tests/cluster_client $(B)/tests/test_etcd_client
+# librmem's etcd:// cluster client, run by tests/func/test_cluster_lib.sh.
+CLUSTER_HELPERS += $(B)/tests/test_cluster_lib
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # clients those tests run against the installed rmemd.
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
@@ -342,6 +351,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/unit/test_layers.sh \
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
+		tests/func/test_cluster_lib.sh \
 		tests/func/test_restart.py \
 		tests/vm/suite tests/systemd/suite
 
@@ -481,8 +491,9 @@ build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(FUZZ_DAEMON_SRCS:%.c=buil
 		$(COMMON_SRCS:%.c=build-fuzz/d/%.o)
 	clang $(CPPFLAGS_ALL) $(TEST_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) -o $@ $^ \
 		$(DAEMON_LIBS)
-# fuzz_etcd: the etcd gateway codec and the server record (pure).
-build-fuzz/fuzz_etcd: tests/fuzz/fuzz_etcd.c common/etcd_codec.c common/cluster_rec.c
+# fuzz_etcd: the etcd gateway codec, the server record and the name record (pure).
+build-fuzz/fuzz_etcd: tests/fuzz/fuzz_etcd.c common/etcd_codec.c common/cluster_rec.c \
+		common/cluster_name.c
 	@mkdir -p $(dir $@)
 	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $^ $(shell $(PKG_CONFIG) --libs jansson libsodium)
