@@ -66,22 +66,29 @@ ETCD_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(ETCD_PKGS) 2>/dev/null)
 ETCD_LIBS := $(shell $(PKG_CONFIG) --libs $(ETCD_PKGS) 2>/dev/null) -lpthread
 LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
 LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
+# librmem's etcd:// cluster client speaks to etcd: libetcd.a's objects go
+# into librmem (hidden, like common/'s), and libcurl and jansson with them.
+LIB_LIBS += $(ETCD_LIBS)
 
 # common/: what the daemon, the library and the tests share, built once into
 # one internal archive (as munge's src/libcommon).  Hidden visibility: linked
 # into librmem it stays internal.
 PROTO_SRC := common/proto.c
 COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c common/addr.c \
-	common/authmac.c common/etcd_endpoints.c common/state.c
+	common/authmac.c common/etcd_endpoints.c common/state.c common/hash64.c
 # The etcd client: the pure codec and endpoint list, and the libcurl
 # transport, built like common/ into an archive of its own (libetcd.a).
 # (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
-ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c
+ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c \
+	common/cluster_name.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/engine.c client-lib/io.c client-lib/nic_conn.c \
 	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
 	client-lib/membuf.c client-lib/lock.c client-lib/datapath.c \
-	client-lib/compat.c client-lib/version.c client-lib/names.c client-lib/resume.c
+	client-lib/compat.c client-lib/version.c client-lib/names.c client-lib/resume.c \
+	client-lib/api.c client-lib/cluster.c client-lib/cluster_members.c \
+	client-lib/cluster_watch.c client-lib/cluster_poll.c client-lib/cluster_names.c \
+	client-lib/cluster_url.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
@@ -98,15 +105,15 @@ ETCD_LIB := $(B)/libetcd.a
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)
 # Every object that goes into librmem.so and librmem.a: the library's own and
 # the internal common archive's.
-LIB_ALL_OBJS = $(LIB_OBJS) $(COMMON_OBJS)
+LIB_ALL_OBJS = $(LIB_OBJS) $(COMMON_OBJS) $(ETCD_OBJS)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 # What `make install` copies to BINDIR: linked by `make`, without an rpath.
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
-UNIT_TESTS := test_alloc test_proto test_config test_region test_names test_endpoint \
+UNIT_TESTS := test_alloc test_alloc_release test_proto test_config test_region test_names test_endpoint \
 	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay test_state fuzz_state_replay test_slots \
-	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page
+	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
@@ -131,6 +138,8 @@ RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
 # tests/func/test_cluster.sh's librmem client (holds memory, does I/O), and
 # the etcd client's own test, run against etcd by test_etcd_client.sh.
 CLUSTER_HELPERS := $(B)/tests/cluster_client $(B)/tests/test_etcd_client
+# librmem's etcd:// cluster client, run by tests/func/test_cluster_lib.sh.
+CLUSTER_HELPERS += $(B)/tests/test_cluster_lib
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # clients those tests run against the installed rmemd.
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
@@ -239,11 +248,15 @@ $(B)/tests/obj/unit/test_alloc.o: EXTRA_CPPFLAGS = -DALLOC_DEBUG -Idaemon
 $(B)/tests/obj/alloc-debug.o: daemon/alloc.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+# The same allocator as rmemd links it, without ALLOC_DEBUG's checks.
+$(B)/tests/test_alloc_release: $(B)/tests/obj/unit/test_alloc_release.o $(B)/d/daemon/alloc.o
+$(B)/tests/obj/unit/test_alloc_release.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
 $(B)/tests/test_state: $(B)/tests/obj/unit/test_state.o
 $(B)/tests/test_slots: $(B)/tests/obj/unit/test_slots.o $(B)/d/daemon/slots.o
 $(B)/tests/obj/unit/test_slots.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_endpoint: $(B)/tests/obj/unit/test_endpoint.o
+$(B)/tests/test_hash64: $(B)/tests/obj/unit/test_hash64.o
 $(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
 $(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o \
 	$(B)/d/daemon/config_keys.o $(B)/d/daemon/config_dump.o $(B)/d/daemon/config_num.o
@@ -294,6 +307,9 @@ $(B)/tests/test_session: EXTRA_LIBS = $(DAEMON_LIBS)
 $(B)/tests/test_metrics_page: $(B)/tests/obj/unit/test_metrics_page.o $(B)/d/daemon/metrics.o \
 	$(B)/d/daemon/alloc.o $(B)/d/daemon/region.o $(B)/d/daemon/names.o $(B)/d/daemon/log.o
 $(B)/tests/obj/unit/test_metrics_page.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
+# The daemon's cluster.h, not the library's (client-lib/cluster.h comes first
+# in TEST_CPPFLAGS): this test sees only the daemon, common/ and tests/lib.
+$(B)/tests/obj/unit/test_metrics_page.o: TEST_CPPFLAGS = -Itests/lib $(COMMON_INC)
 $(B)/tests/test_metrics_page: EXTRA_LIBS = $(DAEMON_LIBS)
 $(UNIT_BINS): $(TESTLIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
@@ -345,6 +361,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/unit/test_layers.sh \
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
+		tests/func/test_cluster_lib.sh \
 		tests/func/test_restart.py \
 		tests/vm/suite tests/systemd/suite
 
@@ -427,13 +444,19 @@ bench-rdma: deps
 # The allocator alone (with the region table, for metadata), and the timer of
 # rmemd's start to READY=1.  Never part of all or test.
 $(B)/bench/alloc: $(B)/bench/alloc.o $(B)/bench/benchutil.o $(B)/d/daemon/alloc.o \
-		$(B)/d/daemon/region.o
+		$(B)/d/daemon/region.o $(B)/bench/allocops.o $(B)/bench/bestfit.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^
+# Fragmentation on two traces and restore-time claims, TLSF against the best
+# fit it replaced (bench/bestfit.c, kept only for these benches).
+$(B)/bench/allocfrag: $(B)/bench/allocfrag.o $(B)/bench/benchutil.o $(B)/d/daemon/alloc.o \
+		$(B)/bench/allocops.o $(B)/bench/bestfit.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 # The region table alone: bytes per live region, ns per add/find/free/list.
 $(B)/bench/region: $(B)/bench/region.o $(B)/bench/benchutil.o $(B)/d/daemon/region.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 # The allocator benches look inside the daemon; the others see only rmem.h.
-$(B)/bench/alloc.o $(B)/bench/region.o: BENCH_INC = -Idaemon
+$(B)/bench/alloc.o $(B)/bench/region.o $(B)/bench/allocops.o $(B)/bench/bestfit.o \
+	$(B)/bench/allocfrag.o: BENCH_INC = -Idaemon
 $(B)/bench/%.o: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) $(BENCH_INC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
@@ -452,6 +475,12 @@ bench-cluster: deps
 	scripts/bench-cluster
 bench-bringup: deps
 	bench/bringup.sh
+
+# Control-path throughput: alloc+free pairs/s with 16 in flight beside redis
+# GET -P 16, alternated, with met/missed (scripts/bench-ctl; ~1 minute).
+.PHONY: bench-ctl
+bench-ctl: deps
+	scripts/bench-ctl
 
 # ---- the Soft-RoCE test VM (tests/vm/README.md) -------------------------------
 vm-setup:
@@ -480,8 +509,9 @@ build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(FUZZ_DAEMON_SRCS:%.c=buil
 		$(COMMON_SRCS:%.c=build-fuzz/d/%.o)
 	clang $(CPPFLAGS_ALL) $(TEST_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) -o $@ $^ \
 		$(DAEMON_LIBS)
-# fuzz_etcd: the etcd gateway codec and the server record (pure).
-build-fuzz/fuzz_etcd: tests/fuzz/fuzz_etcd.c common/etcd_codec.c common/cluster_rec.c
+# fuzz_etcd: the etcd gateway codec, the server record and the name record (pure).
+build-fuzz/fuzz_etcd: tests/fuzz/fuzz_etcd.c common/etcd_codec.c common/cluster_rec.c \
+		common/cluster_name.c
 	@mkdir -p $(dir $@)
 	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $^ $(shell $(PKG_CONFIG) --libs jansson libsodium)

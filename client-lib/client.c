@@ -244,7 +244,7 @@ static uint32_t keepalive_lease(const struct rmem_client *c)
 	return 3000;
 }
 
-int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **out)
+int single_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **out)
 {
 	struct hello_rdma hr = { 0 };
 	struct connect_params params;
@@ -299,11 +299,11 @@ int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **
 	*out = c;
 	return 0;
 fail:
-	rmem_close(c);
+	single_close(c);
 	return err;
 }
 
-void rmem_close(rmem_client *c)
+void single_close(rmem_client *c)
 {
 	if (!c)
 		return;
@@ -348,7 +348,7 @@ bool client_recovered(struct rmem_client *c, int err)
 	return resume_run(&c->rs) == 0;
 }
 
-const char *rmem_transport(const rmem_client *c)
+const char *single_transport(const rmem_client *c)
 {
 	if (!c)
 		return "none";
@@ -410,7 +410,7 @@ int client_status_call(struct rmem_client *c, uint16_t opcode, const void *req, 
 	return status;
 }
 
-int rmem_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out)
+int single_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out)
 {
 	struct proto_alloc_req req = { .size = size, .flags = flags };
 	uint8_t buf[PROTO_ALLOC_REQ_LEN];
@@ -428,7 +428,7 @@ int rmem_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region
 	return err;
 }
 
-int rmem_free(rmem_client *c, const struct rmem_region *r)
+int single_free(rmem_client *c, const struct rmem_region *r)
 {
 	struct rmem_region tmp;
 	struct proto_free_req req;
@@ -479,7 +479,7 @@ static int stats_locked(struct rmem_client *c, struct rmem_stats *out)
 	return 0;
 }
 
-int rmem_stats(rmem_client *c, struct rmem_stats *out)
+int single_stats(rmem_client *c, struct rmem_stats *out)
 {
 	int err;
 
@@ -650,7 +650,7 @@ int client_check_list(const rmem_client *c, const void *out, size_t max)
 	return !c || (!out && max > 0) ? -EINVAL : 0;
 }
 
-int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max)
+int single_pools(rmem_client *c, struct rmem_pool_info *out, size_t max)
 {
 	int err = client_check_list(c, out, max);
 
@@ -663,12 +663,12 @@ int rmem_pools(rmem_client *c, struct rmem_pool_info *out, size_t max)
 	return err;
 }
 
-int rmem_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out, size_t max)
+int single_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out, size_t max)
 {
 	return client_regions(c, after, out, sizeof(*out), max, true);
 }
 
-int rmem_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, size_t max)
+int single_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, size_t max)
 {
 	int err = client_check_list(c, out, max);
 

@@ -2,6 +2,10 @@
  * client.h - librmem internals: the session behind the opaque rmem_client.
  *
  * The library is layered, each layer calling only the ones below it:
+ *   entry      api.c: the public calls that take a client, handing a
+ *              single-server client to single.h's calls (below) and a
+ *              cluster client (etcd://, c->cluster set) to the router,
+ *              cluster.h, which uses single.h on its servers' clients
  *   api        client.c (connect, session calls), io.c (transfers, posted
  *              operations, atomics, rmem_poll), names.c (named regions:
  *              it uses client.c's request steps below), membuf.c, compat.c,
@@ -29,13 +33,19 @@
 #include "lock.h"
 #include "resume.h"
 #include "rmem.h"
+#include "single.h"
 
 #define CLIENT_DEFAULT_TIMEOUT_MS 10000
 #define CLIENT_DEFAULT_RESUME_MS  5000
 
 struct keepalive;
 
+struct cluster;
+
 struct rmem_client {
+	/* Not NULL: an etcd:// cluster client, whose every call goes to the
+	 * router (cluster.h) and which uses nothing below; api.c tells. */
+	struct cluster *cluster;
 	struct fair_lock lock;
 	struct engine eng;
 	/* static string: "tcp" or "unix", the stream; rmem_transport() says

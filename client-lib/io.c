@@ -137,7 +137,7 @@ static int io_run(rmem_client *c, const struct dp_job *job, bool post, uint64_t 
 	return err;
 }
 
-int rmem_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
+int single_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	       const void *buf, size_t len)
 {
 	struct dp_job job = {
@@ -147,7 +147,7 @@ int rmem_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	return io_run(c, &job, false, 0);
 }
 
-int rmem_read(rmem_client *c, const struct rmem_region *r, uint64_t off, void *buf, size_t len)
+int single_read(rmem_client *c, const struct rmem_region *r, uint64_t off, void *buf, size_t len)
 {
 	struct dp_job job = {
 		.opcode = PROTO_OP_READ, .r = r, .off = off, .dst = buf, .len = len,
@@ -156,7 +156,7 @@ int rmem_read(rmem_client *c, const struct rmem_region *r, uint64_t off, void *b
 	return io_run(c, &job, false, 0);
 }
 
-int rmem_post_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
+int single_post_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
 		    const void *buf, size_t len, uint64_t cookie)
 {
 	struct dp_job job = {
@@ -166,7 +166,7 @@ int rmem_post_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	return io_run(c, &job, true, cookie);
 }
 
-int rmem_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
+int single_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
 		   void *buf, size_t len, uint64_t cookie)
 {
 	struct dp_job job = {
@@ -238,13 +238,13 @@ int client_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, void *out,
 	return err;
 }
 
-int rmem_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out,
+int single_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out,
 		    uint64_t cookie)
 {
 	return client_post_alloc(c, size, flags, out, sizeof(*out), cookie);
 }
 
-int rmem_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie)
+int single_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie)
 {
 	struct proto_free_req req;
 	uint8_t buf[PROTO_FREE_REQ_LEN];
@@ -272,7 +272,7 @@ int rmem_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie)
 
 /* ---- completions ---------------------------------------------------------------------- */
 
-int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_ms)
+int single_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_ms)
 {
 	int err = 0;
 	int n;
@@ -335,13 +335,13 @@ static int atomic_run(rmem_client *c, uint16_t opcode, const struct rmem_region 
 	return err;
 }
 
-int rmem_cas(rmem_client *c, const struct rmem_region *r, uint64_t off,
+int single_cas(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	     uint64_t expect, uint64_t desired, uint64_t *old)
 {
 	return atomic_run(c, PROTO_OP_CAS, r, off, expect, desired, old);
 }
 
-int rmem_faa(rmem_client *c, const struct rmem_region *r, uint64_t off,
+int single_faa(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	     uint64_t add, uint64_t *old)
 {
 	return atomic_run(c, PROTO_OP_FAA, r, off, add, 0, old);

@@ -10,7 +10,7 @@
 #include "client.h"
 #include "datapath.h"
 
-int rmem_register_buf(rmem_client *c, void *buf, size_t len)
+int single_register_buf(rmem_client *c, void *buf, size_t len)
 {
 	int err;
 
@@ -22,7 +22,7 @@ int rmem_register_buf(rmem_client *c, void *buf, size_t len)
 	return err;
 }
 
-int rmem_unregister_buf(rmem_client *c, void *buf)
+int single_unregister_buf(rmem_client *c, void *buf)
 {
 	int err;
 

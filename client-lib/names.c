@@ -77,7 +77,7 @@ static int name_call(rmem_client *c, uint16_t opcode, const struct proto_name_re
 	return err;
 }
 
-int rmem_create(rmem_client *c, const char *name, uint64_t size, uint32_t flags,
+int single_create(rmem_client *c, const char *name, uint64_t size, uint32_t flags,
 		struct rmem_region *out)
 {
 	struct proto_name_req req = { .size = size, .flags = flags };
@@ -90,7 +90,7 @@ int rmem_create(rmem_client *c, const char *name, uint64_t size, uint32_t flags,
 	return name_call(c, PROTO_OP_CREATE, &req, out);
 }
 
-int rmem_open(rmem_client *c, const char *name, uint32_t access, struct rmem_region *out)
+int single_open(rmem_client *c, const char *name, uint32_t access, struct rmem_region *out)
 {
 	struct proto_name_req req = { .flags = access };
 	int err;
@@ -103,7 +103,7 @@ int rmem_open(rmem_client *c, const char *name, uint32_t access, struct rmem_reg
 	return name_call(c, PROTO_OP_OPEN, &req, out);
 }
 
-int rmem_unlink2(rmem_client *c, const char *name, uint32_t flags)
+int single_unlink2(rmem_client *c, const char *name, uint32_t flags)
 {
 	struct proto_name_req req = { .flags = flags };
 	int err;
@@ -116,9 +116,9 @@ int rmem_unlink2(rmem_client *c, const char *name, uint32_t flags)
 	return name_call(c, PROTO_OP_UNLINK, &req, NULL);
 }
 
-int rmem_unlink(rmem_client *c, const char *name)
+int single_unlink(rmem_client *c, const char *name)
 {
-	return rmem_unlink2(c, name, 0);
+	return single_unlink2(c, name, 0);
 }
 
 /*
@@ -149,7 +149,7 @@ static int tenant_put(const char *tenant, struct proto_name_req *req)
 	return 0;
 }
 
-int rmem_unlink_ns(rmem_client *c, const char *tenant, const char *name, uint32_t flags)
+int single_unlink_ns(rmem_client *c, const char *tenant, const char *name, uint32_t flags)
 {
 	struct proto_name_req req = { .flags = flags | PROTO_UNLINK_NS }, nm;
 	int err;
@@ -203,7 +203,7 @@ static int names_locked(struct rmem_client *c, uint64_t after, struct rmem_name_
 	return (int)count;
 }
 
-int rmem_names(rmem_client *c, uint64_t after, struct rmem_name_info *out, size_t max)
+int single_names(rmem_client *c, uint64_t after, struct rmem_name_info *out, size_t max)
 {
 	int err = client_check_list(c, out, max);
 

@@ -29,7 +29,8 @@ static const char *rmem_meaning(int code)
 	case ENOTSUP:
 		/* ENOTSUP is EOPNOTSUPP on Linux: both meanings share it. */
 		return "not supported: transport not available in this build or on this "
-		       "machine, or a request the daemon is too old for (named regions)";
+		       "machine, a request the daemon is too old for (named regions), or "
+		       "one daemon's admin call on a cluster client";
 	case EPROTO:
 		return "peer speaks another protocol version or sent garbage";
 	case ENOMEM:
@@ -45,7 +46,11 @@ static const char *rmem_meaning(int code)
 		       "was in flight (an atomic, alloc, free, create, open or unlink is never "
 		       "sent again); the client has resumed and works on";
 	case EHOSTUNREACH:
-		return "host unreachable, or its name does not resolve";
+		return "host unreachable, or its name does not resolve (etcd://: no etcd "
+		       "member answered)";
+	case EHOSTDOWN:
+		return "the cluster server holding this region is gone (its key left etcd, "
+		       "or its connection was lost and could not be resumed)";
 	case EUSERS:
 		return "the daemon serves as many clients as it may";
 	case EEXIST:

@@ -373,6 +373,22 @@ int etcd_delete(struct etcd_client *c, const void *key, size_t key_len, bool pre
 	return rc;
 }
 
+int etcd_delete_if(struct etcd_client *c, const void *key, size_t key_len, int64_t mod_revision,
+		   bool *deleted)
+{
+	struct etcd_header h;
+	char *body, *reply;
+	size_t len;
+	int rc = etcd_enc_delete_if(key, key_len, mod_revision, &body);
+
+	*deleted = false;
+	rc = roundtrip(c, "/v3/kv/txn", rc, body, &reply, &len);
+	if (rc == 0)
+		rc = bad_reply(c, "/v3/kv/txn", etcd_dec_txn(reply, len, &h, deleted));
+	free(reply);
+	return rc;
+}
+
 /* ---- watch -------------------------------------------------------------------------- */
 
 /* The stream as it arrives: whole lines are messages. */

@@ -81,6 +81,10 @@ int etcd_range(struct etcd_client *c, const void *key, size_t key_len, bool pref
 int etcd_delete(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
 		int64_t *deleted);
 
+/* Deletes key if its mod_revision is still mod_revision: *deleted says. */
+int etcd_delete_if(struct etcd_client *c, const void *key, size_t key_len, int64_t mod_revision,
+		   bool *deleted);
+
 /* ---- watch: a stream of changes --------------------------------------------- */
 
 struct etcd_watch_ops {

@@ -630,6 +630,42 @@ int etcd_dec_create(const char *text, size_t len, struct etcd_header *h, bool *c
 	return rc;
 }
 
+/* ---- compare-and-delete ------------------------------------------------------- */
+
+int etcd_enc_delete_if(const void *key, size_t key_len, int64_t mod_revision, char **out)
+{
+	json_t *o, *cmp, *del;
+	bool ok;
+
+	*out = NULL;
+	if (!key_ok(key, key_len) || mod_revision <= 0)
+		return -EINVAL;
+	o = json_object();
+	cmp = json_object();
+	del = json_object();
+	ok = set(cmp, "key", b64_string(key, key_len)) && set(cmp, "result", json_string("EQUAL")) &&
+	     set(cmp, "target", json_string("MOD")) &&
+	     set(cmp, "mod_revision", i64_string(mod_revision)) &&
+	     set(del, "request_delete_range", key_selection(key, key_len, false));
+	ok = ok && set(o, "compare", json_pack("[O]", cmp)) &&
+	     set(o, "success", json_pack("[O]", del));
+	json_decref(cmp);
+	json_decref(del);
+	return finish(o, ok, out);
+}
+
+int etcd_dec_txn(const char *text, size_t len, struct etcd_header *h, bool *succeeded)
+{
+	json_t *root = parse(text, len);
+	int rc = root ? dec_header(root, h) : -EPROTO;
+
+	*succeeded = false;
+	if (rc == 0)
+		rc = get_bool(root, "succeeded", succeeded);
+	json_decref(root);
+	return rc;
+}
+
 /* ---- watch ---------------------------------------------------------------------- */
 
 void etcd_watch_msg_free(struct etcd_watch_msg *m)

@@ -125,6 +125,14 @@ int etcd_dec_create(const char *text, size_t len, struct etcd_header *h, bool *c
 
 void etcd_kv_free(struct etcd_kv *kv);
 
+/*
+ * /v3/kv/txn that deletes key only if its mod_revision is still
+ * mod_revision (so a reader that found a record stale never deletes a newer
+ * one written meanwhile); etcd_dec_txn reads any txn's *succeeded.
+ */
+int etcd_enc_delete_if(const void *key, size_t key_len, int64_t mod_revision, char **out);
+int etcd_dec_txn(const char *text, size_t len, struct etcd_header *h, bool *succeeded);
+
 /* ---- watch (a stream of messages, one JSON text each) ------------------------ */
 
 /* /v3/watch's create_request: every change to key (or to keys with that

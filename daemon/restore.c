@@ -528,6 +528,8 @@ static int build_region(struct server *srv, const struct state_slot *r)
 		g->named = 1;
 		if (names_handle_add(srv->names, o, g->id, r->u.handle.access, s) < 0)
 			return -ENOMEM;
+		/* Counted as open_handle counts it: its release takes one off. */
+		s->nhandles++;
 	}
 	s->used_bytes += g->length;
 	s->nregions++;

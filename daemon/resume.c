@@ -60,6 +60,7 @@ int resume_session(struct server *srv, struct session *s, struct session *from)
 	s->id = from->id;
 	s->regions = from->regions;
 	s->nregions = from->nregions;
+	s->nhandles = from->nhandles;
 	s->used_bytes = from->used_bytes;
 	memcpy(s->resume_token, from->resume_token, sizeof s->resume_token);
 	for (struct region *r = region_owner_first(srv->regions, &s->regions); r;
@@ -77,6 +78,7 @@ int resume_session(struct server *srv, struct session *s, struct session *from)
 	 * and its state slot is s's. */
 	memset(&from->regions, 0, sizeof from->regions);
 	from->nregions = 0;
+	from->nhandles = 0;
 	from->used_bytes = 0;
 	from->hello_done = false;
 	free(from);

@@ -75,10 +75,17 @@ struct rmem_region {
 			    region (rmem_alloc): 0, and it grants both.
 			    Writes and atomics through a handle without
 			    RMEM_WRITE fail with -EACCES before any I/O. */
-	/* Room to grow (since RMEM_1.2): the library writes 0 here today.
+	/* Room to grow (since RMEM_1.2): 0 on a single-server client.
 	 * Callers built against RMEM_1.0/1.1 headers, whose struct ends
 	 * before it, keep working: rmem_alloc@RMEM_1.0 and
-	 * rmem_post_alloc@RMEM_1.1 write only the fields they knew. */
+	 * rmem_post_alloc@RMEM_1.1 write only the fields they knew.
+	 * On a cluster client (an etcd:// endpoint) reserved[0] names the
+	 * region's server: the library's tag in the high 32 bits and the
+	 * server's slot in that client's table in the low 32; reserved[1]
+	 * is 0.  The value means something only to the client that handed
+	 * the region out; copy the struct whole.  (So the cluster calls
+	 * need RMEM_1.2's struct: rmem_alloc@RMEM_1.0 and
+	 * rmem_post_alloc@RMEM_1.1 are -EOPNOTSUPP on a cluster client.) */
 	uint64_t reserved[2];
 };
 
@@ -117,11 +124,21 @@ RMEM_API void rmem_opts_init(struct rmem_opts *o, size_t size);
 
 /*
  * Connects to rmemd and opens a session.
- *  endpoint: "HOST:PORT", "tcp://HOST:PORT", "rdma://HOST:PORT" or "unix:PATH".
- *  o: NULL for defaults.
+ *  endpoint: "HOST:PORT", "tcp://HOST:PORT", "rdma://HOST:PORT" or "unix:PATH";
+ *  or "etcd://HOST:PORT[,HOST:PORT...]/NAME" for a cluster client: the
+ *  memory servers of cluster NAME (rmemd.conf's cluster.name; "rmem" when
+ *  "/NAME" is left out) as one pool, found through those etcd members.
+ *  Every call below works on a cluster client: allocations are placed by
+ *  free bytes (the next server on -ENOMEM), each region's calls go to its
+ *  server, stats are summed, names live in etcd.  Calls on the regions of
+ *  a server that is gone fail with -EHOSTDOWN; rmem_pools, rmem_regions,
+ *  rmem_clients and rmem_unlink_ns are -EOPNOTSUPP; rmem_names lists the
+ *  cluster's names.  librmem(7), CLUSTER.
+ *  o: NULL for defaults (a cluster client opens every server with them).
  * On success *out owns the session; release it with rmem_close().
  * Errors: -EINVAL (bad endpoint or options), -ENOTSUP (transport "rdma" or an
  * rdma:// endpoint on a build or machine without RDMA; never a silent fallback),
+ * -EHOSTUNREACH (etcd://: no etcd member answered),
  * -EUSERS (the daemon is at its limits.max_clients), -EACCES (refused: wrong
  * tenant or secret, or anonymous where the daemon wants a tenant; also a
  * daemon that could not prove it knows the secret), -ENOENT and the other

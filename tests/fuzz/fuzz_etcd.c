@@ -21,6 +21,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "cluster_name.h"
 #include "cluster_rec.h"
 #include "etcd_codec.h"
 #include "fuzz.h"
@@ -42,6 +43,7 @@ static void decoders(const char *text, size_t len)
 	struct etcd_watch_msg m;
 	struct etcd_kv kv;
 	struct cluster_rec rec, again;
+	struct cluster_name nm, nm2;
 	int64_t a, b;
 	bool created;
 	char msg[64], *out;
@@ -79,6 +81,13 @@ static void decoders(const char *text, size_t len)
 		CHECK(code > 0 && strlen(msg) < sizeof msg);
 		for (const char *p = msg; *p; p++)
 			CHECK(*p >= 0x20 && *p < 0x7f);
+	}
+	etcd_dec_txn(text, len, &h, &created);
+	if (cluster_name_decode(text, len, &nm) == 0) {
+		CHECK(cluster_name_encode(&nm, &out) == 0);
+		CHECK(cluster_name_decode(out, strlen(out), &nm2) == 0);
+		CHECK(!memcmp(&nm, &nm2, sizeof nm));
+		free(out);
 	}
 	if (cluster_rec_decode(text, len, &rec) == 0) {
 		CHECK(rec.free_bytes <= rec.pool_bytes && rec.largest_free <= rec.free_bytes);

@@ -1,6 +1,7 @@
 /*
  * test_etcd_codec.c - the etcd gateway codec (etcd_codec.h), the endpoint
- * list (etcd_endpoints.h) and the server record (cluster_rec.h): requests
+ * list (etcd_endpoints.h), the server record (cluster_rec.h) and the name
+ * record (cluster_name.h): requests
  * byte for byte, replies as etcd 3.4.23 wrote them (captured from a real
  * member), and every way a reply can be wrong.  No etcd, no network.
  */
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_name.h"
 #include "cluster_rec.h"
 #include "etcd_codec.h"
 #include "etcd_endpoints.h"
@@ -268,6 +270,48 @@ static void records(void)
 	ok(cluster_rec_encode(&r, &out) == -EINVAL && !out, "a record without tcp is not written");
 }
 
+/* A cluster name's record, and the compare-and-delete that drops a stale one. */
+static void names(void)
+{
+	struct cluster_name n = { .server = "s2", .region = 17, .size = 1u << 20,
+				  .generation = 1795476421556552 }, back;
+	struct etcd_header h;
+	bool done = true;
+	char *out = NULL;
+
+	enc_is(cluster_name_encode(&n, &out), &out,
+	       "{\"server\":\"s2\",\"region\":17,\"size\":1048576,"
+	       "\"generation\":1795476421556552}", "name record");
+	ok(cluster_name_encode(&n, &out) == 0 && cluster_name_decode(out, strlen(out), &back) == 0 &&
+	   !memcmp(&n, &back, sizeof n), "name record round trip");
+	free(out);
+	ok(cluster_name_decode(S("{\"server\":\"s1\",\"region\":0,\"size\":5,"
+				 "\"generation\":0,\"later\":true}"), &back) == 0 &&
+	   back.region == 0 && back.size == 5, "a claim (region 0), with a field unknown to us");
+	ok(cluster_name_decode(S("{\"server\":\"s/1\",\"region\":1,\"size\":5,"
+				 "\"generation\":0}"), &back) == -EPROTO, "a server id with '/': EPROTO");
+	ok(cluster_name_decode(S("{\"server\":\"s1\",\"region\":-1,\"size\":5,"
+				 "\"generation\":0}"), &back) == -EPROTO, "a negative region: EPROTO");
+	ok(cluster_name_decode(S("{\"server\":\"s1\",\"size\":5,\"generation\":0}"), &back) ==
+	   -EPROTO, "no region: EPROTO");
+	ok(cluster_name_decode(S("[1]"), &back) == -EPROTO, "not an object: EPROTO");
+	n.server[0] = '\0';
+	ok(cluster_name_encode(&n, &out) == -EINVAL && !out, "a record without a server is not"
+	   " written");
+	enc_is(etcd_enc_delete_if(S("/n"), 42, &out), &out,
+	       "{\"compare\":[{\"key\":\"L24=\",\"result\":\"EQUAL\",\"target\":\"MOD\","
+	       "\"mod_revision\":\"42\"}],\"success\":[{\"request_delete_range\":"
+	       "{\"key\":\"L24=\"}}]}", "compare-and-delete txn");
+	ok(etcd_enc_delete_if(S("/n"), 0, &out) == -EINVAL && !out, "compare-and-delete of"
+	   " revision 0: EINVAL");
+	ok(etcd_dec_txn(S("{" HDR ",\"succeeded\":true,\"responses\":[{\"response_delete_range\":"
+			  "{\"header\":{\"revision\":\"3\"},\"deleted\":\"1\"}}]}"), &h, &done) == 0 &&
+	   done && h.revision == 2, "a txn that succeeded");
+	ok(etcd_dec_txn(S("{" HDR "}"), &h, &done) == 0 && !done, "a txn that did not (left out)");
+	ok(etcd_dec_txn(S("{" HDR ",\"succeeded\":\"yes\"}"), &h, &done) == -EPROTO,
+	   "succeeded of the wrong type: EPROTO");
+}
+
 int main(void)
 {
 	requests();
@@ -277,5 +321,6 @@ int main(void)
 	errors();
 	endpoints();
 	records();
+	names();
 	return tap_done();
 }

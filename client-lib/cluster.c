@@ -1,0 +1,332 @@
+/*
+ * cluster.c - the cluster router's connect and close, and the calls on one
+ * region: alloc (placement, the next server on -ENOMEM), free, reads,
+ * writes, atomics; and those made on every server: kept buffers, stats.
+ * Posted calls are cluster_poll.c's, names cluster_names.c's.
+ *
+ * A region's calls go to the client of the server its handle names
+ * (reserved[0]); the single-server client does the rest, resuming across a
+ * restart of its server as it does alone.  When that client has lost its
+ * server for good, or the server's key left etcd, the call is -EHOSTDOWN at
+ * once: it never waits for a server known to be gone.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "cluster_int.h"
+#include "etcd_client.h"
+#include "single.h"
+
+/* Each etcd request's limit per endpoint: a dead member costs this once. */
+#define CLUSTER_ETCD_TIMEOUT_MS 2000u
+
+static char *dup_or_null(const char *s, int *err)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*err = -ENOMEM;
+	return d;
+}
+
+/* The options every member's client is opened with: the caller's, copied
+ * (the caller's strings may go once rmem_connect returns). */
+static int keep_opts(struct cluster *cl, const struct rmem_opts *o)
+{
+	struct rmem_opts d;
+	int err = 0;
+
+	rmem_opts_init(&d, sizeof d);
+	if (o) {
+		if (o->size < offsetof(struct rmem_opts, transport))
+			return -EINVAL;
+		/* Only what the caller's struct has; the rest keeps defaults. */
+		memcpy(&d, o, o->size < sizeof d ? o->size : sizeof d);
+		d.size = sizeof d;
+	}
+	if (d.transport && strcmp(d.transport, "auto") && strcmp(d.transport, "tcp") &&
+	    strcmp(d.transport, "rdma"))
+		return -EINVAL;
+	if (!d.tenant != !d.secret_file)
+		return -EINVAL;
+	cl->transport = dup_or_null(d.transport, &err);
+	cl->tenant = dup_or_null(d.tenant, &err);
+	cl->secret_file = dup_or_null(d.secret_file, &err);
+	d.transport = cl->transport;
+	d.tenant = cl->tenant;
+	d.secret_file = cl->secret_file;
+	cl->opts = d;
+	return err;
+}
+
+int cluster_connect(const char *url, const struct rmem_opts *o, struct cluster **out)
+{
+	struct cluster *cl = calloc(1, sizeof(*cl));
+	char why[160];
+	int err;
+
+	*out = NULL;
+	if (!cl)
+		return -ENOMEM;
+	pthread_mutex_init(&cl->mu, NULL);
+	pthread_mutex_init(&cl->names_mu, NULL);
+	pthread_mutex_init(&cl->reg_mu, NULL);
+	err = cluster_url_parse(url, cl->etcd_list, sizeof cl->etcd_list, cl->name,
+				sizeof cl->name);
+	if (!err)
+		err = keep_opts(cl, o);
+	if (!err)
+		err = members_init(cl);
+	if (!err)
+		err = etcd_client_new(cl->etcd_list, CLUSTER_ETCD_TIMEOUT_MS, &cl->names_etcd, why,
+				      sizeof why);
+	if (!err)
+		err = watch_start(cl, CLUSTER_ETCD_TIMEOUT_MS);
+	if (err) {
+		cluster_close(cl);
+		return err;
+	}
+	*out = cl;
+	return 0;
+}
+
+void cluster_close(struct cluster *cl)
+{
+	if (!cl)
+		return;
+	/* The watch feeds the table: it stops first. */
+	watch_stop(cl->watch);
+	members_fini(cl);
+	etcd_client_free(cl->names_etcd);
+	free(cl->pend);
+	free(cl->transport);
+	free(cl->tenant);
+	free(cl->secret_file);
+	pthread_mutex_destroy(&cl->reg_mu);
+	pthread_mutex_destroy(&cl->names_mu);
+	pthread_mutex_destroy(&cl->mu);
+	free(cl);
+}
+
+/* "rdma" once a connected server's data goes on RDMA, else what the
+ * options ask ("rdma" never falls back; "auto" and "tcp" say "tcp"). */
+const char *cluster_transport(struct cluster *cl)
+{
+	rmem_client *c[CLUSTER_MAX_SERVERS];
+	size_t n = members_connected(cl, c, NULL, CLUSTER_MAX_SERVERS);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(single_transport(c[i]), "rdma"))
+			return "rdma";
+	return cl->transport && !strcmp(cl->transport, "rdma") ? "rdma" : "tcp";
+}
+
+/* ---- alloc: placement ------------------------------------------------------------ */
+
+int cluster_alloc(struct cluster *cl, uint64_t size, uint32_t flags, struct rmem_region *out)
+{
+	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
+	int err = -EHOSTDOWN, last = 0;
+	uint32_t slot;
+
+	if (!out || size == 0 || flags != 0)
+		return -EINVAL;
+	/* Each server at most once: -ENOMEM (or a server lost) moves on to
+	 * the next choice; the last real answer is the call's. */
+	while (members_pick(cl, size, tried, &slot) == 0) {
+		rmem_client *c;
+
+		tried[slot / 64] |= 1ull << (slot % 64);
+		err = members_client(cl, slot, &c);
+		if (!err)
+			err = members_err(cl, slot, single_alloc(c, size, flags, out));
+		members_placed(cl, slot, size, err);
+		if (!err) {
+			members_tag(out, slot);
+			return 0;
+		}
+		if (err != -ENOMEM && err != -EHOSTDOWN && err != -EDQUOT)
+			return err;
+		last = err;
+	}
+	return last ? last : err;
+}
+
+/* The client of the server r names: 0 and *c, *slot, or an error. */
+static int region_client(struct cluster *cl, const struct rmem_region *r, rmem_client **c,
+			 uint32_t *slot)
+{
+	int err = members_slot_of(cl, r, slot);
+
+	return err ? err : members_client(cl, *slot, c);
+}
+
+int cluster_free(struct cluster *cl, const struct rmem_region *r)
+{
+	rmem_client *c;
+	uint32_t slot;
+	int err = region_client(cl, r, &c, &slot);
+
+	if (!err)
+		err = members_err(cl, slot, single_free(c, r));
+	if (!err)
+		members_placed(cl, slot, r->length, 1);
+	return err;
+}
+
+int cluster_write(struct cluster *cl, const struct rmem_region *r, uint64_t off,
+		  const void *buf, size_t len)
+{
+	rmem_client *c;
+	uint32_t slot;
+	int err = region_client(cl, r, &c, &slot);
+
+	return err ? err : members_err(cl, slot, single_write(c, r, off, buf, len));
+}
+
+int cluster_read(struct cluster *cl, const struct rmem_region *r, uint64_t off, void *buf,
+		 size_t len)
+{
+	rmem_client *c;
+	uint32_t slot;
+	int err = region_client(cl, r, &c, &slot);
+
+	return err ? err : members_err(cl, slot, single_read(c, r, off, buf, len));
+}
+
+int cluster_cas(struct cluster *cl, const struct rmem_region *r, uint64_t off, uint64_t expect,
+		uint64_t desired, uint64_t *old)
+{
+	rmem_client *c;
+	uint32_t slot;
+	int err = region_client(cl, r, &c, &slot);
+
+	return err ? err : members_err(cl, slot, single_cas(c, r, off, expect, desired, old));
+}
+
+int cluster_faa(struct cluster *cl, const struct rmem_region *r, uint64_t off, uint64_t add,
+		uint64_t *old)
+{
+	rmem_client *c;
+	uint32_t slot;
+	int err = region_client(cl, r, &c, &slot);
+
+	return err ? err : members_err(cl, slot, single_faa(c, r, off, add, old));
+}
+
+/* ---- calls on every server ------------------------------------------------------- */
+
+/* Kept here and on every server connected now; members_client registers
+ * them on servers connected later. */
+int cluster_register_buf(struct cluster *cl, void *buf, size_t len)
+{
+	rmem_client *c[CLUSTER_MAX_SERVERS];
+	size_t n, i;
+	int err = 0;
+
+	if (!buf || len == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&cl->reg_mu);
+	for (i = 0; i < cl->nbufs && !err; i++)
+		if ((char *)buf < (char *)cl->bufs[i].buf + cl->bufs[i].len &&
+		    (char *)cl->bufs[i].buf < (char *)buf + len)
+			err = -EINVAL;
+	if (!err && cl->nbufs == CLUSTER_MAX_BUFS)
+		err = -ENOSPC;
+	n = err ? 0 : members_connected(cl, c, NULL, CLUSTER_MAX_SERVERS);
+	for (i = 0; i < n && !err; i++)
+		err = single_register_buf(c[i], buf, len);
+	if (err) {
+		/* Undo where it was done (a lost server's -ECONNRESET too). */
+		while (i-- > 0)
+			single_unregister_buf(c[i], buf);
+	} else {
+		cl->bufs[cl->nbufs].buf = buf;
+		cl->bufs[cl->nbufs].len = len;
+		cl->nbufs++;
+	}
+	pthread_mutex_unlock(&cl->reg_mu);
+	return err;
+}
+
+int cluster_unregister_buf(struct cluster *cl, void *buf)
+{
+	rmem_client *c[CLUSTER_MAX_SERVERS];
+	size_t n, i;
+	int err = -ENOENT;
+
+	if (!buf)
+		return -EINVAL;
+	pthread_mutex_lock(&cl->reg_mu);
+	for (i = 0; i < cl->nbufs; i++)
+		if (cl->bufs[i].buf == buf)
+			break;
+	if (i < cl->nbufs) {
+		n = members_connected(cl, c, NULL, CLUSTER_MAX_SERVERS);
+		err = 0;
+		for (size_t j = 0; j < n; j++) {
+			int rc = single_unregister_buf(c[j], buf);
+
+			if (rc == -EBUSY)
+				err = rc;
+		}
+		if (!err) {
+			cl->bufs[i] = cl->bufs[cl->nbufs - 1];
+			cl->nbufs--;
+		}
+	}
+	pthread_mutex_unlock(&cl->reg_mu);
+	return err;
+}
+
+/*
+ * Summed over every server present (connected now if it was not), as one
+ * pool: largest_free is the largest of any one server, key_mode the first
+ * server's.  Servers that cannot be reached are left out; with none
+ * reachable the call fails (-EHOSTDOWN).
+ */
+int cluster_stats(struct cluster *cl, struct rmem_stats *out)
+{
+	size_t n;
+	bool any = false;
+	int err = -EHOSTDOWN;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&cl->mu);
+	n = cl->nmembers;
+	pthread_mutex_unlock(&cl->mu);
+	for (uint32_t slot = 0; slot < n; slot++) {
+		struct rmem_stats s;
+		rmem_client *c;
+		int rc = members_client(cl, slot, &c);
+
+		if (!rc)
+			rc = members_err(cl, slot, single_stats(c, &s));
+		if (rc) {
+			if (rc != -EHOSTDOWN)
+				err = rc;
+			continue;
+		}
+		out->pool_bytes += s.pool_bytes;
+		out->used_bytes += s.used_bytes;
+		out->free_bytes += s.free_bytes;
+		if (s.largest_free > out->largest_free)
+			out->largest_free = s.largest_free;
+		out->regions += s.regions;
+		out->clients += s.clients;
+		out->peak_used += s.peak_used;
+		out->allocs += s.allocs;
+		out->frees += s.frees;
+		if (!any)
+			out->key_mode = s.key_mode;
+		any = true;
+	}
+	return any ? 0 : err;
+}

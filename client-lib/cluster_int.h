@@ -1,0 +1,154 @@
+/*
+ * cluster_int.h - the router's own state, shared by client-lib/cluster*.c.
+ *
+ * Who calls whom: cluster.c (connect, close, the region calls),
+ * cluster_poll.c (posted calls, rmem_poll) and cluster_names.c (names in
+ * etcd) call cluster_members.c and the single-server calls; cluster.c also
+ * starts and stops cluster_watch.c, whose thread feeds cluster_members.c.
+ * cluster_members.c calls only the single-server calls; cluster_url.c is
+ * pure.  None calls back up.
+ *
+ * Locking (order: a member's conn_mu, then reg_mu, then mu; names_mu
+ * alone):
+ *  - mu guards the table (every member's record, presence, estimate,
+ *    client pointer, failure, in-flight count), the posted-operation table
+ *    and the random state; it is held only for short copies, never across
+ *    a call to a server or to etcd;
+ *  - a member's conn_mu is held while that member's client is connected,
+ *    so two threads never connect the same server twice;
+ *  - reg_mu orders rmem_register_buf/unregister_buf against connects, so a
+ *    server connected later gets every kept buffer;
+ *  - names_mu guards the etcd client that names use (any thread may call).
+ * The watch thread owns its own etcd client.
+ */
+#ifndef RMEM_CLUSTER_INT_H
+#define RMEM_CLUSTER_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster_rec.h"
+#include "etcd_endpoints.h"
+#include "rmem.h"
+
+/* The table's size: a member's slot never changes while the client lives
+ * (handles name it), so the table is one array made at connect. */
+#define CLUSTER_MAX_SERVERS 128
+/* struct rmem_region.reserved[0] of a cluster region: this tag in the high
+ * 32 bits, the server's slot in the low ones.  A region from elsewhere
+ * (a single-server client: 0) is refused with -EINVAL. */
+#define CLUSTER_REGION_TAG 0x636c7573u /* "clus" */
+#define CLUSTER_MAX_BUFS 64
+#define CLUSTER_NAME_MAX 64            /* the cluster's name, NUL included */
+/* Anonymous clients' namespace in /rmem/<cluster>/names/: '@' is never
+ * part of a tenant's name (rmemd.conf(5): A-Z a-z 0-9 _ . -). */
+#define CLUSTER_ANON_TENANT "@anonymous"
+
+struct etcd_client;
+struct cluster_watch;
+
+struct member {
+	pthread_mutex_t conn_mu;
+	struct cluster_rec rec;   /* the last record etcd gave */
+	bool present;             /* its key is in etcd now */
+	bool failed;              /* its client lost the server for good */
+	bool back;                /* failed, then its key went and came back */
+	uint64_t free_est;        /* rec.free_bytes less what this client placed since */
+	rmem_client *client;      /* NULL until first used */
+	uint64_t conn_start_ms;   /* rec.start_time_ms when client connected */
+	uint32_t inflight;        /* posted operations not yet polled */
+};
+
+/* A posted operation: its internal cookie is its index here. */
+struct cluster_pend {
+	uint64_t cookie;          /* the application's */
+	struct rmem_region *out;  /* a posted alloc's, else NULL */
+	uint32_t slot;
+	bool used;
+};
+
+struct cluster {
+	pthread_mutex_t mu;
+	struct member *members;   /* CLUSTER_MAX_SERVERS */
+	size_t nmembers;          /* slots used, never fewer */
+	uint64_t rng;
+	char name[CLUSTER_NAME_MAX];
+	char etcd_list[ETCD_MAX_ENDPOINTS * ETCD_ENDPOINT_MAX];
+	/* The options each member's client gets (strings are copies). */
+	struct rmem_opts opts;
+	char *transport, *tenant, *secret_file;
+	/* The watch (cluster_watch.c). */
+	struct cluster_watch *watch;
+	/* Names (cluster_names.c). */
+	pthread_mutex_t names_mu;
+	struct etcd_client *names_etcd;
+	/* Kept buffers, registered on every member. */
+	pthread_mutex_t reg_mu;
+	struct { void *buf; size_t len; } bufs[CLUSTER_MAX_BUFS];
+	size_t nbufs;
+	/* Posted operations (cluster_poll.c). */
+	struct cluster_pend *pend;
+	size_t npend;
+	/* Clients of servers that came back: closed with the cluster (a thread
+	 * may still be inside one). */
+	rmem_client **old;
+	size_t nold;
+};
+
+/* ---- cluster_url.c ------------------------------------------------------------- */
+
+/* "etcd://H:P[,H:P...]/NAME" -> "http://H:P,http://H:P" and NAME (default
+ * "rmem" when there is no path).  0 or -EINVAL. */
+int cluster_url_parse(const char *url, char *list, size_t list_len, char *name,
+		      size_t name_len);
+
+/* ---- cluster_members.c ----------------------------------------------------------- */
+
+int members_init(struct cluster *cl);
+void members_fini(struct cluster *cl);
+/* The watch's news: a record put, a server's key deleted, or (full read)
+ * the whole set, every server not in it gone. */
+void members_put(struct cluster *cl, const struct cluster_rec *rec);
+void members_gone(struct cluster *cl, const char *id);
+void members_only(struct cluster *cl, const struct cluster_rec *recs, size_t n);
+/* How many servers are present. */
+size_t members_present(struct cluster *cl);
+/*
+ * Placement: a present server not in tried (a bitmap of slots) that may
+ * hold size bytes, by two random choices weighed by free bytes.  0 and
+ * *slot, or -ENOMEM (no present server left that could), -EHOSTDOWN (no
+ * server present at all).
+ */
+int members_pick(struct cluster *cl, uint64_t size, const uint64_t *tried, uint32_t *slot);
+/* size bytes were placed on slot (rc 0), freed there (rc 1), or it said
+ * -ENOMEM (then its estimate drops below size, until its next record). */
+void members_placed(struct cluster *cl, uint32_t slot, uint64_t size, int rc);
+/* The slot a region names: 0, -EINVAL (not a region of this cluster). */
+int members_slot_of(struct cluster *cl, const struct rmem_region *r, uint32_t *slot);
+void members_tag(struct rmem_region *r, uint32_t slot);
+/* The member's client, connected now if it was not: 0, -EHOSTDOWN (its key
+ * is gone, or its client lost it and it has not come back), or connect's
+ * error. */
+int members_client(struct cluster *cl, uint32_t slot, rmem_client **out);
+/* After a call on slot's client returned err: the error for the caller
+ * (-EHOSTDOWN for a server lost), marking the member failed when so. */
+int members_err(struct cluster *cl, uint32_t slot, int err);
+/* The slot of server id, or -ENOENT. */
+int members_find(struct cluster *cl, const char *id, uint32_t *slot);
+/* Every connected client, for calls made on all (stats, buffers): up to
+ * max into out with their slots; how many.  Under reg_mu for buffers. */
+size_t members_connected(struct cluster *cl, rmem_client **out, uint32_t *slots, size_t max);
+
+/* ---- cluster_watch.c ------------------------------------------------------------- */
+
+/* Reads the server set once (so the first call has servers), then watches
+ * it on a thread of its own.  0, or the etcd client's error
+ * (-EHOSTUNREACH: no etcd endpoint answered). */
+int watch_start(struct cluster *cl, unsigned timeout_ms);
+/* Stops and joins the thread (within about a second: libcurl polls the
+ * stop at that pace on an idle stream).  Accepts NULL. */
+void watch_stop(struct cluster_watch *w);
+
+#endif /* RMEM_CLUSTER_INT_H */

@@ -1,0 +1,361 @@
+/*
+ * cluster_members.c - the cluster client's table of servers: what etcd
+ * says of each (its record, whether its key is there), the client this
+ * process holds on it (connected on first use), placement by free bytes,
+ * and what a server's loss means to a caller (-EHOSTDOWN).
+ *
+ * A server keeps its slot for the client's whole life, also when its key
+ * goes and comes back: region handles name the slot (CLUSTER_REGION_TAG).
+ * Its client is replaced only when it lost the server for good and the
+ * server came back: as a new process (a new start_time_ms in its record),
+ * or with its key gone and put again (a new lease); the old one is closed
+ * with the cluster, since another thread may still be inside it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "cluster_int.h"
+#include "single.h"
+
+int members_init(struct cluster *cl)
+{
+	cl->members = calloc(CLUSTER_MAX_SERVERS, sizeof(*cl->members));
+	if (!cl->members)
+		return -ENOMEM;
+	for (size_t i = 0; i < CLUSTER_MAX_SERVERS; i++)
+		pthread_mutex_init(&cl->members[i].conn_mu, NULL);
+	if (getrandom(&cl->rng, sizeof(cl->rng), 0) != sizeof(cl->rng) || cl->rng == 0)
+		cl->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)cl;
+	return 0;
+}
+
+void members_fini(struct cluster *cl)
+{
+	if (!cl->members)
+		return;
+	for (size_t i = 0; i < cl->nmembers; i++)
+		single_close(cl->members[i].client);
+	for (size_t i = 0; i < cl->nold; i++)
+		single_close(cl->old[i]);
+	free(cl->old);
+	for (size_t i = 0; i < CLUSTER_MAX_SERVERS; i++)
+		pthread_mutex_destroy(&cl->members[i].conn_mu);
+	free(cl->members);
+	cl->members = NULL;
+}
+
+/* Under mu. */
+static struct member *find_locked(struct cluster *cl, const char *id, uint32_t *slot)
+{
+	for (size_t i = 0; i < cl->nmembers; i++)
+		if (!strcmp(cl->members[i].rec.id, id)) {
+			if (slot)
+				*slot = (uint32_t)i;
+			return &cl->members[i];
+		}
+	return NULL;
+}
+
+/* Under mu.  A server beyond the table's size is not used (it never gets a
+ * slot); the others go on. */
+static void put_locked(struct cluster *cl, const struct cluster_rec *rec)
+{
+	struct member *m = find_locked(cl, rec->id, NULL);
+
+	if (!m) {
+		if (cl->nmembers == CLUSTER_MAX_SERVERS)
+			return;
+		m = &cl->members[cl->nmembers++];
+	}
+	/* A failed server whose key comes back (a new lease: it restarted,
+	 * or lost etcd for a while) is worth a new connection. */
+	if (m->failed && !m->present)
+		m->back = true;
+	m->rec = *rec;
+	m->present = true;
+	m->free_est = rec->free_bytes;
+}
+
+void members_put(struct cluster *cl, const struct cluster_rec *rec)
+{
+	pthread_mutex_lock(&cl->mu);
+	put_locked(cl, rec);
+	pthread_mutex_unlock(&cl->mu);
+}
+
+void members_gone(struct cluster *cl, const char *id)
+{
+	struct member *m;
+
+	pthread_mutex_lock(&cl->mu);
+	m = find_locked(cl, id, NULL);
+	if (m)
+		m->present = false;
+	pthread_mutex_unlock(&cl->mu);
+}
+
+void members_only(struct cluster *cl, const struct cluster_rec *recs, size_t n)
+{
+	pthread_mutex_lock(&cl->mu);
+	for (size_t i = 0; i < cl->nmembers; i++)
+		cl->members[i].present = false;
+	for (size_t i = 0; i < n; i++)
+		put_locked(cl, &recs[i]);
+	pthread_mutex_unlock(&cl->mu);
+}
+
+size_t members_present(struct cluster *cl)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&cl->mu);
+	for (size_t i = 0; i < cl->nmembers; i++)
+		n += cl->members[i].present && !cl->members[i].failed;
+	pthread_mutex_unlock(&cl->mu);
+	return n;
+}
+
+int members_find(struct cluster *cl, const char *id, uint32_t *slot)
+{
+	int rc;
+
+	pthread_mutex_lock(&cl->mu);
+	rc = find_locked(cl, id, slot) ? 0 : -ENOENT;
+	pthread_mutex_unlock(&cl->mu);
+	return rc;
+}
+
+/* xorshift64*: placement needs spread, not secrecy.  Under mu. */
+static uint64_t rnd(struct cluster *cl)
+{
+	cl->rng ^= cl->rng >> 12;
+	cl->rng ^= cl->rng << 25;
+	cl->rng ^= cl->rng >> 27;
+	return cl->rng * 0x2545f4914f6cdd1dull;
+}
+
+static bool tried_has(const uint64_t *tried, size_t i)
+{
+	return tried[i / 64] >> (i % 64) & 1;
+}
+
+/* A failed member whose server came back as a new process may be used
+ * again (members_client reconnects). */
+static bool retry(const struct member *m)
+{
+	return m->back || m->rec.start_time_ms != m->conn_start_ms;
+}
+
+static bool usable(const struct member *m)
+{
+	return m->present && (!m->failed || retry(m));
+}
+
+int members_pick(struct cluster *cl, uint64_t size, const uint64_t *tried, uint32_t *slot)
+{
+	uint32_t cand[CLUSTER_MAX_SERVERS];
+	size_t n = 0, any = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&cl->mu);
+	for (size_t i = 0; i < cl->nmembers; i++) {
+		const struct member *m = &cl->members[i];
+
+		if (!usable(m))
+			continue;
+		any++;
+		/* The estimate may be stale either way: a server whose record
+		 * says too little is still tried once the others said no. */
+		if (!tried_has(tried, i))
+			cand[n++] = (uint32_t)i;
+	}
+	if (n == 0) {
+		rc = any ? -ENOMEM : -EHOSTDOWN;
+	} else {
+		/* Two random choices; the one with more free bytes (as far as
+		 * this client knows) wins.  Servers that cannot hold size by
+		 * their record lose to any that can. */
+		uint32_t a = cand[rnd(cl) % n], b = cand[rnd(cl) % n];
+		const struct member *ma = &cl->members[a], *mb = &cl->members[b];
+		bool fa = ma->free_est >= size, fb = mb->free_est >= size;
+
+		if (fa != fb)
+			*slot = fa ? a : b;
+		else
+			*slot = ma->free_est >= mb->free_est ? a : b;
+		/* With none fitting by the records, the best of all goes first. */
+		if (!fa && !fb)
+			for (size_t i = 0; i < n; i++)
+				if (cl->members[cand[i]].free_est > cl->members[*slot].free_est)
+					*slot = cand[i];
+	}
+	pthread_mutex_unlock(&cl->mu);
+	return rc;
+}
+
+void members_placed(struct cluster *cl, uint32_t slot, uint64_t size, int rc)
+{
+	struct member *m = &cl->members[slot];
+
+	pthread_mutex_lock(&cl->mu);
+	if (rc == 0)
+		m->free_est = m->free_est > size ? m->free_est - size : 0;
+	else if (rc == 1)
+		/* freed: the record may not move (the server publishes only
+		 * changes of a step), so this client's own frees count here */
+		m->free_est = m->free_est + size < m->rec.pool_bytes ? m->free_est + size :
+								       m->rec.pool_bytes;
+	else if (rc == -ENOMEM && m->free_est >= size)
+		m->free_est = size - 1;
+	pthread_mutex_unlock(&cl->mu);
+}
+
+void members_tag(struct rmem_region *r, uint32_t slot)
+{
+	r->reserved[0] = (uint64_t)CLUSTER_REGION_TAG << 32 | slot;
+	r->reserved[1] = 0;
+}
+
+int members_slot_of(struct cluster *cl, const struct rmem_region *r, uint32_t *slot)
+{
+	uint64_t v;
+	size_t n;
+
+	if (!r)
+		return -EINVAL;
+	v = r->reserved[0];
+	if (v >> 32 != CLUSTER_REGION_TAG)
+		return -EINVAL;
+	pthread_mutex_lock(&cl->mu);
+	n = cl->nmembers;
+	pthread_mutex_unlock(&cl->mu);
+	if ((v & 0xffffffffu) >= n)
+		return -EINVAL;
+	*slot = (uint32_t)v;
+	return 0;
+}
+
+/* Connects slot's client with the cluster's options, and registers the kept
+ * buffers on it.  Under the member's conn_mu. */
+static int connect_member(struct cluster *cl, struct member *m, const char *endpoint,
+			  uint64_t start_ms)
+{
+	rmem_client *c;
+	int err = single_connect(endpoint, &cl->opts, &c);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&cl->reg_mu);
+	for (size_t i = 0; i < cl->nbufs && !err; i++)
+		err = single_register_buf(c, cl->bufs[i].buf, cl->bufs[i].len);
+	if (!err) {
+		pthread_mutex_lock(&cl->mu);
+		if (m->client) {
+			/* The old one stays open until the cluster closes. */
+			rmem_client **old = realloc(cl->old, (cl->nold + 1) * sizeof(*old));
+
+			if (old) {
+				cl->old = old;
+				cl->old[cl->nold++] = m->client;
+			} else {
+				err = -ENOMEM;
+			}
+		}
+		if (!err) {
+			m->client = c;
+			m->failed = false;
+			m->back = false;
+			m->conn_start_ms = start_ms;
+		}
+		pthread_mutex_unlock(&cl->mu);
+	}
+	pthread_mutex_unlock(&cl->reg_mu);
+	if (err)
+		single_close(c);
+	return err;
+}
+
+int members_client(struct cluster *cl, uint32_t slot, rmem_client **out)
+{
+	struct member *m = &cl->members[slot];
+	char endpoint[CLUSTER_ADDR_MAX];
+	uint64_t start_ms;
+	int err = 0;
+
+	pthread_mutex_lock(&cl->mu);
+	if (!m->present)
+		err = -EHOSTDOWN;
+	else if (m->client && !m->failed)
+		*out = m->client;
+	else if (m->failed && !retry(m))
+		err = -EHOSTDOWN; /* lost, and not back */
+	else
+		err = 1;          /* connect (again) */
+	memcpy(endpoint, m->rec.tcp, sizeof(endpoint));
+	start_ms = m->rec.start_time_ms;
+	pthread_mutex_unlock(&cl->mu);
+	if (err <= 0)
+		return err;
+
+	pthread_mutex_lock(&m->conn_mu);
+	/* Another thread may have connected meanwhile. */
+	pthread_mutex_lock(&cl->mu);
+	err = m->client && !m->failed ? 0 : m->failed && !retry(m) ? -EHOSTDOWN : 1;
+	if (!err)
+		*out = m->client;
+	pthread_mutex_unlock(&cl->mu);
+	if (err == 1) {
+		err = connect_member(cl, m, endpoint, start_ms);
+		if (!err) {
+			pthread_mutex_lock(&cl->mu);
+			*out = m->client;
+			pthread_mutex_unlock(&cl->mu);
+		} else if (err == -ECONNREFUSED || err == -ETIMEDOUT || err == -ECONNRESET ||
+			   err == -EHOSTUNREACH || err == -ENETUNREACH) {
+			/* Its key is there, the server is not (it died within
+			 * its lease): not tried again, so no call waits on it,
+			 * until its key changes as above. */
+			pthread_mutex_lock(&cl->mu);
+			m->failed = true;
+			m->back = false;
+			m->conn_start_ms = start_ms;
+			pthread_mutex_unlock(&cl->mu);
+			err = -EHOSTDOWN;
+		}
+	}
+	pthread_mutex_unlock(&m->conn_mu);
+	return err;
+}
+
+int members_err(struct cluster *cl, uint32_t slot, int err)
+{
+	struct member *m = &cl->members[slot];
+
+	/* The member's client is broken for good (it already tried to resume
+	 * for opts.resume_ms): so is every region on that server, for us. */
+	if (err != -ECONNRESET && err != -EPIPE && err != -ECONNREFUSED && err != -EHOSTDOWN)
+		return err;
+	pthread_mutex_lock(&cl->mu);
+	if (m->client)
+		m->failed = true;
+	pthread_mutex_unlock(&cl->mu);
+	return -EHOSTDOWN;
+}
+
+size_t members_connected(struct cluster *cl, rmem_client **out, uint32_t *slots, size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&cl->mu);
+	for (size_t i = 0; i < cl->nmembers && n < max; i++)
+		if (cl->members[i].client && !cl->members[i].failed) {
+			out[n] = cl->members[i].client;
+			if (slots)
+				slots[n] = (uint32_t)i;
+			n++;
+		}
+	pthread_mutex_unlock(&cl->mu);
+	return n;
+}

@@ -1,0 +1,346 @@
+/*
+ * cluster_names.c - named regions across a cluster: the name lives in etcd
+ * (/rmem/<cluster>/names/<tenant>/<name>, common/cluster_name.h), the
+ * region on one server, under the same name in the tenant's namespace there
+ * (so every opener gets a handle and key of its own, as on one server).
+ * Anonymous clients' tenant is CLUSTER_ANON_TENANT ("@anonymous").
+ *
+ * rmem_create, in this order, so that a failed step leaks neither a claim
+ * nor a region:
+ *  1. a lease of CLAIM_TTL_S is granted, and the name claimed with a
+ *     create-if-absent txn under it ({server, region 0}: being made); a
+ *     name that exists is -EEXIST, and of two racing creators exactly one
+ *     wins (etcd orders the txns);
+ *  2. the region is created on a server placed as rmem_alloc places (the
+ *     next server on -ENOMEM, on a server lost, and on -EEXIST: a name left
+ *     there without a record by a creator that died between steps 2 and 3);
+ *     if no server takes it, the lease is revoked, which deletes the claim;
+ *  3. the record is written with the server and the handle's region id,
+ *     without a lease, so it stays; if that fails, the region is unlinked
+ *     on its server and the lease revoked.
+ * A creator that dies during 1 or 2 leaves a claim that its lease ends
+ * within CLAIM_TTL_S; one that dies between 2 and 3 leaves a named region
+ * on the server without a record (rmemctl lists and unlinks it).
+ *
+ * rmem_open reads the record and opens the name on its server.  A record
+ * still being made is -ENOENT.  The server's own table is the truth: when
+ * the server answers -ENOENT (the region was unlinked there, or its memory
+ * was lost), the record is deleted, but only if nobody rewrote it since it
+ * was read (a compare on its mod_revision), and the call is -ENOENT.  A
+ * server that is gone is -EHOSTDOWN and the record stays: the server may
+ * come back with its state.
+ *
+ * rmem_unlink unlinks on the server first, then deletes the record (same
+ * compare): a failure in between leaves a record whose region is gone,
+ * which the next open or unlink cleans up.  A server that is gone is
+ * -EHOSTDOWN, and nothing changes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "cluster_int.h"
+#include "cluster_name.h"
+#include "etcd_client.h"
+#include "single.h"
+
+/* A claim's lease: longer than any create can take. */
+#define CLAIM_TTL_S 30
+#define KEY_MAX (16 + CLUSTER_NAME_MAX + 32 + RMEM_NAME_MAX + 1)
+
+/* The name's key: 0 and its length, or the error a bad name gets on one
+ * server (-EINVAL, -ENAMETOOLONG). */
+static int name_key(const struct cluster *cl, const char *name, char *key, size_t *len)
+{
+	size_t n;
+	int k;
+
+	if (!name)
+		return -EINVAL;
+	n = strnlen(name, RMEM_NAME_MAX + 1);
+	if (n == 0)
+		return -EINVAL;
+	if (n > RMEM_NAME_MAX)
+		return -ENAMETOOLONG;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)name[i] < 0x21 || (unsigned char)name[i] > 0x7e)
+			return -EINVAL;
+	k = snprintf(key, KEY_MAX, "/rmem/%s/names/%s/%s", cl->name,
+		     cl->tenant ? cl->tenant : CLUSTER_ANON_TENANT, name);
+	if (k < 0 || k >= KEY_MAX)
+		return -ENAMETOOLONG;
+	*len = (size_t)k;
+	return 0;
+}
+
+/* The record of key: 0 with it and its mod_revision, -ENOENT, or etcd's
+ * error. */
+static int read_name(struct cluster *cl, const char *key, size_t len, struct cluster_name *rec,
+		     int64_t *mod)
+{
+	struct etcd_range r;
+	int rc;
+
+	pthread_mutex_lock(&cl->names_mu);
+	rc = etcd_range(cl->names_etcd, key, len, false, &r);
+	pthread_mutex_unlock(&cl->names_mu);
+	if (rc < 0)
+		return rc;
+	if (r.nkvs != 1)
+		rc = -ENOENT;
+	else if (cluster_name_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, rec) < 0)
+		rc = -EPROTO;
+	else
+		*mod = r.kvs[0].mod_revision;
+	etcd_range_free(&r);
+	return rc;
+}
+
+/* Deletes key if it is still the record read at mod (best effort). */
+static void drop_stale(struct cluster *cl, const char *key, size_t len, int64_t mod)
+{
+	bool deleted;
+
+	pthread_mutex_lock(&cl->names_mu);
+	etcd_delete_if(cl->names_etcd, key, len, mod, &deleted);
+	pthread_mutex_unlock(&cl->names_mu);
+}
+
+static void revoke(struct cluster *cl, int64_t lease)
+{
+	pthread_mutex_lock(&cl->names_mu);
+	etcd_lease_revoke(cl->names_etcd, lease);
+	pthread_mutex_unlock(&cl->names_mu);
+}
+
+/* Step 1: 0 and the lease that holds the claim, -EEXIST, or etcd's error. */
+static int claim(struct cluster *cl, const char *key, size_t len, uint64_t size,
+		 int64_t *lease)
+{
+	struct cluster_name rec = { .server = "pending", .size = size };
+	struct etcd_kv existing;
+	int64_t ttl;
+	bool created = false;
+	char *value;
+	int rc = cluster_name_encode(&rec, &value);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&cl->names_mu);
+	rc = etcd_lease_grant(cl->names_etcd, CLAIM_TTL_S, lease, &ttl);
+	/* The winner's key may vanish between our compare and our read of
+	 * it (unlinked at once): then try once more. */
+	for (int i = 0; rc == 0 && i < 2; i++) {
+		rc = etcd_create(cl->names_etcd, key, len, value, strlen(value), *lease, &created,
+				 &existing);
+		if (rc == 0 && !created && existing.key)
+			rc = -EEXIST;
+		etcd_kv_free(&existing);
+		if (created)
+			break;
+	}
+	if (rc == 0 && !created)
+		rc = -EEXIST;
+	if (rc < 0 && *lease)
+		etcd_lease_revoke(cl->names_etcd, *lease);
+	pthread_mutex_unlock(&cl->names_mu);
+	free(value);
+	return rc;
+}
+
+/* Step 2: the region on some server; 0 with *slot, or the last answer. */
+static int place(struct cluster *cl, const char *name, uint64_t size, uint32_t flags,
+		 struct rmem_region *out, uint32_t *slot)
+{
+	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
+	int err = -EHOSTDOWN;
+
+	while (members_pick(cl, size, tried, slot) == 0) {
+		rmem_client *c;
+
+		tried[*slot / 64] |= 1ull << (*slot % 64);
+		err = members_client(cl, *slot, &c);
+		if (!err)
+			err = members_err(cl, *slot, single_create(c, name, size, flags, out));
+		members_placed(cl, *slot, size, err);
+		if (!err)
+			return 0;
+		if (err != -ENOMEM && err != -EHOSTDOWN && err != -EEXIST && err != -EDQUOT)
+			return err;
+	}
+	return err == -EEXIST ? -ENOMEM : err;
+}
+
+int cluster_create(struct cluster *cl, const char *name, uint64_t size, uint32_t flags,
+		   struct rmem_region *out)
+{
+	struct cluster_name rec = { .size = size };
+	char key[KEY_MAX];
+	size_t len;
+	int64_t lease = 0;
+	uint32_t slot;
+	char *value = NULL;
+	rmem_client *c;
+	int err;
+
+	if (!out || size == 0 || flags != 0)
+		return -EINVAL;
+	err = name_key(cl, name, key, &len);
+	if (!err)
+		err = claim(cl, key, len, size, &lease);
+	if (err)
+		return err;
+	err = place(cl, name, size, flags, out, &slot);
+	if (err)
+		goto drop_claim;
+	pthread_mutex_lock(&cl->mu);
+	memcpy(rec.server, cl->members[slot].rec.id, sizeof(rec.server));
+	rec.generation = cl->members[slot].rec.generation;
+	pthread_mutex_unlock(&cl->mu);
+	rec.region = out->id;
+	err = cluster_name_encode(&rec, &value);
+	if (!err) {
+		pthread_mutex_lock(&cl->names_mu);
+		err = etcd_put(cl->names_etcd, key, len, value, strlen(value), 0);
+		pthread_mutex_unlock(&cl->names_mu);
+	}
+	free(value);
+	if (err) {
+		if (members_client(cl, slot, &c) == 0)
+			single_unlink2(c, name, RMEM_UNLINK_REVOKE);
+		goto drop_claim;
+	}
+	members_tag(out, slot);
+	return 0;
+drop_claim:
+	revoke(cl, lease);
+	return err;
+}
+
+/* The record's server: 0 and its slot and client, or -EHOSTDOWN. */
+static int record_client(struct cluster *cl, const struct cluster_name *rec, uint32_t *slot,
+			 rmem_client **c)
+{
+	if (members_find(cl, rec->server, slot) < 0)
+		return -EHOSTDOWN; /* never seen: not in the set now */
+	return members_client(cl, *slot, c);
+}
+
+int cluster_open(struct cluster *cl, const char *name, uint32_t access, struct rmem_region *out)
+{
+	struct cluster_name rec;
+	char key[KEY_MAX];
+	size_t len;
+	int64_t mod = 0;
+	uint32_t slot;
+	rmem_client *c;
+	int err;
+
+	if (!out || access == 0 || (access & ~(RMEM_READ | RMEM_WRITE)))
+		return -EINVAL;
+	err = name_key(cl, name, key, &len);
+	if (!err)
+		err = read_name(cl, key, len, &rec, &mod);
+	if (!err && rec.region == 0)
+		err = -ENOENT; /* still being made */
+	if (!err)
+		err = record_client(cl, &rec, &slot, &c);
+	if (!err) {
+		err = members_err(cl, slot, single_open(c, name, access, out));
+		/* Its server does not know it: the record is stale. */
+		if (err == -ENOENT)
+			drop_stale(cl, key, len, mod);
+	}
+	if (!err)
+		members_tag(out, slot);
+	return err;
+}
+
+int cluster_unlink(struct cluster *cl, const char *name, uint32_t flags)
+{
+	struct cluster_name rec;
+	char key[KEY_MAX];
+	size_t len;
+	int64_t mod = 0;
+	uint32_t slot;
+	rmem_client *c;
+	int err;
+
+	if (flags & ~RMEM_UNLINK_REVOKE)
+		return -EINVAL;
+	err = name_key(cl, name, key, &len);
+	if (!err)
+		err = read_name(cl, key, len, &rec, &mod);
+	if (!err && rec.region == 0)
+		err = -ENOENT;
+	if (!err)
+		err = record_client(cl, &rec, &slot, &c);
+	if (!err) {
+		err = members_err(cl, slot, single_unlink2(c, name, flags));
+		/* Gone on its server, now or before: the record goes too. */
+		if (err == 0 || err == -ENOENT)
+			drop_stale(cl, key, len, mod);
+	}
+	return err;
+}
+
+/* ---- rmem_names: the cluster's names, from etcd ---------------------------------------- */
+
+static int by_revision(const void *a, const void *b)
+{
+	const struct etcd_kv *x = a, *y = b;
+
+	return (x->create_revision > y->create_revision) - (x->create_revision < y->create_revision);
+}
+
+/* One record as rmem_names gives it: false when the key or value is not one
+ * (or the name is still being made). */
+static bool name_info(const struct etcd_kv *kv, size_t plen, struct rmem_name_info *out)
+{
+	const char *k = (const char *)kv->key + plen, *slash;
+	size_t rest = kv->key_len - plen, tlen;
+	struct cluster_name rec;
+
+	slash = memchr(k, '/', rest);
+	if (!slash || cluster_name_decode((const char *)kv->value, kv->value_len, &rec) < 0 ||
+	    rec.region == 0)
+		return false;
+	tlen = (size_t)(slash - k);
+	if (tlen >= sizeof(out->tenant) || rest - tlen - 1 == 0 ||
+	    rest - tlen - 1 > RMEM_NAME_MAX)
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->id = (uint64_t)kv->create_revision;
+	out->length = rec.size;
+	if (tlen != strlen(CLUSTER_ANON_TENANT) || memcmp(k, CLUSTER_ANON_TENANT, tlen))
+		memcpy(out->tenant, k, tlen);
+	memcpy(out->name, slash + 1, rest - tlen - 1);
+	return true;
+}
+
+int cluster_names(struct cluster *cl, uint64_t after, struct rmem_name_info *out, size_t max)
+{
+	char prefix[KEY_MAX];
+	struct etcd_range r;
+	size_t n = 0;
+	int plen, rc;
+
+	if (!out && max > 0)
+		return -EINVAL;
+	plen = snprintf(prefix, sizeof prefix, "/rmem/%s/names/", cl->name);
+	pthread_mutex_lock(&cl->names_mu);
+	rc = etcd_range(cl->names_etcd, prefix, (size_t)plen, true, &r);
+	pthread_mutex_unlock(&cl->names_mu);
+	if (rc < 0)
+		return rc;
+	if (r.nkvs)
+		qsort(r.kvs, r.nkvs, sizeof(*r.kvs), by_revision);
+	for (size_t i = 0; i < r.nkvs && n < max; i++)
+		if ((uint64_t)r.kvs[i].create_revision > after &&
+		    name_info(&r.kvs[i], (size_t)plen, &out[n]))
+			n++;
+	etcd_range_free(&r);
+	return (int)n;
+}

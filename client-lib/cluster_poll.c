@@ -1,0 +1,272 @@
+/*
+ * cluster_poll.c - posted calls on a cluster client, and rmem_poll over
+ * every server they went to.
+ *
+ * Each posted operation goes to its server's client under a cookie of the
+ * router's own (its index in cl->pend), so that completions from many
+ * servers can be told apart whatever cookies the application chose, and so
+ * that a posted alloc's region can be tagged with its server when it
+ * completes.  rmem_poll takes what has arrived from every server with
+ * operations in flight; it waits on the one server that has any, or, when
+ * several have, looks at all of them again and again for a millisecond,
+ * then waits a millisecond on each in turn until the timeout.
+ *
+ * Completions keep the order of their server (rmem_poll(3)); there is no
+ * order between servers.  A posted alloc goes to one server, chosen as
+ * rmem_alloc chooses, and is not moved to another on -ENOMEM (its
+ * completion says -ENOMEM).  A server lost for good completes what was
+ * posted to it with -EHOSTDOWN.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <time.h>
+
+#include "cluster.h"
+#include "cluster_int.h"
+#include "single.h"
+
+/* A free entry of the table for slot: 0 and its index, or -ENOMEM. */
+static int pend_new(struct cluster *cl, uint32_t slot, uint64_t cookie,
+		    struct rmem_region *out, uint64_t *idx)
+{
+	size_t i;
+	int err = 0;
+
+	pthread_mutex_lock(&cl->mu);
+	for (i = 0; i < cl->npend && cl->pend[i].used; i++)
+		;
+	if (i == cl->npend) {
+		size_t n = cl->npend ? cl->npend * 2 : 64;
+		struct cluster_pend *p = realloc(cl->pend, n * sizeof(*p));
+
+		if (!p) {
+			err = -ENOMEM;
+		} else {
+			memset(p + cl->npend, 0, (n - cl->npend) * sizeof(*p));
+			cl->pend = p;
+			cl->npend = n;
+		}
+	}
+	if (!err) {
+		cl->pend[i] = (struct cluster_pend){ .cookie = cookie, .out = out, .slot = slot,
+						     .used = true };
+		cl->members[slot].inflight++;
+		*idx = i;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	return err;
+}
+
+/* The entry's completion as the application sees it; the entry is free. */
+static struct rmem_completion pend_done(struct cluster *cl, uint64_t idx, int status)
+{
+	struct rmem_completion c = { .status = status };
+	struct cluster_pend *p;
+
+	pthread_mutex_lock(&cl->mu);
+	p = &cl->pend[idx];
+	c.cookie = p->cookie;
+	if (p->out && status == 0)
+		members_tag(p->out, p->slot);
+	if (cl->members[p->slot].inflight)
+		cl->members[p->slot].inflight--;
+	p->used = false;
+	pthread_mutex_unlock(&cl->mu);
+	return c;
+}
+
+/* True when idx is an operation in flight on slot. */
+static bool pend_live(struct cluster *cl, uint64_t idx, uint32_t slot)
+{
+	bool live;
+
+	pthread_mutex_lock(&cl->mu);
+	live = idx < cl->npend && cl->pend[idx].used && cl->pend[idx].slot == slot;
+	pthread_mutex_unlock(&cl->mu);
+	return live;
+}
+
+/* Posts to slot's client with post(); the entry goes if the post fails. */
+#define POST(cl, slot, cookie, out, call)                                         \
+	do {                                                                          \
+		rmem_client *c_;                                                      \
+		uint64_t idx_;                                                        \
+		err = members_client((cl), (slot), &c_);                               \
+		if (!err)                                                             \
+			err = pend_new((cl), (slot), (cookie), (out), &idx_);         \
+		if (!err) {                                                           \
+			err = members_err((cl), (slot), call);                        \
+			if (err)                                                      \
+				pend_done((cl), idx_, err);                           \
+		}                                                                     \
+	} while (0)
+
+int cluster_post_read(struct cluster *cl, const struct rmem_region *r, uint64_t off, void *buf,
+		      size_t len, uint64_t cookie)
+{
+	uint32_t slot;
+	int err = members_slot_of(cl, r, &slot);
+
+	if (!err)
+		POST(cl, slot, cookie, NULL, single_post_read(c_, r, off, buf, len, idx_));
+	return err;
+}
+
+int cluster_post_write(struct cluster *cl, const struct rmem_region *r, uint64_t off,
+		       const void *buf, size_t len, uint64_t cookie)
+{
+	uint32_t slot;
+	int err = members_slot_of(cl, r, &slot);
+
+	if (!err)
+		POST(cl, slot, cookie, NULL, single_post_write(c_, r, off, buf, len, idx_));
+	return err;
+}
+
+int cluster_post_free(struct cluster *cl, const struct rmem_region *r, uint64_t cookie)
+{
+	uint32_t slot;
+	int err = members_slot_of(cl, r, &slot);
+
+	if (!err)
+		POST(cl, slot, cookie, NULL, single_post_free(c_, r, idx_));
+	if (!err)
+		members_placed(cl, slot, r->length, 1);
+	return err;
+}
+
+int cluster_post_alloc(struct cluster *cl, uint64_t size, uint32_t flags,
+		       struct rmem_region *out, uint64_t cookie)
+{
+	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
+	uint32_t slot;
+	int err;
+
+	if (!out || size == 0 || flags != 0)
+		return -EINVAL;
+	/* A server that cannot be reached now is passed over; the one that
+	 * takes the post answers -ENOMEM itself if it must. */
+	while ((err = members_pick(cl, size, tried, &slot)) == 0) {
+		tried[slot / 64] |= 1ull << (slot % 64);
+		POST(cl, slot, cookie, out, single_post_alloc(c_, size, flags, out, idx_));
+		if (err != -EHOSTDOWN)
+			break;
+	}
+	if (!err)
+		members_placed(cl, slot, size, 0);
+	return err == -ENOMEM ? -EHOSTDOWN : err;
+}
+
+/* ---- rmem_poll ---------------------------------------------------------------------- */
+
+/* The slots with operations in flight: how many (up to max). */
+static size_t busy_slots(struct cluster *cl, uint32_t *slots, size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&cl->mu);
+	for (size_t i = 0; i < cl->nmembers && n < max; i++)
+		if (cl->members[i].inflight)
+			slots[n++] = (uint32_t)i;
+	pthread_mutex_unlock(&cl->mu);
+	return n;
+}
+
+/* A lost server's operations, up to max, complete with -EHOSTDOWN. */
+static int drain_lost(struct cluster *cl, uint32_t slot, struct rmem_completion *out, int max)
+{
+	int n = 0;
+	uint64_t idx[64];
+	int k = 0;
+
+	pthread_mutex_lock(&cl->mu);
+	for (size_t i = 0; i < cl->npend && k < max && k < 64; i++)
+		if (cl->pend[i].used && cl->pend[i].slot == slot)
+			idx[k++] = i;
+	pthread_mutex_unlock(&cl->mu);
+	for (int i = 0; i < k; i++)
+		out[n++] = pend_done(cl, idx[i], -EHOSTDOWN);
+	return n;
+}
+
+/* What slot's server has completed, up to max, without waiting longer
+ * than timeout_ms: how many. */
+static int poll_one(struct cluster *cl, uint32_t slot, struct rmem_completion *out, int max,
+		    int timeout_ms)
+{
+	rmem_client *c;
+	int n, kept = 0, err = members_client(cl, slot, &c);
+
+	if (err)
+		return drain_lost(cl, slot, out, max);
+	n = single_poll(c, out, max, timeout_ms);
+	if (n < 0) {
+		/* The server's client is broken: what it still held is lost. */
+		members_err(cl, slot, -ECONNRESET);
+		return drain_lost(cl, slot, out, max);
+	}
+	for (int i = 0; i < n; i++) {
+		int st = out[i].status;
+
+		if (st == -ECONNRESET)
+			st = -EHOSTDOWN;
+		/* An operation already completed for a server found lost
+		 * (drain_lost) is not reported twice. */
+		if (pend_live(cl, out[i].cookie, slot))
+			out[kept++] = pend_done(cl, out[i].cookie, st);
+	}
+	return kept;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int cluster_poll(struct cluster *cl, struct rmem_completion *out, int max, int timeout_ms)
+{
+	int64_t start = now_ms(), deadline = timeout_ms > 0 ? start + timeout_ms : 0;
+	uint32_t slots[CLUSTER_MAX_SERVERS];
+	unsigned turn = 0;
+
+	if (!out || max <= 0)
+		return -EINVAL;
+	for (;;) {
+		size_t nb = busy_slots(cl, slots, CLUSTER_MAX_SERVERS);
+		int n = 0, wait;
+
+		if (nb == 0)
+			return 0;
+		/* First what has arrived anywhere (and each server's queued
+		 * posts go out). */
+		for (size_t i = 0; i < nb && n < max; i++)
+			n += poll_one(cl, slots[i], out + n, max - n, 0);
+		if (n || timeout_ms == 0)
+			return n;
+		if (timeout_ms > 0 && now_ms() >= deadline)
+			return 0;
+		/* One server: wait on it (in slices, so that posts to others
+		 * made meanwhile by other threads are seen).  Several: look
+		 * at all of them again at once for a millisecond (replies to
+		 * small requests come within that, and a wait on one server
+		 * would delay the others'), then wait a millisecond on each
+		 * in turn. */
+		if (nb > 1 && now_ms() - start < 1) {
+			sched_yield();
+			continue;
+		}
+		wait = nb == 1 ? 100 : 1;
+		if (timeout_ms > 0 && deadline - now_ms() < wait)
+			wait = (int)(deadline - now_ms());
+		if (wait < 0)
+			wait = 0;
+		n = poll_one(cl, slots[turn++ % nb], out, max, wait);
+		if (n)
+			return n;
+	}
+}

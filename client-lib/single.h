@@ -1,0 +1,54 @@
+/*
+ * single.h - the calls of rmem.h on one rmemd: what every public call does
+ * on a client made from a HOST:PORT, tcp://, rdma:// or unix: endpoint.
+ *
+ * The public entry points (api.c) hand a single-server client to these, and
+ * a cluster client (etcd://) to the router (cluster.h), which uses these on
+ * each member server's own client: so the router sits above them and they
+ * never know of it.  Same arguments, results and rules as rmem.h's calls of
+ * the same names; defined in client.c, io.c, names.c and membuf.c.
+ */
+#ifndef RMEM_SINGLE_H
+#define RMEM_SINGLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rmem.h"
+
+int single_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **out);
+void single_close(rmem_client *c);
+const char *single_transport(const rmem_client *c);
+int single_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out);
+int single_free(rmem_client *c, const struct rmem_region *r);
+int single_write(rmem_client *c, const struct rmem_region *r, uint64_t off, const void *buf,
+		 size_t len);
+int single_read(rmem_client *c, const struct rmem_region *r, uint64_t off, void *buf,
+		size_t len);
+int single_cas(rmem_client *c, const struct rmem_region *r, uint64_t off, uint64_t expect,
+	       uint64_t desired, uint64_t *old);
+int single_faa(rmem_client *c, const struct rmem_region *r, uint64_t off, uint64_t add,
+	       uint64_t *old);
+int single_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off, void *buf,
+		     size_t len, uint64_t cookie);
+int single_post_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
+		      const void *buf, size_t len, uint64_t cookie);
+int single_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out,
+		      uint64_t cookie);
+int single_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie);
+int single_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_ms);
+int single_register_buf(rmem_client *c, void *buf, size_t len);
+int single_unregister_buf(rmem_client *c, void *buf);
+int single_stats(rmem_client *c, struct rmem_stats *out);
+int single_pools(rmem_client *c, struct rmem_pool_info *out, size_t max);
+int single_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out, size_t max);
+int single_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, size_t max);
+int single_create(rmem_client *c, const char *name, uint64_t size, uint32_t flags,
+		  struct rmem_region *out);
+int single_open(rmem_client *c, const char *name, uint32_t access, struct rmem_region *out);
+int single_unlink(rmem_client *c, const char *name);
+int single_unlink2(rmem_client *c, const char *name, uint32_t flags);
+int single_unlink_ns(rmem_client *c, const char *tenant, const char *name, uint32_t flags);
+int single_names(rmem_client *c, uint64_t after, struct rmem_name_info *out, size_t max);
+
+#endif /* RMEM_SINGLE_H */
