@@ -274,6 +274,12 @@ python3 "$tmp/jsoncheck.py" "$tmp/ctl.json" "$NAME" "$POOL" "${rports[@]}" \
 rc=$?
 diag < "$tmp/jsoncheck.out"
 ok $rc "the JSON gives each server's id, state up, endpoints, pool/used/free/largest, generation, lease 1..$TTL_S of $TTL_S s"
+"$RMEMCTL" -e "$EURL" --json stats > "$tmp/stats.json" 2> "$tmp/ctl.err"
+rc=$?
+diag < "$tmp/ctl.err"
+[ $rc -eq 0 ] && [ "$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["stats"]["pool_bytes"])' "$tmp/stats.json")" = $((3 * POOL)) ]
+ok $? "rmemctl -e $EURL stats: a cluster client's stats, summed over the three servers"
 "$RMEMCTL" -c "127.0.0.1:${rports[0]}" cluster > /dev/null 2> "$tmp/ctl.err"
 rc=$?
 diag < "$tmp/ctl.err"
