@@ -258,6 +258,11 @@ int tcp_spin_readable(int fd, int spin_us)
 	}
 }
 
+int tcp_set_rcvlowat(int fd, int bytes)
+{
+	return setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof(bytes)) < 0 ? -errno : 0;
+}
+
 int tcp_wait(int fd, short events, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };

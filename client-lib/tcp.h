@@ -46,4 +46,9 @@ int tcp_wait(int fd, short events, int timeout_ms);
  * 0 when the time ran out, or a negative errno. */
 int tcp_spin_readable(int fd, int spin_us);
 
+/* Sets SO_RCVLOWAT: poll() reports fd readable only once bytes (>= 1) are
+ * queued, or at EOF or an error.  Receiving without waiting is unaffected.
+ * 0 or a negative errno. */
+int tcp_set_rcvlowat(int fd, int bytes);
+
 #endif /* RMEM_TCP_H */
