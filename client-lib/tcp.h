@@ -20,9 +20,11 @@
 
 /* Resolves host (a name or an address literal) with getaddrinfo() and
  * connects to the first address that answers, all within timeout_ms.  The
- * socket gets TCP_NODELAY and SO_KEEPALIVE.  Returns the socket or a negative
- * errno; a name that does not resolve is -EHOSTUNREACH. */
-int tcp_connect_host(const char *host, const char *port, int timeout_ms);
+ * socket gets TCP_NODELAY and SO_KEEPALIVE, and the congestion control cc
+ * unless it is NULL or "" (tcp_cc.h).  Returns the socket or a negative
+ * errno; a name that does not resolve is -EHOSTUNREACH, a congestion
+ * control this kernel lacks -ENOPROTOOPT. */
+int tcp_connect_host(const char *host, const char *port, int timeout_ms, const char *cc);
 
 /* Connects to the Unix stream socket at path.  Returns the socket or a
  * negative errno. */
