@@ -29,6 +29,7 @@
 struct options {
 	const char *endpoint;
 	const char *transport; /* NULL: auto */
+	const char *cc;        /* --cc: the client's congestion control, NULL: the system's */
 	struct perf_cfg cfg;
 	size_t size;
 	bool sweep;
@@ -58,7 +59,7 @@ static void usage(FILE *f)
 {
 	fputs("usage: rmem-perf [-e ENDPOINT] [-t rdma|tcp] [--op write|read|cas|faa|alloc|names]\n"
 	      "                 [--bw|--lat] [-s SIZE | -a] [-n ITERS] [-D SECONDS]\n"
-	      "                 [-q DEPTH] [--daemon-pid PID] [--json]\n"
+	      "                 [-q DEPTH] [--daemon-pid PID] [--cc NAME] [--json]\n"
 	      "  -e, --endpoint   daemon endpoint (default " DEFAULT_ENDPOINT ")\n"
 	      "  -t, --transport  rdma or tcp (default: auto)\n"
 	      "  -o, --op         write (default), read, cas, faa, alloc, names\n"
@@ -71,6 +72,7 @@ static void usage(FILE *f)
 	      "  -D, --duration   measure for SECONDS instead of ITERS operations\n"
 	      "  -q, --depth      operations in flight (default 16 bw, 1 lat)\n"
 	      "      --daemon-pid count this local daemon's CPU time too\n"
+	      "      --cc NAME    TCP congestion control of the client (rmem_opts.tcp_congestion)\n"
 	      "      --json       one JSON object per size\n"
 	      "  CPU: the client's (and with --daemon-pid the daemon's) CPU time over the\n"
 	      "  timed part, in microseconds per MiB moved (bandwidth) or per operation.\n", f);
@@ -125,7 +127,7 @@ static enum perf_op parse_op(const char *s)
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_BW = 256, OPT_LAT, OPT_JSON, OPT_DPID };
+	enum { OPT_BW = 256, OPT_LAT, OPT_JSON, OPT_DPID, OPT_CC };
 	static const struct option longs[] = {
 		{ "endpoint", required_argument, NULL, 'e' },
 		{ "transport", required_argument, NULL, 't' },
@@ -139,6 +141,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "depth", required_argument, NULL, 'q' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "daemon-pid", required_argument, NULL, OPT_DPID },
+		{ "cc", required_argument, NULL, OPT_CC },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -178,6 +181,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 			o->depth_given = true;
 			break;
 		case OPT_JSON: o->json = true; break;
+		case OPT_CC: o->cc = optarg; break;
 		case OPT_DPID:
 			o->cfg.daemon_pid = (int)parse_count(optarg, "--daemon-pid", INT32_MAX);
 			break;
@@ -232,6 +236,7 @@ static rmem_client *connect_or_die(const struct options *o)
 	rmem_opts_init(&opts, sizeof(opts));
 	if (o->transport)
 		opts.transport = o->transport;
+	opts.tcp_congestion = o->cc;
 	err = rmem_connect(o->endpoint, &opts, &c);
 	if (err)
 		die("cannot connect to %s%s%s: %s", o->endpoint, o->transport ? " over " : "",
