@@ -8,13 +8,11 @@
  * warm-up, as perftest registers its buffer once before it measures, so
  * that on RDMA the figures compare like for like.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <time.h>
 
+#include "cpustat.h"
 #include "rmem-perf.h"
 
 /* Warm-up: this many operations or this long, whichever ends first. */
@@ -46,60 +44,6 @@ static int64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static double cpu_self_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double switches_self(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_nvcsw + (double)ru.ru_nivcsw;
-}
-
-/* pid's CPU time in seconds: the run time of all its threads, in
- * nanoseconds (schedstat), where /proc/PID/stat counts in clock ticks too
- * coarse for a one-second run; and in *switches how often they were
- * scheduled in.  -1 when pid is 0 or cannot be read. */
-static double cpu_pid_s(int pid, double *switches)
-{
-	char path[64];
-	unsigned long long sum = 0, runs = 0;
-	struct dirent *d;
-	DIR *dir;
-
-	if (pid <= 0)
-		return -1;
-	snprintf(path, sizeof path, "/proc/%d/task", pid);
-	dir = opendir(path);
-	if (!dir)
-		return -1;
-	while ((d = readdir(dir))) {
-		unsigned long long ns, wait_ns, n;
-		FILE *f;
-
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "/proc/%d/task/%.16s/schedstat", pid, d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue; /* the thread ended meanwhile */
-		if (fscanf(f, "%llu %llu %llu", &ns, &wait_ns, &n) == 3) {
-			sum += ns;
-			runs += n;
-		}
-		fclose(f);
-	}
-	closedir(dir);
-	*switches = (double)runs;
-	return (double)sum / 1e9;
 }
 
 static bool more(const struct limit *l, uint64_t posted)
@@ -370,26 +314,25 @@ static int timed_pass(struct run *run, struct rmem_completion *comp)
 {
 	const struct perf_cfg *cfg = run->cfg;
 	struct limit l = { .ops = cfg->iters };
-	double cpu0, dcpu0, sw0, dsw0 = 0, dsw1 = 0;
+	struct cpustat self0, dmn0, self, dmn;
 	int64_t t0;
 	int err;
 
 	run->record = true;
 	run->res->lat_count = 0;
-	dcpu0 = cpu_pid_s(cfg->daemon_pid, &dsw0);
-	sw0 = switches_self();
-	cpu0 = cpu_self_s();
+	dmn0 = cpustat_pid(cfg->daemon_pid);
+	self0 = cpustat_self();
 	t0 = now_ns();
 	if (cfg->seconds > 0)
 		l = (struct limit){ .end_ns = t0 + (int64_t)(cfg->seconds * 1e9) };
 	err = one_pass(run, &l, comp);
 	run->res->seconds = (double)(now_ns() - t0) / 1e9;
-	run->res->client_cpu_s = cpu_self_s() - cpu0;
-	run->res->client_switches = switches_self() - sw0;
-	run->res->daemon_cpu_s = dcpu0 < 0 ? -1 : cpu_pid_s(cfg->daemon_pid, &dsw1) - dcpu0;
-	run->res->daemon_switches = dsw1 - dsw0;
-	if (dcpu0 >= 0 && run->res->daemon_cpu_s < 0)
-		run->res->daemon_cpu_s = -1; /* it went away */
+	self = cpustat_delta(self0, cpustat_self());
+	dmn = cpustat_delta(dmn0, cpustat_pid(cfg->daemon_pid));
+	run->res->client_cpu_s = self.cpu_s;
+	run->res->client_switches = self.switches;
+	run->res->daemon_cpu_s = dmn.cpu_s;
+	run->res->daemon_switches = dmn.switches;
 	return err;
 }
 
