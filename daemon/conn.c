@@ -219,6 +219,7 @@ static void observe(struct conn *c, uint16_t opcode, uint64_t start_ns)
 
 static void write_done(struct conn *c)
 {
+	c->after_bulk = c->hdr.length - PROTO_IO_REQ_LEN > COPY_MAX;
 	conn_reply_status(c, &c->hdr, c->wstatus);
 	observe(c, PROTO_OP_WRITE, c->wstart_ns);
 	c->rx = RX_HDR;
@@ -433,6 +434,13 @@ static ssize_t conn_read_once(struct conn *c, bool *drained)
 		c->in_start = 0;
 	}
 	want = IN_CAP - c->in_end;
+	/* After bulk WRITE data the next frame is most likely another bulk
+	 * WRITE: take its header and fixed part alone, so that its data goes
+	 * straight into the pool instead of through this buffer (up to IN_CAP
+	 * bytes copied per WRITE, for one more read() when it is not one). */
+	if (c->after_bulk && c->in_end == 0 && want > PROTO_HDR_LEN + PROTO_IO_REQ_LEN)
+		want = PROTO_HDR_LEN + PROTO_IO_REQ_LEN;
+	c->after_bulk = false;
 	n = read(c->fd, c->in + c->in_end, want);
 	*drained = n > 0 && (size_t)n < want;
 	if (n > 0)

@@ -49,6 +49,7 @@ struct conn {
 	uint64_t last_rx_ns;    /* when the peer last sent us a byte (frame deadline) */
 	int rcvlowat;           /* SO_RCVLOWAT as last set, 0 = the kernel's 1 (conn_set_lowat) */
 	int lowat_queued;       /* bytes seen queued under it (conn_check_deadlines) */
+	bool after_bulk;        /* the last request was a WRITE of more than COPY_MAX */
 	uint32_t unsent;        /* replies queued since out was last empty */
 	/* An ALLOC waiting for the quarantine (ctl.h, CTL_WAIT): served again
 	 * when ev_retry fires; nothing after it is served until then. */
