@@ -491,7 +491,9 @@ static void conn_set_lowat(struct conn *c)
 {
 	int want = 1, cur = c->rcvlowat ? c->rcvlowat : 1;
 
-	if (c->rx == RX_WDATA && c->in_start == c->in_end && c->wleft > 1)
+	/* (Unix sockets wake their reader at every byte whatever the mark.) */
+	if (c->rx == RX_WDATA && c->in_start == c->in_end && c->wleft > 1 &&
+	    c->s->transport != SESSION_UNIX)
 		want = c->wleft < LOWAT_MAX ? (int)c->wleft : LOWAT_MAX;
 	c->lowat_queued = 0; /* what was queued has been read */
 	if (want != cur && setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof want) == 0)
