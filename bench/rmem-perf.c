@@ -269,11 +269,11 @@ static void print_header(const struct options *o, rmem_client *c)
 		printf(" Iterations      : %" PRIu64 " per size\n", cfg->iters);
 	printf("%s\n", rule);
 	if (cfg->lat || cfg->op == OP_ALLOC)
-		printf(" %-10s %-12s %-12s %-12s %-12s %-14s %-14s %-14s\n", "#bytes",
+		printf(" %-10s %-12s %-12s %-12s %-12s %-14s %-14s %s\n", "#bytes",
 		       "#iterations", "t_p50[usec]", "t_p99[usec]", "t_max[usec]", "MsgRate[Mpps]",
 		       "CPU/op cli[us]", "CPU/op d[us]");
 	else
-		printf(" %-10s %-12s %-20s %-14s %-15s %-15s\n", "#bytes", "#iterations",
+		printf(" %-10s %-12s %-20s %-14s %-15s %s\n", "#bytes", "#iterations",
 		       "BW average[MB/sec]", "MsgRate[Mpps]", "CPU/MiB cli[us]", "CPU/MiB d[us]");
 }
 
@@ -294,6 +294,7 @@ static double cpu_per(double cpu_s, double units)
 	return cpu_s < 0 || units <= 0 ? -1 : cpu_s * 1e6 / units;
 }
 
+/* width 0: the last column, unpadded. */
 static void print_cpu(double us, int width)
 {
 	if (us < 0)
@@ -321,7 +322,7 @@ static void print_result(const struct options *o, rmem_client *c, size_t size,
 			printf(" %-10zu %-12" PRIu64 " %-20.2f %-14.6f", size, res->ops,
 			       has_bw(cfg) ? mb : 0.0, msg / 1e6);
 		print_cpu(cli, has_lat(cfg) ? 14 : 15);
-		print_cpu(dmn, has_lat(cfg) ? 14 : 15);
+		print_cpu(dmn, 0);
 		printf("\n");
 		fflush(stdout);
 		return;
