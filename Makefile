@@ -72,7 +72,7 @@ LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 # into librmem it stays internal.
 PROTO_SRC := common/proto.c
 COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c common/addr.c \
-	common/authmac.c common/etcd_endpoints.c common/state.c common/tcp_cc.c
+	common/authmac.c common/etcd_endpoints.c common/state.c common/hash64.c common/tcp_cc.c
 # The etcd client: the pure codec and endpoint list, and the libcurl
 # transport, built like common/ into an archive of its own (libetcd.a).
 # (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
@@ -103,9 +103,9 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 # What `make install` copies to BINDIR: linked by `make`, without an rpath.
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
-UNIT_TESTS := test_alloc test_proto test_config test_region test_names test_endpoint \
+UNIT_TESTS := test_alloc test_alloc_release test_proto test_config test_region test_names test_endpoint \
 	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay test_state fuzz_state_replay test_slots \
-	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page
+	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
@@ -232,11 +232,15 @@ $(B)/tests/obj/unit/test_alloc.o: EXTRA_CPPFLAGS = -DALLOC_DEBUG -Idaemon
 $(B)/tests/obj/alloc-debug.o: daemon/alloc.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+# The same allocator as rmemd links it, without ALLOC_DEBUG's checks.
+$(B)/tests/test_alloc_release: $(B)/tests/obj/unit/test_alloc_release.o $(B)/d/daemon/alloc.o
+$(B)/tests/obj/unit/test_alloc_release.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
 $(B)/tests/test_state: $(B)/tests/obj/unit/test_state.o
 $(B)/tests/test_slots: $(B)/tests/obj/unit/test_slots.o $(B)/d/daemon/slots.o
 $(B)/tests/obj/unit/test_slots.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_endpoint: $(B)/tests/obj/unit/test_endpoint.o
+$(B)/tests/test_hash64: $(B)/tests/obj/unit/test_hash64.o
 $(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
 $(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o \
 	$(B)/d/daemon/config_keys.o $(B)/d/daemon/config_dump.o $(B)/d/daemon/config_num.o
@@ -417,13 +421,19 @@ bench-rdma: deps
 # The allocator alone (with the region table, for metadata), and the timer of
 # rmemd's start to READY=1.  Never part of all or test.
 $(B)/bench/alloc: $(B)/bench/alloc.o $(B)/bench/benchutil.o $(B)/d/daemon/alloc.o \
-		$(B)/d/daemon/region.o
+		$(B)/d/daemon/region.o $(B)/bench/allocops.o $(B)/bench/bestfit.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^
+# Fragmentation on two traces and restore-time claims, TLSF against the best
+# fit it replaced (bench/bestfit.c, kept only for these benches).
+$(B)/bench/allocfrag: $(B)/bench/allocfrag.o $(B)/bench/benchutil.o $(B)/d/daemon/alloc.o \
+		$(B)/bench/allocops.o $(B)/bench/bestfit.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 # The region table alone: bytes per live region, ns per add/find/free/list.
 $(B)/bench/region: $(B)/bench/region.o $(B)/bench/benchutil.o $(B)/d/daemon/region.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 # The allocator benches look inside the daemon; the others see only rmem.h.
-$(B)/bench/alloc.o $(B)/bench/region.o: BENCH_INC = -Idaemon
+$(B)/bench/alloc.o $(B)/bench/region.o $(B)/bench/allocops.o $(B)/bench/bestfit.o \
+	$(B)/bench/allocfrag.o: BENCH_INC = -Idaemon
 $(B)/bench/%.o: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) $(BENCH_INC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
@@ -438,6 +448,12 @@ bench-alloc: deps
 	scripts/bench-alloc
 bench-bringup: deps
 	bench/bringup.sh
+
+# Control-path throughput: alloc+free pairs/s with 16 in flight beside redis
+# GET -P 16, alternated, with met/missed (scripts/bench-ctl; ~1 minute).
+.PHONY: bench-ctl
+bench-ctl: deps
+	scripts/bench-ctl
 
 # ---- the Soft-RoCE test VM (tests/vm/README.md) -------------------------------
 vm-setup:

@@ -10,9 +10,9 @@
  * pays: a spin that catches a request refills the connection's credit, one
  * in vain spends it, and without credit only every BUSY_POLL_PROBE-th
  * chance spins (a client on rmemd's own CPU, or one that thinks between
- * requests, would see nothing within the window).  conn.c spins only after
- * a callback that served at most one request: a client with several in
- * flight sends in batches, which epoll wakes us for more cheaply.
+ * requests, would see nothing within the window).  conn.c spins after
+ * batches too: a client with 16 allocs in flight sends its next batch
+ * within microseconds of our replies (issue 13).
  */
 #ifndef RMEMD_BUSYPOLL_H
 #define RMEMD_BUSYPOLL_H
@@ -32,8 +32,10 @@ struct busy_poll {
 	uint8_t probe;
 };
 
-/* Whether fd became readable within BUSY_POLL_US (when spinning pays now;
- * false at once otherwise).  Updates bp's credit. */
-bool busy_poll_readable(struct busy_poll *bp, int fd);
+/* Calls try(arg) until it returns true (it found input and took it: a
+ * nonblocking read itself, so that input costs no extra poll()) or
+ * BUSY_POLL_US have passed, when spinning pays now; false at once
+ * otherwise.  Whether try succeeded.  Updates bp's credit. */
+bool busy_poll_try(struct busy_poll *bp, bool (*try)(void *arg), void *arg);
 
 #endif /* RMEMD_BUSYPOLL_H */

@@ -50,6 +50,8 @@ struct conn {
 	int rcvlowat;           /* SO_RCVLOWAT as last set, 0 = the kernel's 1 (conn_set_lowat) */
 	int lowat_queued;       /* bytes seen queued under it (conn_check_deadlines) */
 	bool after_bulk;        /* the last request was a WRITE of more than COPY_MAX */
+	uint64_t clock_ns;      /* the latest clock read of this callback: where the next
+				   request's service time starts (conn.c, observe) */
 	uint32_t unsent;        /* replies queued since out was last empty */
 	/* An ALLOC waiting for the quarantine (ctl.h, CTL_WAIT): served again
 	 * when ev_retry fires; nothing after it is served until then. */

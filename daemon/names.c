@@ -1,8 +1,8 @@
 /*
  * names.c - see names.h.
  *
- * Two chained hashes of pointers, each doubled when it is as full as it is
- * wide: linked objects by (namespace, name), handles by region id.  Named
+ * Two chained hashes (hash64.h): linked objects by (namespace, name),
+ * handles by region id.  Named
  * regions are few next to anonymous ones and are made by a round trip each,
  * so malloc per object and per handle is cheap enough; what must stay fast
  * is the region table, which this keeps out of.
@@ -16,21 +16,12 @@
 #define HASH_MIN_BITS 6
 
 struct names {
-	struct name_obj **by_name;
-	unsigned name_bits;
-	uint64_t linked;
-	struct name_handle **by_id;
-	unsigned id_bits;
-	uint64_t nhandles;
+	struct hash64 by_name; /* key: name_hash; its count is the linked objects */
+	struct hash64 by_id;   /* key: region id */
 	struct name_obj *first, *last;  /* id order, unlinked ones too */
 	uint64_t count;
 	uint64_t next_id;
 };
-
-static size_t slot_of(uint64_t h, unsigned bits)
-{
-	return (size_t)((h * 0x9e3779b97f4a7c15ull) >> (64 - bits));
-}
 
 /* FNV-1a over the namespace's address and the name's bytes. */
 static uint64_t name_hash(const struct config_tenant *ns, const char *name, size_t len)
@@ -42,21 +33,14 @@ static uint64_t name_hash(const struct config_tenant *ns, const char *name, size
 	return h;
 }
 
-static size_t obj_slot(const struct name_obj *o, unsigned bits)
-{
-	return slot_of(name_hash(o->ns, o->name, o->name_len), bits);
-}
-
 struct names *names_new(void)
 {
 	struct names *n = calloc(1, sizeof *n);
 
 	if (!n)
 		return NULL;
-	n->name_bits = n->id_bits = HASH_MIN_BITS;
-	n->by_name = calloc((size_t)1 << n->name_bits, sizeof *n->by_name);
-	n->by_id = calloc((size_t)1 << n->id_bits, sizeof *n->by_id);
-	if (!n->by_name || !n->by_id) {
+	if (hash64_init(&n->by_name, HASH_MIN_BITS) < 0 ||
+	    hash64_init(&n->by_id, HASH_MIN_BITS) < 0) {
 		names_free(n);
 		return NULL;
 	}
@@ -70,8 +54,8 @@ void names_free(struct names *n)
 		return;
 	while (n->first)
 		names_remove(n, n->first);
-	free(n->by_name);
-	free(n->by_id);
+	hash64_fini(&n->by_name);
+	hash64_fini(&n->by_id);
 	free(n);
 }
 
@@ -94,35 +78,16 @@ int names_access_valid(uint32_t access)
 
 /* ---- objects by name ------------------------------------------------------------ */
 
-static void name_grow(struct names *n)
-{
-	unsigned bits = n->name_bits + 1;
-	struct name_obj **b = calloc((size_t)1 << bits, sizeof *b);
-
-	if (!b)
-		return; /* longer chains, still correct */
-	for (size_t i = 0; i < (size_t)1 << n->name_bits; i++) {
-		for (struct name_obj *o = n->by_name[i], *next; o; o = next) {
-			size_t j = obj_slot(o, bits);
-
-			next = o->hash_next;
-			o->hash_next = b[j];
-			b[j] = o;
-		}
-	}
-	free(n->by_name);
-	n->by_name = b;
-	n->name_bits = bits;
-}
-
 struct name_obj *names_lookup(const struct names *n, const struct config_tenant *ns,
 			      const char *name, size_t len)
 {
-	struct name_obj *o = n->by_name[slot_of(name_hash(ns, name, len), n->name_bits)];
+	for (struct hash64_node *l = hash64_first(&n->by_name, name_hash(ns, name, len)); l;
+	     l = hash64_next(l)) {
+		struct name_obj *o = hash64_entry(l, struct name_obj, link);
 
-	for (; o; o = o->hash_next)
 		if (o->ns == ns && o->name_len == len && !memcmp(o->name, name, len))
 			return o;
+	}
 	return NULL;
 }
 
@@ -131,7 +96,6 @@ struct name_obj *names_add(struct names *n, const struct config_tenant *ns, cons
 			   const struct config_tenant *charged, uint64_t now_ns)
 {
 	struct name_obj *o;
-	size_t i;
 
 	if (names_valid(name, len) < 0) {
 		errno = EINVAL;
@@ -150,12 +114,8 @@ struct name_obj *names_add(struct names *n, const struct config_tenant *ns, cons
 				.offset = offset, .length = length, .created_ns = now_ns,
 				.name_len = (uint16_t)len };
 	memcpy(o->name, name, len);
-	if (n->linked >= (uint64_t)1 << n->name_bits)
-		name_grow(n);
-	i = obj_slot(o, n->name_bits);
-	o->hash_next = n->by_name[i];
-	n->by_name[i] = o;
-	n->linked++;
+	o->link.key = name_hash(ns, name, len);
+	hash64_add(&n->by_name, &o->link);
 	o->prev = n->last;
 	if (n->last)
 		n->last->next = o;
@@ -168,17 +128,10 @@ struct name_obj *names_add(struct names *n, const struct config_tenant *ns, cons
 
 void names_unlink(struct names *n, struct name_obj *o)
 {
-	struct name_obj **pp;
-
 	if (o->unlinked)
 		return;
-	pp = &n->by_name[obj_slot(o, n->name_bits)];
-	while (*pp != o)
-		pp = &(*pp)->hash_next;
-	*pp = o->hash_next;
-	o->hash_next = NULL;
+	hash64_del(&n->by_name, &o->link);
 	o->unlinked = true;
-	n->linked--;
 }
 
 void names_remove(struct names *n, struct name_obj *o)
@@ -200,41 +153,17 @@ void names_remove(struct names *n, struct name_obj *o)
 
 /* ---- handles by region id ------------------------------------------------------- */
 
-static void id_grow(struct names *n)
-{
-	unsigned bits = n->id_bits + 1;
-	struct name_handle **b = calloc((size_t)1 << bits, sizeof *b);
-
-	if (!b)
-		return;
-	for (size_t i = 0; i < (size_t)1 << n->id_bits; i++) {
-		for (struct name_handle *h = n->by_id[i], *next; h; h = next) {
-			size_t j = slot_of(h->region_id, bits);
-
-			next = h->hash_next;
-			h->hash_next = b[j];
-			b[j] = h;
-		}
-	}
-	free(n->by_id);
-	n->by_id = b;
-	n->id_bits = bits;
-}
-
 struct name_handle *names_handle_find(const struct names *n, uint64_t region_id)
 {
-	struct name_handle *h = n->by_id[slot_of(region_id, n->id_bits)];
+	struct hash64_node *l = hash64_first(&n->by_id, region_id);
 
-	while (h && h->region_id != region_id)
-		h = h->hash_next;
-	return h;
+	return l ? hash64_entry(l, struct name_handle, link) : NULL;
 }
 
 int names_handle_add(struct names *n, struct name_obj *o, uint64_t region_id, uint32_t access,
 		     void *holder)
 {
 	struct name_handle *h;
-	size_t i;
 
 	if (names_access_valid(access) < 0)
 		return -EINVAL;
@@ -243,14 +172,9 @@ int names_handle_add(struct names *n, struct name_obj *o, uint64_t region_id, ui
 	h = calloc(1, sizeof *h);
 	if (!h)
 		return -ENOMEM;
-	*h = (struct name_handle){ .region_id = region_id, .access = access, .obj = o,
+	*h = (struct name_handle){ .link.key = region_id, .access = access, .obj = o,
 				   .holder = holder };
-	if (n->nhandles >= (uint64_t)1 << n->id_bits)
-		id_grow(n);
-	i = slot_of(region_id, n->id_bits);
-	h->hash_next = n->by_id[i];
-	n->by_id[i] = h;
-	n->nhandles++;
+	hash64_add(&n->by_id, &h->link);
 	h->obj_next = o->first_handle;
 	if (o->first_handle)
 		o->first_handle->obj_prev = h;
@@ -261,12 +185,7 @@ int names_handle_add(struct names *n, struct name_obj *o, uint64_t region_id, ui
 
 void names_handle_remove(struct names *n, struct name_handle *h)
 {
-	struct name_handle **pp = &n->by_id[slot_of(h->region_id, n->id_bits)];
-
-	while (*pp != h)
-		pp = &(*pp)->hash_next;
-	*pp = h->hash_next;
-	n->nhandles--;
+	hash64_del(&n->by_id, &h->link);
 	if (h->obj_prev)
 		h->obj_prev->obj_next = h->obj_next;
 	else
@@ -312,7 +231,7 @@ uint64_t names_count(const struct names *n)
 
 uint64_t names_handle_count(const struct names *n)
 {
-	return n->nhandles;
+	return n->by_id.count;
 }
 
 /* ---- restart without loss (persist.c) ---------------------------------------- */

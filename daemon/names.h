@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hash64.h"
 #include "proto.h"
 
 struct config_tenant;
@@ -45,18 +46,25 @@ struct name_obj {
 	uint16_t name_len;
 	char name[PROTO_NAME_MAX + 1];
 	/* The module's own links: use the calls below. */
-	struct name_obj *hash_next, *prev, *next;
+	struct hash64_node link;     /* by (namespace, name) while linked */
+	struct name_obj *prev, *next;
 	struct name_handle *first_handle;
 };
 
 struct name_handle {
-	uint64_t region_id;
+	struct hash64_node link; /* by region id: link.key, see names_handle_region */
 	uint32_t access;      /* PROTO_ACCESS_* */
 	struct name_obj *obj;
 	void *holder;         /* the owner's, opaque here (session.c: its session) */
 	/* The module's own links. */
-	struct name_handle *hash_next, *obj_prev, *obj_next;
+	struct name_handle *obj_prev, *obj_next;
 };
+
+/* The region a handle stands for. */
+static inline uint64_t names_handle_region(const struct name_handle *h)
+{
+	return h->link.key;
+}
 
 struct names;
 

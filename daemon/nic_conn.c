@@ -29,21 +29,17 @@
 
 void nic_peer_destroy(struct nic_peer *p)
 {
+	struct hash64_node *l;
 	int rc;
 
 	if (!p)
 		return;
-	for (size_t i = 0; p->keys && i < (size_t)1 << p->key_bits; i++) {
-		while (p->keys[i]) {
-			struct nic_key *k = p->keys[i];
-
-			log_err("client %llu: key of region %llu still there at the end",
-				(unsigned long long)p->sid, (unsigned long long)k->id);
-			p->keys[i] = k->next;
-			nic_key_destroy(p, k);
-		}
+	for (size_t cur = 0; p->keys.b && (l = hash64_pop(&p->keys, &cur));) {
+		log_err("client %llu: key of region %llu still there at the end",
+			(unsigned long long)p->sid, (unsigned long long)l->key);
+		nic_key_destroy(p, hash64_entry(l, struct nic_key, link));
 	}
-	free(p->keys);
+	hash64_fini(&p->keys);
 	if (p->id->qp)
 		rdma_destroy_qp(p->id);
 	if (p->cq) {
@@ -100,9 +96,7 @@ static struct nic_peer *peer_new(struct nic *rd, struct rdma_cm_id *id, struct s
 	p->s = s;
 	p->sid = sid;
 	p->id = id;
-	p->key_bits = KEY_MIN_BITS;
-	p->keys = calloc((size_t)1 << p->key_bits, sizeof *p->keys);
-	if (!p->keys)
+	if (hash64_init(&p->keys, KEY_MIN_BITS) < 0)
 		goto fail;
 	if (rd->mode == PROTO_KEYS_REGION_MR) {
 		/* Its own domain: no other client's queue pair can use its keys. */
@@ -133,7 +127,7 @@ fail:
 		ibv_destroy_cq(p->cq);
 	if (p->own_pd && p->pd)
 		ibv_dealloc_pd(p->pd);
-	free(p->keys);
+	hash64_fini(&p->keys);
 	free(p);
 	return NULL;
 }
@@ -232,7 +226,7 @@ static void peer_reattach(struct nic *rd, struct nic_peer *p, struct rdma_cm_id 
 		log_err("client %llu: rdma_destroy_id (old queue pair): %s", sid, strerror(errno));
 	log_info("client %llu (%s): re-attach from %s: RDMA queue pair %u replaces %u; "
 		 "its %llu keys stay", sid, p->rd->ev.describe(p->rd->ev.arg, p->s), from, id->qp->qp_num, old_qpn,
-		 (unsigned long long)p->nkeys);
+		 (unsigned long long)p->keys.count);
 }
 
 static void on_connect_request(struct nic *rd, struct rdma_cm_id *id,

@@ -18,14 +18,14 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "hash64.h"
 #include "keys.h"
 #include "nic.h"
 
 struct nic_key {
-	uint64_t id;             /* region id */
+	struct hash64_node link; /* in the peer's keys; link.key: region id */
 	struct ibv_mw *mw;       /* window mode */
 	struct ibv_mr *mr;       /* region-mr mode */
-	struct nic_key *next;    /* hash chain */
 };
 
 struct nic_peer {
@@ -41,9 +41,7 @@ struct nic_peer {
 	bool ending;             /* its session was asked to end */
 	uint64_t next_wr_id, done_wr_id;
 	enum ibv_wc_status done_status;
-	struct nic_key **keys;   /* hash on region id */
-	unsigned key_bits;
-	uint64_t nkeys;
+	struct hash64 keys;      /* struct nic_key by region id */
 };
 
 struct nic {

@@ -17,58 +17,16 @@
 
 /* ---- the keys of a peer, by region id ------------------------------------- */
 
-static size_t key_slot(uint64_t id, unsigned bits)
-{
-	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> (64 - bits));
-}
-
-static void keys_grow(struct nic_peer *p)
-{
-	unsigned bits = p->key_bits + 1;
-	struct nic_key **b = calloc((size_t)1 << bits, sizeof *b);
-
-	if (!b)
-		return; /* longer chains, still correct */
-	for (size_t i = 0; i < (size_t)1 << p->key_bits; i++) {
-		for (struct nic_key *k = p->keys[i], *next; k; k = next) {
-			size_t j = key_slot(k->id, bits);
-
-			next = k->next;
-			k->next = b[j];
-			b[j] = k;
-		}
-	}
-	free(p->keys);
-	p->keys = b;
-	p->key_bits = bits;
-}
-
 static void key_insert(struct nic_peer *p, struct nic_key *k)
 {
-	size_t i;
-
-	if (p->nkeys >= (uint64_t)1 << p->key_bits)
-		keys_grow(p);
-	i = key_slot(k->id, p->key_bits);
-	k->next = p->keys[i];
-	p->keys[i] = k;
-	p->nkeys++;
+	hash64_add(&p->keys, &k->link);
 }
 
 static struct nic_key *key_take(struct nic_peer *p, uint64_t id)
 {
-	struct nic_key **pp = &p->keys[key_slot(id, p->key_bits)];
+	struct hash64_node *l = hash64_take(&p->keys, id);
 
-	for (; *pp; pp = &(*pp)->next) {
-		struct nic_key *k = *pp;
-
-		if (k->id == id) {
-			*pp = k->next;
-			p->nkeys--;
-			return k;
-		}
-	}
-	return NULL;
+	return l ? hash64_entry(l, struct nic_key, link) : NULL;
 }
 
 
@@ -256,7 +214,7 @@ int nic_key_new(struct nic_peer *p, uint64_t id, uint32_t pool, uint8_t *addr, u
 	k = calloc(1, sizeof *k);
 	if (!k)
 		return -ENOMEM;
-	k->id = id;
+	k->link.key = id;
 	if (p->rd->mode == PROTO_KEYS_WINDOW) {
 		rc = window_new(p, k, pool, addr, len, rights, rkey);
 		if (rc < 0)

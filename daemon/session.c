@@ -687,14 +687,14 @@ static void revoke(struct server *srv, struct name_obj *o)
 		struct session *holder = h->holder;
 
 		if (holder->nic &&
-		    srv->keys->key_drop(holder->nic, h->region_id) == KEY_UNCONFIRMED)
+		    srv->keys->key_drop(holder->nic, names_handle_region(h)) == KEY_UNCONFIRMED)
 			o->unconfirmed_ns = (uint64_t)clock_mono_ns();
 	}
 	while ((h = names_handle_first(o))) {
 		struct session *holder = h->holder;
-		struct region *r = region_find(srv->regions, h->region_id);
+		struct region *r = region_find(srv->regions, names_handle_region(h));
 
-		slots_del(srv->slots, STATE_HANDLE, h->region_id);
+		slots_del(srv->slots, STATE_HANDLE, names_handle_region(h));
 		names_handle_remove(srv->names, h);
 		holder->nhandles--;
 		if (r)

@@ -1,6 +1,7 @@
 /*
- * test_alloc.c - the range allocator: limits, coalescing, best fit, refused
- * releases, and a randomized run against a one-byte-per-unit model.
+ * test_alloc.c - the range allocator: limits, coalescing, the good-fit policy
+ * of its size classes, refused releases, and a randomized run against a
+ * one-byte-per-unit model.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -205,7 +206,7 @@ static void coalesce_every_order(int n, int pool_blocks)
 	alloc_free(a);
 }
 
-static void test_best_fit(void)
+static void test_good_fit(void)
 {
 	enum { U = 64 };
 	/* Holes of 5, 2, 3 and 2 units between one-unit live blocks, then a tail. */
@@ -229,19 +230,57 @@ static void test_best_fit(void)
 			setup &= alloc_release(a, at, layout[i] * U) == 0;
 		at += layout[i] * U;
 	}
-	ok(setup && stats_of(a).free_ranges == 5, "best fit: holes of 5@0 2@6 3@9 2@13, tail@16");
-	ok(alloc_reserve(a, 1 * U, &off, &len) == 0 && off == 6 * U,
-	   "1 unit goes to the first of the two 2-unit holes");
-	ok(alloc_reserve(a, 2 * U, &off, &len) == 0 && off == 13 * U,
+	ok(setup && stats_of(a).free_ranges == 5, "good fit: holes of 5@0 2@6 3@9 2@13, tail@16");
+	/* Below 32 units a class is one size; a class list is last in, first out. */
+	ok(alloc_reserve(a, 1 * U, &off, &len) == 0 && off == 13 * U,
+	   "1 unit: no 1-unit hole, so the next class up, whose head is the 2-unit hole freed last");
+	ok(alloc_reserve(a, 2 * U, &off, &len) == 0 && off == 6 * U,
 	   "2 units skip the 1-unit rest and take the other 2-unit hole");
 	ok(alloc_reserve(a, 3 * U, &off, &len) == 0 && off == 9 * U,
 	   "3 units take the 3-unit hole, not the 5-unit one");
 	ok(alloc_reserve(a, 4 * U, &off, &len) == 0 && off == 0,
 	   "4 units take the 5-unit hole");
 	ok(alloc_reserve(a, 1 * U, &off, &len) == 0 && off == 4 * U,
-	   "1 unit: of the 1-unit holes at 4 and 7, the lower one");
+	   "1 unit: of the 1-unit rests at 14 and 4, the one made last");
 	ok(alloc_reserve(a, 6 * U, &off, &len) == 0 && off == 16 * U && len == 6 * U,
 	   "6 units fit only the tail");
+	alloc_free(a);
+}
+
+/*
+ * Above 32 units a class spans 1/32 of its lower bound: 64 and 65 units share
+ * one.  A request tries its own class's head, then the next non-empty class;
+ * when nothing above is left, it searches its own class's list.
+ */
+static void test_good_fit_classes(void)
+{
+	enum { U = 64 };
+	struct alloc *a = alloc_new(200 * U, U);
+	struct alloc_stats st;
+	uint64_t off, len, o[5];
+	bool setup;
+
+	if (!a) {
+		skip(5, "alloc_new failed");
+		return;
+	}
+	/* 64@0, 1@64, 65@65, 1@130, 69@131 (the tail, in a class of its own) */
+	setup = alloc_reserve(a, 64 * U, &o[0], &len) == 0 && alloc_reserve(a, U, &o[1], &len) == 0 &&
+		alloc_reserve(a, 65 * U, &o[2], &len) == 0 && alloc_reserve(a, U, &o[3], &len) == 0 &&
+		o[2] == 65 * U && o[3] == 130 * U &&
+		alloc_release(a, o[2], 65 * U) == 0 && alloc_release(a, o[0], 64 * U) == 0;
+	st = stats_of(a);
+	ok(setup && st.free_ranges == 3 && st.largest_free == 69 * U,
+	   "classes: free 64@0 and 65@65 (one class, 64 at its head), tail 69@131");
+	ok(alloc_reserve(a, 65 * U, &off, &len) == 0 && off == 131 * U,
+	   "65 units: the head of their class is too short, so the next class up (the tail)");
+	ok(alloc_release(a, off, len) == 0 && alloc_reserve(a, 69 * U, &o[4], &len) == 0 &&
+	   o[4] == 131 * U && stats_of(a).largest_free == 65 * U,
+	   "69 units take the tail whole; largest_free is now the 65-unit range, exactly");
+	ok(alloc_reserve(a, 65 * U, &off, &len) == 0 && off == 65 * U,
+	   "65 units: nothing above their class, so its list is searched past the 64-unit head");
+	ok(alloc_reserve(a, 65 * U, &off, &len) == -ENOMEM && alloc_reserve(a, 64 * U, &off, &len) == 0 &&
+	   off == 0 && stats_of(a).free_ranges == 0, "then -ENOMEM for 65, and 64 fits exactly");
 	alloc_free(a);
 }
 
@@ -277,10 +316,13 @@ static void test_bad_release(void)
 		alloc_free(a);
 		return;
 	}
+	/* These two need the live table of ALLOC_DEBUG builds (this test's): a
+	 * release build sees only free ranges that share an end with the range,
+	 * the first and third of the first line. */
 	ok(refused(a, b_off, 2 * U) && refused(a, b_off, U) && refused(a, b_off + U, U),
-	   "a double release is refused");
+	   "a double release is refused (ALLOC_DEBUG)");
 	ok(refused(a, a_off, 2 * U) && refused(a, 2 * U, 2 * U) && refused(a, c_off, 2 * U) &&
-	   refused(a, 0, total), "a range overlapping a free range is refused");
+	   refused(a, 0, total), "a range overlapping a free range is refused (ALLOC_DEBUG)");
 	ok(refused(a, a_off + 8, U) && refused(a, a_off, U + 8) && refused(a, a_off, U - 8) &&
 	   refused(a, c_off + 1, U - 1) && refused(a, a_off, 0),
 	   "a misaligned or empty range is refused");
@@ -323,7 +365,7 @@ static void test_huge_pool(void)
 enum { CHK_RESERVE, CHK_SHAPE, CHK_STATS, CHK_REFUSE, CHK_DRAIN, CHK_N };
 
 static const char *const chk_name[CHK_N] = {
-	"reserve and release return what best fit over the model expects",
+	"reserve and release agree with good fit over the model (class order, no class skipped)",
 	"every live range is aligned, inside the pool and disjoint from the others",
 	"used/free/live/peak/largest_free/free_ranges match the model after every call",
 	"bad releases are refused and change nothing",
@@ -379,13 +421,48 @@ static void fail(struct model *m, int chk, const char *fmt, ...)
 	diag("align %" PRIu64 " seed %" PRIu64 " op %d: %s", m->align, m->seed, m->op, msg);
 }
 
-/* Best fit over the model: the shortest run of free units >= need, lowest first. */
-static bool model_best_fit(const struct model *m, uint64_t need, uint64_t *at)
+/* The allocator's size class of u units, as one ordered number: one class
+ * per size below 32 units, then 32 classes per power of two. */
+static unsigned int model_class(uint64_t u)
 {
-	uint64_t best_len = UINT64_MAX, i = 0;
+	int t;
 
+	if (u < 32)
+		return (unsigned int)u;
+	t = 63 - __builtin_clzll(u);
+	return (unsigned int)(t - 4) * 32 + (unsigned int)((u >> (t - 5)) - 32);
+}
+
+/* The run of free units starting at unit at, or 0 when unit at is not the
+ * start of one. */
+static uint64_t model_run_at(const struct model *m, uint64_t at)
+{
+	uint64_t i = at;
+
+	if (at >= m->units || m->busy[at] || (at && !m->busy[at - 1]))
+		return 0;
+	while (i < m->units && !m->busy[i])
+		i++;
+	return i - at;
+}
+
+/*
+ * Good fit over the model: is a reserve of need units at unit at what the
+ * policy may give?  It must start a free run at least need long, and no free
+ * run long enough may sit in a class between need's and the one taken (a
+ * class list's order is the allocator's own, so within a class any member
+ * that fits will do).  *fits: some run is long enough.
+ */
+static bool model_good_fit(const struct model *m, uint64_t need, uint64_t at, bool *fits)
+{
+	uint64_t got = model_run_at(m, at), i = 0;
+	unsigned int lo = model_class(need), hi = got ? model_class(got) : 0;
+	bool good = got >= need;
+
+	*fits = false;
 	while (i < m->units) {
 		uint64_t start = i;
+		unsigned int c;
 
 		if (m->busy[i]) {
 			i++;
@@ -393,12 +470,14 @@ static bool model_best_fit(const struct model *m, uint64_t need, uint64_t *at)
 		}
 		while (i < m->units && !m->busy[i])
 			i++;
-		if (i - start >= need && i - start < best_len) {
-			best_len = i - start;
-			*at = start;
-		}
+		if (i - start < need)
+			continue;
+		*fits = true;
+		c = model_class(i - start);
+		if (c > lo && c < hi)
+			good = false;
 	}
-	return best_len != UINT64_MAX;
+	return good;
 }
 
 static void model_mark(struct model *m, uint64_t off, uint64_t len, uint8_t val)
@@ -446,19 +525,22 @@ static uint64_t random_size(struct model *m)
 static void do_reserve(struct model *m)
 {
 	uint64_t size = random_size(m), need = (size + m->align - 1) / m->align;
-	uint64_t expect = 0, off = 0, len = 0;
-	bool fits = model_best_fit(m, need, &expect);
+	uint64_t off = 0, len = 0;
+	bool fits, good;
 	int rc = alloc_reserve(m->a, size, &off, &len);
 
+	/* Unit m->units starts no run: a refused reserve is never a good one. */
+	good = model_good_fit(m, need, rc == 0 && off % m->align == 0 ? off / m->align : m->units,
+			      &fits) && rc == 0;
 	if (!fits) {
 		if (rc != -ENOMEM)
 			fail(m, CHK_RESERVE, "reserve(%" PRIu64 ") gave %d, expected -ENOMEM",
 			     size, rc);
-		return;
-	}
-	if (rc != 0 || off != expect * m->align) {
+		if (rc != 0)
+			return;
+	} else if (rc != 0 || !good) {
 		fail(m, CHK_RESERVE, "reserve(%" PRIu64 ") gave %d at %" PRIu64
-		     ", expected 0 at %" PRIu64, size, rc, off, expect * m->align);
+		     ": not a good fit over the model", size, rc, off);
 		if (rc != 0)
 			return;
 	}
@@ -744,6 +826,88 @@ static void test_claim_random(void)
 	   ROUNDS);
 }
 
+/*
+ * Many claims: enough that the claim index's walks grow long and it rebuilds,
+ * in offset order, in reverse and shuffled, with a release (which drops the
+ * index) and a reserve halfway through.  Then every unit no claim took must
+ * be free, and releasing everything must leave one range.
+ */
+static void test_claim_many(void)
+{
+	enum { N = 1500, U = 64 };
+	static uint64_t start[N], len[N];
+	static uint8_t busy[N * 6];
+	uint64_t rng = 777, at = 0, units, off, l;
+	bool good = true;
+
+	for (int order = 0; order < 3; order++) {
+		struct alloc *a;
+		size_t n = 0;
+
+		at = 0;
+		for (size_t i = 0; i < N; i++) {
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			at += (rng >> 40) % 3;
+			start[i] = at;
+			len[i] = 1 + (rng >> 20) % 3;
+			at += len[i];
+		}
+		units = at + 5;
+		a = alloc_new(units * U, U);
+		if (!a) {
+			good = false;
+			break;
+		}
+		for (size_t i = 0; order == 1 && i < N / 2; i++) {
+			uint64_t t = start[i];
+
+			start[i] = start[N - 1 - i], start[N - 1 - i] = t;
+			t = len[i], len[i] = len[N - 1 - i], len[N - 1 - i] = t;
+		}
+		for (size_t i = N; order == 2 && i > 1; i--) {
+			size_t j;
+			uint64_t t;
+
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			j = (rng >> 33) % i;
+			t = start[i - 1], start[i - 1] = start[j], start[j] = t;
+			t = len[i - 1], len[i - 1] = len[j], len[j] = t;
+		}
+		memset(busy, 0, sizeof busy);
+		for (size_t i = 0; i < N; i++) {
+			good &= alloc_claim(a, start[i] * U, len[i] * U) == 0;
+			good &= alloc_claim(a, start[i] * U, U) == -EEXIST;
+			memset(busy + start[i], 1, len[i]);
+			n++;
+			if (i == N / 2) {
+				/* A release and a reserve between claims drop the index. */
+				good &= alloc_release(a, start[0] * U, len[0] * U) == 0;
+				memset(busy + start[0], 0, len[0]);
+				good &= alloc_claim(a, start[0] * U, len[0] * U) == 0;
+				memset(busy + start[0], 1, len[0]);
+			}
+		}
+		while (alloc_reserve(a, U, &off, &l) == 0) {
+			good &= !busy[off / U];
+			busy[off / U] = 1;
+			n++;
+		}
+		for (uint64_t u = 0; u < units; u++)
+			good &= busy[u] == 1;
+		good &= stats_of(a).used == stats_of(a).total && stats_of(a).live == n;
+		for (size_t i = 0; i < N; i++)
+			good &= alloc_release(a, start[i] * U, len[i] * U) == 0;
+		for (uint64_t u = 0; u < units; u++)
+			if (busy[u] && alloc_release(a, u * U, U) == 0)
+				busy[u] = 0;
+		good &= stats_of(a).free_ranges == 1 && stats_of(a).largest_free == units * U &&
+			stats_of(a).live == 0;
+		alloc_free(a);
+	}
+	ok(good, "%d claims in offset order, reversed and shuffled: exactly the rest is free, "
+	   "and all of it releases back to one range", N);
+}
+
 int main(void)
 {
 	test_new();
@@ -751,7 +915,8 @@ int main(void)
 	test_exact_fill();
 	coalesce_every_order(4, 4);
 	coalesce_every_order(5, 7);
-	test_best_fit();
+	test_good_fit();
+	test_good_fit_classes();
 	test_bad_release();
 	test_huge_pool();
 	test_random(8);
@@ -759,5 +924,6 @@ int main(void)
 	test_random(4096);
 	test_claim();
 	test_claim_random();
+	test_claim_many();
 	return tap_done();
 }

@@ -119,7 +119,7 @@ static void test_handles(void)
 	   names_handle_add(n, o, 14, 8, NULL) == -EINVAL && o->handles == 2,
 	   "a region id twice: -EEXIST; bad access: -EINVAL; nothing counted");
 	for (h = names_handle_first(o); h; h = names_handle_next(h))
-		seen |= h->region_id == 10 ? 1 : h->region_id == 11 ? 2 : 4;
+		seen |= names_handle_region(h) == 10 ? 1 : names_handle_region(h) == 11 ? 2 : 4;
 	ok(seen == 3, "the object's list holds its two handles only");
 	names_handle_remove(n, names_handle_find(n, 10));
 	ok(o->handles == 1 && names_handle_find(n, 10) == NULL &&
