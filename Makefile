@@ -75,7 +75,7 @@ LIB_LIBS += $(ETCD_LIBS)
 # into librmem it stays internal.
 PROTO_SRC := common/proto.c
 COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c common/addr.c \
-	common/authmac.c common/etcd_endpoints.c common/state.c common/hash64.c
+	common/authmac.c common/etcd_endpoints.c common/state.c common/hash64.c common/tcp_cc.c
 # The etcd client: the pure codec and endpoint list, and the libcurl
 # transport, built like common/ into an archive of its own (libetcd.a).
 # (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
@@ -405,7 +405,7 @@ check-systemd: all $(SYSD_BINS)
 
 # ---- benchmarks (print figures, assert nothing) ------------------------------
 # rmem-perf uses only the public library; installed beside rmemctl.
-PERF_SRCS := bench/rmem-perf.c bench/rmem-perf-run.c bench/rmem-perf-names.c
+PERF_SRCS := bench/rmem-perf.c bench/rmem-perf-run.c bench/rmem-perf-names.c bench/cpustat.c
 PERF_OBJS := $(PERF_SRCS:%.c=$(B)/tool/%.o)
 $(B)/rmem-perf: $(PERF_OBJS) $(B)/librmem.so.$(SOMAJOR)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(PERF_OBJS) -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN'
@@ -424,9 +424,10 @@ $(B)/bench/cluster: $(B)/bench/cluster.o $(B)/librmem.so.$(SOMAJOR)
 # bench-only dependency: nothing but bench-tcp builds this.
 FABRIC_CFLAGS = $(shell $(PKG_CONFIG) --cflags libfabric 2>/dev/null)
 FABRIC_LIBS = $(shell $(PKG_CONFIG) --libs libfabric 2>/dev/null)
-$(B)/bench/fi_rma: bench/peers/fi_rma.c
+$(B)/bench/fi_rma: bench/peers/fi_rma.c bench/cpustat.c bench/cpustat.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(FABRIC_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(FABRIC_LIBS)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(FABRIC_CFLAGS) -Ibench $(LDFLAGS_ALL) -o $@ \
+		bench/peers/fi_rma.c bench/cpustat.c $(FABRIC_LIBS)
 
 # rmem-perf -t tcp beside libfabric tcp, UCX and qperf on loopback; the
 # script installs the peers and builds what it runs (scripts/bench-tcp).

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "cpustat.h"
 #include "rmem-perf.h"
 
 /* Warm-up: this many operations or this long, whichever ends first. */
@@ -324,16 +325,25 @@ static int timed_pass(struct run *run, struct rmem_completion *comp)
 {
 	const struct perf_cfg *cfg = run->cfg;
 	struct limit l = { .ops = cfg->iters };
+	struct cpustat self0, dmn0, self, dmn;
 	int64_t t0;
 	int err;
 
 	run->record = true;
 	run->res->lat_count = 0;
+	dmn0 = cpustat_pid(cfg->daemon_pid);
+	self0 = cpustat_self();
 	t0 = now_ns();
 	if (cfg->seconds > 0)
 		l = (struct limit){ .end_ns = t0 + (int64_t)(cfg->seconds * 1e9) };
 	err = one_pass(run, &l, comp);
 	run->res->seconds = (double)(now_ns() - t0) / 1e9;
+	self = cpustat_delta(self0, cpustat_self());
+	dmn = cpustat_delta(dmn0, cpustat_pid(cfg->daemon_pid));
+	run->res->client_cpu_s = self.cpu_s;
+	run->res->client_switches = self.switches;
+	run->res->daemon_cpu_s = dmn.cpu_s;
+	run->res->daemon_switches = dmn.switches;
 	return err;
 }
 

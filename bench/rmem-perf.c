@@ -29,6 +29,7 @@
 struct options {
 	const char *endpoint;
 	const char *transport; /* NULL: auto */
+	const char *cc;        /* --cc: the client's congestion control, NULL: the system's */
 	struct perf_cfg cfg;
 	size_t size;
 	bool sweep;
@@ -58,7 +59,7 @@ static void usage(FILE *f)
 {
 	fputs("usage: rmem-perf [-e ENDPOINT] [-t rdma|tcp] [--op write|read|cas|faa|alloc|names]\n"
 	      "                 [--bw|--lat] [-s SIZE | -a] [-n ITERS] [-D SECONDS]\n"
-	      "                 [-q DEPTH] [--json]\n"
+	      "                 [-q DEPTH] [--daemon-pid PID] [--cc NAME] [--json]\n"
 	      "  -e, --endpoint   daemon endpoint (default " DEFAULT_ENDPOINT ")\n"
 	      "  -t, --transport  rdma or tcp (default: auto)\n"
 	      "  -o, --op         write (default), read, cas, faa, alloc, names\n"
@@ -70,7 +71,11 @@ static void usage(FILE *f)
 	      "                   100000 alloc requests, 10000 names iterations)\n"
 	      "  -D, --duration   measure for SECONDS instead of ITERS operations\n"
 	      "  -q, --depth      operations in flight (default 16 bw, 1 lat)\n"
-	      "      --json       one JSON object per size\n", f);
+	      "      --daemon-pid count this local daemon's CPU time too\n"
+	      "      --cc NAME    TCP congestion control of the client (rmem_opts.tcp_congestion)\n"
+	      "      --json       one JSON object per size\n"
+	      "  CPU: the client's (and with --daemon-pid the daemon's) CPU time over the\n"
+	      "  timed part, in microseconds per MiB moved (bandwidth) or per operation.\n", f);
 }
 
 /* "64", "4K", "1M", "2G": powers of 1024. */
@@ -122,7 +127,7 @@ static enum perf_op parse_op(const char *s)
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_BW = 256, OPT_LAT, OPT_JSON };
+	enum { OPT_BW = 256, OPT_LAT, OPT_JSON, OPT_DPID, OPT_CC };
 	static const struct option longs[] = {
 		{ "endpoint", required_argument, NULL, 'e' },
 		{ "transport", required_argument, NULL, 't' },
@@ -135,6 +140,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "duration", required_argument, NULL, 'D' },
 		{ "depth", required_argument, NULL, 'q' },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "daemon-pid", required_argument, NULL, OPT_DPID },
+		{ "cc", required_argument, NULL, OPT_CC },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -174,6 +181,10 @@ static void parse_args(int argc, char **argv, struct options *o)
 			o->depth_given = true;
 			break;
 		case OPT_JSON: o->json = true; break;
+		case OPT_CC: o->cc = optarg; break;
+		case OPT_DPID:
+			o->cfg.daemon_pid = (int)parse_count(optarg, "--daemon-pid", INT32_MAX);
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(1);
 		}
@@ -225,6 +236,7 @@ static rmem_client *connect_or_die(const struct options *o)
 	rmem_opts_init(&opts, sizeof(opts));
 	if (o->transport)
 		opts.transport = o->transport;
+	opts.tcp_congestion = o->cc;
 	err = rmem_connect(o->endpoint, &opts, &c);
 	if (err)
 		die("cannot connect to %s%s%s: %s", o->endpoint, o->transport ? " over " : "",
@@ -257,11 +269,12 @@ static void print_header(const struct options *o, rmem_client *c)
 		printf(" Iterations      : %" PRIu64 " per size\n", cfg->iters);
 	printf("%s\n", rule);
 	if (cfg->lat || cfg->op == OP_ALLOC)
-		printf(" %-10s %-12s %-12s %-12s %-12s %-12s\n", "#bytes", "#iterations",
-		       "t_p50[usec]", "t_p99[usec]", "t_max[usec]", "MsgRate[Mpps]");
+		printf(" %-10s %-12s %-12s %-12s %-12s %-14s %-14s %s\n", "#bytes",
+		       "#iterations", "t_p50[usec]", "t_p99[usec]", "t_max[usec]", "MsgRate[Mpps]",
+		       "CPU/op cli[us]", "CPU/op d[us]");
 	else
-		printf(" %-10s %-12s %-20s %-14s\n", "#bytes", "#iterations",
-		       "BW average[MB/sec]", "MsgRate[Mpps]");
+		printf(" %-10s %-12s %-20s %-14s %-15s %s\n", "#bytes", "#iterations",
+		       "BW average[MB/sec]", "MsgRate[Mpps]", "CPU/MiB cli[us]", "CPU/MiB d[us]");
 }
 
 static bool has_bw(const struct perf_cfg *cfg)
@@ -274,6 +287,22 @@ static bool has_lat(const struct perf_cfg *cfg)
 	return cfg->lat || cfg->op == OP_ALLOC;
 }
 
+/* CPU seconds as microseconds per unit (a MiB moved, or an operation);
+ * -1 when not measured. */
+static double cpu_per(double cpu_s, double units)
+{
+	return cpu_s < 0 || units <= 0 ? -1 : cpu_s * 1e6 / units;
+}
+
+/* width 0: the last column, unpadded. */
+static void print_cpu(double us, int width)
+{
+	if (us < 0)
+		printf(" %-*s", width, "-");
+	else
+		printf(" %-*.1f", width, us);
+}
+
 static void print_result(const struct options *o, rmem_client *c, size_t size,
 			 const struct perf_result *res)
 {
@@ -281,15 +310,20 @@ static void print_result(const struct options *o, rmem_client *c, size_t size,
 	double secs = res->seconds > 0 ? res->seconds : 1e-9;
 	double msg = (double)res->ops / secs;
 	double mb = msg * (double)size / 1e6;
+	double units = has_bw(cfg) ? (double)res->ops * (double)size / (1 << 20) : (double)res->ops;
+	double cli = cpu_per(res->client_cpu_s, units), dmn = cpu_per(res->daemon_cpu_s, units);
 
 	if (!o->json) {
 		if (has_lat(cfg))
-			printf(" %-10zu %-12" PRIu64 " %-12.2f %-12.2f %-12.2f %-12.6f\n", size,
+			printf(" %-10zu %-12" PRIu64 " %-12.2f %-12.2f %-12.2f %-13.6f", size,
 			       res->ops, perf_lat_us(res, 0.5), perf_lat_us(res, 0.99),
 			       perf_lat_us(res, 1.0), msg / 1e6);
 		else
-			printf(" %-10zu %-12" PRIu64 " %-20.2f %-14.6f\n", size, res->ops,
+			printf(" %-10zu %-12" PRIu64 " %-20.2f %-14.6f", size, res->ops,
 			       has_bw(cfg) ? mb : 0.0, msg / 1e6);
+		print_cpu(cli, has_lat(cfg) ? 14 : 15);
+		print_cpu(dmn, 0);
+		printf("\n");
 		fflush(stdout);
 		return;
 	}
@@ -303,7 +337,18 @@ static void print_result(const struct options *o, rmem_client *c, size_t size,
 	if (has_lat(cfg))
 		printf(",\"lat_us\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f}",
 		       perf_lat_us(res, 0.5), perf_lat_us(res, 0.99), perf_lat_us(res, 1.0));
-	printf("}\n");
+	/* perftest --cpu_util prints utilization; per MiB (or per operation)
+	 * compares runs of different speeds. */
+	printf(",\"cpu\":{\"per\":\"%s\",\"client_s\":%.6f,\"client_us\":%.3f",
+	       has_bw(cfg) ? "MiB" : "op", res->client_cpu_s, cli);
+	if (dmn >= 0)
+		printf(",\"daemon_s\":%.6f,\"daemon_us\":%.3f", res->daemon_cpu_s, dmn);
+	printf(",\"client_util\":%.4f,\"client_switches\":%.3f", res->client_cpu_s / secs,
+	       cpu_per(res->client_switches, units) / 1e6);
+	if (dmn >= 0)
+		printf(",\"daemon_util\":%.4f,\"daemon_switches\":%.3f", res->daemon_cpu_s / secs,
+		       cpu_per(res->daemon_switches, units) / 1e6);
+	printf("}}\n");
 	fflush(stdout);
 }
 

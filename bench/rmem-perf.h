@@ -27,6 +27,7 @@ struct perf_cfg {
 	uint64_t iters;    /* operations measured; ignored when seconds > 0 */
 	double seconds;    /* -D: measure for this long instead */
 	uint32_t depth;    /* operations in flight */
+	int daemon_pid;    /* --daemon-pid: whose CPU time to count too, 0 = none */
 };
 
 /* What one measurement found.  lat_ns holds one entry per operation timed
@@ -34,6 +35,14 @@ struct perf_cfg {
 struct perf_result {
 	uint64_t ops;      /* operations completed in the timed part */
 	double seconds;
+	/* CPU time over the timed part, as perftest --cpu_util counts it: this
+	 * process's (CLOCK_PROCESS_CPUTIME_ID, every thread), and the daemon's
+	 * (the sum of its threads' run time in /proc/PID/task/TID/schedstat);
+	 * < 0 when not measured. */
+	double client_cpu_s, daemon_cpu_s;
+	/* How often each was scheduled in over the timed part (context
+	 * switches: getrusage, schedstat's third field): mostly wake-ups. */
+	double client_switches, daemon_switches;
 	uint64_t *lat_ns;
 	uint64_t lat_count, lat_cap;
 };

@@ -23,6 +23,7 @@
 #include "endpoint.h"
 #include "keepalive.h"
 #include "tcp.h"
+#include "tcp_cc.h"
 
 /* True when a caller's struct of opts_size bytes contains field. */
 #define OPTS_HAS(opts_size, field) \
@@ -34,6 +35,7 @@ struct connect_params {
 	int resume_ms;           /* 0: off */
 	const char *tenant;      /* NULL: anonymous */
 	const char *secret_file;
+	const char *tcp_cc;      /* NULL: the system's congestion control */
 };
 
 /* ---- options --------------------------------------------------------------- */
@@ -81,6 +83,7 @@ static int read_opts(const struct rmem_opts *o, struct connect_params *p)
 	p->resume_ms = CLIENT_DEFAULT_RESUME_MS;
 	p->tenant = NULL;
 	p->secret_file = NULL;
+	p->tcp_cc = NULL;
 	if (o) {
 		if (!OPTS_HAS(o->size, size))
 			return -EINVAL;
@@ -94,6 +97,12 @@ static int read_opts(const struct rmem_opts *o, struct connect_params *p)
 		}
 		if (OPTS_HAS(o->size, resume_ms))
 			p->resume_ms = o->resume_ms > 0 ? o->resume_ms : 0;
+		if (OPTS_HAS(o->size, tcp_congestion) && o->tcp_congestion &&
+		    o->tcp_congestion[0]) {
+			if (!tcp_cc_name_ok(o->tcp_congestion))
+				return -EINVAL;
+			p->tcp_cc = o->tcp_congestion;
+		}
 	}
 	if (!p->tenant != !p->secret_file)
 		return -EINVAL;
@@ -188,7 +197,7 @@ static int open_stream(struct rmem_client *c, const struct endpoint *ep)
 		fd = tcp_connect_unix(ep->path, c->eng.timeout_ms);
 		c->stream = "unix";
 	} else {
-		fd = tcp_connect_host(ep->host, ep->port, c->eng.timeout_ms);
+		fd = tcp_connect_host(ep->host, ep->port, c->eng.timeout_ms, c->rs.tcp_cc);
 		c->stream = "tcp";
 	}
 	if (fd < 0)
@@ -276,6 +285,9 @@ int single_connect(const char *endpoint, const struct rmem_opts *o, rmem_client 
 	eng_init(&c->eng, params.timeout_ms);
 	err = resume_init(&c->rs, &c->eng, &ep, params.choice, params.resume_ms, params.tenant,
 			  params.secret_file);
+	/* Kept where the resume connects again too; read_opts checked it. */
+	if (params.tcp_cc)
+		memcpy(c->rs.tcp_cc, params.tcp_cc, strlen(params.tcp_cc) + 1);
 	if (!err)
 		err = open_session(c, &params, &hr);
 	/* A daemon from before RESUME takes the feature bit for garbage: the

@@ -50,6 +50,8 @@
 #define ENG_SPIN_US     50
 #define ENG_SPIN_CREDIT 4
 #define ENG_SPIN_PROBE  16
+/* The most SO_RCVLOWAT asks for while READ data streams in (rx_lowat()). */
+#define ENG_LOWAT_MAX   (1 << 20)
 #define INITIAL_CQ 64u
 
 _Static_assert((ENG_MAX_FRAMES & FIFO_MASK) == 0, "ENG_MAX_FRAMES must be a power of two");
@@ -91,6 +93,7 @@ void eng_init(struct engine *e, int timeout_ms)
 	e->fifo_head = e->fifo_count = 0;
 	e->bytes_in_flight = 0;
 	e->stage_start = e->stage_end = 0;
+	e->rcvlowat = 1;
 	tx_reset(e);
 	expect_header(e);
 }
@@ -285,6 +288,7 @@ void eng_reopen(struct engine *e, int fd)
 	e->fifo_head = e->fifo_count = 0;
 	e->bytes_in_flight = 0;
 	e->stage_start = e->stage_end = 0;
+	e->rcvlowat = 1; /* a new socket's */
 	tx_reset(e);
 	expect_header(e);
 	e->last_progress_ms = e->last_send_ms = clock_mono_ms();
@@ -558,6 +562,29 @@ static int spin_first(struct engine *e)
 }
 
 /*
+ * While a READ's data streams in, the socket is readable to poll() only once
+ * min(bytes of that READ still due, ENG_LOWAT_MAX) have arrived, and at once
+ * again for anything else.  Woken at every segment, the client took about
+ * 3.3 wake-ups per MiB, and on loopback each one is paid on the sending
+ * daemon's CPU: 1 MiB READs at 16 in flight lost a fifth of their
+ * bandwidth to it (docs/benchmarks.md).
+ * It cannot deadlock: the reply's header has promised every one of those
+ * bytes, the daemon sends them without waiting for anything from us, and
+ * EOF and errors wake poll() whatever the mark; the kernel caps the mark at
+ * half the receive buffer and wakes us anyway when the buffer or the window
+ * is full.  Set only when it changes: a system call.
+ */
+static void rx_lowat(struct engine *e, short events)
+{
+	int want = 1;
+
+	if ((events & POLLIN) && e->rx_state == RX_DATA && e->rx_left > 1)
+		want = e->rx_left < ENG_LOWAT_MAX ? (int)e->rx_left : ENG_LOWAT_MAX;
+	if (want != e->rcvlowat && tcp_set_rcvlowat(e->fd, want) == 0)
+		e->rcvlowat = want;
+}
+
+/*
  * Waits until the socket can make progress: readable while replies are due,
  * writable when want_out.  Returns 0 then, 1 once deadline has passed, or a
  * negative errno: when something is due and nothing has moved for
@@ -585,6 +612,7 @@ static int eng_wait(struct engine *e, bool want_out, int64_t deadline)
 	 * catches the whole batch instead of cutting it short (16 allocs in
 	 * flight, pinned: 290-355 k requests/s sleeping, 435-757 k spinning).
 	 * Bulk transfers take longer than the window: no spin for them. */
+	rx_lowat(e, events);
 	rc = events == POLLIN && (e->fifo_count == 1 || e->bytes_in_flight <= ENG_BATCH_BYTES)
 		     ? spin_first(e) : 0;
 	if (rc == 0)
@@ -592,6 +620,10 @@ static int eng_wait(struct engine *e, bool want_out, int64_t deadline)
 	if (rc < 0)
 		return eng_fail(e, rc);
 	if (rc > 0)
+		return 0;
+	/* Under a low-water mark bytes may have come without waking us: let
+	 * the caller receive them; with nothing there the next wait fails. */
+	if (e->rcvlowat > 1)
 		return 0;
 	if (clock_mono_ms() >= stall)
 		return eng_fail(e, -ETIMEDOUT);

@@ -105,6 +105,7 @@ struct engine {
 	int64_t last_progress_ms;
 	uint8_t spin_credit;     /* eng_wait's busy-poll: see spin_first() */
 	uint8_t spin_probe;
+	int rcvlowat;            /* the socket's SO_RCVLOWAT as last set: see rx_lowat() */
 	enum eng_rx_state rx_state;
 	struct proto_hdr rx_hdr;
 	uint8_t *rx_dst;         /* where the current part goes */

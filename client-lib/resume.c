@@ -196,11 +196,11 @@ static bool loss_resumable(int err)
 	return err == -ECONNRESET || err == -EPIPE || err == -ENOTCONN;
 }
 
-static int dial(const struct endpoint *ep, int timeout_ms)
+static int dial(const struct resume *rs, int timeout_ms)
 {
-	if (ep->kind == ENDPOINT_UNIX)
-		return tcp_connect_unix(ep->path, timeout_ms);
-	return tcp_connect_host(ep->host, ep->port, timeout_ms);
+	if (rs->ep.kind == ENDPOINT_UNIX)
+		return tcp_connect_unix(rs->ep.path, timeout_ms);
+	return tcp_connect_host(rs->ep.host, rs->ep.port, timeout_ms, rs->tcp_cc);
 }
 
 /* RESUME on the fresh stream: 0 and *rep, or a negative errno (the
@@ -258,7 +258,7 @@ static int attempt(struct resume *rs, int64_t deadline, int timeout_ms)
 
 	if (left <= 0)
 		return -ETIMEDOUT;
-	fd = dial(&rs->ep, left);
+	fd = dial(rs, left);
 	if (fd < 0)
 		return fd;
 	eng_reopen(rs->eng, fd);

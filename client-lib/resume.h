@@ -48,6 +48,7 @@ struct resume {
 	int resume_ms;             /* 0: off */
 	struct engine *eng;        /* the client's */
 	struct endpoint ep;        /* where to connect again */
+	char tcp_cc[16];           /* and how: TCP_CONGESTION, "" the system's (tcp_cc.h) */
 	enum transport_choice choice;
 	char *tenant, *secret_file; /* copies; NULL: anonymous */
 	uint64_t session_id;

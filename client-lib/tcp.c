@@ -4,6 +4,7 @@
  */
 #include "clock.h"
 #include "tcp.h"
+#include "tcp_cc.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -74,9 +75,9 @@ static int wait_until(int fd, short events, int64_t deadline)
  */
 #define STREAM_BUF_BYTES (4 << 20)
 
-static int set_stream_options(int fd)
+static int set_stream_options(int fd, const char *cc)
 {
-	int one = 1, buf = STREAM_BUF_BYTES;
+	int one = 1, buf = STREAM_BUF_BYTES, err;
 
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 		return -errno;
@@ -84,7 +85,10 @@ static int set_stream_options(int fd)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-	return 0;
+	/* Before connect(), so that the first segment already uses it.  The
+	 * kernel's -ENOENT would read as a missing file: say what is missing. */
+	err = tcp_cc_set(fd, cc);
+	return err == -ENOENT ? -ENOPROTOOPT : err;
 }
 
 /* Finishes a nonblocking connect that is in progress. */
@@ -101,7 +105,7 @@ static int finish_connect(int fd, int64_t deadline)
 	return so_error ? stream_error(so_error) : 0;
 }
 
-static int connect_one(const struct addrinfo *ai, int64_t deadline)
+static int connect_one(const struct addrinfo *ai, int64_t deadline, const char *cc)
 {
 	int fd, err;
 
@@ -109,7 +113,7 @@ static int connect_one(const struct addrinfo *ai, int64_t deadline)
 		    ai->ai_protocol);
 	if (fd < 0)
 		return -errno;
-	err = set_stream_options(fd);
+	err = set_stream_options(fd, cc);
 	if (err)
 		goto fail;
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
@@ -140,7 +144,7 @@ static int resolve_error(int gai_err, int saved_errno)
 	}
 }
 
-int tcp_connect_host(const char *host, const char *port, int timeout_ms)
+int tcp_connect_host(const char *host, const char *port, int timeout_ms, const char *cc)
 {
 	const struct addrinfo hints = {
 		.ai_family = AF_UNSPEC,
@@ -158,7 +162,7 @@ int tcp_connect_host(const char *host, const char *port, int timeout_ms)
 	/* A name may have several addresses (::1 and 127.0.0.1); the daemon may
 	 * listen on only one of them. */
 	for (const struct addrinfo *ai = list; ai; ai = ai->ai_next) {
-		err = connect_one(ai, deadline);
+		err = connect_one(ai, deadline, cc);
 		if (err >= 0 || err == -ETIMEDOUT)
 			break;
 	}
@@ -256,6 +260,11 @@ int tcp_spin_readable(int fd, int spin_us)
 		if (clock_mono_us() >= end)
 			return 0;
 	}
+}
+
+int tcp_set_rcvlowat(int fd, int bytes)
+{
+	return setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof(bytes)) < 0 ? -errno : 0;
 }
 
 int tcp_wait(int fd, short events, int timeout_ms)

@@ -20,9 +20,11 @@
 
 /* Resolves host (a name or an address literal) with getaddrinfo() and
  * connects to the first address that answers, all within timeout_ms.  The
- * socket gets TCP_NODELAY and SO_KEEPALIVE.  Returns the socket or a negative
- * errno; a name that does not resolve is -EHOSTUNREACH. */
-int tcp_connect_host(const char *host, const char *port, int timeout_ms);
+ * socket gets TCP_NODELAY and SO_KEEPALIVE, and the congestion control cc
+ * unless it is NULL or "" (tcp_cc.h).  Returns the socket or a negative
+ * errno; a name that does not resolve is -EHOSTUNREACH, a congestion
+ * control this kernel lacks -ENOPROTOOPT. */
+int tcp_connect_host(const char *host, const char *port, int timeout_ms, const char *cc);
 
 /* Connects to the Unix stream socket at path.  Returns the socket or a
  * negative errno. */
@@ -45,5 +47,10 @@ int tcp_wait(int fd, short events, int timeout_ms);
  * spin_us microseconds.  Returns the poll() revents (> 0) as soon as it is,
  * 0 when the time ran out, or a negative errno. */
 int tcp_spin_readable(int fd, int spin_us);
+
+/* Sets SO_RCVLOWAT: poll() reports fd readable only once bytes (>= 1) are
+ * queued, or at EOF or an error.  Receiving without waiting is unaffected.
+ * 0 or a negative errno. */
+int tcp_set_rcvlowat(int fd, int bytes);
 
 #endif /* RMEM_TCP_H */

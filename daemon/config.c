@@ -26,6 +26,7 @@
 #include "config_num.h"
 #include "etcd_endpoints.h"
 #include "secret.h"
+#include "tcp_cc.h"
 
 _Static_assert(CONFIG_SECRET_MAX == SECRET_MAX, "the daemon keeps what secret_read reads");
 
@@ -651,6 +652,52 @@ static int check_cluster(struct ctx *ctx, const config_setting_t *root, const st
 	return 0;
 }
 
+/* ---- tcp ------------------------------------------------------------------------ */
+
+/* The first line of a /proc/sys file into buf ("" when unreadable). */
+static void read_sysctl(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	buf[0] = 0;
+	if (f && fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = 0;
+	if (f)
+		fclose(f);
+}
+
+/* tcp.congestion must be one this kernel lets rmemd set: tried now on a
+ * throwaway socket, so that rmemd -t says so instead of every connection. */
+static int check_tcp(struct ctx *ctx, const config_setting_t *root, const struct config *cfg)
+{
+	const config_setting_t *group = config_setting_get_member(root, "tcp");
+	const config_setting_t *s = group ? config_setting_get_member(group, "congestion") : NULL;
+	const char *name = cfg->tcp_congestion;
+	char list[256];
+	int rc;
+
+	if (!name[0])
+		return 0;
+	rc = tcp_cc_probe(name);
+	if (rc == -ENOENT || rc == -EINVAL) {
+		read_sysctl("/proc/sys/net/ipv4/tcp_available_congestion_control", list,
+			    sizeof list);
+		return fail(ctx, s, "tcp.congestion", "\"%s\" is not a congestion control this "
+			    "kernel has (net.ipv4.tcp_available_congestion_control: %s; others may "
+			    "need their module: modprobe tcp_%s)", name, list[0] ? list : "?", name);
+	}
+	if (rc == -EPERM) {
+		read_sysctl("/proc/sys/net/ipv4/tcp_allowed_congestion_control", list,
+			    sizeof list);
+		return fail(ctx, s, "tcp.congestion", "\"%s\" is not in "
+			    "net.ipv4.tcp_allowed_congestion_control (%s) and rmemd lacks "
+			    "CAP_NET_ADMIN", name, list[0] ? list : "?");
+	}
+	if (rc < 0)
+		return fail(ctx, s, "tcp.congestion", "\"%s\": %s", name, strerror(-rc));
+	return 0;
+}
+
 static int load_root(struct ctx *ctx, const config_setting_t *root, struct config *cfg)
 {
 	char known[80] = "";
@@ -679,7 +726,8 @@ static int load_root(struct ctx *ctx, const config_setting_t *root, struct confi
 		if (rc < 0)
 			return rc;
 	}
-	return check_cluster(ctx, root, cfg);
+	rc = check_cluster(ctx, root, cfg);
+	return rc < 0 ? rc : check_tcp(ctx, root, cfg);
 }
 
 /* ---- libconfig 1.5 integer truncation ---------------------------------------- */

@@ -66,6 +66,9 @@ void config_dump(const struct config *cfg, void (*line)(void *arg, const char *t
 		/* Without etcd there is no cluster, and nothing of it to show. */
 		if (!strcmp(sec->name, "cluster") && !cfg->cluster_etcd[0])
 			continue;
+		/* Nor a tcp group while it only keeps the system's choices. */
+		if (!strcmp(sec->name, "tcp") && !cfg->tcp_congestion[0])
+			continue;
 		if (!sec->is_pool_list) {
 			dump_keys(sec->keys, sec->nkeys, sec->name, cfg, line, arg);
 			continue;

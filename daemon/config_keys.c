@@ -115,6 +115,12 @@ static const struct key_desc cluster_keys[] = {
 	  .min = 1000, .max = 600000, .def = "3000" },
 };
 
+/* Checked against the kernel once loaded (config.c, check_tcp). */
+static const struct key_desc tcp_keys[] = {
+	{ .name = "congestion", .kind = KIND_NAME, FIELD(struct config, tcp_congestion),
+	  .flags = KEY_EMPTY_OK, .def = "" },
+};
+
 const struct section config_sections[] = {
 	{ "listen", listen_keys, ARRAY_SIZE(listen_keys), false, false },
 	{ "pools", pool_keys, ARRAY_SIZE(pool_keys), true, false },
@@ -123,6 +129,7 @@ const struct section config_sections[] = {
 	{ "log", log_keys, ARRAY_SIZE(log_keys), false, false },
 	{ "tenants", tenant_keys, ARRAY_SIZE(tenant_keys), false, true },
 	{ "cluster", cluster_keys, ARRAY_SIZE(cluster_keys), false, false },
+	{ "tcp", tcp_keys, ARRAY_SIZE(tcp_keys), false, false },
 };
 
 const size_t config_nsections = ARRAY_SIZE(config_sections);

@@ -81,6 +81,9 @@ struct config {
 	char cluster_id[CONFIG_NAME_MAX];   /* "" (default): a random id at each start */
 	char cluster_advertise[128];        /* "" (default): listen.tcp */
 	uint32_t cluster_lease_ms;          /* [1000, 600000], default 3000 */
+	/* tcp = { congestion = ""; }: TCP_CONGESTION of every client
+	 * connection (common/tcp_cc.h); "" (default) keeps the system's. */
+	char tcp_congestion[16];
 };
 
 #endif /* RMEMD_CONFIG_TYPES_H */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -28,6 +29,7 @@
 #define COPY_MAX   (64u << 10)  /* smaller READ replies are copied, not referenced */
 #define READ_ROUNDS 16          /* reads per wake-up, so one client cannot starve others */
 #define DIRECT_MAX (4u << 20)   /* bytes per read() straight into the pool */
+#define LOWAT_MAX  (1 << 20)    /* the most SO_RCVLOWAT asks for (conn_set_lowat) */
 /* The longest an ALLOC waits for the quarantine: every range in it when the
  * ALLOC came is due by then, with room for a late timer. */
 #define PARK_MAX_NS ((QUARANTINE_MS + 100) * 1000000ull)
@@ -226,6 +228,7 @@ static void observe(struct conn *c, uint16_t opcode, uint64_t start_ns)
 
 static void write_done(struct conn *c)
 {
+	c->after_bulk = c->hdr.length - PROTO_IO_REQ_LEN > COPY_MAX;
 	conn_reply_status(c, &c->hdr, c->wstatus);
 	observe(c, PROTO_OP_WRITE, c->wstart_ns);
 	c->rx = RX_HDR;
@@ -440,6 +443,13 @@ static ssize_t conn_read_once(struct conn *c, bool *drained)
 		c->in_start = 0;
 	}
 	want = IN_CAP - c->in_end;
+	/* After bulk WRITE data the next frame is most likely another bulk
+	 * WRITE: take its header and fixed part alone, so that its data goes
+	 * straight into the pool instead of through this buffer (up to IN_CAP
+	 * bytes copied per WRITE, for one more read() when it is not one). */
+	if (c->after_bulk && c->in_end == 0 && want > PROTO_HDR_LEN + PROTO_IO_REQ_LEN)
+		want = PROTO_HDR_LEN + PROTO_IO_REQ_LEN;
+	c->after_bulk = false;
 	n = read(c->fd, c->in + c->in_end, want);
 	*drained = n > 0 && (size_t)n < want;
 	if (n > 0)
@@ -472,6 +482,33 @@ static void conn_flush(struct conn *c)
 	}
 }
 
+/*
+ * While a WRITE's data streams in, epoll reports the socket readable only
+ * once min(bytes of that WRITE still due, LOWAT_MAX) have arrived, and at
+ * once again for anything else.  Woken at every segment we made some 170
+ * poll and sched_yield calls per MiB; with the mark the daemon's CPU per
+ * MiB written fell from about 190 to 83 us (issue 13; docs/benchmarks.md).
+ * It cannot deadlock: the WRITE's header has promised every one of those
+ * bytes, and the client sends them without waiting for anything from us
+ * (its replies are either out already or wake us for writing, which the
+ * mark does not affect); EOF and errors wake epoll whatever the mark, and
+ * the kernel caps it at half the receive buffer and wakes us anyway when
+ * the buffer or the window is full.  Set only when it changes: a system
+ * call.  A failure only costs wake-ups.
+ */
+static void conn_set_lowat(struct conn *c)
+{
+	int want = 1, cur = c->rcvlowat ? c->rcvlowat : 1;
+
+	/* (Unix sockets wake their reader at every byte whatever the mark.) */
+	if (c->rx == RX_WDATA && c->in_start == c->in_end && c->wleft > 1 &&
+	    c->s->transport != SESSION_UNIX)
+		want = c->wleft < LOWAT_MAX ? (int)c->wleft : LOWAT_MAX;
+	c->lowat_queued = 0; /* what was queued has been read */
+	if (want != cur && setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof want) == 0)
+		c->rcvlowat = want;
+}
+
 /* Serve, send, and serve again what sending unblocked; then wait for the
  * events that can make progress. */
 static void conn_pump(struct conn *c)
@@ -499,10 +536,12 @@ static void conn_pump(struct conn *c)
 		event_add(c->ev_write, NULL);
 	else
 		event_del(c->ev_write);
-	if (conn_blocked(c))
+	if (conn_blocked(c)) {
 		event_del(c->ev_read);
-	else
+	} else {
+		conn_set_lowat(c);
 		event_add(c->ev_read, NULL);
+	}
 }
 
 /* What one conn_read_once() returned: serves what came, or closes on EOF
@@ -553,7 +592,9 @@ static bool conn_spin_again(struct conn *c, int *spins, bool *drained)
 {
 	struct spin_read sr = { .c = c };
 
-	if (c->dead || conn_blocked(c) || evbuffer_get_length(c->out) != 0 ||
+	/* Bulk WRITE data due: the low-water mark (conn_set_lowat) wakes us
+	 * once it is in; reading it in pieces as it comes would undo that. */
+	if (c->dead || conn_blocked(c) || evbuffer_get_length(c->out) != 0 || c->rcvlowat > 1 ||
 	    (*spins)++ >= BUSY_POLL_ROUNDS || !busy_poll_try(&c->bp, conn_spin_read, &sr))
 		return false;
 	*drained = sr.drained;
@@ -633,14 +674,28 @@ static bool conn_mid_frame(const struct conn *c)
 	return c->rx != RX_HDR || c->in_end > c->in_start;
 }
 
-/* Whether the peer has sent bytes that our loop has not read yet: then it is
- * alive, and only we are late (a busy loop must not cost clients their
- * leases).  Unix sockets and TCP both answer FIONREAD. */
-static bool conn_input_waiting(const struct conn *c)
+/* Bytes the peer sent that our loop has not read yet (FIONREAD: Unix sockets
+ * and TCP both answer it). */
+static int conn_queued(const struct conn *c)
 {
 	int n = 0;
 
-	return ioctl(c->fd, FIONREAD, &n) == 0 && n > 0;
+	return ioctl(c->fd, FIONREAD, &n) == 0 ? n : 0;
+}
+
+/* Whether the peer has sent bytes that our loop would read: then it is
+ * alive, and only we are late (a busy loop must not cost clients their
+ * leases).  Bytes below the low-water mark (conn_set_lowat) wait for the
+ * peer, not for us: the kernel's mark, which it may have capped, decides. */
+static bool conn_input_waiting(const struct conn *c)
+{
+	int n = conn_queued(c), mark = 1;
+	socklen_t len = sizeof mark;
+
+	if (n > 0 && c->rcvlowat > 1 &&
+	    getsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &mark, &len) < 0)
+		mark = 1;
+	return n > 0 && n >= mark;
 }
 
 static void conn_expire(struct conn *c, const char *what, uint64_t idle_ns)
@@ -667,6 +722,16 @@ void conn_check_deadlines(struct conn *c, uint64_t now)
 	blocked = conn_blocked(c);
 	if (blocked)
 		c->last_rx_ns = now;
+	/* Under a low-water mark a WRITE's bytes arrive without waking us;
+	 * more of them queued is the peer's progress all the same. */
+	if (!blocked && c->rcvlowat > 1) {
+		int n = conn_queued(c);
+
+		if (n > c->lowat_queued) {
+			c->lowat_queued = n;
+			c->last_rx_ns = now;
+		}
+	}
 	lease_over = now > c->s->last_ns && now - c->s->last_ns >= lease_ns;
 	frame_over = conn_mid_frame(c) && now > c->last_rx_ns && now - c->last_rx_ns >= frame_ns;
 	if (!lease_over && !frame_over)

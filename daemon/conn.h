@@ -47,6 +47,9 @@ struct conn {
 	int wstatus;            /* the WRITE's answer once its data is consumed */
 	uint64_t wstart_ns;     /* when its header came (the service-time histogram) */
 	uint64_t last_rx_ns;    /* when the peer last sent us a byte (frame deadline) */
+	int rcvlowat;           /* SO_RCVLOWAT as last set, 0 = the kernel's 1 (conn_set_lowat) */
+	int lowat_queued;       /* bytes seen queued under it (conn_check_deadlines) */
+	bool after_bulk;        /* the last request was a WRITE of more than COPY_MAX */
 	uint64_t clock_ns;      /* the latest clock read of this callback: where the next
 				   request's service time starts (conn.c, observe) */
 	uint32_t unsent;        /* replies queued since out was last empty */

@@ -21,6 +21,7 @@
 #include "listen.h"
 #include "log.h"
 #include "server.h"
+#include "tcp_cc.h"
 #include "tenant.h"
 
 #define BACKLOG 1024
@@ -38,8 +39,9 @@ struct listeners {
 static void on_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 			  int salen, void *arg)
 {
+	struct server *srv = arg;
 	char peer[64];
-	int one = 1, buf = STREAM_BUF_BYTES;
+	int one = 1, buf = STREAM_BUF_BYTES, rc;
 
 	(void)l;
 	(void)salen;
@@ -49,7 +51,12 @@ static void on_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, struct s
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-	conn_accept(arg, fd, SESSION_TCP, false, peer);
+	/* tcp.congestion, checked when the config was loaded. */
+	rc = tcp_cc_set(fd, srv->cfg.tcp_congestion);
+	if (rc < 0)
+		log_warn("client %s: congestion control \"%s\": %s; keeping the system's",
+			    peer, srv->cfg.tcp_congestion, strerror(-rc));
+	conn_accept(srv, fd, SESSION_TCP, false, peer);
 }
 
 static void on_unix_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,

@@ -57,7 +57,9 @@ class Config:
         self.seconds = env_num("BENCH_SECONDS", "1")
         self.depth = env_num("BENCH_DEPTH", "16", int)
         self.placements = env_list("BENCH_PLACEMENT", "pinned unpinned")
-        self.tools = env_list("BENCH_TOOLS", "rmem fi_rma ucx qperf")
+        self.tools = env_list("BENCH_TOOLS", "rmem fi_rma ucx")
+        self.ucx_tests = env_list("BENCH_UCX_TESTS", "tag_bw")
+        self.lat_sizes = [int(s) for s in env_list("BENCH_LAT_SIZES", "64")]
         self.max_other = env_num("BENCH_MAX_OTHER_CPU", "0.25")
         self.redo = env_num("BENCH_REDO", "2", int)
         self.budget = env_num("BENCH_BUDGET", "570")
@@ -333,7 +335,8 @@ class Bench:
         argv = pin(self.client_cpus) + [
             f"{self.cfg.build}/rmem-perf", "-e", f"{HOST}:{self.servers['rmemd'].port}",
             "-t", "tcp", "--op", op, f"--{mode}", "-s", str(size), "-q", str(depth),
-            "-D", f"{self.cfg.seconds:g}", "--json"]
+            "-D", f"{self.cfg.seconds:g}", "--json",
+            "--daemon-pid", str(self.servers["rmemd"].proc.pid)]
         return self.json_tool(argv)
 
     def fi_rma(self, op, mode, size):
@@ -341,7 +344,8 @@ class Bench:
         argv = pin(self.client_cpus) + [
             f"{self.cfg.build}/bench/fi_rma", "-p", str(self.servers["fi_rma"].port),
             "--op", op, f"--{mode}", "--size", str(size), "-q", str(depth),
-            "-D", f"{self.cfg.seconds:g}", "--json", HOST]
+            "-D", f"{self.cfg.seconds:g}", "--json",
+            "--server-pid", str(self.servers["fi_rma"].proc.pid), HOST]
         return self.json_tool(argv)
 
     def json_tool(self, argv):
@@ -433,24 +437,31 @@ class Bench:
         if tool == "fi_rma":
             return self.fi_rma(op, mode, size)
         if tool.startswith("ucx_"):
-            return self.ucx({"ucx_put_bw": "ucp_put_bw", "ucx_tag_bw": "tag_bw",
-                             "ucx_put_lat": "ucp_put_lat"}[tool], size)
+            return self.ucx(UCX_TESTS[tool], size)
         return self.qperf(tool[len("qperf_"):], size)
+
+
+UCX_TESTS = {"ucx_put_bw": "ucp_put_bw", "ucx_tag_bw": "tag_bw", "ucx_put_lat": "ucp_put_lat"}
 
 
 def tool_enabled(cfg, bench, tool):
     family = tool.split("_")[0] if tool.startswith(("ucx_", "qperf_")) else tool
     if tool == "rmem":
         return "rmem" in cfg.tools and bench.have_rmem
+    if family == "ucx" and UCX_TESTS[tool] not in cfg.ucx_tests:
+        return False
     return family in cfg.tools
 
 
-def round_plan(cfg, bench, pair):
+def round_plan(cfg, bench, pair, size):
     """The runs of one round, ours beside each peer in turn; every other pair
-    runs each group in reverse, so drift within a round favours no one."""
+    runs each group in reverse, so drift within a round favours no one.
+    Latency only at BENCH_LAT_SIZES."""
     plan = []
     done_shared = set()
     for op, mode, peers in CASES:
+        if mode == "lat" and size not in cfg.lat_sizes:
+            continue
         group = [("rmem", op, mode)]
         for peer in peers:
             # One qperf/UCX run serves both the write and the read comparison.
@@ -490,10 +501,30 @@ def metric(run):
     return lat.get("p50")
 
 
+def cpu_of(run):
+    """(client, daemon) CPU µs per MiB (bandwidth) or per operation (latency)
+    over the timed part, as rmem-perf and fi_rma measure it; None if absent."""
+    cpu = run["result"].get("cpu") if "error" not in run["result"] else None
+    if not cpu:
+        return None
+    return (cpu.get("client_us"), cpu.get("daemon_us"))
+
+
+def median_cpu(pairs):
+    if not pairs:
+        return None
+    out = []
+    for i in (0, 1):
+        vals = [p[i] for p in pairs if p[i] is not None and p[i] >= 0]
+        out.append(statistics.median(vals) if vals else None)
+    return out
+
+
 def summarize(cfg, rounds):
     """Medians per (placement, op, mode, size, tool) over the kept rounds, and
-    ours / theirs for each peer."""
+    ours / theirs for each peer; CPU cost beside them where measured."""
     values = {}
+    cpus = {}
     for rnd in rounds:
         if rnd["discarded"]:
             continue
@@ -501,6 +532,10 @@ def summarize(cfg, rounds):
             v = metric(run)
             if v is None:
                 continue
+            c = cpu_of(run)
+            if c:
+                cpus.setdefault((rnd["placement"], run["op"], run["mode"], run["size"],
+                                 run["tool"]), []).append(c)
             # A qperf or UCX run serves both the write and the read comparison.
             shared = run["tool"].startswith(("qperf", "ucx"))
             for op in ("write", "read") if shared else (run["op"],):
@@ -510,16 +545,21 @@ def summarize(cfg, rounds):
     for placement in cfg.placements:
         for op, mode, peers in CASES:
             for size in cfg.sizes:
+                if mode == "lat" and size not in cfg.lat_sizes:
+                    continue
                 ours = values.get((placement, op, mode, size, "rmem"))
                 row = {"placement": placement, "op": op, "mode": mode, "size": size,
                        "rmem": statistics.median(ours) if ours else None,
+                       "rmem_cpu": median_cpu(cpus.get((placement, op, mode, size, "rmem"))),
                        "n": len(ours) if ours else 0, "peers": {}}
                 for peer in peers:
                     theirs = values.get((placement, op, mode, size, peer))
                     med = statistics.median(theirs) if theirs else None
                     ratio = row["rmem"] / med if row["rmem"] and med else None
                     row["peers"][peer] = {"median": med, "ratio": ratio,
-                                          "n": len(theirs) if theirs else 0}
+                                          "n": len(theirs) if theirs else 0,
+                                          "cpu": median_cpu(cpus.get((placement, op, mode,
+                                                                      size, peer)))}
                 summary.append(row)
     return summary
 
@@ -550,22 +590,38 @@ def case_title(cfg, op, mode):
             "ratio = rmem / peer)")
 
 
+def fmt_cpu(cpu):
+    """client/daemon CPU µs, "-" where not measured."""
+    if not cpu:
+        return "-"
+    return "/".join("-" if v is None else f"{v:.0f}" if v >= 10 else f"{v:.1f}" for v in cpu)
+
+
 def tables(cfg, summary):
-    """[(placement, title, header, rows)] shared by the text and markdown output."""
+    """[(placement, title, header, rows)] shared by the text and markdown output.
+    Peers that did not run are left out; CPU beside rmem and libfabric."""
     out = []
     for placement in cfg.placements:
         for op, mode, peers in CASES:
-            header = ["size", "rmem"]
+            mine = [r for r in summary
+                    if (r["placement"], r["op"], r["mode"]) == (placement, op, mode)]
+            peers = [p for p in peers if any(r["peers"][p]["median"] for r in mine)]
+            if not mine:
+                continue
+            unit = "MiB" if mode == "bw" else "op"
+            header = ["size", "rmem", f"CPU µs/{unit} c/d"]
             for p in peers:
                 header += [PEER_TITLES[p], "ratio"]
+                if p == "fi_rma":
+                    header.append(f"CPU µs/{unit} c/d")
             rows = []
-            for row in summary:
-                if (row["placement"], row["op"], row["mode"]) != (placement, op, mode):
-                    continue
-                cells = [size_name(row["size"]), fmt(row["rmem"])]
+            for row in mine:
+                cells = [size_name(row["size"]), fmt(row["rmem"]), fmt_cpu(row.get("rmem_cpu"))]
                 for p in peers:
                     cells += [fmt(row["peers"][p]["median"]),
                               fmt(row["peers"][p]["ratio"], True)]
+                    if p == "fi_rma":
+                        cells.append(fmt_cpu(row["peers"][p].get("cpu")))
                 rows.append(cells)
             out.append((placement, case_title(cfg, op, mode), header, rows))
     return out
@@ -578,8 +634,18 @@ def size_name(n):
     return f"{n} B"
 
 
-def targets(summary):
-    """The issue's TCP targets, as ours / theirs per placement."""
+def cpu_note(row, peer=None):
+    """CPU per MiB or per operation beside a target: ours, and libfabric's."""
+    unit = "MiB" if row["mode"] == "bw" else "op"
+    note = f"CPU µs/{unit} client/daemon: rmem {fmt_cpu(row.get('rmem_cpu'))}"
+    if peer == "fi_rma":
+        note += f", libfabric {fmt_cpu(row['peers']['fi_rma'].get('cpu'))}"
+    return note
+
+
+def targets(cfg, summary):
+    """Issue 13's TCP targets, as ours / theirs per placement: (placement,
+    what, sign, goal, ratio, CPU note)."""
     found = {}
     for row in summary:
         found[(row["placement"], row["op"], row["mode"], row["size"])] = row
@@ -588,19 +654,24 @@ def targets(summary):
         for op in ("read", "write"):
             row = found.get((placement, op, "bw", 1 << 20))
             if row:
-                checks.append((placement, f"1 MiB {op}, 16 in flight / libfabric tcp", ">=", 1.0,
-                               row["peers"]["fi_rma"]["ratio"]))
-                put = found.get((placement, "write", "bw", 1 << 20))
-                checks.append((placement, f"1 MiB {op}, 16 in flight / UCX ucp_put_bw", ">=",
-                               2.0, row["rmem"] / put["peers"]["ucx_put_bw"]["median"]
-                               if row["rmem"] and put["peers"]["ucx_put_bw"]["median"]
-                               else None))
+                checks.append((placement, f"1 MiB {op}, {cfg.depth} in flight / libfabric tcp",
+                               ">=", 1.05, row["peers"]["fi_rma"]["ratio"],
+                               cpu_note(row, "fi_rma")))
+        for size in sorted({r["size"] for r in summary}):
+            row = found.get((placement, "write", "bw", size))
+            if row and "ucx_tag_bw" in row["peers"]:
+                checks.append((placement, f"{size_name(size)} write / UCX tag_bw", ">=", 1.0,
+                               row["peers"]["ucx_tag_bw"]["ratio"], cpu_note(row)))
         for op in ("read", "write"):
             row = found.get((placement, op, "lat", 64))
             if row:
                 checks.append((placement, f"64 B {op} latency, 1 in flight / libfabric tcp",
-                               "<=", 1.0, row["peers"]["fi_rma"]["ratio"]))
+                               "<=", 1.0, row["peers"]["fi_rma"]["ratio"],
+                               cpu_note(row, "fi_rma")))
     return checks
+
+
+
 
 
 def verdict(sign, goal, ratio):
@@ -622,11 +693,11 @@ def print_text(cfg, summary, rounds):
         for r in rows:
             print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
     print("\ntargets (ours / theirs):")
-    if not targets(summary):
+    if not targets(cfg, summary):
         print("  none measured: they need 64 B and 1 MiB in BENCH_SIZES")
-    for placement, what, sign, goal, ratio in targets(summary):
-        print(f"  {placement:9} {what:52} {fmt3(ratio):>6}  target {sign} {goal:.1f}: "
-              f"{verdict(sign, goal, ratio)}")
+    for placement, what, sign, goal, ratio, note in targets(cfg, summary):
+        print(f"  {placement:9} {what:48} {fmt3(ratio):>6}  target {sign} {goal:.2f}: "
+              f"{verdict(sign, goal, ratio):6}  {note}")
     print("\n" + disturbance_note(cfg, rounds))
     failed = [(r["placement"], run) for r in rounds for run in r["runs"]
               if "error" in run["result"]]
@@ -674,12 +745,12 @@ def markdown(cfg, machine, summary, rounds, json_path):
         "```sh",
         "rmemd -c rmemd.conf     # 127.0.0.1, pool " + cfg.pool + ", hugepages auto",
         "rmem-perf -e 127.0.0.1:PORT -t tcp --op write|read --bw -s SIZE -q DEPTH "
-        f"-D {cfg.seconds:g} --json",
+        f"-D {cfg.seconds:g} --json --daemon-pid RMEMD_PID",
         "rmem-perf -e 127.0.0.1:PORT -t tcp --op write|read --lat -s SIZE -q 1 "
-        f"-D {cfg.seconds:g} --json",
+        f"-D {cfg.seconds:g} --json --daemon-pid RMEMD_PID",
         "fi_rma -s -p PORT 127.0.0.1   # bench/peers/fi_rma.c: libfabric tcp, FI_EP_MSG",
         "fi_rma -p PORT --op write|read --bw|--lat --size SIZE -q DEPTH|1 "
-        f"-D {cfg.seconds:g} --json 127.0.0.1",
+        f"-D {cfg.seconds:g} --json --server-pid SERVER_PID 127.0.0.1",
         f"UCX_TLS=tcp UCX_NET_DEVICES={cfg.ucx_devices} ucx_perftest -p PORT   # server",
         f"UCX_TLS=tcp UCX_NET_DEVICES={cfg.ucx_devices} ucx_perftest 127.0.0.1 -p PORT "
         "-t ucp_put_bw|tag_bw|ucp_put_lat -s SIZE -n N -w N/10 [-O DEPTH] -f -v",
@@ -690,6 +761,10 @@ def markdown(cfg, machine, summary, rounds, json_path):
         "server spins on its completion queue, as the tcp provider only progresses "
         "data when asked. ucx_perftest and qperf print one-way latency (half a ping-pong); "
         "the tables show the round trip (twice that), like rmem-perf and fi_rma. "
+        "CPU c/d: client and daemon (server) CPU time over the timed part, in µs per MiB "
+        "moved or per operation, as perftest --cpu_util counts it (rmem-perf "
+        "--daemon-pid, fi_rma --server-pid: the sum of the threads' run time in "
+        "/proc/PID/task/*/schedstat). "
         "qperf tcp_bw is one-way streaming of SIZE-byte writes with nothing "
         "waited for: the raw-TCP ceiling, not a like-for-like peer. UCX `ucp_get` is left "
         "out: over TCP it measures the test server's progress loop."]
@@ -704,10 +779,11 @@ def markdown(cfg, machine, summary, rounds, json_path):
                   "|" + "---:|" * len(header)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
     lines += ["", "Targets (ours / theirs):", "",
-              "| placement | comparison | ratio | target | |", "|---|---|---:|---|---|"]
-    for placement, what, sign, goal, ratio in targets(summary):
-        lines.append(f"| {placement} | {what} | {fmt3(ratio)} | {sign} {goal:.1f} | "
-                     f"{verdict(sign, goal, ratio)} |")
+              "| placement | comparison | ratio | target | | CPU |",
+              "|---|---|---:|---|---|---|"]
+    for placement, what, sign, goal, ratio, note in targets(cfg, summary):
+        lines.append(f"| {placement} | {what} | {fmt3(ratio)} | {sign} {goal:.2f} | "
+                     f"{verdict(sign, goal, ratio)} | {note} |")
     lines.append(MARK_END)
     return "\n".join(lines)
 
@@ -818,7 +894,7 @@ def measure_round(cfg, bench, clock, placement, size, pair):
     """One round; redone while other processes load the machine, up to
     BENCH_REDO times and within BENCH_BUDGET.  Every attempt is kept in the
     JSON; the least disturbed one counts."""
-    plan = round_plan(cfg, bench, pair)
+    plan = round_plan(cfg, bench, pair, size)
     attempts = []
     while True:
         rnd = run_round(bench, plan, size)

@@ -6,7 +6,8 @@
  *
  *   fi_rma -s [-p PORT] [-m BYTES] [--wait] [HOST]        server
  *   fi_rma [-p PORT] [--op write|read] [--bw|--lat] [--size BYTES]
- *          [-n ITERS] [-D SECONDS] [-q DEPTH] [--json] HOST  client
+ *          [-n ITERS] [-D SECONDS] [-q DEPTH] [--server-pid PID] [--json] HOST
+ *                                                          client
  *
  * The server registers one buffer and passes its address, key and length to
  * the client in the accept data; the client then reads or writes it without
@@ -16,7 +17,9 @@
  * blocks in fi_eq_sread instead and leaves progress to the provider.
  *
  * Output: a line like perftest's, or with --json one object shaped like
- * rmem-perf's: {"tool":"fi_rma","op":...,"lat_us":{"p50":..}}.
+ * rmem-perf's: {"tool":"fi_rma","op":...,"lat_us":{"p50":..},"cpu":{..}}, CPU
+ * per MiB (bandwidth) or per operation of this client and, with
+ * --server-pid, of a local server, over the timed part (cpustat.h).
  */
 #include <endian.h>
 #include <errno.h>
@@ -27,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "cpustat.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -63,6 +68,7 @@ struct opts {
 	unsigned int depth;
 	uint64_t iters;
 	double seconds;
+	int server_pid;     /* --server-pid: whose CPU to count too, 0 = none */
 };
 
 struct fab {
@@ -101,6 +107,7 @@ struct samples {
 struct result {
 	uint64_t ops;
 	double seconds;
+	struct cpustat self, server;  /* over the timed part */
 	struct samples lat;
 };
 
@@ -549,6 +556,7 @@ static int reap(struct client *cl, struct result *res, uint64_t *done)
 static int run_ops(struct client *cl, const struct opts *o, uint64_t iters, double seconds,
 		   struct result *res)
 {
+	struct cpustat server0 = cpustat_pid(res ? o->server_pid : 0), self0 = cpustat_self();
 	uint64_t posted = 0, done = 0, t0 = now_ns(), deadline;
 	uint64_t limit = iters ? iters : UINT64_MAX;
 	int rc = 0;
@@ -564,6 +572,8 @@ static int run_ops(struct client *cl, const struct opts *o, uint64_t iters, doub
 	if (res) {
 		res->ops = done;
 		res->seconds = (double)(now_ns() - t0) / 1e9;
+		res->self = cpustat_delta(self0, cpustat_self());
+		res->server = cpustat_delta(server0, cpustat_pid(o->server_pid));
 	}
 	return rc;
 }
@@ -666,6 +676,27 @@ fail:
 	return rc;
 }
 
+/* As rmem-perf's "cpu" object: microseconds per MiB (bandwidth) or per
+ * operation (latency); the server's only when measured. */
+static void print_cpu(const struct opts *o, const struct result *res)
+{
+	double units = o->lat ? (double)res->ops : (double)res->ops * (double)o->size / (1 << 20);
+	double secs = res->seconds > 0 ? res->seconds : 1e-9;
+
+	if (res->self.cpu_s < 0 || units <= 0)
+		return;
+	printf(",\"cpu\":{\"per\":\"%s\",\"client_s\":%.6f,\"client_us\":%.3f,"
+	       "\"client_util\":%.4f,\"client_switches\":%.3f", o->lat ? "op" : "MiB",
+	       res->self.cpu_s, res->self.cpu_s * 1e6 / units, res->self.cpu_s / secs,
+	       res->self.switches / units);
+	if (res->server.cpu_s >= 0)
+		printf(",\"daemon_s\":%.6f,\"daemon_us\":%.3f,\"daemon_util\":%.4f,"
+		       "\"daemon_switches\":%.3f", res->server.cpu_s,
+		       res->server.cpu_s * 1e6 / units, res->server.cpu_s / secs,
+		       res->server.switches / units);
+	printf("}");
+}
+
 static void report(const struct opts *o, struct result *res)
 {
 	double mbps = (double)res->ops * (double)o->size / res->seconds / 1e6;
@@ -680,9 +711,11 @@ static void report(const struct opts *o, struct result *res)
 		printf("{\"tool\":\"fi_rma\",\"op\":\"%s\",\"mode\":\"%s\",\"transport\":\"tcp\","
 		       "\"size\":%zu,\"depth\":%u,\"iters\":%" PRIu64 ",\"seconds\":%.3f,"
 		       "\"mb_per_s\":%.3f,\"msg_per_s\":%.0f,"
-		       "\"lat_us\":{\"p50\":%.2f,\"p99\":%.2f,\"max\":%.2f}}\n",
+		       "\"lat_us\":{\"p50\":%.2f,\"p99\":%.2f,\"max\":%.2f}",
 		       o->write ? "write" : "read", o->lat ? "lat" : "bw", o->size, o->depth,
 		       res->ops, res->seconds, mbps, mps, p50, p99, max);
+		print_cpu(o, res);
+		printf("}\n");
 		return;
 	}
 	printf("%-6s %-3s %10s %6s %12s %10s %12s %9s %9s %9s\n", "op", "mode", "bytes", "depth",
@@ -739,10 +772,10 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: fi_rma -s [-p PORT] [-m BYTES] [--wait] [HOST]\n"
 		"       fi_rma [-p PORT] [--op write|read] [--bw|--lat] [--size BYTES]\n"
-		"              [-n ITERS] [-D SECONDS] [-q DEPTH] [--json] HOST\n");
+		"              [-n ITERS] [-D SECONDS] [-q DEPTH] [--server-pid PID] [--json] HOST\n");
 }
 
-enum { OPT_OP = 256, OPT_BW, OPT_LAT, OPT_SIZE, OPT_JSON, OPT_WAIT };
+enum { OPT_OP = 256, OPT_BW, OPT_LAT, OPT_SIZE, OPT_JSON, OPT_WAIT, OPT_SPID };
 
 static const struct option long_opts[] = {
 	{ "server", no_argument, NULL, 's' },
@@ -754,6 +787,7 @@ static const struct option long_opts[] = {
 	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "wait", no_argument, NULL, OPT_WAIT },
+	{ "server-pid", required_argument, NULL, OPT_SPID },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -795,6 +829,11 @@ static int parse_opt(struct opts *o, int c, const char *arg)
 		return parse_size(arg, &o->size);
 	case OPT_JSON:
 		o->json = true;
+		return 0;
+	case OPT_SPID:
+		if (parse_number(arg, &d) < 0 || d > 2147483647.0)
+			return -EINVAL;
+		o->server_pid = (int)d;
 		return 0;
 	case OPT_WAIT:
 		o->wait = true;

@@ -117,6 +117,16 @@ struct rmem_opts {
 	 * lost connection is -ECONNRESET for good, as before).  See
 	 * librmem(7), RESUME. */
 	int resume_ms;
+	/* Added after RMEM_1.2 (read only when o->size covers it): the TCP
+	 * congestion control of this client's connection (TCP_CONGESTION),
+	 * e.g. "cubic" or "bbr"; it governs what the client sends, the
+	 * daemon's tcp.congestion what the daemon sends.  NULL or ""
+	 * (default): the system's, net.ipv4.tcp_congestion_control.  Ignored
+	 * on unix: endpoints.  rmem_connect fails with -EINVAL for a name that
+	 * is no name, -ENOPROTOOPT for one this kernel does not have, -EPERM
+	 * for one outside net.ipv4.tcp_allowed_congestion_control without
+	 * CAP_NET_ADMIN.  See rmemd.conf(5), tcp.congestion. */
+	const char *tcp_congestion;
 };
 
 /* Fills *o with defaults.  size is sizeof(*o) as the caller sees it. */

@@ -539,6 +539,16 @@ static void bad_endpoints(void)
 	rc = rmem_connect("127.0.0.1:1", &o, &c);
 	ok(rc == -EINVAL && !c, "unknown transport is -EINVAL (%d)", rc);
 	rmem_close(c);
+	c = NULL;
+	/* Checked before anything connects, and tried on the socket first. */
+	rmem_opts_init(&o, sizeof o);
+	o.tcp_congestion = "cu bic";
+	rc = rmem_connect("127.0.0.1:1", &o, &c);
+	ok(rc == -EINVAL && !c, "tcp_congestion \"cu bic\" is -EINVAL (%d)", rc);
+	o.tcp_congestion = "nosuchcc";
+	rc = rmem_connect("127.0.0.1:1", &o, &c);
+	ok(rc == -ENOPROTOOPT && !c, "tcp_congestion \"nosuchcc\" is -ENOPROTOOPT (%d)", rc);
+	rmem_close(c);
 }
 
 /* The daemon goes away under connected clients. */

@@ -112,6 +112,43 @@ static int warm_pool(rmem_client *c, const uint8_t *zeros)
 	return rc;
 }
 
+/* ss(8)'s word on the established TCP sockets of port: how many there are
+ * (*total) and how many use congestion control name.  -1 without ss. */
+static int ends_using(uint16_t port, const char *name, int *total)
+{
+	char cmd[200], line[1024], word[32];
+	int n = 0;
+	FILE *f;
+
+	*total = 0;
+	if (access("/usr/bin/ss", X_OK) && access("/bin/ss", X_OK) && access("/sbin/ss", X_OK) &&
+	    access("/usr/sbin/ss", X_OK))
+		return -1;
+	snprintf(cmd, sizeof cmd, "ss -tinH state established '( sport = :%u or dport = :%u )' "
+		 "2>/dev/null", (unsigned)port, (unsigned)port);
+	snprintf(word, sizeof word, " %s ", name);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	/* Each socket is an address line, then an indented line of its
+	 * details, which starts with the congestion control's name. */
+	while (fgets(line, sizeof line, f)) {
+		char padded[sizeof line + 2];
+
+		if (line[0] != ' ' && line[0] != '\t')
+			continue;
+		(*total)++;
+		snprintf(padded, sizeof padded, " %s", line);
+		for (char *p = padded; *p; p++)
+			if (*p == '\t')
+				*p = ' ';
+		if (strstr(padded, word))
+			n++;
+	}
+	pclose(f);
+	return n;
+}
+
 static void show_rss(pid_t pid, const char *who)
 {
 	uint64_t rss = 0, hwm = 0;
@@ -128,7 +165,8 @@ int main(void)
 	rmem_client *tcp = NULL, *unx = NULL;
 	uint8_t *src, *dst;
 	uint64_t dhwm0, dhwm1, chwm0, chwm1, rss = 0;
-	int rc;
+	struct rmem_opts o;
+	int rc, ends = 0;
 
 	src = malloc(BIG);
 	dst = malloc(BIG);
@@ -138,11 +176,22 @@ int main(void)
 	fill_random(src, BIG, 2024);
 	memset(dst, 0, BIG);
 
-	if (!harness_start(&d, "256M", NULL))
+	/* reno on both ends, neither's default (bbr or cubic), so that ss can
+	 * tell the option took; reno is in every kernel and always allowed. */
+	if (!harness_start(&d, "256M", "tcp = { congestion = \"reno\"; };"))
 		return tap_done();
-	rc = client_connect(d.tcp_ep, 30000, &tcp);
+	rmem_opts_init(&o, sizeof o);
+	o.timeout_ms = 30000;
+	o.tcp_congestion = "reno";
+	rc = rmem_connect(d.tcp_ep, &o, &tcp);
 	ok(rc == 0 && !strcmp(rmem_transport(tcp), harness_transport()), "connect over %s (%d)",
 	   harness_transport(), rc);
+	rc = ends_using(d.port, "reno", &ends);
+	if (rc < 0)
+		skip(1, "no ss(8) to ask which congestion control the sockets use");
+	else
+		ok(rc == 2 && ends == 2, "both ends use reno (client's tcp_congestion, daemon's "
+		   "tcp.congestion): %d of %d", rc, ends);
 	rc = client_connect(d.unix_ep, 30000, &unx);
 	ok(rc == 0, "connect over unix (%d)", rc);
 	if (!tcp || !unx) {

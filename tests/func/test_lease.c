@@ -305,6 +305,29 @@ static void silent_connections(const struct rmemd *d)
 		close(hello);
 }
 
+/*
+ * WRITE data that comes after the daemon has started waiting for the rest:
+ * it waits under SO_RCVLOWAT (conn.c), so these bytes stay in the socket
+ * without waking it.  The peer has stalled all the same, and must still be
+ * dropped; bytes sitting below the mark are not ours to read.
+ */
+static void late_write_data(const struct rmemd *d, uint8_t *f, size_t len)
+{
+	int late = raw_session(d, false);
+	int rc;
+
+	raw_hdr(f, PROTO_VERSION, PROTO_OP_WRITE, 0, (uint32_t)(PROTO_IO_REQ_LEN + MiB), 2);
+	proto_put_u64(f + PROTO_HDR_LEN, 12345);
+	rc = late >= 0 ? raw_send(late, f, len) : late;
+	sleep_ms(200);
+	rc = rc ? rc : raw_send(late, f + PROTO_HDR_LEN + PROTO_IO_REQ_LEN, 4096);
+	ok(rc == 0, "a WRITE's header and 4 KiB, then 4 KiB more after 200 ms (%d)", rc);
+	rc = late >= 0 ? raw_wait_closed(late, WAIT_MS) : late;
+	ok(rc == 0, "the late data does not keep the stalled WRITE alive (%d)", rc);
+	if (late >= 0)
+		close(late);
+}
+
 static void partial_frames(const struct rmemd *d)
 {
 	uint8_t f[PROTO_HDR_LEN + PROTO_IO_REQ_LEN + 4096] = { 0 };
@@ -334,6 +357,7 @@ static void partial_frames(const struct rmemd *d)
 	rc = wdata >= 0 ? raw_wait_closed(wdata, WAIT_MS) : wdata;
 	ok(rc == 0, "and the stalled WRITE data (%d)", rc);
 	ok(rmemd_log_contains(d, "partial frame stalled"), "the daemon says why");
+	late_write_data(d, f, sizeof f);
 	if (half >= 0)
 		close(half);
 	if (body >= 0)

@@ -471,6 +471,11 @@ static const struct bad_case bad_cases[] = {
 	  "cluster: listen.tcp is off: set cluster.advertise" },
 	{ "unknown key in cluster", "cluster = {\n etcd = \"\";\n ttl = 3;\n};\n", 3,
 	  "cluster.ttl: unknown key (known here: etcd, name, id, advertise, lease_ms)" },
+	/* Tried on a socket: no kernel has this one. */
+	{ "tcp.congestion unknown", "tcp = {\n congestion = \"nosuchcc\";\n};\n", 2,
+	  "tcp.congestion: \"nosuchcc\" is not a congestion control this kernel has" },
+	{ "tcp.congestion not a name", "tcp = { congestion = \"cu bic\"; };\n", 1,
+	  "tcp.congestion: \"cu bic\": a name is" },
 };
 
 static void test_bad_file(const struct bad_case *c, int index)
@@ -745,6 +750,24 @@ static void test_cluster(void)
 	   "id \"\" (random) and no advertise on a listener with an address (rc %d %s)", rc, err);
 }
 
+/* reno is built into every Linux and always allowed. */
+static void test_tcp(void)
+{
+	struct dump d;
+	struct config cfg;
+	char err[512];
+	int rc;
+
+	config_defaults(&cfg);
+	ok(!cfg.tcp_congestion[0], "tcp.congestion: off by default");
+	rc = config_load(&cfg, write_conf("tcp.conf", "tcp = { congestion = \"reno\"; };\n"),
+			 err, sizeof err);
+	ok(rc == 0 && !strcmp(cfg.tcp_congestion, "reno"), "tcp.congestion = reno (rc %d %s)",
+	   rc, err);
+	dump(&cfg, &d);
+	ok(has_line(&d, "tcp.congestion = reno"), "with a congestion control the dump shows it");
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -765,6 +788,7 @@ int main(void)
 	test_parse_size();
 	test_tenants();
 	test_cluster();
+	test_tcp();
 	remove_confs();
 	return tap_done();
 }
