@@ -133,7 +133,7 @@ RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) 
 # ...and the chaos test over RDMA, shorter (tests/chaos/rdma/test_chaos).
 RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
 # ...and the cluster test with three rmemd on the VM's one rxe device.
-RDMA_BINS += tests/func/rdma/test_cluster.sh
+RDMA_BINS += tests/func/rdma/test_cluster.sh tests/func/rdma/test_cluster_lib.sh
 RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
 # tests/func/test_cluster.sh's librmem client (holds memory, does I/O), and
 # the etcd client's own test, run against etcd by test_etcd_client.sh.
