@@ -242,42 +242,54 @@ static int64_t now_ms(void)
 #define CLUSTER_SPIN_US 50
 
 /*
- * Waits up to wait_ms on every busy slot at once, in one poll() over their
- * clients' descriptors, then takes what the ready ones have: how many, 0
- * after the wait, or -EAGAIN when a slot has no descriptor to wait on
- * (single_wait_fd()): the caller then waits on each slot in turn.
+ * What every busy slot has, waiting up to wait_ms on all of them at once:
+ * one poll() over their clients' descriptors (single_wait_fd(), which sends
+ * their queued posts first), then completions taken from the ready ones
+ * only, so that a look costs one system call, not one per server.  A slot
+ * without a descriptor to wait on (lost, completions queued, RDMA
+ * transfers in flight) is always looked at, and then nothing waits here:
+ * *nofd says so, and the caller waits on each slot in turn.  How many.
  */
 static int poll_all(struct cluster *cl, const uint32_t *slots, size_t nb,
-		    struct rmem_completion *out, int max, int wait_ms)
+		    struct rmem_completion *out, int max, int wait_ms, bool *nofd)
 {
 	struct pollfd pfd[CLUSTER_MAX_SERVERS];
-	int n = 0, rc;
+	bool take[CLUSTER_MAX_SERVERS];
+	size_t nfd = 0;
+	int n = 0, rc = 0;
 
+	*nofd = false;
 	for (size_t i = 0; i < nb; i++) {
 		rmem_client *c;
 
-		if (members_client(cl, slots[i], &c) || single_wait_fd(c, &pfd[i]) != 1)
-			return -EAGAIN;
+		take[i] = members_client(cl, slots[i], &c) || single_wait_fd(c, &pfd[i]) != 1;
+		if (take[i]) {
+			pfd[i] = (struct pollfd){ .fd = -1 }; /* poll() skips it */
+			*nofd = true;
+		} else {
+			nfd++;
+		}
 	}
+	if (*nofd)
+		wait_ms = 0;
 	/* Like a single server's client (engine.c), look for a moment before
 	 * sleeping, yielding the CPU to the servers meanwhile: replies to a
 	 * batch of small requests come within that, without a wake-up. */
-	for (int64_t end = now_us() + CLUSTER_SPIN_US;;) {
+	for (int64_t end = now_us() + CLUSTER_SPIN_US; nfd;) {
 		rc = poll(pfd, nb, 0);
 		if (rc != 0 || wait_ms == 0 || now_us() >= end)
 			break;
 		sched_yield();
 	}
-	while (rc == 0 && wait_ms > 0) {
+	while (nfd && rc == 0 && wait_ms > 0) {
 		rc = poll(pfd, nb, wait_ms);
 		if (rc >= 0 || errno != EINTR)
 			break;
 		rc = 0;
 	}
-	if (rc <= 0)
-		return 0; /* (a failed poll() is taken as a wait that saw nothing) */
+	/* (A failed poll() is taken as a look that saw nothing.) */
 	for (size_t i = 0; i < nb && n < max; i++)
-		if (pfd[i].revents)
+		if (take[i] || (rc > 0 && pfd[i].revents))
 			n += poll_one(cl, slots[i], out + n, max - n, 0);
 	return n;
 }
@@ -287,53 +299,48 @@ int cluster_poll(struct cluster *cl, struct rmem_completion *out, int max, int t
 	int64_t start = now_ms(), deadline = timeout_ms > 0 ? start + timeout_ms : 0;
 	uint32_t slots[CLUSTER_MAX_SERVERS];
 	unsigned turn = 0;
+	bool first = true;
 
 	if (!out || max <= 0)
 		return -EINVAL;
 	for (;;) {
 		size_t nb = busy_slots(cl, slots, CLUSTER_MAX_SERVERS);
-		int n = 0, wait;
+		bool nofd = false;
+		int n, wait = 0;
 
 		if (nb == 0)
 			return 0;
-		/* First what has arrived anywhere (and each server's queued
-		 * posts go out). */
-		for (size_t i = 0; i < nb && n < max; i++)
-			n += poll_one(cl, slots[i], out + n, max - n, 0);
+		/* First what has arrived anywhere, without waiting; then
+		 * waits in slices of at most 100 ms, so that posts to other
+		 * servers made meanwhile by other threads are seen. */
+		if (!first) {
+			wait = 100;
+			if (timeout_ms > 0 && deadline - now_ms() < wait)
+				wait = (int)(deadline - now_ms());
+			if (wait < 0)
+				wait = 0;
+		}
+		/* One server: in its own way (its client's spin before
+		 * sleeping included).  Several: sleep on all of them at once.
+		 * Spinning over them (as this once did for a millisecond) took
+		 * the CPU the servers needed when they share it with the
+		 * client, and a wait on one server in turn left the others'
+		 * replies waiting. */
+		if (nb == 1)
+			n = poll_one(cl, slots[0], out, max, wait);
+		else
+			n = poll_all(cl, slots, nb, out, max, wait, &nofd);
 		if (n || timeout_ms == 0)
 			return n;
 		if (timeout_ms > 0 && now_ms() >= deadline)
 			return 0;
-		/* Waits are in slices of at most 100 ms, so that posts to
-		 * other servers made meanwhile by other threads are seen. */
-		wait = 100;
-		if (timeout_ms > 0 && deadline - now_ms() < wait)
-			wait = (int)(deadline - now_ms());
-		if (wait < 0)
-			wait = 0;
-		/* One server: wait on it, in its own way (its client's spin
-		 * before sleeping included). */
-		if (nb == 1) {
-			n = poll_one(cl, slots[0], out, max, wait);
+		/* Some server cannot be waited on by descriptor: a
+		 * millisecond on each in turn. */
+		if (nofd && !first) {
+			n = poll_one(cl, slots[turn++ % nb], out, max, wait < 1 ? wait : 1);
 			if (n)
 				return n;
-			continue;
 		}
-		/* Several: sleep on all of them at once.  Spinning over them
-		 * (as this once did for a millisecond) took the CPU the
-		 * servers needed when they share it with the client, and a
-		 * wait on one server in turn left the others' replies
-		 * waiting: 3 servers gave a third of 1 server's alloc+free
-		 * pairs/s with 16 in flight. */
-		n = poll_all(cl, slots, nb, out, max, wait);
-		if (n > 0)
-			return n;
-		if (n == 0)
-			continue;
-		/* Some server cannot be waited on by descriptor (RDMA
-		 * transfers in flight): a millisecond on each in turn. */
-		n = poll_one(cl, slots[turn++ % nb], out, max, wait < 1 ? wait : 1);
-		if (n)
-			return n;
+		first = false;
 	}
 }

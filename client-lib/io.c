@@ -306,7 +306,8 @@ int single_wait_fd(rmem_client *c, struct pollfd *pfd)
 	if (!c || !pfd)
 		return -EINVAL;
 	client_hold(c);
-	rc = dp_wait_fd(&c->eng, pfd);
+	/* Only what went out can be answered: queued posts go first. */
+	rc = c->eng.broken || eng_flush(&c->eng) ? 0 : dp_wait_fd(&c->eng, pfd);
 	client_release(c);
 	return rc;
 }
