@@ -8,8 +8,9 @@
  * that a posted alloc's region can be tagged with its server when it
  * completes.  rmem_poll takes what has arrived from every server with
  * operations in flight; it waits on the one server that has any, or, when
- * several have, looks at all of them again and again for a millisecond,
- * then waits a millisecond on each in turn until the timeout.
+ * several have, on all of them at once with one poll() over their
+ * clients' descriptors (single_wait_fd()), or, when one of them has none
+ * (RDMA transfers in flight), a millisecond on each in turn.
  *
  * Completions keep the order of their server (rmem_poll(3)); there is no
  * order between servers.  A posted alloc goes to one server, chosen as
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sched.h>
 #include <time.h>
 
@@ -220,6 +222,14 @@ static int poll_one(struct cluster *cl, uint32_t slot, struct rmem_completion *o
 	return kept;
 }
 
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static int64_t now_ms(void)
 {
 	struct timespec ts;
@@ -228,45 +238,109 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* How long poll_all() looks before it sleeps (as engine.c's ENG_SPIN_US). */
+#define CLUSTER_SPIN_US 50
+
+/*
+ * What every busy slot has, waiting up to wait_ms on all of them at once:
+ * one poll() over their clients' descriptors (single_wait_fd(), which sends
+ * their queued posts first), then completions taken from the ready ones
+ * only, so that a look costs one system call, not one per server.  A slot
+ * without a descriptor to wait on (lost, completions queued, RDMA
+ * transfers in flight) is always looked at, and then nothing waits here:
+ * *nofd says so, and the caller waits on each slot in turn.  How many.
+ */
+static int poll_all(struct cluster *cl, const uint32_t *slots, size_t nb,
+		    struct rmem_completion *out, int max, int wait_ms, bool *nofd)
+{
+	struct pollfd pfd[CLUSTER_MAX_SERVERS];
+	bool take[CLUSTER_MAX_SERVERS];
+	size_t nfd = 0;
+	int n = 0, rc = 0;
+
+	*nofd = false;
+	for (size_t i = 0; i < nb; i++) {
+		rmem_client *c;
+
+		take[i] = members_client(cl, slots[i], &c) || single_wait_fd(c, &pfd[i]) != 1;
+		if (take[i]) {
+			pfd[i] = (struct pollfd){ .fd = -1 }; /* poll() skips it */
+			*nofd = true;
+		} else {
+			nfd++;
+		}
+	}
+	if (*nofd)
+		wait_ms = 0;
+	/* Like a single server's client (engine.c), look for a moment before
+	 * sleeping, yielding the CPU to the servers meanwhile: replies to a
+	 * batch of small requests come within that, without a wake-up. */
+	for (int64_t end = now_us() + CLUSTER_SPIN_US; nfd;) {
+		rc = poll(pfd, nb, 0);
+		if (rc != 0 || wait_ms == 0 || now_us() >= end)
+			break;
+		sched_yield();
+	}
+	while (nfd && rc == 0 && wait_ms > 0) {
+		rc = poll(pfd, nb, wait_ms);
+		if (rc >= 0 || errno != EINTR)
+			break;
+		rc = 0;
+	}
+	/* (A failed poll() is taken as a look that saw nothing.) */
+	for (size_t i = 0; i < nb && n < max; i++)
+		if (take[i] || (rc > 0 && pfd[i].revents))
+			n += poll_one(cl, slots[i], out + n, max - n, 0);
+	return n;
+}
+
 int cluster_poll(struct cluster *cl, struct rmem_completion *out, int max, int timeout_ms)
 {
 	int64_t start = now_ms(), deadline = timeout_ms > 0 ? start + timeout_ms : 0;
 	uint32_t slots[CLUSTER_MAX_SERVERS];
 	unsigned turn = 0;
+	bool first = true;
 
 	if (!out || max <= 0)
 		return -EINVAL;
 	for (;;) {
 		size_t nb = busy_slots(cl, slots, CLUSTER_MAX_SERVERS);
-		int n = 0, wait;
+		bool nofd = false;
+		int n, wait = 0;
 
 		if (nb == 0)
 			return 0;
-		/* First what has arrived anywhere (and each server's queued
-		 * posts go out). */
-		for (size_t i = 0; i < nb && n < max; i++)
-			n += poll_one(cl, slots[i], out + n, max - n, 0);
+		/* First what has arrived anywhere, without waiting; then
+		 * waits in slices of at most 100 ms, so that posts to other
+		 * servers made meanwhile by other threads are seen. */
+		if (!first) {
+			wait = 100;
+			if (timeout_ms > 0 && deadline - now_ms() < wait)
+				wait = (int)(deadline - now_ms());
+			if (wait < 0)
+				wait = 0;
+		}
+		/* One server: in its own way (its client's spin before
+		 * sleeping included).  Several: sleep on all of them at once.
+		 * Spinning over them (as this once did for a millisecond) took
+		 * the CPU the servers needed when they share it with the
+		 * client, and a wait on one server in turn left the others'
+		 * replies waiting. */
+		if (nb == 1)
+			n = poll_one(cl, slots[0], out, max, wait);
+		else
+			n = poll_all(cl, slots, nb, out, max, wait, &nofd);
 		if (n || timeout_ms == 0)
 			return n;
 		if (timeout_ms > 0 && now_ms() >= deadline)
 			return 0;
-		/* One server: wait on it (in slices, so that posts to others
-		 * made meanwhile by other threads are seen).  Several: look
-		 * at all of them again at once for a millisecond (replies to
-		 * small requests come within that, and a wait on one server
-		 * would delay the others'), then wait a millisecond on each
-		 * in turn. */
-		if (nb > 1 && now_ms() - start < 1) {
-			sched_yield();
-			continue;
+		/* Some server cannot be waited on by descriptor: a
+		 * millisecond on each in turn. */
+		if (nofd && !first) {
+			n = poll_one(cl, slots[turn++ % nb], out, max, wait < 1 ? wait : 1);
+			if (n)
+				return n;
 		}
-		wait = nb == 1 ? 100 : 1;
-		if (timeout_ms > 0 && deadline - now_ms() < wait)
-			wait = (int)(deadline - now_ms());
-		if (wait < 0)
-			wait = 0;
-		n = poll_one(cl, slots[turn++ % nb], out, max, wait);
-		if (n)
-			return n;
+		first = false;
 	}
 }

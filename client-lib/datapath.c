@@ -263,6 +263,16 @@ int dp_progress(struct engine *e, int timeout_ms)
 	return err;
 }
 
+int dp_wait_fd(struct engine *e, struct pollfd *pfd)
+{
+	/* Work requests on the queue pair are waited for through its
+	 * completion channel, which must be armed first (nic_wait()): no
+	 * plain descriptor to hand out for them. */
+	if (nic_busy(e->nic))
+		return 0;
+	return eng_wait_fd(e, pfd);
+}
+
 /* ---- atomics ------------------------------------------------------------------------- */
 
 static int stream_atomic(struct engine *e, uint16_t opcode, const struct proto_atomic_req *req,

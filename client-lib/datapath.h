@@ -65,6 +65,11 @@ int dp_wait_op(struct engine *e, struct eng_op *op);
  * wait, < 0: no limit) for a completion.  0 or a negative errno. */
 int dp_progress(struct engine *e, int timeout_ms);
 
+/* What to poll() for so that dp_progress() has something to do, for a
+ * caller waiting on many clients at once: 1 with *pfd set, or 0 when this
+ * client must be waited on by dp_progress() itself (eng_wait_fd()). */
+int dp_wait_fd(struct engine *e, struct pollfd *pfd);
+
 /* One 8-byte atomic (PROTO_OP_CAS or PROTO_OP_FAA), waited for; *old (may
  * be NULL) gets the bytes before.  0 or a negative errno. */
 int dp_atomic(struct engine *e, uint16_t opcode, const struct rmem_region *r, uint64_t off,

@@ -848,6 +848,18 @@ int eng_progress(struct engine *e, int timeout_ms)
 	}
 }
 
+int eng_wait_fd(const struct engine *e, struct pollfd *pfd)
+{
+	/* eng_flush() sends all it has before returning, so only replies are
+	 * ever waited for.  Under a low-water mark (a READ's data streaming
+	 * in) the socket wakes poll() late for anything else: eng_wait()
+	 * knows how to handle that, a bare poll() does not. */
+	if (e->broken || e->fd < 0 || e->fifo_count == 0 || e->cq.count || e->rcvlowat > 1)
+		return 0;
+	*pfd = (struct pollfd){ .fd = e->fd, .events = POLLIN };
+	return 1;
+}
+
 int eng_ping_nowait(struct engine *e, struct eng_op *op)
 {
 	int err = eng_recv(e);

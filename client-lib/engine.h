@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/uio.h>
 
 #include "nic_regcache.h"
@@ -226,6 +227,13 @@ int eng_wait_op(struct engine *e, struct eng_op *op);
  * errno when the stream broke.
  */
 int eng_progress(struct engine *e, int timeout_ms);
+
+/* What a caller that waits on many clients at once (the cluster router's
+ * rmem_poll) should poll() for so that eng_progress() has something to do:
+ * 1 with *pfd set, or 0 when this engine cannot be waited on that way now
+ * (nothing due, broken, or a low-water mark that would wake it late): then
+ * the caller waits in eng_progress() itself. */
+int eng_wait_fd(const struct engine *e, struct pollfd *pfd);
 
 /* Makes room in e->cq for one more async operation than are in flight now.
  * 0 or -ENOMEM. */

@@ -299,6 +299,19 @@ int single_poll(rmem_client *c, struct rmem_completion *out, int max, int timeou
 	return n;
 }
 
+int single_wait_fd(rmem_client *c, struct pollfd *pfd)
+{
+	int rc;
+
+	if (!c || !pfd)
+		return -EINVAL;
+	client_hold(c);
+	/* Only what went out can be answered: queued posts go first. */
+	rc = c->eng.broken || eng_flush(&c->eng) ? 0 : dp_wait_fd(&c->eng, pfd);
+	client_release(c);
+	return rc;
+}
+
 /* ---- atomics ----------------------------------------------------------------------- */
 
 static int atomic_run(rmem_client *c, uint16_t opcode, const struct rmem_region *r,

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <poll.h>
 
 #include "rmem.h"
 
@@ -37,6 +38,13 @@ int single_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem
 		      uint64_t cookie);
 int single_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie);
 int single_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_ms);
+/* Not in rmem.h: for a caller polling many clients at once (the cluster
+ * router), sends c's queued posts and gives the descriptor and events to
+ * poll() for until single_poll(c, .., 0) has something to take: 1 with
+ * *pfd set, or 0 when c must be looked at or waited on by single_poll()
+ * itself (completions queued, RDMA transfers in flight, nothing due, a
+ * broken stream).  Defined in io.c. */
+int single_wait_fd(rmem_client *c, struct pollfd *pfd);
 int single_register_buf(rmem_client *c, void *buf, size_t len);
 int single_unregister_buf(rmem_client *c, void *buf);
 int single_stats(rmem_client *c, struct rmem_stats *out);
