@@ -70,7 +70,7 @@ static void on_drop(void *ctx, struct eng_op *op)
 		return;
 	}
 	e->async_ops--;
-	free(op);
+	eng_op_free(e, op);
 }
 
 /* ---- attaching ----------------------------------------------------------------------- */

@@ -69,7 +69,7 @@ static int async_op_new(struct rmem_client *c, uint64_t cookie, struct eng_op **
 	err = eng_cq_reserve(&c->eng);
 	if (err)
 		return err;
-	op = calloc(1, sizeof(*op));
+	op = eng_op_new(&c->eng);
 	if (!op)
 		return -ENOMEM;
 	op->async = true;
@@ -83,7 +83,7 @@ static int async_op_new(struct rmem_client *c, uint64_t cookie, struct eng_op **
 static int async_op_drop(struct rmem_client *c, struct eng_op *op, int err)
 {
 	c->eng.async_ops--;
-	free(op);
+	eng_op_free(&c->eng, op);
 	return err;
 }
 

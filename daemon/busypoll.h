@@ -24,7 +24,9 @@
 #define BUSY_POLL_CREDIT 4
 #define BUSY_POLL_PROBE  16
 /* Spins that find a request, in one callback, before the connection goes
- * back to the event loop: others wait at most this many rounds. */
+ * back to the event loop: others wait at most this many rounds (and one
+ * more spin of up to BUSY_POLL_US, for the next request to be in before
+ * epoll is asked: conn.c). */
 #define BUSY_POLL_ROUNDS 16
 
 struct busy_poll {

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -585,6 +586,15 @@ static bool conn_spin_read(void *arg)
 	return true;
 }
 
+/* The busy-poll's try once the rounds are spent: input is there, left for
+ * epoll to report. */
+static bool conn_spin_ready(void *arg)
+{
+	struct pollfd pfd = { .fd = ((struct conn *)arg)->fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) != 0;
+}
+
 /* Once every reply is out: whether the peer's next request came within
  * the busy-poll window (busypoll.h), read and served at once; *drained as
  * conn_read_once() set it. */
@@ -594,8 +604,19 @@ static bool conn_spin_again(struct conn *c, int *spins, bool *drained)
 
 	/* Bulk WRITE data due: the low-water mark (conn_set_lowat) wakes us
 	 * once it is in; reading it in pieces as it comes would undo that. */
-	if (c->dead || conn_blocked(c) || evbuffer_get_length(c->out) != 0 || c->rcvlowat > 1 ||
-	    (*spins)++ >= BUSY_POLL_ROUNDS || !busy_poll_try(&c->bp, conn_spin_read, &sr))
+	if (c->dead || conn_blocked(c) || evbuffer_get_length(c->out) != 0 || c->rcvlowat > 1)
+		return false;
+	/* Rounds spent: back to the event loop, so that other connections get
+	 * their turn, but only once the next request is in, so that epoll
+	 * reports it at once instead of putting us to sleep.  A client with
+	 * all of its 16 allocs in one batch (librmem's tx_hold) finds us in
+	 * epoll_wait after every 16th batch otherwise: a sleep and a wake-up
+	 * each time, 2200 context switches per 600 k requests against 500. */
+	if ((*spins)++ >= BUSY_POLL_ROUNDS) {
+		busy_poll_try(&c->bp, conn_spin_ready, c);
+		return false;
+	}
+	if (!busy_poll_try(&c->bp, conn_spin_read, &sr))
 		return false;
 	*drained = sr.drained;
 	return !c->dead;

@@ -217,11 +217,14 @@ RMEM_API int rmem_faa(rmem_client *c, const struct rmem_region *r, uint64_t off,
  * while too much is in flight (64 operations or 64 MiB on the TCP path), and
  * handles replies meanwhile.
  * On the TCP path posts are batched: a posted request has been sent when
- * the post returns if nothing else was in flight or it filled the send
- * queue (16 requests or 64 KiB), and otherwise at the latest when the next
- * call on the client that may wait starts (rmem_poll() with any timeout,
- * any synchronous call) or the keepalive thread runs.  After posting, and
- * before working long without the library, call rmem_poll(c, out, n, 0).
+ * the post returns if it filled the send queue (16 requests or 64 KiB), or
+ * if nothing else was in flight, unless an rmem_poll() has returned
+ * completions since the client last sent (posts made in answer to a batch
+ * of completions go out together, with the next rmem_poll()); otherwise at
+ * the latest when the next call on the client that may wait starts
+ * (rmem_poll() with any timeout, any synchronous call) or the keepalive
+ * thread runs.  After posting, and before working long without the
+ * library, call rmem_poll(c, out, n, 0).
  * On RDMA, reads and writes go to the queue pair in the call itself.  Any thread may post, and any thread's
  * rmem_poll() may return the completion.  rmem_close() drops operations
  * still in flight: their buffers are the caller's again when it returns.

@@ -795,6 +795,35 @@ static void batched_posts(rmem_client *c, rmem_client *other, const char *tr)
 	   "%s: and all %d complete (%d: %s)", tr, NBATCH, got, got == NBATCH ? why : "missing");
 	good = free_batch(c, regs, got == NBATCH ? NBATCH : 0, 500);
 	ok(good == NBATCH, "%s: and are freed (%d)", tr, good);
+
+	/* Answers to completions wait for the next rmem_poll(), which sends
+	 * them all as one (rmem_post_read.3): a lone post right after an
+	 * rmem_poll() that returned a completion is held, not lost. */
+	rc = rmem_stats(other, &st);
+	base = st.allocs;
+	if (rc == 0)
+		rc = rmem_post_alloc(c, 4096, 0, &regs[0], 600);
+	got = rc == 0 ? poll_bounded(c, out, 1, 5000, 3) : rc;
+	ok(got == 1 && out[0].cookie == 600 && out[0].status == 0,
+	   "%s: a lone post completes in rmem_poll (%d, %d)", tr, rc, got);
+	rc = rmem_post_alloc(c, 4096, 0, &regs[1], 601);
+	sleep_ms(200);
+	if (rc == 0)
+		rc = rmem_stats(other, &st);
+	ok(rc == 0 && st.allocs == base + 1,
+	   "%s: a post answering that completion waits for the next rmem_poll (%d, %llu allocs)",
+	   tr, rc, (unsigned long long)(st.allocs - base));
+	got = rmem_poll(c, out, 1, 0);
+	ok(got >= 0 && allocs_seen(other, base + 2) >= base + 2,
+	   "%s: and rmem_poll(timeout 0) sends it (%d)", tr, got);
+	if (got == 0)
+		got = poll_bounded(c, out, 1, 5000, 3);
+	ok(got == 1 && out[0].cookie == 601 && out[0].status == 0,
+	   "%s: then it completes (%d)", tr, got);
+	rc = rmem_free(c, &regs[0]);
+	if (rc == 0)
+		rc = rmem_free(c, &regs[1]);
+	ok(rc == 0, "%s: both regions freed (%d)", tr, rc);
 }
 
 static void run_allocs(const char *ep, const char *tr)
