@@ -111,7 +111,7 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 # What `make install` copies to BINDIR: linked by `make`, without an rpath.
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 
-UNIT_TESTS := test_alloc test_alloc_release test_proto test_config test_region test_names test_endpoint \
+UNIT_TESTS := test_alloc test_alloc_scalar test_alloc_release test_proto test_config test_region test_names test_endpoint \
 	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay test_state fuzz_state_replay test_slots \
 	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
@@ -248,6 +248,11 @@ $(B)/tests/obj/unit/test_alloc.o: EXTRA_CPPFLAGS = -DALLOC_DEBUG -Idaemon
 $(B)/tests/obj/alloc-debug.o: daemon/alloc.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+# The same checks on the portable bucket scan (no SSE2), which x86 never runs.
+$(B)/tests/test_alloc_scalar: $(B)/tests/obj/unit/test_alloc.o $(B)/tests/obj/alloc-scalar.o
+$(B)/tests/obj/alloc-scalar.o: daemon/alloc.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -DALLOC_NO_SIMD -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 # The same allocator as rmemd links it, without ALLOC_DEBUG's checks.
 $(B)/tests/test_alloc_release: $(B)/tests/obj/unit/test_alloc_release.o $(B)/d/daemon/alloc.o
 $(B)/tests/obj/unit/test_alloc_release.o: EXTRA_CPPFLAGS = -Idaemon
