@@ -65,6 +65,8 @@ struct member {
 struct cluster_pend {
 	uint64_t cookie;          /* the application's */
 	struct rmem_region *out;  /* a posted alloc's, else NULL */
+	uint64_t size;            /* a posted alloc's */
+	uint64_t tried[CLUSTER_MAX_SERVERS / 64]; /* servers a posted alloc went to */
 	uint32_t slot;
 	bool used;
 };

@@ -13,10 +13,11 @@
  * (RDMA transfers in flight), a millisecond on each in turn.
  *
  * Completions keep the order of their server (rmem_poll(3)); there is no
- * order between servers.  A posted alloc goes to one server, chosen as
- * rmem_alloc chooses, and is not moved to another on -ENOMEM (its
- * completion says -ENOMEM).  A server lost for good completes what was
- * posted to it with -EHOSTDOWN.
+ * order between servers.  A posted alloc goes to a server chosen as
+ * rmem_alloc chooses; one that answers -ENOMEM or -EDQUOT sends it on to
+ * the next server it has not tried, from inside rmem_poll, and only the
+ * last answer is the completion (as rmem_alloc returns the last).  A
+ * server lost for good completes what was posted to it with -EHOSTDOWN.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -139,26 +140,92 @@ int cluster_post_free(struct cluster *cl, const struct rmem_region *r, uint64_t 
 	return err;
 }
 
+/* Entry idx (a posted alloc) goes to slot, having tried what tried says. */
+static void pend_move(struct cluster *cl, uint64_t idx, uint32_t slot, uint64_t size,
+		      const uint64_t *tried)
+{
+	struct cluster_pend *p;
+
+	pthread_mutex_lock(&cl->mu);
+	p = &cl->pend[idx];
+	if (cl->members[p->slot].inflight)
+		cl->members[p->slot].inflight--;
+	cl->members[slot].inflight++;
+	p->slot = slot;
+	p->size = size;
+	memcpy(p->tried, tried, sizeof(p->tried));
+	pthread_mutex_unlock(&cl->mu);
+}
+
+/* Posts entry idx's alloc to the next server it has not tried (a server
+ * that cannot be reached now is passed over): 0, or the last post's error
+ * (-ENOMEM when no server is left). */
+static int alloc_post_next(struct cluster *cl, uint64_t idx, uint64_t size,
+			   struct rmem_region *out, uint64_t *tried)
+{
+	uint32_t slot;
+	int err;
+
+	while ((err = members_pick(cl, size, tried, &slot)) == 0) {
+		rmem_client *c;
+
+		tried[slot / 64] |= 1ull << (slot % 64);
+		err = members_client(cl, slot, &c);
+		if (!err) {
+			pend_move(cl, idx, slot, size, tried);
+			err = members_err(cl, slot, single_post_alloc(c, size, 0, out, idx));
+		}
+		if (!err) {
+			members_placed(cl, slot, size, 0);
+			return 0;
+		}
+		if (err != -EHOSTDOWN)
+			return err;
+	}
+	return err;
+}
+
 int cluster_post_alloc(struct cluster *cl, uint64_t size, uint32_t flags,
 		       struct rmem_region *out, uint64_t cookie)
 {
 	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
 	uint32_t slot;
+	uint64_t idx;
 	int err;
 
 	if (!out || size == 0 || flags != 0)
 		return -EINVAL;
-	/* A server that cannot be reached now is passed over; the one that
-	 * takes the post answers -ENOMEM itself if it must. */
-	while ((err = members_pick(cl, size, tried, &slot)) == 0) {
-		tried[slot / 64] |= 1ull << (slot % 64);
-		POST(cl, slot, cookie, out, single_post_alloc(c_, size, flags, out, idx_));
-		if (err != -EHOSTDOWN)
-			break;
-	}
+	/* The entry first, on any slot: alloc_post_next moves it. */
+	err = members_pick(cl, size, tried, &slot);
 	if (!err)
-		members_placed(cl, slot, size, 0);
+		err = pend_new(cl, slot, cookie, out, &idx);
+	if (!err) {
+		err = alloc_post_next(cl, idx, size, out, tried);
+		if (err)
+			pend_done(cl, idx, err);
+	}
 	return err == -ENOMEM ? -EHOSTDOWN : err;
+}
+
+/* A posted alloc that slot's server refused for room or quota (st) goes
+ * on to the next server it has not tried: true when it was posted there
+ * (its completion will come from that server). */
+static bool alloc_moved(struct cluster *cl, uint64_t idx, uint32_t from, int st)
+{
+	uint64_t tried[CLUSTER_MAX_SERVERS / 64], size;
+	struct rmem_region *out;
+
+	if (st != -ENOMEM && st != -EDQUOT)
+		return false;
+	pthread_mutex_lock(&cl->mu);
+	out = cl->pend[idx].out;
+	size = cl->pend[idx].size;
+	memcpy(tried, cl->pend[idx].tried, sizeof(tried));
+	pthread_mutex_unlock(&cl->mu);
+	if (!out)
+		return false;
+	members_placed(cl, from, size, st);
+	return alloc_post_next(cl, idx, size, out, tried) == 0;
 }
 
 /* ---- rmem_poll ---------------------------------------------------------------------- */
@@ -216,7 +283,7 @@ static int poll_one(struct cluster *cl, uint32_t slot, struct rmem_completion *o
 			st = -EHOSTDOWN;
 		/* An operation already completed for a server found lost
 		 * (drain_lost) is not reported twice. */
-		if (pend_live(cl, out[i].cookie, slot))
+		if (pend_live(cl, out[i].cookie, slot) && !alloc_moved(cl, out[i].cookie, slot, st))
 			out[kept++] = pend_done(cl, out[i].cookie, st);
 	}
 	return kept;

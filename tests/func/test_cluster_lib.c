@@ -16,7 +16,8 @@
  *
  * Checks: one pool summed; allocations spread by capacity; 150 MiB through
  * one client (more than any one server has); one region larger than any
- * server is -ENOMEM; posted calls and rmem_poll across servers; atomics;
+ * server is -ENOMEM; a posted alloc refused for room moves on to another
+ * server; posted calls and rmem_poll across servers; atomics;
  * kept buffers; names created and opened from different clients, two
  * racing creators (one wins), a stale record cleaned up; the etcd leader
  * killed under a stream of I/O and allocs (nothing fails, nothing waits
@@ -240,6 +241,88 @@ static void test_150(rmem_client *c)
 	ok(rc == -ENOMEM, "70 MiB in one region, more than any server has, is -ENOMEM (%d)", rc);
 	for (int i = 0; i < n; i++)
 		rmem_free(c, &r[i]);
+}
+
+/* ---- a posted alloc moves on ------------------------------------------------------------------ */
+
+/* A posted alloc's one completion, waiting up to 5 s (x slow): its status,
+ * or -ETIMEDOUT. */
+static int post_wait(rmem_client *c, uint64_t cookie)
+{
+	struct rmem_completion done;
+	double end = now_s() + 5 * slow;
+
+	while (now_s() < end) {
+		int n = rmem_poll(c, &done, 1, 100);
+
+		if (n < 0)
+			return n;
+		if (n == 1)
+			return done.cookie == cookie ? done.status : -EPROTO;
+	}
+	return -ETIMEDOUT;
+}
+
+/*
+ * s0 and s1 are fragmented: 34 MiB free in holes of 15, 15 and 4 MiB, so
+ * their records say a 20 MiB region fits and it does not; s2 has 28 MiB in
+ * one piece, and looks the emptier of the three least.  A fresh client's
+ * posted 20 MiB alloc goes to s0 or s1 first (unless both of its two random
+ * choices are s2: 1 in 9), gets -ENOMEM there, and must be sent on to s2
+ * from inside rmem_poll.  Three rounds: without the move, at least one
+ * fails but for 1 in 729.  Then 40 MiB, which no server holds: -ENOMEM,
+ * once every server has said so.
+ */
+static void test_post_move(rmem_client **d)
+{
+	struct rmem_region frag[2][4], big, r;
+	int rc = 0, good = 0, on_s2 = 0;
+
+	for (int s = 0; s < 2; s++)
+		for (int k = 0; k < 4; k++)
+			rc |= rmem_alloc(d[s], 15 * MiB, 0, &frag[s][k]);
+	for (int s = 0; s < 2 && !rc; s++)
+		rc |= rmem_free(d[s], &frag[s][0]) | rmem_free(d[s], &frag[s][2]);
+	rc |= rmem_alloc(d[2], 36 * MiB, 0, &big);
+	ok(rc == 0, "s0 and s1 fragmented (34 MiB free, 15 MiB the largest piece), s2 with 28 MiB"
+	   " in one piece, by direct clients");
+	if (rc)
+		return;
+	usleep(1500 * 1000); /* the records catch up (refresh 250 ms, step 1 MiB) */
+	for (int round = 0; round < 3; round++) {
+		rmem_client *c2 = cluster();
+		uint64_t u2 = used(d[2]);
+
+		if (!c2)
+			break;
+		rc = rmem_post_alloc(c2, 20 * MiB, 0, &r, 77);
+		if (rc == 0)
+			rc = post_wait(c2, 77);
+		if (rc == 0) {
+			good++;
+			on_s2 += used(d[2]) - u2 == 20 * MiB;
+			rmem_free(c2, &r);
+		} else {
+			diag("round %d: posted alloc of 20 MiB: %s", round, rmem_strerror(rc));
+		}
+		rmem_close(c2);
+	}
+	ok(good == 3 && on_s2 == 3,
+	   "a posted alloc refused with -ENOMEM moves on to the server that has room (%d of 3, %d on s2)",
+	   good, on_s2);
+	{
+		rmem_client *c2 = cluster();
+
+		rc = c2 ? rmem_post_alloc(c2, 40 * MiB, 0, &r, 78) : -ENOTCONN;
+		if (rc == 0)
+			rc = post_wait(c2, 78);
+		ok(rc == -ENOMEM, "a posted alloc no server can hold completes -ENOMEM (%d)", rc);
+		rmem_close(c2);
+	}
+	rc = rmem_free(d[2], &big);
+	for (int s = 0; s < 2; s++)
+		rc |= rmem_free(d[s], &frag[s][1]) | rmem_free(d[s], &frag[s][3]);
+	ok(rc == 0, "the direct clients free what they held");
 }
 
 /* ---- posted calls, atomics, kept buffers ----------------------------------------------------- */
@@ -750,6 +833,7 @@ int main(void)
 	test_pool(c);
 	test_spread(d);
 	test_150(c);
+	test_post_move(d);
 	test_async(c);
 	test_names(c, d);
 	test_leader(c);
