@@ -162,6 +162,24 @@ static inline uint32_t ft_fp(uint64_t key)
 	       (uint32_t)(key & 1);
 }
 
+/* A key's bucket and fingerprint, worked out once per call (a release uses
+ * each of its two several times).  Valid until the table grows. */
+struct ft_key {
+	uint64_t home;
+	uint32_t fp;
+};
+
+static inline struct ft_key ft_key(const struct ftab *t, uint64_t key)
+{
+	return (struct ft_key){ ft_home(t, key), ft_fp(key) };
+}
+
+/* x | 1's, from x's (x even): the same bucket, bit 0 of the fingerprint. */
+static inline struct ft_key ft_end(struct ft_key k)
+{
+	return (struct ft_key){ k.home, k.fp | 1 };
+}
+
 /* Bit w set where v[w] == x, for the FT_WAYS words of a bucket. */
 static inline unsigned int ft_eq(const uint32_t *v, uint32_t x)
 {
@@ -204,9 +222,9 @@ static inline unsigned int ft_eq_pair(const uint32_t *v, uint32_t x)
 #endif
 }
 
-static inline void ft_prefetch(const struct ftab *t, uint64_t key)
+static inline void ft_prefetch(const struct ftab *t, struct ft_key k)
 {
-	__builtin_prefetch(&t->bk[ft_home(t, key)]);
+	__builtin_prefetch(&t->bk[k.home]);
 }
 
 static int ft_init(struct ftab *t, unsigned int bits)
@@ -234,9 +252,9 @@ static void ft_fini(struct ftab *t)
 }
 
 /* Room must have been made (ftab_room). */
-static inline void ft_put(struct ftab *t, uint64_t key, uint32_t i)
+static inline void ft_put_k(struct ftab *t, struct ft_key key, uint32_t i)
 {
-	for (uint64_t b = ft_home(t, key);; b = (b + 1) & t->mask) {
+	for (uint64_t b = key.home;; b = (b + 1) & t->mask) {
 		struct ft_bucket *k = &t->bk[b];
 		/* The free slots as a mask, then the first: no branch on which. */
 		unsigned int m = ft_eq(k->node, 0);
@@ -244,7 +262,7 @@ static inline void ft_put(struct ftab *t, uint64_t key, uint32_t i)
 		if (m) {
 			unsigned int w = (unsigned int)__builtin_ctz(m);
 
-			k->fp[w] = ft_fp(key);
+			k->fp[w] = key.fp;
 			k->node[w] = i + 1;
 			t->count++;
 			return;
@@ -255,11 +273,9 @@ static inline void ft_put(struct ftab *t, uint64_t key, uint32_t i)
 }
 
 /* The slot (bucket * FT_WAYS + way) of key for node i; FT_NONE if absent. */
-static inline uint64_t ft_slot_of(const struct ftab *t, uint64_t key, uint32_t i)
+static inline uint64_t ft_slot_of(const struct ftab *t, struct ft_key key, uint32_t i)
 {
-	uint32_t fp = ft_fp(key);
-
-	for (uint64_t b = ft_home(t, key);; b = (b + 1) & t->mask) {
+	for (uint64_t b = key.home;; b = (b + 1) & t->mask) {
 		const struct ft_bucket *k = &t->bk[b];
 
 		/* The node's slots here, then the one with the key's fingerprint:
@@ -267,7 +283,7 @@ static inline uint64_t ft_slot_of(const struct ftab *t, uint64_t key, uint32_t i
 		for (unsigned int m = ft_eq(k->node, i + 1); m; m &= m - 1) {
 			unsigned int w = (unsigned int)__builtin_ctz(m);
 
-			if (k->fp[w] == fp)
+			if (k->fp[w] == key.fp)
 				return b * FT_WAYS + w;
 		}
 		if (!t->ovf[b])
@@ -277,20 +293,27 @@ static inline uint64_t ft_slot_of(const struct ftab *t, uint64_t key, uint32_t i
 
 /* Empties slot p, which holds key, and takes back the overflow counts of
  * the buckets the key passed. */
-static inline void ft_del_at(struct ftab *t, uint64_t key, uint64_t p)
+static inline void ft_del_at(struct ftab *t, struct ft_key key, uint64_t p)
 {
 	uint64_t last = p / FT_WAYS;
 
 	t->bk[last].node[p % FT_WAYS] = 0;
 	t->count--;
-	for (uint64_t b = ft_home(t, key); b != last; b = (b + 1) & t->mask)
+	for (uint64_t b = key.home; b != last; b = (b + 1) & t->mask)
 		if (t->ovf[b] != UINT32_MAX)
 			t->ovf[b]--;
 }
 
 static inline void ft_del(struct ftab *t, uint64_t key, uint32_t i)
 {
-	ft_del_at(t, key, ft_slot_of(t, key, i));
+	struct ft_key k = ft_key(t, key);
+
+	ft_del_at(t, k, ft_slot_of(t, k, i));
+}
+
+static inline void ft_put(struct ftab *t, uint64_t key, uint32_t i)
+{
+	ft_put_k(t, ft_key(t, key), i);
 }
 
 /* ---- size classes ---------------------------------------------------------- */
@@ -471,24 +494,31 @@ static inline void node_put(struct alloc *a, uint32_t i)
 	a->spare = i;
 }
 
-/* A fresh free range, in its class and both hashes (room made first). */
-static inline uint32_t range_add(struct alloc *a, uint64_t off, uint64_t len)
+/* A fresh free range, in its class and ftab under the keys given (its
+ * start, its end | 1; room made first). */
+static inline uint32_t range_add_k(struct alloc *a, uint64_t off, uint64_t len,
+				   struct ft_key start, struct ft_key end)
 {
 	uint32_t i = node_get(a);
 
 	a->node[i].off = off;
 	a->node[i].len = len;
-	ft_put(&a->ftab, off, i);
-	ft_put(&a->ftab, (off + len) | 1, i);
+	ft_put_k(&a->ftab, start, i);
+	ft_put_k(&a->ftab, end, i);
 	list_push(a, i);
 	a->free_ranges++;
 	return i;
 }
 
+static inline uint32_t range_add(struct alloc *a, uint64_t off, uint64_t len)
+{
+	return range_add_k(a, off, len, ft_key(&a->ftab, off), ft_key(&a->ftab, (off + len) | 1));
+}
+
 /* The slow half of ftab_room: a table with more buckets, filled from the
  * class lists (slots do not hold their keys); the old one survives a
  * failure. */
-static int ftab_grow(struct alloc *a, uint64_t extra)
+static __attribute__((noinline, cold)) int ftab_grow(struct alloc *a, uint64_t extra)
 {
 	struct ftab n;
 	unsigned int bits = 64 - a->ftab.shift;
@@ -510,7 +540,7 @@ static int ftab_grow(struct alloc *a, uint64_t extra)
 
 /* Room for extra more keys at most 3/4 of the slots full (an 8-slot bucket
  * overflows then for about one key in eight). */
-static inline int ftab_room(struct alloc *a, uint64_t extra)
+static inline __attribute__((always_inline)) int ftab_room(struct alloc *a, uint64_t extra)
 {
 	if ((a->ftab.count + extra) * FT_LOAD_DEN <= (a->ftab.mask + 1) * FT_WAYS * FT_LOAD_NUM)
 		return 0;
@@ -521,15 +551,15 @@ static inline int ftab_room(struct alloc *a, uint64_t extra)
  * slots, from the bucket(s) of x.  A fingerprint match is confirmed on the
  * node; none matches in the common case, and no node is read. */
 static inline __attribute__((always_inline)) void
-ftab_at(const struct alloc *a, uint64_t x, uint32_t *ends, uint64_t *ends_p, uint32_t *starts,
-	uint64_t *starts_p)
+ftab_at(const struct alloc *a, uint64_t x, struct ft_key kx, uint32_t *ends, uint64_t *ends_p,
+	uint32_t *starts, uint64_t *starts_p)
 {
 	const struct ftab *t = &a->ftab;
-	uint32_t f = ft_fp(x);
+	uint32_t f = kx.fp;
 
 	*ends = NIL;
 	*starts = NIL;
-	for (uint64_t b = ft_home(t, x);; b = (b + 1) & t->mask) {
+	for (uint64_t b = kx.home;; b = (b + 1) & t->mask) {
 		const struct ft_bucket *k = &t->bk[b];
 		unsigned int m = ft_eq_pair(k->fp, f);
 
@@ -861,18 +891,26 @@ int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
 {
 	uint64_t end = offset + length, lp = 0, rp = 0, unused;
 	uint32_t l, r, starts_here, ends_there;
+	unsigned int shift = a->ftab.shift;
+	struct ft_key ko, ke;
 
 	if (length == 0 || ((offset | length) & a->align_mask) || offset >= a->total ||
 	    length > a->total - offset || !a->live || !live_is(a, offset, length))
 		return -EINVAL;
 	/* Both lines at once: at 1 M live they are cache misses. */
-	ft_prefetch(&a->ftab, offset);
-	ft_prefetch(&a->ftab, end);
+	ko = ft_key(&a->ftab, offset);
+	ke = ft_key(&a->ftab, end);
+	ft_prefetch(&a->ftab, ko);
+	ft_prefetch(&a->ftab, ke);
 	/* Room first (growing moves slots, and changes nothing one can see). */
 	if (ftab_room(a, 2) || node_room(a))
 		return -ENOMEM;
-	ftab_at(a, offset, &l, &lp, &starts_here, &unused);
-	ftab_at(a, end, &ends_there, &unused, &r, &rp);
+	if (a->ftab.shift != shift) {
+		ko = ft_key(&a->ftab, offset);
+		ke = ft_key(&a->ftab, end);
+	}
+	ftab_at(a, offset, ko, &l, &lp, &starts_here, &unused);
+	ftab_at(a, end, ke, &ends_there, &unused, &r, &rp);
 	if (starts_here != NIL || ends_there != NIL)
 		return -EINVAL;
 	if (a->ci.active)
@@ -880,10 +918,10 @@ int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
 	live_del(a, offset);
 	if (l != NIL) {
 		/* Grows the left neighbour over the range (and the right one). */
-		ft_del_at(&a->ftab, offset | 1, lp);
+		ft_del_at(&a->ftab, ft_end(ko), lp);
 		if (r != NIL) {
 			list_unlink(a, r);
-			ft_del_at(&a->ftab, end, rp);
+			ft_del_at(&a->ftab, ke, rp);
 			end += a->node[r].len;
 			ft_del(&a->ftab, end | 1, r);
 			node_put(a, r);
@@ -893,12 +931,12 @@ int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
 		range_relen(a, l, end - a->node[l].off);
 	} else if (r != NIL) {
 		/* The right neighbour grows down: its end entry stays. */
-		ft_del_at(&a->ftab, end, rp);
+		ft_del_at(&a->ftab, ke, rp);
 		a->node[r].off = offset;
-		ft_put(&a->ftab, offset, r);
+		ft_put_k(&a->ftab, ko, r);
 		range_relen(a, r, a->node[r].len + length);
 	} else {
-		range_add(a, offset, length);
+		range_add_k(a, offset, length, ko, ft_end(ke));
 	}
 	a->used -= length;
 	a->live--;
@@ -994,7 +1032,7 @@ struct span {
 /* Is key in ftab for node i?  Counts, in ovf, the buckets it passed. */
 static bool ft_check_key(const struct ftab *t, uint64_t key, uint32_t i, uint32_t *ovf)
 {
-	uint64_t p = ft_slot_of(t, key, i);
+	uint64_t p = ft_slot_of(t, ft_key(t, key), i);
 
 	if (p == FT_NONE)
 		return false;
