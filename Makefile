@@ -80,7 +80,7 @@ COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c com
 # transport, built like common/ into an archive of its own (libetcd.a).
 # (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
 ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c \
-	common/cluster_name.c
+	common/cluster_name.c common/cluster_json.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/engine.c client-lib/io.c client-lib/nic_conn.c \
 	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
@@ -512,7 +512,7 @@ build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(FUZZ_DAEMON_SRCS:%.c=buil
 		$(DAEMON_LIBS)
 # fuzz_etcd: the etcd gateway codec, the server record and the name record (pure).
 build-fuzz/fuzz_etcd: tests/fuzz/fuzz_etcd.c common/etcd_codec.c common/cluster_rec.c \
-		common/cluster_name.c
+		common/cluster_name.c common/cluster_json.c
 	@mkdir -p $(dir $@)
 	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $^ $(shell $(PKG_CONFIG) --libs jansson libsodium)
