@@ -94,7 +94,8 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c daemon/resume.c \
-	daemon/busypoll.c daemon/cluster.c daemon/metrics.c daemon/identity.c
+	daemon/busypoll.c daemon/cluster.c daemon/metrics.c daemon/identity.c \
+	daemon/bindaddr.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c \
 	client-lib/tools/cluster.c
 
@@ -305,7 +306,8 @@ $(B)/tests/obj/unit/test_session.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/test_session: EXTRA_LIBS = $(DAEMON_LIBS)
 # The metrics page (metrics.c) from a server the test fills in.
 $(B)/tests/test_metrics_page: $(B)/tests/obj/unit/test_metrics_page.o $(B)/d/daemon/metrics.o \
-	$(B)/d/daemon/alloc.o $(B)/d/daemon/region.o $(B)/d/daemon/names.o $(B)/d/daemon/log.o
+	$(B)/d/daemon/alloc.o $(B)/d/daemon/region.o $(B)/d/daemon/names.o $(B)/d/daemon/log.o \
+	$(B)/d/daemon/bindaddr.o
 $(B)/tests/obj/unit/test_metrics_page.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 # The daemon's cluster.h, not the library's (client-lib/cluster.h comes first
 # in TEST_CPPFLAGS): this test sees only the daemon, common/ and tests/lib.
