@@ -75,7 +75,8 @@ LIB_LIBS += $(ETCD_LIBS)
 # into librmem it stays internal.
 PROTO_SRC := common/proto.c
 COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c common/addr.c \
-	common/authmac.c common/etcd_endpoints.c common/state.c common/hash64.c common/tcp_cc.c
+	common/authmac.c common/etcd_endpoints.c common/state.c common/hash64.c common/tcp_cc.c \
+	common/randbytes.c
 # The etcd client: the pure codec and endpoint list, and the libcurl
 # transport, built like common/ into an archive of its own (libetcd.a).
 # (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
