@@ -81,6 +81,9 @@ bool client_on_rdma(const rmem_client *c);
 
 /* rmem_connect() with transport "auto" and the given timeout. */
 int client_connect(const char *endpoint, int timeout_ms, rmem_client **out);
+/* rmem_connect() to d's network endpoint as tenant, its secret in key_file. */
+int client_connect_as(const struct rmemd *d, const char *tenant, const char *key_file,
+		      rmem_client **out);
 
 /*
  * Polls rmem_stats() until used_bytes == used and regions == regions, for up
