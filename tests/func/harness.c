@@ -200,6 +200,16 @@ int stats_wait(rmem_client *c, uint64_t used, uint64_t regions, int timeout_ms,
 	}
 }
 
+int alloc_quota_wait(rmem_client *c, uint64_t size, struct rmem_region *r, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	int rc;
+
+	while ((rc = rmem_alloc(c, size, 0, r)) == -EDQUOT && now_ms() < deadline)
+		sleep_ms(20);
+	return rc;
+}
+
 #define SWEEP_MAX_REGIONS 64
 #define SWEEP_CHUNK (16u << 20)
 

@@ -93,6 +93,11 @@ int client_connect_as(const struct rmemd *d, const char *tenant, const char *key
 int stats_wait(rmem_client *c, uint64_t used, uint64_t regions, int timeout_ms,
 	       struct rmem_stats *last);
 
+/* rmem_alloc() again every 20 ms while it says -EDQUOT, for up to timeout_ms:
+ * freed bytes come back to a tenant's quota once they are back in the pool
+ * (after the quarantine on RDMA).  What the last call returned. */
+int alloc_quota_wait(rmem_client *c, uint64_t size, struct rmem_region *r, int timeout_ms);
+
 /*
  * Allocates every free byte of the daemon (largest_free again and again),
  * reads it all back and frees it.  Returns 0 when it all read zero (bytes

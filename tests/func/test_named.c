@@ -1015,16 +1015,6 @@ static void tenant_b(const struct rmemd *d, rmem_client *admin)
 	rmem_close(b);
 }
 
-static int alloc_eventually(rmem_client *c, uint64_t size, struct rmem_region *r)
-{
-	uint64_t deadline = now_ms() + WAIT_MS;
-	int rc;
-
-	while ((rc = rmem_alloc(c, size, 0, r)) == -EDQUOT && now_ms() < deadline)
-		sleep_ms(20);
-	return rc;
-}
-
 /* A's quota still counts "t/a" though no session of A created it now. */
 static void tenant_a_quota(const struct rmemd *d, const struct rmem_region *ra)
 {
@@ -1050,7 +1040,7 @@ static void tenant_a_quota(const struct rmemd *d, const struct rmem_region *ra)
 	ok(rc == -EDQUOT, "%s: while A's handle holds it, still -EDQUOT (%d)", M, rc);
 	rc = rmem_free(a, &h);
 	ok(rc == 0, "%s: A frees its handle (%d)", M, rc);
-	rc = alloc_eventually(a, QUOTA_A, &r);
+	rc = alloc_quota_wait(a, QUOTA_A, &r, WAIT_MS);
 	ok(rc == 0, "%s: then the whole quota is A's again (%d)", M, rc);
 	rmem_close(a);
 }

@@ -119,18 +119,6 @@ static void cross_tenant(rmem_client *a, rmem_client *b)
 
 /* ---- quotas ------------------------------------------------------------------ */
 
-/* Allocates until it works or WAIT_MS pass: freed bytes come back to the
- * tenant once they are back in the pool (after the quarantine on RDMA). */
-static int alloc_eventually(rmem_client *c, uint64_t size, struct rmem_region *r)
-{
-	uint64_t deadline = now_ms() + WAIT_MS;
-	int rc;
-
-	while ((rc = rmem_alloc(c, size, 0, r)) == -EDQUOT && now_ms() < deadline)
-		sleep_ms(20);
-	return rc;
-}
-
 static int child_holds(int wfd, void *arg)
 {
 	const struct rmemd *d = arg;
@@ -139,7 +127,7 @@ static int child_holds(int wfd, void *arg)
 	char done = 1;
 
 	/* On RDMA the 3 MiB just freed may still sit in the quarantine. */
-	if (client_connect_as(d, "A", key_a, &c) < 0 || alloc_eventually(c, 3 * MiB, &r) < 0)
+	if (client_connect_as(d, "A", key_a, &c) < 0 || alloc_quota_wait(c, 3 * MiB, &r, WAIT_MS) < 0)
 		return 1;
 	if (write(wfd, &done, 1) != 1)
 		return 2;
@@ -175,7 +163,7 @@ static void quota_bytes(const struct rmemd *d, rmem_client *a, rmem_client *admi
 
 	rc = rmem_free(a, &r2);
 	ok(rc == 0, "A frees 3 MiB (%d)", rc);
-	rc = alloc_eventually(a, 3 * MiB, &r2);
+	rc = alloc_quota_wait(a, 3 * MiB, &r2, WAIT_MS);
 	ok(rc == 0, "its bytes come back to A: 3 MiB again (%d)", rc);
 	rc = rmem_free(a, &r2);
 	ok(rc == 0, "and freed again (%d)", rc);
@@ -188,7 +176,7 @@ static void quota_bytes(const struct rmemd *d, rmem_client *a, rmem_client *admi
 	ok(rc == -EDQUOT, "meanwhile A's quota is full: -EDQUOT (%d)", rc);
 	if (ch.pid > 0)
 		child_end(&ch, SIGKILL);
-	rc = alloc_eventually(a, 3 * MiB, &r2);
+	rc = alloc_quota_wait(a, 3 * MiB, &r2, WAIT_MS);
 	ok(rc == 0, "once it is killed, A gets its 3 MiB back (%d)", rc);
 	if (rc == 0)
 		rmem_free(a, &r2);
