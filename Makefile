@@ -75,12 +75,13 @@ LIB_LIBS += $(ETCD_LIBS)
 # into librmem it stays internal.
 PROTO_SRC := common/proto.c
 COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c common/addr.c \
-	common/authmac.c common/etcd_endpoints.c common/state.c common/hash64.c common/tcp_cc.c
+	common/authmac.c common/etcd_endpoints.c common/state.c common/hash64.c common/tcp_cc.c \
+	common/randbytes.c
 # The etcd client: the pure codec and endpoint list, and the libcurl
 # transport, built like common/ into an archive of its own (libetcd.a).
 # (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
 ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c \
-	common/cluster_name.c
+	common/cluster_name.c common/cluster_json.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/engine.c client-lib/io.c client-lib/nic_conn.c \
 	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
@@ -94,7 +95,8 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c daemon/resume.c \
-	daemon/busypoll.c daemon/cluster.c daemon/metrics.c daemon/identity.c
+	daemon/busypoll.c daemon/cluster.c daemon/metrics.c daemon/identity.c \
+	daemon/bindaddr.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c \
 	client-lib/tools/cluster.c
 
@@ -310,7 +312,8 @@ $(B)/tests/obj/unit/test_session.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/test_session: EXTRA_LIBS = $(DAEMON_LIBS)
 # The metrics page (metrics.c) from a server the test fills in.
 $(B)/tests/test_metrics_page: $(B)/tests/obj/unit/test_metrics_page.o $(B)/d/daemon/metrics.o \
-	$(B)/d/daemon/alloc.o $(B)/d/daemon/region.o $(B)/d/daemon/names.o $(B)/d/daemon/log.o
+	$(B)/d/daemon/alloc.o $(B)/d/daemon/region.o $(B)/d/daemon/names.o $(B)/d/daemon/log.o \
+	$(B)/d/daemon/bindaddr.o
 $(B)/tests/obj/unit/test_metrics_page.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 # The daemon's cluster.h, not the library's (client-lib/cluster.h comes first
 # in TEST_CPPFLAGS): this test sees only the daemon, common/ and tests/lib.
@@ -517,7 +520,7 @@ build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(FUZZ_DAEMON_SRCS:%.c=buil
 		$(DAEMON_LIBS)
 # fuzz_etcd: the etcd gateway codec, the server record and the name record (pure).
 build-fuzz/fuzz_etcd: tests/fuzz/fuzz_etcd.c common/etcd_codec.c common/cluster_rec.c \
-		common/cluster_name.c
+		common/cluster_name.c common/cluster_json.c
 	@mkdir -p $(dir $@)
 	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $^ $(shell $(PKG_CONFIG) --libs jansson libsodium)

@@ -219,69 +219,68 @@ drop_claim:
 	return err;
 }
 
-/* The record's server: 0 and its slot and client, or -EHOSTDOWN. */
-static int record_client(struct cluster *cl, const struct cluster_name *rec, uint32_t *slot,
-			 rmem_client **c)
+/* Where a made name lives: its key (and the revision it was read at) and
+ * its server's slot and client. */
+struct located {
+	char key[KEY_MAX];
+	size_t len;
+	int64_t mod;
+	uint32_t slot;
+	rmem_client *c;
+};
+
+/* 0 and *at; -ENOENT (no such name, or still being made), -EHOSTDOWN (its
+ * server is not in the set now), or what reading etcd said. */
+static int locate(struct cluster *cl, const char *name, struct located *at)
 {
-	if (members_find(cl, rec->server, slot) < 0)
-		return -EHOSTDOWN; /* never seen: not in the set now */
-	return members_client(cl, *slot, c);
+	struct cluster_name rec;
+	int err;
+
+	at->mod = 0;
+	err = name_key(cl, name, at->key, &at->len);
+	if (!err)
+		err = read_name(cl, at->key, at->len, &rec, &at->mod);
+	if (!err && rec.region == 0)
+		err = -ENOENT; /* still being made */
+	if (!err && members_find(cl, rec.server, &at->slot) < 0)
+		err = -EHOSTDOWN; /* never seen: not in the set now */
+	if (!err)
+		err = members_client(cl, at->slot, &at->c);
+	return err;
 }
 
 int cluster_open(struct cluster *cl, const char *name, uint32_t access, struct rmem_region *out)
 {
-	struct cluster_name rec;
-	char key[KEY_MAX];
-	size_t len;
-	int64_t mod = 0;
-	uint32_t slot;
-	rmem_client *c;
+	struct located at;
 	int err;
 
 	if (!out || access == 0 || (access & ~(RMEM_READ | RMEM_WRITE)))
 		return -EINVAL;
-	err = name_key(cl, name, key, &len);
-	if (!err)
-		err = read_name(cl, key, len, &rec, &mod);
-	if (!err && rec.region == 0)
-		err = -ENOENT; /* still being made */
-	if (!err)
-		err = record_client(cl, &rec, &slot, &c);
+	err = locate(cl, name, &at);
 	if (!err) {
-		err = members_err(cl, slot, single_open(c, name, access, out));
+		err = members_err(cl, at.slot, single_open(at.c, name, access, out));
 		/* Its server does not know it: the record is stale. */
 		if (err == -ENOENT)
-			drop_stale(cl, key, len, mod);
+			drop_stale(cl, at.key, at.len, at.mod);
 	}
 	if (!err)
-		members_tag(out, slot);
+		members_tag(out, at.slot);
 	return err;
 }
 
 int cluster_unlink(struct cluster *cl, const char *name, uint32_t flags)
 {
-	struct cluster_name rec;
-	char key[KEY_MAX];
-	size_t len;
-	int64_t mod = 0;
-	uint32_t slot;
-	rmem_client *c;
+	struct located at;
 	int err;
 
 	if (flags & ~RMEM_UNLINK_REVOKE)
 		return -EINVAL;
-	err = name_key(cl, name, key, &len);
-	if (!err)
-		err = read_name(cl, key, len, &rec, &mod);
-	if (!err && rec.region == 0)
-		err = -ENOENT;
-	if (!err)
-		err = record_client(cl, &rec, &slot, &c);
+	err = locate(cl, name, &at);
 	if (!err) {
-		err = members_err(cl, slot, single_unlink2(c, name, flags));
+		err = members_err(cl, at.slot, single_unlink2(at.c, name, flags));
 		/* Gone on its server, now or before: the record goes too. */
 		if (err == 0 || err == -ENOENT)
-			drop_stale(cl, key, len, mod);
+			drop_stale(cl, at.key, at.len, at.mod);
 	}
 	return err;
 }

@@ -5,22 +5,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include <jansson.h>
-
+#include "cluster_json.h"
 #include "cluster_rec.h"
-
-static bool id_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n >= CLUSTER_ID_MAX)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '.' || *s == '-'))
-			return false;
-	return true;
-}
 
 /* Printable ASCII without '"' or '\\', 0..max-1 characters (empty_ok). */
 static bool text_ok(const char *s, size_t max, bool empty_ok)
@@ -37,7 +23,7 @@ static bool text_ok(const char *s, size_t max, bool empty_ok)
 
 static bool rec_ok(const struct cluster_rec *r)
 {
-	return id_ok(r->id) && text_ok(r->tcp, sizeof r->tcp, false) &&
+	return cluster_id_ok(r->id, sizeof r->id) && text_ok(r->tcp, sizeof r->tcp, false) &&
 	       text_ok(r->rdma, sizeof r->rdma, true) &&
 	       text_ok(r->version, sizeof r->version, true) && r->free_bytes <= r->pool_bytes &&
 	       r->largest_free <= r->free_bytes && r->pool_bytes <= INT64_MAX &&
@@ -59,31 +45,7 @@ int cluster_rec_encode(const struct cluster_rec *r, char **out)
 		      "generation", (json_int_t)r->generation,
 		      "start_time_ms", (json_int_t)r->start_time_ms,
 		      "version", r->version);
-	if (o)
-		*out = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	return *out ? 0 : -ENOMEM;
-}
-
-static int get_text(const json_t *o, const char *name, char *dst, size_t max)
-{
-	const json_t *v = json_object_get(o, name);
-
-	if (!json_is_string(v) || json_string_length(v) >= max ||
-	    strlen(json_string_value(v)) != json_string_length(v))
-		return -EPROTO;
-	memcpy(dst, json_string_value(v), json_string_length(v) + 1);
-	return 0;
-}
-
-static int get_num(const json_t *o, const char *name, uint64_t *dst)
-{
-	const json_t *v = json_object_get(o, name);
-
-	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return -EPROTO;
-	*dst = (uint64_t)json_integer_value(v);
-	return 0;
+	return cluster_json_dump(o, out);
 }
 
 int cluster_rec_decode(const char *text, size_t len, struct cluster_rec *r)
@@ -95,25 +57,25 @@ int cluster_rec_decode(const char *text, size_t len, struct cluster_rec *r)
 
 	memset(r, 0, sizeof *r);
 	if (rc == 0)
-		rc = get_text(o, "id", r->id, sizeof r->id);
+		rc = cluster_json_get_text(o, "id", r->id, sizeof r->id);
 	if (rc == 0)
-		rc = get_text(o, "tcp", r->tcp, sizeof r->tcp);
+		rc = cluster_json_get_text(o, "tcp", r->tcp, sizeof r->tcp);
 	if (rc == 0)
-		rc = get_text(o, "rdma", r->rdma, sizeof r->rdma);
+		rc = cluster_json_get_text(o, "rdma", r->rdma, sizeof r->rdma);
 	if (rc == 0)
-		rc = get_num(o, "pool_bytes", &r->pool_bytes);
+		rc = cluster_json_get_num(o, "pool_bytes", &r->pool_bytes);
 	if (rc == 0)
-		rc = get_num(o, "free_bytes", &r->free_bytes);
+		rc = cluster_json_get_num(o, "free_bytes", &r->free_bytes);
 	if (rc == 0)
-		rc = get_num(o, "largest_free", &r->largest_free);
+		rc = cluster_json_get_num(o, "largest_free", &r->largest_free);
 	if (rc == 0)
-		rc = get_num(o, "generation", &r->generation);
+		rc = cluster_json_get_num(o, "generation", &r->generation);
 	if (rc == 0)
-		rc = get_num(o, "start_time_ms", &r->start_time_ms);
+		rc = cluster_json_get_num(o, "start_time_ms", &r->start_time_ms);
 	/* version is informative: an older writer may lack it */
 	ver = rc == 0 ? json_object_get(o, "version") : NULL;
 	if (ver)
-		rc = get_text(o, "version", r->version, sizeof r->version);
+		rc = cluster_json_get_text(o, "version", r->version, sizeof r->version);
 	if (rc == 0 && !rec_ok(r))
 		rc = -EPROTO;
 	if (rc < 0)

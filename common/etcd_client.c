@@ -226,167 +226,133 @@ int etcd_call(struct etcd_client *c, const char *path, const char *body, char **
 
 /* ---- the calls ------------------------------------------------------------------- */
 
-/* body is an encoder's result (rc its status); the reply goes to *reply. */
-static int roundtrip(struct etcd_client *c, const char *path, int rc, char *body, char **reply,
-		     size_t *len)
+/*
+ * One call: the encoder fills body, post() sends it and frees it, the
+ * decoder reads reply, decoded() frees it.  Each call below is then its
+ * encoder, its path and its decoder.
+ */
+struct req {
+	const char *path;
+	char *body, *reply;
+	size_t len;
+};
+
+/* rc is the encoder's status; 0 with q->reply, or the first failure. */
+static int post(struct etcd_client *c, struct req *q, int rc)
 {
-	*reply = NULL;
-	*len = 0;
+	q->reply = NULL;
+	q->len = 0;
 	if (rc == 0)
-		rc = etcd_call(c, path, body, reply, len);
-	free(body);
+		rc = etcd_call(c, q->path, q->body, &q->reply, &q->len);
+	free(q->body);
+	q->body = NULL;
 	return rc;
 }
 
-static int bad_reply(struct etcd_client *c, const char *path, int rc)
+/* rc is the decoder's verdict on q->reply. */
+static int decoded(struct etcd_client *c, struct req *q, int rc)
 {
+	free(q->reply);
+	q->reply = NULL;
 	if (rc == -EPROTO)
 		snprintf(c->error, sizeof c->error, "%s%s: a reply the codec refused",
-			 etcd_client_endpoint(c), path);
+			 etcd_client_endpoint(c), q->path);
 	return rc;
 }
 
 int etcd_lease_grant(struct etcd_client *c, int64_t ttl_s, int64_t *id, int64_t *ttl_out)
 {
+	struct req q = { .path = "/v3/lease/grant" };
 	struct etcd_header h;
-	char *body, *reply;
-	size_t len;
-	int rc = etcd_enc_lease_grant(ttl_s, &body);
+	int rc = post(c, &q, etcd_enc_lease_grant(ttl_s, &q.body));
 
 	*id = *ttl_out = 0;
-	rc = roundtrip(c, "/v3/lease/grant", rc, body, &reply, &len);
-	if (rc == 0)
-		rc = bad_reply(c, "/v3/lease/grant",
-			       etcd_dec_lease_grant(reply, len, &h, id, ttl_out));
-	free(reply);
-	return rc;
+	return rc ? rc : decoded(c, &q, etcd_dec_lease_grant(q.reply, q.len, &h, id, ttl_out));
 }
 
 int etcd_lease_keepalive(struct etcd_client *c, int64_t id, int64_t *ttl_out)
 {
+	struct req q = { .path = "/v3/lease/keepalive" };
 	struct etcd_header h;
-	char *body, *reply;
-	size_t len;
-	int rc = etcd_enc_lease_id(id, &body);
+	int rc = post(c, &q, etcd_enc_lease_id(id, &q.body));
 
 	*ttl_out = 0;
-	rc = roundtrip(c, "/v3/lease/keepalive", rc, body, &reply, &len);
-	if (rc == 0)
-		rc = bad_reply(c, "/v3/lease/keepalive",
-			       etcd_dec_lease_keepalive(reply, len, id, &h, ttl_out));
-	free(reply);
-	return rc;
+	return rc ? rc : decoded(c, &q, etcd_dec_lease_keepalive(q.reply, q.len, id, &h, ttl_out));
 }
 
 int etcd_lease_revoke(struct etcd_client *c, int64_t id)
 {
+	struct req q = { .path = "/v3/lease/revoke" };
 	struct etcd_header h;
-	char *body, *reply;
-	size_t len;
-	int rc = etcd_enc_lease_id(id, &body);
+	int rc = post(c, &q, etcd_enc_lease_id(id, &q.body));
 
-	rc = roundtrip(c, "/v3/lease/revoke", rc, body, &reply, &len);
-	if (rc == 0)
-		rc = bad_reply(c, "/v3/lease/revoke", etcd_dec_header_only(reply, len, &h));
-	free(reply);
-	return rc;
+	return rc ? rc : decoded(c, &q, etcd_dec_header_only(q.reply, q.len, &h));
 }
 
 int etcd_lease_ttl(struct etcd_client *c, int64_t id, int64_t *ttl_out, int64_t *granted_out)
 {
+	struct req q = { .path = "/v3/lease/timetolive" };
 	struct etcd_header h;
-	char *body, *reply;
-	size_t len;
-	int rc = etcd_enc_lease_id(id, &body);
+	int rc = post(c, &q, etcd_enc_lease_id(id, &q.body));
 
 	*ttl_out = -1;
 	*granted_out = 0;
-	rc = roundtrip(c, "/v3/lease/timetolive", rc, body, &reply, &len);
-	if (rc == 0)
-		rc = bad_reply(c, "/v3/lease/timetolive",
-			       etcd_dec_lease_ttl(reply, len, id, &h, ttl_out, granted_out));
-	free(reply);
-	return rc;
+	return rc ? rc : decoded(c, &q, etcd_dec_lease_ttl(q.reply, q.len, id, &h, ttl_out,
+							   granted_out));
 }
 
 int etcd_put(struct etcd_client *c, const void *key, size_t key_len, const void *value,
 	     size_t value_len, int64_t lease)
 {
+	struct req q = { .path = "/v3/kv/put" };
 	struct etcd_header h;
-	char *body, *reply;
-	size_t len;
-	int rc = etcd_enc_put(key, key_len, value, value_len, lease, &body);
+	int rc = post(c, &q, etcd_enc_put(key, key_len, value, value_len, lease, &q.body));
 
-	rc = roundtrip(c, "/v3/kv/put", rc, body, &reply, &len);
-	if (rc == 0)
-		rc = bad_reply(c, "/v3/kv/put", etcd_dec_header_only(reply, len, &h));
-	free(reply);
-	return rc;
+	return rc ? rc : decoded(c, &q, etcd_dec_header_only(q.reply, q.len, &h));
 }
 
 int etcd_create(struct etcd_client *c, const void *key, size_t key_len, const void *value,
 		size_t value_len, int64_t lease, bool *created, struct etcd_kv *existing)
 {
+	struct req q = { .path = "/v3/kv/txn" };
 	struct etcd_header h;
-	char *body, *reply;
-	size_t len;
-	int rc = etcd_enc_create(key, key_len, value, value_len, lease, &body);
+	int rc = post(c, &q, etcd_enc_create(key, key_len, value, value_len, lease, &q.body));
 
 	*created = false;
 	memset(existing, 0, sizeof *existing);
-	rc = roundtrip(c, "/v3/kv/txn", rc, body, &reply, &len);
-	if (rc == 0)
-		rc = bad_reply(c, "/v3/kv/txn",
-			       etcd_dec_create(reply, len, &h, created, existing));
-	free(reply);
-	return rc;
+	return rc ? rc : decoded(c, &q, etcd_dec_create(q.reply, q.len, &h, created, existing));
 }
 
 int etcd_range(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
 	       struct etcd_range *r)
 {
-	char *body, *reply;
-	size_t len;
-	int rc = etcd_enc_range(key, key_len, prefix, &body);
+	struct req q = { .path = "/v3/kv/range" };
+	int rc = post(c, &q, etcd_enc_range(key, key_len, prefix, &q.body));
 
 	memset(r, 0, sizeof *r);
-	rc = roundtrip(c, "/v3/kv/range", rc, body, &reply, &len);
-	if (rc == 0)
-		rc = bad_reply(c, "/v3/kv/range", etcd_dec_range(reply, len, r));
-	free(reply);
-	return rc;
+	return rc ? rc : decoded(c, &q, etcd_dec_range(q.reply, q.len, r));
 }
 
 int etcd_delete(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
 		int64_t *deleted)
 {
+	struct req q = { .path = "/v3/kv/deleterange" };
 	struct etcd_header h;
-	char *body, *reply;
-	size_t len;
-	int rc = etcd_enc_delete(key, key_len, prefix, &body);
+	int rc = post(c, &q, etcd_enc_delete(key, key_len, prefix, &q.body));
 
 	*deleted = 0;
-	rc = roundtrip(c, "/v3/kv/deleterange", rc, body, &reply, &len);
-	if (rc == 0)
-		rc = bad_reply(c, "/v3/kv/deleterange", etcd_dec_delete(reply, len, &h, deleted));
-	free(reply);
-	return rc;
+	return rc ? rc : decoded(c, &q, etcd_dec_delete(q.reply, q.len, &h, deleted));
 }
 
 int etcd_delete_if(struct etcd_client *c, const void *key, size_t key_len, int64_t mod_revision,
 		   bool *deleted)
 {
+	struct req q = { .path = "/v3/kv/txn" };
 	struct etcd_header h;
-	char *body, *reply;
-	size_t len;
-	int rc = etcd_enc_delete_if(key, key_len, mod_revision, &body);
+	int rc = post(c, &q, etcd_enc_delete_if(key, key_len, mod_revision, &q.body));
 
 	*deleted = false;
-	rc = roundtrip(c, "/v3/kv/txn", rc, body, &reply, &len);
-	if (rc == 0)
-		rc = bad_reply(c, "/v3/kv/txn", etcd_dec_txn(reply, len, &h, deleted));
-	free(reply);
-	return rc;
+	return rc ? rc : decoded(c, &q, etcd_dec_txn(q.reply, q.len, &h, deleted));
 }
 
 /* ---- watch -------------------------------------------------------------------------- */

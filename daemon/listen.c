@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/listener.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -16,8 +15,8 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "bindaddr.h"
 #include "conn.h"
-#include "endpoint.h"
 #include "listen.h"
 #include "log.h"
 #include "server.h"
@@ -91,43 +90,20 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 
 static int open_tcp(struct server *srv, struct listeners *ls, char *err, size_t errlen)
 {
-	const char *addr = srv->cfg.listen_tcp;
-	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
-				  .ai_socktype = SOCK_STREAM };
-	struct addrinfo *ai = NULL;
-	struct endpoint ep;
-	int fd = -1, one = 1, rc;
+	int fd = bindaddr_listen("listen.tcp", srv->cfg.listen_tcp, BACKLOG, err, errlen), rc;
 
-	/* The same grammar as the clients' endpoints (config.c checked it). */
-	if (endpoint_parse(addr, &ep) < 0 || ep.kind != ENDPOINT_TCP) {
-		snprintf(err, errlen, "listen.tcp: \"%s\" is not HOST:PORT", addr);
-		return -EINVAL;
-	}
-	rc = getaddrinfo(ep.host, ep.port, &hints, &ai);
-	if (rc) {
-		snprintf(err, errlen, "listen.tcp: %s: %s", addr, gai_strerror(rc));
-		return -EINVAL;
-	}
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		goto fail;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, BACKLOG) < 0)
-		goto fail;
+		return fd;
 	ls->tcp = evconnlistener_new(srv->base, on_tcp_accept, srv,
 				     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
-	if (!ls->tcp)
-		goto fail;
-	evconnlistener_set_error_cb(ls->tcp, on_accept_error);
-	freeaddrinfo(ai);
-	return 0;
-fail:
-	rc = -errno;
-	snprintf(err, errlen, "listen.tcp: %s: %s", addr, strerror(errno));
-	if (fd >= 0)
+	if (!ls->tcp) {
+		rc = -errno;
+		snprintf(err, errlen, "listen.tcp: %s: %s", srv->cfg.listen_tcp, strerror(errno));
 		close(fd);
-	freeaddrinfo(ai);
-	return rc;
+		return rc;
+	}
+	evconnlistener_set_error_cb(ls->tcp, on_accept_error);
+	return 0;
 }
 
 /* A socket file left by a crashed rmemd is removed; one that still answers

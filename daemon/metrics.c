@@ -11,7 +11,6 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <netdb.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,10 +20,10 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "bindaddr.h"
 #include "clock.h"
 #include "cluster.h"
 #include "counters.h"
-#include "endpoint.h"
 #include "log.h"
 #include "metrics.h"
 #include "names.h"
@@ -432,41 +431,6 @@ static void read_start_time(char *out, size_t len)
 		 ticks % (unsigned long long)hz * 100 / (unsigned long long)hz);
 }
 
-/* A listening socket on addr ("HOST:PORT"): the fd, or -errno with err set. */
-static int bind_addr(const char *addr, char *err, size_t errlen)
-{
-	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
-				  .ai_socktype = SOCK_STREAM };
-	struct addrinfo *ai = NULL;
-	struct endpoint ep;
-	int fd, one = 1, rc;
-
-	/* config.c checked the shape; the endpoint grammar is the same. */
-	if (endpoint_parse(addr, &ep) < 0 || ep.kind != ENDPOINT_TCP) {
-		snprintf(err, errlen, "listen.metrics: \"%s\" is not HOST:PORT", addr);
-		return -EINVAL;
-	}
-	rc = getaddrinfo(ep.host, ep.port, &hints, &ai);
-	if (rc) {
-		snprintf(err, errlen, "listen.metrics: %s: %s", addr, gai_strerror(rc));
-		return -EINVAL;
-	}
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd >= 0) {
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, BACKLOG) == 0) {
-			freeaddrinfo(ai);
-			return fd;
-		}
-	}
-	rc = -errno;
-	snprintf(err, errlen, "listen.metrics: %s: %s", addr, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	freeaddrinfo(ai);
-	return rc;
-}
-
 int metrics_open(struct server *srv, char *err, size_t errlen)
 {
 	struct metrics *m;
@@ -481,7 +445,7 @@ int metrics_open(struct server *srv, char *err, size_t errlen)
 	}
 	m->srv = srv;
 	read_start_time(m->start_time, sizeof m->start_time);
-	fd = bind_addr(srv->cfg.listen_metrics, err, errlen);
+	fd = bindaddr_listen("listen.metrics", srv->cfg.listen_metrics, BACKLOG, err, errlen);
 	if (fd < 0) {
 		free(m);
 		return fd;

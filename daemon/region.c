@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 
+#include "randbytes.h"
 #include "region.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -173,17 +173,8 @@ size_t region_table_memory(const struct region_table *t)
 static uint32_t next_key(struct region_table *t)
 {
 	if (!t->keys_left) {
-		size_t got = 0;
-
-		while (got < sizeof t->keys) {
-			ssize_t n = getrandom((char *)t->keys + got, sizeof t->keys - got, 0);
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0)
-				abort(); /* no entropy source: keys would be guessable */
-			got += (size_t)n;
-		}
+		if (rand_bytes(t->keys, sizeof t->keys) < 0)
+			abort(); /* no entropy source: keys would be guessable */
 		t->keys_left = KEY_BATCH;
 	}
 	return t->keys[--t->keys_left];

@@ -4,11 +4,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "keys.h"
 #include "log.h"
 #include "names.h"
+#include "randbytes.h"
 #include "region.h"
 #include "resume.h"
 #include "server.h"
@@ -42,18 +42,15 @@ static void take_place(struct server *srv, struct session *s, struct session *fr
 
 int resume_session(struct server *srv, struct session *s, struct session *from)
 {
+	int rc;
+
 	if (s->hello_done)
 		return -EINVAL;
 	if (!from->detached)
 		return -EBUSY;
-	for (size_t got = 0; got < sizeof s->attach_token;) {
-		ssize_t n = getrandom((char *)&s->attach_token + got, sizeof s->attach_token - got, 0);
-
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		if (n > 0)
-			got += (size_t)n;
-	}
+	rc = rand_bytes(&s->attach_token, sizeof s->attach_token);
+	if (rc < 0)
+		return rc;
 	/* Everything that is the session's moves; the region entries name
 	 * their owner by id, which moves with them, and handles name their
 	 * holder, which is told. */

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "alloc.h"
@@ -14,6 +13,7 @@
 #include "keys.h"
 #include "log.h"
 #include "names.h"
+#include "randbytes.h"
 #include "server.h"
 #include "session.h"
 #include "slots.h"
@@ -420,22 +420,11 @@ int session_hello(struct server *srv, struct session *s)
 			 srv->cfg.max_clients);
 		return -EUSERS;
 	}
-	for (size_t got = 0; got < sizeof s->attach_token;) {
-		ssize_t n = getrandom((char *)&s->attach_token + got, sizeof s->attach_token - got, 0);
-
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		if (n > 0)
-			got += (size_t)n;
-	}
-	for (size_t got = 0; got < sizeof s->resume_token;) {
-		ssize_t n = getrandom(s->resume_token + got, sizeof s->resume_token - got, 0);
-
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		if (n > 0)
-			got += (size_t)n;
-	}
+	rc = rand_bytes(&s->attach_token, sizeof s->attach_token);
+	if (rc == 0)
+		rc = rand_bytes(s->resume_token, sizeof s->resume_token);
+	if (rc < 0)
+		return rc;
 	rc = record_session(srv, s);
 	if (rc < 0) /* the state has no room: as many clients as it can take */
 		return rc == -ENOSPC ? -EUSERS : rc;

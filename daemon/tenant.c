@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 
 #include "authmac.h"
 #include "log.h"
+#include "randbytes.h"
 #include "server.h"
 #include "tenant.h"
 
@@ -152,19 +152,6 @@ static const char *printable(const char *name, char *buf, size_t len)
 	return buf;
 }
 
-static int fill_random(void *buf, size_t len)
-{
-	for (size_t got = 0; got < len;) {
-		ssize_t n = getrandom((char *)buf + got, len - got, 0);
-
-		if (n < 0 && errno != EINTR)
-			return -EIO;
-		if (n > 0)
-			got += (size_t)n;
-	}
-	return 0;
-}
-
 static void auth_mac(const struct config_tenant *t, enum proto_auth_role role,
 		     const struct tenant_auth *a, uint64_t session_id, uint8_t mac[PROTO_MAC_LEN])
 {
@@ -200,7 +187,7 @@ int tenant_auth_begin(struct server *srv, struct tenant_auth *a, uint64_t sessio
 			 printable(req->tenant, name, sizeof name));
 		return -EACCES;
 	}
-	if (fill_random(a->server_nonce, sizeof a->server_nonce) < 0)
+	if (rand_bytes(a->server_nonce, sizeof a->server_nonce) < 0)
 		return -EIO;
 	memcpy(a->client_nonce, req->client_nonce, sizeof a->client_nonce);
 	a->claimed = t;

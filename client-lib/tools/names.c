@@ -21,8 +21,10 @@ static int names_page(rmem_client *c, uint64_t after, void *out, size_t max)
 	return rmem_names(c, after, out, max);
 }
 
-static void print_names_json(const struct rmem_name_info *nm, size_t n)
+static void print_names_json(const void *items, size_t n)
 {
+	const struct rmem_name_info *nm = items;
+
 	printf("{\"names\":[");
 	for (size_t i = 0; i < n; i++) {
 		printf("%s{", i ? "," : "");
@@ -41,14 +43,16 @@ static void print_names_json(const struct rmem_name_info *nm, size_t n)
 	printf("]}\n");
 }
 
-static int print_names_table(const struct rmem_name_info *nm, size_t n)
+static int print_names_table(struct ctl *ctl, const void *items, size_t n)
 {
+	const struct rmem_name_info *nm = items;
 	static const struct column cols[] = {
 		{ "ID", true }, { "TENANT", false }, { "SIZE", true }, { "BYTES", true },
 		{ "AGE", true }, { "HANDLES", true }, { "STATE", false }, { "NAME", false },
 	};
 	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
 
+	(void)ctl;
 	for (size_t i = 0; i < n; i++) {
 		char tenant[CELL_MAX], name[CELL_MAX], size[32], age[32];
 
@@ -77,18 +81,10 @@ static int print_names_table(const struct rmem_name_info *nm, size_t n)
 
 int cmd_names(struct ctl *ctl)
 {
-	struct rmem_name_info *names = NULL;
-	size_t n = 0;
-	int err = fetch_all(ctl, names_page, sizeof(*names), (void **)&names, &n);
+	static const struct listing l = { "names", names_page, sizeof(struct rmem_name_info),
+		print_names_json, print_names_table };
 
-	if (err)
-		return report(ctl, "names", err);
-	if (ctl->json)
-		print_names_json(names, n);
-	else
-		err = print_names_table(names, n);
-	free(names);
-	return err ? report(ctl, "names", err) : 0;
+	return run_listing(ctl, &l);
 }
 
 /* Unlinks in the namespace of whoever rmemctl connects as: the anonymous one,

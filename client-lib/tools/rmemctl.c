@@ -262,6 +262,22 @@ fail:
 	return err;
 }
 
+int run_listing(struct ctl *ctl, const struct listing *l)
+{
+	void *items = NULL;
+	size_t n = 0;
+	int err = fetch_all(ctl, l->page, l->item_size, &items, &n);
+
+	if (err)
+		return report(ctl, l->what, err);
+	if (ctl->json)
+		l->json(items, n);
+	else
+		err = l->table(ctl, items, n);
+	free(items);
+	return err ? report(ctl, l->what, err) : 0;
+}
+
 _Static_assert(offsetof(struct rmem_region_info, id) == 0, "paging reads the id first");
 _Static_assert(offsetof(struct rmem_client_info, id) == 0, "paging reads the id first");
 
@@ -273,8 +289,10 @@ static const char *region_access(const struct rmem_region_info *r)
 	return text[r->access & (RMEM_READ | RMEM_WRITE)];
 }
 
-static void print_regions_json(const struct rmem_region_info *r, size_t n)
+static void print_regions_json(const void *items, size_t n)
 {
+	const struct rmem_region_info *r = items;
+
 	printf("{\"regions\":[");
 	for (size_t i = 0; i < n; i++) {
 		printf("%s{", i ? "," : "");
@@ -335,33 +353,32 @@ static int print_regions_table(const struct rmem_region_info *r, size_t n,
 	return 0;
 }
 
-static int cmd_regions(struct ctl *ctl)
+/* Pool names read better than indexes; without them, show indexes. */
+static int regions_table(struct ctl *ctl, const void *items, size_t n)
 {
-	struct rmem_region_info *regions = NULL;
-	struct rmem_pool_info *pools = NULL;
-	size_t n = 0, npools = 0;
+	struct rmem_pool_info *pools = calloc(MAX_POOLS, sizeof(*pools));
+	size_t npools = 0;
 	int err;
 
-	err = fetch_all(ctl, regions_page, sizeof(*regions), (void **)&regions, &n);
-	if (err)
-		return report(ctl, "regions", err);
-	if (ctl->json) {
-		print_regions_json(regions, n);
-		free(regions);
-		return 0;
-	}
-	/* Pool names read better than indexes; without them, show indexes. */
-	pools = calloc(MAX_POOLS, sizeof(*pools));
 	if (pools && fetch_pools(ctl, pools, &npools) < 0)
 		npools = 0;
-	err = print_regions_table(regions, n, pools, npools);
+	err = print_regions_table(items, n, pools, npools);
 	free(pools);
-	free(regions);
-	return err ? report(ctl, "regions", err) : 0;
+	return err;
 }
 
-static void print_clients_json(const struct rmem_client_info *cl, size_t n)
+static int cmd_regions(struct ctl *ctl)
 {
+	static const struct listing l = { "regions", regions_page,
+		sizeof(struct rmem_region_info), print_regions_json, regions_table };
+
+	return run_listing(ctl, &l);
+}
+
+static void print_clients_json(const void *items, size_t n)
+{
+	const struct rmem_client_info *cl = items;
+
 	printf("{\"clients\":[");
 	for (size_t i = 0; i < n; i++) {
 		printf("%s{", i ? "," : "");
@@ -382,14 +399,16 @@ static void print_clients_json(const struct rmem_client_info *cl, size_t n)
 	printf("]}\n");
 }
 
-static int print_clients_table(const struct rmem_client_info *cl, size_t n)
+static int print_clients_table(struct ctl *ctl, const void *items, size_t n)
 {
+	const struct rmem_client_info *cl = items;
 	static const struct column cols[] = {
 		{ "ID", true }, { "TRANSPORT", false }, { "REGIONS", true }, { "USED", true },
 		{ "CONNECTED", true }, { "LEASE AGE", true }, { "PEER", false },
 	};
 	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
 
+	(void)ctl;
 	for (size_t i = 0; i < n; i++) {
 		char transport[16], peer[CELL_MAX], used[32], connected[32], lease_age[32];
 
@@ -417,18 +436,10 @@ static int print_clients_table(const struct rmem_client_info *cl, size_t n)
 
 static int cmd_clients(struct ctl *ctl)
 {
-	struct rmem_client_info *clients = NULL;
-	size_t n = 0;
-	int err = fetch_all(ctl, clients_page, sizeof(*clients), (void **)&clients, &n);
+	static const struct listing l = { "clients", clients_page,
+		sizeof(struct rmem_client_info), print_clients_json, print_clients_table };
 
-	if (err)
-		return report(ctl, "clients", err);
-	if (ctl->json)
-		print_clients_json(clients, n);
-	else
-		err = print_clients_table(clients, n);
-	free(clients);
-	return err ? report(ctl, "clients", err) : 0;
+	return run_listing(ctl, &l);
 }
 
 /* ---- main ----------------------------------------------------------------------- */

@@ -43,6 +43,19 @@ typedef int (*page_fn)(rmem_client *c, uint64_t after, void *out, size_t max);
  */
 int fetch_all(struct ctl *ctl, page_fn page, size_t item_size, void **out, size_t *count);
 
+/* A listing command (regions, clients, names): its pages and its two ways
+ * of printing what fetch_all() read. */
+struct listing {
+	const char *what;                                 /* for report() */
+	page_fn page;
+	size_t item_size;
+	void (*json)(const void *items, size_t n);        /* -j */
+	int (*table)(struct ctl *ctl, const void *items, size_t n); /* 0 or -errno */
+};
+
+/* Every entry of l, printed as JSON or as a table: the exit status. */
+int run_listing(struct ctl *ctl, const struct listing *l);
+
 /* ---- names.c -------------------------------------------------------------------- */
 
 int cmd_names(struct ctl *ctl);

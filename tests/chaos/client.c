@@ -141,6 +141,29 @@ static int verify(struct client *cl, const struct held *h)
 	return 0;
 }
 
+/* A region just had (h, its first len bytes used): counted and held; it
+ * must read as zeros (else foreign); then filled from its seed (the name's,
+ * or the next of the client's generator), written and verified. */
+static int fill_new(struct client *cl, struct held *h, size_t len, const char *name)
+{
+	int rc;
+
+	cl->rep.ops++;
+	cl->nheld++;
+	rc = rmem_read(cl->c, &h->r, 0, cl->got, len);
+	if (rc < 0)
+		return rc;
+	if (!all_zero(cl->got, len))
+		cl->rep.foreign++;
+	h->seed = name ? chaos_name_seed(name) : chaos_rand(&cl->rng);
+	fill_random(cl->want, len, h->seed);
+	rc = rmem_write(cl->c, &h->r, 0, cl->want, len);
+	if (rc < 0)
+		return rc;
+	cl->rep.ops++;
+	return verify(cl, h);
+}
+
 static int add_region(struct client *cl)
 {
 	struct held *h = &cl->held[cl->nheld];
@@ -154,23 +177,10 @@ static int add_region(struct client *cl)
 	}
 	if (rc < 0)
 		return rc;
-	cl->rep.ops++;
-	cl->nheld++;
 	/* Regions are rounded up; the client writes every byte it got. */
 	len = h->r.length <= MAX_BYTES ? (size_t)h->r.length : MAX_BYTES;
 	h->r.length = len;
-	rc = rmem_read(cl->c, &h->r, 0, cl->got, len);
-	if (rc < 0)
-		return rc;
-	if (!all_zero(cl->got, len))
-		cl->rep.foreign++;
-	h->seed = chaos_rand(&cl->rng);
-	fill_random(cl->want, len, h->seed);
-	rc = rmem_write(cl->c, &h->r, 0, cl->want, len);
-	if (rc < 0)
-		return rc;
-	cl->rep.ops++;
-	return verify(cl, h);
+	return fill_new(cl, h, len, NULL);
 }
 
 static int drop_region(struct client *cl, unsigned i)
@@ -208,7 +218,6 @@ static int add_named(struct client *cl)
 {
 	struct held *h = &cl->held[cl->nheld];
 	char name[64];
-	size_t len;
 	int rc;
 
 	snprintf(name, sizeof name, CHAOS_NAME_PREFIX "%" PRIu64 "/%u", cl->arg->seed,
@@ -220,21 +229,7 @@ static int add_named(struct client *cl)
 	}
 	if (rc < 0)
 		return rc;
-	cl->rep.ops++;
-	cl->nheld++;
-	len = (size_t)h->r.length;
-	rc = rmem_read(cl->c, &h->r, 0, cl->got, len);
-	if (rc < 0)
-		return rc;
-	if (!all_zero(cl->got, len))
-		cl->rep.foreign++;
-	h->seed = chaos_name_seed(name);
-	fill_random(cl->want, len, h->seed);
-	rc = rmem_write(cl->c, &h->r, 0, cl->want, len);
-	if (rc < 0)
-		return rc;
-	cl->rep.ops++;
-	rc = verify(cl, h);
+	rc = fill_new(cl, h, (size_t)h->r.length, name);
 	if (rc < 0)
 		return rc;
 	rc = record_name(cl, name);

@@ -171,6 +171,17 @@ int client_connect(const char *endpoint, int timeout_ms, rmem_client **out)
 	return rmem_connect(endpoint, &o, out);
 }
 
+int client_connect_as(const struct rmemd *d, const char *tenant, const char *key_file,
+		      rmem_client **out)
+{
+	struct rmem_opts o;
+
+	rmem_opts_init(&o, sizeof o);
+	o.tenant = tenant;
+	o.secret_file = key_file;
+	return rmem_connect(d->tcp_ep, &o, out);
+}
+
 int stats_wait(rmem_client *c, uint64_t used, uint64_t regions, int timeout_ms,
 	       struct rmem_stats *last)
 {
@@ -187,6 +198,16 @@ int stats_wait(rmem_client *c, uint64_t used, uint64_t regions, int timeout_ms,
 			return -ETIMEDOUT;
 		sleep_ms(20);
 	}
+}
+
+int alloc_quota_wait(rmem_client *c, uint64_t size, struct rmem_region *r, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	int rc;
+
+	while ((rc = rmem_alloc(c, size, 0, r)) == -EDQUOT && now_ms() < deadline)
+		sleep_ms(20);
+	return rc;
 }
 
 #define SWEEP_MAX_REGIONS 64

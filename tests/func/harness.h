@@ -81,6 +81,9 @@ bool client_on_rdma(const rmem_client *c);
 
 /* rmem_connect() with transport "auto" and the given timeout. */
 int client_connect(const char *endpoint, int timeout_ms, rmem_client **out);
+/* rmem_connect() to d's network endpoint as tenant, its secret in key_file. */
+int client_connect_as(const struct rmemd *d, const char *tenant, const char *key_file,
+		      rmem_client **out);
 
 /*
  * Polls rmem_stats() until used_bytes == used and regions == regions, for up
@@ -89,6 +92,11 @@ int client_connect(const char *endpoint, int timeout_ms, rmem_client **out);
  */
 int stats_wait(rmem_client *c, uint64_t used, uint64_t regions, int timeout_ms,
 	       struct rmem_stats *last);
+
+/* rmem_alloc() again every 20 ms while it says -EDQUOT, for up to timeout_ms:
+ * freed bytes come back to a tenant's quota once they are back in the pool
+ * (after the quarantine on RDMA).  What the last call returned. */
+int alloc_quota_wait(rmem_client *c, uint64_t size, struct rmem_region *r, int timeout_ms);
 
 /*
  * Allocates every free byte of the daemon (largest_free again and again),

@@ -25,6 +25,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . tests/lib/rmemd.sh
 . tests/lib/etcd.sh
+. tests/lib/cluster.sh
 if [ "${RMEM_TEST_TRANSPORT:-tcp}" = rdma ]; then
 	[ -n "${RMEM_VM_RDMA_ADDR:-}" ] ||
 		skip_all "RMEM_TEST_TRANSPORT=rdma needs RMEM_VM_RDMA_ADDR (the Soft-RoCE VM, tests/vm)"
@@ -79,14 +80,7 @@ ok $? "a 3-member etcd cluster starts on loopback and is healthy ($ETCD_ENDPOINT
 # ---- three rmemd -----------------------------------------------------------------------
 # rmemd_conf_cluster I: $tmp/rI.conf, server id sI.
 rmemd_conf_cluster() {
-	local i=$1
-	cat > "$tmp/r$i.conf" << EOC
-listen = { tcp = "$H:${rports[$i]}"; rdma = "$(rdma_of "$i")"; admin = "$tmp/r$i.sock"; metrics = ""; };
-pools = ( { name = "default"; size = "64M"; hugepages = "off"; alignment = 64; } );
-limits = { lease_timeout_ms = 60000; };
-log = { level = "debug"; };
-cluster = { etcd = "$ETCD_ENDPOINTS"; name = "$NAME"; id = "s$i"; lease_ms = $LEASE_MS; };
-EOC
+	cluster_conf "$1" "$NAME" "$H:${rports[$1]}" "$(rdma_of "$1")" "$LEASE_MS" debug
 }
 
 # rdma_of I: server I's RDMA endpoint ("" over TCP: RDMA off).
@@ -127,10 +121,7 @@ start_rmemd() {
 	rpids[$i]=$!
 }
 
-read -r -a ports <<< "$(python3 -c 'import socket
-ss = [socket.socket() for _ in range(6)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')"
+read -r -a ports <<< "$(free_ports 6)"
 for i in 0 1 2; do
 	rports[$i]=${ports[$i]}
 	rdports[$i]=${ports[$((i + 3))]}
@@ -317,6 +308,18 @@ release() {
 	wait "${hold_pid[$1]}"
 }
 
+# wait_free I WANT: 0 once server I's free_bytes is WANT (3 s at most);
+# what it was last in $got.
+wait_free() {
+	got=
+	for _ in $(seq 30); do
+		got=$(value "$1" | json free_bytes)
+		[ "$got" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 rev0=$(get 0 ModRevision)
 hold tiny "$ep0" 4096
 ok $? "a client holds 4 KiB on s0"
@@ -326,23 +329,11 @@ ok $? "a 4 KiB allocation (below the refresh step) writes nothing to etcd"
 hold big "$ep0" $((16 << 20))
 ok $? "a client holds 16 MiB on s0"
 want=$((POOL - (16 << 20) - 4096))
-got=
-for _ in $(seq 30); do
-	got=$(value 0 | json free_bytes)
-	[ "$got" = "$want" ] && break
-	sleep 0.1
-done
-[ "$got" = "$want" ]
+wait_free 0 "$want"
 ok $? "after a 16 MiB allocation s0's free_bytes follows within 3 s ($got, want $want)"
 release big
 ok $? "the 16 MiB client frees and exits 0"
-got=
-for _ in $(seq 30); do
-	got=$(value 0 | json free_bytes)
-	[ "$got" = "$((POOL - 4096))" ] && break
-	sleep 0.1
-done
-[ "$got" = "$((POOL - 4096))" ]
+wait_free 0 $((POOL - 4096))
 ok $? "after the free s0's free_bytes is back ($got)"
 release tiny
 

@@ -327,6 +327,24 @@ static void test_post_move(rmem_client **d)
 
 /* ---- posted calls, atomics, kept buffers ----------------------------------------------------- */
 
+/* Polls until done reaches want (or a poll finds nothing in 5 s), adding
+ * to *err each completion that failed or lacks cookie; the new done. */
+static int poll_until(rmem_client *c, int done, int want, uint64_t cookie, int *err)
+{
+	struct rmem_completion comp[16];
+
+	while (done < want) {
+		int k = rmem_poll(c, comp, 16, 5000);
+
+		if (k <= 0)
+			break;
+		for (int j = 0; j < k; j++)
+			*err += comp[j].status != 0 || comp[j].cookie != cookie;
+		done += k;
+	}
+	return done;
+}
+
 static void test_async(rmem_client *c)
 {
 	enum { N = 9, LEN = 8192 };
@@ -357,27 +375,10 @@ static void test_async(rmem_client *c)
 		pattern(wbuf[i], LEN, 1000 + (uint64_t)i);
 		err += rmem_post_write(c, &r[i], 0, wbuf[i], LEN, 7) != 0;
 	}
-	done = 0;
-	while (done < N) {
-		int k = rmem_poll(c, comp, 16, 5000);
-
-		if (k <= 0)
-			break;
-		for (int j = 0; j < k; j++)
-			err += comp[j].status != 0 || comp[j].cookie != 7;
-		done += k;
-	}
+	done = poll_until(c, 0, N, 7, &err);
 	for (int i = 0; i < N; i++)
 		err += rmem_post_read(c, &r[i], 0, rbuf[i], LEN, 8) != 0;
-	while (done < 2 * N) {
-		int k = rmem_poll(c, comp, 16, 5000);
-
-		if (k <= 0)
-			break;
-		for (int j = 0; j < k; j++)
-			err += comp[j].status != 0 || comp[j].cookie != 8;
-		done += k;
-	}
+	done = poll_until(c, done, 2 * N, 8, &err);
 	for (int i = 0; i < N; i++)
 		bad += memcmp(wbuf[i], rbuf[i], LEN) != 0;
 	ok(done == 2 * N && err == 0 && bad == 0,

@@ -24,6 +24,7 @@ if [ "${1:-}" = --hook ]; then
 		((fd > 2)) && eval "exec $fd>&-" 2> /dev/null
 	done
 	. tests/lib/etcd.sh
+	. tests/lib/cluster.sh
 	. "$dir/state.sh"
 	for ((k = 0; k < ETCD_N; k++)); do
 		etcd_pids[$k]=$(cat "$dir/pids/etcd$k" 2> /dev/null)
@@ -41,14 +42,7 @@ if [ "${1:-}" = --hook ]; then
 		return 1
 	}
 	# registered I: 0 once server I's key is back in etcd.
-	registered() {
-		for _ in $(seq 100); do
-			[ -n "$(etcdctl_ get "/rmem/$NAME/servers/s$1" --print-value-only 2> /dev/null)" ] &&
-				return 0
-			sleep 0.1
-		done
-		return 1
-	}
+	registered() { cluster_registered "$NAME" "$1" 100; }
 	case $cmd in
 	kill-server)
 		keeper "$i" kill
@@ -112,6 +106,7 @@ fi
 . tests/lib/tap.sh
 . tests/lib/rmemd.sh
 . tests/lib/etcd.sh
+. tests/lib/cluster.sh
 rmemd_setup rmem-cluster-lib
 etcd_setup
 PROG=$B/tests/test_cluster_lib
@@ -157,21 +152,12 @@ for ((k = 0; k < ETCD_N; k++)); do
 	echo "${etcd_pids[$k]}" > "$tmp/pids/etcd$k"
 done
 
-read -r -a ports <<< "$(python3 -c 'import socket
-ss = [socket.socket() for _ in range(6)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')"
+read -r -a ports <<< "$(free_ports 6)"
 eps=
 for i in 0 1 2; do
 	rdma=""
 	[ "$TRANSPORT" = rdma ] && rdma="$HOST:${ports[$((i + 3))]}"
-	cat > "$tmp/r$i.conf" << EOC
-listen = { tcp = "$HOST:${ports[$i]}"; rdma = "$rdma"; admin = "$tmp/r$i.sock"; metrics = ""; };
-pools = ( { name = "default"; size = "64M"; hugepages = "off"; alignment = 64; } );
-limits = { lease_timeout_ms = 60000; };
-log = { level = "info"; };
-cluster = { etcd = "$ETCD_ENDPOINTS"; name = "$NAME"; id = "s$i"; lease_ms = 3000; };
-EOC
+	cluster_conf "$i" "$NAME" "$HOST:${ports[$i]}" "$rdma" 3000 info
 	# Under the fd store emulator, so that the test can restart it without
 	# loss (cluster_keeper.py).
 	mkfifo "$tmp/k$i.fifo"
@@ -182,15 +168,7 @@ EOC
 	eps+="${eps:+ }$HOST:${ports[$i]}"
 done
 for i in 0 1 2; do
-	up=
-	for _ in $(seq 150); do
-		if [ -n "$(etcdctl_ get "/rmem/$NAME/servers/s$i" --print-value-only 2> /dev/null)" ]; then
-			up=1
-			break
-		fi
-		sleep 0.1
-	done
-	[ -n "$up" ] || fail_setup "rmemd s$i did not register in etcd"
+	cluster_registered "$NAME" "$i" 150 || fail_setup "rmemd s$i did not register in etcd"
 done
 
 # What the hook needs of this shell.

@@ -222,17 +222,6 @@ struct did {
 	int unix_fd;      /* the raw session left to expire */
 };
 
-static int connect_as(const struct rmemd *d, const char *tenant, const char *key,
-		      rmem_client **out)
-{
-	struct rmem_opts o;
-
-	rmem_opts_init(&o, sizeof o);
-	o.tenant = tenant;
-	o.secret_file = key;
-	return rmem_connect(d->tcp_ep, &o, out);
-}
-
 static void anonymous_unix(rmem_client *u)
 {
 	struct rmem_region r, n, big;
@@ -272,11 +261,11 @@ static void refused_clients(const struct rmemd *d)
 	rmem_client *c = NULL;
 	int rc;
 
-	rc = connect_as(d, "nosuch", key_path, &c);
+	rc = client_connect_as(d, "nosuch", key_path, &c);
 	ok(rc == -EACCES, "an unknown tenant is refused (%d)", rc);
 	rmem_close(c);
 	c = NULL;
-	rc = connect_as(d, "mt", wrong_path, &c);
+	rc = client_connect_as(d, "mt", wrong_path, &c);
 	ok(rc == -EACCES, "a wrong secret is refused (%d)", rc);
 	rmem_close(c);
 	c = NULL;
@@ -355,18 +344,6 @@ static void check_after(const struct rmemd *d, const struct did *did)
 	free(text);
 }
 
-static int write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -errno;
-	fputs(text, f);
-	if (fclose(f) != 0 || chmod(path, 0600) < 0)
-		return -errno;
-	return 0;
-}
-
 int main(void)
 {
 	struct rmemd d;
@@ -381,8 +358,8 @@ int main(void)
 	snprintf(key_path, sizeof key_path, "%s/mt.key", dir);
 	snprintf(wrong_path, sizeof wrong_path, "%s/wrong.key", dir);
 	snprintf(page_path, sizeof page_path, "%s/page.txt", dir);
-	if (write_file(key_path, "the secret of tenant mt, 0123\n") < 0 ||
-	    write_file(wrong_path, "the secret of tenant mt, 012X\n") < 0)
+	if (write_file(key_path, "the secret of tenant mt, 0123\n", 0600) < 0 ||
+	    write_file(wrong_path, "the secret of tenant mt, 012X\n", 0600) < 0)
 		return ok(0, "cannot write the key files in %s", dir), tap_done();
 	snprintf(extra, sizeof extra,
 		 "tenants = ( { name = \"mt\"; secret_file = \"%s\"; quota = \"1M\"; "
@@ -403,7 +380,7 @@ int main(void)
 
 	rc = rmem_connect(d.unix_ep, NULL, &u);
 	ok(rc == 0, "an anonymous client on the Unix socket (%d)", rc);
-	rc = connect_as(&d, "mt", key_path, &t);
+	rc = client_connect_as(&d, "mt", key_path, &t);
 	ok(rc == 0, "tenant mt's client over %s (%d)", harness_transport(), rc);
 	if (u)
 		anonymous_unix(u);

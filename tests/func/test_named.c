@@ -973,26 +973,9 @@ static void handle_limit(void)
 static char dir[] = "/tmp/test_named.XXXXXX";
 static char key_a[64], key_b[64];
 
-static int write_key(const char *path, const char *secret)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -errno;
-	fputs(secret, f);
-	if (fclose(f) != 0 || chmod(path, 0600) < 0)
-		return -errno;
-	return 0;
-}
-
 static int connect_as(const struct rmemd *d, const char *tenant, rmem_client **out)
 {
-	struct rmem_opts o;
-
-	rmem_opts_init(&o, sizeof o);
-	o.tenant = tenant;
-	o.secret_file = tenant[0] == 'A' ? key_a : key_b;
-	return rmem_connect(d->tcp_ep, &o, out);
+	return client_connect_as(d, tenant, tenant[0] == 'A' ? key_a : key_b, out);
 }
 
 /* A creates "t/a" of 3 MiB, writes, and goes. */
@@ -1032,16 +1015,6 @@ static void tenant_b(const struct rmemd *d, rmem_client *admin)
 	rmem_close(b);
 }
 
-static int alloc_eventually(rmem_client *c, uint64_t size, struct rmem_region *r)
-{
-	uint64_t deadline = now_ms() + WAIT_MS;
-	int rc;
-
-	while ((rc = rmem_alloc(c, size, 0, r)) == -EDQUOT && now_ms() < deadline)
-		sleep_ms(20);
-	return rc;
-}
-
 /* A's quota still counts "t/a" though no session of A created it now. */
 static void tenant_a_quota(const struct rmemd *d, const struct rmem_region *ra)
 {
@@ -1067,7 +1040,7 @@ static void tenant_a_quota(const struct rmemd *d, const struct rmem_region *ra)
 	ok(rc == -EDQUOT, "%s: while A's handle holds it, still -EDQUOT (%d)", M, rc);
 	rc = rmem_free(a, &h);
 	ok(rc == 0, "%s: A frees its handle (%d)", M, rc);
-	rc = alloc_eventually(a, QUOTA_A, &r);
+	rc = alloc_quota_wait(a, QUOTA_A, &r, WAIT_MS);
 	ok(rc == 0, "%s: then the whole quota is A's again (%d)", M, rc);
 	rmem_close(a);
 }
@@ -1190,8 +1163,8 @@ static void tenants(void)
 	}
 	snprintf(key_a, sizeof key_a, "%s/a.key", dir);
 	snprintf(key_b, sizeof key_b, "%s/b.key", dir);
-	rc = write_key(key_a, "secret of tenant A for names");
-	rc = rc ? rc : write_key(key_b, "secret of tenant B for names");
+	rc = write_file(key_a, "secret of tenant A for names", 0600);
+	rc = rc ? rc : write_file(key_b, "secret of tenant B for names", 0600);
 	if (!ok(rc == 0, "%s: secret files for A and B (%d)", M, rc))
 		goto out;
 	snprintf(extra, sizeof extra,

@@ -153,18 +153,6 @@ static int connect_opts(const char *ep, const char *tenant, const char *key, int
 static char keydir[] = "/tmp/test_resume.XXXXXX";
 static char key_daemon[96], key_client[96], key_b[96];
 
-static int write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -errno;
-	fputs(text, f);
-	if (fclose(f) != 0 || chmod(path, 0600) < 0)
-		return -errno;
-	return 0;
-}
-
 static int make_keys(void)
 {
 	if (!mkdtemp(keydir))
@@ -172,9 +160,9 @@ static int make_keys(void)
 	snprintf(key_daemon, sizeof key_daemon, "%s/a.key", keydir);
 	snprintf(key_client, sizeof key_client, "%s/a-client.key", keydir);
 	snprintf(key_b, sizeof key_b, "%s/b.key", keydir);
-	if (write_file(key_daemon, "tenant A resumes, 0123456789") < 0 ||
-	    write_file(key_client, "tenant A resumes, 0123456789") < 0 ||
-	    write_file(key_b, "tenant B, another secret 42") < 0)
+	if (write_file(key_daemon, "tenant A resumes, 0123456789", 0600) < 0 ||
+	    write_file(key_client, "tenant A resumes, 0123456789", 0600) < 0 ||
+	    write_file(key_b, "tenant B, another secret 42", 0600) < 0)
 		return -EIO;
 	return 0;
 }
@@ -519,7 +507,7 @@ static void wrong_secret(struct world *w)
 	uint64_t t0;
 	int rc;
 
-	write_file(key_client, "tenant A resumes, 012345678X");
+	write_file(key_client, "tenant A resumes, 012345678X", 0600);
 	rc = daemon_restart(&w->d, SIGKILL);
 	ok(rc == 0, "secret: rmemd comes back from the store (%d)", rc);
 	t0 = now_ms();

@@ -52,6 +52,42 @@ for expr in sys.argv[2].strip().splitlines():
 PY
 }
 
+# helper_start OUT SCRIPT ARGS...: a raw client (python3 SCRIPT ARGS) in the
+# background ($hpid), given 10 s to print its "ready" line into OUT.
+helper_start() {
+	local out=$1 _
+	shift
+	python3 "$@" > "$out" 2>&1 &
+	hpid=$!
+	for _ in $(seq 200); do
+		grep -q '^ready' "$out" && break
+		kill -0 "$hpid" 2> /dev/null || break
+		sleep 0.05
+	done
+}
+
+# helper_kill: kill -9 of that client, reaped.
+helper_kill() {
+	kill -KILL "$hpid" 2> /dev/null
+	wait "$hpid" 2> /dev/null
+	hpid=
+}
+
+# settles LISTING CHECK [LISTING CHECK...]: 0 once, for every pair,
+# `rmemctl --json LISTING` passes json_check's CHECK (5 s at most).
+settles() {
+	local a=("$@") i _
+	for _ in $(seq 100); do
+		for ((i = 0; i < ${#a[@]}; i += 2)); do
+			"$RMEMCTL" -s "$sock" --json "${a[i]}" > "$tmp/json" 2> /dev/null &&
+				json_check "$tmp/json" "${a[i + 1]}" > /dev/null || break
+		done
+		((i >= ${#a[@]})) && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # ---- no daemon yet ---------------------------------------------------------------
 "$RMEMCTL" -s "$sock" stats > "$tmp/out" 2> "$tmp/err"
 rc=$?
@@ -93,13 +129,7 @@ if [ $rc -ne 0 ]; then
 	exit 1
 fi
 
-python3 "$tmp/holder.py" "$port" > "$tmp/holder.out" 2>&1 &
-hpid=$!
-for _ in $(seq 200); do
-	grep -q '^ready' "$tmp/holder.out" && break
-	kill -0 "$hpid" 2> /dev/null || break
-	sleep 0.05
-done
+helper_start "$tmp/holder.out" "$tmp/holder.py" "$port"
 read -r _ id1 id2 < <(grep '^ready' "$tmp/holder.out")
 [ -n "${id2:-}" ]
 ok $? "a raw client holds two 1 MiB regions (ids ${id1:-?} ${id2:-?})"
@@ -191,20 +221,9 @@ done
 head -1 "$tmp/err" | diag
 
 # ---- the holder goes away ------------------------------------------------------------------
-kill -KILL "$hpid"
-wait "$hpid" 2> /dev/null
-hpid=
-gone=1
-for _ in $(seq 100); do
-	if "$RMEMCTL" -s "$sock" --json stats > "$tmp/json" 2> /dev/null &&
-		json_check "$tmp/json" 'd["stats"]["used_bytes"] == d["stats"]["regions"] == 0' \
-			> /dev/null; then
-		gone=0
-		break
-	fi
-	sleep 0.05
-done
-ok $gone "after the holder is killed, rmemctl shows used_bytes 0 and no regions"
+helper_kill
+settles stats 'd["stats"]["used_bytes"] == d["stats"]["regions"] == 0'
+ok $? "after the holder is killed, rmemctl shows used_bytes 0 and no regions"
 "$RMEMCTL" -s "$sock" --json regions > "$tmp/json" 2> /dev/null &&
 	json_check "$tmp/json" 'd["regions"] == []'
 ok $? "and an empty regions list in JSON"
@@ -235,13 +254,7 @@ ids = [named(s, CREATE, 10, "t/a", 1 << 20, 0), named(s, OPEN, 11, "t/a", 0, REA
 print("ready %d %d %d %d" % tuple(ids), flush=True)
 time.sleep(300)
 PY
-python3 "$tmp/namer.py" "$port" "$qname" > "$tmp/namer.out" 2>&1 &
-hpid=$!
-for _ in $(seq 200); do
-	grep -q '^ready' "$tmp/namer.out" && break
-	kill -0 "$hpid" 2> /dev/null || break
-	sleep 0.05
-done
+helper_start "$tmp/namer.out" "$tmp/namer.py" "$port" "$qname"
 grep -q '^ready' "$tmp/namer.out"
 ok $? "a raw client creates t/a, $qname and t/r and opens t/a read-only"
 grep -q '^ready' "$tmp/namer.out" || diag < "$tmp/namer.out"
@@ -327,31 +340,12 @@ rc=$?
 [ $rc -eq 1 ] && grep -q -i "not a name" "$tmp/err"
 ok $? "rmemctl unlink 'a b': exit 1, not a name (got $rc)"
 
-kill -KILL "$hpid" 2> /dev/null
-wait "$hpid" 2> /dev/null
-hpid=
-gone=1
-for _ in $(seq 100); do
-	if "$RMEMCTL" -s "$sock" --json names > "$tmp/json" 2> /dev/null &&
-		json_check "$tmp/json" 'd["names"] == []' > /dev/null &&
-		"$RMEMCTL" -s "$sock" --json stats > "$tmp/json" 2> /dev/null &&
-		json_check "$tmp/json" 'd["stats"]["used_bytes"] == d["stats"]["regions"] == 0' \
-			> /dev/null; then
-		gone=0
-		break
-	fi
-	sleep 0.05
-done
-ok $gone "after the namer is killed: no names left, used_bytes 0 and no regions"
+helper_kill
+settles names 'd["names"] == []' stats 'd["stats"]["used_bytes"] == d["stats"]["regions"] == 0'
+ok $? "after the namer is killed: no names left, used_bytes 0 and no regions"
 
 # ---- the admin's unlink in a namespace: --namespace ---------------------------------------
-python3 "$tmp/namer.py" "$port" "t/ns" > "$tmp/namer.out" 2>&1 &
-hpid=$!
-for _ in $(seq 200); do
-	grep -q '^ready' "$tmp/namer.out" && break
-	kill -0 "$hpid" 2> /dev/null || break
-	sleep 0.05
-done
+helper_start "$tmp/namer.out" "$tmp/namer.py" "$port" "t/ns"
 grep -q '^ready' "$tmp/namer.out"
 ok $? "a raw client creates t/a, t/ns and t/r again"
 "$RMEMCTL" -c "127.0.0.1:$port" --namespace "" unlink t/ns > /dev/null 2> "$tmp/err"
@@ -386,19 +380,9 @@ ok $? "rmemctl --namespace '' unlink t/ns exits 0 (got $rc)"
 rc=$?
 [ $rc -eq 1 ] && grep -q -F "no name 't/ns' in the anonymous namespace" "$tmp/err"
 ok $? "again: exit 1, no such name (got $rc)"
-kill -KILL "$hpid" 2> /dev/null
-wait "$hpid" 2> /dev/null
-hpid=
-gone=1
-for _ in $(seq 100); do
-	if "$RMEMCTL" -s "$sock" --json names > "$tmp/json" 2> /dev/null &&
-		json_check "$tmp/json" 'd["names"] == []' > /dev/null; then
-		gone=0
-		break
-	fi
-	sleep 0.05
-done
-ok $gone "after the namer is killed again: no names left"
+helper_kill
+settles names 'd["names"] == []'
+ok $? "after the namer is killed again: no names left"
 
 rmemd_stop TERM "$tmp/rmemd.log"
 ok $rc "rmemd exits 0 on SIGTERM (exit $rc)"

@@ -40,18 +40,6 @@ static char dir[] = "/tmp/test_tenants.XXXXXX";
 static char key_a[64], key_b[64], key_wrong[64], key_loose[64];
 static const char secret_a[] = "secret of tenant A, 0123456789";
 
-static int write_file(const char *path, const char *text, mode_t mode)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -errno;
-	fputs(text, f);
-	if (fclose(f) != 0 || chmod(path, mode) < 0)
-		return -errno;
-	return 0;
-}
-
 static int make_keys(void)
 {
 	if (!mkdtemp(dir))
@@ -76,17 +64,6 @@ static void remove_keys(void)
 	unlink(key_wrong);
 	unlink(key_loose);
 	rmdir(dir);
-}
-
-static int connect_as(const struct rmemd *d, const char *tenant, const char *key,
-		      rmem_client **out)
-{
-	struct rmem_opts o;
-
-	rmem_opts_init(&o, sizeof o);
-	o.tenant = tenant;
-	o.secret_file = key;
-	return rmem_connect(d->tcp_ep, &o, out);
 }
 
 static uint64_t clients_now(rmem_client *admin)
@@ -142,18 +119,6 @@ static void cross_tenant(rmem_client *a, rmem_client *b)
 
 /* ---- quotas ------------------------------------------------------------------ */
 
-/* Allocates until it works or WAIT_MS pass: freed bytes come back to the
- * tenant once they are back in the pool (after the quarantine on RDMA). */
-static int alloc_eventually(rmem_client *c, uint64_t size, struct rmem_region *r)
-{
-	uint64_t deadline = now_ms() + WAIT_MS;
-	int rc;
-
-	while ((rc = rmem_alloc(c, size, 0, r)) == -EDQUOT && now_ms() < deadline)
-		sleep_ms(20);
-	return rc;
-}
-
 static int child_holds(int wfd, void *arg)
 {
 	const struct rmemd *d = arg;
@@ -162,7 +127,7 @@ static int child_holds(int wfd, void *arg)
 	char done = 1;
 
 	/* On RDMA the 3 MiB just freed may still sit in the quarantine. */
-	if (connect_as(d, "A", key_a, &c) < 0 || alloc_eventually(c, 3 * MiB, &r) < 0)
+	if (client_connect_as(d, "A", key_a, &c) < 0 || alloc_quota_wait(c, 3 * MiB, &r, WAIT_MS) < 0)
 		return 1;
 	if (write(wfd, &done, 1) != 1)
 		return 2;
@@ -198,7 +163,7 @@ static void quota_bytes(const struct rmemd *d, rmem_client *a, rmem_client *admi
 
 	rc = rmem_free(a, &r2);
 	ok(rc == 0, "A frees 3 MiB (%d)", rc);
-	rc = alloc_eventually(a, 3 * MiB, &r2);
+	rc = alloc_quota_wait(a, 3 * MiB, &r2, WAIT_MS);
 	ok(rc == 0, "its bytes come back to A: 3 MiB again (%d)", rc);
 	rc = rmem_free(a, &r2);
 	ok(rc == 0, "and freed again (%d)", rc);
@@ -211,7 +176,7 @@ static void quota_bytes(const struct rmemd *d, rmem_client *a, rmem_client *admi
 	ok(rc == -EDQUOT, "meanwhile A's quota is full: -EDQUOT (%d)", rc);
 	if (ch.pid > 0)
 		child_end(&ch, SIGKILL);
-	rc = alloc_eventually(a, 3 * MiB, &r2);
+	rc = alloc_quota_wait(a, 3 * MiB, &r2, WAIT_MS);
 	ok(rc == 0, "once it is killed, A gets its 3 MiB back (%d)", rc);
 	if (rc == 0)
 		rmem_free(a, &r2);
@@ -225,7 +190,7 @@ static void quota_regions(const struct rmemd *d, rmem_client *admin)
 	rmem_client *b;
 	int rc, n = 0;
 
-	rc = connect_as(d, "B", key_b, &b);
+	rc = client_connect_as(d, "B", key_b, &b);
 	ok(rc == 0, "a fresh client of B (%d)", rc);
 	if (rc)
 		return;
@@ -449,7 +414,7 @@ static void without_tenants(void)
 	ok(rc == 0, "an anonymous client of this host is served (%d)", rc);
 	rmem_close(c);
 	foreign_peer(&d);
-	rc = connect_as(&d, "A", key_a, &c);
+	rc = client_connect_as(&d, "A", key_a, &c);
 	ok(rc == -EACCES, "a tenant the daemon does not know is refused (%d)", rc);
 	rmem_close(c);
 	ok(rmemd_stop(&d) == 0, "rmemd exits 0");
@@ -495,9 +460,9 @@ int main(void)
 	   "the daemon says network clients must authenticate");
 	rc = client_connect(d.unix_ep, WAIT_MS, &admin);
 	ok(rc == 0, "the Unix socket still serves an anonymous (admin) client (%d)", rc);
-	rc = connect_as(&d, "A", key_a, &a);
+	rc = client_connect_as(&d, "A", key_a, &a);
 	ok(rc == 0, "tenant A connects with its secret (%d: %s)", rc, rmem_strerror(rc));
-	rc = connect_as(&d, "B", key_b, &b);
+	rc = client_connect_as(&d, "B", key_b, &b);
 	ok(rc == 0, "tenant B connects with its secret (%d)", rc);
 	if (a && b) {
 		ok(!strcmp(rmem_transport(a), harness_transport()), "A's data path is %s (%s)",

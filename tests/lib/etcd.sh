@@ -5,6 +5,7 @@
 #   . tests/lib/etcd.sh
 #   etcd_setup                  skips (77) only where etcd cannot be had
 #   etcd_start 3                members 0..2; $ETCD_ENDPOINTS "http://...,..."
+#   free_ports 6                six free ports, for the cluster's rmemd
 #   etcdctl_ get --prefix /rmem/      etcdctl on every member
 #   etcd_leader                 index of the member that leads now
 #   etcd_kill I / etcd_restart I
@@ -42,12 +43,12 @@ etcd_setup() {
 		"(it installs etcd-server and etcd-client)"
 }
 
-# etcd_ports N: N free client ports and N free peer ports (all distinct).
-etcd_ports() {
+# free_ports N: N distinct TCP ports on 127.0.0.1 that nothing listens on
+# now (etcd's, and the cluster tests' rmemd).
+free_ports() {
 	python3 -c 'import socket, sys
-n = int(sys.argv[1])
 socks = []
-for _ in range(2 * n):
+for _ in range(int(sys.argv[1])):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     socks.append(s)
@@ -77,7 +78,7 @@ etcd_start() {
 	local n=$1 ports i cluster=
 	ETCD_N=$n
 	mkdir -p "$tmp/etcd"
-	read -r -a ports <<< "$(etcd_ports "$n")"
+	read -r -a ports <<< "$(free_ports $((2 * n)))" # N client, N peer
 	for ((i = 0; i < n; i++)); do
 		etcd_cports[$i]=${ports[$i]}
 		etcd_pports[$i]=${ports[$((n + i))]}

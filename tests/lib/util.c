@@ -2,7 +2,9 @@
  * util.c - see util.h.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "clock.h"
@@ -62,4 +64,16 @@ long long first_diff(const uint8_t *a, const uint8_t *b, size_t len)
 		if (a[i] != b[i])
 			return (long long)i;
 	return -1;
+}
+
+int write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -errno;
+	fputs(text, f);
+	if (fclose(f) != 0 || chmod(path, mode) < 0)
+		return -errno;
+	return 0;
 }

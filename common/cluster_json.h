@@ -1,0 +1,27 @@
+/*
+ * cluster_json.h - what cluster_rec.c and cluster_name.c both need to read
+ * and write their small JSON values (jansson): the server-id rule and the
+ * strict field readers.  Internal to libetcd.a; pure.
+ */
+#ifndef RMEM_CLUSTER_JSON_H
+#define RMEM_CLUSTER_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* A server id: [A-Za-z0-9_.-], 1..max-1 characters (max: CLUSTER_ID_MAX;
+ * a parameter, so that this file needs no record's header). */
+bool cluster_id_ok(const char *s, size_t max);
+/* o's field name, a JSON integer >= 0, into *dst: 0 or -EPROTO. */
+int cluster_json_get_num(const json_t *o, const char *name, uint64_t *dst);
+/* o's field name, a string of fewer than max bytes without a NUL, copied
+ * with its NUL into dst: 0 or -EPROTO. */
+int cluster_json_get_text(const json_t *o, const char *name, char *dst, size_t max);
+/* Drops o (which may be NULL: a failed json_pack) and puts its compact text
+ * in *out: 0, or -ENOMEM with *out NULL. */
+int cluster_json_dump(json_t *o, char **out);
+
+#endif /* RMEM_CLUSTER_JSON_H */
