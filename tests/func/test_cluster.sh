@@ -206,7 +206,7 @@ for i in 0 1 2; do
 		[ "$(echo "$v" | json largest_free)" = "$POOL" ] &&
 		[ "$(echo "$v" | json generation)" -gt 0 ] &&
 		st=$(echo "$v" | json start_time_ms) &&
-		((st > now_ms - 600000 && st <= now_ms + 1000))
+		((st > now_ms - 3600000 && st <= now_ms + 1000))
 	ok $? "s$i's value: id, tcp endpoint, rdma endpoint (${SCHEME%://}), pool/free/largest = 64 MiB, generation, start time"
 	lease=$(get "$i" Lease)
 	ttl=$(etcdctl_ lease timetolive "$(printf %x "$lease")" 2> /dev/null)
@@ -217,10 +217,6 @@ done
 # ---- rmemctl cluster: the listing, as a table and as JSON ------------------------------------
 RMEMCTL=$B/rmemctl
 EURL="etcd://${ETCD_ENDPOINTS//http:\/\//}/$NAME"
-"$RMEMCTL" -e "$EURL" cluster > "$tmp/ctl.txt" 2> "$tmp/ctl.err"
-rc=$?
-diag < "$tmp/ctl.txt"
-diag < "$tmp/ctl.err"
 # table_ok FILE: the titles, and a row per server with its figures.
 table_ok() {
 	local i
@@ -231,12 +227,18 @@ table_ok() {
 			return 1
 	done
 }
+# A server whose renewal came late on a loaded host is listed "late" for a
+# moment (a third of the lease or less left): up to 5 s for all three "up".
+for _ in $(seq 10); do
+	"$RMEMCTL" -e "$EURL" cluster > "$tmp/ctl.txt" 2> "$tmp/ctl.err"
+	rc=$?
+	[ $rc -eq 0 ] && table_ok "$tmp/ctl.txt" && break
+	sleep 0.5
+done
+diag < "$tmp/ctl.txt"
+diag < "$tmp/ctl.err"
 [ $rc -eq 0 ] && table_ok "$tmp/ctl.txt"
 ok $? "rmemctl -e $EURL cluster lists s0, s1, s2: up, endpoints, 64 MiB free, lease n/${TTL_S}s"
-"$RMEMCTL" -e "$EURL" --json cluster > "$tmp/ctl.json" 2>&1
-rc=$?
-[ $rc -eq 0 ] && python3 -m json.tool "$tmp/ctl.json" > /dev/null
-ok $? "rmemctl --json cluster prints JSON that python3 -m json.tool accepts"
 # jsoncheck FILE: the listing's figures against what each server should say.
 cat > "$tmp/jsoncheck.py" << 'EOP'
 import json, sys
@@ -256,13 +258,23 @@ for i in range(3):
     assert s["generation"] == gens[i], (s, gens[i])
     assert s["lease"] > 0 and s["lease_granted_s"] == ttl, s
     assert 1 <= s["lease_ttl_s"] <= ttl, s
-    assert 0 <= s["uptime_ms"] < 600000, s
+    assert 0 <= s["uptime_ms"] < 3600000, s
 EOP
-python3 "$tmp/jsoncheck.py" "$tmp/ctl.json" "$NAME" "$POOL" "${rports[@]}" \
-	"$(value 0 | json generation)" "$(value 1 | json generation)" \
-	"$(value 2 | json generation)" "$H" "$(rdma_of 0)" "$(rdma_of 1)" "$(rdma_of 2)" \
-	"$TTL_S" > "$tmp/jsoncheck.out" 2>&1
-rc=$?
+# The same moment of "late" as above: up to 5 s for a listing all "up".
+for _ in $(seq 10); do
+	"$RMEMCTL" -e "$EURL" --json cluster > "$tmp/ctl.json" 2>&1
+	rc_json=$?
+	[ $rc_json -eq 0 ] && python3 -m json.tool "$tmp/ctl.json" > /dev/null
+	rc_json=$?
+	python3 "$tmp/jsoncheck.py" "$tmp/ctl.json" "$NAME" "$POOL" "${rports[@]}" \
+		"$(value 0 | json generation)" "$(value 1 | json generation)" \
+		"$(value 2 | json generation)" "$H" "$(rdma_of 0)" "$(rdma_of 1)" "$(rdma_of 2)" \
+		"$TTL_S" > "$tmp/jsoncheck.out" 2>&1
+	rc=$?
+	[ $rc_json -eq 0 ] && [ $rc -eq 0 ] && break
+	sleep 0.5
+done
+ok $rc_json "rmemctl --json cluster prints JSON that python3 -m json.tool accepts"
 diag < "$tmp/jsoncheck.out"
 ok $rc "the JSON gives each server's id, state up, endpoints, pool/used/free/largest, generation, lease 1..$TTL_S of $TTL_S s"
 "$RMEMCTL" -e "$EURL" --json stats > "$tmp/stats.json" 2> "$tmp/ctl.err"
