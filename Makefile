@@ -17,7 +17,7 @@ SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
 DESTDIR    ?=
 
-VERSION    := 1.3.0
+VERSION    := 1.2.1
 SOMAJOR    := 1
 
 CC         ?= cc

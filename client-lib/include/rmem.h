@@ -43,7 +43,7 @@ extern "C" {
  */
 #define RMEM_VERSION_MAJOR 1
 #define RMEM_VERSION_MINOR 2
-#define RMEM_VERSION_PATCH 0
+#define RMEM_VERSION_PATCH 1
 /* Packed as rmem_version() returns it: 0x00MMmmpp. */
 #define RMEM_VERSION_PACK(major, minor, patch) \
 	(((uint32_t)(major) << 16) | ((uint32_t)(minor) << 8) | (uint32_t)(patch))
