@@ -453,7 +453,7 @@ bench-rdma: deps
 # The allocator alone (with the region table, for metadata), and the timer of
 # rmemd's start to READY=1.  Never part of all or test.
 $(B)/bench/alloc: $(B)/bench/alloc.o $(B)/bench/benchutil.o $(B)/d/daemon/alloc.o \
-		$(B)/d/daemon/region.o $(B)/bench/allocops.o $(B)/bench/bestfit.o
+		$(B)/d/daemon/region.o $(B)/bench/allocops.o $(B)/bench/bestfit.o $(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 # Fragmentation on two traces and restore-time claims, TLSF against the best
 # fit it replaced (bench/bestfit.c, kept only for these benches).
@@ -461,7 +461,8 @@ $(B)/bench/allocfrag: $(B)/bench/allocfrag.o $(B)/bench/benchutil.o $(B)/d/daemo
 		$(B)/bench/allocops.o $(B)/bench/bestfit.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 # The region table alone: bytes per live region, ns per add/find/free/list.
-$(B)/bench/region: $(B)/bench/region.o $(B)/bench/benchutil.o $(B)/d/daemon/region.o
+$(B)/bench/region: $(B)/bench/region.o $(B)/bench/benchutil.o $(B)/d/daemon/region.o \
+		$(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 # The allocator benches look inside the daemon; the others see only rmem.h.
 $(B)/bench/alloc.o $(B)/bench/region.o $(B)/bench/allocops.o $(B)/bench/bestfit.o \
