@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "cluster_int.h"
@@ -28,8 +29,9 @@ struct cluster_watch {
 	pthread_t thread;
 	bool started;
 	atomic_bool stop;
-	pthread_mutex_t mu;       /* the stop's wake-up */
+	pthread_mutex_t mu;       /* the stop's wake-up; guards fd */
 	pthread_cond_t cv;
+	int fd;                   /* the stream's socket, -1: none */
 	char prefix[CLUSTER_NAME_MAX + 32];
 	int64_t next_rev;         /* watch from here; 0: read everything first */
 };
@@ -115,6 +117,20 @@ static bool on_stop(void *arg)
 	return atomic_load(&w->stop);
 }
 
+/* The stream's socket, kept for watch_stop's shutdown; the lock keeps a
+ * shutdown off a descriptor closed (and perhaps reused) meanwhile. */
+static void on_sock(void *arg, int fd, bool open)
+{
+	struct cluster_watch *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	if (open)
+		w->fd = fd;
+	else if (w->fd == fd)
+		w->fd = -1;
+	pthread_mutex_unlock(&w->mu);
+}
+
 /* Sleeps ms unless stopped meanwhile. */
 static void nap(struct cluster_watch *w, unsigned ms)
 {
@@ -136,7 +152,8 @@ static void nap(struct cluster_watch *w, unsigned ms)
 static void *watch_main(void *arg)
 {
 	struct cluster_watch *w = arg;
-	const struct etcd_watch_ops ops = { .message = on_message, .stop = on_stop, .arg = w };
+	const struct etcd_watch_ops ops = { .message = on_message, .stop = on_stop, .arg = w,
+					    .sock = on_sock };
 	unsigned backoff = 100;
 
 	while (!atomic_load(&w->stop)) {
@@ -170,6 +187,7 @@ int watch_start(struct cluster *cl, unsigned timeout_ms)
 		return -ENOMEM;
 	w->cl = cl;
 	atomic_init(&w->stop, false);
+	w->fd = -1;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	snprintf(w->prefix, sizeof w->prefix, "/rmem/%s/servers/", cl->name);
@@ -191,6 +209,10 @@ void watch_stop(struct cluster_watch *w)
 	pthread_mutex_lock(&w->mu);
 	atomic_store(&w->stop, true);
 	pthread_cond_signal(&w->cv);
+	/* An idle stream would see the stop at libcurl's next progress call,
+	 * up to a second away (seen: 801 ms in CI): end it now. */
+	if (w->fd >= 0)
+		shutdown(w->fd, SHUT_RDWR);
 	pthread_mutex_unlock(&w->mu);
 	if (w->started)
 		pthread_join(w->thread, NULL);

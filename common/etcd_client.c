@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -410,6 +412,26 @@ static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *arg)
 	return st->rc == 1 ? n : 0;
 }
 
+static curl_socket_t on_open(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct stream *st = arg;
+	curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+
+	(void)purpose;
+	if (fd != CURL_SOCKET_BAD && st->ops->sock)
+		st->ops->sock(st->ops->arg, fd, true);
+	return fd;
+}
+
+static int on_close(void *arg, curl_socket_t fd)
+{
+	struct stream *st = arg;
+
+	if (st->ops->sock)
+		st->ops->sock(st->ops->arg, fd, false);
+	return close(fd);
+}
+
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	struct stream *st = arg;
@@ -449,6 +471,10 @@ static int watch_one(struct etcd_client *c, size_t ep, const char *body, struct 
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, st);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, st);
+	curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, on_close);
+	curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, st);
 	cc = curl_easy_perform(h);
 	curl_easy_cleanup(h);
 	if (st->rc != 1)
@@ -473,6 +499,12 @@ int etcd_watch(struct etcd_client *c, const void *key, size_t key_len, bool pref
 			snprintf(c->error, sizeof c->error, "%s/v3/watch: %s", c->eps.url[ep],
 				 st.error);
 		free(st.buf.data);
+		/* Stopped meanwhile (its socket shut down, perhaps): no other
+		 * endpoint. */
+		if (rc != 0 && ops->stop && ops->stop(ops->arg)) {
+			free(body);
+			return 0;
+		}
 		if (rc == 1) {
 			rc = 0;
 			continue;

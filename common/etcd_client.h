@@ -95,6 +95,12 @@ struct etcd_watch_ops {
 	 * true stops the watch (etcd_watch returns 0). */
 	bool (*stop)(void *arg);
 	void *arg;
+	/* The stream's socket as it opens (open true) and just before it
+	 * closes (false) (NULL: not told), so that another thread can
+	 * shutdown(2) it to end the watch at once: stop() is polled only about
+	 * once a second while the stream is idle.  The callee must make the
+	 * shutdown and the close exclude each other (a lock). */
+	void (*sock)(void *arg, int fd, bool open);
 };
 
 /*

@@ -143,7 +143,7 @@ static bool should_stop(void *arg)
 static void watch(struct etcd_client *c)
 {
 	struct seen s = { 0 };
-	struct etcd_watch_ops ops = { on_message, should_stop, &s };
+	struct etcd_watch_ops ops = { .message = on_message, .stop = should_stop, .arg = &s };
 	struct etcd_range r;
 	char *reply, body[64];
 	size_t len;
