@@ -67,9 +67,11 @@ struct cluster_pend {
 	struct rmem_region *out;  /* a posted alloc's, else NULL */
 	uint64_t size;            /* a posted alloc's */
 	uint64_t tried[CLUSTER_MAX_SERVERS / 64]; /* servers a posted alloc went to */
-	uint32_t slot;
+	uint32_t slot;            /* PEND_UNPLACED while a posted alloc looks for one */
 	bool used;
 };
+
+#define PEND_UNPLACED UINT32_MAX
 
 struct cluster {
 	pthread_mutex_t mu;

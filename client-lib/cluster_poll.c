@@ -30,9 +30,10 @@
 #include "cluster_int.h"
 #include "single.h"
 
-/* A free entry of the table for slot: 0 and its index, or -ENOMEM. */
+/* A free entry of the table for slot (PEND_UNPLACED: none yet; a posted
+ * alloc's size): 0 and its index, or -ENOMEM. */
 static int pend_new(struct cluster *cl, uint32_t slot, uint64_t cookie,
-		    struct rmem_region *out, uint64_t *idx)
+		    struct rmem_region *out, uint64_t size, uint64_t *idx)
 {
 	size_t i;
 	int err = 0;
@@ -53,9 +54,10 @@ static int pend_new(struct cluster *cl, uint32_t slot, uint64_t cookie,
 		}
 	}
 	if (!err) {
-		cl->pend[i] = (struct cluster_pend){ .cookie = cookie, .out = out, .slot = slot,
-						     .used = true };
-		cl->members[slot].inflight++;
+		cl->pend[i] = (struct cluster_pend){ .cookie = cookie, .out = out, .size = size,
+						     .slot = slot, .used = true };
+		if (slot != PEND_UNPLACED)
+			cl->members[slot].inflight++;
 		*idx = i;
 	}
 	pthread_mutex_unlock(&cl->mu);
@@ -71,10 +73,12 @@ static struct rmem_completion pend_done(struct cluster *cl, uint64_t idx, int st
 	pthread_mutex_lock(&cl->mu);
 	p = &cl->pend[idx];
 	c.cookie = p->cookie;
-	if (p->out && status == 0)
-		members_tag(p->out, p->slot);
-	if (cl->members[p->slot].inflight)
-		cl->members[p->slot].inflight--;
+	if (p->slot != PEND_UNPLACED) {
+		if (p->out && status == 0)
+			members_tag(p->out, p->slot);
+		if (cl->members[p->slot].inflight)
+			cl->members[p->slot].inflight--;
+	}
 	p->used = false;
 	pthread_mutex_unlock(&cl->mu);
 	return c;
@@ -98,7 +102,7 @@ static bool pend_live(struct cluster *cl, uint64_t idx, uint32_t slot)
 		uint64_t idx_;                                                        \
 		err = members_client((cl), (slot), &c_);                               \
 		if (!err)                                                             \
-			err = pend_new((cl), (slot), (cookie), (out), &idx_);         \
+			err = pend_new((cl), (slot), (cookie), (out), 0, &idx_);      \
 		if (!err) {                                                           \
 			err = members_err((cl), (slot), call);                        \
 			if (err)                                                      \
@@ -141,18 +145,16 @@ int cluster_post_free(struct cluster *cl, const struct rmem_region *r, uint64_t 
 }
 
 /* Entry idx (a posted alloc) goes to slot, having tried what tried says. */
-static void pend_move(struct cluster *cl, uint64_t idx, uint32_t slot, uint64_t size,
-		      const uint64_t *tried)
+static void pend_move(struct cluster *cl, uint64_t idx, uint32_t slot, const uint64_t *tried)
 {
 	struct cluster_pend *p;
 
 	pthread_mutex_lock(&cl->mu);
 	p = &cl->pend[idx];
-	if (cl->members[p->slot].inflight)
+	if (p->slot != PEND_UNPLACED && cl->members[p->slot].inflight)
 		cl->members[p->slot].inflight--;
 	cl->members[slot].inflight++;
 	p->slot = slot;
-	p->size = size;
 	memcpy(p->tried, tried, sizeof(p->tried));
 	pthread_mutex_unlock(&cl->mu);
 }
@@ -172,7 +174,7 @@ static int alloc_post_next(struct cluster *cl, uint64_t idx, uint64_t size,
 		tried[slot / 64] |= 1ull << (slot % 64);
 		err = members_client(cl, slot, &c);
 		if (!err) {
-			pend_move(cl, idx, slot, size, tried);
+			pend_move(cl, idx, slot, tried);
 			err = members_err(cl, slot, single_post_alloc(c, size, 0, out, idx));
 		}
 		if (!err) {
@@ -189,16 +191,13 @@ int cluster_post_alloc(struct cluster *cl, uint64_t size, uint32_t flags,
 		       struct rmem_region *out, uint64_t cookie)
 {
 	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
-	uint32_t slot;
 	uint64_t idx;
 	int err;
 
 	if (!out || size == 0 || flags != 0)
 		return -EINVAL;
-	/* The entry first, on any slot: alloc_post_next moves it. */
-	err = members_pick(cl, size, tried, &slot);
-	if (!err)
-		err = pend_new(cl, slot, cookie, out, &idx);
+	/* The entry first, on no server: alloc_post_next places it. */
+	err = pend_new(cl, PEND_UNPLACED, cookie, out, size, &idx);
 	if (!err) {
 		err = alloc_post_next(cl, idx, size, out, tried);
 		if (err)
