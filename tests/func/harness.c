@@ -227,6 +227,41 @@ static int read_zero(rmem_client *c, const struct rmem_region *r, uint8_t *buf)
 	return 0;
 }
 
+void region_pattern(uint8_t *buf, size_t len, uint64_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 9));
+}
+
+int region_fill(rmem_client *c, const struct rmem_region *r, size_t len, uint64_t seed)
+{
+	uint8_t *buf = malloc(len);
+	int rc = -ENOMEM;
+
+	if (buf) {
+		region_pattern(buf, len, seed);
+		rc = rmem_write(c, r, 0, buf, len);
+	}
+	free(buf);
+	return rc;
+}
+
+int region_check(rmem_client *c, const struct rmem_region *r, size_t len, uint64_t seed)
+{
+	uint8_t *want = malloc(len), *got = malloc(len);
+	int rc = -ENOMEM;
+
+	if (want && got) {
+		region_pattern(want, len, seed);
+		rc = rmem_read(c, r, 0, got, len);
+		if (rc == 0 && memcmp(want, got, len))
+			rc = 1;
+	}
+	free(want);
+	free(got);
+	return rc;
+}
+
 int sweep_free_memory(rmem_client *c, uint64_t *swept)
 {
 	struct rmem_region *held = calloc(SWEEP_MAX_REGIONS, sizeof *held);

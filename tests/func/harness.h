@@ -105,6 +105,14 @@ int alloc_quota_wait(rmem_client *c, uint64_t size, struct rmem_region *r, int t
  */
 int sweep_free_memory(rmem_client *c, uint64_t *swept);
 
+/* region_pattern() makes len bytes that depend on seed and on each byte's
+ * offset; region_fill() writes them to r at 0, region_check() reads them
+ * back: 0 when r holds them, 1 when it differs, or the rmem error (-ENOMEM
+ * for want of a buffer). */
+void region_pattern(uint8_t *buf, size_t len, uint64_t seed);
+int region_fill(rmem_client *c, const struct rmem_region *r, size_t len, uint64_t seed);
+int region_check(rmem_client *c, const struct rmem_region *r, size_t len, uint64_t seed);
+
 /* ---- raw frames (tests/lib/raw.h) ------------------------------------------------ */
 
 /* To the daemon's host (RMEM_TEST_HOST, see harness_rdma()) at port. */

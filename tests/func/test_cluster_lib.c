@@ -38,6 +38,7 @@
 
 #include <rmem.h>
 
+#include "harness.h"
 #include "tap.h"
 
 #define MiB (1ull << 20)
@@ -111,39 +112,6 @@ static uint64_t used(rmem_client *d)
 static uint32_t slot_of(const struct rmem_region *r)
 {
 	return (uint32_t)r->reserved[0];
-}
-
-static void pattern(uint8_t *buf, size_t len, uint64_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 9));
-}
-
-/* Writes the seed's pattern to r (len bytes at 0), 0 or the error. */
-static int fill(rmem_client *c, const struct rmem_region *r, size_t len, uint64_t seed)
-{
-	uint8_t *buf = malloc(len);
-	int rc;
-
-	pattern(buf, len, seed);
-	rc = rmem_write(c, r, 0, buf, len);
-	free(buf);
-	return rc;
-}
-
-/* 0 when r holds the seed's pattern; 1 when it differs; or the error. */
-static int check(rmem_client *c, const struct rmem_region *r, size_t len, uint64_t seed)
-{
-	uint8_t *want = malloc(len), *got = malloc(len);
-	int rc;
-
-	pattern(want, len, seed);
-	rc = rmem_read(c, r, 0, got, len);
-	if (rc == 0 && memcmp(want, got, len))
-		rc = 1;
-	free(want);
-	free(got);
-	return rc;
 }
 
 /* ---- one pool --------------------------------------------------------------------------- */
@@ -233,9 +201,9 @@ static void test_150(rmem_client *c)
 	ok(rc == 0 && st.used_bytes >= 150 * MiB,
 	   "the summed stats count them (used %llu MiB)", (unsigned long long)(st.used_bytes / MiB));
 	for (int i = 0; i < n; i++)
-		bad += fill(c, &r[i], 64 * 1024, (uint64_t)i) != 0;
+		bad += region_fill(c, &r[i], 64 * 1024, (uint64_t)i) != 0;
 	for (int i = 0; i < n; i++)
-		bad += check(c, &r[i], 64 * 1024, (uint64_t)i) != 0;
+		bad += region_check(c, &r[i], 64 * 1024, (uint64_t)i) != 0;
 	ok(bad == 0, "each of them written and read back, on its own server (%d bad)", bad);
 	rc = rmem_alloc(c, 70 * MiB, 0, &huge);
 	ok(rc == -ENOMEM, "70 MiB in one region, more than any server has, is -ENOMEM (%d)", rc);
@@ -405,7 +373,7 @@ static void test_async(rmem_client *c)
 	ok(r[0].reserved[0] >> 32 && r[N - 1].reserved[0] >> 32,
 	   "a posted alloc's region names its server when it completes");
 	for (int i = 0; i < N; i++) {
-		pattern(wbuf[i], LEN, 1000 + (uint64_t)i);
+		region_pattern(wbuf[i], LEN, 1000 + (uint64_t)i);
 		err += rmem_post_write(c, &r[i], 0, wbuf[i], LEN, 7) != 0;
 	}
 	done = poll_until(c, 0, N, 7, &err);
@@ -434,7 +402,7 @@ static void test_async(rmem_client *c)
 	{
 		static uint8_t kept[LEN], back[LEN];
 
-		pattern(kept, LEN, 4242);
+		region_pattern(kept, LEN, 4242);
 		rc = rmem_register_buf(c, kept, LEN);
 		ok(rc == 0, "rmem_register_buf on a cluster client (rc %d)", rc);
 		ok(rmem_write(c, &r[3], 0, kept, LEN) == 0 && rmem_register_buf(c, back, LEN) == 0 &&
@@ -501,9 +469,9 @@ static void test_names(rmem_client *a, rmem_client **d)
 
 	rc = rmem_create(a, "n1", 1 * MiB, 0, &ra);
 	ok(rc == 0 && ra.flags == (RMEM_READ | RMEM_WRITE), "client A creates n1 (rc %d)", rc);
-	ok(fill(a, &ra, 4096, 11) == 0, "A writes n1");
+	ok(region_fill(a, &ra, 4096, 11) == 0, "A writes n1");
 	rc = rmem_open(b, "n1", RMEM_READ, &rb);
-	ok(rc == 0 && rb.flags == RMEM_READ && check(b, &rb, 4096, 11) == 0,
+	ok(rc == 0 && rb.flags == RMEM_READ && region_check(b, &rb, 4096, 11) == 0,
 	   "client B opens n1 through etcd (read-only) and reads A's bytes (rc %d)", rc);
 	ok(rmem_write(b, &rb, 0, "x", 1) == -EACCES, "B's read-only handle cannot write");
 	{
@@ -522,7 +490,7 @@ static void test_names(rmem_client *a, rmem_client **d)
 	ok(rmem_create(b, "n1", 1 * MiB, 0, &rx) == -EEXIST, "B creating n1 too is -EEXIST");
 	ok(rmem_unlink(b, "n1") == 0, "B unlinks n1");
 	ok(rmem_open(a, "n1", RMEM_READ, &rx) == -ENOENT, "then A's open is -ENOENT");
-	ok(check(b, &rb, 4096, 11) == 0, "B's handle still reads (unlink keeps handles)");
+	ok(region_check(b, &rb, 4096, 11) == 0, "B's handle still reads (unlink keeps handles)");
 	rmem_free(b, &rb);
 	rmem_free(a, &ra);
 	ok(rmem_unlink(a, "n1") == -ENOENT, "unlinking it again is -ENOENT");
@@ -599,7 +567,7 @@ static void *stream(void *arg)
 		double t0 = now_s(), dt;
 		int bad;
 
-		pattern(buf, sizeof buf, (uint64_t)s->ops);
+		region_pattern(buf, sizeof buf, (uint64_t)s->ops);
 		bad = rmem_write(s->c, &r, 0, buf, sizeof buf) != 0 ||
 		      rmem_read(s->c, &r, 0, back, sizeof back) != 0 ||
 		      memcmp(buf, back, sizeof buf) != 0;
@@ -660,7 +628,7 @@ static int reopen_check(rmem_client *c, const char *name, size_t len, uint64_t s
 	for (int i = 0; i < 100 && rc; i++) {
 		rc = rmem_open(c, name, RMEM_READ, &h);
 		if (rc == 0) {
-			rc = check(c, &h, len, seed);
+			rc = region_check(c, &h, len, seed);
 			rmem_free(c, &h);
 		}
 		if (rc)
@@ -677,7 +645,7 @@ static void test_comeback(rmem_client *c, rmem_client **d)
 	int who, rc;
 
 	rc = rmem_create(c, "kept", 1 * MiB, 0, &kept);
-	ok(rc == 0 && fill(c, &kept, 8192, 99) == 0, "named region kept created and written");
+	ok(rc == 0 && region_fill(c, &kept, 8192, 99) == 0, "named region kept created and written");
 	who = holder(d, "kept");
 	ok(who >= 0 && who < NSRV, "kept is on s%d", who);
 	if (who < 0 || who >= NSRV) {
@@ -719,12 +687,12 @@ static void test_death(rmem_client *c, rmem_client **d)
 		return;
 	}
 	vslot = slot_of(&victim);
-	fill(c, &victim, 4096, 77);
+	region_fill(c, &victim, 4096, 77);
 	for (int i = 0; i < N; i++) {
 		if (rmem_alloc(c, 1 * MiB, 0, &r[i]))
 			break;
 		n++;
-		bad += fill(c, &r[i], 8192, 500 + (uint64_t)i) != 0;
+		bad += region_fill(c, &r[i], 8192, 500 + (uint64_t)i) != 0;
 		others += slot_of(&r[i]) != vslot;
 	}
 	ok(n == N && bad == 0 && others > 0 && others < N,
@@ -753,7 +721,7 @@ static void test_death(rmem_client *c, rmem_client **d)
 	bad = 0;
 	for (int i = 0; i < n; i++) {
 		rc = slot_of(&r[i]) == vslot ? (rmem_read(c, &r[i], 0, &b, 1) == -EHOSTDOWN ? 0 : 1) :
-					       check(c, &r[i], 8192, 500 + (uint64_t)i);
+					       region_check(c, &r[i], 8192, 500 + (uint64_t)i);
 		bad += rc != 0;
 	}
 	ok(bad == 0, "the other servers' regions verify; the dead one's are -EHOSTDOWN");

@@ -103,15 +103,7 @@ if [ "${1:-}" = --hook ]; then
 	exit 2
 fi
 
-. tests/lib/tap.sh
-. tests/lib/rmemd.sh
-. tests/lib/etcd.sh
-. tests/lib/cluster.sh
-rmemd_setup rmem-cluster-lib
-etcd_setup
-PROG=$B/tests/test_cluster_lib
-[ -x "$PROG" ] || skip_all "$PROG is not built"
-
+. tests/lib/cluster_prog.sh rmem-cluster-lib test_cluster_lib
 NAME=cl$$
 TRANSPORT=${RMEM_TEST_TRANSPORT:-tcp}
 HOST=127.0.0.1
@@ -119,38 +111,8 @@ if [ "$TRANSPORT" = rdma ]; then
 	[ -n "${RMEM_VM_RDMA_ADDR:-}" ] || skip_all "RMEM_TEST_TRANSPORT=rdma needs RMEM_VM_RDMA_ADDR"
 	HOST=$RMEM_VM_RDMA_ADDR
 fi
-mkdir -p "$tmp/pids"
 
-# Setup problems are one failed assertion and the end.
-fail_setup() {
-	echo "not ok 1 - setup: $*"
-	echo "1..1"
-	for f in "$tmp"/*.log "$tmp"/etcd/*.log; do [ -f "$f" ] && tail -5 "$f" | diag; done
-	exit 1
-}
-
-cleanup_all() {
-	local f
-	[ -n "${RMEM_KEEP_TMP:-}" ] && cp -r "$tmp" "$RMEM_KEEP_TMP"
-	for f in "$tmp"/pids/keeper*; do
-		[ -s "$f" ] && kill -TERM "$(cat "$f")" 2> /dev/null
-	done
-	sleep 0.2
-	for f in "$tmp"/pids/*; do
-		[ -s "$f" ] && kill -KILL "$(cat "$f")" 2> /dev/null
-	done
-	etcd_cleanup
-	rmemd_cleanup
-}
-trap cleanup_all EXIT
-
-# In the test VM (TCG) etcd takes longer than etcd_start's 20 s to settle.
-etcd_start 3 > "$tmp/etcd-start.out" 2>&1 ||
-	{ [ -n "${RMEM_IN_VM:-}" ] && etcd_wait_healthy 120 > /dev/null 2>&1; } ||
-	fail_setup "a 3-member etcd did not start"
-for ((k = 0; k < ETCD_N; k++)); do
-	echo "${etcd_pids[$k]}" > "$tmp/pids/etcd$k"
-done
+cluster_etcd_up
 
 read -r -a ports <<< "$(free_ports 6)"
 eps=
@@ -176,11 +138,7 @@ done
 	declare -p ETCD_N ETCD_CLUSTER ETCD_BIN ETCDCTL_BIN etcd_cports etcd_pports tmp B RMEMD NAME
 } > "$tmp/state.sh"
 
-hosts=
-for ((k = 0; k < ETCD_N; k++)); do
-	hosts+="${hosts:+,}127.0.0.1:${etcd_cports[$k]}"
-done
-url="etcd://$hosts/$NAME"
+url=$(cluster_url "$NAME")
 RMEM_CLUSTER_URL=$url RMEM_CLUSTER_EPS=$eps \
 	RMEM_CLUSTER_HOOK="$0 --hook $tmp" "$PROG"
 rc=$?

@@ -26,6 +26,7 @@
 
 #include <rmem.h>
 
+#include "harness.h"
 #include "tap.h"
 
 #define MiB (1ull << 20)
@@ -53,47 +54,13 @@ static uint32_t slot_of(const struct rmem_region *r)
 	return (uint32_t)r->reserved[0];
 }
 
-static void pattern(uint8_t *buf, size_t len, uint64_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 9));
-}
-
-/* 0 when a write of the seed's pattern to r reads back whole, else the
- * error (or 1: the bytes differ). */
+/* 0 when a write of the seed's pattern to r reads back whole, 1 when it
+ * does not, or the error. */
 static int roundtrip(rmem_client *c, const struct rmem_region *r, size_t len, uint64_t seed)
 {
-	uint8_t *want = malloc(len), *got = calloc(1, len);
-	int rc = -ENOMEM;
+	int rc = region_fill(c, r, len, seed);
 
-	if (want && got) {
-		pattern(want, len, seed);
-		rc = rmem_write(c, r, 0, want, len);
-		if (!rc)
-			rc = rmem_read(c, r, 0, got, len);
-		if (!rc && memcmp(want, got, len))
-			rc = 1;
-	}
-	free(want);
-	free(got);
-	return rc;
-}
-
-/* 0 when r holds the seed's pattern, 1 when not, or the error. */
-static int holds(rmem_client *c, const struct rmem_region *r, size_t len, uint64_t seed)
-{
-	uint8_t *want = malloc(len), *got = calloc(1, len);
-	int rc = -ENOMEM;
-
-	if (want && got) {
-		pattern(want, len, seed);
-		rc = rmem_read(c, r, 0, got, len);
-		if (!rc && memcmp(want, got, len))
-			rc = 1;
-	}
-	free(want);
-	free(got);
-	return rc;
+	return rc ? rc : region_check(c, r, len, seed);
 }
 
 /* (Which servers small regions land on is test_cluster_lib's matter; the
@@ -223,7 +190,7 @@ static void test_foreign(rmem_client *ml, rmem_client *web)
 	rw = rmem_write(web, &r, 0, buf, sizeof buf);
 	ok((rr == -EACCES || rr == -ENOENT) && (rw == -EACCES || rw == -ENOENT),
 	   "web holding ml's region can neither read nor write it (%d %d)", rr, rw);
-	ok(holds(ml, &r, 1 * MiB, 77) == 0, "ml's bytes are as ml wrote them");
+	ok(region_check(ml, &r, 1 * MiB, 77) == 0, "ml's bytes are as ml wrote them");
 	rmem_free(ml, &r);
 }
 
@@ -248,14 +215,14 @@ static void test_names(rmem_client *ml, rmem_client *web)
 	rc = connect_as("ml", key_ml, &ml2);
 	if (!rc)
 		rc = rmem_open(ml2, "team/shared", RMEM_READ, &h);
-	ok(rc == 0 && holds(ml2, &h, 1 * MiB, 5) == 0,
+	ok(rc == 0 && region_check(ml2, &h, 1 * MiB, 5) == 0,
 	   "another client of ml opens team/shared and reads ml's bytes (%d)", rc);
 	if (rc == 0)
 		rmem_free(ml2, &h);
 	rmem_close(ml2);
 	rc = rmem_unlink(ml, "team/shared");
 	ok(rc == 0, "ml unlinks its name (%d)", rc);
-	ok(rmem_open(web, "team/shared", RMEM_READ, &h) == 0 && holds(web, &h, 1 * MiB, 9) == 0,
+	ok(rmem_open(web, "team/shared", RMEM_READ, &h) == 0 && region_check(web, &h, 1 * MiB, 9) == 0,
 	   "web's team/shared is still there, with web's bytes");
 	rmem_free(web, &h);
 	rmem_free(ml, &a);

@@ -9,44 +9,17 @@
 # run-tests-timeout: 300
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-. tests/lib/tap.sh
-. tests/lib/rmemd.sh
-. tests/lib/etcd.sh
-. tests/lib/cluster.sh
-rmemd_setup rmem-cluster-tenants
-etcd_setup
-PROG=$B/tests/test_cluster_tenants
-[ -x "$PROG" ] || skip_all "$PROG is not built"
+. tests/lib/cluster_prog.sh rmem-cluster-tenants test_cluster_tenants
 
 NAME=ct$$
-mkdir -p "$tmp/pids" "$tmp/keys"
-
-fail_setup() {
-	echo "not ok 1 - setup: $*"
-	echo "1..1"
-	for f in "$tmp"/*.log "$tmp"/etcd/*.log; do [ -f "$f" ] && tail -5 "$f" | diag; done
-	exit 1
-}
-
-cleanup_all() {
-	local f
-	[ -n "${RMEM_KEEP_TMP:-}" ] && cp -r "$tmp" "$RMEM_KEEP_TMP"
-	for f in "$tmp"/pids/*; do
-		[ -s "$f" ] && kill -TERM "$(cat "$f")" 2> /dev/null
-	done
-	etcd_cleanup
-	rmemd_cleanup
-}
-trap cleanup_all EXIT
+mkdir -p "$tmp/keys"
 
 # Secrets: 32 random bytes, hex; rmemd refuses a file others may read.
 for k in ml web bad; do
 	(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$tmp/keys/$k.key")
 done
 
-etcd_start 3 > "$tmp/etcd-start.out" 2>&1 ||
-	{ [ -n "${RMEM_IN_VM:-}" ] && etcd_wait_healthy 120 > /dev/null 2>&1; } ||
-	fail_setup "a 3-member etcd did not start"
+cluster_etcd_up
 
 read -r -a ports <<< "$(free_ports 2)"
 for i in 0 1; do
@@ -64,11 +37,7 @@ for i in 0 1; do
 	cluster_registered "$NAME" "$i" 150 || fail_setup "rmemd s$i did not register in etcd"
 done
 
-hosts=
-for ((k = 0; k < ETCD_N; k++)); do
-	hosts+="${hosts:+,}127.0.0.1:${etcd_cports[$k]}"
-done
-RMEM_CLUSTER_URL="etcd://$hosts/$NAME" RMEM_TENANT_DIR="$tmp/keys" "$PROG"
+RMEM_CLUSTER_URL=$(cluster_url "$NAME") RMEM_TENANT_DIR="$tmp/keys" "$PROG"
 rc=$?
 for i in 0 1; do
 	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
