@@ -344,8 +344,8 @@ static void admin_view(rmem_client *admin)
 	ok(n > 0 && tagged >= 1, "rmemctl clients shows the tenant (%d of %d)", tagged, n);
 }
 
-/* A non-loopback IPv4 address of this host, or false. */
-static bool other_address(struct in_addr *out)
+/* A non-loopback IPv4 address of this host other than not, or false. */
+static bool other_address(struct in_addr not, struct in_addr *out)
 {
 	struct ifaddrs *ifs, *i;
 	bool found = false;
@@ -355,7 +355,8 @@ static bool other_address(struct in_addr *out)
 	for (i = ifs; i && !found; i = i->ifa_next) {
 		const struct sockaddr_in *in = (const void *)i->ifa_addr;
 
-		if (!in || in->sin_family != AF_INET || (ntohl(in->sin_addr.s_addr) >> 24) == 127)
+		if (!in || in->sin_family != AF_INET || (ntohl(in->sin_addr.s_addr) >> 24) == 127 ||
+		    in->sin_addr.s_addr == not.s_addr)
 			continue;
 		*out = in->sin_addr;
 		found = true;
@@ -366,8 +367,9 @@ static bool other_address(struct in_addr *out)
 
 /*
  * A peer that is neither loopback nor the address it reached: from another
- * local address of this host to 127.0.0.1 looks exactly like that to the
- * daemon, which is all the policy can see.
+ * local address of this host to the daemon's (127.0.0.1 on the host; in the
+ * test VM veth0's, from veth1's) looks exactly like that to the daemon,
+ * which is all the policy can see.
  */
 static void foreign_peer(const struct rmemd *d)
 {
@@ -376,12 +378,17 @@ static void foreign_peer(const struct rmemd *d)
 	uint8_t hello[PROTO_HELLO_REQ_LEN] = { 0 };
 	struct raw_reply r = { 0 };
 	int fd, rc, logged = rmemd_log_count(d, needle);
+	char host[64], daemon_at[INET_ADDRSTRLEN];
+	const char *colon = strrchr(d->host_port, ':');
 
-	if (strncmp(d->host_port, "127.", 4) || !other_address(&from.sin_addr)) {
-		skip(1, "needs listen.tcp on 127.0.0.1 and another IPv4 address here");
+	snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - d->host_port) : 0,
+		 d->host_port);
+	if (inet_pton(AF_INET, host, &to.sin_addr) != 1 ||
+	    !other_address(to.sin_addr, &from.sin_addr)) {
+		skip(1, "needs listen.tcp on IPv4 and another IPv4 address here");
 		return;
 	}
-	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	inet_ntop(AF_INET, &to.sin_addr, daemon_at, sizeof daemon_at);
 	to.sin_port = htons(d->port);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	rc = fd < 0 || bind(fd, (struct sockaddr *)&from, sizeof from) < 0 ||
@@ -391,8 +398,8 @@ static void foreign_peer(const struct rmemd *d)
 		rc = raw_call(fd, PROTO_OP_HELLO, 1, hello, sizeof hello, &r, PROTO_MAX_CTL, WAIT_MS);
 	ok(rc == 0 && r.opcode == PROTO_OP_ERROR && r.status == EACCES &&
 	   rmemd_log_count(d, needle) == logged + 1,
-	   "an anonymous peer from elsewhere (%s -> 127.0.0.1) is refused, logged once (%d, "
-	   "opcode %u, status %d)", inet_ntoa(from.sin_addr), rc, r.opcode, r.status);
+	   "an anonymous peer from elsewhere (%s -> %s) is refused, logged once (%d, "
+	   "opcode %u, status %d)", inet_ntoa(from.sin_addr), daemon_at, rc, r.opcode, r.status);
 	raw_reply_release(&r);
 	if (fd >= 0)
 		close(fd);
