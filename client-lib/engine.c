@@ -50,8 +50,14 @@
 #define ENG_SPIN_US     50
 #define ENG_SPIN_CREDIT 4
 #define ENG_SPIN_PROBE  16
-/* The most SO_RCVLOWAT asks for while READ data streams in (rx_lowat()). */
-#define ENG_LOWAT_MAX   (1 << 20)
+/* The most SO_RCVLOWAT asks for while READ data streams in (rx_lowat()):
+ * below the kernel's own cap, half the receive buffer (tcp.c asks for
+ * 4 MiB, which the kernel doubles). */
+#define ENG_LOWAT_MAX   (3 << 20)
+/* Bulk READ replies after the current one that the mark may wait for too,
+ * and how long a wait under such a mark sleeps at most (rx_lowat()). */
+#define ENG_LOWAT_AHEAD    2
+#define ENG_LOWAT_AHEAD_MS 2
 #define INITIAL_CQ 64u
 /* Ended posted operations kept for reuse: as many as may be in flight. */
 #define ENG_OP_CACHE ENG_MAX_FRAMES
@@ -598,25 +604,48 @@ static int spin_first(struct engine *e)
 
 /*
  * While a READ's data streams in, the socket is readable to poll() only once
- * min(bytes of that READ still due, ENG_LOWAT_MAX) have arrived, and at once
- * again for anything else.  Woken at every segment, the client took about
- * 3.3 wake-ups per MiB, and on loopback each one is paid on the sending
- * daemon's CPU: 1 MiB READs at 16 in flight lost a fifth of their
- * bandwidth to it (docs/benchmarks.md).
- * It cannot deadlock: the reply's header has promised every one of those
- * bytes, the daemon sends them without waiting for anything from us, and
- * EOF and errors wake poll() whatever the mark; the kernel caps the mark at
- * half the receive buffer and wakes us anyway when the buffer or the window
- * is full.  Set only when it changes: a system call.
+ * that READ's data still due has arrived, and with it the next
+ * ENG_LOWAT_AHEAD bulk READ replies when those requests are out (at most
+ * ENG_LOWAT_MAX in all); at once again for anything else.  Woken at every
+ * segment, the client took about 3.3 wake-ups per MiB, and on loopback each
+ * one is paid on the sending daemon's CPU: 1 MiB READs at 16 in flight lost
+ * a fifth of their bandwidth to it.  One wake-up per READ still cost the
+ * daemon 4% of its CPU (perf: sock_def_readable); one per three READs gave
+ * 1 MiB reads +6% (pinned, 10 alternated pairs: 5,482 against 5,130 MB/s;
+ * unpinned 5,474 against 5,178), daemon CPU per MiB 190 against 203 us
+ * (docs/benchmarks.md).  Completions then come in threes: bulk transfers
+ * trade a little latency for bandwidth, as interrupt coalescing does.
+ * It cannot deadlock: the current reply's header has promised its bytes,
+ * the daemon answers every request that went out without waiting for
+ * anything from us, EOF and errors wake poll() whatever the mark, and the
+ * kernel wakes us anyway when the buffer or the window is full.  A reply
+ * after the current one may be shorter than counted (a READ the daemon
+ * refuses), so a wait under a mark that counts them sleeps at most
+ * ENG_LOWAT_AHEAD_MS (true: eng_wait bounds it).  Set only when the value
+ * changes: a system call.
  */
-static void rx_lowat(struct engine *e, short events)
+static bool rx_lowat(struct engine *e, short events)
 {
-	int want = 1;
+	size_t want = 1;
 
-	if ((events & POLLIN) && e->rx_state == RX_DATA && e->rx_left > 1)
-		want = e->rx_left < ENG_LOWAT_MAX ? (int)e->rx_left : ENG_LOWAT_MAX;
-	if (want != e->rcvlowat && tcp_set_rcvlowat(e->fd, want) == 0)
-		e->rcvlowat = want;
+	if ((events & POLLIN) && e->rx_state == RX_DATA && e->rx_left > 1) {
+		/* The queued tail of the FIFO has not gone out yet. */
+		uint32_t sent = e->fifo_count - e->tx_frames;
+
+		want = e->rx_left;
+		for (uint32_t i = 1; i <= ENG_LOWAT_AHEAD && i < sent && want < ENG_LOWAT_MAX; i++) {
+			const struct eng_frame *f = fifo_at(e, i);
+
+			if (f->opcode != PROTO_OP_READ || f->len <= ENG_COPY_MAX)
+				break;
+			want += PROTO_HDR_LEN + PROTO_STATUS_LEN + f->len;
+		}
+		if (want > ENG_LOWAT_MAX)
+			want = ENG_LOWAT_MAX;
+	}
+	if ((int)want != e->rcvlowat && tcp_set_rcvlowat(e->fd, (int)want) == 0)
+		e->rcvlowat = (int)want;
+	return e->rcvlowat > 1 && (size_t)e->rcvlowat > e->rx_left;
 }
 
 /*
@@ -647,7 +676,8 @@ static int eng_wait(struct engine *e, bool want_out, int64_t deadline)
 	 * catches the whole batch instead of cutting it short (16 allocs in
 	 * flight, pinned: 290-355 k requests/s sleeping, 435-757 k spinning).
 	 * Bulk transfers take longer than the window: no spin for them. */
-	rx_lowat(e, events);
+	if (rx_lowat(e, events) && (left < 0 || left > ENG_LOWAT_AHEAD_MS))
+		left = ENG_LOWAT_AHEAD_MS;
 	rc = events == POLLIN && (e->fifo_count == 1 || e->bytes_in_flight <= ENG_BATCH_BYTES)
 		     ? spin_first(e) : 0;
 	if (rc == 0)

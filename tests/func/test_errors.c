@@ -1,7 +1,8 @@
 /*
  * test_errors.c - every error code of rmem.h, provoked for real: against
  * rmemd over TCP and the Unix socket, and against fake servers that stay
- * silent, close, or speak another protocol version.  Errors must change
+ * silent, close, speak another protocol version, or answer READs slowly
+ * and refuse the last.  Errors must change
  * nothing: the figures and the bytes are the same afterwards.
  * With RMEM_TEST_TRANSPORT=rdma (in the test VM) the network endpoint is
  * rdma://: the NIC checks keys and bounds, and says -EACCES where the daemon
@@ -292,6 +293,7 @@ enum fake_mode {
 	FAKE_GARBAGE,       /* answers HELLO with bytes that are no frame */
 	FAKE_SILENT,        /* answers HELLO properly, then never again */
 	FAKE_CLOSE,         /* answers HELLO properly, then closes */
+	FAKE_SLOW_READS,    /* answers three READs slowly, the last refused */
 };
 
 struct fake {
@@ -310,6 +312,51 @@ static int fake_hello_reply(int fd, uint16_t version, uint64_t req_id)
 	proto_put_u32(p + 16, version);
 	proto_put_u32(p + 20, PROTO_MAX_IO);
 	return raw_send(fd, f, sizeof f);
+}
+
+#define FAKE_READ (128 * 1024)
+#define FAKE_PAUSE_MS 100
+
+/* Sends a READ reply's header and status: the status and the data bytes it
+ * announces (none unless status is 0). */
+static int fake_read_head(int fd, uint64_t req_id, int status)
+{
+	uint8_t f[PROTO_HDR_LEN + PROTO_STATUS_LEN];
+
+	raw_hdr(f, PROTO_VERSION, PROTO_OP_READ, PROTO_F_RESPONSE,
+		PROTO_STATUS_LEN + (status ? 0 : FAKE_READ), req_id);
+	proto_status_encode(f + PROTO_HDR_LEN, status);
+	return raw_send(fd, f, sizeof f);
+}
+
+/*
+ * Three READ requests of FAKE_READ bytes: the first answered with half of
+ * its data, then, after FAKE_PAUSE_MS, the rest of it; the second whole; the
+ * third refused (-EACCES, no data).  While the first's data is due, the
+ * client's low-water mark also counts the next two replies' data
+ * (engine.c rx_lowat), which the refused one never sends.
+ */
+static void fake_slow_reads(int fd)
+{
+	uint8_t h[PROTO_HDR_LEN], body[PROTO_MAX_CTL], *data = calloc(1, FAKE_READ);
+	uint64_t id[3];
+
+	for (int i = 0; i < 3; i++) {
+		if (!data || raw_recv(fd, h, sizeof h, 5000) < 0 ||
+		    proto_get_u32(h + 12) > sizeof body ||
+		    raw_recv(fd, body, proto_get_u32(h + 12), 5000) < 0)
+			goto out;
+		id[i] = proto_get_u64(h + 16);
+	}
+	if (fake_read_head(fd, id[0], 0) < 0 || raw_send(fd, data, FAKE_READ / 2) < 0)
+		goto out;
+	usleep(FAKE_PAUSE_MS * 1000);
+	if (raw_send(fd, data + FAKE_READ / 2, FAKE_READ / 2) < 0 ||
+	    fake_read_head(fd, id[1], 0) < 0 || raw_send(fd, data, FAKE_READ) < 0)
+		goto out;
+	fake_read_head(fd, id[2], -EACCES);
+out:
+	free(data);
 }
 
 static void *fake_server(void *arg)
@@ -344,6 +391,10 @@ static void *fake_server(void *arg)
 	case FAKE_CLOSE:
 		fake_hello_reply(fd, PROTO_VERSION, proto_get_u64(h + 16));
 		goto out;
+	case FAKE_SLOW_READS:
+		if (fake_hello_reply(fd, PROTO_VERSION, proto_get_u64(h + 16)) == 0)
+			fake_slow_reads(fd);
+		break;
 	}
 	/* Keep the connection until the client gives up. */
 	raw_wait_closed(fd, 10000);
@@ -445,6 +496,52 @@ static void fake_peers(void)
 	} else {
 		skip(3, "no fake server");
 	}
+}
+
+/* The bound on a wait under a low-water mark that counts replies ahead
+ * (fake_slow_reads): unbounded, the client slept until its timeout (5 s;
+ * 3 s then, when this check was written, and it failed at 3004 ms). */
+static void fake_slow_reads_check(void)
+{
+	struct rmem_region r = { .id = 1, .length = 4 * FAKE_READ, .rkey = 1 };
+	struct rmem_completion out[3];
+	uint8_t *buf = malloc(3 * FAKE_READ);
+	rmem_client *c = NULL;
+	struct fake fk;
+	pthread_t t;
+	uint16_t port;
+	char ep[32];
+	uint64_t t0;
+	int rc = 0, got = 0;
+
+	if (!buf || start_fake(&fk, &t, FAKE_SLOW_READS, &port) != 0) {
+		skip(2, "no fake server");
+		free(buf);
+		return;
+	}
+	snprintf(ep, sizeof ep, "127.0.0.1:%u", port);
+	rc = client_connect(ep, 5000, &c);
+	ok(rc == 0, "a fake server that answers READs slowly: connect works (%d)", rc);
+	t0 = now_ms();
+	for (int i = 0; rc == 0 && i < 3; i++)
+		rc = rmem_post_read(c, &r, 0, buf + (size_t)i * FAKE_READ, FAKE_READ, (uint64_t)i);
+	while (rc == 0 && got < 3) {
+		int n = rmem_poll(c, out + got, 3 - got, 5000);
+
+		if (n <= 0) {
+			rc = n ? n : -ETIMEDOUT;
+			break;
+		}
+		got += n;
+	}
+	t0 = now_ms() - t0;
+	ok(got == 3 && out[0].status == 0 && out[1].status == 0 && out[2].status == -EACCES &&
+	   t0 < FAKE_PAUSE_MS + 2000,
+	   "2 READs, a pause in the first, and a refused third: 0, 0, -EACCES in %llu ms "
+	   "(%d; %d completions)", (unsigned long long)t0, rc, got);
+	rmem_close(c);
+	stop_fake(&fk, t);
+	free(buf);
 }
 
 static void unanswered(const char *dir)
@@ -596,6 +693,7 @@ int main(void)
 	bad_endpoints();
 	unanswered(d.dir);
 	fake_peers();
+	fake_slow_reads_check();
 	daemon_gone(&d);
 
 	rmemd_cleanup(&d);
