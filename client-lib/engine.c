@@ -611,8 +611,8 @@ static int spin_first(struct engine *e)
  * one is paid on the sending daemon's CPU: 1 MiB READs at 16 in flight lost
  * a fifth of their bandwidth to it.  One wake-up per READ still cost the
  * daemon 4% of its CPU (perf: sock_def_readable); one per three READs gave
- * 1 MiB reads +6% (pinned, 10 alternated pairs: 5,482 against 5,130 MB/s;
- * unpinned 5,474 against 5,178), daemon CPU per MiB 190 against 203 us
+ * 1 MiB reads pinned +8.7% (16 alternated pairs, medians 5,664 against
+ * 5,211 MB/s; daemon CPU per MiB 187 against 200 us), unpinned +0.7%
  * (docs/benchmarks.md).  Completions then come in threes: bulk transfers
  * trade a little latency for bandwidth, as interrupt coalescing does.
  * It cannot deadlock: the current reply's header has promised its bytes,
