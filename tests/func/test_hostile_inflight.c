@@ -48,6 +48,18 @@
 #define FRAME_MS 400  /* limits.frame_timeout_ms of the daemon */
 
 static uint8_t *xbuf, *ybuf, *got;
+static rmem_client *watch; /* holds nothing: reads the daemon's figures */
+
+/* After a case: once its sessions are gone, so is every byte they held,
+ * held ranges included. */
+static void all_back(const char *what)
+{
+	struct rmem_stats st = { 0 };
+	int rc = watch ? stats_wait(watch, 0, 0, WAIT_MS, &st) : -ENOTCONN;
+
+	ok(rc == 0, "%s: every byte goes back once the transfers end (%d; %llu used, %llu regions)",
+	   what, rc, (unsigned long long)st.used_bytes, (unsigned long long)st.regions);
+}
 
 /* ---- raw requests ------------------------------------------------------------- */
 
@@ -218,6 +230,7 @@ out:
 	close(x);
 	close(y);
 	close(z);
+	all_back(what);
 }
 
 /* How x's READ of RSIZE whose reply waits unread ends, once y has filled a
@@ -233,6 +246,14 @@ static void read_held(const char *what, int x, int y, const struct proto_region 
 	start(what, x, arg);
 	rc = y_takes(y, RSIZE, &ry, rx->addr);
 	ok(rc == 0, "%s: y allocates 16 MiB and writes 'Y' over it (%d)", what, rc);
+	if (watch) {
+		struct rmem_stats st = { 0 };
+
+		rc = rmem_stats(watch, &st);
+		ok(rc == 0 && st.used_bytes == 2ull * RSIZE,
+		   "%s: x's held range still counts as used (%d; %llu used)", what, rc,
+		   (unsigned long long)st.used_bytes);
+	}
 	memset(got, 0, RSIZE);
 	rc = read_reply(x, got, RSIZE);
 	ok(rc == 0 && count_byte(got, RSIZE, 'Y') == 0,
@@ -265,6 +286,7 @@ out:
 	close(x);
 	close(y);
 	close(z);
+	all_back(what);
 }
 
 /* FREE right behind the READ, in the same send: the daemon may serve it
@@ -302,6 +324,7 @@ static void free_mid_read(const struct rmemd *d)
 out:
 	close(x);
 	close(y);
+	all_back(what);
 }
 
 /* x's session ends in the middle of a WRITE (closed, or silent past the
@@ -342,6 +365,7 @@ out:
 	if (x >= 0)
 		close(x);
 	close(y);
+	all_back(what);
 }
 
 /* librmem's x (over RDMA when the environment says so: the NIC key) keeps
@@ -386,6 +410,7 @@ int main(void)
 {
 	char limits[160];
 	struct rmemd d;
+	int rc;
 
 	xbuf = malloc(RSIZE);
 	ybuf = malloc(RSIZE);
@@ -398,6 +423,8 @@ int main(void)
 		 "limits = { lease_timeout_ms = 10000; frame_timeout_ms = %d; };", FRAME_MS);
 	if (!harness_start(&d, "128M", limits))
 		return tap_done();
+	rc = client_connect(d.tcp_ep, WAIT_MS, &watch);
+	ok(rc == 0, "a librmem client to read the daemon's figures (%d)", rc);
 	revoke_mid_write(&d, false);
 	revoke_mid_write(&d, true);
 	revoke_mid_read(&d);
@@ -405,6 +432,7 @@ int main(void)
 	end_mid_write(&d, false);
 	end_mid_write(&d, true);
 	nic_key_after_revoke(&d);
+	rmem_close(watch);
 	free(xbuf);
 	free(ybuf);
 	free(got);

@@ -237,8 +237,8 @@ static void test_key_failure(struct server *srv)
 	if (rc == 0) {
 		uint8_t *w = NULL;
 
-		ok(session_io(srv, s, r->id, r->key, PROTO_ACCESS_WRITE, 0, 8, &w) == 0 && w &&
-		   session_io(srv, s, r->id, r->key ^ 1, PROTO_ACCESS_READ, 0, 8, &w) == -EACCES,
+		ok(session_io(srv, s, r->id, r->key, PROTO_ACCESS_WRITE, 0, 8, &w, NULL) == 0 && w &&
+		   session_io(srv, s, r->id, r->key ^ 1, PROTO_ACCESS_READ, 0, 8, &w, NULL) == -EACCES,
 		   "which the TCP path serves with that key, and refuses with another");
 		ok(session_free(srv, s, r->id, r->key) == 0 && srv->used_bytes == 0,
 		   "and frees (no NIC key to drop)");
@@ -470,7 +470,7 @@ static int ctl_atomic(struct server *srv, struct session *s, uint16_t op,
 static int io(struct server *srv, struct session *s, const struct proto_region *reg,
 	      uint32_t need, uint8_t **where)
 {
-	return session_io(srv, s, reg->id, reg->rkey, need, 0, 8, where);
+	return session_io(srv, s, reg->id, reg->rkey, need, 0, 8, where, NULL);
 }
 
 static void test_named(struct server *srv)
