@@ -15,6 +15,9 @@
  *                      the reply (it is queued by reference to the pool); z
  *                      revokes; y allocates and fills 16 MiB with 'Y'; x then
  *                      reads its reply: not one 'Y' byte.
+ *   two holds          w's READ reply and x's WRITE both name the range when
+ *                      z revokes it; x's ends first: the range still waits
+ *                      for w's reply.
  *   free mid-READ      x pipelines READ(16 MiB) and FREE of its own anonymous
  *                      region; y allocates and fills; x's reply: no 'Y'.
  *   end mid-WRITE      x sends half a WRITE, then goes silent until the frame
@@ -289,6 +292,47 @@ out:
 	all_back(what);
 }
 
+/* Two transfers hold one range: x's WRITE and w's READ reply.  x's ends
+ * first; the range must still wait for w's. */
+static void two_holds(const struct rmemd *d)
+{
+	const char *what = "two holds";
+	int x = raw_session(d, false), w = raw_session(d, false), y = raw_session(d, false);
+	int z = raw_session(d, false), rc;
+	struct proto_region rx, rw, ry;
+
+	if (!ok(x >= 0 && w >= 0 && y >= 0 && z >= 0, "%s: four raw sessions", what))
+		goto out;
+	rc = name_req(x, PROTO_OP_CREATE, "h/2", RSIZE, 0, &rx);
+	rc = rc ? rc : write_all(x, &rx, xbuf, RSIZE);
+	rc = rc ? rc : name_req(w, PROTO_OP_OPEN, "h/2", 0, PROTO_ACCESS_READ, &rw);
+	if (!ok(rc == 0, "%s: x creates h/2 of 16 MiB, fills it, w opens it (%d)", what, rc))
+		goto out;
+	rc = read_send(w, &rw, RSIZE);
+	rc = rc ? rc : write_head(x, &rx, RSIZE);
+	rc = rc ? rc : raw_send(x, xbuf, RSIZE / 2);
+	ok(rc == 0, "%s: w asks for 16 MiB unread, x sends half a WRITE (%d)", what, rc);
+	sleep_ms(SETTLE_MS);
+	rc = name_req(z, PROTO_OP_UNLINK, "h/2", 0, PROTO_UNLINK_REVOKE, NULL);
+	ok(rc == 0, "%s: z unlinks it with REVOKE (%d)", what, rc);
+	rc = raw_send(x, xbuf + RSIZE / 2, RSIZE / 2);
+	rc = rc ? rc : write_reply(x);
+	ok(rc == ECANCELED, "%s: x's WRITE ends first, with ECANCELED (%d)", what, rc);
+	rc = y_takes(y, RSIZE, &ry, rx.addr);
+	ok(rc == 0, "%s: y allocates 16 MiB and writes 'Y' over it (%d)", what, rc);
+	memset(got, 0, RSIZE);
+	rc = read_reply(w, got, RSIZE);
+	ok(rc == 0 && count_byte(got, RSIZE, 'Y') == 0,
+	   "%s: w's reply holds not one of y's bytes (%d; %zu 'Y')", what, rc,
+	   count_byte(got, RSIZE, 'Y'));
+out:
+	close(x);
+	close(w);
+	close(y);
+	close(z);
+	all_back(what);
+}
+
 /* FREE right behind the READ, in the same send: the daemon may serve it
  * whenever it likes, which must not be before the READ's bytes are out. */
 static void free_own(const char *what, int x, void *arg)
@@ -428,6 +472,7 @@ int main(void)
 	revoke_mid_write(&d, false);
 	revoke_mid_write(&d, true);
 	revoke_mid_read(&d);
+	two_holds(&d);
 	free_mid_read(&d);
 	end_mid_write(&d, false);
 	end_mid_write(&d, true);
