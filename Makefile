@@ -117,7 +117,8 @@ UNIT_TESTS := test_alloc test_alloc_scalar test_alloc_release test_proto test_co
 	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay test_state fuzz_state_replay test_slots \
 	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
-	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume
+	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume \
+	test_hostile_inflight
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
 FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
 # The chaos test (tests/chaos): a functional test with pieces of its own.

@@ -50,10 +50,13 @@ static void conn_free(struct conn *c)
 	if (c->ev_retry)
 		event_free(c->ev_retry);
 	free(c->parked);
-	/* The queued output may reference pool memory: drop it before the
-	 * session hands its regions back. */
+	/* The queued output may reference pool memory: drop it (which releases
+	 * its hold) before the session hands its regions back; so too the
+	 * hold of a WRITE cut short. */
 	if (c->out)
 		evbuffer_free(c->out);
+	session_unhold(srv, &c->rhold);
+	session_unhold(srv, &c->whold);
 	if (c->fd >= 0)
 		close(c->fd);
 	session_destroy(srv, c->s);
@@ -162,7 +165,20 @@ static void conn_reply_status(struct conn *c, const struct proto_hdr *req, int s
 	conn_reply(c, req, st, proto_status_encode(st, status));
 }
 
-/* Queues a READ reply: status 0 and len bytes of pool memory at data. */
+/* libevent frees a referenced chain once writev() has copied all of it to
+ * the socket, or with the buffer: the READ's bytes are no longer needed. */
+static void read_sent(const void *data, size_t len, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)data;
+	(void)len;
+	session_unhold(c->srv, &c->rhold);
+}
+
+/* Queues a READ reply: status 0 and len bytes of pool memory at data, whose
+ * range c->rhold holds (ctl.h): released once the bytes are copied, at once
+ * or when the referenced chain has gone to the kernel (read_sent). */
 static void conn_reply_data(struct conn *c, const struct proto_hdr *req, const uint8_t *data,
 			    size_t len)
 {
@@ -175,9 +191,12 @@ static void conn_reply_data(struct conn *c, const struct proto_hdr *req, const u
 	if (rc == 0 && len <= COPY_MAX) {
 		rc = evbuffer_add(c->out, data, len);
 	} else if (rc == 0) {
-		rc = evbuffer_add_reference(c->out, data, len, NULL, NULL);
-		c->out_pinned = true;
+		rc = evbuffer_add_reference(c->out, data, len, read_sent, c);
+		c->out_pinned = rc == 0;
 	}
+	/* Copied, or not queued at all (libevent calls no cleanup then). */
+	if (!c->out_pinned)
+		session_unhold(c->srv, &c->rhold);
 	if (rc < 0)
 		conn_close(c, "out of memory");
 	c->unsent++;
@@ -229,6 +248,7 @@ static void observe(struct conn *c, uint16_t opcode, uint64_t start_ns)
 
 static void write_done(struct conn *c)
 {
+	session_unhold(c->srv, &c->whold);
 	c->after_bulk = c->hdr.length - PROTO_IO_REQ_LEN > COPY_MAX;
 	conn_reply_status(c, &c->hdr, c->wstatus);
 	observe(c, PROTO_OP_WRITE, c->wstart_ns);
@@ -247,7 +267,8 @@ static void write_begin(struct conn *c, const uint8_t *p)
 		conn_fail(c, &c->hdr, rc, "malformed WRITE");
 		return;
 	}
-	rc = session_io(c->srv, c->s, io.id, io.rkey, PROTO_ACCESS_WRITE, io.offset, io.length, &where);
+	rc = session_io(c->srv, c->s, io.id, io.rkey, PROTO_ACCESS_WRITE, io.offset, io.length, &where,
+			&c->whold);
 	/* A refused WRITE still has its data on the wire: consume and drop it, so
 	 * the stream stays in step and the next request is served. */
 	c->wstatus = rc;
@@ -256,6 +277,21 @@ static void write_begin(struct conn *c, const uint8_t *p)
 	c->rx = RX_WDATA;
 	if (!c->wleft)
 		write_done(c);
+}
+
+/*
+ * Before WRITE data lands: whether its region ended since the last piece
+ * (another session revoked it, say).  Its range is held until now, so
+ * nothing else uses it yet; from here the rest of the data is read and
+ * dropped, and the WRITE fails with -ECANCELED.
+ */
+static void write_check(struct conn *c)
+{
+	if (!c->wdst || !c->whold.ended)
+		return;
+	c->wdst = NULL;
+	c->wstatus = -ECANCELED;
+	session_unhold(c->srv, &c->whold);
 }
 
 static void on_header(struct conn *c, const uint8_t *p)
@@ -338,6 +374,9 @@ static void serve(struct conn *c, const uint8_t *p)
 	struct ctl_req req = {
 		.s = c->s, .fd = c->fd, .h = &c->hdr, .payload = p, .len = c->hdr.length,
 		.may_wait = !c->parked || start - c->parked_since < PARK_MAX_NS,
+		/* Free: a READ referenced by an earlier reply blocks this one
+		 * (conn_blocked) until its chain, and its hold, are gone. */
+		.hold = &c->rhold,
 	};
 
 	if (ctl_dispatch(c->srv, &req, &rep) == CTL_WAIT) {
@@ -389,6 +428,7 @@ static void conn_process(struct conn *c)
 			n = avail < c->wleft ? avail : (size_t)c->wleft;
 			if (!n)
 				return;
+			write_check(c);
 			if (c->wdst) {
 				memcpy(c->wdst, p, n);
 				c->wdst += n;
@@ -414,7 +454,10 @@ static ssize_t conn_read_once(struct conn *c, bool *drained)
 
 	*drained = false;
 	if (c->rx == RX_WDATA && c->in_start == c->in_end) {
-		uint8_t *dst = c->wdst;
+		uint8_t *dst;
+
+		write_check(c);
+		dst = c->wdst;
 
 		want = c->wleft < DIRECT_MAX ? (size_t)c->wleft : DIRECT_MAX;
 		if (!dst) { /* discarding: the empty receive buffer is the scratch */

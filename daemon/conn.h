@@ -2,8 +2,10 @@
  * conn.h - one client connection of rmemd: socket I/O, framing and the TCP
  * data path.  Requests of one connection are served strictly in order, one at
  * a time; that is what makes it safe to stream WRITE data into, and READ data
- * out of, pool memory without copies (a region can only be freed by a later
- * request of the same connection, or by its death, which stops the stream).
+ * out of, pool memory without copies.  A region can end in the middle of
+ * such a transfer (another session revokes its name): the transfer holds
+ * its range (session.h, struct range_hold), so that the range is neither
+ * zeroed nor reused until the WRITE's data or the READ's reply is done.
  *
  * Per connection the daemon holds at most a receive buffer and
  * limits.conn_max_buffered bytes (or limits.conn_max_requests replies) of
@@ -46,6 +48,9 @@ struct conn {
 	uint64_t wleft;         /* WRITE data bytes still to come */
 	int wstatus;            /* the WRITE's answer once its data is consumed */
 	uint64_t wstart_ns;     /* when its header came (the service-time histogram) */
+	/* The ranges this connection's transfers name (session.h): the WRITE
+	 * whose data is arriving, the READ reply queued by reference. */
+	struct range_hold whold, rhold;
 	uint64_t last_rx_ns;    /* when the peer last sent us a byte (frame deadline) */
 	int rcvlowat;           /* SO_RCVLOWAT as last set, 0 = the kernel's 1 (conn_set_lowat) */
 	int lowat_queued;       /* bytes seen queued under it (conn_check_deadlines) */

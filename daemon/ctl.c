@@ -304,7 +304,7 @@ static void do_read(struct server *srv, const struct ctl_req *q, struct ctl_repl
 	if (!decoded(proto_io_req_decode(q->payload, q->len, PROTO_OP_READ, &req), rep))
 		return;
 	rc = session_io(srv, q->s, req.id, req.rkey, PROTO_ACCESS_READ, req.offset, req.length,
-			&where);
+			&where, q->hold);
 	if (rc < 0)
 		return reply_status(rep, rc);
 	reply_status(rep, 0);
@@ -325,8 +325,9 @@ static void do_atomic(struct server *srv, const struct ctl_req *q, struct ctl_re
 
 	if (!decoded(proto_atomic_req_decode(q->payload, q->len, q->h->opcode, &req), rep))
 		return;
+	/* No hold: the bytes are touched here, before anything else runs. */
 	rc = session_io(srv, q->s, req.id, req.rkey, PROTO_ACCESS_WRITE, req.offset, sizeof old,
-			&where);
+			&where, NULL);
 	if (rc < 0)
 		return reply_status(rep, rc);
 	if (req.offset % sizeof old)

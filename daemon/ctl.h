@@ -20,6 +20,7 @@
 
 struct server;
 struct session;
+struct range_hold;
 
 /* What the connection does with a reply.  None of these is an error. */
 enum ctl_outcome {
@@ -37,6 +38,10 @@ struct ctl_req {
 	const uint8_t *payload;
 	size_t len;
 	bool may_wait;          /* CTL_WAIT allowed (false once the wait is over) */
+	/* READ: where the range's hold goes (session.h, struct range_hold),
+	 * taken when the reply carries data; the caller releases it once
+	 * those bytes are out.  NULL: none. */
+	struct range_hold *hold;
 };
 
 struct ctl_reply {

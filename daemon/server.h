@@ -59,6 +59,10 @@ struct server {
 	 * returned (session.c); oldest first.  Their bytes count in used_bytes. */
 	struct quarantined *quarantine_first, *quarantine_last;
 	struct event *quarantine_timer;
+	/* Ranges that a TCP or Unix transfer names right now (session.h,
+	 * struct range_hold): none of them goes back to a pool before its
+	 * last hold is released. */
+	struct range_hold *holds;
 	struct tenant_use tenant_use[CONFIG_MAX_TENANTS];
 	struct event *lease_timer;   /* the connections' deadlines (lease.c) */
 	struct cluster *cluster;     /* membership on etcd (cluster.c); NULL: none */

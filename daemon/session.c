@@ -270,10 +270,10 @@ void session_quarantine_flush(struct server *srv)
 	srv->quarantine_timer = NULL;
 }
 
-/* Bytes of a range that left the region table go back to their pool: after
- * the quarantine when a key over them died unconfirmed, else at once. */
-static void give_back(struct server *srv, uint32_t pool, uint64_t offset, uint64_t length,
-		      const struct config_tenant *tenant, bool wait)
+/* Bytes of a range that nothing names any more go back to their pool:
+ * after the quarantine when a key over them died unconfirmed, else at once. */
+static void give_back_now(struct server *srv, uint32_t pool, uint64_t offset, uint64_t length,
+			  const struct config_tenant *tenant, bool wait)
 {
 	if (wait) {
 		quarantine(srv, pool, offset, length, tenant);
@@ -281,6 +281,95 @@ static void give_back(struct server *srv, uint32_t pool, uint64_t offset, uint64
 		return_range(srv, pool, offset, length);
 		tenant_bytes_back(srv, tenant, length);
 	}
+}
+
+/* ---- ranges in flight (session.h, struct range_hold) ------------------------ */
+
+static bool hold_overlaps(const struct range_hold *h, uint32_t pool, uint64_t offset,
+			  uint64_t length)
+{
+	return h->pool == pool && h->offset < offset + length && offset < h->offset + h->length;
+}
+
+/*
+ * Marks every hold on [offset, +length) of pool ended and gives the first
+ * one the give-back to do; whether there was any.  The range is out of the
+ * allocator until then, so no new region, and no new hold, can come over it.
+ */
+static bool defer_if_held(struct server *srv, uint32_t pool, uint64_t offset, uint64_t length,
+			  const struct config_tenant *tenant, bool wait)
+{
+	struct range_hold *owner = NULL;
+
+	for (struct range_hold *h = srv->holds; h; h = h->next) {
+		if (!hold_overlaps(h, pool, offset, length))
+			continue;
+		h->ended = true;
+		if (owner)
+			continue;
+		owner = h;
+		h->owes = true;
+		h->owes_wait = wait;
+		h->owes_pool = pool;
+		h->owes_offset = offset;
+		h->owes_length = length;
+		h->owes_tenant = tenant;
+	}
+	if (owner)
+		log_debug("pool %u: [%llu, +%llu) held by a transfer in flight: returned when it ends",
+			  pool, (unsigned long long)offset, (unsigned long long)length);
+	return owner != NULL;
+}
+
+void session_unhold(struct server *srv, struct range_hold *h)
+{
+	if (!h->active)
+		return;
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		srv->holds = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	h->prev = h->next = NULL;
+	h->active = false;
+	if (!h->owes)
+		return;
+	h->owes = false;
+	/* Another transfer still names the range: the debt passes to it. */
+	for (struct range_hold *o = srv->holds; o; o = o->next) {
+		if (o->ended && hold_overlaps(o, h->owes_pool, h->owes_offset, h->owes_length)) {
+			o->owes = true;
+			o->owes_wait = h->owes_wait;
+			o->owes_pool = h->owes_pool;
+			o->owes_offset = h->owes_offset;
+			o->owes_length = h->owes_length;
+			o->owes_tenant = h->owes_tenant;
+			return;
+		}
+	}
+	give_back_now(srv, h->owes_pool, h->owes_offset, h->owes_length, h->owes_tenant,
+		      h->owes_wait);
+}
+
+static void hold_take(struct server *srv, struct range_hold *h, const struct region *r)
+{
+	session_unhold(srv, h); /* never linked twice, whatever the caller does */
+	*h = (struct range_hold){ .pool = r->pool, .offset = r->offset, .length = r->length,
+				  .active = true, .next = srv->holds };
+	if (srv->holds)
+		srv->holds->prev = h;
+	srv->holds = h;
+}
+
+/* Bytes of a range that left the region table go back to their pool, once
+ * no transfer in flight names them. */
+static void give_back(struct server *srv, uint32_t pool, uint64_t offset, uint64_t length,
+		      const struct config_tenant *tenant, bool wait)
+{
+	if (srv->holds && defer_if_held(srv, pool, offset, length, tenant, wait))
+		return;
+	give_back_now(srv, pool, offset, length, tenant, wait);
 }
 
 /* Takes r out of s's list and the table; its NIC key must be dead already. */
@@ -751,7 +840,7 @@ int session_free(struct server *srv, struct session *s, uint64_t id, uint32_t ke
 }
 
 int session_io(struct server *srv, struct session *s, uint64_t id, uint32_t key, uint32_t need,
-	       uint64_t off, uint64_t len, uint8_t **where)
+	       uint64_t off, uint64_t len, uint8_t **where, struct range_hold *hold)
 {
 	struct region *r;
 	int rc = lookup(srv, s, id, key, need, &r);
@@ -761,5 +850,7 @@ int session_io(struct server *srv, struct session *s, uint64_t id, uint32_t key,
 	if (off > r->length || len > r->length - off)
 		return -ERANGE;
 	*where = srv->pools[r->pool].base + r->offset + off;
+	if (hold)
+		hold_take(srv, hold, r);
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include "tenant.h"
 
 struct server;
+struct range_hold;
 struct nic_peer;
 struct config_tenant;
 
@@ -84,7 +85,39 @@ int session_free(struct server *srv, struct session *s, uint64_t id, uint32_t ke
  * rights), -ERANGE.
  */
 int session_io(struct server *srv, struct session *s, uint64_t id, uint32_t key, uint32_t need,
-	       uint64_t off, uint64_t len, uint8_t **where);
+	       uint64_t off, uint64_t len, uint8_t **where, struct range_hold *hold);
+
+/*
+ * A range in flight (docs/architecture.md, "Invariant: a range in flight is
+ * never reused").  A TCP or Unix transfer that outlives the call that
+ * checked it (a WRITE whose data is still arriving, a READ reply queued by
+ * reference to the pool) holds its region's range: session_io() takes the
+ * hold when it succeeds with hold non-NULL.  Whatever ends the region
+ * meanwhile (free, revoke, unlink, a session's end, its lease's), the range
+ * is neither zeroed nor returned, and its bytes stay counted (used bytes,
+ * the tenant's quota), until the last hold on it is released; then it goes
+ * back as it would have (after the quarantine if a NIC key over it died
+ * unconfirmed).  ended tells the holder that its region is gone: a WRITE
+ * stops writing and fails with -ECANCELED; a READ reply goes on from the
+ * held bytes, which nobody else can write.  The owner embeds the struct
+ * (zeroed = not held) and must release it before it goes.
+ */
+struct range_hold {
+	uint32_t pool;
+	uint64_t offset, length;  /* the region's whole range */
+	bool active;              /* in srv->holds */
+	bool ended;               /* the region ended while held */
+	/* One hold of an ended range owes its give-back: the last one
+	 * released returns the range (session.c, session_unhold). */
+	bool owes, owes_wait;
+	uint32_t owes_pool;
+	uint64_t owes_offset, owes_length;
+	const struct config_tenant *owes_tenant;
+	struct range_hold *prev, *next;
+};
+/* Releases h (nothing when it is not held); the range goes back if h was
+ * the last hold of a region that ended. */
+void session_unhold(struct server *srv, struct range_hold *h);
 
 /*
  * Named regions (names.h; docs/architecture.md, "Named regions").  Names
