@@ -376,6 +376,10 @@ void session_destroy(struct server *srv, struct session *s)
 		return;
 	n = s->nregions;
 	bytes = s->used_bytes;
+	/* The session's slot first: it decides the end (a crash from here on
+	 * finds its regions and handles orphans, dropped whole by a restore). */
+	if (s->hello_done)
+		slots_del(srv->slots, STATE_SESSION, s->id);
 	/* No remote access from here on, whatever the keys; then each key dies,
 	 * then the queue pair and its protection domain. */
 	if (s->nic)
@@ -386,7 +390,6 @@ void session_destroy(struct server *srv, struct session *s)
 		srv->keys->peer_destroy(s->nic);
 	s->nic = NULL;
 	if (s->hello_done) {
-		slots_del(srv->slots, STATE_SESSION, s->id);
 		srv->clients--;
 		log_info("client %llu (%s) gone: %llu regions, %llu bytes returned",
 			 (unsigned long long)s->id, s->peer, (unsigned long long)n,
@@ -692,21 +695,39 @@ static void revoke(struct server *srv, struct name_obj *o)
 	log_info("named region %llu revoked", (unsigned long long)o->id);
 }
 
+/*
+ * An unlink with REVOKE changes a slot per handle and one for the name: the
+ * REVOKE slot, written first and freed last, decides it (a restore that
+ * finds it finishes the revoke: restore.c's find_orphans).  No room for it
+ * refuses the unlink before anything changed.
+ */
 int session_unlink_ns(struct server *srv, const struct config_tenant *ns, const char *name,
 		      size_t name_len, uint32_t flags)
 {
+	struct state_slot mark = { .type = STATE_REVOKE };
 	struct name_obj *o;
+	uint64_t id;
+	int rc;
 
 	if (!srv->names || names_valid(name, name_len) < 0 || (flags & ~PROTO_UNLINK_REVOKE))
 		return -EINVAL;
 	o = names_lookup(srv->names, ns, name, name_len);
 	if (!o)
 		return -ENOENT;
-	slots_del(srv->slots, STATE_NAME, o->id);
+	id = o->id;
+	if (flags & PROTO_UNLINK_REVOKE) {
+		mark.u.revoke.object = id;
+		rc = slots_put(srv->slots, &mark);
+		if (rc < 0)
+			return rc == -ENOSPC ? -ENOMEM : rc;
+	}
+	slots_del(srv->slots, STATE_NAME, id);
 	names_unlink(srv->names, o);
 	if (flags & PROTO_UNLINK_REVOKE)
 		revoke(srv, o);
-	object_maybe_free(srv, o);
+	object_maybe_free(srv, o); /* o may be gone from here on */
+	if (flags & PROTO_UNLINK_REVOKE)
+		slots_del(srv->slots, STATE_REVOKE, id);
 	return 0;
 }
 
