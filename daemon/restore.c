@@ -126,7 +126,7 @@ static uint64_t id_of(const struct state_slot *s)
 	case STATE_NAME:    return s->u.name.object;
 	case STATE_REGION:  return s->u.region.id;
 	case STATE_HANDLE:  return s->u.handle.region;
-	case STATE_REVOKE:  return s->u.revoke.object;
+	case STATE_PENDING:  return s->u.pending.object;
 	default:            return 0;
 	}
 }
@@ -149,7 +149,7 @@ static struct rec *find_rec(const struct image *im, uint16_t type, uint64_t id)
 	case STATE_SESSION: key.s.u.session.id = id; break;
 	case STATE_OBJECT:  key.s.u.object.id = id; break;
 	case STATE_NAME:    key.s.u.name.object = id; break;
-	case STATE_REVOKE:  key.s.u.revoke.object = id; break;
+	case STATE_PENDING:  key.s.u.pending.object = id; break;
 	default:            return NULL;
 	}
 	return im->n ? bsearch(&key, im->rec, im->n, sizeof *im->rec, by_type_id) : NULL;
@@ -200,8 +200,9 @@ static struct gone *gone_of(struct gone *g, size_t *n, const char *name)
  * controls").
  *  - A tenant gone from the config takes its sessions and named regions,
  *    and only those: every other tenant keeps everything.
- *  - A REVOKE mark finishes its revoke: the object's name and every handle
- *    go with it ("Invariant: a change is whole or absent after a crash").
+ *  - A PENDING mark drops its object, the name and every handle with it:
+ *    a CREATE cut short is absent, a revoke cut short complete
+ *    ("Invariant: a change is whole or absent after a crash").
  *  - Orphans, what a crash between the slots of one change leaves (a region
  *    or handle whose session is gone, a name whose object is gone, an
  *    object with neither name nor handle): never acknowledged as there.
@@ -217,7 +218,7 @@ static void find_orphans(struct server *srv, struct image *im)
 	for (size_t i = 0; i < im->n; i++) {
 		struct rec *r = &im->rec[i];
 
-		if (r->s.type == STATE_REVOKE)
+		if (r->s.type == STATE_PENDING)
 			r->drop = true;
 		if (r->s.type == STATE_SESSION && !tenant_of(srv, r->s.u.session.tenant, &t)) {
 			r->drop = true;
@@ -233,7 +234,7 @@ static void find_orphans(struct server *srv, struct image *im)
 				g->objects++;
 				g->bytes += r->s.u.object.length;
 			} else {
-				r->drop = find_rec(im, STATE_REVOKE, r->s.u.object.id) != NULL;
+				r->drop = find_rec(im, STATE_PENDING, r->s.u.object.id) != NULL;
 			}
 		}
 	}

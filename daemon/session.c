@@ -96,6 +96,24 @@ static int record_handle(struct server *srv, const struct session *s, const stru
 	return slots_put(srv->slots, &r);
 }
 
+/* A change of several slots to object id begins: one slot decides it from
+ * here (state.h, PENDING): until pending_end, a restore drops the object
+ * with its name and every handle.  -ENOMEM when the state has no room. */
+static int pending_begin(struct server *srv, uint64_t id)
+{
+	struct state_slot mark = { .type = STATE_PENDING };
+	int rc;
+
+	mark.u.pending.object = id;
+	rc = slots_put(srv->slots, &mark);
+	return rc == -ENOSPC ? -ENOMEM : rc;
+}
+
+static void pending_end(struct server *srv, uint64_t id)
+{
+	slots_del(srv->slots, STATE_PENDING, id);
+}
+
 struct session *session_new(struct server *srv, enum session_transport transport,
 			    bool admin, const char *peer)
 {
@@ -635,13 +653,19 @@ int session_create(struct server *srv, struct session *s, const char *name, size
 		return rc;
 	o = names_add(srv->names, s->tenant, name, name_len, pool->index, off, len, s->tenant,
 		      (uint64_t)clock_mono_ns());
-	rc = o ? record_object(srv, o) : -errno;
+	/* OBJECT, NAME and the creator's HANDLE: whole or absent after a
+	 * crash, as the PENDING slot around them decides. */
+	rc = o ? pending_begin(srv, o->id) : -errno;
 	if (rc == 0) {
-		rc = open_handle(srv, s, o, all, out);
-		if (rc < 0) {
-			slots_del(srv->slots, STATE_NAME, o->id);
-			slots_del(srv->slots, STATE_OBJECT, o->id);
+		rc = record_object(srv, o);
+		if (rc == 0) {
+			rc = open_handle(srv, s, o, all, out);
+			if (rc < 0) {
+				slots_del(srv->slots, STATE_NAME, o->id);
+				slots_del(srv->slots, STATE_OBJECT, o->id);
+			}
 		}
+		pending_end(srv, o->id);
 	}
 	if (rc < 0) {
 		if (o)
@@ -697,14 +721,13 @@ static void revoke(struct server *srv, struct name_obj *o)
 
 /*
  * An unlink with REVOKE changes a slot per handle and one for the name: the
- * REVOKE slot, written first and freed last, decides it (a restore that
+ * PENDING slot, written first and freed last, decides it (a restore that
  * finds it finishes the revoke: restore.c's find_orphans).  No room for it
  * refuses the unlink before anything changed.
  */
 int session_unlink_ns(struct server *srv, const struct config_tenant *ns, const char *name,
 		      size_t name_len, uint32_t flags)
 {
-	struct state_slot mark = { .type = STATE_REVOKE };
 	struct name_obj *o;
 	uint64_t id;
 	int rc;
@@ -716,10 +739,9 @@ int session_unlink_ns(struct server *srv, const struct config_tenant *ns, const 
 		return -ENOENT;
 	id = o->id;
 	if (flags & PROTO_UNLINK_REVOKE) {
-		mark.u.revoke.object = id;
-		rc = slots_put(srv->slots, &mark);
+		rc = pending_begin(srv, id);
 		if (rc < 0)
-			return rc == -ENOSPC ? -ENOMEM : rc;
+			return rc;
 	}
 	slots_del(srv->slots, STATE_NAME, id);
 	names_unlink(srv->names, o);
@@ -727,7 +749,7 @@ int session_unlink_ns(struct server *srv, const struct config_tenant *ns, const 
 		revoke(srv, o);
 	object_maybe_free(srv, o); /* o may be gone from here on */
 	if (flags & PROTO_UNLINK_REVOKE)
-		slots_del(srv->slots, STATE_REVOKE, id);
+		pending_end(srv, id);
 	return 0;
 }
 

@@ -14,6 +14,8 @@
 #   - revoke with 3000 read handles, SIGKILL 0-300 us after the UNLINK with
 #     REVOKE, 20 rounds: after the restart the revoke is whole (name and every
 #     handle gone) or absent (name and every handle there), never half;
+#   - CREATE cut by a SIGKILL (1500 pipelined, 20 rounds): every restored name
+#     has its creator's handle, never a name nobody was told was created;
 #   - the resume window: a bring-up slower than resume_ms after the restore
 #     (listen() delayed by tests/lib/slowlisten.so) still lets a client RESUME;
 #   - a tenant removed from the config: the other tenant keeps its names,
@@ -244,6 +246,54 @@ def test_revoke_atomic(tmp, rounds, nhandles):
        "revoke of a name with %d handles, SIGKILL 0-300 us after the request, %d rounds: "
        "every restart finds it whole or absent (%s)" % (nhandles, rounds, outcomes))
     holder.close()
+    d.stop()
+    d.store.close()
+
+
+# ---- CREATE cut by a kill: whole or absent ---------------------------------------------
+
+def test_create_atomic(tmp, rounds, per_round):
+    """CREATE writes a name's object, its name and its creator's handle: a
+    kill between them must not leave a name nobody created (present, with no
+    handle: its creator's reply never came, and a retry gets EEXIST)."""
+    d = tr.Daemon(tmp, lease_ms=60000)
+    d.start()
+    rnd = random.Random(int(os.environ.get("RMEM_CRASH_SEED", "22")))
+    bad = []
+    seen = 0
+    for i in range(rounds):
+        c = d.tcp()
+        c.hello()
+        out = b"".join(frame(c, rmemwire.CREATE,
+                             struct.pack("<QIHH", 64, 0, len(n), 0) + n)
+                       for n in ("mk/%d/%d" % (i, k) for k in range(per_round))
+                       for n in [n.encode()])
+        c.s.sendall(out)
+        until = time.perf_counter() + rnd.uniform(0.0005, 0.004)
+        while time.perf_counter() < until:
+            pass
+        d.p.send_signal(signal.SIGKILL)
+        d.p.wait(30)
+        c.close()
+        d.store.pump(0.05)
+        up, log = try_start(d)
+        if not up:
+            bad.append("round %d: rmemd did not come back: %s" % (i, log[-300:]))
+            break
+        adm = d.adm()
+        mine = {k: v for k, v in adm.names().items() if k[1].startswith("mk/%d/" % i)}
+        adm.close()
+        seen += len(mine)
+        for (_, name), v in sorted(mine.items()):
+            if v[2] != 1:
+                bad.append("round %d: %s restored with %d handles, not its creator's one" %
+                           (i, name, v[2]))
+    diag("CREATEs restored over %d kills: %d" % (rounds, seen))
+    for b in bad[:6]:
+        diag(b)
+    ok(not bad and seen > 0,
+       "CREATE cut by SIGKILL, %d rounds of %d pipelined: every restored name has its "
+       "creator's handle (whole or absent)" % (rounds, per_round))
     d.stop()
     d.store.close()
 
@@ -521,6 +571,8 @@ def main():
         ("revoke", lambda s: test_revoke_atomic(
             s, int(os.environ.get("RMEM_REVOKE_ROUNDS", "20")),
             int(os.environ.get("RMEM_REVOKE_HANDLES", "3000")))),
+        ("create", lambda s: test_create_atomic(
+            s, int(os.environ.get("RMEM_CREATE_ROUNDS", "20")), 1500)),
         ("window", lambda s: test_resume_window(s)),
         ("tenant", lambda s: test_tenant_removed(s)),
         ("crash", lambda s: test_crash_loop(s, int(os.environ.get("RMEM_CRASH_ROUNDS", "8")))),
