@@ -16,6 +16,8 @@
 #     handle gone) or absent (name and every handle there), never half;
 #   - CREATE cut by a SIGKILL (1500 pipelined, 20 rounds): every restored name
 #     has its creator's handle, never a name nobody was told was created;
+#   - a session with 3000 regions hangs up, SIGKILL 0-300 us later, 20
+#     rounds: it is restored whole (RESUME works, every region) or not at all;
 #   - the resume window: a bring-up slower than resume_ms after the restore
 #     (listen() delayed by tests/lib/slowlisten.so) still lets a client RESUME;
 #   - a tenant removed from the config: the other tenant keeps its names,
@@ -246,6 +248,64 @@ def test_revoke_atomic(tmp, rounds, nhandles):
        "revoke of a name with %d handles, SIGKILL 0-300 us after the request, %d rounds: "
        "every restart finds it whole or absent (%s)" % (nhandles, rounds, outcomes))
     holder.close()
+    d.stop()
+    d.store.close()
+
+
+# ---- a session's end cut by a kill: whole or absent ------------------------------------
+
+def test_session_end_atomic(tmp, rounds, nregions):
+    """A client with many regions hangs up and rmemd is killed 0-300 us later:
+    after the restart the session is there with every region (RESUME works)
+    or gone with every region, never a session missing some."""
+    d = tr.Daemon(tmp, lease_ms=60000)
+    d.start()
+    rnd = random.Random(int(os.environ.get("RMEM_CRASH_SEED", "23")))
+    outcomes = {"ended": 0, "kept": 0, "half": 0}
+    bad = []
+    for i in range(rounds):
+        c = d.tcp()
+        _, h = c.hello()
+        c.s.sendall(b"".join(frame(c, rmemwire.ALLOC, struct.pack("<QII", 64, 0, 0))
+                             for _ in range(nregions)))
+        ids = []
+        for _ in range(nregions):
+            hdr = recv_exact(c.s, 24)
+            st, r = c._region(recv_exact(c.s, struct.unpack_from("<I", hdr, 12)[0]))
+            if st == 0:
+                ids.append(r["id"])
+        c.close()
+        until = time.perf_counter() + rnd.uniform(0, 300e-6)
+        while time.perf_counter() < until:
+            pass
+        d.p.send_signal(signal.SIGKILL)
+        d.p.wait(30)
+        d.store.pump(0.05)
+        up, log = try_start(d)
+        if not up:
+            bad.append("round %d: rmemd did not come back: %s" % (i, log[-300:]))
+            break
+        adm = d.adm()
+        live = {r[0] for r in adm.regions()}
+        adm.close()
+        kept = sum(1 for x in ids if x in live)
+        r = d.tcp()
+        st, _ = r.resume(h["id"], h["token"])
+        if st == 0 and kept == len(ids) == nregions:
+            outcomes["kept"] += 1
+        elif st == 2 and kept == 0:
+            outcomes["ended"] += 1
+        else:
+            outcomes["half"] += 1
+            bad.append("round %d: RESUME %d, %d of %d regions restored" %
+                       (i, st, kept, len(ids)))
+        r.close()  # a resumed session ends here, wholly, before the next round
+    diag("session ends over %d kills: %s" % (rounds, outcomes))
+    for b in bad[:6]:
+        diag(b)
+    ok(not bad and sum(outcomes.values()) == rounds,
+       "a session with %d regions hangs up, SIGKILL 0-300 us later, %d rounds: the "
+       "restart finds it whole or absent (%s)" % (nregions, rounds, outcomes))
     d.stop()
     d.store.close()
 
@@ -573,6 +633,8 @@ def main():
             int(os.environ.get("RMEM_REVOKE_HANDLES", "3000")))),
         ("create", lambda s: test_create_atomic(
             s, int(os.environ.get("RMEM_CREATE_ROUNDS", "20")), 1500)),
+        ("session", lambda s: test_session_end_atomic(
+            s, int(os.environ.get("RMEM_SESSION_ROUNDS", "20")), 3000)),
         ("window", lambda s: test_resume_window(s)),
         ("tenant", lambda s: test_tenant_removed(s)),
         ("crash", lambda s: test_crash_loop(s, int(os.environ.get("RMEM_CRASH_ROUNDS", "8")))),
