@@ -359,6 +359,13 @@ $(B)/headercheck.cc.ok: client-lib/include/rmem.h
 deps:
 	@scripts/install-deps
 
+# test_hostile_restart.py's slow bring-up: an LD_PRELOAD shim that delays
+# listen().  Plain, not sanitized: it is preloaded into a sanitized rmemd.
+RESTORE_HELPERS := $(B)/tests/slowlisten.so
+$(B)/tests/slowlisten.so: tests/lib/slowlisten.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
+
 # make test: everything, sanitized, ending with "N passed, N failed".
 test: deps
 	@$(MAKE) -s --no-print-directory SANITIZE=address,undefined check
@@ -366,7 +373,7 @@ test: deps
 # The RDMA programs run inside one Soft-RoCE VM (tests/vm/suite), counted with
 # the rest; where qemu cannot run, that one entry is reported as skipped.
 check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CLUSTER_HELPERS) \
-	$(SYSD_BINS)
+	$(SYSD_BINS) $(RESTORE_HELPERS)
 	@RMEM_BUILD=$(B) RMEM_VM_TESTS="$(RDMA_BINS)" tests/run-tests $(UNIT_BINS) $(FUNC_BINS) \
 		$(CHAOS_BINS) \
 		tests/unit/test_layers.sh \
@@ -374,6 +381,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
 		tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh \
 		tests/func/test_restart.py \
+		tests/func/test_hostile_restart.py \
 		tests/vm/suite tests/systemd/suite
 
 unit: $(UNIT_BINS)

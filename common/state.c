@@ -234,6 +234,9 @@ static size_t put_body(uint8_t *out, const struct state_slot *s)
 		proto_put_u64(out + 24, s->u.handle.object);
 		proto_put_u32(out + 32, s->u.handle.access);
 		return 40;
+	case STATE_PENDING:
+		proto_put_u64(out + 8, s->u.pending.object);
+		return 16;
 	default:
 		return 0;
 	}
@@ -309,6 +312,9 @@ static size_t get_body(const uint8_t *in, uint16_t t, struct state_slot *s)
 		s->u.handle.object = proto_get_u64(in + 24);
 		s->u.handle.access = proto_get_u32(in + 32);
 		return proto_get_u32(in + 36) ? 0 : 40;
+	case STATE_PENDING:
+		s->u.pending.object = proto_get_u64(in + 8);
+		return 16;
 	default:
 		return 0;
 	}
@@ -321,7 +327,7 @@ static size_t body_end(const uint8_t *in, uint16_t t)
 {
 	static const uint8_t fixed[STATE_TYPE_COUNT] = {
 		[STATE_COUNTERS] = 40, [STATE_SESSION] = 64, [STATE_REGION] = 48,
-		[STATE_OBJECT] = 104, [STATE_HANDLE] = 40,
+		[STATE_OBJECT] = 104, [STATE_HANDLE] = 40, [STATE_PENDING] = 16,
 	};
 	uint16_t n;
 

@@ -65,6 +65,17 @@
  *             reserved u32 @20, name[name_len] @24 (1..255 bytes, no NUL)
  *   HANDLE    region u64 @8, session u64 @16, object u64 @24, access u32 @32,
  *             reserved u32 @36
+ *   PENDING   object u64 @8: a change of several slots to that object is
+ *             under way (a CREATE, an UNLINK with REVOKE).  Written before
+ *             the first slot the change writes or frees and freed after the
+ *             last, so that this one store decides it: a restore that finds
+ *             it drops the object, its name and every handle of it (a CREATE
+ *             is then absent, a revoke complete; docs/architecture.md,
+ *             "Invariant: a change is whole or absent after a crash").
+ *             Added without a version change: it exists only while such a
+ *             change runs, and an older rmemd that meets one refuses the
+ *             state as damaged and starts fresh, as for any type it does
+ *             not know.
  * Strings (tenant, ns, charged): at most 31 bytes, NUL padded; a byte after
  * the first NUL that is not NUL, or 32 bytes without one, is -EBADMSG.
  */
@@ -94,6 +105,7 @@ enum state_type {
 	STATE_OBJECT = 4,
 	STATE_NAME = 5,
 	STATE_HANDLE = 6,
+	STATE_PENDING = 7,
 	STATE_TYPE_COUNT
 };
 
@@ -141,6 +153,9 @@ struct state_slot {
 			uint64_t region, session, object;
 			uint32_t access;
 		} handle;
+		struct {
+			uint64_t object;
+		} pending;
 	} u;
 };
 

@@ -287,6 +287,12 @@ static int serve(struct server *srv)
 		   srv->cfg.listen_admin[0] ? srv->cfg.listen_admin : "off",
 		   srv->cfg.listen_metrics[0] ? srv->cfg.listen_metrics : "off",
 		   srv->nic_port, nic_mode_name(srv->key_mode));
+	/* Last before READY: the time restored sessions have to RESUME starts
+	 * when they can reach us, not before the NIC and listeners are up. */
+	if (persist_ready(srv) < 0) {
+		rc = -1;
+		goto out;
+	}
 	sd_notify(0, "READY=1\nSTATUS=serving");
 	if (event_base_dispatch(srv->base) < 0)
 		log_err("event loop failed");

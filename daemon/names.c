@@ -91,31 +91,26 @@ struct name_obj *names_lookup(const struct names *n, const struct config_tenant 
 	return NULL;
 }
 
-struct name_obj *names_add(struct names *n, const struct config_tenant *ns, const char *name,
-			   size_t len, uint32_t pool, uint64_t offset, uint64_t length,
-			   const struct config_tenant *charged, uint64_t now_ns)
+/* A new object in the id list; linked by name when name is not NULL. */
+static struct name_obj *obj_new(struct names *n, const struct config_tenant *ns,
+				const char *name, size_t len, uint32_t pool, uint64_t offset,
+				uint64_t length, const struct config_tenant *charged,
+				uint64_t now_ns)
 {
-	struct name_obj *o;
+	struct name_obj *o = calloc(1, sizeof *o);
 
-	if (names_valid(name, len) < 0) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (names_lookup(n, ns, name, len)) {
-		errno = EEXIST;
-		return NULL;
-	}
-	o = calloc(1, sizeof *o);
 	if (!o) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	*o = (struct name_obj){ .id = n->next_id++, .ns = ns, .charged = charged, .pool = pool,
 				.offset = offset, .length = length, .created_ns = now_ns,
-				.name_len = (uint16_t)len };
-	memcpy(o->name, name, len);
-	o->link.key = name_hash(ns, name, len);
-	hash64_add(&n->by_name, &o->link);
+				.name_len = (uint16_t)len, .unlinked = !name };
+	if (name) {
+		memcpy(o->name, name, len);
+		o->link.key = name_hash(ns, name, len);
+		hash64_add(&n->by_name, &o->link);
+	}
 	o->prev = n->last;
 	if (n->last)
 		n->last->next = o;
@@ -124,6 +119,28 @@ struct name_obj *names_add(struct names *n, const struct config_tenant *ns, cons
 	n->last = o;
 	n->count++;
 	return o;
+}
+
+struct name_obj *names_add(struct names *n, const struct config_tenant *ns, const char *name,
+			   size_t len, uint32_t pool, uint64_t offset, uint64_t length,
+			   const struct config_tenant *charged, uint64_t now_ns)
+{
+	if (names_valid(name, len) < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (names_lookup(n, ns, name, len)) {
+		errno = EEXIST;
+		return NULL;
+	}
+	return obj_new(n, ns, name, len, pool, offset, length, charged, now_ns);
+}
+
+struct name_obj *names_add_unlinked(struct names *n, const struct config_tenant *ns,
+				    uint32_t pool, uint64_t offset, uint64_t length,
+				    const struct config_tenant *charged, uint64_t now_ns)
+{
+	return obj_new(n, ns, NULL, 0, pool, offset, length, charged, now_ns);
 }
 
 void names_unlink(struct names *n, struct name_obj *o)

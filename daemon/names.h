@@ -88,6 +88,15 @@ struct name_obj *names_lookup(const struct names *n, const struct config_tenant 
 struct name_obj *names_add(struct names *n, const struct config_tenant *ns, const char *name,
 			   size_t len, uint32_t pool, uint64_t offset, uint64_t length,
 			   const struct config_tenant *charged, uint64_t now_ns);
+/*
+ * An unlinked object with no name and no handle, for a restore: an object
+ * that handles kept after its name went.  It never enters the table of
+ * names, so nothing a client named can collide with it.  NULL with errno
+ * ENOMEM.
+ */
+struct name_obj *names_add_unlinked(struct names *n, const struct config_tenant *ns,
+				    uint32_t pool, uint64_t offset, uint64_t length,
+				    const struct config_tenant *charged, uint64_t now_ns);
 /* Takes o's name away (the name may be added again); o stays, unlinked, in
  * the id list until names_remove(). */
 void names_unlink(struct names *n, struct name_obj *o);

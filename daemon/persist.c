@@ -240,8 +240,10 @@ int persist_open(struct server *srv, pool_progress_fn progress,
 		 * slot: the store keeps it all for the next try. */
 		slots_freeze(srv->slots);
 		srv->keep_state = true;
-		log_err("restore: %s after the checks: exiting, the fd store keeps its state",
-			strerror(-rc));
+		/* Pass 1 checked everything pass 2 relies on: only memory can
+		 * fail here, and anything else is a bug (restore.c). */
+		log_err("restore: %s after the checks%s: exiting, the fd store keeps its state",
+			strerror(-rc), rc == -ENOMEM ? "" : " (a bug: please report it)");
 		goto out;
 	}
 	if (rc == 0) {
@@ -259,17 +261,26 @@ int persist_open(struct server *srv, pool_progress_fn progress,
 	rc = fresh(srv, open_pools);
 out:
 	kept_close(&k);
-	if (rc == 0 && srv->restored) {
-		uint32_t ms = srv->cfg.lease_timeout_ms ? srv->cfg.lease_timeout_ms : PERSIST_DETACHED_MS;
-		struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-
-		srv->restore_timer = evtimer_new(srv->base, on_restore_timer, srv);
-		if (!srv->restore_timer || evtimer_add(srv->restore_timer, &tv) < 0) {
-			log_err("restore timer: out of memory");
-			return -ENOMEM;
-		}
-	}
 	return rc;
+}
+
+/* Not in persist_open: the NIC's registration of the pools and the
+ * listeners come after it, and however long they take, no client could
+ * RESUME meanwhile.  The time restored sessions have starts when clients
+ * can reach rmemd. */
+int persist_ready(struct server *srv)
+{
+	uint32_t ms = srv->cfg.lease_timeout_ms ? srv->cfg.lease_timeout_ms : PERSIST_DETACHED_MS;
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	if (!srv->restored || srv->restore_timer)
+		return 0;
+	srv->restore_timer = evtimer_new(srv->base, on_restore_timer, srv);
+	if (!srv->restore_timer || evtimer_add(srv->restore_timer, &tv) < 0) {
+		log_err("restore timer: out of memory");
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void persist_keep(struct server *srv)

@@ -28,12 +28,19 @@ bool persist_possible(void);
  * (main.c's, as a start without the store opens them; progress is for the
  * pools taken back) and a new state memfd, both pushed into the store.  Sets
  * srv->npools, srv->slots, srv->restored; restored sessions are detached
- * until RESUME or the restore timer (lease_ms, or 10 s without a lease).
+ * until RESUME or the restore timer that persist_ready starts.
  * srv->base, srv->regions and srv->names must exist.  0, or a negative
  * errno after logging (the daemon cannot start).
  */
 int persist_open(struct server *srv, pool_progress_fn progress,
 		 int (*open_pools)(struct server *srv));
+/*
+ * Once clients can reach rmemd (the NIC up, the listeners open, just before
+ * READY=1): after a restore, the restored sessions have from now lease_ms
+ * (10 s without a lease) to RESUME, then end.  Nothing without a restore.
+ * 0, or -ENOMEM after logging.
+ */
+int persist_ready(struct server *srv);
 /*
  * At shutdown, before the sessions end: the state memfd and the pools keep
  * what they hold (no slot freed, no byte zeroed), so that the next rmemd,

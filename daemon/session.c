@@ -96,6 +96,24 @@ static int record_handle(struct server *srv, const struct session *s, const stru
 	return slots_put(srv->slots, &r);
 }
 
+/* A change of several slots to object id begins: one slot decides it from
+ * here (state.h, PENDING): until pending_end, a restore drops the object
+ * with its name and every handle.  -ENOMEM when the state has no room. */
+static int pending_begin(struct server *srv, uint64_t id)
+{
+	struct state_slot mark = { .type = STATE_PENDING };
+	int rc;
+
+	mark.u.pending.object = id;
+	rc = slots_put(srv->slots, &mark);
+	return rc == -ENOSPC ? -ENOMEM : rc;
+}
+
+static void pending_end(struct server *srv, uint64_t id)
+{
+	slots_del(srv->slots, STATE_PENDING, id);
+}
+
 struct session *session_new(struct server *srv, enum session_transport transport,
 			    bool admin, const char *peer)
 {
@@ -465,6 +483,10 @@ void session_destroy(struct server *srv, struct session *s)
 		return;
 	n = s->nregions;
 	bytes = s->used_bytes;
+	/* The session's slot first: it decides the end (a crash from here on
+	 * finds its regions and handles orphans, dropped whole by a restore). */
+	if (s->hello_done)
+		slots_del(srv->slots, STATE_SESSION, s->id);
 	/* No remote access from here on, whatever the keys; then each key dies,
 	 * then the queue pair and its protection domain. */
 	if (s->nic)
@@ -475,7 +497,6 @@ void session_destroy(struct server *srv, struct session *s)
 		srv->keys->peer_destroy(s->nic);
 	s->nic = NULL;
 	if (s->hello_done) {
-		slots_del(srv->slots, STATE_SESSION, s->id);
 		srv->clients--;
 		log_info("client %llu (%s) gone: %llu regions, %llu bytes returned",
 			 (unsigned long long)s->id, s->peer, (unsigned long long)n,
@@ -721,13 +742,19 @@ int session_create(struct server *srv, struct session *s, const char *name, size
 		return rc;
 	o = names_add(srv->names, s->tenant, name, name_len, pool->index, off, len, s->tenant,
 		      (uint64_t)clock_mono_ns());
-	rc = o ? record_object(srv, o) : -errno;
+	/* OBJECT, NAME and the creator's HANDLE: whole or absent after a
+	 * crash, as the PENDING slot around them decides. */
+	rc = o ? pending_begin(srv, o->id) : -errno;
 	if (rc == 0) {
-		rc = open_handle(srv, s, o, all, out);
-		if (rc < 0) {
-			slots_del(srv->slots, STATE_NAME, o->id);
-			slots_del(srv->slots, STATE_OBJECT, o->id);
+		rc = record_object(srv, o);
+		if (rc == 0) {
+			rc = open_handle(srv, s, o, all, out);
+			if (rc < 0) {
+				slots_del(srv->slots, STATE_NAME, o->id);
+				slots_del(srv->slots, STATE_OBJECT, o->id);
+			}
 		}
+		pending_end(srv, o->id);
 	}
 	if (rc < 0) {
 		if (o)
@@ -781,21 +808,37 @@ static void revoke(struct server *srv, struct name_obj *o)
 	log_info("named region %llu revoked", (unsigned long long)o->id);
 }
 
+/*
+ * An unlink with REVOKE changes a slot per handle and one for the name: the
+ * PENDING slot, written first and freed last, decides it (a restore that
+ * finds it finishes the revoke: restore.c's find_orphans).  No room for it
+ * refuses the unlink before anything changed.
+ */
 int session_unlink_ns(struct server *srv, const struct config_tenant *ns, const char *name,
 		      size_t name_len, uint32_t flags)
 {
 	struct name_obj *o;
+	uint64_t id;
+	int rc;
 
 	if (!srv->names || names_valid(name, name_len) < 0 || (flags & ~PROTO_UNLINK_REVOKE))
 		return -EINVAL;
 	o = names_lookup(srv->names, ns, name, name_len);
 	if (!o)
 		return -ENOENT;
-	slots_del(srv->slots, STATE_NAME, o->id);
+	id = o->id;
+	if (flags & PROTO_UNLINK_REVOKE) {
+		rc = pending_begin(srv, id);
+		if (rc < 0)
+			return rc;
+	}
+	slots_del(srv->slots, STATE_NAME, id);
 	names_unlink(srv->names, o);
 	if (flags & PROTO_UNLINK_REVOKE)
 		revoke(srv, o);
-	object_maybe_free(srv, o);
+	object_maybe_free(srv, o); /* o may be gone from here on */
+	if (flags & PROTO_UNLINK_REVOKE)
+		pending_end(srv, id);
 	return 0;
 }
 

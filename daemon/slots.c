@@ -204,6 +204,7 @@ static uint64_t id_of(const struct state_slot *s)
 	case STATE_OBJECT:  return s->u.object.id;
 	case STATE_NAME:    return s->u.name.object;
 	case STATE_HANDLE:  return s->u.handle.region;
+	case STATE_PENDING:  return s->u.pending.object;
 	default:            return 0;
 	}
 }

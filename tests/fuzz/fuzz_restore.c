@@ -140,6 +140,9 @@ static void seal(uint8_t *slot, uint32_t index)
 		s.u.handle.object = proto_get_u64(slot + 24);
 		s.u.handle.access = proto_get_u32(slot + 32);
 		break;
+	case STATE_PENDING:
+		s.u.pending.object = proto_get_u64(slot + 8);
+		break;
 	}
 	if (state_slot_encode(again, index, &s) == STATE_SLOT_LEN)
 		memcpy(slot, again, sizeof again);

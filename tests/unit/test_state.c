@@ -161,6 +161,7 @@ static const struct state_slot samples[] = {
 	{ .type = STATE_OBJECT, .u.object = { 5, 1, 4096, 8192, "", "0123456789012345678901234567890" } },
 	{ .type = STATE_NAME, .u.name = { 5, 3, "a/b" } },
 	{ .type = STATE_HANDLE, .u.handle = { 10, 3, 5, PROTO_ACCESS_READ | PROTO_ACCESS_WRITE } },
+	{ .type = STATE_PENDING, .u.pending = { 5 } },
 };
 #define NSAMPLES (sizeof samples / sizeof samples[0])
 
@@ -249,6 +250,13 @@ static void test_slots(void)
 	proto_put_u16(slot, STATE_TYPE_COUNT);
 	reseal(slot, 9);
 	ok(state_slot_decode(slot, 9, &out) == -EBADMSG, "an unknown type, sealed, is -EBADMSG");
+	state_slot_encode(slot, 9, &samples[NSAMPLES - 1]);
+	slot[16] = 1; /* just past the REVOKE body */
+	reseal(slot, 9);
+	ok(state_slot_decode(slot, 9, &out) == -EBADMSG, "PENDING: a byte after its object is -EBADMSG");
+	ok(state_slot_encode(slot, 9, &samples[NSAMPLES - 1]) == STATE_SLOT_LEN &&
+	   state_slot_decode(slot, 9, &out) == 0 && out.type == STATE_PENDING &&
+	   out.u.pending.object == 5, "PENDING: one slot names the object being changed");
 }
 
 int main(void)
