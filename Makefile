@@ -118,6 +118,8 @@ UNIT_TESTS := test_alloc test_alloc_scalar test_alloc_release test_proto test_co
 	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume
+# The hostile suite (issue 20): one line each, so that parts merge apart.
+FUNC_TESTS += test_hostile_slots
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
 FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
 # The chaos test (tests/chaos): a functional test with pieces of its own.
@@ -315,7 +317,7 @@ $(B)/tests/test_session: EXTRA_LIBS = $(DAEMON_LIBS)
 # The metrics page (metrics.c) from a server the test fills in.
 $(B)/tests/test_metrics_page: $(B)/tests/obj/unit/test_metrics_page.o $(B)/d/daemon/metrics.o \
 	$(B)/d/daemon/alloc.o $(B)/d/daemon/region.o $(B)/d/daemon/names.o $(B)/d/daemon/log.o \
-	$(B)/d/daemon/bindaddr.o
+	$(B)/d/daemon/bindaddr.o $(B)/d/daemon/tenant.o $(B)/d/daemon/slots.o
 $(B)/tests/obj/unit/test_metrics_page.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 # The daemon's cluster.h, not the library's (client-lib/cluster.h comes first
 # in TEST_CPPFLAGS): this test sees only the daemon, common/ and tests/lib.

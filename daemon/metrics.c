@@ -30,6 +30,7 @@
 #include "region.h"
 #include "server.h"
 #include "session.h"
+#include "tenant.h"
 
 #ifndef RMEM_VERSION_STRING
 #define RMEM_VERSION_STRING "unknown"
@@ -160,6 +161,40 @@ static void write_pools(struct page *p, const struct server *srv)
 			labelled(p, fam[f].name, "pool", srv->pools[i].name, *v[f]);
 		}
 	}
+}
+
+/* Every slot has a tenant (tenant.h): the whole, and each tenant's part. */
+static void write_slots(struct page *p, const struct server *srv)
+{
+	const struct config *cfg = &srv->cfg;
+	const struct tenant_use *anon = tenant_usage(srv, NULL);
+
+	one(p, "rmem_state_slots_total", "gauge",
+	    "State slots (limits.state_slots, or the restored state's count).",
+	    tenant_slots_total(srv));
+	one(p, "rmem_state_slots_used", "gauge",
+	    "State slots charged: the id counters', one per session, the tenants' records'.",
+	    tenant_slots_used(srv));
+	one(p, "rmem_state_slots_share", "gauge",
+	    "Record slots each tenant, and the anonymous clients together, may hold.",
+	    tenant_slot_share(srv));
+	one(p, "rmem_sessions_share", "gauge",
+	    "Sessions each tenant, and the anonymous clients together, may hold (admin aside).",
+	    tenant_session_share(srv));
+	one(p, "rmem_anonymous_state_slots", "gauge",
+	    "Record slots the anonymous clients hold.", anon->slots);
+	one(p, "rmem_anonymous_sessions", "gauge", "Sessions of anonymous clients.",
+	    anon->sessions);
+	if (!cfg->ntenants)
+		return;
+	head(p, "rmem_tenant_state_slots", "gauge", "Record slots a tenant holds.");
+	for (size_t i = 0; i < cfg->ntenants; i++)
+		labelled(p, "rmem_tenant_state_slots", "tenant", cfg->tenants[i].name,
+			 srv->tenant_use[i].slots);
+	head(p, "rmem_tenant_sessions", "gauge", "Sessions a tenant holds.");
+	for (size_t i = 0; i < cfg->ntenants; i++)
+		labelled(p, "rmem_tenant_sessions", "tenant", cfg->tenants[i].name,
+			 srv->tenant_use[i].sessions);
 }
 
 static void write_tenants(struct page *p, const struct server *srv)
@@ -343,6 +378,7 @@ int metrics_write(const struct server *srv, struct evbuffer *out)
 	    "Bytes whose NIC key died unconfirmed, waiting before they are zeroed and reused.",
 	    srv->counters.quarantine_bytes);
 	write_cluster(&p, srv);
+	write_slots(&p, srv);
 	write_tenants(&p, srv);
 	write_counters(&p, srv);
 	write_histogram(&p, srv);

@@ -464,7 +464,7 @@ static int build_sessions(struct server *srv, const struct image *im)
 			return -EIO;
 		s->hello_done = true;
 		s->restored = s->detached = true;
-		srv->clients++;
+		tenant_session_restored(srv, s->tenant);
 	}
 	return 0;
 }
@@ -495,6 +495,7 @@ static int build_objects(struct server *srv, const struct image *im)
 		if (!nm)
 			names_unlink(srv->names, o);
 		tenant_charge_restored(srv, charged, o->length);
+		tenant_slots_restored(srv, charged, 2); /* as record_object charges */
 		srv->used_bytes += o->length;
 	}
 	return 0;
@@ -514,6 +515,7 @@ static int build_region(struct server *srv, const struct state_slot *r)
 		if (!g)
 			return -ENOMEM;
 		tenant_charge_restored(srv, s->tenant, g->length);
+		tenant_slots_restored(srv, s->tenant, 1);
 		srv->used_bytes += g->length;
 	} else {
 		struct name_obj *o = names_next_after(srv->names, r->u.handle.object - 1);
@@ -530,6 +532,7 @@ static int build_region(struct server *srv, const struct state_slot *r)
 			return -ENOMEM;
 		/* Counted as open_handle counts it: its release takes one off. */
 		s->nhandles++;
+		tenant_slots_restored(srv, s->tenant, 1);
 	}
 	s->used_bytes += g->length;
 	s->nregions++;
