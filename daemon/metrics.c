@@ -169,7 +169,7 @@ static void write_slots(struct page *p, const struct server *srv)
 	const struct config *cfg = &srv->cfg;
 	const struct tenant_use *anon = tenant_usage(srv, NULL);
 
-	one(p, "rmem_state_slots_total", "gauge",
+	one(p, "rmem_state_slots_capacity", "gauge",
 	    "State slots (limits.state_slots, or the restored state's count).",
 	    tenant_slots_total(srv));
 	one(p, "rmem_state_slots_used", "gauge",

@@ -165,8 +165,8 @@ static void regions(const struct rmemd *d, rmem_client *anon)
 
 	page = scrape(d, &status);
 	ok(page && status == 200, "the metrics page is served (%d)", status);
-	ok(page && sample(page, "rmem_state_slots_total") == SLOTS,
-	   "rmem_state_slots_total %g", page ? sample(page, "rmem_state_slots_total") : -1);
+	ok(page && sample(page, "rmem_state_slots_capacity") == SLOTS,
+	   "rmem_state_slots_capacity %g", page ? sample(page, "rmem_state_slots_capacity") : -1);
 	ok(page && sample(page, "rmem_state_slots_used") > SHARE &&
 	   sample(page, "rmem_state_slots_used") <= SLOTS, "rmem_state_slots_used %g",
 	   page ? sample(page, "rmem_state_slots_used") : -1);
