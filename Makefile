@@ -95,7 +95,7 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c daemon/resume.c \
-	daemon/busypoll.c daemon/cluster.c daemon/metrics.c daemon/identity.c \
+	daemon/busypoll.c daemon/cluster.c daemon/metrics.c daemon/metrics_http.c daemon/identity.c \
 	daemon/bindaddr.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c \
 	client-lib/tools/cluster.c
