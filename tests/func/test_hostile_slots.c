@@ -13,7 +13,10 @@
  * max_clients): B and root still connect.  B opens handles of one named
  * region until refused: A and the anonymous clients can still allocate.
  * Then /metrics under a flood of idle connections: the cap holds, a fresh
- * scrape still gets an answer and rmemd keeps serving clients.
+ * scrape still gets an answer and rmemd keeps serving clients.  Last, a
+ * daemon without tenants (the default deployment): one anonymous network
+ * client takes every record slot (-EDQUOT at the share), others every
+ * session (-EUSERS), and root still says HELLO and STATS on the Unix socket.
  *
  * On today's code (c9f3c8e, the cap lifted): A's allocations end with
  * -ENOMEM when the state is full, and every HELLO after that, root's
@@ -291,6 +294,56 @@ static void metrics_flood(const struct rmemd *d, rmem_client *anon)
 			close(fds[i]);
 }
 
+/* ---- without tenants: the anonymous clients against root -------------------------- */
+
+#define SLOTS_ANON 128
+#define MAX_CLIENTS_ANON 4
+#define SHARE_ANON (SLOTS_ANON - FIXED - MAX_CLIENTS_ANON - ADMIN_SEATS)
+
+/* The default deployment: no tenants, every client of this host anonymous.
+ * One network client takes every record slot there is for clients, and
+ * others every session: root still gets in on the Unix socket. */
+static void anonymous_against_root(void)
+{
+	rmem_client *c[MAX_CLIENTS_ANON + 1] = { 0 }, *root = NULL;
+	static struct rmem_region r[TRIES];
+	struct rmem_stats st = { 0 };
+	struct rmemd d;
+	char extra[128];
+	int rc, n = 0, ns = 1;
+
+	snprintf(extra, sizeof extra, "limits = { max_clients = %d; state_slots = %d; };",
+		 MAX_CLIENTS_ANON, SLOTS_ANON);
+	rc = rmemd_start(&d, "64M", extra);
+	ok(rc == 0, "a daemon without tenants: %d slots, max_clients %d (%d)", SLOTS_ANON,
+	   MAX_CLIENTS_ANON, rc);
+	if (rc)
+		return;
+	rc = client_connect(d.tcp_ep, WAIT_MS, &c[0]);
+	ok(rc == 0, "an anonymous network client (%d)", rc);
+	while (c[0] && n < TRIES && (rc = rmem_alloc(c[0], 64, 0, &r[n])) == 0)
+		n++;
+	ok(rc == -EDQUOT && n == SHARE_ANON,
+	   "it allocates until refused: -EDQUOT after %d of %d (%d: %s)", n, SHARE_ANON, rc,
+	   rmem_strerror(rc));
+	while (ns < MAX_CLIENTS_ANON + 1 && (rc = client_connect(d.tcp_ep, WAIT_MS, &c[ns])) == 0)
+		ns++;
+	ok(rc == -EUSERS && ns == MAX_CLIENTS_ANON,
+	   "anonymous network clients take every session: %d, then -EUSERS (%d)", ns, rc);
+	rc = rmem_connect(d.unix_ep, NULL, &root);
+	ok(rc == 0, "root still says HELLO on the Unix socket (%d: %s)", rc, rmem_strerror(rc));
+	rc = root ? rmem_stats(root, &st) : rc;
+	ok(rc == 0 && st.state_slots_total == SLOTS_ANON && st.clients == MAX_CLIENTS_ANON + 1,
+	   "and its STATS answer: %llu clients, slots %llu of %llu (%d)",
+	   (unsigned long long)st.clients, (unsigned long long)st.state_slots_used,
+	   (unsigned long long)st.state_slots_total, rc);
+	rmem_close(root);
+	for (int i = 0; i < ns; i++)
+		rmem_close(c[i]);
+	ok(rmemd_stop(&d) == 0, "that daemon exits 0 on SIGTERM");
+	rmemd_cleanup(&d);
+}
+
 int main(void)
 {
 	struct rmemd d;
@@ -329,6 +382,7 @@ int main(void)
 		metrics_flood(&d, anon);
 	}
 	rmem_close(anon);
+	anonymous_against_root();
 	unlink(key_a);
 	unlink(key_b);
 	rmdir(dir);
