@@ -226,14 +226,20 @@ int tenant_auth_finish(struct tenant_auth *a, uint64_t session_id,
 
 /* ---- quotas -------------------------------------------------------------------- */
 
+/* Tenants in cfg.tenants order, then the anonymous clients. */
+static size_t use_index(const struct server *srv, const struct config_tenant *t)
+{
+	return t ? (size_t)(t - srv->cfg.tenants) : CONFIG_MAX_TENANTS;
+}
+
 static struct tenant_use *use_of(struct server *srv, const struct config_tenant *t)
 {
-	return &srv->tenant_use[t ? t - srv->cfg.tenants : CONFIG_MAX_TENANTS];
+	return &srv->tenant_use[use_index(srv, t)];
 }
 
 const struct tenant_use *tenant_usage(const struct server *srv, const struct config_tenant *t)
 {
-	return &srv->tenant_use[t ? t - srv->cfg.tenants : CONFIG_MAX_TENANTS];
+	return &srv->tenant_use[use_index(srv, t)];
 }
 
 int tenant_check(struct server *srv, const struct config_tenant *t, uint64_t bytes)
@@ -287,6 +293,8 @@ bool tenant_fits_after(struct server *srv, const struct config_tenant *t, uint64
 	after = u->bytes > back ? u->bytes - back : 0;
 	if (t->max_regions && u->regions >= t->max_regions)
 		return false; /* regions leave the count at once: waiting is no help */
+	if (u->slots >= tenant_slot_share(srv))
+		return false; /* and so do state slots */
 	return !t->quota || (bytes <= t->quota && after <= t->quota - bytes);
 }
 
