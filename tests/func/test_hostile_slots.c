@@ -9,7 +9,8 @@
  * refused, and must be refused with -EDQUOT at its share while B can still
  * say HELLO and allocate, the anonymous admin socket can still say HELLO,
  * STATS (rmemctl stats) and allocate, and the metrics show the slots used
- * and in all.  A opens sessions until refused (-EDQUOT at its share of
+ * and in all; rmemd killed and restarted from its fd store brings A's charge
+ * back with its regions (a new client of A is still refused, B is not).  A opens sessions until refused (-EDQUOT at its share of
  * max_clients): B and root still connect.  B opens handles of one named
  * region until refused: A and the anonymous clients can still allocate.
  * Then /metrics under a flood of idle connections: the cap holds, a fresh
@@ -25,6 +26,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +142,45 @@ static int alloc_one(rmem_client *c)
 
 /* ---- regions ------------------------------------------------------------------- */
 
-static void regions(const struct rmemd *d, rmem_client *anon)
+/* After a restart a client's first request on its broken connection may end
+ * with -ECONNABORTED while it resumes; STATS again until it answers. */
+static int resumed(rmem_client *c)
+{
+	struct rmem_stats st;
+	int rc = -ENOTCONN;
+
+	for (int i = 0; i < 3 && rc != 0; i++)
+		rc = rmem_stats(c, &st);
+	return rc;
+}
+
+/* A crash does not reset the count: what A holds comes back with its
+ * charge, so A cannot take a second share while B keeps its own. */
+static void across_a_crash(struct rmemd *d, rmem_client *a, rmem_client *b, rmem_client *anon)
+{
+	rmem_client *a2 = NULL, *b2 = NULL;
+	int rc = rmemd_restart(d, SIGKILL, WAIT_MS);
+
+	ok(rc == 0, "rmemd killed (SIGKILL) and restarted from its fd store (%d)", rc);
+	if (rc)
+		return;
+	rc = resumed(a);
+	rc = rc ? rc : resumed(b);
+	rc = rc ? rc : resumed(anon);
+	ok(rc == 0, "A's, B's and the anonymous client resume by themselves (%d: %s)", rc,
+	   rmem_strerror(rc));
+	rc = client_connect_as(d, "A", key_a, &a2);
+	rc = a2 ? alloc_one(a2) : rc;
+	ok(rc == -EDQUOT, "after the restart a new client of A is still at A's share: "
+	   "-EDQUOT (%d: %s)", rc, rmem_strerror(rc));
+	rc = client_connect_as(d, "B", key_b, &b2);
+	rc = b2 ? alloc_one(b2) : rc;
+	ok(rc == 0, "and B allocates (%d: %s)", rc, rmem_strerror(rc));
+	rmem_close(b2);
+	rmem_close(a2);
+}
+
+static void regions(struct rmemd *d, rmem_client *anon)
 {
 	static struct rmem_region r[TRIES];
 	rmem_client *a = NULL, *b = NULL;
@@ -178,10 +218,13 @@ static void regions(const struct rmemd *d, rmem_client *anon)
 	ok(page && sample(page, "rmem_state_slots_share") == SHARE, "rmem_state_slots_share %d",
 	   SHARE);
 	free(page);
+	across_a_crash(d, a, b, anon);
 
-	/* A's slots come back with its regions. */
-	for (int i = 0; i < n; i++)
-		rmem_free(a, &r[i]);
+	/* A's slots come back with its regions (A's client resumed by itself). */
+	rc = 0;
+	for (int i = 0; i < n && rc == 0; i++)
+		rc = rmem_free(a, &r[i]);
+	ok(rc == 0, "A, resumed, frees its regions (%d: %s)", rc, rmem_strerror(rc));
 	rc = alloc_one(a);
 	ok(rc == 0, "once A frees them, A allocates again (%d)", rc);
 	rmem_close(b);
