@@ -487,6 +487,8 @@ static int stats_locked(struct rmem_client *c, struct rmem_stats *out)
 		.allocs = st.v[PROTO_STAT_ALLOCS],
 		.frees = st.v[PROTO_STAT_FREES],
 		.key_mode = st.v[PROTO_STAT_KEY_MODE],
+		.state_slots_used = st.v[PROTO_STAT_SLOTS_USED],
+		.state_slots_total = st.v[PROTO_STAT_SLOTS_TOTAL],
 	};
 	return 0;
 }

@@ -324,6 +324,8 @@ int cluster_stats(struct cluster *cl, struct rmem_stats *out)
 		out->peak_used += s.peak_used;
 		out->allocs += s.allocs;
 		out->frees += s.frees;
+		out->state_slots_used += s.state_slots_used;
+		out->state_slots_total += s.state_slots_total;
 		if (!any)
 			out->key_mode = s.key_mode;
 		any = true;

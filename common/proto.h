@@ -263,6 +263,7 @@ enum proto_stat {
 	PROTO_STAT_LARGEST_FREE, PROTO_STAT_REGIONS, PROTO_STAT_CLIENTS,
 	PROTO_STAT_PEAK_USED, PROTO_STAT_ALLOCS, PROTO_STAT_FREES,
 	PROTO_STAT_KEY_MODE, /* enum proto_key_mode of the daemon's RDMA side */
+	PROTO_STAT_SLOTS_USED, PROTO_STAT_SLOTS_TOTAL, /* state slots (since 1.2.2) */
 	PROTO_STAT_COUNT
 };
 struct proto_stats {

@@ -652,6 +652,30 @@ static int check_cluster(struct ctx *ctx, const config_setting_t *root, const st
 	return 0;
 }
 
+/* ---- limits.state_slots ------------------------------------------------------------ */
+
+/*
+ * Every session past HELLO holds a slot, and limits.max_clients of them plus
+ * the admin sessions' are set aside for sessions; what is left is shared
+ * among the tenants and the anonymous clients (tenant.c): each share must
+ * hold a few records, or a tenant could never allocate at all.
+ */
+static int check_slots(struct ctx *ctx, const config_setting_t *root, const struct config *cfg)
+{
+	const config_setting_t *limits = config_setting_get_member(root, "limits");
+	const config_setting_t *s = limits ? config_setting_get_member(limits, "state_slots") : NULL;
+	uint64_t need = (uint64_t)CONFIG_FIXED_SLOTS + cfg->max_clients + CONFIG_ADMIN_SESSIONS +
+			(uint64_t)CONFIG_SHARE_MIN * (cfg->ntenants + 1);
+
+	if (cfg->state_slots >= need)
+		return 0;
+	return fail(ctx, s ? s : limits, "limits.state_slots", "%u slots are too few: %llu "
+		    "needed for limits.max_clients (%u) + %u admin sessions + %u fixed + %u "
+		    "records for each of %zu tenant(s) and the anonymous clients",
+		    cfg->state_slots, (unsigned long long)need, cfg->max_clients,
+		    CONFIG_ADMIN_SESSIONS, CONFIG_FIXED_SLOTS, CONFIG_SHARE_MIN, cfg->ntenants);
+}
+
 /* ---- tcp ------------------------------------------------------------------------ */
 
 /* The first line of a /proc/sys file into buf ("" when unreadable). */
@@ -727,6 +751,8 @@ static int load_root(struct ctx *ctx, const config_setting_t *root, struct confi
 			return rc;
 	}
 	rc = check_cluster(ctx, root, cfg);
+	if (rc == 0)
+		rc = check_slots(ctx, root, cfg);
 	return rc < 0 ? rc : check_tcp(ctx, root, cfg);
 }
 

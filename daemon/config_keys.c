@@ -85,6 +85,8 @@ static const struct key_desc limits_keys[] = {
 	  .min = 4096, .max = GIB, .def = "256K" },
 	{ .name = "max_handles", .kind = KIND_U32, FIELD(struct config, max_handles),
 	  .min = 1, .max = 16777216, .def = "65536" },
+	{ .name = "state_slots", .kind = KIND_U32, FIELD(struct config, state_slots),
+	  .min = CONFIG_SLOTS_MIN, .max = 16777216, .def = "262144" },
 };
 
 static const struct key_desc log_keys[] = {

@@ -36,6 +36,17 @@ struct config_pool {
  * secret file is a config error (file:line of secret_file).
  */
 #define CONFIG_MAX_TENANTS 64
+/* The state slots (limits.state_slots): what each costs (common/state.h's
+ * STATE_SLOT_LEN, checked in persist.c), the three no client ever holds (the
+ * two id counters, and the one PENDING record a multi-slot change writes
+ * first: session.c, pending_begin), the sessions past limits.max_clients kept for admin
+ * sessions (the Unix socket, a trusted uid) and the least share of records
+ * a tenant (or the anonymous clients) may be left with. */
+#define CONFIG_SLOT_BYTES 384u
+#define CONFIG_FIXED_SLOTS 3u
+#define CONFIG_ADMIN_SESSIONS 4u
+#define CONFIG_SHARE_MIN 16u
+#define CONFIG_SLOTS_MIN 64u
 #define CONFIG_SECRET_MIN  16
 #define CONFIG_SECRET_MAX  256
 struct config_tenant {
@@ -70,6 +81,10 @@ struct config {
 	/* limits = { max_handles = 65536; }: named-region handles one session
 	 * may hold (session.c); each costs a region entry and a NIC key. */
 	uint32_t max_handles;           /* [1, 16777216], default 65536 */
+	/* limits = { state_slots = 262144; }: records of the state memfd
+	 * (persist.c), each CONFIG_SLOT_BYTES of memory once used; shared out
+	 * among the tenants whether or not the fd store is there (tenant.c). */
+	uint32_t state_slots;           /* [CONFIG_SLOTS_MIN, 16777216], default 262144 */
 	/* log = { level = "info"; } */
 	enum config_log_level log_level;
 	struct config_tenant tenants[CONFIG_MAX_TENANTS];

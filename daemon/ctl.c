@@ -485,6 +485,8 @@ static void do_stats(struct server *srv, const struct ctl_req *q, struct ctl_rep
 	st.v[PROTO_STAT_ALLOCS] = srv->allocs;
 	st.v[PROTO_STAT_FREES] = srv->frees;
 	st.v[PROTO_STAT_KEY_MODE] = srv->key_mode;
+	st.v[PROTO_STAT_SLOTS_USED] = tenant_slots_used(srv);
+	st.v[PROTO_STAT_SLOTS_TOTAL] = tenant_slots_total(srv);
 	reply_payload(rep, proto_stats_rep_encode(rep->payload, &st));
 }
 

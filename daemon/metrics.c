@@ -3,14 +3,10 @@
  *
  * The page is a few hundred lines built in one evbuffer from figures
  * already in memory (no lock, no I/O but the socket's), so a scrape costs
- * the loop what one admin listing does.  evhttp reads the request and
- * writes the reply without blocking; its own limits bound what a client can
- * make us hold (headers, body, an idle connection's time).
+ * the loop what one admin listing does.  metrics_http.c serves it.
  */
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,26 +22,20 @@
 #include "counters.h"
 #include "log.h"
 #include "metrics.h"
+#include "metrics_int.h"
 #include "names.h"
 #include "region.h"
 #include "server.h"
 #include "session.h"
+#include "tenant.h"
+
+#define TEXT_(x) #x
+#define TEXT(x) TEXT_(x)
 
 #ifndef RMEM_VERSION_STRING
 #define RMEM_VERSION_STRING "unknown"
 #endif
 
-#define BACKLOG          64
-#define HTTP_TIMEOUT_S   10    /* a scraper that stalls mid-request is dropped */
-#define HTTP_MAX_HEADERS 8192
-#define HTTP_MAX_BODY    4096  /* GET has none; anything bigger is refused (413) */
-#define CONTENT_TYPE     "text/plain; version=0.0.4; charset=utf-8"
-
-struct metrics {
-	struct evhttp *http;
-	struct server *srv;
-	char start_time[32];     /* process_start_time_seconds, as written */
-};
 
 /* ---- the page ------------------------------------------------------------------ */
 
@@ -160,6 +150,40 @@ static void write_pools(struct page *p, const struct server *srv)
 			labelled(p, fam[f].name, "pool", srv->pools[i].name, *v[f]);
 		}
 	}
+}
+
+/* Every slot has a tenant (tenant.h): the whole, and each tenant's part. */
+static void write_slots(struct page *p, const struct server *srv)
+{
+	const struct config *cfg = &srv->cfg;
+	const struct tenant_use *anon = tenant_usage(srv, NULL);
+
+	one(p, "rmem_state_slots_capacity", "gauge",
+	    "State slots (limits.state_slots, or the restored state's count).",
+	    tenant_slots_total(srv));
+	one(p, "rmem_state_slots_used", "gauge",
+	    "State slots charged: the id counters', one per session, the tenants' records'.",
+	    tenant_slots_used(srv));
+	one(p, "rmem_state_slots_share", "gauge",
+	    "Record slots each tenant, and the anonymous clients together, may hold.",
+	    tenant_slot_share(srv));
+	one(p, "rmem_sessions_share", "gauge",
+	    "Sessions each tenant, and the anonymous clients together, may hold (admin aside).",
+	    tenant_session_share(srv));
+	one(p, "rmem_anonymous_state_slots", "gauge",
+	    "Record slots the anonymous clients hold.", anon->slots);
+	one(p, "rmem_anonymous_sessions", "gauge", "Sessions of anonymous clients.",
+	    anon->sessions);
+	if (!cfg->ntenants)
+		return;
+	head(p, "rmem_tenant_state_slots", "gauge", "Record slots a tenant holds.");
+	for (size_t i = 0; i < cfg->ntenants; i++)
+		labelled(p, "rmem_tenant_state_slots", "tenant", cfg->tenants[i].name,
+			 srv->tenant_use[i].slots);
+	head(p, "rmem_tenant_sessions", "gauge", "Sessions a tenant holds.");
+	for (size_t i = 0; i < cfg->ntenants; i++)
+		labelled(p, "rmem_tenant_sessions", "tenant", cfg->tenants[i].name,
+			 srv->tenant_use[i].sessions);
 }
 
 static void write_tenants(struct page *p, const struct server *srv)
@@ -329,6 +353,14 @@ int metrics_write(const struct server *srv, struct evbuffer *out)
 		     "Start time of the process since the Unix epoch, in seconds.");
 		put(&p, "process_start_time_seconds %s\n", srv->metrics->start_time);
 	}
+	if (srv->metrics) {
+		one(&p, "rmem_metrics_connections", "gauge",
+		    "Connections open on listen.metrics (at most " TEXT(METRICS_MAX_CONNS) ").",
+		    srv->metrics->nconns);
+		one(&p, "rmem_metrics_connections_shed_total", "counter",
+		    "Connections to listen.metrics closed because the cap was reached.",
+		    srv->metrics->shed);
+	}
 	write_pools(&p, srv);
 	one(&p, "rmem_regions", "gauge", "Regions in the table (named regions' handles included).",
 	    srv->regions ? region_count(srv->regions) : 0);
@@ -343,59 +375,11 @@ int metrics_write(const struct server *srv, struct evbuffer *out)
 	    "Bytes whose NIC key died unconfirmed, waiting before they are zeroed and reused.",
 	    srv->counters.quarantine_bytes);
 	write_cluster(&p, srv);
+	write_slots(&p, srv);
 	write_tenants(&p, srv);
 	write_counters(&p, srv);
 	write_histogram(&p, srv);
 	return p.failed ? -ENOMEM : 0;
-}
-
-/* ---- HTTP ------------------------------------------------------------------------ */
-
-static void reply_text(struct evhttp_request *req, int code, const char *reason,
-		       const char *text)
-{
-	struct evbuffer *b = evbuffer_new();
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-
-	evhttp_add_header(h, "Content-Type", "text/plain; charset=utf-8");
-	if (code == HTTP_BADMETHOD)
-		evhttp_add_header(h, "Allow", "GET, HEAD");
-	if (b)
-		evbuffer_add_printf(b, "%s\n", text);
-	evhttp_send_reply(req, code, reason, b);
-	if (b)
-		evbuffer_free(b);
-}
-
-static void on_request(struct evhttp_request *req, void *arg)
-{
-	struct metrics *m = arg;
-	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
-	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-	struct evbuffer *b;
-
-	if (!path || strcmp(path, "/metrics"))
-		return reply_text(req, HTTP_NOTFOUND, "Not Found", "rmemd serves /metrics only");
-	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
-		return reply_text(req, HTTP_BADMETHOD, "Method Not Allowed", "GET or HEAD only");
-	/* evhttp would send a body after HEAD too: give it none. */
-	if (cmd == EVHTTP_REQ_HEAD) {
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-				  CONTENT_TYPE);
-		evhttp_send_reply(req, HTTP_OK, "OK", NULL);
-		return;
-	}
-	b = evbuffer_new();
-	if (!b || metrics_write(m->srv, b) < 0) {
-		log_warn("metrics: out of memory for the page");
-		if (b)
-			evbuffer_free(b);
-		return reply_text(req, HTTP_INTERNAL, "Internal Server Error", "out of memory");
-	}
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", CONTENT_TYPE);
-	evhttp_send_reply(req, HTTP_OK, "OK", b);
-	evbuffer_free(b);
 }
 
 /*
@@ -403,7 +387,7 @@ static void on_request(struct evhttp_request *req, void *arg)
  * (/proc/stat btime) plus the start in clock ticks (/proc/self/stat field
  * 22).  Left empty, and the metric out, when either cannot be read.
  */
-static void read_start_time(char *out, size_t len)
+void metrics_start_time(char *out, size_t len)
 {
 	unsigned long long btime = 0, ticks = 0;
 	long hz = sysconf(_SC_CLK_TCK);
@@ -429,58 +413,4 @@ static void read_start_time(char *out, size_t len)
 		return;
 	snprintf(out, len, "%llu.%02llu", btime + ticks / (unsigned long long)hz,
 		 ticks % (unsigned long long)hz * 100 / (unsigned long long)hz);
-}
-
-int metrics_open(struct server *srv, char *err, size_t errlen)
-{
-	struct metrics *m;
-	int fd;
-
-	if (!srv->cfg.listen_metrics[0])
-		return 0;
-	m = calloc(1, sizeof *m);
-	if (!m) {
-		snprintf(err, errlen, "listen.metrics: out of memory");
-		return -ENOMEM;
-	}
-	m->srv = srv;
-	read_start_time(m->start_time, sizeof m->start_time);
-	fd = bindaddr_listen("listen.metrics", srv->cfg.listen_metrics, BACKLOG, err, errlen);
-	if (fd < 0) {
-		free(m);
-		return fd;
-	}
-	m->http = evhttp_new(srv->base);
-	if (!m->http || !evhttp_accept_socket_with_handle(m->http, fd)) {
-		snprintf(err, errlen, "listen.metrics: %s: cannot serve HTTP (evhttp)",
-			 srv->cfg.listen_metrics);
-		if (m->http)
-			evhttp_free(m->http);
-		close(fd);
-		free(m);
-		return -ENOMEM;
-	}
-	/* Every method reaches on_request, which answers 405 itself (evhttp
-	 * alone would say 501 for some). */
-	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
-				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
-				   EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
-	evhttp_set_timeout(m->http, HTTP_TIMEOUT_S);
-	evhttp_set_max_headers_size(m->http, HTTP_MAX_HEADERS);
-	evhttp_set_max_body_size(m->http, HTTP_MAX_BODY);
-	evhttp_set_gencb(m->http, on_request, m);
-	srv->metrics = m;
-	return 0;
-}
-
-void metrics_close(struct server *srv)
-{
-	struct metrics *m = srv->metrics;
-
-	if (!m)
-		return;
-	/* Frees the bound socket (closing it) and any scrape's connection. */
-	evhttp_free(m->http);
-	free(m);
-	srv->metrics = NULL;
 }

@@ -1,6 +1,6 @@
 /*
  * metrics.h - rmemd's Prometheus endpoint: GET /metrics on listen.metrics,
- * served by libevent's evhttp on the daemon's own loop, in the text
+ * served by metrics_http.c on the daemon's own loop, in the text
  * exposition format 0.0.4.  Beside listen.c at the top of the daemon: it
  * only reads (srv->counters, which the modules below bump, and the figures
  * they keep: pools, regions, names, tenants); nothing calls into it but

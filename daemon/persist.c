@@ -24,9 +24,10 @@
 
 #define STATE_FDNAME "rmem-state"
 #define POOL_FDNAME_PREFIX "rmem-pool-"
-/* Slots of a new state memfd: one per session, anonymous region and handle,
- * two per named object.  Pages are touched only as slots are used. */
-#define PERSIST_SLOTS (1u << 18)
+/* A new state memfd has limits.state_slots slots: one per session,
+ * anonymous region and handle, two per named object (tenant.h shares them
+ * out).  Pages are touched only as slots are used. */
+_Static_assert(CONFIG_SLOT_BYTES == STATE_SLOT_LEN, "rmemd.conf(5) states a slot's cost");
 
 _Static_assert(CONFIG_MAX_POOLS <= STATE_MAX_POOLS, "every pool fits the state header");
 _Static_assert(CONFIG_NAME_MAX <= STATE_STR_LEN, "pool and tenant names fit the state");
@@ -145,7 +146,7 @@ static void on_restore_timer(evutil_socket_t fd, short what, void *arg)
 static int fresh_state(struct server *srv)
 {
 	struct state_hdr h;
-	uint64_t len = state_size(PERSIST_SLOTS);
+	uint64_t len = state_size(srv->cfg.state_slots);
 	uint8_t *base;
 	int fd, rc;
 
@@ -158,7 +159,7 @@ static int fresh_state(struct server *srv)
 	}
 	h.generation = srv->generation;
 	snprintf(h.server_id, sizeof h.server_id, "%s", srv->server_id);
-	h.nslots = PERSIST_SLOTS;
+	h.nslots = srv->cfg.state_slots;
 	h.npools = srv->npools;
 	for (uint32_t i = 0; i < srv->npools; i++) {
 		snprintf(h.pools[i].name, sizeof h.pools[i].name, "%s", srv->cfg.pools[i].name);
@@ -185,7 +186,7 @@ static int fresh_state(struct server *srv)
 		close(fd);
 		return -EINVAL;
 	}
-	srv->slots = slots_new(fd, base, PERSIST_SLOTS);
+	srv->slots = slots_new(fd, base, srv->cfg.state_slots);
 	if (!srv->slots) {
 		munmap(base, len);
 		close(fd);

@@ -556,7 +556,7 @@ static int build_sessions(struct server *srv, struct image *im)
 			return -EIO;
 		s->hello_done = true;
 		s->restored = s->detached = true;
-		srv->clients++;
+		tenant_session_restored(srv, s->tenant);
 	}
 	return 0;
 }
@@ -587,6 +587,7 @@ static int build_objects(struct server *srv, struct image *im)
 			return -errno;
 		im->rec[i].obj = o;
 		tenant_charge_restored(srv, charged, o->length);
+		tenant_slots_restored(srv, charged, 2); /* as record_object charges */
 		srv->used_bytes += o->length;
 	}
 	return 0;
@@ -615,6 +616,7 @@ static int build_region(struct server *srv, const struct image *im, const struct
 		if (!g)
 			return -ENOMEM;
 		tenant_charge_restored(srv, s->tenant, g->length);
+		tenant_slots_restored(srv, s->tenant, 1);
 		srv->used_bytes += g->length;
 	} else {
 		/* By the image's sorted records, not a walk of the names: a
@@ -634,6 +636,7 @@ static int build_region(struct server *srv, const struct image *im, const struct
 			return -ENOMEM;
 		/* Counted as open_handle counts it: its release takes one off. */
 		s->nhandles++;
+		tenant_slots_restored(srv, s->tenant, 1);
 	}
 	s->used_bytes += g->length;
 	s->nregions++;

@@ -45,25 +45,36 @@ static int record_session(struct server *srv, const struct session *s)
 	return slots_put(srv->slots, &r);
 }
 
+/* Each record below is charged to a tenant's share of slots before it is
+ * written (tenant.h), and given back where its slot is freed. */
 static int record_region(struct server *srv, const struct session *s, const struct region *g)
 {
 	struct state_slot r = { .type = STATE_REGION };
+	int rc = tenant_slots_take(srv, s->tenant, 1);
 
+	if (rc < 0)
+		return rc;
 	r.u.region.id = g->id;
 	r.u.region.session = s->id;
 	r.u.region.pool = g->pool;
 	r.u.region.offset = g->offset;
 	r.u.region.length = g->length;
-	return slots_put(srv->slots, &r);
+	rc = slots_put(srv->slots, &r);
+	if (rc < 0)
+		tenant_slots_give(srv, s->tenant, 1);
+	return rc;
 }
 
 /* A named object: its range, then its name (a crash between leaves an
- * object without name or handle, which a restore frees). */
+ * object without name or handle, which a restore frees).  Both slots count
+ * against its creator's tenant until the object is freed. */
 static int record_object(struct server *srv, const struct name_obj *o)
 {
 	struct state_slot r = { .type = STATE_OBJECT };
-	int rc;
+	int rc = tenant_slots_take(srv, o->charged, 2);
 
+	if (rc < 0)
+		return rc;
 	r.u.object.id = o->id;
 	r.u.object.pool = o->pool;
 	r.u.object.offset = o->offset;
@@ -71,16 +82,20 @@ static int record_object(struct server *srv, const struct name_obj *o)
 	snprintf(r.u.object.ns, sizeof r.u.object.ns, "%s", tenant_name(o->ns));
 	snprintf(r.u.object.charged, sizeof r.u.object.charged, "%s", tenant_name(o->charged));
 	rc = slots_put(srv->slots, &r);
-	if (rc < 0)
+	if (rc < 0) {
+		tenant_slots_give(srv, o->charged, 2);
 		return rc;
+	}
 	memset(&r, 0, sizeof r);
 	r.type = STATE_NAME;
 	r.u.name.object = o->id;
 	r.u.name.name_len = o->name_len;
 	memcpy(r.u.name.name, o->name, o->name_len);
 	rc = slots_put(srv->slots, &r);
-	if (rc < 0)
+	if (rc < 0) {
 		slots_del(srv->slots, STATE_OBJECT, o->id);
+		tenant_slots_give(srv, o->charged, 2);
+	}
 	return rc;
 }
 
@@ -88,12 +103,18 @@ static int record_handle(struct server *srv, const struct session *s, const stru
 			 const struct name_obj *o, uint32_t access)
 {
 	struct state_slot r = { .type = STATE_HANDLE };
+	int rc = tenant_slots_take(srv, s->tenant, 1);
 
+	if (rc < 0)
+		return rc;
 	r.u.handle.region = g->id;
 	r.u.handle.session = s->id;
 	r.u.handle.object = o->id;
 	r.u.handle.access = access;
-	return slots_put(srv->slots, &r);
+	rc = slots_put(srv->slots, &r);
+	if (rc < 0)
+		tenant_slots_give(srv, s->tenant, 1);
+	return rc;
 }
 
 /* A change of several slots to object id begins: one slot decides it from
@@ -424,6 +445,7 @@ static void object_maybe_free(struct server *srv, struct name_obj *o)
 	if (!o->unlinked || o->handles)
 		return;
 	slots_del(srv->slots, STATE_OBJECT, o->id);
+	tenant_slots_give(srv, charged, 2);
 	names_remove(srv->names, o);
 	srv->frees++;
 	tenant_region_gone(srv, charged);
@@ -438,6 +460,7 @@ static void release_handle(struct server *srv, struct session *s, struct region 
 	struct name_obj *o;
 
 	slots_del(srv->slots, STATE_HANDLE, r->id);
+	tenant_slots_give(srv, s->tenant, 1);
 	if (!h) { /* the table and names disagree: a bug, say it, keep going */
 		log_err("region %llu: a named handle without its object",
 			(unsigned long long)r->id);
@@ -468,6 +491,7 @@ static void release_region(struct server *srv, struct session *s, struct region 
 		return release_handle(srv, s, r);
 	/* Out of the state first: a crash from here on finds the range free. */
 	slots_del(srv->slots, STATE_REGION, r->id);
+	tenant_slots_give(srv, s->tenant, 1);
 	gone = drop_entry(srv, s, r);
 	srv->frees++;
 	tenant_region_gone(srv, s->tenant);
@@ -497,7 +521,7 @@ void session_destroy(struct server *srv, struct session *s)
 		srv->keys->peer_destroy(s->nic);
 	s->nic = NULL;
 	if (s->hello_done) {
-		srv->clients--;
+		tenant_session_give(srv, s->tenant, s->admin_seat);
 		log_info("client %llu (%s) gone: %llu regions, %llu bytes returned",
 			 (unsigned long long)s->id, s->peer, (unsigned long long)n,
 			 (unsigned long long)bytes);
@@ -525,21 +549,24 @@ int session_hello(struct server *srv, struct session *s)
 
 	if (s->hello_done)
 		return -EINVAL;
-	if (srv->clients >= srv->cfg.max_clients) {
-		log_warn("client %s refused: limits.max_clients (%u) reached", s->peer,
-			 srv->cfg.max_clients);
-		return -EUSERS;
-	}
 	rc = rand_bytes(&s->attach_token, sizeof s->attach_token);
 	if (rc == 0)
 		rc = rand_bytes(s->resume_token, sizeof s->resume_token);
 	if (rc < 0)
 		return rc;
+	rc = tenant_session_take(srv, s->tenant, s->admin, &s->admin_seat);
+	if (rc < 0) {
+		log_warn("client %s refused: %s", s->peer, rc == -EUSERS ?
+			 "limits.max_clients reached" : "its tenant's share of limits.max_clients "
+			 "reached");
+		return rc;
+	}
 	rc = record_session(srv, s);
-	if (rc < 0) /* the state has no room: as many clients as it can take */
+	if (rc < 0) { /* the sessions' slots are set aside: a bug, or a restore's excess */
+		tenant_session_give(srv, s->tenant, s->admin_seat);
 		return rc == -ENOSPC ? -EUSERS : rc;
+	}
 	s->hello_done = true;
-	srv->clients++;
 	log_info("client %llu (%s) connected", (unsigned long long)s->id, s->peer);
 	return 0;
 }
@@ -681,7 +708,7 @@ int session_alloc(struct server *srv, struct session *s, uint64_t size, uint32_t
 	if (rc < 0) {
 		drop_entry(srv, s, r); /* a key just made, never handed out */
 		untake_range(srv, s->tenant, pool, off, len);
-		return rc == -ENOSPC ? -ENOMEM : rc;
+		return rc;
 	}
 	count_alloc(srv, len);
 	*out = r;
@@ -714,7 +741,7 @@ static int open_handle(struct server *srv, struct session *s, struct name_obj *o
 	if (rc < 0) {
 		names_handle_remove(srv->names, names_handle_find(srv->names, r->id));
 		drop_entry(srv, s, r);
-		return rc == -ENOSPC ? -ENOMEM : rc;
+		return rc;
 	}
 	s->nhandles++;
 	*out = r;
@@ -752,6 +779,7 @@ int session_create(struct server *srv, struct session *s, const char *name, size
 			if (rc < 0) {
 				slots_del(srv->slots, STATE_NAME, o->id);
 				slots_del(srv->slots, STATE_OBJECT, o->id);
+				tenant_slots_give(srv, o->charged, 2);
 			}
 		}
 		pending_end(srv, o->id);
@@ -760,7 +788,7 @@ int session_create(struct server *srv, struct session *s, const char *name, size
 		if (o)
 			names_remove(srv->names, o);
 		untake_range(srv, s->tenant, pool, off, len);
-		return rc == -ENOSPC ? -ENOMEM : rc;
+		return rc;
 	}
 	count_alloc(srv, len);
 	return 0;
@@ -800,6 +828,7 @@ static void revoke(struct server *srv, struct name_obj *o)
 		struct region *r = region_find(srv->regions, names_handle_region(h));
 
 		slots_del(srv->slots, STATE_HANDLE, names_handle_region(h));
+		tenant_slots_give(srv, holder->tenant, 1);
 		names_handle_remove(srv->names, h);
 		holder->nhandles--;
 		if (r)

@@ -30,6 +30,7 @@ struct session {
 	enum session_transport transport;
 	bool admin;            /* may use admin requests (Unix socket, trusted uid) */
 	bool hello_done;
+	bool admin_seat;       /* its HELLO took an admin seat (tenant_session_take) */
 	char peer[64];
 	uint64_t started_ns, last_ns;
 	uint64_t used_bytes;

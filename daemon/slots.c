@@ -117,6 +117,11 @@ uint32_t slots_used(const struct slots *t)
 	return t ? t->used : 0;
 }
 
+uint32_t slots_count(const struct slots *t)
+{
+	return t ? t->nslots : 0;
+}
+
 static uint32_t find(const struct slots *t, uint64_t k, uint32_t *pos)
 {
 	uint32_t i = hash_of(k, t->mask);

@@ -53,7 +53,8 @@ void slots_del(struct slots *t, uint16_t type, uint64_t id);
 /* From now on put and del change nothing: at shutdown, the sessions'
  * teardown must not erase what a restart is to find. */
 void slots_freeze(struct slots *t);
-/* Slots in use. */
+/* Slots in use; slots in all (0 for NULL). */
 uint32_t slots_used(const struct slots *t);
+uint32_t slots_count(const struct slots *t);
 
 #endif /* RMEMD_SLOTS_H */

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "randbytes.h"
 #include "server.h"
+#include "slots.h"
 #include "tenant.h"
 
 _Static_assert(PROTO_TENANT_LEN == CONFIG_NAME_MAX, "a tenant name fits the wire field");
@@ -225,9 +226,20 @@ int tenant_auth_finish(struct tenant_auth *a, uint64_t session_id,
 
 /* ---- quotas -------------------------------------------------------------------- */
 
+/* Tenants in cfg.tenants order, then the anonymous clients. */
+static size_t use_index(const struct server *srv, const struct config_tenant *t)
+{
+	return t ? (size_t)(t - srv->cfg.tenants) : CONFIG_MAX_TENANTS;
+}
+
 static struct tenant_use *use_of(struct server *srv, const struct config_tenant *t)
 {
-	return &srv->tenant_use[t - srv->cfg.tenants];
+	return &srv->tenant_use[use_index(srv, t)];
+}
+
+const struct tenant_use *tenant_usage(const struct server *srv, const struct config_tenant *t)
+{
+	return &srv->tenant_use[use_index(srv, t)];
 }
 
 int tenant_check(struct server *srv, const struct config_tenant *t, uint64_t bytes)
@@ -281,6 +293,8 @@ bool tenant_fits_after(struct server *srv, const struct config_tenant *t, uint64
 	after = u->bytes > back ? u->bytes - back : 0;
 	if (t->max_regions && u->regions >= t->max_regions)
 		return false; /* regions leave the count at once: waiting is no help */
+	if (u->slots >= tenant_slot_share(srv))
+		return false; /* and so do state slots */
 	return !t->quota || (bytes <= t->quota && after <= t->quota - bytes);
 }
 
@@ -296,4 +310,109 @@ void tenant_charge_restored(struct server *srv, const struct config_tenant *t, u
 	u = use_of(srv, t);
 	u->regions++;
 	u->bytes += bytes;
+}
+
+/* ---- state slots and sessions ----------------------------------------------------- */
+
+uint32_t tenant_slots_total(const struct server *srv)
+{
+	/* A restored state keeps the count it was made with. */
+	return srv->slots ? slots_count(srv->slots) : srv->cfg.state_slots;
+}
+
+uint64_t tenant_slots_used(const struct server *srv)
+{
+	return CONFIG_FIXED_SLOTS + srv->clients + srv->slots_charged;
+}
+
+/* The records' part: what is left once sessions have theirs. */
+static uint64_t record_slots(const struct server *srv)
+{
+	uint64_t set_aside = (uint64_t)CONFIG_FIXED_SLOTS + srv->cfg.max_clients +
+			     CONFIG_ADMIN_SESSIONS;
+	uint64_t total = tenant_slots_total(srv);
+
+	return total > set_aside ? total - set_aside : 0;
+}
+
+uint64_t tenant_slot_share(const struct server *srv)
+{
+	return record_slots(srv) / (srv->cfg.ntenants + 1);
+}
+
+uint64_t tenant_session_share(const struct server *srv)
+{
+	uint64_t share = srv->cfg.max_clients / (srv->cfg.ntenants + 1);
+
+	return share ? share : 1;
+}
+
+int tenant_slots_take(struct server *srv, const struct config_tenant *t, uint32_t n)
+{
+	struct tenant_use *u = use_of(srv, t);
+
+	if (u->slots + n > tenant_slot_share(srv))
+		return -EDQUOT;
+	if (srv->slots_charged + n > record_slots(srv))
+		return -ENOSPC;
+	u->slots += n;
+	srv->slots_charged += n;
+	return 0;
+}
+
+void tenant_slots_give(struct server *srv, const struct config_tenant *t, uint32_t n)
+{
+	struct tenant_use *u = use_of(srv, t);
+
+	if (u->slots < n || srv->slots_charged < n) { /* charged and given disagree: a bug */
+		log_err("tenant \"%s\": %u state slot(s) given back, %llu charged", t ? t->name : "",
+			n, (unsigned long long)u->slots);
+		u->slots = u->slots < n ? 0 : u->slots - n;
+		srv->slots_charged = srv->slots_charged < n ? 0 : srv->slots_charged - n;
+		return;
+	}
+	u->slots -= n;
+	srv->slots_charged -= n;
+}
+
+void tenant_slots_restored(struct server *srv, const struct config_tenant *t, uint32_t n)
+{
+	use_of(srv, t)->slots += n;
+	srv->slots_charged += n;
+}
+
+int tenant_session_take(struct server *srv, const struct config_tenant *t, bool admin,
+			bool *admin_seat)
+{
+	struct tenant_use *u = use_of(srv, t);
+	bool shared_free = srv->clients - srv->admin_clients < srv->cfg.max_clients;
+
+	/* A shared seat while there is one, an admin's own seat after. */
+	if (!shared_free && !(admin && srv->admin_clients < CONFIG_ADMIN_SESSIONS))
+		return -EUSERS;
+	if (!admin && u->sessions >= tenant_session_share(srv))
+		return -EDQUOT;
+	*admin_seat = !shared_free;
+	srv->admin_clients += *admin_seat;
+	u->sessions++;
+	srv->clients++;
+	return 0;
+}
+
+void tenant_session_give(struct server *srv, const struct config_tenant *t, bool admin_seat)
+{
+	struct tenant_use *u = use_of(srv, t);
+
+	if (u->sessions)
+		u->sessions--;
+	if (admin_seat && srv->admin_clients)
+		srv->admin_clients--;
+	if (srv->clients)
+		srv->clients--;
+}
+
+void tenant_session_restored(struct server *srv, const struct config_tenant *t)
+{
+	use_of(srv, t)->sessions++;
+	srv->clients++;
 }

@@ -85,4 +85,45 @@ void tenant_bytes_back(struct server *srv, const struct config_tenant *t, uint64
 bool tenant_fits_after(struct server *srv, const struct config_tenant *t, uint64_t bytes,
 		       uint64_t back);
 
+/*
+ * State slots and sessions (docs/architecture.md, "Invariant: every slot,
+ * session and handle has a tenant").  Every record of the state memfd but
+ * the two id counters is charged to a tenant, the anonymous clients (t
+ * NULL) being one more: a session to its tenant's share of sessions, an
+ * anonymous region or a handle (one slot) to its holder's tenant, a named
+ * object (two: object and name) to its creator's, until it is freed.  The
+ * count is kept whether or not the fd store is there, so that the same
+ * limits hold without it.
+ *
+ * The slots (tenant_slots_total) fall in three parts: CONFIG_FIXED_SLOTS;
+ * limits.max_clients + CONFIG_ADMIN_SESSIONS for sessions; the rest for
+ * records, shared evenly among the configured tenants and the anonymous
+ * clients (tenant_slot_share).  Sessions: limits.max_clients shared the same
+ * way (tenant_session_share), and CONFIG_ADMIN_SESSIONS past it that only
+ * admin sessions may take.  So no tenant, however it behaves, can take what
+ * another's share or an admin needs.
+ */
+uint32_t tenant_slots_total(const struct server *srv);
+/* Slots charged now: the fixed ones, one per session, the records'. */
+uint64_t tenant_slots_used(const struct server *srv);
+uint64_t tenant_slot_share(const struct server *srv);
+uint64_t tenant_session_share(const struct server *srv);
+/* What t (NULL: the anonymous clients) holds. */
+const struct tenant_use *tenant_usage(const struct server *srv, const struct config_tenant *t);
+/* n more record slots for t: 0, -EDQUOT past t's share, -ENOSPC when the
+ * records' part is full (a restore brought back more than the shares). */
+int tenant_slots_take(struct server *srv, const struct config_tenant *t, uint32_t n);
+void tenant_slots_give(struct server *srv, const struct config_tenant *t, uint32_t n);
+/* A session past HELLO for t: 0; -EUSERS when limits.max_clients are
+ * connected (for an admin session: and the admin seats taken), -EDQUOT past
+ * t's share of them (admin sessions are not held to it).  *admin_seat says
+ * which seat it took; give takes the same. */
+int tenant_session_take(struct server *srv, const struct config_tenant *t, bool admin,
+			bool *admin_seat);
+void tenant_session_give(struct server *srv, const struct config_tenant *t, bool admin_seat);
+/* A restore's (restore.c): charged past any share, as
+ * tenant_charge_restored. */
+void tenant_slots_restored(struct server *srv, const struct config_tenant *t, uint32_t n);
+void tenant_session_restored(struct server *srv, const struct config_tenant *t);
+
 #endif /* RMEMD_TENANT_H */

@@ -308,9 +308,15 @@ struct rmem_stats {
 	uint64_t frees;        /* regions returned since start (any cause) */
 	uint64_t key_mode;     /* enum rmem_key_mode: how the daemon keys regions on RDMA
 				  (uint64_t, as in RMEM_1.0) */
+	/* Since 1.2.2 (0 from an older rmemd): the daemon's state slots, one
+	 * per session, region, handle and two per named region, charged to
+	 * their tenants (rmemd.conf(5), limits.state_slots). */
+	uint64_t state_slots_used;
+	uint64_t state_slots_total;
 	/* Room to grow (since RMEM_1.2): 0 today.  rmem_stats@RMEM_1.0 writes
-	 * only the fields above, for callers built against older headers. */
-	uint64_t reserved[6];
+	 * only the fields up to key_mode, for callers built against older
+	 * headers. */
+	uint64_t reserved[4];
 };
 
 /* Errors: -EINVAL (NULL) and the connection errors. */

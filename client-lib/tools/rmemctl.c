@@ -64,6 +64,8 @@ static const struct stat_row {
 	{ "allocs", offsetof(struct rmem_stats, allocs), false },
 	{ "frees", offsetof(struct rmem_stats, frees), false },
 	{ "key_mode", offsetof(struct rmem_stats, key_mode), false },
+	{ "state_slots_used", offsetof(struct rmem_stats, state_slots_used), false },
+	{ "state_slots_total", offsetof(struct rmem_stats, state_slots_total), false },
 };
 
 /* The words for rmem_stats.key_mode, as rmemd.conf(5) spells the modes. */
@@ -108,7 +110,7 @@ static int cmd_stats(struct ctl *ctl)
 		char key[32], human[32];
 
 		snprintf(key, sizeof(key), "%s:", stat_rows[i].key);
-		printf("%-14s%" PRIu64, key, value);
+		printf("%-19s%" PRIu64, key, value);
 		if (stat_rows[i].bytes && value >= 1024) {
 			format_size(human, sizeof(human), value);
 			printf(" (%s)", human);

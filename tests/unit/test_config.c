@@ -127,7 +127,7 @@ static void test_defaults(void)
 	ok(cfg.rdma_keys == CONFIG_KEYS_AUTO, "default rdma.keys auto (%d)", (int)cfg.rdma_keys);
 
 	dump(&cfg, &d);
-	ok(d.lines == 4 + 4 + 2 + 6 + 1, "dump of the defaults has 17 lines (%d)", d.lines);
+	ok(d.lines == 4 + 4 + 2 + 7 + 1, "dump of the defaults has 18 lines (%d)", d.lines);
 	ok(has_line(&d, "rdma.device = auto"), "dump: rdma.device");
 	ok(has_line(&d, "rdma.keys = auto"), "dump: rdma.keys");
 	ok(has_line(&d, "listen.tcp = 0.0.0.0:7470"), "dump: listen.tcp");
@@ -148,6 +148,8 @@ static void test_defaults(void)
 	   (unsigned long long)cfg.conn_max_buffered);
 	ok(cfg.max_handles == 65536 && has_line(&d, "limits.max_handles = 65536"),
 	   "default limits.max_handles 65536, dumped (%u)", cfg.max_handles);
+	ok(cfg.state_slots == 262144 && has_line(&d, "limits.state_slots = 262144"),
+	   "default limits.state_slots 262144, dumped (%u)", cfg.state_slots);
 	ok(has_line(&d, "log.level = info"), "dump: log.level");
 }
 
@@ -236,7 +238,8 @@ static void test_full_file(void)
 		"  { name = \"b-2.x_y\"; size = 1048576; hugepages = false; alignment = \"1M\"; },\n"
 		"  { name = \"c\"; hugepages = true; alignment = 8; }\n"
 		");\n"
-		"limits = { max_clients = 1000000; lease_timeout_ms = 86400000; };\n"
+		"limits = { max_clients = 1000000; lease_timeout_ms = 86400000; "
+		"state_slots = 2000000; };\n"
 		"rdma = { device = \"mlx5_0\"; keys = \"region-mr\"; };\n"
 		"log = { level = \"debug\"; };\n";
 	struct config cfg;
@@ -262,13 +265,14 @@ static void test_full_file(void)
 	ok(!strcmp(cfg.pools[2].name, "c") && cfg.pools[2].size == 1ull << 30 &&
 	   cfg.pools[2].hugepages == CONFIG_HUGEPAGES_ON && cfg.pools[2].alignment == 8,
 	   "pools[2]: size defaults to 1G, true is on");
+	ok(cfg.state_slots == 2000000, "limits.state_slots as written (%u)", cfg.state_slots);
 	ok(cfg.max_clients == 1000000 && cfg.lease_timeout_ms == 86400000,
 	   "limits at their maximum");
 	ok(cfg.log_level == CONFIG_LOG_DEBUG, "log level debug");
 	ok(!strcmp(cfg.rdma_device, "mlx5_0") && cfg.rdma_keys == CONFIG_KEYS_REGION_MR,
 	   "rdma: device and keys as written");
 	dump(&cfg, &d);
-	ok(d.lines == 4 + 3 * 4 + 2 + 6 + 1, "dump has one line per key and pool (%d)", d.lines);
+	ok(d.lines == 4 + 3 * 4 + 2 + 7 + 1, "dump has one line per key and pool (%d)", d.lines);
 	ok(has_line(&d, "rdma.device = mlx5_0") && has_line(&d, "rdma.keys = region-mr"),
 	   "dump shows the rdma group");
 	ok(has_line(&d, "listen.rdma = \"\"") && has_line(&d, "pools[2].name = c") &&
@@ -358,6 +362,13 @@ static const struct bad_case bad_cases[] = {
 	  "limits.lease_timeout_ms: 86400001 is out of range [100, 86400000]" },
 	{ "max_handles out of range", "limits = { max_handles = 16777217; };\n", 1,
 	  "limits.max_handles: 16777217 is out of range [1, 16777216]" },
+	{ "state_slots out of range", "limits = { state_slots = 63; };\n", 1,
+	  "limits.state_slots: 63 is out of range [64, 16777216]" },
+	{ "state_slots too few for the sessions", "limits = {\n max_clients = 100;\n"
+	  " state_slots = 100;\n};\n", 3,
+	  "limits.state_slots: 100 slots are too few: 123 needed" },
+	{ "max_clients past the default state_slots", "\nlimits = { max_clients = 300000; };\n",
+	  2, "limits.state_slots: 262144 slots are too few" },
 	{ "out of range: negative", "limits = { max_clients = -1; };\n", 1,
 	  "limits.max_clients: -1 is out of range" },
 	{ "negative size", "pools = ( { size = -1048576; } );\n", 1,

@@ -131,6 +131,15 @@ static void test_pools_tenants(struct server *srv)
 	srv->cfg.tenants[1].max_regions = 5;
 	srv->tenant_use[0].bytes = 4096;
 	srv->tenant_use[1].regions = 2;
+	/* 1000 slots, 10 + 4 + 2 set aside: (1000 - 16) / 3 each. */
+	srv->cfg.state_slots = 1000;
+	srv->cfg.max_clients = 10;
+	srv->clients = 3;
+	srv->slots_charged = 9;
+	srv->tenant_use[1].slots = 7;
+	srv->tenant_use[1].sessions = 2;
+	srv->tenant_use[CONFIG_MAX_TENANTS].slots = 2;
+	srv->tenant_use[CONFIG_MAX_TENANTS].sessions = 1;
 	text = page(srv);
 	if (!ok(text != NULL, "the page with a pool and tenants"))
 		return;
@@ -144,6 +153,14 @@ static void test_pools_tenants(struct server *srv)
 	   !strstr(text, "rmem_tenant_quota_bytes{tenant=\"tb\"}"), "a quota only where set");
 	ok(has(text, "rmem_tenant_max_regions{tenant=\"tb\"} 5") &&
 	   !strstr(text, "rmem_tenant_max_regions{tenant=\"ta\"}"), "max_regions only where set");
+	ok(has(text, "rmem_state_slots_capacity 1000") && has(text, "rmem_state_slots_used 15") &&
+	   has(text, "rmem_state_slots_share 327") && has(text, "rmem_sessions_share 3"),
+	   "the state slots: capacity, used (3 + 3 sessions + 9), the shares");
+	ok(has(text, "rmem_tenant_state_slots{tenant=\"tb\"} 7") &&
+	   has(text, "rmem_tenant_state_slots{tenant=\"ta\"} 0") &&
+	   has(text, "rmem_tenant_sessions{tenant=\"tb\"} 2") &&
+	   has(text, "rmem_anonymous_state_slots 2") && has(text, "rmem_anonymous_sessions 1"),
+	   "each tenant's slots and sessions, and the anonymous clients'");
 	ok(!strstr(text, "process_start_time_seconds"), "no start time without the endpoint");
 	free(text);
 	alloc_free(srv->pools[0].alloc);
