@@ -26,7 +26,8 @@
 
 /* The structs as RMEM_1.0 and RMEM_1.1 laid them out. */
 #define REGION_1_0_SIZE offsetof(struct rmem_region, reserved)
-#define STATS_1_0_SIZE  offsetof(struct rmem_stats, reserved)
+/* RMEM_1.0's stats ended with key_mode; 1.2.2 filled the first reserved words. */
+#define STATS_1_0_SIZE  offsetof(struct rmem_stats, state_slots_used)
 #define REGION_INFO_1_0_SIZE offsetof(struct rmem_region_info, name_id)
 
 COMPAT_EXPORT int __rmem_alloc_1_0(rmem_client *c, uint64_t size, uint32_t flags, void *out);
