@@ -144,6 +144,8 @@ CLUSTER_HELPERS := $(B)/tests/cluster_client $(B)/tests/test_etcd_client
 CLUSTER_HELPERS += $(B)/tests/test_cluster_lib
 # ...and as a tenant, by tests/func/test_cluster_tenants.sh.
 CLUSTER_HELPERS += $(B)/tests/test_cluster_tenants
+# ...and a client driven line by line, by tests/func/test_hostile_cluster.sh.
+CLUSTER_HELPERS += $(B)/tests/hostile_cluster
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # clients those tests run against the installed rmemd.
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
@@ -372,6 +374,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
 		tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh \
+		tests/func/test_hostile_cluster.sh \
 		tests/func/test_restart.py \
 		tests/vm/suite tests/systemd/suite
 
