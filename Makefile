@@ -98,7 +98,7 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/busypoll.c daemon/cluster.c daemon/metrics.c daemon/identity.c \
 	daemon/bindaddr.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c \
-	client-lib/tools/cluster.c
+	client-lib/tools/cluster.c client-lib/tools/cluster_sweep.c
 
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
 COMMON_LIB := $(B)/libcommon.a
@@ -223,6 +223,7 @@ $(B)/rmemd: $(DAEMON_OBJS) $(ETCD_LIB) $(COMMON_LIB)
 # $(B)/rmemctl finds the library beside it; $(B)/inst/rmemctl, the one
 # `make install` copies, has no rpath.
 $(B)/tool/client-lib/tools/cluster.o: TOOL_INC += $(COMMON_INC)
+$(B)/tool/client-lib/tools/cluster_sweep.o: TOOL_INC += $(COMMON_INC)
 CTL_LINK = $(CTL_OBJS) -L$(B) -lrmem $(ETCD_LIB) $(COMMON_LIB) $(ETCD_LIBS)
 $(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR) $(ETCD_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_LINK) -Wl,-rpath,'$$ORIGIN'

@@ -21,6 +21,10 @@
 #  4. a record of a server's older generation (it started again without
 #     its memory) is stale: opening the name is -ENOENT, and the record
 #     goes, even when someone made the name again on the new server.
+#  5. rmemctl cluster sweep reclaims a member's name that has no record
+#     after the grace (a creator died between its region and its record),
+#     removes records of older generations at once, and those of a server
+#     gone for longer than the grace; names with a live record stay.
 #
 #   RMEM_BUILD=build-san tests/func/test_hostile_cluster.sh
 # run-tests-timeout: 300
@@ -217,10 +221,53 @@ ok $? "4: opening gen through the old generation's record is -ENOENT ($said)"
 [ -z "$(etcdctl_ get "$GKEY" --print-value-only)" ]
 ok $? "4: the stale record is deleted"
 
+# ---- 5. the sweeper: rmemctl cluster sweep -------------------------------------
+# 5a. A name on s0 without a record, as a creator that died between making
+# its region and writing the record leaves it: reclaimed after the grace;
+# names with a record stay.
+client_start g "127.0.0.1:${ports[0]}"
+said=$(ask g "create leftover 4096")
+[ "$said" = "create 0" ] || diag <<< "leftover: $said"
+sleep 1.5
+"$B/rmemctl" -e "$(cluster_url "$NAME")" -s "$tmp/r0.sock" --grace=1 cluster sweep \
+	> "$tmp/sweep0.out" 2>&1
+diag < "$tmp/sweep0.out"
+said=$(ask g "open leftover")
+[ "$said" = "open -2" ]
+ok $? "5: a name on s0 older than the grace with no record is reclaimed ($said)"
+said="$(ask_up o "open race"), $(ask o read)"
+[ "$said" = "open 0, read 0 B" ]
+ok $? "5: a name with its record stays ($said)"
+# 5b. Records of s2: o1..o3 name generations gone (stale at once); live
+# names this one, and stays while s2 may come back, and goes once s2 has
+# been gone for the grace.
+rec_of() { etcdctl_ get "/rmem/${NAME}b/names/@anonymous/$1" --print-value-only; }
+sweep() {
+	"$B/rmemctl" -e "$URLB" --grace=2 cluster sweep > "$tmp/sweep.out" 2>&1
+	diag < "$tmp/sweep.out"
+}
+said=$(ask_up f "create live 4096")
+[ "$said" = "create 0" ] || diag <<< "live: $said"
+sweep
+[ -z "$(rec_of o1)" ] && [ -z "$(rec_of o3)" ] && [ -n "$(rec_of live)" ]
+ok $? "5: records of s2's older generations are swept at once, its live one stays"
+keeper 2 kill
+for _ in $(seq 100); do
+	[ -z "$(etcdctl_ get "/rmem/${NAME}b/servers/s2" --print-value-only)" ] && break
+	sleep 0.1
+done
+sweep
+[ -n "$(rec_of live)" ]
+ok $? "5: the record of a server gone for less than the grace stays"
+sleep 2.5
+sweep
+[ -z "$(rec_of live)" ]
+ok $? "5: ... and is swept once the server has been gone for the grace"
+
 for i in 0 1 2; do
 	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
 done
-for c in a b o d e f; do
+for c in a b o d e f g; do
 	[ -s "$tmp/c$c.err" ] && diag < "$tmp/c$c.err"
 done
 tap_done
