@@ -10,7 +10,8 @@
 #     both servers are stopped, so its placement hangs; A is stopped
 #     (SIGSTOP) past its claim's lease; creator B takes the name; A goes
 #     on.  Exactly one creator gets 0, A an error, and only B's region is
-#     left on the servers (A's was freed), the record leads to it.
+#     left on the servers (A's was freed), the record leads to it.  And a
+#     creator whose placement is slow (not stopped itself) keeps its claim.
 #  2. a graceful restart under the fd store (SIGTERM, as systemctl
 #     restart) is not a departure: the server's key is never deleted (its
 #     create_revision stays), and a client reading a region there all
@@ -145,6 +146,16 @@ said="$(ask o "open race"), $(ask o read)"
 ok $? "1: the name's record leads to B's region, with B's bytes ($said)"
 rec=$(etcdctl_ get "$KEY" --print-value-only)
 diag <<< "record: $rec"
+
+# 1b. A slow placement keeps its claim: A (running) waits on stopped servers
+# for twice the claim's TTL; its claim is renewed meanwhile, so it wins.
+kill -STOP "$(rmemd_pid 0)" "$(rmemd_pid 1)"
+ask_send a "create slow 65536"
+sleep 4
+kill -CONT "$(rmemd_pid 0)" "$(rmemd_pid 1)"
+said=$(ask_wait a 20)
+[ "$said" = "create 0" ]
+ok $? "1: a creator whose placement takes twice its claim's TTL keeps the claim ($said)"
 
 # ---- 2. a graceful restart keeps the server in the set --------------------------
 server=$(sed -n 's/.*"server":"\(s[01]\)".*/\1/p' <<< "$rec")
