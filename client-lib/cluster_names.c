@@ -253,6 +253,12 @@ static int write_record(struct cluster *cl, const char *key, size_t len,
 	pthread_mutex_lock(&cl->names_mu);
 	err = etcd_put_if(cl->names_etcd, key, len, value, strlen(value), 0, rev, &put, &now);
 	pthread_mutex_unlock(&cl->names_mu);
+	/* A txn applied by a member whose answer was lost, then tried again on
+	 * the next: the key is our own record (no other creator's can match:
+	 * it names our server and region). */
+	if (!err && !put && now.key && now.lease == 0 && now.value_len == strlen(value) &&
+	    !memcmp(now.value, value, now.value_len))
+		put = true;
 	free(value);
 	if (!err && !put)
 		err = now.key ? -EEXIST : -ETIMEDOUT;
