@@ -230,7 +230,7 @@ int cluster_sweep(struct ctl *ctl, struct etcd_client *etcd, const char *cluster
 		fprintf(stderr, "rmemctl: cluster sweep: %s (%s)\n", strerror(-rc),
 			etcd_client_error(etcd));
 	if (rc == 0 && ctl->client && (rc = sweep_regions(&s, ctl)) < 0)
-		rc = report(ctl, "cluster sweep", rc) == EXIT_FAILURE ? -EIO : rc;
+		report(ctl, "cluster sweep", rc);
 	if (rc == 0)
 		printf("sweep: %u records removed, %u servers marked gone, %u regions reclaimed\n",
 		       s.records, s.marked, s.regions);
