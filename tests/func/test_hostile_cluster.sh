@@ -78,7 +78,9 @@ client_start() {
 ask_send() {
 	local fd=fd_$1
 	wc -l < "$tmp/c$1.out" > "$tmp/c$1.n"
-	echo "$2" >&"${!fd}"
+	# A client that exited must not take this shell with it (SIGPIPE).
+	(trap '' PIPE; echo "$2" >&"${!fd}") 2> /dev/null
+	return 0
 }
 ask_wait() {
 	local n _
@@ -90,7 +92,11 @@ ask_wait() {
 		fi
 		sleep 0.05
 	done
-	echo "(no answer)"
+	if kill -0 "$(cat "$tmp/pids/c$1")" 2> /dev/null; then
+		echo "(no answer)"
+	else
+		echo "(client $1 exited: $(tr '\n' ' ' < "$tmp/c$1.err"))"
+	fi
 	return 1
 }
 ask() { ask_send "$1" "$2" && ask_wait "$1" "${3:-20}"; }
