@@ -25,7 +25,7 @@
  *     stopped past its claim's lease (a stalled process: no renewal runs)
  *     finds the key gone or another creator's: it unlinks its region on its
  *     server and fails, -EEXIST when another holds the name now, else
- *     -ETIMEDOUT.  Without the compare, its record would overwrite the
+ *     -ECANCELED.  Without the compare, its record would overwrite the
  *     winner's: two creators told 0, one region orphaned.  If the write
  *     fails otherwise, the region is unlinked and the lease revoked too.
  * A creator that dies during 1 or 2 leaves a claim that its lease ends
@@ -238,7 +238,7 @@ static void keeper_stop(struct claim_keeper *k)
 }
 
 /* Step 3: the record over the claim made at rev: 0, -EEXIST (another
- * creator holds the name now), -ETIMEDOUT (the claim is gone), or etcd's
+ * creator holds the name now), -ECANCELED (the claim is gone), or etcd's
  * error. */
 static int write_record(struct cluster *cl, const char *key, size_t len,
 			const struct cluster_name *rec, int64_t rev)
@@ -261,7 +261,7 @@ static int write_record(struct cluster *cl, const char *key, size_t len,
 		put = true;
 	free(value);
 	if (!err && !put)
-		err = now.key ? -EEXIST : -ETIMEDOUT;
+		err = now.key ? -EEXIST : -ECANCELED;
 	etcd_kv_free(&now);
 	return err;
 }
