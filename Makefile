@@ -98,7 +98,7 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/busypoll.c daemon/cluster.c daemon/metrics.c daemon/metrics_http.c daemon/identity.c \
 	daemon/bindaddr.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c \
-	client-lib/tools/cluster.c
+	client-lib/tools/cluster.c client-lib/tools/cluster_sweep.c
 
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
 COMMON_LIB := $(B)/libcommon.a
@@ -147,6 +147,8 @@ CLUSTER_HELPERS := $(B)/tests/cluster_client $(B)/tests/test_etcd_client
 CLUSTER_HELPERS += $(B)/tests/test_cluster_lib
 # ...and as a tenant, by tests/func/test_cluster_tenants.sh.
 CLUSTER_HELPERS += $(B)/tests/test_cluster_tenants
+# ...and a client driven line by line, by tests/func/test_hostile_cluster.sh.
+CLUSTER_HELPERS += $(B)/tests/hostile_cluster
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # clients those tests run against the installed rmemd.
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
@@ -224,6 +226,7 @@ $(B)/rmemd: $(DAEMON_OBJS) $(ETCD_LIB) $(COMMON_LIB)
 # $(B)/rmemctl finds the library beside it; $(B)/inst/rmemctl, the one
 # `make install` copies, has no rpath.
 $(B)/tool/client-lib/tools/cluster.o: TOOL_INC += $(COMMON_INC)
+$(B)/tool/client-lib/tools/cluster_sweep.o: TOOL_INC += $(COMMON_INC)
 CTL_LINK = $(CTL_OBJS) -L$(B) -lrmem $(ETCD_LIB) $(COMMON_LIB) $(ETCD_LIBS)
 $(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR) $(ETCD_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_LINK) -Wl,-rpath,'$$ORIGIN'
@@ -382,6 +385,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
 		tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh \
+		tests/func/test_hostile_cluster.sh \
 		tests/func/test_restart.py \
 		tests/func/test_hostile_restart.py \
 		tests/vm/suite tests/systemd/suite

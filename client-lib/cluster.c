@@ -77,7 +77,7 @@ int cluster_connect(const char *url, const struct rmem_opts *o, struct cluster *
 	pthread_mutex_init(&cl->names_mu, NULL);
 	pthread_mutex_init(&cl->reg_mu, NULL);
 	err = cluster_url_parse(url, cl->etcd_list, sizeof cl->etcd_list, cl->name,
-				sizeof cl->name);
+				sizeof cl->name, &cl->claim_ttl_s);
 	if (!err)
 		err = keep_opts(cl, o);
 	if (!err)
@@ -93,6 +93,16 @@ int cluster_connect(const char *url, const struct rmem_opts *o, struct cluster *
 	}
 	*out = cl;
 	return 0;
+}
+
+unsigned cluster_enter(struct cluster *cl)
+{
+	return members_enter(cl);
+}
+
+void cluster_leave(struct cluster *cl, unsigned epoch)
+{
+	members_leave(cl, epoch);
 }
 
 void cluster_close(struct cluster *cl)

@@ -30,6 +30,9 @@ struct cluster;
 
 int cluster_connect(const char *url, const struct rmem_opts *o, struct cluster **out);
 void cluster_close(struct cluster *cl);
+/* Around each call below (api.c): see members_enter in cluster_int.h. */
+unsigned cluster_enter(struct cluster *cl);
+void cluster_leave(struct cluster *cl, unsigned epoch);
 const char *cluster_transport(struct cluster *cl);
 
 int cluster_alloc(struct cluster *cl, uint64_t size, uint32_t flags, struct rmem_region *out);

@@ -42,6 +42,11 @@
 #define CLUSTER_REGION_TAG 0x636c7573u /* "clus" */
 #define CLUSTER_MAX_BUFS 64
 #define CLUSTER_NAME_MAX 64            /* the cluster's name, NUL included */
+/* A name's claim lives under a lease of this many seconds, renewed every
+ * third of it while its creator works (cluster_names.c); the URL's
+ * "?claim_ttl=S" sets it, up to the maximum. */
+#define CLUSTER_CLAIM_TTL_S 30
+#define CLUSTER_CLAIM_TTL_MAX_S 3600
 /* Anonymous clients' namespace in /rmem/<cluster>/names/: '@' is never
  * part of a tenant's name (rmemd.conf(5): A-Z a-z 0-9 _ . -). */
 #define CLUSTER_ANON_TENANT "@anonymous"
@@ -82,6 +87,7 @@ struct cluster {
 	 * members_pick keeps to it while capacity allows. */
 	uint32_t last_placed;
 	char name[CLUSTER_NAME_MAX];
+	unsigned claim_ttl_s;
 	char etcd_list[ETCD_MAX_ENDPOINTS * ETCD_ENDPOINT_MAX];
 	/* The options each member's client gets (strings are copies). */
 	struct rmem_opts opts;
@@ -98,18 +104,23 @@ struct cluster {
 	/* Posted operations (cluster_poll.c). */
 	struct cluster_pend *pend;
 	size_t npend;
-	/* Clients of servers that came back: closed with the cluster (a thread
-	 * may still be inside one). */
-	rmem_client **old;
-	size_t nold;
+	/* Clients of servers that came back, closed once no call that may
+	 * still be inside one is left (cluster_members.c, members_enter): a
+	 * call counts in calls[cur]; retired ones wait for the next flip of
+	 * cur, then in draining until calls[cur ^ 1] is 0.  Under mu. */
+	unsigned calls[2];
+	unsigned cur;
+	rmem_client **retired, **draining;
+	size_t nretired, ndraining;
 };
 
 /* ---- cluster_url.c ------------------------------------------------------------- */
 
-/* "etcd://H:P[,H:P...]/NAME" -> "http://H:P,http://H:P" and NAME (default
- * "rmem" when there is no path).  0 or -EINVAL. */
+/* "etcd://H:P[,H:P...]/NAME[?claim_ttl=S]" -> "http://H:P,http://H:P",
+ * NAME (default "rmem" when there is no path) and S (default
+ * CLUSTER_CLAIM_TTL_S).  0 or -EINVAL. */
 int cluster_url_parse(const char *url, char *list, size_t list_len, char *name,
-		      size_t name_len);
+		      size_t name_len, unsigned *claim_ttl_s);
 
 /* ---- cluster_members.c ----------------------------------------------------------- */
 
@@ -136,6 +147,14 @@ void members_placed(struct cluster *cl, uint32_t slot, uint64_t size, int rc);
 /* The slot a region names: 0, -EINVAL (not a region of this cluster). */
 int members_slot_of(struct cluster *cl, const struct rmem_region *r, uint32_t *slot);
 void members_tag(struct rmem_region *r, uint32_t slot);
+/* Around every call of the application on the cluster (api.c): a member's
+ * client replaced meanwhile is closed once every call that began before
+ * the replacement has left, so a thread inside it never finds it freed,
+ * and a client of a server that restarts again and again holds one
+ * connection to it, not one per restart.  members_leave takes what
+ * members_enter gave. */
+unsigned members_enter(struct cluster *cl);
+void members_leave(struct cluster *cl, unsigned epoch);
 /* The member's client, connected now if it was not: 0, -EHOSTDOWN (its key
  * is gone, or its client lost it and it has not come back), or connect's
  * error. */

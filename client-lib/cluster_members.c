@@ -9,7 +9,8 @@
  * Its client is replaced only when it lost the server for good and the
  * server came back: as a new process (a new start_time_ms in its record),
  * or with its key gone and put again (a new lease); the old one is closed
- * with the cluster, since another thread may still be inside it.
+ * once no call that began before the replacement is left (members_enter),
+ * since another thread may still be inside it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,9 +38,12 @@ void members_fini(struct cluster *cl)
 		return;
 	for (size_t i = 0; i < cl->nmembers; i++)
 		single_close(cl->members[i].client);
-	for (size_t i = 0; i < cl->nold; i++)
-		single_close(cl->old[i]);
-	free(cl->old);
+	for (size_t i = 0; i < cl->nretired; i++)
+		single_close(cl->retired[i]);
+	for (size_t i = 0; i < cl->ndraining; i++)
+		single_close(cl->draining[i]);
+	free(cl->retired);
+	free(cl->draining);
 	for (size_t i = 0; i < CLUSTER_MAX_SERVERS; i++)
 		pthread_mutex_destroy(&cl->members[i].conn_mu);
 	free(cl->members);
@@ -264,6 +268,50 @@ int members_slot_of(struct cluster *cl, const struct rmem_region *r, uint32_t *s
 	return 0;
 }
 
+unsigned members_enter(struct cluster *cl)
+{
+	unsigned epoch;
+
+	pthread_mutex_lock(&cl->mu);
+	epoch = cl->cur;
+	cl->calls[epoch]++;
+	pthread_mutex_unlock(&cl->mu);
+	return epoch;
+}
+
+/*
+ * A grace period as RCU has it, with two counts: a client retired while
+ * calls of epoch cur may hold it waits for the flip of cur; after the flip
+ * new calls count in the other epoch, and once the old epoch's count is 0
+ * no call can hold it.  One flip at a time: retired clients wait while
+ * another batch drains.
+ */
+void members_leave(struct cluster *cl, unsigned epoch)
+{
+	rmem_client **done = NULL;
+	size_t ndone = 0;
+
+	pthread_mutex_lock(&cl->mu);
+	cl->calls[epoch]--;
+	if (!cl->ndraining && cl->nretired) {
+		cl->draining = cl->retired;
+		cl->ndraining = cl->nretired;
+		cl->retired = NULL;
+		cl->nretired = 0;
+		cl->cur ^= 1;
+	}
+	if (cl->ndraining && cl->calls[cl->cur ^ 1] == 0) {
+		done = cl->draining;
+		ndone = cl->ndraining;
+		cl->draining = NULL;
+		cl->ndraining = 0;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	for (size_t i = 0; i < ndone; i++)
+		single_close(done[i]);
+	free(done);
+}
+
 /* Connects slot's client with the cluster's options, and registers the kept
  * buffers on it.  Under the member's conn_mu. */
 static int connect_member(struct cluster *cl, struct member *m, const char *endpoint,
@@ -280,12 +328,13 @@ static int connect_member(struct cluster *cl, struct member *m, const char *endp
 	if (!err) {
 		pthread_mutex_lock(&cl->mu);
 		if (m->client) {
-			/* The old one stays open until the cluster closes. */
-			rmem_client **old = realloc(cl->old, (cl->nold + 1) * sizeof(*old));
+			/* Another thread may be inside the old one: it is closed
+			 * once the calls that began before now have left. */
+			rmem_client **old = realloc(cl->retired, (cl->nretired + 1) * sizeof(*old));
 
 			if (old) {
-				cl->old = old;
-				cl->old[cl->nold++] = m->client;
+				cl->retired = old;
+				cl->retired[cl->nretired++] = m->client;
 			} else {
 				err = -ENOMEM;
 			}

@@ -6,24 +6,37 @@
  * Anonymous clients' tenant is CLUSTER_ANON_TENANT ("@anonymous").
  *
  * rmem_create, in this order, so that a failed step leaks neither a claim
- * nor a region:
- *  1. a lease of CLAIM_TTL_S is granted, and the name claimed with a
+ * nor a region, and a name is won once (docs/architecture.md, "Invariant:
+ * a name is won once"):
+ *  1. a lease of claim_ttl_s (CLUSTER_CLAIM_TTL_S, or the URL's
+ *     "?claim_ttl=S") is granted, and the name claimed with a
  *     create-if-absent txn under it ({server, region 0}: being made); a
  *     name that exists is -EEXIST, and of two racing creators exactly one
- *     wins (etcd orders the txns);
+ *     wins (etcd orders the txns).  The txn's revision is the claim's;
+ *     a thread renews the lease every third of its TTL until step 3 is
+ *     done, so a slow placement does not lose it;
  *  2. the region is created on a server placed as rmem_alloc places (the
  *     next server on -ENOMEM, on a server lost, and on -EEXIST: a name left
  *     there without a record by a creator that died between steps 2 and 3);
  *     if no server takes it, the lease is revoked, which deletes the claim;
  *  3. the record is written with the server and the handle's region id,
- *     without a lease, so it stays; if that fails, the region is unlinked
- *     on its server and the lease revoked.
+ *     without a lease, so it stays, by a txn that puts it only if the key
+ *     is still the claim (its mod_revision unchanged).  A creator that was
+ *     stopped past its claim's lease (a stalled process: no renewal runs)
+ *     finds the key gone or another creator's: it unlinks its region on its
+ *     server and fails, -EEXIST when another holds the name now, else
+ *     -ECANCELED.  Without the compare, its record would overwrite the
+ *     winner's: two creators told 0, one region orphaned.  If the write
+ *     fails otherwise, the region is unlinked and the lease revoked too.
  * A creator that dies during 1 or 2 leaves a claim that its lease ends
- * within CLAIM_TTL_S; one that dies between 2 and 3 leaves a named region
+ * within claim_ttl_s; one that dies between 2 and 3 leaves a named region
  * on the server without a record (rmemctl lists and unlinks it).
  *
  * rmem_open reads the record and opens the name on its server.  A record
- * still being made is -ENOENT.  The server's own table is the truth: when
+ * still being made is -ENOENT.  A record whose generation is not its
+ * server's now (the server started again without its memory) is stale:
+ * it is deleted (same compare as below) and the call is -ENOENT, so a
+ * name made on the new server by anyone else is never taken for it.  The server's own table is the truth: when
  * the server answers -ENOENT (the region was unlinked there, or its memory
  * was lost), the record is deleted, but only if nobody rewrote it since it
  * was read (a compare on its mod_revision), and the call is -ENOENT.  A
@@ -36,9 +49,11 @@
  * -EHOSTDOWN, and nothing changes.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cluster.h"
 #include "cluster_int.h"
@@ -46,8 +61,6 @@
 #include "etcd_client.h"
 #include "single.h"
 
-/* A claim's lease: longer than any create can take. */
-#define CLAIM_TTL_S 30
 #define KEY_MAX (16 + CLUSTER_NAME_MAX + 32 + RMEM_NAME_MAX + 1)
 
 /* The name's key: 0 and its length, or the error a bad name gets on one
@@ -115,9 +128,10 @@ static void revoke(struct cluster *cl, int64_t lease)
 	pthread_mutex_unlock(&cl->names_mu);
 }
 
-/* Step 1: 0 and the lease that holds the claim, -EEXIST, or etcd's error. */
+/* Step 1: 0, the lease that holds the claim and the claim's revision;
+ * -EEXIST, or etcd's error. */
 static int claim(struct cluster *cl, const char *key, size_t len, uint64_t size,
-		 int64_t *lease)
+		 int64_t *lease, int64_t *rev)
 {
 	struct cluster_name rec = { .server = "pending", .size = size };
 	struct etcd_kv existing;
@@ -129,12 +143,12 @@ static int claim(struct cluster *cl, const char *key, size_t len, uint64_t size,
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&cl->names_mu);
-	rc = etcd_lease_grant(cl->names_etcd, CLAIM_TTL_S, lease, &ttl);
+	rc = etcd_lease_grant(cl->names_etcd, cl->claim_ttl_s, lease, &ttl);
 	/* The winner's key may vanish between our compare and our read of
 	 * it (unlinked at once): then try once more. */
 	for (int i = 0; rc == 0 && i < 2; i++) {
-		rc = etcd_create(cl->names_etcd, key, len, value, strlen(value), *lease, &created,
-				 &existing);
+		rc = etcd_create_rev(cl->names_etcd, key, len, value, strlen(value), *lease,
+				     &created, &existing, rev);
 		if (rc == 0 && !created && existing.key)
 			rc = -EEXIST;
 		etcd_kv_free(&existing);
@@ -148,6 +162,108 @@ static int claim(struct cluster *cl, const char *key, size_t len, uint64_t size,
 	pthread_mutex_unlock(&cl->names_mu);
 	free(value);
 	return rc;
+}
+
+/* The thread that renews a claim's lease while its creator works. */
+struct claim_keeper {
+	struct cluster *cl;
+	int64_t lease;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool stop, started;
+};
+
+static void *keep_claim(void *arg)
+{
+	struct claim_keeper *k = arg;
+	int64_t period_ms = (int64_t)k->cl->claim_ttl_s * 1000 / 3;
+	struct timespec ts;
+
+	pthread_mutex_lock(&k->mu);
+	while (!k->stop) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += period_ms / 1000;
+		ts.tv_nsec += (period_ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		if (pthread_cond_timedwait(&k->cond, &k->mu, &ts) != ETIMEDOUT || k->stop)
+			continue;
+		pthread_mutex_unlock(&k->mu);
+		{
+			int64_t ttl;
+
+			/* A failure needs nothing here: step 3's compare
+			 * finds a claim that was lost. */
+			pthread_mutex_lock(&k->cl->names_mu);
+			etcd_lease_keepalive(k->cl->names_etcd, k->lease, &ttl);
+			pthread_mutex_unlock(&k->cl->names_mu);
+		}
+		pthread_mutex_lock(&k->mu);
+	}
+	pthread_mutex_unlock(&k->mu);
+	return NULL;
+}
+
+/* Without a thread (none to be had) the claim still holds for its TTL,
+ * and step 3's compare stays the guard: so this cannot fail. */
+static void keeper_start(struct claim_keeper *k, struct cluster *cl, int64_t lease)
+{
+	pthread_condattr_t ca;
+
+	memset(k, 0, sizeof(*k));
+	k->cl = cl;
+	k->lease = lease;
+	pthread_mutex_init(&k->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&k->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	k->started = pthread_create(&k->thread, NULL, keep_claim, k) == 0;
+}
+
+static void keeper_stop(struct claim_keeper *k)
+{
+	if (k->started) {
+		pthread_mutex_lock(&k->mu);
+		k->stop = true;
+		pthread_cond_signal(&k->cond);
+		pthread_mutex_unlock(&k->mu);
+		pthread_join(k->thread, NULL);
+	}
+	pthread_cond_destroy(&k->cond);
+	pthread_mutex_destroy(&k->mu);
+}
+
+/* Step 3: the record over the claim made at rev: 0, -EEXIST (another
+ * creator holds the name now), -ECANCELED (the claim is gone), or etcd's
+ * error. */
+static int write_record(struct cluster *cl, const char *key, size_t len,
+			const struct cluster_name *rec, int64_t rev)
+{
+	struct etcd_kv now;
+	char *value = NULL;
+	bool put = false;
+	int err = cluster_name_encode(rec, &value);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&cl->names_mu);
+	err = etcd_put_if(cl->names_etcd, key, len, value, strlen(value), 0, rev, &put, &now);
+	pthread_mutex_unlock(&cl->names_mu);
+	/* A txn applied by a member whose answer was lost, then tried again on
+	 * the next: the key is our own record (no other creator's can match:
+	 * it names our server and region). */
+	if (!err && !put && now.key && now.lease == 0 && now.value_len == strlen(value) &&
+	    !memcmp(now.value, value, now.value_len))
+		put = true;
+	free(value);
+	if (!err && !put)
+		err = now.key ? -EEXIST : -ECANCELED;
+	etcd_kv_free(&now);
+	return err;
 }
 
 /* Step 2: the region on some server; 0 with *slot, or the last answer. */
@@ -177,11 +293,11 @@ int cluster_create(struct cluster *cl, const char *name, uint64_t size, uint32_t
 		   struct rmem_region *out)
 {
 	struct cluster_name rec = { .size = size };
+	struct claim_keeper keeper;
 	char key[KEY_MAX];
 	size_t len;
-	int64_t lease = 0;
+	int64_t lease = 0, rev = 0;
 	uint32_t slot;
-	char *value = NULL;
 	rmem_client *c;
 	int err;
 
@@ -189,9 +305,10 @@ int cluster_create(struct cluster *cl, const char *name, uint64_t size, uint32_t
 		return -EINVAL;
 	err = name_key(cl, name, key, &len);
 	if (!err)
-		err = claim(cl, key, len, size, &lease);
+		err = claim(cl, key, len, size, &lease, &rev);
 	if (err)
 		return err;
+	keeper_start(&keeper, cl, lease);
 	err = place(cl, name, size, flags, out, &slot);
 	if (err)
 		goto drop_claim;
@@ -200,21 +317,19 @@ int cluster_create(struct cluster *cl, const char *name, uint64_t size, uint32_t
 	rec.generation = cl->members[slot].rec.generation;
 	pthread_mutex_unlock(&cl->mu);
 	rec.region = out->id;
-	err = cluster_name_encode(&rec, &value);
-	if (!err) {
-		pthread_mutex_lock(&cl->names_mu);
-		err = etcd_put(cl->names_etcd, key, len, value, strlen(value), 0);
-		pthread_mutex_unlock(&cl->names_mu);
-	}
-	free(value);
+	err = write_record(cl, key, len, &rec, rev);
 	if (err) {
-		if (members_client(cl, slot, &c) == 0)
-			single_unlink2(c, name, RMEM_UNLINK_REVOKE);
+		/* Ours alone: the name on that server was made by this call. */
+		if (members_client(cl, slot, &c) == 0 &&
+		    single_unlink2(c, name, RMEM_UNLINK_REVOKE) == 0)
+			members_placed(cl, slot, size, 1);
 		goto drop_claim;
 	}
+	keeper_stop(&keeper);
 	members_tag(out, slot);
 	return 0;
 drop_claim:
+	keeper_stop(&keeper);
 	revoke(cl, lease);
 	return err;
 }
@@ -229,8 +344,23 @@ struct located {
 	rmem_client *c;
 };
 
-/* 0 and *at; -ENOENT (no such name, or still being made), -EHOSTDOWN (its
- * server is not in the set now), or what reading etcd said. */
+/* Whether slot's server is now another generation than gen: it started
+ * again without its memory, so whatever it holds under the name now is
+ * not the region of the record. */
+static bool other_generation(struct cluster *cl, uint32_t slot, uint64_t gen)
+{
+	bool other;
+
+	pthread_mutex_lock(&cl->mu);
+	other = cl->members[slot].present && cl->members[slot].rec.generation != gen;
+	pthread_mutex_unlock(&cl->mu);
+	return other;
+}
+
+/* 0 and *at; -ENOENT (no such name, or still being made), -ESTALE (the
+ * record names a generation of its server that is gone: the caller drops
+ * it), -EHOSTDOWN (its server is not in the set now), or what reading etcd
+ * said. */
 static int locate(struct cluster *cl, const char *name, struct located *at)
 {
 	struct cluster_name rec;
@@ -244,6 +374,8 @@ static int locate(struct cluster *cl, const char *name, struct located *at)
 		err = -ENOENT; /* still being made */
 	if (!err && members_find(cl, rec.server, &at->slot) < 0)
 		err = -EHOSTDOWN; /* never seen: not in the set now */
+	if (!err && other_generation(cl, at->slot, rec.generation))
+		err = -ESTALE;
 	if (!err)
 		err = members_client(cl, at->slot, &at->c);
 	return err;
@@ -259,9 +391,14 @@ int cluster_open(struct cluster *cl, const char *name, uint32_t access, struct r
 	err = locate(cl, name, &at);
 	if (!err) {
 		err = members_err(cl, at.slot, single_open(at.c, name, access, out));
-		/* Its server does not know it: the record is stale. */
 		if (err == -ENOENT)
-			drop_stale(cl, at.key, at.len, at.mod);
+			err = -ESTALE;
+	}
+	/* Its server does not know it, or is a new generation (what it has
+	 * under the name now is another region): the record is stale. */
+	if (err == -ESTALE) {
+		drop_stale(cl, at.key, at.len, at.mod);
+		err = -ENOENT;
 	}
 	if (!err)
 		members_tag(out, at.slot);
@@ -278,9 +415,16 @@ int cluster_unlink(struct cluster *cl, const char *name, uint32_t flags)
 	err = locate(cl, name, &at);
 	if (!err) {
 		err = members_err(cl, at.slot, single_unlink2(at.c, name, flags));
-		/* Gone on its server, now or before: the record goes too. */
-		if (err == 0 || err == -ENOENT)
-			drop_stale(cl, at.key, at.len, at.mod);
+		if (err == -ENOENT)
+			err = -ESTALE;
+	}
+	/* Gone on its server, now or before, or the server is a new
+	 * generation (what it holds under the name is not ours to unlink):
+	 * the record goes too. */
+	if (err == 0 || err == -ESTALE) {
+		drop_stale(cl, at.key, at.len, at.mod);
+		if (err == -ESTALE)
+			err = -ENOENT;
 	}
 	return err;
 }

@@ -1,10 +1,12 @@
 /*
  * cluster_url.c - "etcd://H:P[,H:P...]/NAME" taken apart: the etcd
- * endpoints as common/etcd_endpoints.h writes them, and the cluster's name.
+ * endpoints as common/etcd_endpoints.h writes them, the cluster's name, and
+ * the one parameter, "?claim_ttl=S" (librmem(7), CLUSTER).
  * Pure string work.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cluster.h"
@@ -26,23 +28,44 @@ static int name_ok(const char *s, size_t len)
 	return 1;
 }
 
-int cluster_url_parse(const char *url, char *list, size_t list_len, char *name,
-		      size_t name_len)
+/* "claim_ttl=S" (the only parameter): 0 and *ttl_s, or -EINVAL. */
+static int parse_query(const char *q, unsigned *ttl_s)
 {
-	const char *hosts, *slash, *p;
+	const char *v = q + strlen("claim_ttl=");
+	char *end;
+	unsigned long n;
+
+	if (strncmp(q, "claim_ttl=", strlen("claim_ttl=")) || *v < '0' || *v > '9')
+		return -EINVAL;
+	n = strtoul(v, &end, 10);
+	if (*end || n < 1 || n > CLUSTER_CLAIM_TTL_MAX_S)
+		return -EINVAL;
+	*ttl_s = (unsigned)n;
+	return 0;
+}
+
+int cluster_url_parse(const char *url, char *list, size_t list_len, char *name,
+		      size_t name_len, unsigned *claim_ttl_s)
+{
+	const char *hosts, *slash, *p, *query;
 	size_t hlen, nlen, out = 0;
 	char why[128];
 
+	*claim_ttl_s = CLUSTER_CLAIM_TTL_S;
 	if (!url || strncmp(url, CLUSTER_SCHEME, strlen(CLUSTER_SCHEME)))
 		return -EINVAL;
 	hosts = url + strlen(CLUSTER_SCHEME);
-	slash = strchr(hosts, '/');
-	hlen = slash ? (size_t)(slash - hosts) : strlen(hosts);
+	query = strchr(hosts, '?');
+	if (query && parse_query(query + 1, claim_ttl_s) < 0)
+		return -EINVAL;
+	slash = memchr(hosts, '/', query ? (size_t)(query - hosts) : strlen(hosts));
+	hlen = slash ? (size_t)(slash - hosts) : query ? (size_t)(query - hosts) : strlen(hosts);
 	if (slash) {
-		nlen = strlen(slash + 1);
+		nlen = query ? (size_t)(query - slash - 1) : strlen(slash + 1);
 		if (!name_ok(slash + 1, nlen) || nlen >= name_len)
 			return -EINVAL;
-		memcpy(name, slash + 1, nlen + 1);
+		memcpy(name, slash + 1, nlen);
+		name[nlen] = '\0';
 	} else {
 		if (name_len < sizeof("rmem"))
 			return -EINVAL;

@@ -54,7 +54,11 @@ static const char *rmem_meaning(int code)
 	case EUSERS:
 		return "the daemon serves as many clients as it may";
 	case EEXIST:
-		return "a named region of that name exists";
+		return "a named region of that name exists (cluster: or another creator took "
+		       "the name while this one's claim had lapsed)";
+	case ECANCELED:
+		return "cluster: the create's claim on the name lapsed before its record was "
+		       "written; nothing was made, the call may be made again";
 	case ENAMETOOLONG:
 		return "name longer than RMEM_NAME_MAX (255) bytes";
 	case EBADMSG:

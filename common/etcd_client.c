@@ -313,16 +313,42 @@ int etcd_put(struct etcd_client *c, const void *key, size_t key_len, const void 
 	return rc ? rc : decoded(c, &q, etcd_dec_header_only(q.reply, q.len, &h));
 }
 
-int etcd_create(struct etcd_client *c, const void *key, size_t key_len, const void *value,
-		size_t value_len, int64_t lease, bool *created, struct etcd_kv *existing)
+int etcd_create_rev(struct etcd_client *c, const void *key, size_t key_len, const void *value,
+		    size_t value_len, int64_t lease, bool *created, struct etcd_kv *existing,
+		    int64_t *revision)
 {
 	struct req q = { .path = "/v3/kv/txn" };
-	struct etcd_header h;
+	struct etcd_header h = { 0 };
 	int rc = post(c, &q, etcd_enc_create(key, key_len, value, value_len, lease, &q.body));
 
 	*created = false;
 	memset(existing, 0, sizeof *existing);
-	return rc ? rc : decoded(c, &q, etcd_dec_create(q.reply, q.len, &h, created, existing));
+	rc = rc ? rc : decoded(c, &q, etcd_dec_create(q.reply, q.len, &h, created, existing));
+	/* A txn that wrote is the store's revision it made: the key's
+	 * create_revision and mod_revision. */
+	if (revision)
+		*revision = rc == 0 && *created ? h.revision : 0;
+	return rc;
+}
+
+int etcd_create(struct etcd_client *c, const void *key, size_t key_len, const void *value,
+		size_t value_len, int64_t lease, bool *created, struct etcd_kv *existing)
+{
+	return etcd_create_rev(c, key, key_len, value, value_len, lease, created, existing, NULL);
+}
+
+int etcd_put_if(struct etcd_client *c, const void *key, size_t key_len, const void *value,
+		size_t value_len, int64_t lease, int64_t mod_revision, bool *put,
+		struct etcd_kv *existing)
+{
+	struct req q = { .path = "/v3/kv/txn" };
+	struct etcd_header h;
+	int rc = post(c, &q, etcd_enc_put_if(key, key_len, value, value_len, lease, mod_revision,
+					     &q.body));
+
+	*put = false;
+	memset(existing, 0, sizeof *existing);
+	return rc ? rc : decoded(c, &q, etcd_dec_create(q.reply, q.len, &h, put, existing));
 }
 
 int etcd_range(struct etcd_client *c, const void *key, size_t key_len, bool prefix,

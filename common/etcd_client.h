@@ -76,6 +76,17 @@ int etcd_put(struct etcd_client *c, const void *key, size_t key_len, const void 
 /* create-if-absent (etcd_enc_create): *created, or the key as it is. */
 int etcd_create(struct etcd_client *c, const void *key, size_t key_len, const void *value,
 		size_t value_len, int64_t lease, bool *created, struct etcd_kv *existing);
+/* etcd_create, and the store revision of the write when *created (the
+ * key's mod_revision then; 0 otherwise).  revision may be NULL. */
+int etcd_create_rev(struct etcd_client *c, const void *key, size_t key_len, const void *value,
+		    size_t value_len, int64_t lease, bool *created, struct etcd_kv *existing,
+		    int64_t *revision);
+/* Puts key = value (lease 0: none) only if its mod_revision is still
+ * mod_revision (etcd_enc_put_if): *put, or the key as it is now in
+ * *existing (zeroed: the key is gone).  Free existing with etcd_kv_free. */
+int etcd_put_if(struct etcd_client *c, const void *key, size_t key_len, const void *value,
+		size_t value_len, int64_t lease, int64_t mod_revision, bool *put,
+		struct etcd_kv *existing);
 int etcd_range(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
 	       struct etcd_range *r);
 int etcd_delete(struct etcd_client *c, const void *key, size_t key_len, bool prefix,

@@ -176,22 +176,25 @@ int etcd_enc_delete(const void *key, size_t key_len, bool prefix, char **out)
 	return etcd_enc_range(key, key_len, prefix, out);
 }
 
-int etcd_enc_create(const void *key, size_t key_len, const void *value, size_t value_len,
-		    int64_t lease, char **out)
+/* A txn: if key's target revision (CREATE or MOD) equals rev, put key =
+ * value under lease; otherwise read the key. */
+static int enc_put_or_read(const void *key, size_t key_len, const void *value, size_t value_len,
+			   int64_t lease, const char *target, int64_t rev, char **out)
 {
 	json_t *o, *cmp, *put, *get;
 	bool ok;
 
 	*out = NULL;
-	if (!key_ok(key, key_len) || !value_ok(value, value_len, lease))
+	if (!key_ok(key, key_len) || !value_ok(value, value_len, lease) || rev < 0)
 		return -EINVAL;
 	o = json_object();
 	cmp = json_object();
 	put = json_object();
 	get = json_object();
 	ok = set(cmp, "key", b64_string(key, key_len)) && set(cmp, "result", json_string("EQUAL")) &&
-	     set(cmp, "target", json_string("CREATE")) &&
-	     set(cmp, "create_revision", i64_string(0)) &&
+	     set(cmp, "target", json_string(target)) &&
+	     set(cmp, !strcmp(target, "MOD") ? "mod_revision" : "create_revision",
+		 i64_string(rev)) &&
 	     set(put, "request_put", put_request(key, key_len, value, value_len, lease)) &&
 	     set(get, "request_range", key_selection(key, key_len, false));
 	/* json_pack would be shorter, but its failures cannot be told apart. */
@@ -201,6 +204,21 @@ int etcd_enc_create(const void *key, size_t key_len, const void *value, size_t v
 	json_decref(put);
 	json_decref(get);
 	return finish(o, ok, out);
+}
+
+int etcd_enc_create(const void *key, size_t key_len, const void *value, size_t value_len,
+		    int64_t lease, char **out)
+{
+	return enc_put_or_read(key, key_len, value, value_len, lease, "CREATE", 0, out);
+}
+
+int etcd_enc_put_if(const void *key, size_t key_len, const void *value, size_t value_len,
+		    int64_t lease, int64_t mod_revision, char **out)
+{
+	*out = NULL;
+	if (mod_revision <= 0)
+		return -EINVAL;
+	return enc_put_or_read(key, key_len, value, value_len, lease, "MOD", mod_revision, out);
 }
 
 int etcd_enc_watch_create(const void *key, size_t key_len, bool prefix, int64_t start_revision,

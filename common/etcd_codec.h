@@ -123,6 +123,17 @@ int etcd_enc_create(const void *key, size_t key_len, const void *value, size_t v
 int etcd_dec_create(const char *text, size_t len, struct etcd_header *h, bool *created,
 		    struct etcd_kv *existing);
 
+/*
+ * /v3/kv/txn that puts key = value (lease 0: none) only if the key's
+ * mod_revision is still mod_revision (> 0): a write that needs the key as
+ * it was written then, e.g. a name's record over its claim, which must not
+ * land once the claim's lease has ended and another creator holds the
+ * name.  Otherwise it reads the key; etcd_dec_create reads the answer
+ * (*created: the put was done).
+ */
+int etcd_enc_put_if(const void *key, size_t key_len, const void *value, size_t value_len,
+		    int64_t lease, int64_t mod_revision, char **out);
+
 void etcd_kv_free(struct etcd_kv *kv);
 
 /*

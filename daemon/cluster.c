@@ -66,6 +66,7 @@ struct cluster {
 	pthread_mutex_t lock;                /* guards stop; the agent sleeps on cond */
 	pthread_cond_t cond;
 	bool stop;
+	bool keep_lease;                     /* set with stop: a restart, not a departure */
 };
 
 uint64_t cluster_refresh_step(uint64_t pool_bytes)
@@ -213,6 +214,49 @@ static int make_value(struct agent *a, char **out)
 }
 
 /*
+ * Our key under another lease: when its record is this server's own
+ * previous life (the same id and the same generation, which only the state
+ * memfd carries over: a restart under the fd store), the lease it kept is
+ * taken over (docs/architecture.md, "Invariant: a restart keeps a server
+ * in the set").  The key then never leaves etcd, so clients never see the
+ * server gone.  0 once the lease is ours and the record this process's;
+ * -EBUSY when it is not ours to take, or etcd's error.
+ */
+static int adopt(struct agent *a, const struct etcd_kv *existing)
+{
+	struct cluster *cl = a->cl;
+	struct cluster_rec was;
+	int64_t ttl = 0;
+	char *value = NULL;
+	int rc;
+
+	if (!existing->key || existing->lease == 0 ||
+	    cluster_rec_decode((const char *)existing->value, existing->value_len, &was) < 0 ||
+	    strcmp(was.id, cl->rec.id) || was.generation != cl->rec.generation)
+		return -EBUSY;
+	rc = etcd_lease_keepalive(a->etcd, existing->lease, &ttl);
+	if (rc < 0 || ttl <= 0)
+		return rc < 0 ? rc : -EBUSY; /* ended meanwhile: create next time */
+	/* The lease we were granted is not needed. */
+	etcd_lease_revoke(a->etcd, a->lease);
+	a->lease = existing->lease;
+	a->ttl_s = ttl;
+	rc = make_value(a, &value);
+	if (rc == 0)
+		rc = etcd_put(a->etcd, cl->key, strlen(cl->key), value, strlen(value), a->lease);
+	free(value);
+	if (rc < 0) {
+		failed(a, "put", rc);
+		/* A lease we may not hold any more: the next join starts over. */
+		a->lease = 0;
+		return rc;
+	}
+	log_notice("cluster: %s kept its lease %" PRIx64 " across the restart",
+		   cl->key, (uint64_t)a->lease);
+	return 0;
+}
+
+/*
  * Grant (when there is no lease) and create the key under it, if no one
  * holds it.  A key under another lease is another rmemd with our id, or
  * this server's previous life whose lease has not ended yet: we wait for it
@@ -254,6 +298,8 @@ static int join(struct agent *a)
 		return rc;
 	}
 	answered(a);
+	if (!created && existing.lease != a->lease && adopt(a, &existing) == 0)
+		created = true;
 	if (!created && existing.lease != a->lease) {
 		if (existing.lease != a->waiting_for)
 			log_warn("cluster: %s is held by lease %" PRIx64 " (another rmemd with "
@@ -368,6 +414,7 @@ static void *agent_main(void *arg)
 	struct agent a = { .cl = arg };
 	struct cluster *cl = a.cl;
 	char why[256];
+	bool keep;
 	/* Short: a member that does not answer costs this much before the next
 	 * is tried, and a keepalive must get through well within the lease. */
 	unsigned timeout_ms = cl->lease_ms / 6 < 200 ? 200 : cl->lease_ms / 6;
@@ -394,9 +441,18 @@ static void *agent_main(void *arg)
 		if (nap(cl, wait))
 			break;
 	}
-	/* Revoked, the key goes now; left to expire, it would stay up to a
+	/* A restart under the fd store (the state kept for the next start) is
+	 * not a departure: the lease is left to the next process, which takes
+	 * it over (adopt), so the key never leaves etcd.  Otherwise it is
+	 * revoked, the key goes now; left to expire, it would stay up to a
 	 * lease longer, with clients placing memory on a server that is gone. */
-	if (a.lease) {
+	pthread_mutex_lock(&cl->lock);
+	keep = cl->keep_lease;
+	pthread_mutex_unlock(&cl->lock);
+	if (a.lease && keep && a.registered) {
+		log_notice("cluster: lease %" PRIx64 " kept for the next start (%s stays up to "
+			   "%u ms without it)", (uint64_t)a.lease, cl->key, cl->lease_ms);
+	} else if (a.lease) {
 		int rc = etcd_lease_revoke(a.etcd, a.lease);
 
 		if (rc == 0 && a.registered)
@@ -532,6 +588,7 @@ void cluster_stop(struct server *srv)
 	if (cl->thread_started) {
 		pthread_mutex_lock(&cl->lock);
 		cl->stop = true;
+		cl->keep_lease = srv->keep_state;
 		pthread_cond_signal(&cl->cond);
 		pthread_mutex_unlock(&cl->lock);
 		pthread_join(cl->thread, NULL);

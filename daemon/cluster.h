@@ -34,8 +34,11 @@ enum cluster_state {
 int cluster_start(struct server *srv);
 
 /* Stops the agent: it revokes its lease (so the key goes at once, not at
- * the lease's end) within a bounded time, and the thread is joined.
- * Accepts a server whose start failed or never ran. */
+ * the lease's end) within a bounded time, and the thread is joined.  When
+ * srv->keep_state is set (a restart under the fd store: persist_keep ran
+ * first) the lease is not revoked: the next start, with the same id and
+ * generation from the state memfd, takes it over, so the server never
+ * leaves the set.  Accepts a server whose start failed or never ran. */
 void cluster_stop(struct server *srv);
 
 /* The agent's state now (CLUSTER_OFF without a cluster). */

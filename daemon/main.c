@@ -197,11 +197,13 @@ static void nic_end(void *arg, struct session *s, int status, const char *why)
  * device lets go of the pools, which go last. */
 static void server_close(struct server *srv)
 {
-	/* The cluster hears first that we go (the lease is revoked), so that
-	 * no client places memory here while we close. */
-	cluster_stop(srv);
-	/* The fd store keeps the pools and their state for the next start. */
+	/* The fd store keeps the pools and their state for the next start;
+	 * first, so that the cluster agent knows this is a restart. */
 	persist_keep(srv);
+	/* The cluster hears next that we go: on a stop the lease is revoked,
+	 * so that no client places memory here while we close; on a restart
+	 * it is kept for the next start (cluster.h). */
+	cluster_stop(srv);
 	lease_fini(srv);
 	conn_close_all(srv);
 	if (srv->base)

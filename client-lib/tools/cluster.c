@@ -232,6 +232,10 @@ int cmd_cluster(struct ctl *ctl)
 		fprintf(stderr, "rmemctl: cluster: %s\n", why);
 		return EXIT_USAGE;
 	}
+	if (ctl->arg) {
+		rc = cluster_sweep(ctl, etcd, name);
+		goto out;
+	}
 	snprintf(prefix, sizeof prefix, "/rmem/%s/servers/", name);
 	err = etcd_range(etcd, prefix, strlen(prefix), true, &r);
 	if (err < 0) {

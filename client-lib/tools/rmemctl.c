@@ -469,6 +469,8 @@ static void usage(FILE *out)
 		"               unlink NAME\n"
 		"       rmemctl [-s SOCKET] --namespace=TENANT [--revoke] unlink NAME\n"
 		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [--json] cluster\n"
+		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [-s SOCKET] [--grace=S]\n"
+		"               cluster sweep\n"
 		"Shows the state of rmemd, the rmem remote-memory daemon.\n"
 		"\n"
 		"Commands:\n"
@@ -483,6 +485,10 @@ static void usage(FILE *out)
 		"  cluster      the memory servers of a cluster, as etcd lists them: state,\n"
 		"               endpoints, capacity, used, free, largest free, generation,\n"
 		"               uptime, lease seconds left of granted (-e only)\n"
+		"  cluster sweep  removes the names of servers gone for longer than the\n"
+		"               grace or started again without their memory; with -s, also\n"
+		"               unlinks that member's names older than the grace that have\n"
+		"               no record in etcd (a creator's leftovers) (-e only)\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket=PATH        the daemon's Unix socket (default: $RMEMD_SOCKET,\n"
@@ -497,7 +503,8 @@ static void usage(FILE *out)
 		"  -k, --secret-file=PATH   the tenant's secret\n"
 		"  -r, --revoke             unlink: also invalidate every open handle now\n"
 		"  -N, --namespace=TENANT   unlink: in TENANT's namespace (\"\": the anonymous\n"
-		"                           one), as an admin; not with -t, -k\n"
+		"                           one), as an admin; not with -t, -k\n"		"  -g, --grace=SECONDS      cluster sweep: how long a server may be gone,\n"
+		"                           and a name be without a record (default 600)\n"
 		"  -h, --help               print this help and exit\n"
 		"  -V, --version            print the version and exit\n"
 		"\n"
@@ -601,13 +608,15 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 		{ "secret-file", required_argument, NULL, 'k' },
 		{ "revoke", no_argument, NULL, 'r' },
 		{ "namespace", required_argument, NULL, 'N' },
+		{ "grace", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt, nargs;
+	bool grace = false, sweep;
 
-	while ((opt = getopt_long(argc, argv, "s:c:e:jt:k:rN:hV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:c:e:jt:k:rN:g:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			a->socket_path = optarg;
@@ -633,6 +642,16 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 		case 'N':
 			ctl->ns = optarg;
 			break;
+		case 'g': {
+			char *end;
+			unsigned long g = strtoul(optarg, &end, 10);
+
+			if (!*optarg || *end || g > 86400 * 365)
+				return usage_error("--grace needs seconds, not '%s'", optarg);
+			ctl->grace_s = (unsigned)g;
+			grace = true;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -646,8 +665,6 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 	}
 	if (a->socket_path && a->tcp_endpoint)
 		return usage_error("%s", "-s and -c exclude each other");
-	if (ctl->etcd && (a->socket_path || a->tcp_endpoint))
-		return usage_error("%s", "-e excludes -s and -c");
 	if (ctl->etcd && strncmp(ctl->etcd, "etcd://", 7) != 0)
 		return usage_error("-e needs an etcd:// endpoint, not '%s'", ctl->etcd);
 	if (!ctl->tenant != !ctl->secret_file)
@@ -658,7 +675,17 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 	a->cmd = find_command(argv[optind]);
 	if (!a->cmd)
 		return usage_error("unknown command '%s'", argv[optind]);
-	nargs = a->cmd->takes_arg ? 1 : 0;
+	/* `cluster sweep`: the only command with a word after it that is not
+	 * an argument of its own. */
+	sweep = a->cmd->run == cmd_cluster && optind + 1 < argc &&
+		!strcmp(argv[optind + 1], "sweep");
+	if (ctl->etcd && (a->tcp_endpoint || (a->socket_path && !sweep)))
+		return usage_error("%s", "-e excludes -s and -c (but for cluster sweep, -s)");
+	if (grace && !sweep)
+		return usage_error("%s", "--grace goes with cluster sweep only");
+	if (!grace)
+		ctl->grace_s = 600;
+	nargs = a->cmd->takes_arg || sweep ? 1 : 0;
 	if (nargs && optind + 1 >= argc)
 		return usage_error("%s needs an argument", a->cmd->name);
 	if (optind + 1 + nargs < argc)
@@ -704,7 +731,19 @@ int main(int argc, char **argv)
 		ctl.unix_socket = true;
 	}
 
-	if (a.cmd->etcd_only) {
+	if (a.cmd->etcd_only && ctl.arg && a.socket_path) {
+		/* cluster sweep -s: the member's admin socket, for its names. */
+		endpoint = socket_endpoint(a.socket_path);
+		ctl.endpoint = endpoint;
+		ctl.unix_socket = true;
+		if (!endpoint) {
+			fprintf(stderr, "rmemctl: out of memory\n");
+			rc = EXIT_FAILURE;
+		} else if ((rc = open_client(&ctl)) == 0) {
+			rc = a.cmd->run(&ctl);
+			rmem_close(ctl.client);
+		}
+	} else if (a.cmd->etcd_only) {
 		rc = a.cmd->run(&ctl);
 	} else if ((rc = open_client(&ctl)) == 0) {
 		rc = a.cmd->run(&ctl);

@@ -24,6 +24,7 @@ struct ctl {
 	const char *secret_file;
 	const char *ns;          /* unlink --namespace: an admin's, in this tenant's */
 	const char *etcd;        /* -e etcd://HOST:PORT,.../NAME: a cluster's etcd */
+	unsigned grace_s;        /* cluster sweep --grace */
 	rmem_client *client;
 };
 
@@ -63,7 +64,14 @@ int cmd_unlink(struct ctl *ctl);
 
 /* ---- cluster.c ------------------------------------------------------------------ */
 
-/* The servers of the cluster ctl->etcd names, read from etcd (no client). */
+/* The servers of the cluster ctl->etcd names, read from etcd (no client);
+ * with ctl->arg "sweep", cluster_sweep (ctl->client: -s's, or NULL). */
 int cmd_cluster(struct ctl *ctl);
+
+/* ---- cluster_sweep.c -------------------------------------------------------------- */
+
+struct etcd_client;
+/* `cluster sweep` of cluster on etcd: the exit status. */
+int cluster_sweep(struct ctl *ctl, struct etcd_client *etcd, const char *cluster);
 
 #endif /* RMEMCTL_H */

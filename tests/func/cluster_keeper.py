@@ -7,6 +7,8 @@
 #   kill    kill -9 the daemon; its memfds stay in the store
 #   start   start it again with what the store keeps (restart without loss)
 #   fresh   drop the store, start it again (its memory is new)
+#   restart SIGTERM, as systemctl restart: the daemon shuts down keeping
+#           its state in the store, and is started again with it
 # The daemon's pid is kept in pidfile.
 #
 #   cluster_keeper.py DIR RMEMD CONF LOG PIDFILE FIFO ACK
@@ -39,6 +41,14 @@ def main():
         st.pump(0.2)
         return True
 
+    def term():
+        p = proc[0]
+        if p and p.poll() is None:
+            p.terminate()
+            p.wait()
+        st.pump(0.2)
+        return True
+
     if not start():
         sys.exit(1)
     fd = os.open(fifo, os.O_RDWR)
@@ -58,6 +68,8 @@ def main():
                     good = kill()
                 elif cmd == "start":
                     good = start()
+                elif cmd == "restart":
+                    good = term() and start()
                 elif cmd == "fresh":
                     for name in st.names():
                         st.drop(name)

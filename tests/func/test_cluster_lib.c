@@ -831,6 +831,13 @@ int main(void)
 		ok(rmem_connect("etcd:///rmem", &o, &x) == -EINVAL &&
 		   rmem_connect("etcd://h:1/bad/name", &o, &x) == -EINVAL,
 		   "a malformed etcd:// URL is -EINVAL");
+		ok(rmem_connect("etcd://h:1/rmem?claim_ttl=0", &o, &x) == -EINVAL &&
+		   rmem_connect("etcd://h:1/rmem?claim_ttl=3601", &o, &x) == -EINVAL &&
+		   rmem_connect("etcd://h:1/rmem?claim_ttl=5x", &o, &x) == -EINVAL &&
+		   rmem_connect("etcd://h:1/rmem?ttl=5", &o, &x) == -EINVAL &&
+		   rmem_connect("etcd://127.0.0.1:1/rmem?claim_ttl=5", &o, &x) == -EHOSTUNREACH &&
+		   rmem_connect("etcd://127.0.0.1:1?claim_ttl=3600", &o, &x) == -EHOSTUNREACH,
+		   "?claim_ttl= takes 1 to 3600 s and nothing else");
 	}
 	test_pool(c);
 	test_spread(d);

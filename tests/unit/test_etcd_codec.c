@@ -304,6 +304,14 @@ static void names(void)
 	       "{\"key\":\"L24=\"}}]}", "compare-and-delete txn");
 	ok(etcd_enc_delete_if(S("/n"), 0, &out) == -EINVAL && !out, "compare-and-delete of"
 	   " revision 0: EINVAL");
+	/* A name's record over its claim: put only if the claim is unchanged. */
+	enc_is(etcd_enc_put_if(S("/n"), S("v"), 0, 42, &out), &out,
+	       "{\"compare\":[{\"key\":\"L24=\",\"result\":\"EQUAL\",\"target\":\"MOD\","
+	       "\"mod_revision\":\"42\"}],\"success\":[{\"request_put\":{\"key\":\"L24=\","
+	       "\"value\":\"dg==\"}}],\"failure\":[{\"request_range\":{\"key\":\"L24=\"}}]}",
+	       "compare-and-put txn");
+	ok(etcd_enc_put_if(S("/n"), S("v"), 0, 0, &out) == -EINVAL && !out, "compare-and-put of"
+	   " revision 0: EINVAL");
 	ok(etcd_dec_txn(S("{" HDR ",\"succeeded\":true,\"responses\":[{\"response_delete_range\":"
 			  "{\"header\":{\"revision\":\"3\"},\"deleted\":\"1\"}}]}"), &h, &done) == 0 &&
 	   done && h.revision == 2, "a txn that succeeded");
