@@ -428,6 +428,24 @@ $(SYSD_BINS): $(B)/tests/systemd/%: $(B)/tests/obj/systemd/%.o $(B)/librmem.so.$
 check-systemd: all $(SYSD_BINS)
 	@RMEM_BUILD=$(B) tests/run-tests tests/systemd/suite
 
+# ---- nbdkit-rmem-plugin: an NBD disk in remote memory (docs/nbd.md) ---------
+# Built where nbdkit's plugin header is (nbdkit-plugin-dev; make test installs
+# it); like the other tools it sees only rmem.h.  $(B)/nbdkit-rmem-plugin.so
+# finds librmem beside it; $(B)/inst/ has the one make install copies.
+NBDKIT_CFLAGS := $(shell $(PKG_CONFIG) --cflags nbdkit 2>/dev/null)
+NBDKIT_PLUGINDIR ?= $(shell $(PKG_CONFIG) --variable=plugindir nbdkit 2>/dev/null)
+HAVE_NBDKIT := $(shell $(PKG_CONFIG) --exists nbdkit 2>/dev/null && echo 1)
+NBD_SRCS := client-lib/tools/nbdkit/rmem_plugin.c client-lib/tools/nbdkit/lanes.c
+NBD_OBJS := $(NBD_SRCS:%.c=$(B)/tool/%.o)
+$(NBD_OBJS): TOOL_INC += $(NBDKIT_CFLAGS)
+NBD_PLUGIN := $(if $(HAVE_NBDKIT),$(B)/nbdkit-rmem-plugin.so $(B)/inst/nbdkit-rmem-plugin.so)
+$(B)/nbdkit-rmem-plugin.so: $(NBD_OBJS) $(B)/librmem.so.$(SOMAJOR)
+	$(CC) -shared $(LDFLAGS_ALL) -o $@ $(NBD_OBJS) -L$(B) -lrmem -lpthread -Wl,-rpath,'$$ORIGIN'
+$(B)/inst/nbdkit-rmem-plugin.so: $(NBD_OBJS) $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS_ALL) -o $@ $(NBD_OBJS) -L$(B) -lrmem -lpthread
+all: $(NBD_PLUGIN)
+
 # ---- benchmarks (print figures, assert nothing) ------------------------------
 # rmem-perf uses only the public library; installed beside rmemctl.
 PERF_SRCS := bench/rmem-perf.c bench/rmem-perf-run.c bench/rmem-perf-names.c bench/cpustat.c
@@ -597,12 +615,16 @@ install: all
 	$(if $(MAN5),install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5)
 	$(if $(MAN7),install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7)
 	$(if $(MAN8),install -m 644 $(MAN8) $(DESTDIR)$(MANDIR)/man8)
+	$(if $(HAVE_NBDKIT),install -d $(DESTDIR)$(NBDKIT_PLUGINDIR))
+	$(if $(HAVE_NBDKIT),install -m 755 $(B)/inst/nbdkit-rmem-plugin.so \
+		$(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-rmem-plugin.so)
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/rmemd $(DESTDIR)$(BINDIR)/rmemctl $(DESTDIR)$(BINDIR)/rmem-perf \
 		$(DESTDIR)$(LIBDIR)/librmem.so* $(DESTDIR)$(LIBDIR)/librmem.a \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc $(DESTDIR)$(INCLUDEDIR)/rmem.h \
-		$(DESTDIR)$(UNITDIR)/rmemd.service
+		$(DESTDIR)$(UNITDIR)/rmemd.service \
+		$(if $(HAVE_NBDKIT),$(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-rmem-plugin.so)
 
 clean:
 	rm -rf build build-san build-fuzz
