@@ -139,6 +139,8 @@ RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) 
 RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
 # ...and the cluster test with three rmemd on the VM's one rxe device.
 RDMA_BINS += tests/func/rdma/test_cluster.sh tests/func/rdma/test_cluster_lib.sh
+# ...and nbdkit-rmem-plugin as /dev/nbd0 (ext4) and /dev/nbd1 (swap) over rxe.
+RDMA_BINS += tests/func/rdma/test_nbd_dev.sh
 RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
 # tests/func/test_cluster.sh's librmem client (holds memory, does I/O), and
 # the etcd client's own test, run against etcd by test_etcd_client.sh.
@@ -386,6 +388,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
 		tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh \
 		tests/func/test_hostile_cluster.sh \
+		tests/func/test_nbd.sh \
 		tests/func/test_restart.py \
 		tests/func/test_hostile_restart.py \
 		tests/vm/suite tests/systemd/suite

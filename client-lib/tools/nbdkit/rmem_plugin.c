@@ -181,7 +181,10 @@ static int rmem_after_fork(void)
 		}
 		nbdkit_debug("rmem: prctl(PR_SET_IO_FLUSHER): %m; not fit for swap");
 	}
-	if (swap_mode && mlockall(MCL_CURRENT | MCL_FUTURE) < 0) {
+	/* MCL_ONFAULT: what was never touched is not swapped either, and
+	 * locking it would commit every reservation (thread stacks, a
+	 * sanitizer's shadow) up front. */
+	if (swap_mode && mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0) {
 		nbdkit_error("rmem: swap=true: mlockall: %m (RLIMIT_MEMLOCK, or CAP_IPC_LOCK)");
 		return -1;
 	}
