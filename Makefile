@@ -524,6 +524,12 @@ bench-cluster: deps
 bench-bringup: deps
 	bench/bringup.sh
 
+# nbdkit-rmem-plugin beside nbdkit's memory plugin through fio's nbd
+# engine, TCP on loopback (scripts/bench-nbd; ~2 minutes).
+.PHONY: bench-nbd
+bench-nbd: deps
+	scripts/bench-nbd
+
 # Control-path throughput: alloc+free pairs/s with 16 in flight beside redis
 # GET -P 16, alternated, with met/missed (scripts/bench-ctl; ~1 minute).
 .PHONY: bench-ctl
