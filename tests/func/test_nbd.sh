@@ -27,7 +27,7 @@ uri=$(nbd_uri "$sock")
 
 # ---- an anonymous disk: what it offers, and fio verifying every block -------
 nbd_start "$sock" "$tmp/nbdkit-anon.log" url="$url" size=64M
-ok $? "nbdkit serves an anonymous 64 MiB disk" || tail -20 "$tmp/nbdkit-anon.log" | diag
+okl $? "$tmp/nbdkit-anon.log" "nbdkit serves an anonymous 64 MiB disk"
 size=$(nbdinfo --size "$uri" 2>&1)
 [ "$size" = 67108864 ]; ok $? "nbdinfo --size says 67108864 ($size)"
 for cap in multi-conn flush fua trim zero fast-zero write; do
@@ -40,7 +40,7 @@ done
 run_fio() { # NAME BS DEPTH NUMJOBS SIZE
 	fio --name="$1" --ioengine=nbd --uri="$uri" --rw=randwrite --bs="$2" --iodepth="$3" \
 		--numjobs="$4" --size="$5" --offset_increment="$5" --verify=crc32c \
-		--do_verify=1 --verify_fatal=1 --group_reporting \
+		--do_verify=1 --verify_fatal=1 --verify_state_save=0 --group_reporting \
 		--output="$tmp/fio-$1.out" > /dev/null 2>&1
 }
 for job in "4k-qd1 4k 1 1 8M" "4k-qd16 4k 16 1 16M" "64k-qd16 64k 16 1 32M" \
@@ -58,7 +58,7 @@ ok $? "nbdkit stops cleanly"
 # ---- a named disk: 256 MiB in with nbdcopy, out through a second nbdkit ----
 head -c 256M /dev/urandom > "$tmp/in.bin"
 nbd_start "$sock" "$tmp/nbdkit-named.log" url="$url" name=nbd/disk1 size=256M
-ok $? "nbdkit creates the named 256 MiB disk nbd/disk1" || tail -20 "$tmp/nbdkit-named.log" | diag
+okl $? "$tmp/nbdkit-named.log" "nbdkit creates the named 256 MiB disk nbd/disk1"
 nbdcopy "$tmp/in.bin" "$uri"
 ok $? "nbdcopy 256 MiB into it"
 nbdcopy "$uri" "$tmp/out1.bin"
@@ -68,7 +68,7 @@ nbd_stop
 ok $? "the first nbdkit exits"
 
 nbd_start "$sock" "$tmp/nbdkit-reopen.log" url="$url" name=nbd/disk1 create=never
-ok $? "a second nbdkit opens nbd/disk1 with create=never" || tail -20 "$tmp/nbdkit-reopen.log" | diag
+okl $? "$tmp/nbdkit-reopen.log" "a second nbdkit opens nbd/disk1 with create=never"
 size=$(nbdinfo --size "$uri" 2>&1)
 [ "$size" = 268435456 ]; ok $? "without size= its size is the region's ($size)"
 rm -f "$tmp/out2.bin"
@@ -97,23 +97,23 @@ nbd_stop
 
 # ---- refusals ----------------------------------------------------------------
 nbd_start "$sock" "$tmp/nbdkit-size.log" url="$url" name=nbd/disk1 size=128M
-[ $? -ne 0 ]; ok $? "a 256 MiB name opened with size=128M is refused"
+[ $? -ne 0 ]; ok $? "a 256 MiB name opened with size=128M is refused"; nbd_stop
 grep -q "region 'nbd/disk1' is 268435456 bytes, not size=134217728" "$tmp/nbdkit-size.log"
-ok $? "with the sizes in nbdkit's error" || tail -5 "$tmp/nbdkit-size.log" | diag
+okl $? "$tmp/nbdkit-size.log" "with the sizes in nbdkit's error"
 nbd_start "$sock" "$tmp/nbdkit-bigger.log" url="$url" name=nbd/disk1 size=512M
-[ $? -ne 0 ]; ok $? "and with size=512M too: never a longer disk than the region"
+[ $? -ne 0 ]; ok $? "and with size=512M too: never a longer disk than the region"; nbd_stop
 nbd_start "$sock" "$tmp/nbdkit-never.log" url="$url" name=nbd/missing size=16M create=never
-[ $? -ne 0 ]; ok $? "create=never on a missing name is refused"
+[ $? -ne 0 ]; ok $? "create=never on a missing name is refused"; nbd_stop
 grep -q "no region named 'nbd/missing' (create=never)" "$tmp/nbdkit-never.log"
-ok $? "saying so" || tail -5 "$tmp/nbdkit-never.log" | diag
+okl $? "$tmp/nbdkit-never.log" "saying so"
 nbd_start "$sock" "$tmp/nbdkit-nourl.log" size=16M
-[ $? -ne 0 ]; ok $? "no url= is refused"
+[ $? -ne 0 ]; ok $? "no url= is refused"; nbd_stop
 nbd_start "$sock" "$tmp/nbdkit-badkey.log" url="$url" size=16M colour=blue
-[ $? -ne 0 ]; ok $? "an unknown parameter is refused"
+[ $? -ne 0 ]; ok $? "an unknown parameter is refused"; nbd_stop
 
 # ---- a lost rmemd: errors, never other bytes -------------------------------
 nbd_start "$sock" "$tmp/nbdkit-lost.log" url="$url" name=nbd/disk1 resume=500 timeout=2000
-ok $? "nbdkit opens nbd/disk1 again" || tail -20 "$tmp/nbdkit-lost.log" | diag
+okl $? "$tmp/nbdkit-lost.log" "nbdkit opens nbd/disk1 again"
 kill -KILL "$dpid"
 wait "$dpid" 2> /dev/null
 dpid=

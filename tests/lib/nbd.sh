@@ -5,6 +5,7 @@
 #   nbd_start SOCK LOG ARGS...      nbdkit -U SOCK with the plugin; $npid
 #   nbd_stop                        SIGTERM, reaped; its status
 #   nbd_uri SOCK                    the NBD URI of that socket
+#   okl STATUS LOG TEXT             ok, and LOG's end when it failed
 #
 # A sanitized plugin is loaded into nbdkit, which is not: the sanitizer
 # runtimes are preloaded, and leaks are not checked (nbdkit's own are not
@@ -27,6 +28,12 @@ nbd_setup() {
 	if nm -D "$PLUGIN" 2> /dev/null | grep -q ' U __asan_'; then
 		NBD_PRELOAD="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
 	fi
+}
+
+# okl STATUS LOG TEXT: ok, with the end of LOG as comments when it failed.
+okl() {
+	ok "$1" "$3"
+	[ "$1" -eq 0 ] || tail -20 "$2" | diag
 }
 
 nbd_uri() {

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <rmem.h>
 
@@ -183,8 +185,10 @@ static int rmem_after_fork(void)
 	}
 	/* MCL_ONFAULT: what was never touched is not swapped either, and
 	 * locking it would commit every reservation (thread stacks, a
-	 * sanitizer's shadow) up front. */
-	if (swap_mode && mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0) {
+	 * sanitizer's shadow) up front.  The system call itself: the
+	 * sanitizers' runtimes make mlockall(3) a silent no-op, and a
+	 * sanitized build must lock as the real one does. */
+	if (swap_mode && syscall(SYS_mlockall, MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0) {
 		nbdkit_error("rmem: swap=true: mlockall: %m (RLIMIT_MEMLOCK, or CAP_IPC_LOCK)");
 		return -1;
 	}

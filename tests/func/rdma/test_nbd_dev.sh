@@ -45,24 +45,25 @@ trap cleanup EXIT
 port=$(free_port)
 rport=$(free_port)
 printf '%s\n' \
-	"listen = { tcp = \"127.0.0.1:$port\"; rdma = \"$RMEM_VM_RDMA_ADDR:$rport\"; admin = \"$tmp/rmemd.sock\"; metrics = \"\"; };" \
+	"listen = { tcp = \"$RMEM_VM_RDMA_ADDR:$port\"; rdma = \"$RMEM_VM_RDMA_ADDR:$rport\"; admin = \"$tmp/rmemd.sock\"; metrics = \"\"; };" \
 	'pools = ( { name = "default"; size = "400M"; hugepages = "off"; alignment = 4096; } );' \
 	'limits = { max_clients = 64; lease_timeout_ms = 30000; };' \
 	'log = { level = "info"; };' > "$tmp/rmemd.conf"
 rmemd_start "$tmp/rmemd.conf" "$tmp/rmemd.log"
-ok $? "rmemd starts with RDMA on $RMEM_VM_RDMA_ADDR:$rport" || tail -20 "$tmp/rmemd.log" | diag
-url=rdma://$RMEM_VM_RDMA_ADDR:$rport
+okl $? "$tmp/rmemd.log" "rmemd starts with RDMA on $RMEM_VM_RDMA_ADDR:$rport"
+# The control connection goes to the TCP port; the data path is RDMA.
+url=rdma://$RMEM_VM_RDMA_ADDR:$port
 
 # ---- a file system on /dev/nbd0 ----------------------------------------------
 nbd_start "$sock0" "$tmp/nbdkit0.log" url="$url" transport=rdma name=vm/fs size=128M lanes=4
-ok $? "nbdkit serves vm/fs over RDMA" || tail -20 "$tmp/nbdkit0.log" | diag
+okl $? "$tmp/nbdkit0.log" "nbdkit serves vm/fs over RDMA"
 pid0=$npid
 grep -q 'rmem: named region vm/fs of 134217728 bytes over rdma' "$tmp/nbdkit0.log"
 ok $? "its sessions use rdma"
 nbd-client -unix "$sock0" /dev/nbd0 -b 4096 > "$tmp/nbd-client0.log" 2>&1
-ok $? "nbd-client attaches /dev/nbd0" || diag < "$tmp/nbd-client0.log"
+okl $? "$tmp/nbd-client0.log" "nbd-client attaches /dev/nbd0"
 [ "$(blockdev --getsize64 /dev/nbd0)" = 134217728 ]; ok $? "/dev/nbd0 is 128 MiB"
-mkfs.ext4 -q -F /dev/nbd0 > "$tmp/mkfs.log" 2>&1; ok $? "mkfs.ext4 /dev/nbd0" || diag < "$tmp/mkfs.log"
+mkfs.ext4 -q -F /dev/nbd0 > "$tmp/mkfs.log" 2>&1; okl $? "$tmp/mkfs.log" "mkfs.ext4 /dev/nbd0"
 mkdir -p "$mnt"
 mount /dev/nbd0 "$mnt"; ok $? "mount it"
 for i in $(seq 1 8); do
@@ -72,20 +73,21 @@ done
 umount "$mnt"; ok $? "8 files written (1.5 to 12 MiB), unmounted"
 blockdev --flushbufs /dev/nbd0
 echo 3 > /proc/sys/vm/drop_caches
-e2fsck -f -n /dev/nbd0 > "$tmp/fsck.log" 2>&1; ok $? "e2fsck -f finds it clean" || tail -10 "$tmp/fsck.log" | diag
+e2fsck -f -n /dev/nbd0 > "$tmp/fsck.log" 2>&1; okl $? "$tmp/fsck.log" "e2fsck -f finds it clean"
 mount /dev/nbd0 "$mnt"; ok $? "mounted again"
-(cd "$mnt" && sha256sum -c --quiet "$tmp/sums"); ok $? "every file has its checksum"
+mountpoint -q "$mnt" && [ "$(wc -l < "$tmp/sums")" = 8 ] && (cd "$mnt" && sha256sum -c --quiet "$tmp/sums")
+ok $? "every file has its checksum"
 umount "$mnt"
 nbd-client -d /dev/nbd0 > /dev/null 2>&1; ok $? "nbd-client detaches /dev/nbd0"
 
 # ---- swap on /dev/nbd1 -------------------------------------------------------
 nbd_start "$sock1" "$tmp/nbdkit1.log" url="$url" transport=rdma size=192M swap=true lanes=4
-ok $? "nbdkit serves an anonymous 192 MiB disk with swap=true" || tail -20 "$tmp/nbdkit1.log" | diag
+okl $? "$tmp/nbdkit1.log" "nbdkit serves an anonymous 192 MiB disk with swap=true"
 pid1=$npid
 lck=$(awk '/^VmLck/ {print $2}' "/proc/$pid1/status" 2> /dev/null)
 [ "${lck:-0}" -gt 0 ]; ok $? "nbdkit's memory is locked (VmLck ${lck:-?} kB)"
 nbd-client -unix "$sock1" /dev/nbd1 -b 4096 -swap > "$tmp/nbd-client1.log" 2>&1
-ok $? "nbd-client -swap attaches /dev/nbd1" || diag < "$tmp/nbd-client1.log"
+okl $? "$tmp/nbd-client1.log" "nbd-client -swap attaches /dev/nbd1"
 mkswap /dev/nbd1 > /dev/null 2>&1; ok $? "mkswap /dev/nbd1"
 swapon /dev/nbd1; ok $? "swapon /dev/nbd1"
 grep -q '^/dev/nbd1 ' /proc/swaps; ok $? "/proc/swaps lists it"
