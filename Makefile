@@ -17,7 +17,7 @@ SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
 DESTDIR    ?=
 
-VERSION    := 1.2.1
+VERSION    := 1.3.0
 SOMAJOR    := 1
 
 CC         ?= cc
@@ -89,7 +89,7 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/compat.c client-lib/version.c client-lib/names.c client-lib/resume.c \
 	client-lib/api.c client-lib/cluster.c client-lib/cluster_members.c \
 	client-lib/cluster_watch.c client-lib/cluster_poll.c client-lib/cluster_names.c \
-	client-lib/cluster_url.c
+	client-lib/cluster_url.c client-lib/pollfd.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
