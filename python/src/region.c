@@ -91,7 +91,7 @@ static PyObject *region_new(PyTypeObject *t, PyObject *a, PyObject *k)
 PyDoc_STRVAR(free_doc,
 "free()\n\nReturns the region (rmem_free(3)); for a named region's handle, releases\n"
 "that handle only.  Later calls on the region raise ValueError.  A second\n"
-"free() is a no-op.  Leaving a with block, or the last reference going, frees too.");
+"free(), or one after the client's close(), is a no-op.  Leaving a with block, or the last reference going, frees too.");
 
 static PyObject *region_free(PyObject *self, PyObject *unused)
 {
@@ -99,11 +99,12 @@ static PyObject *region_free(PyObject *self, PyObject *unused)
 	int rc;
 
 	(void)unused;
-	if (ro->freed)
+	/* Freed already, or with its session: nothing left to do, as a
+	 * second close() of a file. */
+	if (ro->freed || ro->client->closed) {
+		ro->freed = true;
 		Py_RETURN_NONE;
-	if (rmempy_enter(ro->client) < 0)
-		return NULL;
-	rmempy_leave(ro->client);
+	}
 	rc = region_release(ro);
 	if (rc < 0)
 		return rmempy_error(rc);
