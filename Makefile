@@ -139,6 +139,8 @@ RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) 
 RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
 # ...and the cluster test with three rmemd on the VM's one rxe device.
 RDMA_BINS += tests/func/rdma/test_cluster.sh tests/func/rdma/test_cluster_lib.sh
+# ...and the Python binding's pytest suite over rdma:// (tests/python).
+RDMA_BINS += tests/python/rdma/test_python.sh
 RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
 # tests/func/test_cluster.sh's librmem client (holds memory, does I/O), and
 # the etcd client's own test, run against etcd by test_etcd_client.sh.
@@ -427,6 +429,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh \
 		tests/func/test_restart.py \
 		tests/func/test_hostile_restart.py \
+		tests/python/test_python.sh \
 		tests/vm/suite tests/systemd/suite
 
 unit: $(UNIT_BINS)
