@@ -551,6 +551,13 @@ bench-bringup: deps
 bench-ctl: deps
 	scripts/bench-ctl
 
+# The Python binding beside rmem-perf, alternated in one run: 1 MiB asyncio
+# reads and writes at 16 in flight, 64 B synchronous read round trips
+# (scripts/bench-python, bench/python_bench.py; about a minute).
+.PHONY: bench-python
+bench-python: deps
+	scripts/bench-python
+
 # ---- the Soft-RoCE test VM (tests/vm/README.md) -------------------------------
 vm-setup:
 	@tests/vm/setup

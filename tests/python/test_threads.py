@@ -70,7 +70,9 @@ def test_other_thread_runs_while_a_read_waits():
                 r2.faa(0, 1)
                 calls += 1
         assert t.is_alive(), "still waiting"
-        assert count > 100000, count
+        # Tens of millions on the host, tens of thousands under TCG in the
+        # VM; with the GIL held in the read, the loop would not have run.
+        assert count > 10000, count
         assert calls > 5 and int.from_bytes(r2.read(0, 8), "little") == calls
         os.kill(d.proc.pid, signal.SIGCONT)
         t.join(30)
