@@ -4,6 +4,7 @@ import asyncio
 import errno
 import select
 import threading
+import time
 
 import pytest
 
@@ -141,5 +142,23 @@ def test_fd_wakes_for_completion_another_thread_took(client):
     t.join(10)
     assert select.select([fd], [], [], 5)[0] == [fd]
     assert len(client._poll()) == 1
+    assert select.select([fd], [], [], 0)[0] == []
+    r.free()
+
+
+def test_fd_wakes_for_completion_the_keepalive_took(client):
+    """Nobody calls on the client after a post: the library's keepalive
+    thread pings after a third of the lease (10 s here) and takes the
+    posted read's reply off the stream on its way.  The socket is quiet
+    then, but the descriptor must still be readable: the engine writes its
+    eventfd when it queues the completion."""
+    r = client.alloc(4096)
+    fd = client.fileno()
+    # With nothing else in flight the post sends it at once (rmem.h).
+    client._post(r, 1, 0, 8)
+    time.sleep(4.5)         # > lease / 3: the keepalive thread has pinged
+    assert select.select([fd], [], [], 0)[0] == [fd]
+    done = client._poll()
+    assert len(done) == 1 and done[0][1] == 0
     assert select.select([fd], [], [], 0)[0] == []
     r.free()
