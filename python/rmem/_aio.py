@@ -29,7 +29,8 @@ class _Waiter:
             self.loop.remove_reader(self.fd)
         except (ValueError, RuntimeError, OSError):
             pass
-        _waiters.pop((id(self.client), id(self.loop)), None)
+        if _waiters.get(id(self.client)) is self:
+            del _waiters[id(self.client)]
 
     def fail_all(self, exc):
         futures, self.futures = self.futures, {}
@@ -75,12 +76,40 @@ def _strerror(err):
 
 def _waiter(client):
     loop = asyncio.get_running_loop()
-    key = (id(client), id(loop))
-    w = _waiters.get(key)
-    if w is None or w.client is not client:
-        w = _Waiter(client, loop)
-        _waiters[key] = w
+    w = _waiters.get(id(client))
+    if w is not None and w.client is client:
+        if w.loop is loop:
+            return w
+        if w.futures:
+            # rmem_poll hands out every completion of the client: a second
+            # loop would take the first one's.
+            raise RuntimeError("this rmem client has asyncio operations in flight "
+                               "on another event loop")
+        w.close()
+    w = _Waiter(client, loop)
+    _waiters[id(client)] = w
     return w
+
+
+def _on_close(client):
+    """Client.close() calls this before rmem_close(): operations in flight
+    are dropped, so their awaiters get ValueError (in their loop's thread)
+    and the reader goes before the descriptor does."""
+    w = _waiters.get(id(client))
+    if w is None or w.client is not client:
+        return
+    exc = ValueError("rmem client closed with the operation in flight")
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is w.loop:
+        w.fail_all(exc)
+    else:
+        w.close()
+        futures, w.futures = w.futures, {}
+        for fut in futures.values():
+            w.loop.call_soon_threadsafe(lambda f=fut: f.done() or f.set_exception(exc))
 
 
 async def aread(region, off, n):

@@ -24,6 +24,26 @@ void rmempy_leave(ClientObject *co)
 	co->busy--;
 }
 
+/* asyncio operations in flight: rmem._aio fails their futures and drops
+ * the reader before rmem_close() closes the descriptor.  Only when
+ * rmem._aio is loaded already (it is, if anything was posted); an error
+ * there must not keep the client open. */
+static void aio_on_close(ClientObject *co)
+{
+	PyObject *mods = PyImport_GetModuleDict(), *mod, *res;
+	PyObject *type, *value, *tb;
+
+	PyErr_Fetch(&type, &value, &tb);
+	mod = mods ? PyDict_GetItemString(mods, "rmem._aio") : NULL;
+	if (mod) {
+		res = PyObject_CallMethod(mod, "_on_close", "O", (PyObject *)co);
+		if (!res)
+			PyErr_WriteUnraisable((PyObject *)co);
+		Py_XDECREF(res);
+	}
+	PyErr_Restore(type, value, tb);
+}
+
 /* Ends the session once no call is inside the library (see rmempy.h). */
 static void client_shut(ClientObject *co)
 {
@@ -32,6 +52,8 @@ static void client_shut(ClientObject *co)
 	co->closed = true;
 	if (!c)
 		return;
+	if (co->pending && PyDict_Size(co->pending) > 0)
+		aio_on_close(co);
 	while (co->busy > 0) {
 		/* Another thread is in a call with the GIL released: let it
 		 * finish (it cannot start another: closed is set). */

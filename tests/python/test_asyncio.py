@@ -162,3 +162,41 @@ def test_fd_wakes_for_completion_the_keepalive_took(client):
     assert len(done) == 1 and done[0][1] == 0
     assert select.select([fd], [], [], 0)[0] == []
     r.free()
+
+
+def test_close_with_operations_in_flight():
+    """close() while asyncio calls wait on a stopped daemon: the awaiters
+    get ValueError, nothing hangs."""
+    import os
+    import signal
+    from conftest import Daemon, NET, RDMA
+    d = Daemon(pool="16M")
+    d.start()
+    try:
+        c = d.connect(NET)
+        r = c.alloc(4096)
+
+        async def main():
+            os.kill(d.proc.pid, signal.SIGSTOP)
+            # Over RDMA a read is one-sided: alloc waits on the daemon.
+            futs = [asyncio.ensure_future(c.aalloc(64) if RDMA else r.aread(0, 8))
+                    for _ in range(4)]
+            await asyncio.sleep(0.3)
+            assert not any(f.done() for f in futs)
+            c.close()
+            for f in futs:
+                with pytest.raises(ValueError):
+                    await asyncio.wait_for(f, 10)
+
+        run(main())
+    finally:
+        os.kill(d.proc.pid, signal.SIGCONT)
+        d.cleanup()
+
+
+def test_two_loops_one_client(client):
+    r = client.alloc(64)
+    r.write(0, b"twoloops")
+    assert run(r.aread(0, 8)) == b"twoloops"
+    assert run(r.aread(0, 8)) == b"twoloops"   # a new loop takes over when idle
+    r.free()
