@@ -13,10 +13,11 @@ construction:
 So run-tests' "P passed, F failed, S skipped" for this program is pytest's
 "passed", "failed" + "errors", and "skipped" + "xfailed" + "xpassed".
 A collection error is a "not ok" too.  The TAP goes to descriptor 3 (the
-wrapper's stdout), apart from pytest's own output, which the wrapper turns
-into "#" comments so that no line of it can be counted.  At the end, the
-plan; a run that collected nothing (pytest's exit 5) or was interrupted
-gets a "not ok" of its own, so it can never pass silently.
+wrapper's stdout; RMEM_TAP_FD names another), apart from pytest's own
+output, which the wrapper turns into "#" comments so that no line of it
+can be counted.  At the end, the plan; a run that collected nothing
+(pytest's exit 5) or was interrupted gets a "not ok" of its own, so it
+can never pass silently (tests/python/test_tap_plugin.py checks these).
 """
 import os
 
@@ -27,7 +28,8 @@ class _Tap:
         self.config = config
         self.n = 0
         try:
-            self.out = os.fdopen(os.dup(3), "w", buffering=1)
+            fd = int(os.environ.get("RMEM_TAP_FD", "3"))
+            self.out = os.fdopen(os.dup(fd), "w", buffering=1)
         except OSError:
             self.out = None
 
