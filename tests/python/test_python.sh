@@ -38,7 +38,7 @@ if ldd "$ext" 2> /dev/null | grep -q libasan; then
 fi
 export RMEM_BUILD=$B PYTHONPATH=$B/python:$PWD/tests/python PYTHONDONTWRITEBYTECODE=1
 exec 3>&1
-"$PYTHON" -m pytest -p tap_plugin -p no:cacheprovider -rfEs --color=no \
+"$PYTHON" -m pytest -p tap_plugin -p no:cacheprovider -rfEs --color=no --durations=8 \
 	tests/python "$@" 3>&3 2>&1 | sed -u -e 's/^/# /'
 rc=${PIPESTATUS[0]}
 [ "$rc" = 5 ] && rc=1

@@ -8,6 +8,13 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+# Nothing here depends on the transport, and starting pytest takes seconds
+# under TCG: the host's run covers it.
+pytestmark = pytest.mark.skipif(os.environ.get("RMEM_TEST_TRANSPORT") == "rdma",
+                                reason="transport-independent: run on the host")
+
 SAMPLE = textwrap.dedent("""
     import pytest
 
