@@ -17,7 +17,7 @@ SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
 DESTDIR    ?=
 
-VERSION    := 1.2.1
+VERSION    := 1.3.0
 SOMAJOR    := 1
 
 CC         ?= cc
@@ -89,7 +89,7 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/compat.c client-lib/version.c client-lib/names.c client-lib/resume.c \
 	client-lib/api.c client-lib/cluster.c client-lib/cluster_members.c \
 	client-lib/cluster_watch.c client-lib/cluster_poll.c client-lib/cluster_names.c \
-	client-lib/cluster_url.c
+	client-lib/cluster_url.c client-lib/pollfd.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
@@ -139,6 +139,8 @@ RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) 
 RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
 # ...and the cluster test with three rmemd on the VM's one rxe device.
 RDMA_BINS += tests/func/rdma/test_cluster.sh tests/func/rdma/test_cluster_lib.sh
+# ...and the Python binding's pytest suite over rdma:// (tests/python).
+RDMA_BINS += tests/python/rdma/test_python.sh
 RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
 # tests/func/test_cluster.sh's librmem client (holds memory, does I/O), and
 # the etcd client's own test, run against etcd by test_etcd_client.sh.
@@ -157,7 +159,7 @@ SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests
 .PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp \
 	vm-setup vm-smoke
 all: $(B)/rmemd $(B)/librmem.so.$(SOMAJOR) $(B)/librmem.a $(B)/rmemctl $(B)/librmem.pc \
-	$(B)/rmem-perf $(INSTALL_BINS) $(B)/rmemd.service
+	$(B)/rmem-perf $(INSTALL_BINS) $(B)/rmemd.service python
 
 $(B)/c/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -233,6 +235,49 @@ $(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR) $(ETCD_LIB) $(COMMON_LIB)
 $(B)/inst/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR) $(ETCD_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_LINK)
+
+# ---- the Python binding (python/, docs/python.md) ----------------------------
+# `import rmem`: a package (python/rmem/*.py) around a C extension on the
+# Limited API (abi3) of Python >= 3.11 that links librmem.so.1 like any
+# application.  Debian's python3 on purpose: a python3 of pyenv or a venv
+# first in PATH does not see Debian's python3-pytest and python3-numpy, and
+# `make install` puts the package where /usr/bin/python3 looks:
+# /usr/lib/python3/dist-packages for PREFIX=/usr,
+# PREFIX/lib/python3.N/dist-packages otherwise (/usr/local/... is on its path).
+# $(B)/python is the package, runnable in place (PYTHONPATH=$(B)/python);
+# $(B)/inst/python the same without an rpath, for make install.
+PYTHON ?= /usr/bin/python3
+PY_INCDIR := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' \
+	2>/dev/null)
+PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(PY_VER)/dist-packages)
+PY_SRCS := python/src/module.c python/src/client.c python/src/region.c \
+	python/src/registration.c
+PY_OBJS := $(PY_SRCS:%.c=$(B)/py/%.o)
+PY_FILES := python/rmem/__init__.py python/rmem/_aio.py
+PY_EXT := rmem/_rmem.abi3.so
+PY_PKG := $(B)/python/$(PY_EXT) $(PY_FILES:python/%=$(B)/python/%) \
+	$(B)/inst/python/$(PY_EXT) $(PY_FILES:python/%=$(B)/inst/python/%)
+.PHONY: python
+python: $(PY_PKG)
+# Python's headers as system headers: our warnings are for our code.
+$(B)/py/%.o: %.c
+	@mkdir -p $(dir $@)
+	@test -f "$(PY_INCDIR)/Python.h" || { echo "$(PYTHON): no Python.h (scripts/install-deps installs python3-dev)" >&2; exit 1; }
+	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) -isystem $(PY_INCDIR) $(CFLAGS_ALL) -fvisibility=hidden \
+		-MMD -MP -c -o $@ $<
+$(B)/python/$(PY_EXT): $(PY_OBJS) $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS_ALL) -o $@ $(PY_OBJS) -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/../..'
+$(B)/inst/python/$(PY_EXT): $(PY_OBJS) $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS_ALL) -o $@ $(PY_OBJS) -L$(B) -lrmem
+$(B)/python/rmem/%.py: python/rmem/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(B)/inst/python/rmem/%.py: python/rmem/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 # ---- tests ------------------------------------------------------------------
 # Every test source is compiled once into $(B)/tests/obj/ with -MMD -MP, so a
@@ -388,6 +433,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_hostile_cluster.sh \
 		tests/func/test_restart.py \
 		tests/func/test_hostile_restart.py \
+		tests/python/test_python.sh \
 		tests/vm/suite tests/systemd/suite
 
 unit: $(UNIT_BINS)
@@ -509,6 +555,13 @@ bench-bringup: deps
 bench-ctl: deps
 	scripts/bench-ctl
 
+# The Python binding beside rmem-perf, alternated in one run: 1 MiB asyncio
+# reads and writes at 16 in flight, 64 B synchronous read round trips
+# (scripts/bench-python, bench/python_bench.py; about a minute).
+.PHONY: bench-python
+bench-python: deps
+	scripts/bench-python
+
 # ---- the Soft-RoCE test VM (tests/vm/README.md) -------------------------------
 vm-setup:
 	@tests/vm/setup
@@ -597,12 +650,16 @@ install: all
 	$(if $(MAN5),install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5)
 	$(if $(MAN7),install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7)
 	$(if $(MAN8),install -m 644 $(MAN8) $(DESTDIR)$(MANDIR)/man8)
+	install -d $(DESTDIR)$(PYTHONDIR)/rmem
+	install -m 644 $(B)/inst/python/$(PY_EXT) $(PY_FILES:python/%=$(B)/inst/python/%) \
+		$(DESTDIR)$(PYTHONDIR)/rmem/
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/rmemd $(DESTDIR)$(BINDIR)/rmemctl $(DESTDIR)$(BINDIR)/rmem-perf \
 		$(DESTDIR)$(LIBDIR)/librmem.so* $(DESTDIR)$(LIBDIR)/librmem.a \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc $(DESTDIR)$(INCLUDEDIR)/rmem.h \
 		$(DESTDIR)$(UNITDIR)/rmemd.service
+	rm -rf $(DESTDIR)$(PYTHONDIR)/rmem
 
 clean:
 	rm -rf build build-san build-fuzz
