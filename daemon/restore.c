@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "identity.h"
 #include "log.h"
 #include "names.h"
@@ -46,6 +47,8 @@ struct image {
 	uint32_t counters_index;
 	bool have_counters;
 	size_t orphans;
+	/* Where the restore's time went, for its log line (ms). */
+	int64_t t_start, ms_pin, ms_zero;
 };
 
 static void image_free(struct image *im)
@@ -509,6 +512,7 @@ static int check_all(struct server *srv, struct restore_fds *k, struct image *im
 	if (rc < 0)
 		return rc;
 	find_orphans(srv, im);
+	im->ms_pin = clock_mono_ms();
 	for (uint32_t p = 0; p < srv->cfg.npools; p++) {
 		rc = pool_adopt(&srv->pools[p], &srv->cfg.pools[p], p, k->pool_fd[p], progress, srv,
 				err, sizeof err);
@@ -524,6 +528,7 @@ static int check_all(struct server *srv, struct restore_fds *k, struct image *im
 			 srv->pools[p].name, srv->pools[p].size, (void *)srv->pools[p].base,
 			 srv->pools[p].page_size, srv->cfg.pools[p].alignment);
 	}
+	im->ms_pin = clock_mono_ms() - im->ms_pin;
 	for (size_t i = 0; i < im->n; i++) {
 		if (im->rec[i].drop)
 			continue;
@@ -763,7 +768,9 @@ static int rebuild(struct server *srv, struct restore_fds *k, struct image *im)
 	const struct state_slot *c = &im->counters;
 	int rc;
 
+	im->ms_zero = clock_mono_ms();
 	rc = zero_free(srv, im);
+	im->ms_zero = clock_mono_ms() - im->ms_zero;
 	if (rc == 0)
 		rc = build_sessions(srv, im);
 	if (rc == 0)
@@ -805,10 +812,13 @@ static int rebuild(struct server *srv, struct restore_fds *k, struct image *im)
 	srv->counters.restarts_restored++;
 	take_identity(srv, &im->hdr);
 	log_notice("restored from the fd store: %llu session(s) detached for resume, %llu named "
-		   "region(s), %llu region(s), %llu bytes; %zu orphan record(s) dropped",
+		   "region(s), %llu region(s), %llu bytes; %zu orphan record(s) dropped; in %lld ms "
+		   "(pinning %lld, zeroing %lld)",
 		   (unsigned long long)srv->clients, (unsigned long long)names_count(srv->names),
 		   (unsigned long long)region_count(srv->regions),
-		   (unsigned long long)srv->used_bytes, im->orphans);
+		   (unsigned long long)srv->used_bytes, im->orphans,
+		   (long long)(clock_mono_ms() - im->t_start), (long long)im->ms_pin,
+		   (long long)im->ms_zero);
 	return 0;
 }
 
@@ -819,6 +829,7 @@ int restore_run(struct server *srv, struct restore_fds *fds, pool_progress_fn pr
 	int rc;
 
 	memset(&im, 0, sizeof im);
+	im.t_start = clock_mono_ms();
 	rc = check_all(srv, fds, &im, progress, why, whylen);
 	if (rc == 0)
 		rc = rebuild(srv, fds, &im);
