@@ -91,7 +91,7 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/cluster_watch.c client-lib/cluster_poll.c client-lib/cluster_names.c \
 	client-lib/cluster_url.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
-	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
+	daemon/config_dump.c daemon/config_num.c daemon/pool.c daemon/scrub.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c daemon/resume.c \
@@ -310,7 +310,7 @@ $(B)/tests/fuzz_restore_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 # Sessions and handlers over stub NIC keys (keys.h): no conn.c, no nic_*.c.
 SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.c daemon/names.c \
 	daemon/slots.c daemon/resume.c \
-	daemon/tenant.c daemon/log.c daemon/pool.c daemon/config.c daemon/config_keys.c \
+	daemon/tenant.c daemon/log.c daemon/pool.c daemon/scrub.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c
 $(B)/tests/test_session: $(B)/tests/obj/unit/test_session.o $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)
 $(B)/tests/obj/unit/test_session.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
