@@ -363,8 +363,9 @@ deps:
 
 # test_hostile_restart.py's slow bring-up: an LD_PRELOAD shim that delays
 # listen().  Plain, not sanitized: it is preloaded into a sanitized rmemd.
-RESTORE_HELPERS := $(B)/tests/slowlisten.so
-$(B)/tests/slowlisten.so: tests/lib/slowlisten.c
+# test_restart.py's slow scrub: one that delays the scrub's chunks.
+RESTORE_HELPERS := $(B)/tests/slowlisten.so $(B)/tests/slowscrub.so
+$(B)/tests/slowlisten.so $(B)/tests/slowscrub.so: $(B)/tests/%.so: tests/lib/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
 

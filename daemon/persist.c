@@ -174,9 +174,10 @@ static void on_scrub_timer(evutil_socket_t fd, short what, void *arg)
 		sd_notify(0, "STATUS=serving");
 		return;
 	}
-	/* A line per tenth: the notify socket is not ours to flood. */
+	/* A line per quarter: the notify socket is not ours to flood (a full
+	 * queue would block the loop in sd_notify). */
 	pct = total ? (unsigned)((total - left) * 100 / total) : 100;
-	if (pct / 10 != srv->scrub_shown / 10 || !srv->scrub_shown) {
+	if (!srv->scrub_shown || pct / 25 != (srv->scrub_shown - 1) / 25) {
 		sd_notifyf(0, "STATUS=serving; zeroing free memory after the restart: %u%%", pct);
 		srv->scrub_shown = pct + 1;
 	}
