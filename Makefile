@@ -490,13 +490,19 @@ $(B)/bench/bringup: $(B)/bench/bringup.o
 # alloc+free round trips beside qperf tcp_lat and redis GET, and the allocator
 # alone (scripts/bench-alloc); pool bring-up time, 1 GiB by default, set
 # BRINGUP_SIZES="1G 16G" for more (bench/bringup.sh).
-.PHONY: bench-alloc bench-bringup bench-cluster
+.PHONY: bench-alloc bench-bringup bench-cluster bench-restart
 bench-alloc: deps
 	scripts/bench-alloc
 # A cluster client's alloc+free round trip against one server's, and alloc
 # throughput with 1, 2 and 3 servers (scripts/bench-cluster).
 bench-cluster: deps
 	scripts/bench-cluster
+# What a restart costs its clients: 16 MiB held in a 64 MiB and a 4 GiB pool,
+# alternated, SIGTERM and SIGKILL, through the emulated fd store
+# (bench/restart.py; POOLS, ROUNDS, HELD).
+bench-restart: deps
+	@$(MAKE) -s SANITIZE= build/rmemd
+	RMEM_BUILD=build bench/restart.py
 bench-bringup: deps
 	bench/bringup.sh
 
