@@ -16,6 +16,9 @@
 # A benchmark: it prints figures (medians) and asserts nothing.  The host
 # is shared: compare ratios taken in one run, never runs with each other.
 #   POOLS="64M 4G" ROUNDS=5 RMEM_BUILD=build bench/restart.py
+# In the test VM over rxe (window keys register each pool whole):
+#   tests/vm/run-in-vm -- env POOLS="64M 1G" RDMA_ADDR=\$RMEM_VM_RDMA_ADDR KEYS=window \
+#       bench/restart.py
 import os
 import re
 import signal
@@ -53,12 +56,19 @@ class Server:
         self.log = os.path.join(tmp, "rmemd.log")
         self.conf = os.path.join(tmp, "rmemd.conf")
         self.store = FdStore(tmp)
+        # RDMA_ADDR (the VM's RMEM_VM_RDMA_ADDR) and KEYS ("window" registers
+        # each pool whole before READY) put the NIC in the restart.
+        rdma = os.environ.get("RDMA_ADDR", "")
+        if rdma:
+            rdma = "%s:%d" % (rdma, free_port())
         with open(self.conf, "w") as f:
-            f.write('listen = { tcp = "127.0.0.1:%d"; rdma = ""; admin = ""; metrics = ""; };\n'
+            f.write('listen = { tcp = "127.0.0.1:%d"; rdma = "%s"; admin = ""; metrics = ""; };\n'
                     'pools = ( { name = "default"; size = "%s"; hugepages = "off"; '
                     'alignment = 64; } );\n'
                     'limits = { lease_timeout_ms = 60000; };\n'
-                    'log = { level = "info"; };\n' % (self.port, pool))
+                    'rdma = { keys = "%s"; };\n'
+                    'log = { level = "info"; };\n' % (self.port, rdma, pool,
+                                                      os.environ.get("KEYS", "auto")))
         self.p = None
         self.mark = 0
 
@@ -139,7 +149,9 @@ def one_restart(srv, sess, sig):
     log = srv.new_log()
     m = re.search(r"restored from the fd store.*", log)
     z = re.search(r"restore: \d+ free bytes zeroed after READY, in (\d+) ms", log)
-    line = (m.group(0) if m else "") + ("; scrub %s ms" % z.group(1) if z else "")
+    g = re.search(r"registered with \S+ in (\d+) ms", log)
+    line = (m.group(0) if m else "") + ("; scrub %s ms" % z.group(1) if z else "") + \
+        ("; ibv_reg_mr %s ms" % g.group(1) if g else "")
     return ready, pause, first, line, (nc, h, r, data)
 
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 #include "nic_int.h"
 #include "proto.h"
@@ -149,9 +150,15 @@ static int register_pools(struct nic *rd)
 
 	for (uint32_t i = 0; i < srv->npools; i++) {
 		struct pool *pl = &srv->pools[i];
+		int64_t t0 = clock_mono_ms();
 
 		rd->pool_mr[i] = ibv_reg_mr(rd->pd, pl->base, pl->size,
 					    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+		/* Before READY, and it faults in every page the MR pins: the
+		 * log says what it cost (docs/architecture.md, restart). */
+		if (rd->pool_mr[i])
+			log_info("pool %s: registered with %s in %lld ms", pl->name, rd->devname,
+				 (long long)(clock_mono_ms() - t0));
 		if (!rd->pool_mr[i]) {
 			int err = errno;
 
