@@ -253,6 +253,9 @@ static int serve(struct server *srv)
 	}
 	/* Not fatal for want of RDMA, unless rdma.required: without it rmemd
 	 * serves TCP.  nic_open says why it failed. */
+	/* Window keys register each pool whole here, before READY. */
+	if (srv->cfg.listen_rdma[0])
+		sd_notify(0, "STATUS=bringing up RDMA");
 	nrc = nic_open(srv, &nic_events);
 	if (nrc < 0) {
 		if (nrc == -ENOMEM)
