@@ -116,6 +116,7 @@ INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 UNIT_TESTS := test_alloc test_alloc_scalar test_alloc_release test_proto test_config test_region test_names test_endpoint \
 	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay test_state fuzz_state_replay test_slots \
 	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
+UNIT_TESTS += test_scrub
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume
 # The hostile suite (issue 20): one line each, so that parts merge apart.
@@ -262,6 +263,9 @@ $(B)/tests/obj/alloc-scalar.o: daemon/alloc.c
 	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -DALLOC_NO_SIMD -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 # The same allocator as rmemd links it, without ALLOC_DEBUG's checks.
 $(B)/tests/test_alloc_release: $(B)/tests/obj/unit/test_alloc_release.o $(B)/d/daemon/alloc.o
+$(B)/tests/test_scrub: $(B)/tests/obj/unit/test_scrub.o $(B)/d/daemon/scrub.o
+$(B)/tests/obj/unit/test_scrub.o: EXTRA_CPPFLAGS = -Idaemon
+$(B)/tests/test_scrub: EXTRA_LIBS = -lpthread
 $(B)/tests/obj/unit/test_alloc_release.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
 $(B)/tests/test_state: $(B)/tests/obj/unit/test_state.o
