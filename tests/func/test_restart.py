@@ -274,6 +274,105 @@ def test_tenants(tmp):
     d.store.close()
 
 
+# ---- a new owner only ever sees zeros (docs/architecture.md) ----------------------
+
+def test_zeroing(tmp):
+    """Free bytes are zeroed after READY (daemon/scrub.c): whatever the pool's
+    free bytes hold at a restart (here: 0xaa written into the kept memfd, as a
+    crash or a shutdown for a restart leaves them), every range handed out
+    reads as zeros, while the scrub lags (tests/lib/slowscrub.so) and after
+    it; the kept regions' bytes are never touched by it."""
+    shim = os.path.join(B, "tests", "slowscrub.so")
+    if not ok(os.path.exists(shim), "zeroing: %s is built (make %s)" % (shim, shim)):
+        return
+    mib = 1 << 20
+    d = Daemon(tmp, lease_ms=1500)
+    d.start()
+    a = d.tcp()
+    _, ha = a.hello()
+    pn, pa = pattern(11, mib), pattern(12, mib)
+    _, n = a.create("zero/keep", mib)
+    a.write(n["id"], n["key"], 0, pn)
+    _, r = a.alloc(mib)
+    a.write(r["id"], r["key"], 0, pa)
+    gone = []
+    for _ in range(8):
+        _, g = a.alloc(mib)
+        a.write(g["id"], g["key"], 0, b"\x55" * mib)
+        gone.append(g)
+    for g in gone[:4]:  # freed just before the kill
+        a.free(g["id"], g["key"])
+    d.stop(signal.SIGKILL)
+    a.close()
+    # Every byte that is not one of the two kept regions: 0xaa.
+    fd = d.store.fd("rmem-pool-default")
+    size = os.fstat(fd).st_size
+    img = bytearray(os.pread(fd, size, 0))
+    at_n, at_a = img.find(pn[:4096]), img.find(pa[:4096])
+    ok(at_n >= 0 and at_a >= 0, "zeroing: the kept regions are found in the pool memfd")
+    diag("kept at %d and %d of %d bytes" % (at_n, at_a, size))
+    keep = sorted([(at_n, at_n + mib), (at_a, at_a + mib)])
+    pos = 0
+    for lo, hi in keep + [(size, size)]:
+        if lo > pos:
+            os.pwrite(fd, b"\xaa" * (lo - pos), pos)
+        pos = hi
+    saved = dict(os.environ)
+    os.environ["LD_PRELOAD"] = os.path.abspath(shim)
+    os.environ["RMEM_TEST_SCRUB_DELAY_MS"] = "100"
+    # The shim is plain, rmemd sanitized: ASan need not come first.
+    os.environ["ASAN_OPTIONS"] = (os.environ.get("ASAN_OPTIONS", "") +
+                                  ":verify_asan_link_order=0").lstrip(":")
+    try:
+        d.start()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+    def alloc_all(c, what):
+        regs, dirty = [], 0
+        running = None
+        while True:
+            st, g = c.alloc(mib)
+            if st:
+                break
+            regs.append(g)
+            st, got = c.read(g["id"], g["key"], 0, mib)
+            dirty += st != 0 or got.count(0) != mib
+            if running is None:
+                running = "zeroed after READY" not in d.new_log()
+        ok(len(regs) >= 50 and dirty == 0,
+           "zeroing: %s: %d MiB handed out, %d of them not all zeros" % (what, len(regs), dirty))
+        return regs, running
+
+    c = d.tcp()
+    c.hello()
+    regs, running = alloc_all(c, "while the scrub lags")
+    ok(running, "zeroing: the scrub was still running when the first was handed out")
+    for g in regs:
+        c.free(g["id"], g["key"])
+    c.close()
+    deadline = time.monotonic() + 60
+    while "zeroed after READY" not in d.new_log() and time.monotonic() < deadline:
+        d.store.pump(0.1)
+    ok("zeroed after READY" in d.new_log(), "zeroing: the scrub finishes, and says so")
+    ok(any(x.startswith("STATUS=serving; zeroing free memory") for x in d.store.lines),
+       "zeroing: STATUS= showed the scrub's progress")
+    time.sleep(2)  # the lease: a's session, not resumed, gives its regions back
+    c = d.tcp()
+    c.hello()
+    alloc_all(c, "after the scrub and the lease")
+    c.close()
+    n2 = d.tcp()
+    n2.hello()
+    st, o = n2.open("zero/keep", 1)
+    s1, got = n2.read(o["id"], o["key"], 0, mib) if st == 0 else (st, b"")
+    ok(st == 0 and s1 == 0 and got == pn, "zeroing: the kept named region's bytes are intact")
+    n2.close()
+    d.stop()
+    d.store.close()
+
+
 # ---- damaged store ---------------------------------------------------------------
 
 def crc32c(data, crc=0):
@@ -551,6 +650,9 @@ def main():
         sub = os.path.join(tmp, "tenants")
         os.mkdir(sub)
         test_tenants(sub)
+        sub = os.path.join(tmp, "zeroing")
+        os.mkdir(sub)
+        test_zeroing(sub)
         for i, (label, damage, expect) in enumerate(damages()):
             sub = os.path.join(tmp, "damage%d" % i)
             os.mkdir(sub)
