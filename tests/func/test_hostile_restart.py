@@ -473,15 +473,8 @@ class HostileStorm(Storm):
                             self.taken.add(name)
                     else:
                         name = "storm/%d/%d/%d" % (self.round, i, k)
-                    with self.lock:
-                        self.unsure_names.add(name)
-                    st, r = c.create(name, 4096)
-                    if st == 0 and c.write(r["id"], r["key"], 0, pattern(name, 4096)) == 0:
-                        with self.lock:
-                            self.named[name] = r["id"]
-                            self.unsure_names.discard(name)
-                            self.alive[r["id"]] = r["len"]
-                        mine.append(r)
+                    st, r, acked = self.create(c, name, mine)
+                    if acked:
                         my_names[name] = r["id"]
                     elif st == 0:
                         with self.lock:

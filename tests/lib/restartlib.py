@@ -215,6 +215,21 @@ class Storm:
                 self.freed.add(r["id"])
                 del self.alive[r["id"]]
 
+    def create(self, c, name, mine):
+        """CREATE name and WRITE its pattern, acknowledged when both are:
+        (CREATE's status, region, acknowledged)."""
+        with self.lock:
+            self.unsure_names.add(name)
+        st, r = c.create(name, 4096)
+        if st == 0 and c.write(r["id"], r["key"], 0, pattern(name, 4096)) == 0:
+            with self.lock:
+                self.named[name] = r["id"]
+                self.unsure_names.discard(name)
+                self.alive[r["id"]] = r["len"]
+            mine.append(r)
+            return st, r, True
+        return st, r, False
+
     def run(self, i):
         rnd = random.Random(self.round * 100 + i)
         try:
@@ -230,17 +245,7 @@ class Storm:
                     self.free(c, rnd, mine)
                 elif op < 0.9:
                     k += 1
-                    name = "storm/%d/%d/%d" % (self.round, i, k)
-                    with self.lock:
-                        self.unsure_names.add(name)
-                    st, r = c.create(name, 4096)
-                    if st == 0 and c.write(r["id"], r["key"], 0, pattern(name, 4096)) == 0:
-                        with self.lock:
-                            self.named[name] = r["id"]
-                            self.unsure_names.discard(name)
-                        mine.append(r)
-                        with self.lock:
-                            self.alive[r["id"]] = r["len"]
+                    self.create(c, "storm/%d/%d/%d" % (self.round, i, k), mine)
                 else:
                     with self.lock:
                         cand = [n for n in self.named if n.startswith("storm/%d/%d/" % (self.round, i))
