@@ -42,6 +42,15 @@ from restartlib import (B, RMEMD, Daemon, Storm, check_restored, diag, done, fra
 REVOKE = 1
 
 
+def came_back(d, i, bad):
+    """d.try_start() after the kill of round i: False, noted in bad with the
+    log's tail, when rmemd did not come up."""
+    up, log = d.try_start()
+    if not up:
+        bad.append("round %d: rmemd did not come back: %s" % (i, log[-300:]))
+    return up
+
+
 def pipelined_open(c, name, count, access=1):
     """count OPENs of name sent at once, then their replies: region dicts."""
     n = name.encode()
@@ -142,9 +151,7 @@ def test_revoke_atomic(tmp, rounds, nhandles):
         d.kill()
         attacker.close()
         holder.close()
-        up, log = d.try_start()
-        if not up:
-            bad.append("round %d: rmemd did not come back: %s" % (i, log[-300:]))
+        if not came_back(d, i, bad):
             break
         adm = d.adm()
         names = adm.names()
@@ -214,9 +221,7 @@ def test_session_end_atomic(tmp, rounds, nregions):
         c.close()
         spin(rnd.uniform(0, 300e-6))
         d.kill()
-        up, log = d.try_start()
-        if not up:
-            bad.append("round %d: rmemd did not come back: %s" % (i, log[-300:]))
+        if not came_back(d, i, bad):
             break
         adm = d.adm()
         live = {r[0] for r in adm.regions()}
@@ -298,9 +303,7 @@ def test_create_atomic(tmp, rounds, per_round):
         spin(rnd.uniform(0.0005, 0.004))
         d.kill()
         c.close()
-        up, log = d.try_start()
-        if not up:
-            bad.append("round %d: rmemd did not come back: %s" % (i, log[-300:]))
+        if not came_back(d, i, bad):
             break
         adm = d.adm()
         mine = {k: v for k, v in adm.names().items() if k[1].startswith("mk/%d/" % i)}
