@@ -22,7 +22,6 @@
 import os
 import re
 import signal
-import socket
 import statistics
 import sys
 import tempfile
@@ -30,61 +29,28 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "lib"))
-from fdstore import FdStore          # noqa: E402
-from rmemwire import Client          # noqa: E402
+from restartlib import RMEMD, Daemon, free_port  # noqa: E402
 
-B = os.environ.get("RMEM_BUILD", "build")
-RMEMD = os.path.join(B, "rmemd")
 POOLS = os.environ.get("POOLS", "64M 4G").split()
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 HELD = int(os.environ.get("HELD", str(16 << 20)))
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+class Server(Daemon):
+    """test_restart's Daemon with the NIC in the restart: RDMA_ADDR (the
+    VM's RMEM_VM_RDMA_ADDR) and KEYS ("window" registers each pool whole
+    before READY); a start waits longer, and takes no time after READY."""
 
-
-class Server:
     def __init__(self, tmp, pool):
-        self.tmp = tmp
-        self.pool = pool
-        self.port = free_port()
-        self.log = os.path.join(tmp, "rmemd.log")
-        self.conf = os.path.join(tmp, "rmemd.conf")
-        self.store = FdStore(tmp)
-        # RDMA_ADDR (the VM's RMEM_VM_RDMA_ADDR) and KEYS ("window" registers
-        # each pool whole before READY) put the NIC in the restart.
+        super().__init__(tmp, pool, lease_ms=60000)
         rdma = os.environ.get("RDMA_ADDR", "")
         if rdma:
             rdma = "%s:%d" % (rdma, free_port())
-        with open(self.conf, "w") as f:
-            f.write('listen = { tcp = "127.0.0.1:%d"; rdma = "%s"; admin = ""; metrics = ""; };\n'
-                    'pools = ( { name = "default"; size = "%s"; hugepages = "off"; '
-                    'alignment = 64; } );\n'
-                    'limits = { lease_timeout_ms = 60000; };\n'
-                    'rdma = { keys = "%s"; };\n'
-                    'log = { level = "info"; };\n' % (self.port, rdma, pool,
-                                                      os.environ.get("KEYS", "auto")))
-        self.p = None
-        self.mark = 0
+        self.write_conf(pool, 60000, rdma=rdma,
+                        extra='rdma = { keys = "%s"; };\n' % os.environ.get("KEYS", "auto"))
 
     def start(self):
-        self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
-        self.p = self.store.start([RMEMD, "-c", self.conf], self.log)
-        if not self.store.wait_for("READY=1", 300):
-            raise RuntimeError("rmemd did not get ready")
-
-    def new_log(self):
-        with open(self.log, errors="replace") as f:
-            f.seek(self.mark)
-            return f.read()
-
-    def tcp(self):
-        return Client(("127.0.0.1", self.port))
+        super().start(timeout=300, settle=0)
 
 
 def pattern(n, seed):

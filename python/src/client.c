@@ -74,13 +74,9 @@ static void client_shut(ClientObject *co)
 static void client_dealloc(PyObject *self)
 {
 	ClientObject *co = (ClientObject *)self;
-	PyTypeObject *tp = Py_TYPE(self);
-	freefunc f;
 
 	client_shut(co);
-	f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-	f(self);
-	Py_DECREF(tp);
+	rmempy_type_free(self);
 }
 
 static PyObject *client_new(PyTypeObject *t, PyObject *a, PyObject *k)
@@ -647,8 +643,5 @@ static PyType_Spec client_spec = {
 
 int rmempy_client_init_type(PyObject *m)
 {
-	rmempy_client_type = PyType_FromSpec(&client_spec);
-	if (!rmempy_client_type)
-		return -1;
-	return PyModule_AddObjectRef(m, "Client", rmempy_client_type);
+	return rmempy_add_type(m, &client_spec, "Client", &rmempy_client_type);
 }

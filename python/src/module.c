@@ -36,6 +36,23 @@ int rmempy_u64(PyObject *o, uint64_t *out)
 	return 0;
 }
 
+void rmempy_type_free(PyObject *self)
+{
+	PyTypeObject *tp = Py_TYPE(self);
+	freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+
+	f(self);
+	Py_DECREF(tp);
+}
+
+int rmempy_add_type(PyObject *m, PyType_Spec *spec, const char *name, PyObject **type)
+{
+	*type = PyType_FromSpec(spec);
+	if (!*type)
+		return -1;
+	return PyModule_AddObjectRef(m, name, *type);
+}
+
 PyObject *rmempy_aio_call(const char *name, PyObject *args)
 {
 	PyObject *mod, *fn, *res = NULL;

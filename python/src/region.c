@@ -67,16 +67,12 @@ static int region_release(RegionObject *ro)
 static void region_dealloc(PyObject *self)
 {
 	RegionObject *ro = (RegionObject *)self;
-	PyTypeObject *tp = Py_TYPE(self);
-	freefunc f;
 
 	/* Like a file object, an unreferenced region gives its memory back. */
 	(void)region_release(ro);
 	Py_CLEAR(ro->client);
 	Py_CLEAR(ro->name);
-	f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-	f(self);
-	Py_DECREF(tp);
+	rmempy_type_free(self);
 }
 
 static PyObject *region_new(PyTypeObject *t, PyObject *a, PyObject *k)
@@ -136,7 +132,10 @@ PyDoc_STRVAR(write_doc,
 "own memory: no copy is made.  Raises OSError(ERANGE) past the end,\n"
 "PermissionError on a read-only handle.");
 
-static PyObject *region_write(PyObject *self, PyObject *args)
+/* write() and read_into(): one rmem_write or rmem_read at offset of the
+ * caller's own buffer, parsed with fmt ("Ky*" or "Kw*") and exported for the
+ * whole call.  The buffer's length in bytes, or -1 (exception set). */
+static Py_ssize_t region_buffer_io(PyObject *self, PyObject *args, const char *fmt, bool write)
 {
 	RegionObject *ro = (RegionObject *)self;
 	unsigned long long off;
@@ -144,19 +143,29 @@ static PyObject *region_write(PyObject *self, PyObject *args)
 	struct rmem_region r = ro->r;
 	int rc;
 
-	if (!PyArg_ParseTuple(args, "Ky*:write", &off, &view))
-		return NULL;
+	if (!PyArg_ParseTuple(args, fmt, &off, &view))
+		return -1;
 	if (region_enter(ro) < 0) {
 		PyBuffer_Release(&view);
-		return NULL;
+		return -1;
 	}
 	Py_BEGIN_ALLOW_THREADS
-	rc = rmem_write(ro->client->c, &r, off, view.buf, (size_t)view.len);
+	rc = write ? rmem_write(ro->client->c, &r, off, view.buf, (size_t)view.len)
+		   : rmem_read(ro->client->c, &r, off, view.buf, (size_t)view.len);
 	Py_END_ALLOW_THREADS
 	rmempy_leave(ro->client);
 	PyBuffer_Release(&view);
-	if (rc < 0)
-		return rmempy_error(rc);
+	if (rc < 0) {
+		rmempy_error(rc);
+		return -1;
+	}
+	return view.len;
+}
+
+static PyObject *region_write(PyObject *self, PyObject *args)
+{
+	if (region_buffer_io(self, args, "Ky*:write", true) < 0)
+		return NULL;
 	Py_RETURN_NONE;
 }
 
@@ -202,26 +211,9 @@ PyDoc_STRVAR(read_into_doc,
 
 static PyObject *region_read_into(PyObject *self, PyObject *args)
 {
-	RegionObject *ro = (RegionObject *)self;
-	unsigned long long off;
-	Py_buffer view;
-	struct rmem_region r = ro->r;
-	int rc;
+	Py_ssize_t n = region_buffer_io(self, args, "Kw*:read_into", false);
 
-	if (!PyArg_ParseTuple(args, "Kw*:read_into", &off, &view))
-		return NULL;
-	if (region_enter(ro) < 0) {
-		PyBuffer_Release(&view);
-		return NULL;
-	}
-	Py_BEGIN_ALLOW_THREADS
-	rc = rmem_read(ro->client->c, &r, off, view.buf, (size_t)view.len);
-	Py_END_ALLOW_THREADS
-	rmempy_leave(ro->client);
-	PyBuffer_Release(&view);
-	if (rc < 0)
-		return rmempy_error(rc);
-	return PyLong_FromSsize_t(view.len);
+	return n < 0 ? NULL : PyLong_FromSsize_t(n);
 }
 
 PyDoc_STRVAR(cas_doc,
@@ -433,8 +425,5 @@ static PyType_Spec region_spec = {
 
 int rmempy_region_init_type(PyObject *m)
 {
-	rmempy_region_type = PyType_FromSpec(&region_spec);
-	if (!rmempy_region_type)
-		return -1;
-	return PyModule_AddObjectRef(m, "Region", rmempy_region_type);
+	return rmempy_add_type(m, &region_spec, "Region", &rmempy_region_type);
 }

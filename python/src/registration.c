@@ -93,17 +93,13 @@ static PyObject *reg_new(PyTypeObject *t, PyObject *args, PyObject *kw)
 static void reg_dealloc(PyObject *self)
 {
 	RegObject *g = (RegObject *)self;
-	PyTypeObject *tp = Py_TYPE(self);
-	freefunc f;
 
 	if (reg_release(g) < 0 && g->live) {
 		/* Transfers still use it (-EBUSY): the memory must stay. */
 		g->live = false;
 	}
 	Py_CLEAR(g->client);
-	f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-	f(self);
-	Py_DECREF(tp);
+	rmempy_type_free(self);
 }
 
 static PyObject *reg_close(PyObject *self, PyObject *unused)
@@ -157,8 +153,5 @@ static PyType_Spec reg_spec = {
 
 int rmempy_registration_init_type(PyObject *m)
 {
-	rmempy_registration_type = PyType_FromSpec(&reg_spec);
-	if (!rmempy_registration_type)
-		return -1;
-	return PyModule_AddObjectRef(m, "Registration", rmempy_registration_type);
+	return rmempy_add_type(m, &reg_spec, "Registration", &rmempy_registration_type);
 }

@@ -67,6 +67,13 @@ int rmempy_u64(PyObject *o, uint64_t *out);
 /* A new Region of client co for r; name: str or None (borrowed). */
 PyObject *rmempy_region_new(ClientObject *co, const struct rmem_region *r, PyObject *name);
 
+/* The tail of every tp_dealloc: frees self with its type's tp_free and
+ * drops self's reference to its (heap) type. */
+void rmempy_type_free(PyObject *self);
+
+/* Makes the type of spec into *type and adds it to m as name.  0 or -1. */
+int rmempy_add_type(PyObject *m, PyType_Spec *spec, const char *name, PyObject **type);
+
 /* The type specs' initialisers (client.c, region.c, registration.c). */
 int rmempy_client_init_type(PyObject *m);
 int rmempy_region_init_type(PyObject *m);

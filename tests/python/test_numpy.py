@@ -13,29 +13,27 @@ np = pytest.importorskip("numpy")
 from conftest import NET  # noqa: E402
 
 
+def allocated_by(fn):
+    """The peak of what Python and numpy allocated while fn() ran, in bytes."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        fn()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
 def test_round_trip_no_copy(client):
     a = np.arange(1 << 20, dtype=np.float32)       # 4 MiB
     with client.alloc(a.nbytes) as r:
-        tracemalloc.start()
-        try:
-            r.write(0, a)
-            out = np.empty_like(a)
-            base = tracemalloc.get_traced_memory()[0]
-            tracemalloc.reset_peak()
-            r.read_into(0, out)
-            peak = tracemalloc.get_traced_memory()[1] - base
-        finally:
-            tracemalloc.stop()
+        r.write(0, a)
+        out = np.empty_like(a)
+        peak = allocated_by(lambda: r.read_into(0, out))
         assert np.array_equal(a, out)
         assert peak < 64 << 10, "read_into allocated %d bytes" % peak
-        tracemalloc.start()
-        try:
-            base = tracemalloc.get_traced_memory()[0]
-            tracemalloc.reset_peak()
-            r.write(0, a)
-            peak = tracemalloc.get_traced_memory()[1] - base
-        finally:
-            tracemalloc.stop()
+        peak = allocated_by(lambda: r.write(0, a))
         assert peak < 64 << 10, "write allocated %d bytes" % peak
         # A 2-D slice of rows is contiguous: in place too.
         m = np.zeros((1024, 1024), dtype=np.float32)
