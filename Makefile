@@ -17,7 +17,7 @@ SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
 DESTDIR    ?=
 
-VERSION    := 1.2.1
+VERSION    := 1.3.0
 SOMAJOR    := 1
 
 CC         ?= cc
@@ -89,9 +89,9 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/compat.c client-lib/version.c client-lib/names.c client-lib/resume.c \
 	client-lib/api.c client-lib/cluster.c client-lib/cluster_members.c \
 	client-lib/cluster_watch.c client-lib/cluster_poll.c client-lib/cluster_names.c \
-	client-lib/cluster_url.c
+	client-lib/cluster_url.c client-lib/pollfd.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
-	daemon/config_dump.c daemon/config_num.c daemon/pool.c \
+	daemon/config_dump.c daemon/config_num.c daemon/pool.c daemon/scrub.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c daemon/resume.c \
@@ -116,6 +116,7 @@ INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
 UNIT_TESTS := test_alloc test_alloc_scalar test_alloc_release test_proto test_config test_region test_names test_endpoint \
 	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay test_state fuzz_state_replay test_slots \
 	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
+UNIT_TESTS += test_scrub
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume
 # The hostile suite (issue 20): one line each, so that parts merge apart.
@@ -141,6 +142,8 @@ RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
 RDMA_BINS += tests/func/rdma/test_cluster.sh tests/func/rdma/test_cluster_lib.sh
 # ...and nbdkit-rmem-plugin as /dev/nbd0 (ext4) and /dev/nbd1 (swap) over rxe.
 RDMA_BINS += tests/func/rdma/test_nbd_dev.sh
+# ...and the Python binding's pytest suite over rdma:// (tests/python).
+RDMA_BINS += tests/python/rdma/test_python.sh
 RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
 # tests/func/test_cluster.sh's librmem client (holds memory, does I/O), and
 # the etcd client's own test, run against etcd by test_etcd_client.sh.
@@ -159,7 +162,7 @@ SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests
 .PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp \
 	vm-setup vm-smoke
 all: $(B)/rmemd $(B)/librmem.so.$(SOMAJOR) $(B)/librmem.a $(B)/rmemctl $(B)/librmem.pc \
-	$(B)/rmem-perf $(INSTALL_BINS) $(B)/rmemd.service
+	$(B)/rmem-perf $(INSTALL_BINS) $(B)/rmemd.service python
 
 $(B)/c/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -236,6 +239,49 @@ $(B)/inst/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR) $(ETCD_LIB) $(COMMON_L
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_LINK)
 
+# ---- the Python binding (python/, docs/python.md) ----------------------------
+# `import rmem`: a package (python/rmem/*.py) around a C extension on the
+# Limited API (abi3) of Python >= 3.11 that links librmem.so.1 like any
+# application.  Debian's python3 on purpose: a python3 of pyenv or a venv
+# first in PATH does not see Debian's python3-pytest and python3-numpy, and
+# `make install` puts the package where /usr/bin/python3 looks:
+# /usr/lib/python3/dist-packages for PREFIX=/usr,
+# PREFIX/lib/python3.N/dist-packages otherwise (/usr/local/... is on its path).
+# $(B)/python is the package, runnable in place (PYTHONPATH=$(B)/python);
+# $(B)/inst/python the same without an rpath, for make install.
+PYTHON ?= /usr/bin/python3
+PY_INCDIR := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' \
+	2>/dev/null)
+PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(PY_VER)/dist-packages)
+PY_SRCS := python/src/module.c python/src/client.c python/src/region.c \
+	python/src/registration.c
+PY_OBJS := $(PY_SRCS:%.c=$(B)/py/%.o)
+PY_FILES := python/rmem/__init__.py python/rmem/_aio.py
+PY_EXT := rmem/_rmem.abi3.so
+PY_PKG := $(B)/python/$(PY_EXT) $(PY_FILES:python/%=$(B)/python/%) \
+	$(B)/inst/python/$(PY_EXT) $(PY_FILES:python/%=$(B)/inst/python/%)
+.PHONY: python
+python: $(PY_PKG)
+# Python's headers as system headers: our warnings are for our code.
+$(B)/py/%.o: %.c
+	@mkdir -p $(dir $@)
+	@test -f "$(PY_INCDIR)/Python.h" || { echo "$(PYTHON): no Python.h (scripts/install-deps installs python3-dev)" >&2; exit 1; }
+	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) -isystem $(PY_INCDIR) $(CFLAGS_ALL) -fvisibility=hidden \
+		-MMD -MP -c -o $@ $<
+$(B)/python/$(PY_EXT): $(PY_OBJS) $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS_ALL) -o $@ $(PY_OBJS) -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/../..'
+$(B)/inst/python/$(PY_EXT): $(PY_OBJS) $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS_ALL) -o $@ $(PY_OBJS) -L$(B) -lrmem
+$(B)/python/rmem/%.py: python/rmem/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(B)/inst/python/rmem/%.py: python/rmem/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+
 # ---- tests ------------------------------------------------------------------
 # Every test source is compiled once into $(B)/tests/obj/ with -MMD -MP, so a
 # touched header rebuilds exactly the test objects that include it.  What the
@@ -267,6 +313,9 @@ $(B)/tests/obj/alloc-scalar.o: daemon/alloc.c
 	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -DALLOC_NO_SIMD -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 # The same allocator as rmemd links it, without ALLOC_DEBUG's checks.
 $(B)/tests/test_alloc_release: $(B)/tests/obj/unit/test_alloc_release.o $(B)/d/daemon/alloc.o
+$(B)/tests/test_scrub: $(B)/tests/obj/unit/test_scrub.o $(B)/d/daemon/scrub.o
+$(B)/tests/obj/unit/test_scrub.o: EXTRA_CPPFLAGS = -Idaemon
+$(B)/tests/test_scrub: EXTRA_LIBS = -lpthread
 $(B)/tests/obj/unit/test_alloc_release.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
 $(B)/tests/test_state: $(B)/tests/obj/unit/test_state.o
@@ -315,7 +364,7 @@ $(B)/tests/fuzz_restore_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 # Sessions and handlers over stub NIC keys (keys.h): no conn.c, no nic_*.c.
 SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.c daemon/names.c \
 	daemon/slots.c daemon/resume.c \
-	daemon/tenant.c daemon/log.c daemon/pool.c daemon/config.c daemon/config_keys.c \
+	daemon/tenant.c daemon/log.c daemon/pool.c daemon/scrub.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c
 $(B)/tests/test_session: $(B)/tests/obj/unit/test_session.o $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)
 $(B)/tests/obj/unit/test_session.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
@@ -368,8 +417,9 @@ deps:
 
 # test_hostile_restart.py's slow bring-up: an LD_PRELOAD shim that delays
 # listen().  Plain, not sanitized: it is preloaded into a sanitized rmemd.
-RESTORE_HELPERS := $(B)/tests/slowlisten.so
-$(B)/tests/slowlisten.so: tests/lib/slowlisten.c
+# test_restart.py's slow scrub: one that delays the scrub's chunks.
+RESTORE_HELPERS := $(B)/tests/slowlisten.so $(B)/tests/slowscrub.so
+$(B)/tests/slowlisten.so $(B)/tests/slowscrub.so: $(B)/tests/%.so: tests/lib/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
 
@@ -391,6 +441,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_nbd.sh \
 		tests/func/test_restart.py \
 		tests/func/test_hostile_restart.py \
+		tests/python/test_python.sh \
 		tests/vm/suite tests/systemd/suite
 
 unit: $(UNIT_BINS)
@@ -514,13 +565,19 @@ $(B)/bench/bringup: $(B)/bench/bringup.o
 # alloc+free round trips beside qperf tcp_lat and redis GET, and the allocator
 # alone (scripts/bench-alloc); pool bring-up time, 1 GiB by default, set
 # BRINGUP_SIZES="1G 16G" for more (bench/bringup.sh).
-.PHONY: bench-alloc bench-bringup bench-cluster
+.PHONY: bench-alloc bench-bringup bench-cluster bench-restart
 bench-alloc: deps
 	scripts/bench-alloc
 # A cluster client's alloc+free round trip against one server's, and alloc
 # throughput with 1, 2 and 3 servers (scripts/bench-cluster).
 bench-cluster: deps
 	scripts/bench-cluster
+# What a restart costs its clients: 16 MiB held in a 64 MiB and a 4 GiB pool,
+# alternated, SIGTERM and SIGKILL, through the emulated fd store
+# (bench/restart.py; POOLS, ROUNDS, HELD).
+bench-restart: deps
+	@$(MAKE) -s SANITIZE= build/rmemd
+	RMEM_BUILD=build bench/restart.py
 bench-bringup: deps
 	bench/bringup.sh
 
@@ -535,6 +592,13 @@ bench-nbd: deps
 .PHONY: bench-ctl
 bench-ctl: deps
 	scripts/bench-ctl
+
+# The Python binding beside rmem-perf, alternated in one run: 1 MiB asyncio
+# reads and writes at 16 in flight, 64 B synchronous read round trips
+# (scripts/bench-python, bench/python_bench.py; about a minute).
+.PHONY: bench-python
+bench-python: deps
+	scripts/bench-python
 
 # ---- the Soft-RoCE test VM (tests/vm/README.md) -------------------------------
 vm-setup:
@@ -627,6 +691,9 @@ install: all
 	$(if $(HAVE_NBDKIT),install -d $(DESTDIR)$(NBDKIT_PLUGINDIR))
 	$(if $(HAVE_NBDKIT),install -m 755 $(B)/inst/nbdkit-rmem-plugin.so \
 		$(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-rmem-plugin.so)
+	install -d $(DESTDIR)$(PYTHONDIR)/rmem
+	install -m 644 $(B)/inst/python/$(PY_EXT) $(PY_FILES:python/%=$(B)/inst/python/%) \
+		$(DESTDIR)$(PYTHONDIR)/rmem/
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/rmemd $(DESTDIR)$(BINDIR)/rmemctl $(DESTDIR)$(BINDIR)/rmem-perf \
@@ -634,6 +701,7 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc $(DESTDIR)$(INCLUDEDIR)/rmem.h \
 		$(DESTDIR)$(UNITDIR)/rmemd.service \
 		$(if $(HAVE_NBDKIT),$(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-rmem-plugin.so)
+	rm -rf $(DESTDIR)$(PYTHONDIR)/rmem
 
 clean:
 	rm -rf build build-san build-fuzz

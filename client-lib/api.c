@@ -135,6 +135,14 @@ int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_
 		       single_poll(c, out, max, timeout_ms);
 }
 
+/* A cluster client waits on many servers' streams: no one descriptor (yet). */
+int rmem_fd(rmem_client *c)
+{
+	if (!c)
+		return -EINVAL;
+	return CL(c) ? -EOPNOTSUPP : single_fd(c);
+}
+
 int rmem_register_buf(rmem_client *c, void *buf, size_t len)
 {
 	return CL(c) ? CLUSTER_CALL(c, cluster_register_buf(c->cluster, buf, len)) :

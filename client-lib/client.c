@@ -328,6 +328,7 @@ void single_close(rmem_client *c)
 	dp_detach(&c->eng);
 	eng_release(&c->eng);
 	resume_fini(&c->rs);
+	pollfd_free(c);
 	lock_fini(&c->lock);
 	free(c);
 }
@@ -343,6 +344,8 @@ void client_hold(struct rmem_client *c)
 
 void client_release(struct rmem_client *c)
 {
+	if (c->pollfd)
+		pollfd_arm(c);
 	lock_release(&c->lock);
 }
 

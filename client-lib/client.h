@@ -56,6 +56,9 @@ struct rmem_client {
 	/* What a resume needs and keeps (resume.c): where, which data path,
 	 * as whom, the token, the map of new keys. */
 	struct resume rs;
+	/* rmem_fd()'s descriptors (pollfd.c), made by its first call; NULL
+	 * until then, and then client_release() keeps them armed. */
+	struct client_pollfd *pollfd;
 };
 
 /* The client of an engine: for the engine's callbacks that act for the
@@ -75,6 +78,17 @@ void client_release(struct rmem_client *c);
  * sends an idempotent request again, and says -ECONNABORTED (outcome
  * unknown) for any other. */
 bool client_recovered(struct rmem_client *c, int err);
+
+/* ---- rmem_fd (pollfd.c) ------------------------------------------------------------ */
+
+/* rmem_fd() of a single-server client: an epoll descriptor, readable when
+ * single_poll(c, .., 0) has something to do.  Takes the client. */
+int single_fd(struct rmem_client *c);
+/* Under the client's lock, before it goes: makes the descriptor readable
+ * or not for the engine's state now (a no-op without rmem_fd). */
+void pollfd_arm(struct rmem_client *c);
+/* Closes the descriptors (single_close). */
+void pollfd_free(struct rmem_client *c);
 /* How many times a call sends an idempotent request again after resumes
  * before it gives up with the last error. */
 #define CLIENT_RETRIES 3

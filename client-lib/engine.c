@@ -96,6 +96,7 @@ static void tx_reset(struct engine *e)
 void eng_init(struct engine *e, int timeout_ms)
 {
 	e->fd = -1;
+	e->notify_fd = -1;
 	e->timeout_ms = timeout_ms;
 	e->next_req_id = 1;
 	e->fifo_head = e->fifo_count = 0;
@@ -181,6 +182,18 @@ static void op_complete(struct engine *e, struct eng_op *op, int status)
 	q->count++;
 	e->async_ops--;
 	eng_op_free(e, op);
+	eng_notify(e);
+}
+
+void eng_notify(struct engine *e)
+{
+	uint64_t one = 1;
+
+	if (e->notify_fd < 0 || e->notified)
+		return;
+	/* An eventfd's write fails only when its count would overflow. */
+	if (write(e->notify_fd, &one, sizeof one) == (ssize_t)sizeof one)
+		e->notified = true;
 }
 
 /* An operation has ended.  A posted one that the loss of the connection
@@ -323,6 +336,7 @@ void eng_reopen(struct engine *e, int fd)
 	if (e->fd >= 0)
 		close(e->fd);
 	e->fd = fd;
+	e->reopened++;
 	e->broken = false;
 	e->fail_err = 0;
 	e->fifo_head = e->fifo_count = 0;

@@ -159,6 +159,15 @@ struct engine {
 	 * resume in progress to give up: rmem_close() is waiting. */
 	bool park_lost;
 	int fail_err;
+	/* rmem_fd() (pollfd.c): an eventfd the engine writes when it queues a
+	 * completion (notified: it holds a count), so that a completion that
+	 * another thread's call received (the keepalive thread, a synchronous
+	 * call) still wakes an event loop waiting on rmem_fd; -1: none.
+	 * reopened counts new streams (eng_reopen), whose fd may reuse the
+	 * old one's number. */
+	int notify_fd;
+	bool notified;
+	uint32_t reopened;
 	struct eng_op *parked_head, *parked_tail;
 	int (*recover)(void *ctx);
 	void *recover_ctx;
@@ -173,6 +182,9 @@ void eng_init(struct engine *e, int timeout_ms);
  * and frees what the engine holds, the socket included.  The NIC must be
  * gone already (dp_detach). */
 void eng_release(struct engine *e);
+
+/* Tells rmem_fd()'s eventfd (e->notify_fd) that a completion is queued. */
+void eng_notify(struct engine *e);
 
 /* Marks the stream unusable: shuts it down and ends every operation in
  * flight (async ones with -ECONNRESET, synchronous ones with err; async

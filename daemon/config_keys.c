@@ -33,6 +33,13 @@ static const struct enum_word key_mode_words[] = {
 	{ NULL, 0 },
 };
 
+/* rdma.required: a libconfig boolean, or "on"/"off". */
+static const struct enum_word required_words[] = {
+	{ "off", 0 },
+	{ "on", 1 },
+	{ NULL, 0 },
+};
+
 static const struct enum_word log_level_words[] = {
 	{ "err", CONFIG_LOG_ERR },
 	{ "warning", CONFIG_LOG_WARNING },
@@ -70,6 +77,8 @@ static const struct key_desc nic_group_keys[] = {
 	  .def = "auto" },
 	{ .name = "keys", .kind = KIND_ENUM, FIELD(struct config, rdma_keys),
 	  .words = key_mode_words, .def = "auto" },
+	{ .name = "required", .kind = KIND_ENUM, FIELD(struct config, rdma_required),
+	  .flags = KEY_BOOL_ONOFF, .words = required_words, .def = "off" },
 };
 
 static const struct key_desc limits_keys[] = {

@@ -70,6 +70,7 @@ struct config {
 	/* rdma = { device = "auto"; keys = "auto"; } */
 	char rdma_device[CONFIG_NAME_MAX];  /* "auto" or a device name such as "rxe0" */
 	enum config_rdma_keys rdma_keys;    /* default auto */
+	int rdma_required;                  /* 1: no RDMA is fatal at start (default 0) */
 	/* limits = { max_clients = 1024; lease_timeout_ms = 10000; } */
 	uint32_t max_clients;           /* [1, 1000000], default 1024 */
 	uint32_t lease_timeout_ms;      /* [100, 86400000], default 10000 */

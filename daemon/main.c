@@ -231,7 +231,7 @@ static int serve(struct server *srv)
 	struct event *sigs[2] = { NULL, NULL };
 	const int signos[2] = { SIGTERM, SIGINT };
 	char err[512];
-	int rc = -1;
+	int rc = -1, nrc;
 
 	srv->base = event_base_new();
 	if (!srv->base) {
@@ -253,9 +253,15 @@ static int serve(struct server *srv)
 		log_err("out of memory");
 		goto out;
 	}
-	/* Never fatal for want of RDMA: without it rmemd serves TCP. */
-	if (nic_open(srv, &nic_events) < 0) {
-		log_err("out of memory");
+	/* Not fatal for want of RDMA, unless rdma.required: without it rmemd
+	 * serves TCP.  nic_open says why it failed. */
+	/* Window keys register each pool whole here, before READY. */
+	if (srv->cfg.listen_rdma[0])
+		sd_notify(0, "STATUS=bringing up RDMA");
+	nrc = nic_open(srv, &nic_events);
+	if (nrc < 0) {
+		if (nrc == -ENOMEM)
+			log_err("out of memory");
 		goto out;
 	}
 	if (listeners_open(srv, err, sizeof err) < 0) {
@@ -327,6 +333,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (opts.test_only) {
+		char why[512];
+
+		/* rdma.required is a promise about this host: -t checks it. */
+		if (nic_probe(&srv->cfg, why, sizeof why) < 0) {
+			fprintf(stderr, "%s: %s\n", opts.config_path, why);
+			free(srv);
+			return 1;
+		}
 		printf("%s: configuration OK\n", opts.config_path);
 		free(srv);
 		return 0;

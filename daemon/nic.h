@@ -68,6 +68,16 @@ struct nic_events {
  * only.  ev is kept (it must outlive the NIC).  Returns 0, or -ENOMEM.
  */
 int nic_open(struct server *srv, const struct nic_events *ev);
+/*
+ * rdma.required (rmemd.conf(5)): with it on, RDMA that cannot come up is
+ * fatal: nic_open logs one line naming the cause and the unit settings to
+ * check and returns -ENODEV (-EINVAL when listen.rdma is "").  nic_probe
+ * is rmemd -t's check of the same without bringing anything up: 0 when
+ * rdma.required is off or a device rmemd may open is there, else a
+ * negative errno with that line in why.
+ */
+struct config;
+int nic_probe(const struct config *cfg, char *why, size_t len);
 /* Tears down what nic_open made.  Every peer must be gone already (their
  * sessions destroyed).  Accepts srv->nic NULL. */
 void nic_close(struct server *srv);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 #include "nic_int.h"
 #include "proto.h"
@@ -149,9 +150,15 @@ static int register_pools(struct nic *rd)
 
 	for (uint32_t i = 0; i < srv->npools; i++) {
 		struct pool *pl = &srv->pools[i];
+		int64_t t0 = clock_mono_ms();
 
 		rd->pool_mr[i] = ibv_reg_mr(rd->pd, pl->base, pl->size,
 					    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+		/* Before READY, and it faults in every page the MR pins: the
+		 * log says what it cost (docs/architecture.md, restart). */
+		if (rd->pool_mr[i])
+			log_info("pool %s: registered with %s in %lld ms", pl->name, rd->devname,
+				 (long long)(clock_mono_ms() - t0));
 		if (!rd->pool_mr[i]) {
 			int err = errno;
 
@@ -287,15 +294,69 @@ static const struct key_ops nic_key_ops = {
 	.peer_destroy = nic_peer_destroy,
 };
 
+/* rdma.required's one line: the cause by errno, and what to check. */
+static void required_why(int err, char *why, size_t len)
+{
+	const char *cause =
+		err == EACCES || err == EPERM ? "permission denied opening /dev/infiniband" :
+		err == ENODEV || err == ENOENT || err == ENOSYS ? "no RDMA device that rmemd may open" :
+		strerror(err);
+
+	snprintf(why, len,
+		 "rdma.required is on but RDMA cannot come up: %s; check the device "
+		 "(`rdma link`, `ibv_devices`), listen.rdma and rdma.device, and that "
+		 "rmemd.service's DeviceAllow= lists /dev/infiniband/rdma_cm and "
+		 "/dev/infiniband/uverbs* (rmemd(8), \"RDMA\")", cause);
+}
+
+int nic_probe(const struct config *cfg, char *why, size_t len)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	int n = 0, err = ENODEV;
+
+	if (!cfg->rdma_required)
+		return 0;
+	if (!cfg->listen_rdma[0]) {
+		snprintf(why, len, "rdma.required is on but listen.rdma is \"\" (RDMA off)");
+		return -EINVAL;
+	}
+	list = ibv_get_device_list(&n);
+	if (!list && errno)
+		err = errno;
+	for (int i = 0; list && i < n && !ctx; i++) {
+		if (strcmp(cfg->rdma_device, "auto") &&
+		    strcmp(ibv_get_device_name(list[i]), cfg->rdma_device))
+			continue;
+		ctx = ibv_open_device(list[i]);
+		if (!ctx)
+			err = errno ? errno : ENODEV;
+	}
+	if (ctx)
+		ibv_close_device(ctx);
+	if (list)
+		ibv_free_device_list(list);
+	if (ctx)
+		return 0;
+	required_why(err, why, len);
+	return -err;
+}
+
 int nic_open(struct server *srv, const struct nic_events *ev)
 {
 	struct nic *rd;
+	char why[512];
+	int rc;
 
 	srv->nic = NULL;
 	srv->keys = NULL;
 	srv->nic_port = 0;
 	srv->key_mode = PROTO_KEYS_NONE;
 	if (!srv->cfg.listen_rdma[0]) {
+		if (nic_probe(&srv->cfg, why, sizeof why) < 0) {
+			log_err("%s", why);
+			return -EINVAL;
+		}
 		log_notice("listen.rdma = \"\": RDMA off, serving TCP only");
 		return 0;
 	}
@@ -304,9 +365,14 @@ int nic_open(struct server *srv, const struct nic_events *ev)
 		return -ENOMEM;
 	rd->srv = srv;
 	rd->ev = *ev;
-	if (nic_up(rd) < 0) {
+	rc = nic_up(rd);
+	if (rc < 0) {
 		nic_teardown(rd);
-		return 0;
+		if (!srv->cfg.rdma_required)
+			return 0;
+		required_why(-rc, why, sizeof why);
+		log_err("%s", why);
+		return -ENODEV;
 	}
 	srv->nic = rd;
 	srv->keys = &nic_key_ops;

@@ -17,6 +17,7 @@
 
 #include "alloc.h"
 #include "pool.h"
+#include "scrub.h"
 
 #define HUGEPAGE_2M  (2ull << 20)
 /* Pin in steps so progress can be reported during multi-GiB pools, and so
@@ -270,7 +271,7 @@ static int pin_prepare(struct pin_job *j)
  * work to the others.  Workers block every signal: a signal during start-up
  * goes to this thread, as it did before there were workers.
  */
-static int pin_pool(const struct pool *p, pool_progress_fn progress, void *arg)
+static int pin_pool(struct pool *p, bool lazy, pool_progress_fn progress, void *arg)
 {
 	struct pin_job j = { .p = p };
 	pthread_t tid[PIN_THREADS_MAX];
@@ -281,6 +282,10 @@ static int pin_pool(const struct pool *p, pool_progress_fn progress, void *arg)
 
 	if (rc < 0)
 		return rc;
+	/* Locked on fault: what is faulted in later is locked as it comes. */
+	p->on_fault = lazy && j.fault_in == populate;
+	if (p->on_fault)
+		return 0;
 	want = j.fault_in == populate ? pin_threads(p->size) : 1;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -302,7 +307,7 @@ static int pin_pool(const struct pool *p, pool_progress_fn progress, void *arg)
 }
 
 /* Everything after the mapping, the same for a new pool and an adopted one. */
-static int finish_open(struct pool *p, const struct config_pool *pc,
+static int finish_open(struct pool *p, const struct config_pool *pc, bool lazy,
 		       pool_progress_fn progress, void *arg, char *err, size_t errlen)
 {
 	int rc;
@@ -312,8 +317,9 @@ static int finish_open(struct pool *p, const struct config_pool *pc,
 	madvise(p->base, p->size, MADV_DONTFORK);
 	madvise(p->base, p->size, MADV_DONTDUMP);
 	/* Every page is faulted in and locked now, so the pool never
-	 * page-faults on the data path. */
-	rc = pin_pool(p, progress, arg);
+	 * page-faults on the data path; an adopted pool only what is held, the
+	 * rest by its scrub (pool_populate, pool_scrub). */
+	rc = pin_pool(p, lazy, progress, arg);
 	if (rc < 0) {
 		snprintf(err, errlen,
 			 "pool %s: mlock %" PRIu64 " bytes: %s (LimitMEMLOCK, or memory)",
@@ -341,7 +347,7 @@ int pool_open(struct pool *p, const struct config_pool *pc, uint32_t index,
 	p->base = map_pool(pc, &p->size, &p->page_size, &p->fd, err, errlen);
 	if (!p->base)
 		return -ENOMEM;
-	rc = finish_open(p, pc, progress, arg, err, errlen);
+	rc = finish_open(p, pc, false, progress, arg, err, errlen);
 	if (rc < 0)
 		pool_close(p);
 	return rc;
@@ -386,7 +392,7 @@ int pool_adopt(struct pool *p, const struct config_pool *pc, uint32_t index, int
 		snprintf(err, errlen, "pool %s: mmap kept memfd: %s", pc->name, strerror(-rc));
 		return rc;
 	}
-	rc = finish_open(p, pc, progress, arg, err, errlen);
+	rc = finish_open(p, pc, true, progress, arg, err, errlen);
 	if (rc < 0) {
 		pool_close(p);
 		return rc;
@@ -395,10 +401,35 @@ int pool_adopt(struct pool *p, const struct config_pool *pc, uint32_t index, int
 	return 0;
 }
 
+int pool_populate(struct pool *p, uint64_t off, uint64_t len)
+{
+	uint64_t a = off / p->page_size * p->page_size;
+	uint64_t b = round_up(off + len, p->page_size);
+
+	if (!p->on_fault || !len)
+		return 0;
+	return populate(p->base + a, b - a) < 0 ? -errno : 0;
+}
+
+void pool_scrub(struct pool *p, const struct scrub_span *sp, size_t n)
+{
+	p->scrub = scrub_start(p->base, p->page_size, sp, n);
+	if (!p->scrub)
+		scrub_zero_now(p->base, sp, n);
+}
+
+void pool_take(struct pool *p, uint64_t off, uint64_t len)
+{
+	scrub_take(p->scrub, off, len);
+}
+
 void pool_close(struct pool *p)
 {
 	if (!p)
 		return;
+	/* Before the bytes go: the worker may be writing them. */
+	scrub_stop(p->scrub);
+	p->scrub = NULL;
 	alloc_free(p->alloc);
 	if (p->base)
 		munmap(p->base, p->size);

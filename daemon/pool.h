@@ -6,12 +6,15 @@
 #ifndef RMEMD_POOL_H
 #define RMEMD_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
 
 struct alloc;
+struct scrub;
+struct scrub_span;
 
 struct pool {
 	char name[CONFIG_NAME_MAX];
@@ -21,6 +24,8 @@ struct pool {
 	uint32_t index;
 	struct alloc *alloc;
 	int fd;               /* the memfd behind base: what the fd store keeps (-1: none) */
+	bool on_fault;        /* adopted: locked on fault, faulted in where held or scrubbed */
+	struct scrub *scrub;  /* free bytes an adoption found, zeroed after READY (or NULL) */
 };
 
 /* Progress of a long pin: called now and then with bytes done out of total. */
@@ -39,14 +44,29 @@ int pool_open(struct pool *p, const struct config_pool *pc, uint32_t index,
 	      pool_progress_fn progress, void *arg, char *err, size_t errlen);
 /*
  * As pool_open, over fd, the memfd of a pool that a previous rmemd made (from
- * systemd's fd store): its bytes are kept, not zeroed.  fd must be a memfd of
+ * systemd's fd store): its bytes are kept, not zeroed.  The pool is locked
+ * on fault, not faulted in (on kernels with MADV_POPULATE_WRITE; older ones
+ * pin it whole as pool_open does): a restart costs what is held, so the
+ * caller faults in the ranges it keeps (pool_populate) and hands the rest to
+ * pool_scrub.  fd must be a memfd of
  * exactly the size pool_open would map for pc and of the page size pc allows
  * (else -EINVAL, with the reason in err).  On success the pool owns fd; on
  * failure fd is still the caller's.
  */
 int pool_adopt(struct pool *p, const struct config_pool *pc, uint32_t index, int fd,
 	       pool_progress_fn progress, void *arg, char *err, size_t errlen);
-/* Unmaps; accepts a pool that was never opened or failed to open. */
+/* Faults in and locks the pages of [off, off + len) of an adopted pool
+ * (nothing to do for one pinned whole).  0 or a negative errno. */
+int pool_populate(struct pool *p, uint64_t off, uint64_t len);
+/* The n spans (sorted, disjoint) of an adopted pool that may hold a former
+ * owner's bytes: zeroed after READY by a worker and by pool_take (scrub.h),
+ * or here and now when no worker can be had. */
+void pool_scrub(struct pool *p, const struct scrub_span *sp, size_t n);
+/* A range just reserved in p's allocator, before anyone is told of it:
+ * whatever of it a scrub has not zeroed yet is zeroed now. */
+void pool_take(struct pool *p, uint64_t off, uint64_t len);
+/* Stops the scrub, unmaps; accepts a pool that was never opened or failed
+ * to open. */
 void pool_close(struct pool *p);
 
 #endif /* RMEMD_POOL_H */

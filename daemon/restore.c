@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "identity.h"
 #include "log.h"
 #include "names.h"
 #include "region.h"
 #include "restore.h"
+#include "scrub.h"
 #include "server.h"
 #include "session.h"
 #include "slots.h"
@@ -46,6 +48,8 @@ struct image {
 	uint32_t counters_index;
 	bool have_counters;
 	size_t orphans;
+	/* Where the restore's time went, for its log line (ms). */
+	int64_t t_start, ms_pin, ms_zero;
 };
 
 static void image_free(struct image *im)
@@ -509,6 +513,7 @@ static int check_all(struct server *srv, struct restore_fds *k, struct image *im
 	if (rc < 0)
 		return rc;
 	find_orphans(srv, im);
+	im->ms_pin = clock_mono_ms();
 	for (uint32_t p = 0; p < srv->cfg.npools; p++) {
 		rc = pool_adopt(&srv->pools[p], &srv->cfg.pools[p], p, k->pool_fd[p], progress, srv,
 				err, sizeof err);
@@ -524,6 +529,7 @@ static int check_all(struct server *srv, struct restore_fds *k, struct image *im
 			 srv->pools[p].name, srv->pools[p].size, (void *)srv->pools[p].base,
 			 srv->pools[p].page_size, srv->cfg.pools[p].alignment);
 	}
+	im->ms_pin = clock_mono_ms() - im->ms_pin;
 	for (size_t i = 0; i < im->n; i++) {
 		if (im->rec[i].drop)
 			continue;
@@ -673,31 +679,35 @@ static int build_regions(struct server *srv, const struct image *im)
 	}
 }
 
-struct span {
-	uint64_t off, len;
-};
-
 static int by_off(const void *a, const void *b)
 {
-	const struct span *x = a, *y = b;
+	const struct scrub_span *x = a, *y = b;
 
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
 /*
- * Every byte no kept record holds is zeroed: a range may have been freed in
- * the state before its bytes were zeroed (a crash between the two), or left
- * unzeroed by a shutdown for a restart or in the quarantine; its next owner
- * must still find zeros.  Pool by pool, the gaps between the kept ranges.
+ * What no kept record holds may hold a former owner's bytes: a range freed
+ * in the state before its bytes were zeroed (a crash between the two), left
+ * unzeroed by a shutdown for a restart, or in the quarantine.  Its next
+ * owner must still find zeros, and READY must not wait for them: pool by
+ * pool, the kept ranges are faulted in now and the gaps between them go to
+ * the pool's scrub (scrub.h), zeroed after READY in the background and by
+ * the allocation that reaches them first.
  */
-static int zero_free(struct server *srv, const struct image *im)
+static int scrub_free(struct server *srv, const struct image *im)
 {
-	struct span *sp = malloc(sizeof *sp * (im->n + 1));
+	struct scrub_span *sp = malloc(sizeof *sp * (im->n + 1));
+	struct scrub_span *gap = malloc(sizeof *gap * (im->n + 1));
+	int rc = 0;
 
-	if (!sp)
+	if (!sp || !gap) {
+		free(sp);
+		free(gap);
 		return -ENOMEM;
-	for (uint32_t p = 0; p < srv->npools; p++) {
-		size_t n = 0;
+	}
+	for (uint32_t p = 0; p < srv->npools && rc == 0; p++) {
+		size_t n = 0, ng = 0;
 		uint64_t at = 0;
 
 		for (size_t i = 0; i < im->n; i++) {
@@ -706,22 +716,29 @@ static int zero_free(struct server *srv, const struct image *im)
 			if (im->rec[i].drop)
 				continue;
 			if (r->type == STATE_REGION && r->u.region.pool == p)
-				sp[n++] = (struct span){ r->u.region.offset, r->u.region.length };
+				sp[n++] = (struct scrub_span){ r->u.region.offset, r->u.region.length };
 			if (r->type == STATE_OBJECT && r->u.object.pool == p)
-				sp[n++] = (struct span){ r->u.object.offset, r->u.object.length };
+				sp[n++] = (struct scrub_span){ r->u.object.offset, r->u.object.length };
 		}
 		qsort(sp, n, sizeof *sp, by_off);
 		for (size_t i = 0; i <= n; i++) {
 			uint64_t end = i < n ? sp[i].off : srv->pools[p].size;
 
 			if (end > at)
-				memset(srv->pools[p].base + at, 0, end - at);
-			if (i < n)
+				gap[ng++] = (struct scrub_span){ at, end - at };
+			if (i < n) {
 				at = sp[i].off + sp[i].len;
+				rc = pool_populate(&srv->pools[p], sp[i].off, sp[i].len);
+				if (rc < 0)
+					break;
+			}
 		}
+		if (rc == 0)
+			pool_scrub(&srv->pools[p], gap, ng);
 	}
 	free(sp);
-	return 0;
+	free(gap);
+	return rc;
 }
 
 /*
@@ -763,7 +780,9 @@ static int rebuild(struct server *srv, struct restore_fds *k, struct image *im)
 	const struct state_slot *c = &im->counters;
 	int rc;
 
-	rc = zero_free(srv, im);
+	im->ms_zero = clock_mono_ms();
+	rc = scrub_free(srv, im);
+	im->ms_zero = clock_mono_ms() - im->ms_zero;
 	if (rc == 0)
 		rc = build_sessions(srv, im);
 	if (rc == 0)
@@ -805,10 +824,13 @@ static int rebuild(struct server *srv, struct restore_fds *k, struct image *im)
 	srv->counters.restarts_restored++;
 	take_identity(srv, &im->hdr);
 	log_notice("restored from the fd store: %llu session(s) detached for resume, %llu named "
-		   "region(s), %llu region(s), %llu bytes; %zu orphan record(s) dropped",
+		   "region(s), %llu region(s), %llu bytes; %zu orphan record(s) dropped; in %lld ms "
+		   "(mapping %lld, faulting in what is held %lld); free bytes are zeroed in the background",
 		   (unsigned long long)srv->clients, (unsigned long long)names_count(srv->names),
 		   (unsigned long long)region_count(srv->regions),
-		   (unsigned long long)srv->used_bytes, im->orphans);
+		   (unsigned long long)srv->used_bytes, im->orphans,
+		   (long long)(clock_mono_ms() - im->t_start), (long long)im->ms_pin,
+		   (long long)im->ms_zero);
 	return 0;
 }
 
@@ -819,6 +841,7 @@ int restore_run(struct server *srv, struct restore_fds *fds, pool_progress_fn pr
 	int rc;
 
 	memset(&im, 0, sizeof im);
+	im.t_start = clock_mono_ms();
 	rc = check_all(srv, fds, &im, progress, why, whylen);
 	if (rc == 0)
 		rc = rebuild(srv, fds, &im);

@@ -93,6 +93,8 @@ struct server {
 	struct slots *slots;
 	uint64_t restored;
 	struct event *restore_timer;
+	struct event *scrub_timer;   /* STATUS= while free bytes are zeroed after READY */
+	unsigned scrub_shown;        /* the percentage STATUS= last said, + 1 (0: none yet) */
 	bool keep_state;             /* shutting down for a restart: leave pool bytes as they are */
 	/* The server's identity in a cluster (identity.h) as the state memfd
 	 * carries it: persist.c draws it for new memory, restore.c takes it

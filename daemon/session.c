@@ -631,6 +631,9 @@ static int take_range(struct server *srv, struct session *s, uint64_t size, stru
 	rc = alloc_reserve(best->alloc, size, off, len);
 	if (rc < 0)
 		return rc;
+	/* After a restore, free bytes are zeroed lazily (scrub.h): what the
+	 * scrub has not reached yet is zeroed here, before anyone sees it. */
+	pool_take(best, *off, *len);
 	/* The range may be longer than asked (alignment): that is what counts. */
 	rc = tenant_charge(srv, s->tenant, *len);
 	if (rc < 0) {

@@ -37,13 +37,13 @@ extern "C" {
 
 /*
  * The version of this header.  It matches the newest node of the library's
- * symbol map (RMEM_1.2): a release that adds calls adds a node and a minor
+ * symbol map (RMEM_1.3): a release that adds calls adds a node and a minor
  * version; PATCH counts releases that add none.  The major version is the
  * SONAME's (librmem.so.1).  rmem_version() says which library runs.
  */
 #define RMEM_VERSION_MAJOR 1
-#define RMEM_VERSION_MINOR 2
-#define RMEM_VERSION_PATCH 1
+#define RMEM_VERSION_MINOR 3
+#define RMEM_VERSION_PATCH 0
 /* Packed as rmem_version() returns it: 0x00MMmmpp. */
 #define RMEM_VERSION_PACK(major, minor, patch) \
 	(((uint32_t)(major) << 16) | ((uint32_t)(minor) << 8) | (uint32_t)(patch))
@@ -286,6 +286,21 @@ struct rmem_completion {
  * returned, rmem_poll() returns -ECONNRESET.  -EINVAL: c or out NULL, max < 1.
  */
 RMEM_API int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_ms);
+
+/*
+ * A descriptor for an event loop (since RMEM_1.3): it polls readable
+ * (POLLIN; select, epoll, asyncio's add_reader) when rmem_poll(c, .., 0)
+ * has something to do: completions to return, replies to take in, posts
+ * to send, or a broken connection to report.  Call rmem_poll(c, out, n, 0)
+ * then, until it returns 0; the descriptor is level-triggered and is armed
+ * again by every call on the client, so never read it yourself.  On RDMA,
+ * while transfers are on the queue pair, it stays readable (the
+ * completion queue is polled, not slept on).  The client owns it:
+ * rmem_close() closes it; every call returns the same one.
+ * Errors: -EINVAL (NULL), -EOPNOTSUPP (an etcd:// cluster client),
+ * -EMFILE, -ENFILE, -ENOMEM.
+ */
+RMEM_API int rmem_fd(rmem_client *c);
 
 /* How the daemon makes region keys on RDMA (rmem_stats.key_mode); the
  * values are those of rmemd.conf(5)'s rdma.keys and of the wire protocol. */

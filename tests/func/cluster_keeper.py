@@ -14,6 +14,7 @@
 #   cluster_keeper.py DIR RMEMD CONF LOG PIDFILE FIFO ACK
 import os
 import select
+import signal
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -33,21 +34,19 @@ def main():
             f.write("%d\n" % p.pid)
         return st.wait_for("READY=1", 60)
 
-    def kill():
+    def stop(sig):
         p = proc[0]
         if p and p.poll() is None:
-            p.kill()
+            p.send_signal(sig)
             p.wait()
         st.pump(0.2)
         return True
 
+    def kill():
+        return stop(signal.SIGKILL)
+
     def term():
-        p = proc[0]
-        if p and p.poll() is None:
-            p.terminate()
-            p.wait()
-        st.pump(0.2)
-        return True
+        return stop(signal.SIGTERM)
 
     if not start():
         sys.exit(1)

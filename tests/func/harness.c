@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,6 +314,65 @@ int raw_session(const struct rmemd *d, bool over_unix)
 		return rc > 0 ? -rc : rc;
 	}
 	return fd;
+}
+
+/* ---- the metrics page ---------------------------------------------------------- */
+
+#define METRICS_PAGE_MAX (1 << 20)
+
+int metrics_request(const struct rmemd *d, const char *method, const char *path, int wait_ms,
+		    char **text, int *status)
+{
+	char req[256];
+	size_t len = 0;
+	uint64_t deadline = now_ms() + (uint64_t)wait_ms;
+	int fd = raw_connect(d->addr, d->metrics_port), n;
+	char *t = NULL;
+
+	*text = NULL;
+	*status = 0;
+	if (fd < 0)
+		return fd;
+	n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: test\r\n\r\n", method, path);
+	t = calloc(1, METRICS_PAGE_MAX + 1);
+	if (!t || n < 0 || (size_t)n >= sizeof req || raw_send(fd, req, (size_t)n) < 0)
+		goto fail;
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t got;
+
+		if (poll(&pfd, 1, ms_left(deadline)) <= 0)
+			goto fail;
+		got = read(fd, t + len, METRICS_PAGE_MAX - len);
+		if (got < 0)
+			goto fail;
+		if (got == 0)
+			break;
+		len += (size_t)got;
+		if (len == METRICS_PAGE_MAX)
+			goto fail;
+	}
+	close(fd);
+	if (sscanf(t, "HTTP/1.%*d %d", status) != 1) {
+		free(t);
+		return -EBADMSG;
+	}
+	*text = t;
+	return 0;
+fail:
+	close(fd);
+	free(t);
+	return -EIO;
+}
+
+double metrics_sample(const char *page, const char *series)
+{
+	size_t n = strlen(series);
+
+	for (const char *p = page; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, series, n) && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+	return -1;
 }
 
 /* ---- child processes ------------------------------------------------------- */

@@ -121,6 +121,20 @@ int raw_connect_tcp(uint16_t port);
  * over_unix, else TCP): the fd, or a negative errno (the refusal's). */
 int raw_session(const struct rmemd *d, bool over_unix);
 
+/* ---- the metrics page (listen.metrics) ------------------------------------------ */
+
+/*
+ * One HTTP/1.0 request (method, path) to d's metrics port, waiting wait_ms at
+ * most: 0 with *text the whole reply (headers included, NUL-terminated, 1 MiB
+ * at most; free it) and *status its HTTP status, or a negative errno with
+ * *text NULL (-EBADMSG: no status line).
+ */
+int metrics_request(const struct rmemd *d, const char *method, const char *path, int wait_ms,
+		    char **text, int *status);
+/* The value of the one sample named series ("name" or "name{labels}") on
+ * page, or -1 when it is not there. */
+double metrics_sample(const char *page, const char *series);
+
 /* ---- child processes ------------------------------------------------------- */
 
 struct child {

@@ -39,7 +39,10 @@ if [ "${RMEM_TEST_TRANSPORT:-tcp}" = rdma ]; then
 	# runs on the host.
 	FULL=0
 	LEASE_MS=10000
-	SLACK_MS=5000
+	# 5 s was missed once by 0.65 s (15653 ms) on a host loaded by four
+	# other builds: a TCG guest, and an etcd whose leader changed in the
+	# section before (a new leader renews every lease it inherits).
+	SLACK_MS=8000
 	WAIT_S=90
 	export ETCD_HEARTBEAT_MS=200 ETCD_ELECTION_MS=2000
 else

@@ -31,16 +31,7 @@ if [ "${1:-}" = --hook ]; then
 	done
 	gone() { ! kill -0 "$1" 2> /dev/null; }
 	# keeper I CMD: server I's keeper (cluster_keeper.py) does CMD; 0 if ok.
-	keeper() {
-		local seq=$RANDOM$RANDOM
-		echo "$2 $seq" > "$dir/k$1.fifo"
-		for _ in $(seq 600); do
-			grep -q "^$seq ok" "$dir/k$1.ack" 2> /dev/null && return 0
-			grep -q "^$seq fail" "$dir/k$1.ack" 2> /dev/null && return 1
-			sleep 0.1
-		done
-		return 1
-	}
+	keeper() { cluster_keeper "$dir" "$@"; }
 	# registered I: 0 once server I's key is back in etcd.
 	registered() { cluster_registered "$NAME" "$1" 100; }
 	case $cmd in
@@ -122,11 +113,7 @@ for i in 0 1 2; do
 	cluster_conf "$i" "$NAME" "$HOST:${ports[$i]}" "$rdma" 3000 info
 	# Under the fd store emulator, so that the test can restart it without
 	# loss (cluster_keeper.py).
-	mkfifo "$tmp/k$i.fifo"
-	python3 tests/func/cluster_keeper.py "$tmp/store$i" "$RMEMD" "$tmp/r$i.conf" \
-		"$tmp/r$i.log" "$tmp/pids/rmemd$i" "$tmp/k$i.fifo" "$tmp/k$i.ack" \
-		>> "$tmp/keeper$i.log" 2>&1 < /dev/null &
-	echo $! > "$tmp/pids/keeper$i"
+	cluster_keeper_start "$i"
 	eps+="${eps:+ }$HOST:${ports[$i]}"
 done
 for i in 0 1 2; do

@@ -90,6 +90,34 @@ rc=$?
 [ $rc -eq 1 ] && grep -q -F "does-not-exist.conf" "$tmp/out"
 ok $? "rmemd -t on a missing file: exit 1 and the path in the message (exit $rc)"
 
+# ---- rdma.required: no RDMA is fatal, with one line that says why ---------------
+# A device that no host has stands for "no device" (or one DeviceAllow= hides).
+req_conf() { # FILE REQUIRED RDMA_LISTEN
+	rmemd_conf "$1" "$(free_port)" 16M
+	printf 'rdma = { device = "nosuchdev0"; required = %s; };\n' "$2" >> "$1"
+	sed -i "s|rdma = \"\";|rdma = \"$3\";|" "$1"
+}
+req_conf "$tmp/req.conf" true "127.0.0.1:$(free_port)"
+"$RMEMD" -t -c "$tmp/req.conf" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "rdma.required is on but RDMA cannot come up: no RDMA device" "$tmp/err" &&
+	grep -q "DeviceAllow=" "$tmp/err"
+ok $? "rdma.required without a device: rmemd -t exits 1 naming the cause and DeviceAllow= ($rc)"
+diag < "$tmp/err"
+timeout 60 "$RMEMD" -c "$tmp/req.conf" > "$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] && [ "$(grep -c "rdma.required is on but RDMA cannot come up" "$tmp/out")" = 1 ] &&
+	! grep -q "ready:" "$tmp/out"
+ok $? "rdma.required without a device: rmemd refuses to start, with one line (exit $rc)"
+req_conf "$tmp/req-off.conf" false "127.0.0.1:$(free_port)"
+"$RMEMD" -t -c "$tmp/req-off.conf" > "$tmp/out" 2>&1
+ok $? "rdma.required = false (the default) accepts the same host"
+req_conf "$tmp/req-none.conf" true ""
+"$RMEMD" -t -c "$tmp/req-none.conf" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q 'listen.rdma is ""' "$tmp/err"
+ok $? "rdma.required with listen.rdma = \"\": rmemd -t says it ($rc)"
+
 # ---- RLIMIT_MEMLOCK ----------------------------------------------------------------
 # Root has CAP_IPC_LOCK, which lifts the limit: take it away (bounding set).
 nocap=(setpriv --inh-caps=-all --bounding-set=-ipc_lock --)

@@ -45,27 +45,27 @@ for i in 0 1 2; do
 	lease=6000
 	((i == 2)) && lease=3000
 	cluster_conf "$i" "$name" "127.0.0.1:${ports[$i]}" "" $lease info
-	mkfifo "$tmp/k$i.fifo"
-	python3 tests/func/cluster_keeper.py "$tmp/store$i" "$RMEMD" "$tmp/r$i.conf" \
-		"$tmp/r$i.log" "$tmp/pids/rmemd$i" "$tmp/k$i.fifo" "$tmp/k$i.ack" \
-		>> "$tmp/keeper$i.log" 2>&1 < /dev/null &
-	echo $! > "$tmp/pids/keeper$i"
+	cluster_keeper_start "$i"
 done
 cluster_registered "$NAME" 0 150 && cluster_registered "$NAME" 1 150 &&
 	cluster_registered "${NAME}b" 2 150 || fail_setup "the servers did not register in etcd"
 
 # keeper I CMD: server I's keeper does CMD; 0 if ok.
-keeper() {
-	local seq=$RANDOM$RANDOM _
-	echo "$2 $seq" > "$tmp/k$1.fifo"
-	for _ in $(seq 600); do
-		grep -q "^$seq ok" "$tmp/k$1.ack" 2> /dev/null && return 0
-		grep -q "^$seq fail" "$tmp/k$1.ack" 2> /dev/null && return 1
+keeper() { cluster_keeper "$tmp" "$@"; }
+rmemd_pid() { cat "$tmp/pids/rmemd$1"; }
+# fresh_s2: s2 killed and started again without its memory; then waits (20 s
+# at most) for etcd to hold the new process's key: the old one goes with its
+# lease, then the new one is put.
+fresh_s2() {
+	local was now _
+	was=$(etcdctl_ get "/rmem/${NAME}b/servers/s2" --print-value-only)
+	keeper 2 kill && keeper 2 fresh || diag <<< "s2 did not start again"
+	for _ in $(seq 200); do
+		now=$(etcdctl_ get "/rmem/${NAME}b/servers/s2" --print-value-only)
+		[ -n "$now" ] && [ "$now" != "$was" ] && break
 		sleep 0.1
 	done
-	return 1
 }
-rmemd_pid() { cat "$tmp/pids/rmemd$1"; }
 
 # A client: client_start TAG URL (its pid in $tmp/pids/cTAG); ask TAG CMD
 # [SECONDS] prints its answer to CMD (waited for up to SECONDS, 20 s).
@@ -194,14 +194,7 @@ for round in 1 2 3; do
 	[ "$said" = "create 0" ] || diag <<< "round $round: $said"
 	read -r _ _ fds[round] _ threads[round] <<< "$(ask d self)"
 	((round == 3)) && break
-	was=$(etcdctl_ get "/rmem/${NAME}b/servers/s2" --print-value-only)
-	keeper 2 kill && keeper 2 fresh || diag <<< "s2 did not start again"
-	# Its old key goes with its lease; then the new process's is put.
-	for _ in $(seq 200); do
-		now=$(etcdctl_ get "/rmem/${NAME}b/servers/s2" --print-value-only)
-		[ -n "$now" ] && [ "$now" != "$was" ] && break
-		sleep 0.1
-	done
+	fresh_s2
 	said=$(ask d read 30)
 	diag <<< "round $round: after a fresh restart: $said"
 done
@@ -220,13 +213,7 @@ GKEY=/rmem/${NAME}b/names/@anonymous/gen
 said=$(ask_up d "create gen 4096")
 [ "$said" = "create 0" ]
 ok $? "4: name gen created on s2 ($said)"
-was=$(etcdctl_ get "/rmem/${NAME}b/servers/s2" --print-value-only)
-keeper 2 kill && keeper 2 fresh || diag <<< "s2 did not start again"
-for _ in $(seq 200); do
-	now=$(etcdctl_ get "/rmem/${NAME}b/servers/s2" --print-value-only)
-	[ -n "$now" ] && [ "$now" != "$was" ] && break
-	sleep 0.1
-done
+fresh_s2
 client_start e "127.0.0.1:${ports[2]}"
 said=$(ask e "create gen 4096")
 [ "$said" = "create 0" ]

@@ -29,75 +29,26 @@
 import os
 import random
 import signal
-import socket
 import struct
 import sys
 import tempfile
-import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-import test_restart as tr            # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import rmemwire                      # noqa: E402
-from rawcall import HDR, MAGIC       # noqa: E402
+from restartlib import (B, RMEMD, Daemon, Storm, check_restored, diag, done, frame,  # noqa: E402
+                        ok, pattern, recv_reply, spin)
 
-B = tr.B
-RMEMD = tr.RMEMD
 REVOKE = 1
-n_tests = 0
-failed = 0
 
 
-def ok(cond, what):
-    global n_tests, failed
-    n_tests += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n_tests, what), flush=True)
-    if not cond:
-        failed += 1
-    return cond
-
-
-diag = tr.diag
-pattern = tr.pattern
-
-
-def try_start(d, env=None):
-    """d.start(), but a daemon that does not come up is an answer, not a crash
-    of the test: (True, log) or (False, log)."""
-    d.mark = os.path.getsize(d.log) if os.path.exists(d.log) else 0
-    d.p = d.store.start([RMEMD, "-c", d.conf], d.log, env)
-    start = len(d.store.lines)
-    deadline = time.monotonic() + 60
-    while "READY=1" not in d.store.lines[start:] and d.p.poll() is None and \
-            time.monotonic() < deadline:
-        d.store.pump(0.2)
-    if "READY=1" not in d.store.lines[start:]:
-        try:
-            d.p.wait(5)
-        except Exception:
-            d.p.kill()
-            d.p.wait()
-        d.store.pump(0.05)
-        return False, d.new_log()
-    d.store.pump(0.05)
-    return True, d.new_log()
-
-
-def frame(c, op, payload):
-    c.rid += 1
-    return struct.pack(HDR, MAGIC, 1, op, 0, 0, len(payload), c.rid) + payload
-
-
-def recv_exact(s, n):
-    b = b""
-    while len(b) < n:
-        got = s.recv(n - len(b))
-        if not got:
-            raise OSError("connection closed")
-        b += got
-    return b
+def came_back(d, i, bad):
+    """d.try_start() after the kill of round i: False, noted in bad with the
+    log's tail, when rmemd did not come up."""
+    up, log = d.try_start()
+    if not up:
+        bad.append("round %d: rmemd did not come back: %s" % (i, log[-300:]))
+    return up
 
 
 def pipelined_open(c, name, count, access=1):
@@ -108,9 +59,7 @@ def pipelined_open(c, name, count, access=1):
     c.s.sendall(out)
     regs = []
     for _ in range(count):
-        hdr = recv_exact(c.s, 24)
-        length = struct.unpack_from("<I", hdr, 12)[0]
-        st, r = c._region(recv_exact(c.s, length))
+        st, r = c._region(recv_reply(c))
         if st == 0:
             regs.append(r)
     return regs
@@ -119,7 +68,7 @@ def pipelined_open(c, name, count, access=1):
 # ---- hostile names ------------------------------------------------------------------
 
 def test_hostile_names(tmp):
-    d = tr.Daemon(tmp, lease_ms=60000)
+    d = Daemon(tmp, lease_ms=60000)
     d.start()
     a = d.tcp()
     _, ha = a.hello()
@@ -139,7 +88,7 @@ def test_hostile_names(tmp):
     for rnd in range(2):  # a restart on top of a restart
         d.stop(signal.SIGKILL)
         a.close()
-        up, log = try_start(d)
+        up, log = d.try_start()
         ok(up and "restored from the fd store" in log,
            "hostile names, kill %d: rmemd restores (no crash loop)" % (rnd + 1))
         if not up:
@@ -175,7 +124,7 @@ def test_hostile_names(tmp):
 # ---- revoke with many handles: whole or absent -------------------------------------
 
 def test_revoke_atomic(tmp, rounds, nhandles):
-    d = tr.Daemon(tmp, lease_ms=60000)
+    d = Daemon(tmp, lease_ms=60000)
     d.start()
     holder = d.tcp()
     _, hh = holder.hello()
@@ -198,17 +147,11 @@ def test_revoke_atomic(tmp, rounds, nhandles):
         n = name.encode()
         attacker.s.sendall(frame(attacker, rmemwire.UNLINK,
                                  struct.pack("<QIHH", 0, REVOKE, len(n), 0) + n))
-        until = time.perf_counter() + rnd.uniform(0, 300e-6)
-        while time.perf_counter() < until:
-            pass
-        d.p.send_signal(signal.SIGKILL)
-        d.p.wait(30)
+        spin(rnd.uniform(0, 300e-6))
+        d.kill()
         attacker.close()
         holder.close()
-        d.store.pump(0.05)
-        up, log = try_start(d)
-        if not up:
-            bad.append("round %d: rmemd did not come back: %s" % (i, log[-300:]))
+        if not came_back(d, i, bad):
             break
         adm = d.adm()
         names = adm.names()
@@ -260,7 +203,7 @@ def test_session_end_atomic(tmp, rounds, nregions):
     """A client with many regions hangs up and rmemd is killed 0-300 us later:
     after the restart the session is there with every region (RESUME works)
     or gone with every region, never a session missing some."""
-    d = tr.Daemon(tmp, lease_ms=60000)
+    d = Daemon(tmp, lease_ms=60000)
     d.start()
     rnd = random.Random(int(os.environ.get("RMEM_CRASH_SEED", "23")))
     outcomes = {"ended": 0, "kept": 0, "half": 0}
@@ -272,20 +215,13 @@ def test_session_end_atomic(tmp, rounds, nregions):
                              for _ in range(nregions)))
         ids = []
         for _ in range(nregions):
-            hdr = recv_exact(c.s, 24)
-            st, r = c._region(recv_exact(c.s, struct.unpack_from("<I", hdr, 12)[0]))
+            st, r = c._region(recv_reply(c))
             if st == 0:
                 ids.append(r["id"])
         c.close()
-        until = time.perf_counter() + rnd.uniform(0, 300e-6)
-        while time.perf_counter() < until:
-            pass
-        d.p.send_signal(signal.SIGKILL)
-        d.p.wait(30)
-        d.store.pump(0.05)
-        up, log = try_start(d)
-        if not up:
-            bad.append("round %d: rmemd did not come back: %s" % (i, log[-300:]))
+        spin(rnd.uniform(0, 300e-6))
+        d.kill()
+        if not came_back(d, i, bad):
             break
         adm = d.adm()
         live = {r[0] for r in adm.regions()}
@@ -318,7 +254,7 @@ def test_many_names(tmp, n, limit_s):
     """One anonymous client makes n named regions (a handle each); the restore
     must not take time quadratic in them (a walk of every name per handle
     took 16.7 s for 60000)."""
-    d = tr.Daemon(tmp, lease_ms=60000)
+    d = Daemon(tmp, lease_ms=60000)
     d.start()
     c = d.tcp()
     c.hello()
@@ -329,12 +265,11 @@ def test_many_names(tmp, n, limit_s):
         c.s.sendall(b"".join(frame(c, rmemwire.CREATE, struct.pack("<QIHH", 64, 0, len(x), 0) + x)
                              for x in names))
         for _ in names:
-            hdr = recv_exact(c.s, 24)
-            made += rmemwire.status(recv_exact(c.s, struct.unpack_from("<I", hdr, 12)[0])) == 0
+            made += rmemwire.status(recv_reply(c)) == 0
     d.stop(signal.SIGKILL)
     c.close()
     t0 = time.monotonic()
-    up, log = try_start(d)
+    up, log = d.try_start()
     took = time.monotonic() - t0
     restored = [x for x in log.splitlines() if "restored from the fd store" in x]
     diag(restored)
@@ -352,7 +287,7 @@ def test_create_atomic(tmp, rounds, per_round):
     """CREATE writes a name's object, its name and its creator's handle: a
     kill between them must not leave a name nobody created (present, with no
     handle: its creator's reply never came, and a retry gets EEXIST)."""
-    d = tr.Daemon(tmp, lease_ms=60000)
+    d = Daemon(tmp, lease_ms=60000)
     d.start()
     rnd = random.Random(int(os.environ.get("RMEM_CRASH_SEED", "22")))
     bad = []
@@ -365,16 +300,10 @@ def test_create_atomic(tmp, rounds, per_round):
                        for n in ("mk/%d/%d" % (i, k) for k in range(per_round))
                        for n in [n.encode()])
         c.s.sendall(out)
-        until = time.perf_counter() + rnd.uniform(0.0005, 0.004)
-        while time.perf_counter() < until:
-            pass
-        d.p.send_signal(signal.SIGKILL)
-        d.p.wait(30)
+        spin(rnd.uniform(0.0005, 0.004))
+        d.kill()
         c.close()
-        d.store.pump(0.05)
-        up, log = try_start(d)
-        if not up:
-            bad.append("round %d: rmemd did not come back: %s" % (i, log[-300:]))
+        if not came_back(d, i, bad):
             break
         adm = d.adm()
         mine = {k: v for k, v in adm.names().items() if k[1].startswith("mk/%d/" % i)}
@@ -402,7 +331,7 @@ def test_resume_window(tmp):
         ok(False, "resume window: %s is built (make %s)" % (shim, shim))
         return
     lease = 1000
-    d = tr.Daemon(tmp, lease_ms=lease)
+    d = Daemon(tmp, lease_ms=lease)
     d.start()
     a = d.tcp()
     _, ha = a.hello()
@@ -417,7 +346,7 @@ def test_resume_window(tmp):
     env["RMEM_TEST_LISTEN_DELAY_MS"] = "800"
     env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
     t0 = time.monotonic()
-    up, log = try_start(d, env)
+    up, log = d.try_start(env)
     took = time.monotonic() - t0
     ok(up and "restored from the fd store" in log and took * 1000 > lease,
        "resume window: the restore came up %.1f s after its start, past resume_ms (%d ms)"
@@ -452,7 +381,7 @@ def tenant_conf(tmp, secrets):
 
 def test_tenant_removed(tmp):
     secrets = {"team-a": b"secret of team a", "team-b": b"secret of team b"}
-    d = tr.Daemon(tmp, lease_ms=60000)
+    d = Daemon(tmp, lease_ms=60000)
     d.write_conf("64M", 60000, tenant_conf(tmp, secrets))
     d.start()
     got = {}
@@ -472,7 +401,7 @@ def test_tenant_removed(tmp):
     for c, _, _, _ in got.values():
         c.close()
     d.write_conf("64M", 60000, tenant_conf(tmp, {"team-a": secrets["team-a"]}))
-    up, log = try_start(d)
+    up, log = d.try_start()
     lines = [x for x in log.splitlines() if "team-b" in x]
     diag(lines)
     ok(up and "restored from the fd store" in log,
@@ -514,7 +443,7 @@ def test_tenant_removed(tmp):
 
 # ---- the crash loop, hostile ----------------------------------------------------------
 
-class HostileStorm(tr.Storm):
+class HostileStorm(Storm):
     """test_restart's storm, with hostile names (~unlinked~N, the ids the
     restore used), unlink while held and unlink with REVOKE of a name whose
     handles are in use."""
@@ -530,20 +459,9 @@ class HostileStorm(tr.Storm):
             while not self.stop.is_set():
                 op = rnd.random()
                 if op < 0.3 or not mine:
-                    st, r = c.alloc(rnd.choice([64, 4096, 65536]))
-                    if st == 0:
-                        with self.lock:
-                            self.alive[r["id"]] = r["len"]
-                        mine.append(r)
+                    self.alloc(c, rnd, [64, 4096, 65536], mine)
                 elif op < 0.5:
-                    r = mine.pop(rnd.randrange(len(mine)))
-                    with self.lock:
-                        self.unsure.add(r["id"])
-                    if c.free(r["id"], r["key"]) == 0:
-                        with self.lock:
-                            self.unsure.discard(r["id"])
-                            self.freed.add(r["id"])
-                            del self.alive[r["id"]]
+                    self.free(c, rnd, mine)
                 elif op < 0.8:
                     k += 1
                     # Every third name is one the old restore gave an unlinked
@@ -558,15 +476,8 @@ class HostileStorm(tr.Storm):
                             self.taken.add(name)
                     else:
                         name = "storm/%d/%d/%d" % (self.round, i, k)
-                    with self.lock:
-                        self.unsure_names.add(name)
-                    st, r = c.create(name, 4096)
-                    if st == 0 and c.write(r["id"], r["key"], 0, pattern(name, 4096)) == 0:
-                        with self.lock:
-                            self.named[name] = r["id"]
-                            self.unsure_names.discard(name)
-                            self.alive[r["id"]] = r["len"]
-                        mine.append(r)
+                    st, r, acked = self.create(c, name, mine)
+                    if acked:
                         my_names[name] = r["id"]
                     elif st == 0:
                         with self.lock:
@@ -608,7 +519,7 @@ class StormClient(rmemwire.Client):
 
 
 def test_crash_loop(tmp, rounds):
-    d = tr.Daemon(tmp, pool="64M", lease_ms=60000)
+    d = Daemon(tmp, pool="64M", lease_ms=60000)
     d.tcp = lambda: StormClient(("127.0.0.1", d.port))
     d.start()
     all_named = {}
@@ -625,22 +536,15 @@ def test_crash_loop(tmp, rounds):
         adm.close()
         storm.go()
         time.sleep(rnd.uniform(0.1, 0.6))
-        d.p.send_signal(signal.SIGKILL)
-        d.p.wait(30)
+        d.kill()
         storm.end()
         points += 1
-        d.store.pump(0.05)
-        for name in storm.named:
-            all_named[name] = "alive"
-        for name in storm.unlinked:
-            all_named[name] = "unlinked"
-        for name in storm.unsure_names:
-            all_named.pop(name, None)
-        up, log = try_start(d)
+        storm.record(all_named)
+        up, log = d.try_start()
         if not up or "restored from the fd store" not in log:
             bad.append("round %d: not restored: %s" % (i, log[-400:]))
             break
-        probs = tr.check_restored(d, storm, all_named, "round %d" % i)
+        probs = check_restored(d, storm, all_named, "round %d" % i)
         bad += ["round %d: %s" % (i, p) for p in probs]
         if len(bad) > 20:
             break
@@ -685,8 +589,7 @@ def main():
             fn(sub)
     finally:
         os.system("rm -rf '%s'" % tmp)
-    print("1..%d" % n_tests)
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":

@@ -46,62 +46,20 @@
 #define SESSION_SHARE (MAX_CLIENTS / (NTENANTS + 1))
 #define TRIES 4096
 #define WAIT_MS 10000
-#define PAGE_MAX (1 << 20)
 /* daemon/metrics_int.h's METRICS_MAX_CONNS. */
 #define METRICS_CONNS 16
 
 static char dir[] = "/tmp/test_hostile_slots.XXXXXX";
 static char key_a[64], key_b[64];
 
-/* ---- HTTP: one GET, as test_metrics does it ------------------------------------- */
+/* ---- HTTP -------------------------------------------------------------------- */
 
 /* The page of GET /metrics (free it), or NULL; *status the HTTP status. */
 static char *scrape(const struct rmemd *d, int *status)
 {
-	static const char req[] = "GET /metrics HTTP/1.0\r\nHost: test\r\n\r\n";
-	uint64_t deadline = now_ms() + WAIT_MS;
-	int fd = raw_connect(d->addr, d->metrics_port);
-	char *text = calloc(1, PAGE_MAX + 1);
-	size_t len = 0;
+	char *text;
 
-	*status = 0;
-	if (fd < 0 || !text || raw_send(fd, req, sizeof req - 1) < 0)
-		goto fail;
-	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		ssize_t got;
-
-		if (poll(&pfd, 1, ms_left(deadline)) <= 0)
-			goto fail;
-		got = read(fd, text + len, PAGE_MAX - len);
-		if (got <= 0)
-			break;
-		len += (size_t)got;
-		if (len == PAGE_MAX)
-			goto fail;
-	}
-	close(fd);
-	if (sscanf(text, "HTTP/1.%*d %d", status) != 1) {
-		free(text);
-		return NULL;
-	}
-	return text;
-fail:
-	if (fd >= 0)
-		close(fd);
-	free(text);
-	return NULL;
-}
-
-/* The value of the sample named series on the page, or -1. */
-static double sample(const char *page, const char *series)
-{
-	size_t n = strlen(series);
-
-	for (const char *p = page; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, series, n) && p[n] == ' ')
-			return strtod(p + n + 1, NULL);
-	return -1;
+	return metrics_request(d, "GET", "/metrics", WAIT_MS, &text, status) == 0 ? text : NULL;
 }
 
 /* ---- root keeps its way in ------------------------------------------------------- */
@@ -208,14 +166,14 @@ static void regions(struct rmemd *d, rmem_client *anon)
 
 	page = scrape(d, &status);
 	ok(page && status == 200, "the metrics page is served (%d)", status);
-	ok(page && sample(page, "rmem_state_slots_capacity") == SLOTS,
-	   "rmem_state_slots_capacity %g", page ? sample(page, "rmem_state_slots_capacity") : -1);
-	ok(page && sample(page, "rmem_state_slots_used") > SHARE &&
-	   sample(page, "rmem_state_slots_used") <= SLOTS, "rmem_state_slots_used %g",
-	   page ? sample(page, "rmem_state_slots_used") : -1);
+	ok(page && metrics_sample(page, "rmem_state_slots_capacity") == SLOTS,
+	   "rmem_state_slots_capacity %g", page ? metrics_sample(page, "rmem_state_slots_capacity") : -1);
+	ok(page && metrics_sample(page, "rmem_state_slots_used") > SHARE &&
+	   metrics_sample(page, "rmem_state_slots_used") <= SLOTS, "rmem_state_slots_used %g",
+	   page ? metrics_sample(page, "rmem_state_slots_used") : -1);
 	snprintf(series, sizeof series, "rmem_tenant_state_slots{tenant=\"A\"}");
-	ok(page && sample(page, series) == n, "%s is A's %d", series, n);
-	ok(page && sample(page, "rmem_state_slots_share") == SHARE, "rmem_state_slots_share %d",
+	ok(page && metrics_sample(page, series) == n, "%s is A's %d", series, n);
+	ok(page && metrics_sample(page, "rmem_state_slots_share") == SHARE, "rmem_state_slots_share %d",
 	   SHARE);
 	free(page);
 	across_a_crash(d, a, b, anon);
@@ -334,10 +292,10 @@ static void metrics_flood(const struct rmemd *d, rmem_client *anon)
 	   "a fresh scrape still gets the page (%d)", status);
 	free(page);
 	page = scrape(d, &status);
-	ok(page && sample(page, "rmem_metrics_connections") >= 0 &&
-	   sample(page, "rmem_metrics_connections") <= METRICS_CONNS,
+	ok(page && metrics_sample(page, "rmem_metrics_connections") >= 0 &&
+	   metrics_sample(page, "rmem_metrics_connections") <= METRICS_CONNS,
 	   "rmem_metrics_connections %g stays within the cap %d",
-	   page ? sample(page, "rmem_metrics_connections") : -1, METRICS_CONNS);
+	   page ? metrics_sample(page, "rmem_metrics_connections") : -1, METRICS_CONNS);
 	free(page);
 	for (int i = 0; i < FLOOD; i++)
 		if (fds[i] >= 0)

@@ -74,4 +74,46 @@ ok $? "it runs against rmemd: $out"
 out=$(LD_LIBRARY_PATH="$stage/usr/lib" "$stage/usr/bin/rmemctl" -s "$tmp/rmemd.sock" --json stats)
 ok $? "installed rmemctl talks to it"
 
+# The Python binding (python/): make install put the package where a plain
+# Debian python3 looks for it (PREFIX=/usr: /usr/lib/python3/dist-packages,
+# on its sys.path), without an rpath.  The staged copy is imported as the
+# installed one would be: that directory, the staged librmem.
+py=/usr/bin/python3
+pydir=usr/lib/python3/dist-packages
+for f in rmem/__init__.py rmem/_aio.py rmem/_rmem.abi3.so; do
+	[ -e "$stage/$pydir/$f" ]; ok $? "installed $pydir/$f"
+done
+env -i "$py" -c 'import sys; sys.exit("/'"$pydir"'" not in sys.path)'
+ok $? "/$pydir is on a plain python3's sys.path"
+! objdump -p "$stage/$pydir/rmem/_rmem.abi3.so" | grep -q 'R.*PATH'
+ok $? "the installed extension has no rpath"
+pyprog='import rmem, sys
+with rmem.connect(sys.argv[1]) as c, c.alloc(64) as r:
+    r.write(0, b"hello from python")
+    print(r.read(0, 17).decode(), "via", c.transport, rmem.__file__)'
+out=$(env -i PYTHONPATH="$stage/$pydir" LD_LIBRARY_PATH="$stage/usr/lib" "$py" -c "$pyprog" \
+	"unix:$tmp/rmemd.sock" 2>&1)
+case $out in
+"hello from python via unix $stage/$pydir/rmem/__init__.py") ok 0 "import rmem finds the installed package: $out" ;;
+*) ok 1 "import rmem finds the installed package: $out" ;;
+esac
+
+# pip install --no-build-isolation ./python, offline, with Debian's
+# setuptools and wheel, from a copy of the tree's python/ (pip builds in
+# place) against the staged library and header.
+mkdir -p "$tmp/src" && cp -r python "$tmp/src/python" && rm -rf "$tmp/src/python/build" \
+	"$tmp/src/python/"*.egg-info
+PKG_CONFIG_PATH="$stage/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage" RMEM_BUILD=/nonexistent \
+	"$py" -m pip install --no-build-isolation --no-index --no-deps --target "$tmp/pip" \
+	"$tmp/src/python" > "$tmp/pip.log" 2>&1
+ok $? "pip install --no-build-isolation ./python works offline" || tail -20 "$tmp/pip.log" | diag
+out=$(env -i PYTHONPATH="$tmp/pip" LD_LIBRARY_PATH="$stage/usr/lib" "$py" -c "$pyprog" \
+	"unix:$tmp/rmemd.sock" 2>&1)
+case $out in
+"hello from python via unix $tmp/pip/rmem/__init__.py") ok 0 "the pip-installed package works: $out" ;;
+*) ok 1 "the pip-installed package works: $out" ;;
+esac
+ls "$tmp/pip/rmem/" | grep -q '^_rmem\.abi3\.so$'
+ok $? "pip built the abi3 (Limited API) extension"
+
 tap_done

@@ -22,7 +22,6 @@
  * its reads and writes go through the NIC, so no stream bytes of its count.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +39,6 @@
 #define QUOTA (1 * MiB)
 #define LEASE_MS 2000
 #define WAIT_MS 15000
-#define PAGE_MAX (1 << 20)
 
 static char dir[] = "/tmp/test_metrics.XXXXXX";
 static char key_path[64], wrong_path[64], page_path[64];
@@ -57,56 +55,16 @@ struct http_reply {
 static int http(const struct rmemd *d, const char *method, const char *path,
 		struct http_reply *r)
 {
-	char req[256];
-	size_t len = 0;
-	uint64_t deadline = now_ms() + WAIT_MS;
-	int fd = raw_connect(d->addr, d->metrics_port), n;
+	int rc = metrics_request(d, method, path, WAIT_MS, &r->text, &r->status);
 
-	memset(r, 0, sizeof *r);
-	if (fd < 0)
-		return fd;
-	n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: test\r\n\r\n", method, path);
-	r->text = calloc(1, PAGE_MAX + 1);
-	if (!r->text || raw_send(fd, req, (size_t)n) < 0)
-		goto fail;
-	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		ssize_t got;
-
-		if (poll(&pfd, 1, ms_left(deadline)) <= 0)
-			goto fail;
-		got = read(fd, r->text + len, PAGE_MAX - len);
-		if (got < 0)
-			goto fail;
-		if (got == 0)
-			break;
-		len += (size_t)got;
-		if (len == PAGE_MAX)
-			goto fail;
-	}
-	close(fd);
+	r->body = NULL;
+	if (rc < 0)
+		return rc;
 	r->body = strstr(r->text, "\r\n\r\n");
-	if (sscanf(r->text, "HTTP/1.%*d %d", &r->status) != 1 || !r->body)
+	if (!r->body)
 		return -EBADMSG;
 	r->body += 4;
 	return 0;
-fail:
-	close(fd);
-	free(r->text);
-	r->text = NULL;
-	return -EIO;
-}
-
-/* The value of the one sample named series ("name" or "name{labels}") on
- * the page, or -1 when it is not there. */
-static double sample(const char *page, const char *series)
-{
-	size_t n = strlen(series);
-
-	for (const char *p = page; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, series, n) && p[n] == ' ')
-			return strtod(p + n + 1, NULL);
-	return -1;
 }
 
 /* Whether the header line "name: value" is in the reply's headers. */
@@ -156,7 +114,7 @@ static int promtool_check(const char *body)
 
 static void expect(const char *page, const char *series, double want)
 {
-	double got = sample(page, series);
+	double got = metrics_sample(page, series);
 
 	ok(got == want, "%s is %.0f (%.0f)", series, want, got);
 }
@@ -181,7 +139,7 @@ static void check_fresh(const struct rmemd *d)
 	expect(r.body, "rmem_restarts_restored_total", 0);
 	expect(r.body, "rmem_request_duration_seconds_count{op=\"alloc\"}", 0);
 	ok(strstr(r.body, "\nrmem_build_info{version=\"") != NULL, "rmem_build_info is there");
-	start = sample(r.body, "process_start_time_seconds");
+	start = metrics_sample(r.body, "process_start_time_seconds");
 	ok(start > 0 && (double)time(NULL) - start > -5 && (double)time(NULL) - start < 600,
 	   "process_start_time_seconds is the daemon's start (%.2f)", start);
 	free(r.text);
@@ -282,7 +240,7 @@ static char *scrape_until(const struct rmemd *d, const char *series, double want
 
 	for (;;) {
 		if (http(d, "GET", "/metrics", &r) == 0 && r.status == 200) {
-			if (sample(r.body, series) == want || now_ms() >= deadline)
+			if (metrics_sample(r.body, series) == want || now_ms() >= deadline)
 				return r.text;
 		} else if (now_ms() >= deadline) {
 			free(r.text);
@@ -339,7 +297,7 @@ static void check_after(const struct rmemd *d, const struct did *did)
 	expect(p, "rmem_request_duration_seconds_count{op=\"free\"}", 1);
 	expect(p, "rmem_request_duration_seconds_count{op=\"write\"}", tcp_w ? 2 : 1);
 	expect(p, "rmem_request_duration_seconds_count{op=\"read\"}", tcp_r ? 2 : 1);
-	ok(sample(p, "rmem_request_duration_seconds_sum{op=\"alloc\"}") > 0,
+	ok(metrics_sample(p, "rmem_request_duration_seconds_sum{op=\"alloc\"}") > 0,
 	   "the ALLOCs took some time");
 	free(text);
 }

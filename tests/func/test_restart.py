@@ -21,95 +21,16 @@ import json
 import os
 import random
 import signal
-import socket
 import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fdstore import FdStore          # noqa: E402
 import rmemwire                      # noqa: E402
-from rmemwire import Client          # noqa: E402
-
-B = os.environ.get("RMEM_BUILD", "build")
-RMEMD = os.path.join(B, "rmemd")
-n_tests = 0
-failed = 0
-
-
-def ok(cond, what):
-    global n_tests, failed
-    n_tests += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n_tests, what), flush=True)
-    if not cond:
-        failed += 1
-    return cond
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line, flush=True)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-class Daemon:
-    """rmemd on private paths, started through the emulated fd store."""
-
-    def __init__(self, tmp, pool="64M", lease_ms=2000):
-        self.tmp = tmp
-        self.port = free_port()
-        self.admin = os.path.join(tmp, "admin.sock")
-        self.log = os.path.join(tmp, "rmemd.log")
-        self.conf = os.path.join(tmp, "rmemd.conf")
-        self.store = FdStore(tmp)
-        self.p = None
-        self.write_conf(pool, lease_ms)
-
-    def write_conf(self, pool, lease_ms=2000, extra=""):
-        with open(self.conf, "w") as f:
-            # No metrics listener: tests run side by side, 9470 is shared.
-            f.write('listen = { tcp = "127.0.0.1:%d"; rdma = ""; admin = "%s"; metrics = ""; };\n'
-                    'pools = ( { name = "default"; size = "%s"; hugepages = "off"; '
-                    'alignment = 64; } );\n'
-                    'limits = { max_clients = 256; lease_timeout_ms = %d; };\n'
-                    'log = { level = "info"; };\n%s' % (self.port, self.admin, pool, lease_ms,
-                                                       extra))
-
-    def start(self):
-        self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
-        self.p = self.store.start([RMEMD, "-c", self.conf], self.log)
-        if not self.store.wait_for("READY=1", 60):
-            raise RuntimeError("rmemd did not get ready:\n" + self.new_log())
-        self.store.pump(0.05)
-
-    def new_log(self):
-        with open(self.log, errors="replace") as f:
-            f.seek(self.mark)
-            return f.read()
-
-    def stop(self, sig=signal.SIGTERM):
-        self.p.send_signal(sig)
-        rc = self.p.wait(60)
-        self.store.pump(0.05)
-        return rc
-
-    def tcp(self):
-        return Client(("127.0.0.1", self.port))
-
-    def adm(self):
-        c = Client(self.admin)
-        c.hello(0)
-        return c
+from restartlib import (B, RMEMD, Daemon, Storm, check_restored, diag, done, ok,  # noqa: E402
+                        pattern)
 
 
 def rmemctl_names(d):
@@ -120,11 +41,6 @@ def rmemctl_names(d):
     for r in json.loads(out or "{}").get("names", []):
         rows.append(json.dumps({k: v for k, v in r.items() if k != "age_ms"}, sort_keys=True))
     return sorted(rows)
-
-
-def pattern(seed, n):
-    r = random.Random(seed)
-    return bytes(r.getrandbits(8) for _ in range(n))
 
 
 # ---- restart and resume -------------------------------------------------------
@@ -274,6 +190,105 @@ def test_tenants(tmp):
     d.store.close()
 
 
+# ---- a new owner only ever sees zeros (docs/architecture.md) ----------------------
+
+def test_zeroing(tmp):
+    """Free bytes are zeroed after READY (daemon/scrub.c): whatever the pool's
+    free bytes hold at a restart (here: 0xaa written into the kept memfd, as a
+    crash or a shutdown for a restart leaves them), every range handed out
+    reads as zeros, while the scrub lags (tests/lib/slowscrub.so) and after
+    it; the kept regions' bytes are never touched by it."""
+    shim = os.path.join(B, "tests", "slowscrub.so")
+    if not ok(os.path.exists(shim), "zeroing: %s is built (make %s)" % (shim, shim)):
+        return
+    mib = 1 << 20
+    d = Daemon(tmp, lease_ms=1500)
+    d.start()
+    a = d.tcp()
+    _, ha = a.hello()
+    pn, pa = pattern(11, mib), pattern(12, mib)
+    _, n = a.create("zero/keep", mib)
+    a.write(n["id"], n["key"], 0, pn)
+    _, r = a.alloc(mib)
+    a.write(r["id"], r["key"], 0, pa)
+    gone = []
+    for _ in range(8):
+        _, g = a.alloc(mib)
+        a.write(g["id"], g["key"], 0, b"\x55" * mib)
+        gone.append(g)
+    for g in gone[:4]:  # freed just before the kill
+        a.free(g["id"], g["key"])
+    d.stop(signal.SIGKILL)
+    a.close()
+    # Every byte that is not one of the two kept regions: 0xaa.
+    fd = d.store.fd("rmem-pool-default")
+    size = os.fstat(fd).st_size
+    img = bytearray(os.pread(fd, size, 0))
+    at_n, at_a = img.find(pn[:4096]), img.find(pa[:4096])
+    ok(at_n >= 0 and at_a >= 0, "zeroing: the kept regions are found in the pool memfd")
+    diag("kept at %d and %d of %d bytes" % (at_n, at_a, size))
+    keep = sorted([(at_n, at_n + mib), (at_a, at_a + mib)])
+    pos = 0
+    for lo, hi in keep + [(size, size)]:
+        if lo > pos:
+            os.pwrite(fd, b"\xaa" * (lo - pos), pos)
+        pos = hi
+    saved = dict(os.environ)
+    os.environ["LD_PRELOAD"] = os.path.abspath(shim)
+    os.environ["RMEM_TEST_SCRUB_DELAY_MS"] = "100"
+    # The shim is plain, rmemd sanitized: ASan need not come first.
+    os.environ["ASAN_OPTIONS"] = (os.environ.get("ASAN_OPTIONS", "") +
+                                  ":verify_asan_link_order=0").lstrip(":")
+    try:
+        d.start()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+    def alloc_all(c, what):
+        regs, dirty = [], 0
+        running = None
+        while True:
+            st, g = c.alloc(mib)
+            if st:
+                break
+            regs.append(g)
+            st, got = c.read(g["id"], g["key"], 0, mib)
+            dirty += st != 0 or got.count(0) != mib
+            if running is None:
+                running = "zeroed after READY" not in d.new_log()
+        ok(len(regs) >= 50 and dirty == 0,
+           "zeroing: %s: %d MiB handed out, %d of them not all zeros" % (what, len(regs), dirty))
+        return regs, running
+
+    c = d.tcp()
+    c.hello()
+    regs, running = alloc_all(c, "while the scrub lags")
+    ok(running, "zeroing: the scrub was still running when the first was handed out")
+    for g in regs:
+        c.free(g["id"], g["key"])
+    c.close()
+    deadline = time.monotonic() + 60
+    while "zeroed after READY" not in d.new_log() and time.monotonic() < deadline:
+        d.store.pump(0.1)
+    ok("zeroed after READY" in d.new_log(), "zeroing: the scrub finishes, and says so")
+    ok(any(x.startswith("STATUS=serving; zeroing free memory") for x in d.store.lines),
+       "zeroing: STATUS= showed the scrub's progress")
+    time.sleep(2)  # the lease: a's session, not resumed, gives its regions back
+    c = d.tcp()
+    c.hello()
+    alloc_all(c, "after the scrub and the lease")
+    c.close()
+    n2 = d.tcp()
+    n2.hello()
+    st, o = n2.open("zero/keep", 1)
+    s1, got = n2.read(o["id"], o["key"], 0, mib) if st == 0 else (st, b"")
+    ok(st == 0 and s1 == 0 and got == pn, "zeroing: the kept named region's bytes are intact")
+    n2.close()
+    d.stop()
+    d.store.close()
+
+
 # ---- damaged store ---------------------------------------------------------------
 
 def crc32c(data, crc=0):
@@ -358,142 +373,6 @@ def damages():
 
 # ---- crash consistency --------------------------------------------------------------
 
-class Storm:
-    """Clients that allocate, free, create and unlink, and record what was
-    acknowledged.  in_flight: requests sent whose reply may not have come."""
-
-    def __init__(self, d, nclients, round_no):
-        self.d = d
-        self.stop = threading.Event()
-        self.lock = threading.Lock()
-        self.alive = {}      # region id -> (len) acknowledged, not freed
-        self.freed = set()   # region ids whose FREE was acknowledged
-        self.unsure = set()  # region ids with a FREE in flight
-        self.named = {}      # name -> pattern seed, CREATE and its WRITE acknowledged
-        self.unlinked = set()
-        self.unsure_names = set()
-        self.round = round_no
-        self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True)
-                        for i in range(nclients)]
-
-    def run(self, i):
-        rnd = random.Random(self.round * 100 + i)
-        try:
-            c = self.d.tcp()
-            c.hello()
-            mine = []
-            k = 0
-            while not self.stop.is_set():
-                op = rnd.random()
-                if op < 0.4 or not mine:
-                    st, r = c.alloc(rnd.choice([64, 4096, 65536, 100000]))
-                    if st == 0:
-                        with self.lock:
-                            self.alive[r["id"]] = r["len"]
-                        mine.append(r)
-                elif op < 0.7:
-                    r = mine.pop(rnd.randrange(len(mine)))
-                    with self.lock:
-                        self.unsure.add(r["id"])
-                    if c.free(r["id"], r["key"]) == 0:
-                        with self.lock:
-                            self.unsure.discard(r["id"])
-                            self.freed.add(r["id"])
-                            del self.alive[r["id"]]
-                elif op < 0.9:
-                    k += 1
-                    name = "storm/%d/%d/%d" % (self.round, i, k)
-                    with self.lock:
-                        self.unsure_names.add(name)
-                    st, r = c.create(name, 4096)
-                    if st == 0 and c.write(r["id"], r["key"], 0, pattern(name, 4096)) == 0:
-                        with self.lock:
-                            self.named[name] = r["id"]
-                            self.unsure_names.discard(name)
-                        mine.append(r)
-                        with self.lock:
-                            self.alive[r["id"]] = r["len"]
-                else:
-                    with self.lock:
-                        cand = [n for n in self.named if n.startswith("storm/%d/%d/" % (self.round, i))
-                                and n not in self.unlinked]
-                    if cand:
-                        name = rnd.choice(cand)
-                        with self.lock:
-                            self.unsure_names.add(name)
-                        if c.unlink(name) == 0:
-                            with self.lock:
-                                self.unlinked.add(name)
-                                self.unsure_names.discard(name)
-        except (OSError, AssertionError, struct.error):
-            pass  # the daemon died under us: what was acknowledged is recorded
-
-    def go(self):
-        for t in self.threads:
-            t.start()
-
-    def end(self):
-        self.stop.set()
-        for t in self.threads:
-            t.join(10)
-
-
-def check_restored(d, storm, all_named, label):
-    problems = []
-    adm = d.adm()
-    regs = adm.regions()
-    names = adm.names()
-    st = adm.stats()
-    ids = {r[0]: r for r in regs}
-    for rid, length in storm.alive.items():
-        if rid in storm.unsure:
-            continue
-        if rid not in ids:
-            problems.append("acknowledged region %d lost" % rid)
-        elif ids[rid][2] != length:
-            problems.append("region %d has length %d, not %d" % (rid, ids[rid][2], length))
-    for rid in storm.freed:
-        if rid in ids:
-            problems.append("freed region %d is back" % rid)
-    spans = sorted((r[1], r[2]) for r in regs)
-    for (a0, l0), (a1, l1) in zip(spans, spans[1:]):
-        if a0 + l0 > a1:
-            problems.append("regions overlap: [%x,+%d) and [%x,+%d)" % (a0, l0, a1, l1))
-    held = sum(r[2] for r in regs) + sum(v[1] for v in names.values() if v[2] == 0)
-    if held != st["used"]:
-        problems.append("used bytes %d but regions and names hold %d" % (st["used"], held))
-    if st["free"] + st["used"] != st["pool"]:
-        problems.append("free + used != pool")
-    c = d.tcp()
-    c.hello()
-    # Every name is checked for presence; the bytes of a sample of this
-    # round's names and of older ones (reading them all costs minutes).
-    mine = "storm/%d/" % storm.round
-    pick = random.Random(storm.round)
-    older = sorted(n for n in all_named if not n.startswith(mine))
-    newer = sorted(n for n in all_named if n.startswith(mine))
-    sample = set(pick.sample(older, min(len(older), 40)) + pick.sample(newer, min(len(newer), 60)))
-    for name in all_named:
-        if name in storm.unsure_names:
-            continue
-        gone = all_named[name] == "unlinked"
-        present = ("", name) in names
-        if gone and present:
-            problems.append("unlinked name %s is back" % name)
-        if not gone and not present:
-            problems.append("acknowledged name %s lost" % name)
-        if not gone and present and name in sample:
-            s1, r = c.open(name, 1)
-            s2, got = c.read(r["id"], r["key"], 0, 4096) if s1 == 0 else (s1, b"")
-            if got != pattern(name, 4096):
-                problems.append("named region %s: bytes differ" % name)
-            if s1 == 0:
-                c.free(r["id"], r["key"])
-    c.close()
-    adm.close()
-    return problems
-
-
 def test_crash_loop(tmp, rounds):
     d = Daemon(tmp, pool="64M", lease_ms=60000)
     d.start()
@@ -506,17 +385,10 @@ def test_crash_loop(tmp, rounds):
         storm = Storm(d, 4, i)
         storm.go()
         time.sleep(rnd.uniform(0.05, 0.6))
-        d.p.send_signal(signal.SIGKILL)
-        d.p.wait(30)
+        d.kill()
         storm.end()
         points += 1
-        d.store.pump(0.05)
-        for name in storm.named:
-            all_named[name] = "alive"
-        for name in storm.unlinked:
-            all_named[name] = "unlinked"
-        for name in storm.unsure_names:
-            all_named.pop(name, None)
+        storm.record(all_named)
         d.start()
         if "restored from the fd store" not in d.new_log():
             bad.append("round %d: not restored: %s" % (i, d.new_log()[-400:]))
@@ -551,6 +423,9 @@ def main():
         sub = os.path.join(tmp, "tenants")
         os.mkdir(sub)
         test_tenants(sub)
+        sub = os.path.join(tmp, "zeroing")
+        os.mkdir(sub)
+        test_zeroing(sub)
         for i, (label, damage, expect) in enumerate(damages()):
             sub = os.path.join(tmp, "damage%d" % i)
             os.mkdir(sub)
@@ -560,8 +435,7 @@ def main():
         test_crash_loop(sub, int(os.environ.get("RMEM_CRASH_ROUNDS", "20")))
     finally:
         os.system("rm -rf '%s'" % tmp)
-    print("1..%d" % n_tests)
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
 #   read -r -a ports <<< "$(free_ports 6)"              (etcd.sh)
 #   cluster_conf I NAME HOST:PORT RDMA LEASE_MS LEVEL   writes $tmp/rI.conf
 #   cluster_registered NAME I TRIES                     waits for sI's key
+#   cluster_keeper_start I                              rmemd sI under the fd store
+#   cluster_keeper DIR I CMD                            its keeper does CMD
 
 # cluster_conf I NAME HOST:PORT RDMA LEASE_MS LEVEL: $tmp/rI.conf, rmemd sI
 # of cluster NAME on $ETCD_ENDPOINTS: 64 MiB, TCP on HOST:PORT, RDMA on RDMA
@@ -27,6 +29,32 @@ cluster_registered() {
 	for _ in $(seq "$3"); do
 		[ -n "$(etcdctl_ get "/rmem/$1/servers/s$2" --print-value-only 2> /dev/null)" ] &&
 			return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# cluster_keeper_start I: rmemd sI ($tmp/rI.conf, log $tmp/rI.log) under the
+# fd store emulator (tests/func/cluster_keeper.py), so that a test can
+# restart it without loss; rmemd's pid in $tmp/pids/rmemdI, the keeper's in
+# $tmp/pids/keeperI, commands through $tmp/kI.fifo (cluster_keeper).
+cluster_keeper_start() {
+	mkfifo "$tmp/k$1.fifo"
+	python3 tests/func/cluster_keeper.py "$tmp/store$1" "$RMEMD" "$tmp/r$1.conf" \
+		"$tmp/r$1.log" "$tmp/pids/rmemd$1" "$tmp/k$1.fifo" "$tmp/k$1.ack" \
+		>> "$tmp/keeper$1.log" 2>&1 < /dev/null &
+	echo $! > "$tmp/pids/keeper$1"
+}
+
+# cluster_keeper DIR I CMD: server I's keeper, started with $tmp = DIR, does
+# CMD (kill, start, fresh...: cluster_keeper.py); 0 if ok, 1 if it failed or
+# did not answer within 60 s.
+cluster_keeper() {
+	local seq=$RANDOM$RANDOM _
+	echo "$3 $seq" > "$1/k$2.fifo"
+	for _ in $(seq 600); do
+		grep -q "^$seq ok" "$1/k$2.ack" 2> /dev/null && return 0
+		grep -q "^$seq fail" "$1/k$2.ack" 2> /dev/null && return 1
 		sleep 0.1
 	done
 	return 1

@@ -9,7 +9,9 @@
  * client fails when rmem_transport() then says another, so that a test that
  * asks for RDMA cannot pass over TCP.  SIZE is bytes, default 1 MiB.  Prints
  * one line, "TRANSPORT: N bytes written, read back and freed", or what failed
- * on stderr; exits 0 or 1.
+ * on stderr; exits 0 or 1.  Before it writes, it reads the new region: a new
+ * owner only ever sees zeros (docs/architecture.md), and a byte that is not
+ * one fails the round.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -56,6 +58,18 @@ static int round_trip(rmem_client *c, size_t size)
 	if (rc < 0) {
 		ret = fail("rmem_alloc", rc);
 		goto out;
+	}
+	rc = rmem_read(c, &r, 0, in, size);
+	if (rc < 0) {
+		ret = fail("rmem_read of the new region", rc);
+		goto free_region;
+	}
+	for (size_t i = 0; i < size; i++) {
+		if (in[i]) {
+			fprintf(stderr, "rwcheck: the new region is not all zeros (byte %zu is "
+				"0x%02x)\n", i, in[i]);
+			goto free_region;
+		}
 	}
 	rc = rmem_write(c, &r, 0, out, size);
 	if (rc < 0) {

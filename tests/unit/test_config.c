@@ -125,9 +125,10 @@ static void test_defaults(void)
 	ok(cfg.log_level == CONFIG_LOG_INFO, "default log level info");
 	ok(!strcmp(cfg.rdma_device, "auto"), "default rdma.device auto (%s)", cfg.rdma_device);
 	ok(cfg.rdma_keys == CONFIG_KEYS_AUTO, "default rdma.keys auto (%d)", (int)cfg.rdma_keys);
+	ok(cfg.rdma_required == 0, "default rdma.required off (%d)", cfg.rdma_required);
 
 	dump(&cfg, &d);
-	ok(d.lines == 4 + 4 + 2 + 7 + 1, "dump of the defaults has 18 lines (%d)", d.lines);
+	ok(d.lines == 4 + 4 + 3 + 7 + 1, "dump of the defaults has 19 lines (%d)", d.lines);
 	ok(has_line(&d, "rdma.device = auto"), "dump: rdma.device");
 	ok(has_line(&d, "rdma.keys = auto"), "dump: rdma.keys");
 	ok(has_line(&d, "listen.tcp = 0.0.0.0:7470"), "dump: listen.tcp");
@@ -240,7 +241,7 @@ static void test_full_file(void)
 		");\n"
 		"limits = { max_clients = 1000000; lease_timeout_ms = 86400000; "
 		"state_slots = 2000000; };\n"
-		"rdma = { device = \"mlx5_0\"; keys = \"region-mr\"; };\n"
+		"rdma = { device = \"mlx5_0\"; keys = \"region-mr\"; required = true; };\n"
 		"log = { level = \"debug\"; };\n";
 	struct config cfg;
 	struct dump d;
@@ -269,12 +270,12 @@ static void test_full_file(void)
 	ok(cfg.max_clients == 1000000 && cfg.lease_timeout_ms == 86400000,
 	   "limits at their maximum");
 	ok(cfg.log_level == CONFIG_LOG_DEBUG, "log level debug");
-	ok(!strcmp(cfg.rdma_device, "mlx5_0") && cfg.rdma_keys == CONFIG_KEYS_REGION_MR,
-	   "rdma: device and keys as written");
+	ok(!strcmp(cfg.rdma_device, "mlx5_0") && cfg.rdma_keys == CONFIG_KEYS_REGION_MR &&
+	   cfg.rdma_required == 1, "rdma: device, keys and required as written");
 	dump(&cfg, &d);
-	ok(d.lines == 4 + 3 * 4 + 2 + 7 + 1, "dump has one line per key and pool (%d)", d.lines);
-	ok(has_line(&d, "rdma.device = mlx5_0") && has_line(&d, "rdma.keys = region-mr"),
-	   "dump shows the rdma group");
+	ok(d.lines == 4 + 3 * 4 + 3 + 7 + 1, "dump has one line per key and pool (%d)", d.lines);
+	ok(has_line(&d, "rdma.device = mlx5_0") && has_line(&d, "rdma.keys = region-mr") &&
+	   has_line(&d, "rdma.required = on"), "dump shows the rdma group");
 	ok(has_line(&d, "listen.rdma = \"\"") && has_line(&d, "pools[2].name = c") &&
 	   has_line(&d, "pools[1].alignment = 1048576 (1M)") &&
 	   has_line(&d, "pools[1].hugepages = off"), "dump shows what was loaded");
@@ -458,7 +459,7 @@ static const struct bad_case bad_cases[] = {
 	  "rdma.device: \"rxe 0\": a name is" },
 	{ "empty rdma.device", "rdma = { device = \"\"; };\n", 1, "rdma.device: \"\": a name" },
 	{ "unknown key in rdma", "rdma = {\n keys = \"auto\";\n mode = \"x\";\n};\n", 3,
-	  "rdma.mode: unknown key (known here: device, keys)" },
+	  "rdma.mode: unknown key (known here: device, keys, required)" },
 	{ "rdma is a group", "rdma = \"rxe0\";\n", 1, "rdma: expected a group" },
 	{ "control characters are not echoed", "log = { level = \"a\\nb\"; };\n", 1,
 	  "log.level: \"a?b\" is not one of" },

@@ -1,0 +1,337 @@
+# restartlib.py - what test_restart.py, test_hostile_restart.py and
+# bench/restart.py share: TAP output, rmemd on private paths started through
+# the emulated fd store (fdstore.py), the raw pipelining helpers, and the
+# crash loop's storm of clients with the check of what a restart restored
+# against what was acknowledged.
+#
+#   d = Daemon(tmp, lease_ms=60000); d.start()
+#   c = d.tcp(); c.hello() ...
+#   d.kill(); up, log = d.try_start()
+#   ok(cond, "what"); ...; sys.exit(done())
+import os
+import random
+import signal
+import socket
+import struct
+import threading
+import time
+
+from fdstore import FdStore
+import rmemwire
+from rmemwire import Client
+from rawcall import HDR, MAGIC
+
+B = os.environ.get("RMEM_BUILD", "build")
+RMEMD = os.path.join(B, "rmemd")
+
+
+# ---- TAP --------------------------------------------------------------------------
+
+class _Tap:
+    n = 0
+    failed = 0
+
+
+def ok(cond, what):
+    _Tap.n += 1
+    print("%s %d - %s" % ("ok" if cond else "not ok", _Tap.n, what), flush=True)
+    if not cond:
+        _Tap.failed += 1
+    return cond
+
+
+def diag(text):
+    for line in str(text).splitlines():
+        print("# " + line, flush=True)
+
+
+def done():
+    """The plan line; the exit status."""
+    print("1..%d" % _Tap.n)
+    return 1 if _Tap.failed else 0
+
+
+# ---- rmemd under the fd store ---------------------------------------------------------
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Daemon:
+    """rmemd on private paths, started through the emulated fd store."""
+
+    def __init__(self, tmp, pool="64M", lease_ms=2000):
+        self.tmp = tmp
+        self.port = free_port()
+        self.admin = os.path.join(tmp, "admin.sock")
+        self.log = os.path.join(tmp, "rmemd.log")
+        self.conf = os.path.join(tmp, "rmemd.conf")
+        self.store = FdStore(tmp)
+        self.p = None
+        self.mark = 0
+        self.write_conf(pool, lease_ms)
+
+    def write_conf(self, pool, lease_ms=2000, extra="", rdma=""):
+        with open(self.conf, "w") as f:
+            # No metrics listener: tests run side by side, 9470 is shared.
+            f.write('listen = { tcp = "127.0.0.1:%d"; rdma = "%s"; admin = "%s"; metrics = ""; };\n'
+                    'pools = ( { name = "default"; size = "%s"; hugepages = "off"; '
+                    'alignment = 64; } );\n'
+                    'limits = { max_clients = 256; lease_timeout_ms = %d; };\n'
+                    'log = { level = "info"; };\n%s' % (self.port, rdma, self.admin, pool,
+                                                       lease_ms, extra))
+
+    def start(self, timeout=60, settle=0.05):
+        """Starts rmemd and waits for READY=1; settle: how long to wait then
+        for the fd store's messages that follow it (0: none, for timings)."""
+        self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
+        self.p = self.store.start([RMEMD, "-c", self.conf], self.log)
+        if not self.store.wait_for("READY=1", timeout):
+            raise RuntimeError("rmemd did not get ready:\n" + self.new_log())
+        if settle:
+            self.store.pump(settle)
+
+    def try_start(self, env=None):
+        """start(), but a daemon that does not come up is an answer, not a
+        crash of the test: (True, log) or (False, log)."""
+        self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
+        self.p = self.store.start([RMEMD, "-c", self.conf], self.log, env)
+        start = len(self.store.lines)
+        deadline = time.monotonic() + 60
+        while "READY=1" not in self.store.lines[start:] and self.p.poll() is None and \
+                time.monotonic() < deadline:
+            self.store.pump(0.2)
+        if "READY=1" not in self.store.lines[start:]:
+            try:
+                self.p.wait(5)
+            except Exception:
+                self.p.kill()
+                self.p.wait()
+            self.store.pump(0.05)
+            return False, self.new_log()
+        self.store.pump(0.05)
+        return True, self.new_log()
+
+    def new_log(self):
+        with open(self.log, errors="replace") as f:
+            f.seek(self.mark)
+            return f.read()
+
+    def stop(self, sig=signal.SIGTERM):
+        self.p.send_signal(sig)
+        rc = self.p.wait(60)
+        self.store.pump(0.05)
+        return rc
+
+    def kill(self):
+        """SIGKILL, and what the fd store got before it."""
+        self.p.send_signal(signal.SIGKILL)
+        self.p.wait(30)
+        self.store.pump(0.05)
+
+    def tcp(self):
+        return Client(("127.0.0.1", self.port))
+
+    def adm(self):
+        c = Client(self.admin)
+        c.hello(0)
+        return c
+
+
+def pattern(seed, n):
+    r = random.Random(seed)
+    return bytes(r.getrandbits(8) for _ in range(n))
+
+
+def spin(seconds):
+    """Waits seconds without sleeping: a crash point microseconds after a
+    request needs a finer clock than the scheduler's."""
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
+
+
+# ---- pipelined requests on the raw wire -----------------------------------------------
+
+def frame(c, op, payload):
+    c.rid += 1
+    return struct.pack(HDR, MAGIC, 1, op, 0, 0, len(payload), c.rid) + payload
+
+
+def recv_exact(s, n):
+    b = b""
+    while len(b) < n:
+        got = s.recv(n - len(b))
+        if not got:
+            raise OSError("connection closed")
+        b += got
+    return b
+
+
+def recv_reply(c):
+    """The payload of the next reply on c's socket."""
+    hdr = recv_exact(c.s, 24)
+    return recv_exact(c.s, struct.unpack_from("<I", hdr, 12)[0])
+
+
+# ---- crash consistency --------------------------------------------------------------
+
+class Storm:
+    """Clients that allocate, free, create and unlink, and record what was
+    acknowledged.  in_flight: requests sent whose reply may not have come."""
+
+    def __init__(self, d, nclients, round_no):
+        self.d = d
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.alive = {}      # region id -> (len) acknowledged, not freed
+        self.freed = set()   # region ids whose FREE was acknowledged
+        self.unsure = set()  # region ids with a FREE in flight
+        self.named = {}      # name -> pattern seed, CREATE and its WRITE acknowledged
+        self.unlinked = set()
+        self.unsure_names = set()
+        self.round = round_no
+        self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True)
+                        for i in range(nclients)]
+
+    def alloc(self, c, rnd, sizes, mine):
+        st, r = c.alloc(rnd.choice(sizes))
+        if st == 0:
+            with self.lock:
+                self.alive[r["id"]] = r["len"]
+            mine.append(r)
+
+    def free(self, c, rnd, mine):
+        r = mine.pop(rnd.randrange(len(mine)))
+        with self.lock:
+            self.unsure.add(r["id"])
+        if c.free(r["id"], r["key"]) == 0:
+            with self.lock:
+                self.unsure.discard(r["id"])
+                self.freed.add(r["id"])
+                del self.alive[r["id"]]
+
+    def create(self, c, name, mine):
+        """CREATE name and WRITE its pattern, acknowledged when both are:
+        (CREATE's status, region, acknowledged)."""
+        with self.lock:
+            self.unsure_names.add(name)
+        st, r = c.create(name, 4096)
+        if st == 0 and c.write(r["id"], r["key"], 0, pattern(name, 4096)) == 0:
+            with self.lock:
+                self.named[name] = r["id"]
+                self.unsure_names.discard(name)
+                self.alive[r["id"]] = r["len"]
+            mine.append(r)
+            return st, r, True
+        return st, r, False
+
+    def run(self, i):
+        rnd = random.Random(self.round * 100 + i)
+        try:
+            c = self.d.tcp()
+            c.hello()
+            mine = []
+            k = 0
+            while not self.stop.is_set():
+                op = rnd.random()
+                if op < 0.4 or not mine:
+                    self.alloc(c, rnd, [64, 4096, 65536, 100000], mine)
+                elif op < 0.7:
+                    self.free(c, rnd, mine)
+                elif op < 0.9:
+                    k += 1
+                    self.create(c, "storm/%d/%d/%d" % (self.round, i, k), mine)
+                else:
+                    with self.lock:
+                        cand = [n for n in self.named if n.startswith("storm/%d/%d/" % (self.round, i))
+                                and n not in self.unlinked]
+                    if cand:
+                        name = rnd.choice(cand)
+                        with self.lock:
+                            self.unsure_names.add(name)
+                        if c.unlink(name) == 0:
+                            with self.lock:
+                                self.unlinked.add(name)
+                                self.unsure_names.discard(name)
+        except (OSError, AssertionError, struct.error):
+            pass  # the daemon died under us: what was acknowledged is recorded
+
+    def go(self):
+        for t in self.threads:
+            t.start()
+
+    def end(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(10)
+
+    def record(self, all_named):
+        """Folds this round's acknowledged names into all_named (name ->
+        "alive" | "unlinked"); a name with a request in flight is unknown."""
+        for name in self.named:
+            all_named[name] = "alive"
+        for name in self.unlinked:
+            all_named[name] = "unlinked"
+        for name in self.unsure_names:
+            all_named.pop(name, None)
+
+
+def check_restored(d, storm, all_named, label):
+    problems = []
+    adm = d.adm()
+    regs = adm.regions()
+    names = adm.names()
+    st = adm.stats()
+    ids = {r[0]: r for r in regs}
+    for rid, length in storm.alive.items():
+        if rid in storm.unsure:
+            continue
+        if rid not in ids:
+            problems.append("acknowledged region %d lost" % rid)
+        elif ids[rid][2] != length:
+            problems.append("region %d has length %d, not %d" % (rid, ids[rid][2], length))
+    for rid in storm.freed:
+        if rid in ids:
+            problems.append("freed region %d is back" % rid)
+    spans = sorted((r[1], r[2]) for r in regs)
+    for (a0, l0), (a1, l1) in zip(spans, spans[1:]):
+        if a0 + l0 > a1:
+            problems.append("regions overlap: [%x,+%d) and [%x,+%d)" % (a0, l0, a1, l1))
+    held = sum(r[2] for r in regs) + sum(v[1] for v in names.values() if v[2] == 0)
+    if held != st["used"]:
+        problems.append("used bytes %d but regions and names hold %d" % (st["used"], held))
+    if st["free"] + st["used"] != st["pool"]:
+        problems.append("free + used != pool")
+    c = d.tcp()
+    c.hello()
+    # Every name is checked for presence; the bytes of a sample of this
+    # round's names and of older ones (reading them all costs minutes).
+    mine = "storm/%d/" % storm.round
+    pick = random.Random(storm.round)
+    older = sorted(n for n in all_named if not n.startswith(mine))
+    newer = sorted(n for n in all_named if n.startswith(mine))
+    sample = set(pick.sample(older, min(len(older), 40)) + pick.sample(newer, min(len(newer), 60)))
+    for name in all_named:
+        if name in storm.unsure_names:
+            continue
+        gone = all_named[name] == "unlinked"
+        present = ("", name) in names
+        if gone and present:
+            problems.append("unlinked name %s is back" % name)
+        if not gone and not present:
+            problems.append("acknowledged name %s lost" % name)
+        if not gone and present and name in sample:
+            s1, r = c.open(name, 1)
+            s2, got = c.read(r["id"], r["key"], 0, 4096) if s1 == 0 else (s1, b"")
+            if got != pattern(name, 4096):
+                problems.append("named region %s: bytes differ" % name)
+            if s1 == 0:
+                c.free(r["id"], r["key"])
+    c.close()
+    adm.close()
+    return problems
