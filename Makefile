@@ -140,6 +140,8 @@ RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) 
 RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
 # ...and the cluster test with three rmemd on the VM's one rxe device.
 RDMA_BINS += tests/func/rdma/test_cluster.sh tests/func/rdma/test_cluster_lib.sh
+# ...and nbdkit-rmem-plugin as /dev/nbd0 (ext4) and /dev/nbd1 (swap) over rxe.
+RDMA_BINS += tests/func/rdma/test_nbd_dev.sh
 # ...and the Python binding's pytest suite over rdma:// (tests/python).
 RDMA_BINS += tests/python/rdma/test_python.sh
 RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o
@@ -436,6 +438,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
 		tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh \
 		tests/func/test_hostile_cluster.sh \
+		tests/func/test_nbd.sh \
 		tests/func/test_restart.py \
 		tests/func/test_hostile_restart.py \
 		tests/python/test_python.sh \
@@ -478,6 +481,24 @@ $(SYSD_BINS): $(B)/tests/systemd/%: $(B)/tests/obj/systemd/%.o $(B)/librmem.so.$
 .PHONY: check-systemd
 check-systemd: all $(SYSD_BINS)
 	@RMEM_BUILD=$(B) tests/run-tests tests/systemd/suite
+
+# ---- nbdkit-rmem-plugin: an NBD disk in remote memory (docs/nbd.md) ---------
+# Built where nbdkit's plugin header is (nbdkit-plugin-dev; make test installs
+# it); like the other tools it sees only rmem.h.  $(B)/nbdkit-rmem-plugin.so
+# finds librmem beside it; $(B)/inst/ has the one make install copies.
+NBDKIT_CFLAGS := $(shell $(PKG_CONFIG) --cflags nbdkit 2>/dev/null)
+NBDKIT_PLUGINDIR ?= $(shell $(PKG_CONFIG) --variable=plugindir nbdkit 2>/dev/null)
+HAVE_NBDKIT := $(shell $(PKG_CONFIG) --exists nbdkit 2>/dev/null && echo 1)
+NBD_SRCS := client-lib/tools/nbdkit/rmem_plugin.c client-lib/tools/nbdkit/lanes.c
+NBD_OBJS := $(NBD_SRCS:%.c=$(B)/tool/%.o)
+$(NBD_OBJS): TOOL_INC += $(NBDKIT_CFLAGS)
+NBD_PLUGIN := $(if $(HAVE_NBDKIT),$(B)/nbdkit-rmem-plugin.so $(B)/inst/nbdkit-rmem-plugin.so)
+$(B)/nbdkit-rmem-plugin.so: $(NBD_OBJS) $(B)/librmem.so.$(SOMAJOR)
+	$(CC) -shared $(LDFLAGS_ALL) -o $@ $(NBD_OBJS) -L$(B) -lrmem -lpthread -Wl,-rpath,'$$ORIGIN'
+$(B)/inst/nbdkit-rmem-plugin.so: $(NBD_OBJS) $(B)/librmem.so.$(SOMAJOR)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS_ALL) -o $@ $(NBD_OBJS) -L$(B) -lrmem -lpthread
+all: $(NBD_PLUGIN)
 
 # ---- benchmarks (print figures, assert nothing) ------------------------------
 # rmem-perf uses only the public library; installed beside rmemctl.
@@ -559,6 +580,12 @@ bench-restart: deps
 	RMEM_BUILD=build bench/restart.py
 bench-bringup: deps
 	bench/bringup.sh
+
+# nbdkit-rmem-plugin beside nbdkit's memory plugin through fio's nbd
+# engine, TCP on loopback (scripts/bench-nbd; ~2 minutes).
+.PHONY: bench-nbd
+bench-nbd: deps
+	scripts/bench-nbd
 
 # Control-path throughput: alloc+free pairs/s with 16 in flight beside redis
 # GET -P 16, alternated, with met/missed (scripts/bench-ctl; ~1 minute).
@@ -661,6 +688,9 @@ install: all
 	$(if $(MAN5),install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5)
 	$(if $(MAN7),install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7)
 	$(if $(MAN8),install -m 644 $(MAN8) $(DESTDIR)$(MANDIR)/man8)
+	$(if $(HAVE_NBDKIT),install -d $(DESTDIR)$(NBDKIT_PLUGINDIR))
+	$(if $(HAVE_NBDKIT),install -m 755 $(B)/inst/nbdkit-rmem-plugin.so \
+		$(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-rmem-plugin.so)
 	install -d $(DESTDIR)$(PYTHONDIR)/rmem
 	install -m 644 $(B)/inst/python/$(PY_EXT) $(PY_FILES:python/%=$(B)/inst/python/%) \
 		$(DESTDIR)$(PYTHONDIR)/rmem/
@@ -669,7 +699,8 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/rmemd $(DESTDIR)$(BINDIR)/rmemctl $(DESTDIR)$(BINDIR)/rmem-perf \
 		$(DESTDIR)$(LIBDIR)/librmem.so* $(DESTDIR)$(LIBDIR)/librmem.a \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc $(DESTDIR)$(INCLUDEDIR)/rmem.h \
-		$(DESTDIR)$(UNITDIR)/rmemd.service
+		$(DESTDIR)$(UNITDIR)/rmemd.service \
+		$(if $(HAVE_NBDKIT),$(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-rmem-plugin.so)
 	rm -rf $(DESTDIR)$(PYTHONDIR)/rmem
 
 clean:

@@ -18,6 +18,16 @@ for f in usr/sbin/rmemd usr/bin/rmemctl usr/lib/librmem.so.1 usr/lib/librmem.so 
 	usr/share/man/man3/rmem_alloc.3 usr/share/man/man7/librmem.7 usr/share/man/man8/rmemctl.8; do
 	[ -e "$stage/$f" ]; ok $? "installed $f"
 done
+if pkg-config --exists nbdkit; then
+	plugindir=$(pkg-config --variable=plugindir nbdkit)
+	[ -x "$stage$plugindir/nbdkit-rmem-plugin.so" ]
+	ok $? "nbdkit-rmem-plugin.so installed into nbdkit's plugin directory ($plugindir)"
+	[ -e "$stage/usr/share/man/man1/nbdkit-rmem-plugin.1" ]; ok $? "with its man page"
+	LD_LIBRARY_PATH="$stage/usr/lib" nbdkit --dump-plugin "$stage$plugindir/nbdkit-rmem-plugin.so" 2>&1 | grep -q '^thread_model=parallel$'
+	ok $? "nbdkit loads it: thread_model=parallel"
+else
+	skip_one "no nbdkit-plugin-dev: the plugin is not built"
+fi
 soname=$(objdump -p "$stage/usr/lib/librmem.so.1" | awk '/SONAME/ {print $2}')
 [ "$soname" = "librmem.so.1" ]; ok $? "SONAME is librmem.so.1 ($soname)"
 bad=$(nm -D --defined-only "$stage/usr/lib/librmem.so.1" | awk '$2 ~ /[TDB]/ && $3 !~ /^rmem_/ {print $3}')

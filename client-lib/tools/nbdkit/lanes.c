@@ -1,0 +1,250 @@
+/*
+ * lanes.c - one rmem region through several sessions, and posted I/O on
+ * one of them (lanes.h says why).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lanes.h"
+
+/* Largest rounding a create may apply to a size: rmemd rounds a region up
+ * to its pool's alignment, at most a 2 MiB hugepage (rmemd.conf(5)). */
+#define CREATE_SLACK (2u << 20)
+
+static void lane_fini(struct lane *l)
+{
+	if (l->c) {
+		/* Ending the session releases its handle. */
+		rmem_close(l->c);
+		l->c = NULL;
+	}
+	pthread_mutex_destroy(&l->mu);
+}
+
+static int lane_connect(struct lane *l, const struct lanes_cfg *cfg)
+{
+	struct rmem_opts o;
+
+	rmem_opts_init(&o, sizeof o);
+	o.tenant = cfg->tenant;
+	o.secret_file = cfg->secret_file;
+	if (cfg->transport)
+		o.transport = cfg->transport;
+	if (cfg->tcp_congestion)
+		o.tcp_congestion = cfg->tcp_congestion;
+	if (cfg->timeout_ms >= 0)
+		o.timeout_ms = cfg->timeout_ms;
+	if (cfg->resume_ms >= 0)
+		o.resume_ms = cfg->resume_ms;
+	return rmem_connect(cfg->url, &o, &l->c);
+}
+
+/* A name no other disk has: the anonymous disk's, unlinked once opened. */
+static int anon_name(char *out, size_t len)
+{
+	uint64_t rnd = 0;
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (read(fd, &rnd, sizeof rnd) != (ssize_t)sizeof rnd) {
+		close(fd);
+		return -EIO;
+	}
+	close(fd);
+	snprintf(out, len, "nbdkit-rmem/anon.%ld.%016" PRIx64, (long)getpid(), rnd);
+	return 0;
+}
+
+/* The first lane: creates or opens the region, and decides the disk's size. */
+static int lane0_region(struct lanes *ls, const struct lanes_cfg *cfg, const char *name,
+			bool anon, char *err, size_t errlen)
+{
+	struct lane *l = &ls->lane[0];
+	int rc = -ENOENT;
+
+	if (cfg->create != LANES_CREATE_NEVER && cfg->size > 0)
+		rc = rmem_create(l->c, name, (uint64_t)cfg->size, 0, &l->r);
+	if (anon || cfg->create == LANES_CREATE_ALWAYS) {
+		if (rc < 0)
+			snprintf(err, errlen, "cannot create region '%s' of %" PRId64 " bytes: %s",
+				 name, cfg->size, rmem_strerror(rc));
+		return rc;
+	}
+	if (rc == -EEXIST || rc == -ENOENT)
+		rc = rmem_open(l->c, name, RMEM_READ | RMEM_WRITE, &l->r);
+	if (rc == -ENOENT && cfg->create == LANES_CREATE_NEVER) {
+		snprintf(err, errlen, "no region named '%s' (create=never)", name);
+		return rc;
+	}
+	if (rc == -ENOENT && cfg->size <= 0) {
+		snprintf(err, errlen, "no region named '%s', and no size= to create it", name);
+		return rc;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot open region '%s': %s", name, rmem_strerror(rc));
+		return rc;
+	}
+	/* An existing disk opened with size= must be that disk: never show a
+	 * shorter region as a longer disk, nor half of a larger one. */
+	if (cfg->size > 0 && (l->r.length < (uint64_t)cfg->size ||
+			      l->r.length - (uint64_t)cfg->size >= CREATE_SLACK)) {
+		snprintf(err, errlen, "region '%s' is %" PRIu64 " bytes, not size=%" PRId64,
+			 name, l->r.length, cfg->size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t errlen)
+{
+	char anon[96];
+	const char *name = cfg->name;
+	unsigned i;
+	int rc;
+
+	memset(ls, 0, sizeof *ls);
+	if (cfg->nlanes < 1 || cfg->nlanes > LANES_MAX) {
+		snprintf(err, errlen, "lanes must be 1 to %d", LANES_MAX);
+		return -EINVAL;
+	}
+	if (!name) {
+		if (cfg->size <= 0) {
+			snprintf(err, errlen, "an anonymous disk (no name=) needs size=");
+			return -EINVAL;
+		}
+		if ((rc = anon_name(anon, sizeof anon)) < 0) {
+			snprintf(err, errlen, "/dev/urandom: %s", strerror(-rc));
+			return rc;
+		}
+		name = anon;
+	}
+	for (i = 0; i < cfg->nlanes; i++) {
+		pthread_mutex_init(&ls->lane[i].mu, NULL);
+		ls->n = i + 1;
+		if ((rc = lane_connect(&ls->lane[i], cfg)) < 0) {
+			snprintf(err, errlen, "cannot connect to %s: %s", cfg->url, rmem_strerror(rc));
+			goto fail;
+		}
+		if (i == 0) {
+			rc = lane0_region(ls, cfg, name, !cfg->name, err, errlen);
+		} else if ((rc = rmem_open(ls->lane[i].c, name, RMEM_READ | RMEM_WRITE,
+					   &ls->lane[i].r)) < 0) {
+			snprintf(err, errlen, "cannot open region '%s' again: %s", name,
+				 rmem_strerror(rc));
+		} else if (ls->lane[i].r.length != ls->lane[0].r.length) {
+			snprintf(err, errlen, "region '%s' changed size while opening", name);
+			rc = -ESTALE;
+		}
+		if (rc < 0)
+			goto fail;
+	}
+	ls->size = cfg->size > 0 ? (uint64_t)cfg->size : ls->lane[0].r.length;
+	/* Every lane holds a handle: the anonymous disk's name can go, and its
+	 * memory with the last session. */
+	if (!cfg->name && (rc = rmem_unlink(ls->lane[0].c, name)) < 0) {
+		snprintf(err, errlen, "cannot unlink '%s': %s", name, rmem_strerror(rc));
+		goto fail;
+	}
+	return 0;
+fail:
+	if (!cfg->name && ls->lane[0].c && ls->lane[0].r.length)
+		(void)rmem_unlink(ls->lane[0].c, name);
+	lanes_close(ls);
+	return rc;
+}
+
+void lanes_close(struct lanes *ls)
+{
+	unsigned i;
+
+	for (i = 0; i < ls->n; i++)
+		lane_fini(&ls->lane[i]);
+	ls->n = 0;
+}
+
+struct lane *lane_get(struct lanes *ls)
+{
+	/* Each nbdkit worker thread keeps to one lane, spread round-robin:
+	 * with as many lanes as threads no request waits for another. */
+	static atomic_uint next;
+	static _Thread_local int mine = -1;
+	struct lane *l;
+
+	if (mine < 0)
+		mine = (int)(atomic_fetch_add(&next, 1) % ls->n);
+	l = &ls->lane[mine];
+	pthread_mutex_lock(&l->mu);
+	return l;
+}
+
+void lane_put(struct lane *l)
+{
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* Waits for one batch of completions; counts them off *inflight. */
+static int lane_reap(struct lane *l, unsigned *inflight, int *first)
+{
+	struct rmem_completion done[LANE_DEPTH];
+	int n, i;
+
+	n = rmem_poll(l->c, done, LANE_DEPTH, -1);
+	if (n < 0) {
+		/* The connection is gone and every operation in flight has
+		 * completed (rmem_poll(3)): nothing is left to wait for. */
+		*inflight = 0;
+		if (!*first)
+			*first = n;
+		return n;
+	}
+	if (n == 0) {
+		/* Only with nothing in flight (rmem_poll(3)). */
+		*inflight = 0;
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		if (done[i].status < 0 && !*first)
+			*first = done[i].status;
+	}
+	*inflight -= (unsigned)n > *inflight ? *inflight : (unsigned)n;
+	return 0;
+}
+
+int lane_io(struct lane *l, bool write, void *buf, bool same_buf, uint64_t count, uint64_t off)
+{
+	unsigned inflight = 0;
+	uint64_t done = 0;
+	int first = 0, rc;
+
+	if (l->broken)
+		return -ECONNRESET;
+	while (done < count && !first) {
+		size_t len = count - done > LANE_CHUNK ? LANE_CHUNK : (size_t)(count - done);
+		char *p = (char *)buf + (same_buf ? 0 : done);
+
+		if (inflight == LANE_DEPTH && lane_reap(l, &inflight, &first) < 0)
+			break;
+		if (first)
+			break;
+		rc = write ? rmem_post_write(l->c, &l->r, off + done, p, len, done)
+			   : rmem_post_read(l->c, &l->r, off + done, p, len, done);
+		if (rc < 0) {
+			first = rc;
+			break;
+		}
+		inflight++;
+		done += len;
+	}
+	/* Buffers stay the caller's only when nothing is in flight. */
+	while (inflight > 0 && lane_reap(l, &inflight, &first) == 0)
+		;
+	if (first == -ECONNRESET)
+		l->broken = true;
+	return first;
+}
