@@ -83,22 +83,22 @@ COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c com
 ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c \
 	common/cluster_name.c common/cluster_json.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
-	client-lib/engine.c client-lib/io.c client-lib/nic_conn.c \
-	client-lib/nic_post.c client-lib/nic_regcache.c client-lib/keepalive.c client-lib/auth.c \
+	client-lib/engine.c client-lib/io.c client-lib/verbs_conn.c \
+	client-lib/verbs_post.c client-lib/verbs_regcache.c client-lib/keepalive.c client-lib/auth.c \
 	client-lib/membuf.c client-lib/lock.c client-lib/datapath.c \
-	client-lib/compat.c client-lib/version.c client-lib/names.c client-lib/resume.c \
-	client-lib/api.c client-lib/cluster.c client-lib/cluster_members.c \
-	client-lib/cluster_watch.c client-lib/cluster_poll.c client-lib/cluster_names.c \
-	client-lib/cluster_url.c client-lib/pollfd.c
+	client-lib/compat.c client-lib/version.c client-lib/named.c client-lib/reclaim.c \
+	client-lib/api.c client-lib/router.c client-lib/router_members.c \
+	client-lib/router_watch.c client-lib/router_poll.c client-lib/router_names.c \
+	client-lib/router_url.c client-lib/pollfd.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c daemon/scrub.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c daemon/resume.c \
-	daemon/busypoll.c daemon/cluster.c daemon/metrics.c daemon/metrics_http.c daemon/identity.c \
+	daemon/busypoll.c daemon/member.c daemon/metrics.c daemon/metrics_http.c daemon/identity.c \
 	daemon/bindaddr.c
-CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/names.c \
-	client-lib/tools/cluster.c client-lib/tools/cluster_sweep.c
+CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/rmemctl_names.c \
+	client-lib/tools/rmemctl_cluster.c client-lib/tools/rmemctl_sweep.c
 
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
 COMMON_LIB := $(B)/libcommon.a
@@ -230,8 +230,8 @@ $(B)/rmemd: $(DAEMON_OBJS) $(ETCD_LIB) $(COMMON_LIB)
 # client and record codec (libetcd.a, libcommon.a): it reads etcd itself.
 # $(B)/rmemctl finds the library beside it; $(B)/inst/rmemctl, the one
 # `make install` copies, has no rpath.
-$(B)/tool/client-lib/tools/cluster.o: TOOL_INC += $(COMMON_INC)
-$(B)/tool/client-lib/tools/cluster_sweep.o: TOOL_INC += $(COMMON_INC)
+$(B)/tool/client-lib/tools/rmemctl_cluster.o: TOOL_INC += $(COMMON_INC)
+$(B)/tool/client-lib/tools/rmemctl_sweep.o: TOOL_INC += $(COMMON_INC)
 CTL_LINK = $(CTL_OBJS) -L$(B) -lrmem $(ETCD_LIB) $(COMMON_LIB) $(ETCD_LIBS)
 $(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR) $(ETCD_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_LINK) -Wl,-rpath,'$$ORIGIN'
@@ -351,7 +351,7 @@ $(B)/tests/fuzz_proto_replay: $(B)/tests/obj/fuzz/fuzz_proto.o $(B)/tests/obj/fu
 $(B)/tests/fuzz_state_replay: $(B)/tests/obj/fuzz/fuzz_state.o $(B)/tests/obj/fuzz/replay-state.o
 # The dispatch fuzzer's corpus against the daemon's own modules (all but
 # main.c, and the cluster agent, which only main.c calls).
-FUZZ_DAEMON_SRCS := $(filter-out daemon/main.c daemon/cluster.c,$(DAEMON_SRCS))
+FUZZ_DAEMON_SRCS := $(filter-out daemon/main.c daemon/member.c,$(DAEMON_SRCS))
 $(B)/tests/fuzz_dispatch_replay: $(B)/tests/obj/fuzz/fuzz_dispatch.o \
 	$(B)/tests/obj/fuzz/replay-dispatch.o $(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
 $(B)/tests/obj/fuzz/fuzz_dispatch.o: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN -Idaemon $(DAEMON_CFLAGS)
@@ -374,8 +374,7 @@ $(B)/tests/test_metrics_page: $(B)/tests/obj/unit/test_metrics_page.o $(B)/d/dae
 	$(B)/d/daemon/alloc.o $(B)/d/daemon/region.o $(B)/d/daemon/names.o $(B)/d/daemon/log.o \
 	$(B)/d/daemon/bindaddr.o $(B)/d/daemon/tenant.o $(B)/d/daemon/slots.o
 $(B)/tests/obj/unit/test_metrics_page.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
-# The daemon's cluster.h, not the library's (client-lib/cluster.h comes first
-# in TEST_CPPFLAGS): this test sees only the daemon, common/ and tests/lib.
+# This test sees only the daemon, common/ and tests/lib.
 $(B)/tests/obj/unit/test_metrics_page.o: TEST_CPPFLAGS = -Itests/lib $(COMMON_INC)
 $(B)/tests/test_metrics_page: EXTRA_LIBS = $(DAEMON_LIBS)
 $(UNIT_BINS): $(TESTLIB) $(COMMON_LIB)

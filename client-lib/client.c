@@ -1,7 +1,7 @@
 /*
  * client.c - the session calls of librmem: connect and close, alloc, free,
  * stats and the admin listings.  Transfers, atomics
- * and rmem_poll are in io.c, named regions in names.c; every request goes
+ * and rmem_poll are in io.c, named regions in named.c; every request goes
  * through the engine (engine.c), which keeps requests and replies in step.
  * The request/reply steps that ALLOC and FREE share with the requests of
  * named regions (a region reply, a status reply, a listing) are here, as
@@ -283,7 +283,7 @@ int single_connect(const char *endpoint, const struct rmem_opts *o, rmem_client 
 		return err;
 	}
 	eng_init(&c->eng, params.timeout_ms);
-	err = resume_init(&c->rs, &c->eng, &ep, params.choice, params.resume_ms, params.tenant,
+	err = reclaim_init(&c->rs, &c->eng, &ep, params.choice, params.resume_ms, params.tenant,
 			  params.secret_file);
 	/* Kept where the resume connects again too; read_opts checked it. */
 	if (params.tcp_cc)
@@ -301,7 +301,7 @@ int single_connect(const char *endpoint, const struct rmem_opts *o, rmem_client 
 		err = open_rdma(c, &ep, params.choice, &hr);
 	if (!err && c->rs.resume_ms) {
 		c->eng.park_lost = true;
-		c->eng.recover = resume_hook;
+		c->eng.recover = reclaim_hook;
 		c->eng.recover_ctx = &c->rs;
 	}
 	if (!err)
@@ -327,7 +327,7 @@ void single_close(rmem_client *c)
 	 * goes first: once it is destroyed, no DMA reaches those buffers. */
 	dp_detach(&c->eng);
 	eng_release(&c->eng);
-	resume_fini(&c->rs);
+	reclaim_fini(&c->rs);
 	pollfd_free(c);
 	lock_fini(&c->lock);
 	free(c);
@@ -339,7 +339,7 @@ void client_hold(struct rmem_client *c)
 {
 	lock_hold(&c->lock);
 	if (__builtin_expect(c->eng.broken, 0) && c->rs.resume_ms)
-		resume_run(&c->rs);
+		reclaim_run(&c->rs);
 }
 
 void client_release(struct rmem_client *c)
@@ -360,7 +360,7 @@ bool client_recovered(struct rmem_client *c, int err)
 		eng_ping(&c->eng);
 	if (!c->eng.broken)
 		return false;
-	return resume_run(&c->rs) == 0;
+	return reclaim_run(&c->rs) == 0;
 }
 
 const char *single_transport(const rmem_client *c)
@@ -372,7 +372,7 @@ const char *single_transport(const rmem_client *c)
 
 /* ---- alloc, free, stats ------------------------------------------------------ */
 
-/* What ALLOC, and CREATE after it (names.c), accept: the one place that says so. */
+/* What ALLOC, and CREATE after it (named.c), accept: the one place that says so. */
 int client_check_alloc(const rmem_client *c, uint64_t size, uint32_t flags, const void *out)
 {
 	return !c || !out || size == 0 || flags != 0 ? -EINVAL : 0;

@@ -4,18 +4,18 @@
  * The library is layered, each layer calling only the ones below it:
  *   entry      api.c: the public calls that take a client, handing a
  *              single-server client to single.h's calls (below) and a
- *              cluster client (etcd://, c->cluster set) to the router,
- *              cluster.h, which uses single.h on its servers' clients
+ *              cluster client (etcd://, c->router set) to the router,
+ *              router.h, which uses single.h on its servers' clients
  *   api        client.c (connect, session calls), io.c (transfers, posted
- *              operations, atomics, rmem_poll), names.c (named regions:
+ *              operations, atomics, rmem_poll), named.c (named regions:
  *              it uses client.c's request steps below), membuf.c, compat.c,
  *              version.c, strerror.c; auth.c (the tenant handshake),
- *              resume.c (taking the session back after a daemon restart,
+ *              reclaim.c (taking the session back after a daemon restart,
  *              new keys) and keepalive.c (the lease thread) beside them
  *   engine     engine.c (the in-order request engine on the stream),
  *              datapath.c (reads, writes and atomics on the NIC or the stream)
- *   transport  tcp.c (TCP and Unix sockets) | nic_conn.c, nic_post.c,
- *              nic_regcache.c (RDMA verbs; calls up only through the
+ *   transport  tcp.c (TCP and Unix sockets) | verbs_conn.c, verbs_post.c,
+ *              verbs_regcache.c (RDMA verbs; calls up only through the
  *              callbacks it was given)
  *   common     proto.c (the wire codec), endpoint.c; lock.c; op.h (a record)
  *
@@ -31,7 +31,7 @@
 
 #include "engine.h"
 #include "lock.h"
-#include "resume.h"
+#include "reclaim.h"
 #include "rmem.h"
 #include "single.h"
 
@@ -40,12 +40,12 @@
 
 struct keepalive;
 
-struct cluster;
+struct router;
 
 struct rmem_client {
 	/* Not NULL: an etcd:// cluster client, whose every call goes to the
-	 * router (cluster.h) and which uses nothing below; api.c tells. */
-	struct cluster *cluster;
+	 * router (router.h) and which uses nothing below; api.c tells. */
+	struct router *router;
 	struct fair_lock lock;
 	struct engine eng;
 	/* static string: "tcp" or "unix", the stream; rmem_transport() says
@@ -53,9 +53,9 @@ struct rmem_client {
 	const char *stream;
 	uint64_t session_id;
 	struct keepalive *keepalive; /* NULL when no thread runs */
-	/* What a resume needs and keeps (resume.c): where, which data path,
+	/* What a resume needs and keeps (reclaim.c): where, which data path,
 	 * as whom, the token, the map of new keys. */
-	struct resume rs;
+	struct reclaim rs;
 	/* rmem_fd()'s descriptors (pollfd.c), made by its first call; NULL
 	 * until then, and then client_release() keeps them armed. */
 	struct client_pollfd *pollfd;
@@ -69,7 +69,7 @@ struct rmem_client {
 /* ---- calls that take the client (client.c) ------------------------------------ */
 
 /* Takes the client's lock for a call; when the connection was lost and
- * the client may resume, resumes first (resume.c), so the call runs on a
+ * the client may resume, resumes first (reclaim.c), so the call runs on a
  * working session or finds the client broken. */
 void client_hold(struct rmem_client *c);
 void client_release(struct rmem_client *c);
@@ -104,14 +104,14 @@ void pollfd_free(struct rmem_client *c);
 /* The region as the daemon knows it now: *r itself before any resume (one
  * predictable branch) and for regions handed out since the last one;
  * otherwise *r is pointed at tmp, filled with the region's new addr and
- * rkey (REKEY on its first use since the resume, resume.c).  Under the
+ * rkey (REKEY on its first use since the resume, reclaim.c).  Under the
  * lock.  0 or a negative errno (-ENOENT: the region is gone). */
 static inline int client_region_now(struct rmem_client *c, const struct rmem_region **r,
 				    struct rmem_region *tmp)
 {
 	if (__builtin_expect(c->rs.epoch == 0, 1) || (*r)->id >= c->rs.stale_below)
 		return 0;
-	return resume_region(&c->rs, r, tmp);
+	return reclaim_region(&c->rs, r, tmp);
 }
 
 /* A region handed to the application (ALLOC, CREATE, OPEN): the resume
@@ -122,7 +122,7 @@ static inline void client_saw_region(struct rmem_client *c, uint64_t id)
 		c->rs.max_id = id;
 }
 
-/* ---- client.c: request steps shared by the calls of client.c, io.c and names.c -- */
+/* ---- client.c: request steps shared by the calls of client.c, io.c and named.c -- */
 
 struct proto_region;
 

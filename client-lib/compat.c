@@ -50,7 +50,7 @@ int __rmem_alloc_1_0(rmem_client *c, uint64_t size, uint32_t flags, void *out)
 		return -EINVAL;
 	/* A cluster's region names its server in reserved[], which these
 	 * callers' struct lacks. */
-	if (c && c->cluster)
+	if (c && c->router)
 		return -EOPNOTSUPP;
 	err = rmem_alloc(c, size, flags, &r);
 	if (!err)
@@ -63,7 +63,7 @@ int __rmem_alloc_1_0(rmem_client *c, uint64_t size, uint32_t flags, void *out)
 int __rmem_post_alloc_1_1(rmem_client *c, uint64_t size, uint32_t flags, void *out,
 			  uint64_t cookie)
 {
-	if (c && c->cluster)
+	if (c && c->router)
 		return -EOPNOTSUPP;
 	return client_post_alloc(c, size, flags, out, REGION_1_0_SIZE, cookie);
 }
@@ -83,7 +83,7 @@ int __rmem_stats_1_0(rmem_client *c, void *out)
 
 int __rmem_regions_1_0(rmem_client *c, uint64_t after, void *out, size_t max)
 {
-	if (c && c->cluster)
+	if (c && c->router)
 		return -EOPNOTSUPP;
 	return client_regions(c, after, out, REGION_INFO_1_0_SIZE, max, false);
 }

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "nic.h"
+#include "verbs.h"
 
-/* ---- what the NIC reports (struct nic_events) ------------------------------------ */
+/* ---- what the NIC reports (struct verbs_events) ------------------------------------ */
 
 static void on_part_done(void *ctx, struct eng_op *op, int status)
 {
@@ -20,7 +20,7 @@ static void on_part_done(void *ctx, struct eng_op *op, int status)
 }
 
 /* A flushed request of a queue pair that failed for good, on the stream. */
-static int on_resend(void *ctx, struct eng_op *op, const struct nic_req *req)
+static int on_resend(void *ctx, struct eng_op *op, const struct verbs_req *req)
 {
 	struct proto_io_req io = {
 		.id = req->region_id,
@@ -55,7 +55,7 @@ static int on_lease_poke(void *ctx)
 }
 
 /* A posted operation the queue pair's end dropped: the resume may send it
- * again (resume.c); on a broken client it completes with -ECONNRESET, like
+ * again (reclaim.c); on a broken client it completes with -ECONNRESET, like
  * everything else in flight; at rmem_close() it is forgotten. */
 static void on_drop(void *ctx, struct eng_op *op)
 {
@@ -77,13 +77,13 @@ static void on_drop(void *ctx, struct eng_op *op)
 
 bool dp_have_device(void)
 {
-	return nic_have_device();
+	return verbs_have_device();
 }
 
 int dp_attach(struct engine *e, const char *host, uint16_t port, uint64_t session_id,
 	      uint64_t token)
 {
-	const struct nic_events ev = {
+	const struct verbs_events ev = {
 		.ctx = e,
 		.part_done = on_part_done,
 		.resend = on_resend,
@@ -92,7 +92,7 @@ int dp_attach(struct engine *e, const char *host, uint16_t port, uint64_t sessio
 		.lease_poke = on_lease_poke,
 		.drop = on_drop,
 	};
-	const struct nic_target t = {
+	const struct verbs_target t = {
 		.host = host,
 		.port = port,
 		.session_id = session_id,
@@ -100,15 +100,15 @@ int dp_attach(struct engine *e, const char *host, uint16_t port, uint64_t sessio
 		.timeout_ms = e->timeout_ms,
 	};
 
-	return nic_attach(&e->nic, &t, &ev, &e->kept);
+	return verbs_attach(&e->nic, &t, &ev, &e->kept);
 }
 
 void dp_detach(struct engine *e)
 {
-	struct nic_conn *n = e->nic;
+	struct verbs_conn *n = e->nic;
 
 	e->nic = NULL;
-	nic_detach(n);
+	verbs_detach(n);
 }
 
 int dp_reattach(struct engine *e, const char *host, uint16_t port, uint64_t session_id,
@@ -130,13 +130,13 @@ int dp_reattach(struct engine *e, const char *host, uint16_t port, uint64_t sess
 	regcache_kept_clear(&e->kept);
 	err = dp_attach(e, host, port, session_id, token);
 	for (uint32_t i = 0; i < n; i++)
-		nic_keep(e->nic, &e->kept, kept[i].buf, kept[i].len);
+		verbs_keep(e->nic, &e->kept, kept[i].buf, kept[i].len);
 	return err;
 }
 
 bool dp_carries_data(const struct engine *e)
 {
-	return nic_carries_data(e->nic);
+	return verbs_carries_data(e->nic);
 }
 
 /* ---- transfers ------------------------------------------------------------------------- */
@@ -184,7 +184,7 @@ int dp_submit(struct engine *e, struct eng_op *op, const struct dp_job *job)
 	err = eng_flush(e);
 	if (err)
 		return err;
-	err = nic_io(e->nic, op, write, job->r, job->off,
+	err = verbs_io(e->nic, op, write, job->r, job->off,
 		     write ? (void *)job->src : (void *)job->dst, job->len, &done);
 	if (err != NIC_USE_STREAM)
 		return err;
@@ -205,12 +205,12 @@ int dp_wait_op(struct engine *e, struct eng_op *op)
 	if (!dp_carries_data(e))
 		return eng_wait_op(e, op);
 	while (!op->done) {
-		int err = nic_reap(e->nic);
+		int err = verbs_reap(e->nic);
 
 		if (!err && !dp_carries_data(e))
 			return eng_wait_op(e, op);
 		if (!err && !op->done)
-			err = nic_wait(e->nic, NIC_NO_DEADLINE);
+			err = verbs_wait(e->nic, NIC_NO_DEADLINE);
 		if (err < 0 && !op->done) {
 			/* The stream broke while op's work requests are still
 			 * posted (the queue pair itself has not failed): op lives
@@ -226,22 +226,22 @@ int dp_wait_op(struct engine *e, struct eng_op *op)
 }
 
 /* rmem_poll()'s progress on RDMA: like eng_progress(). */
-static int nic_progress(struct engine *e, int timeout_ms)
+static int verbs_progress(struct engine *e, int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? NIC_NO_DEADLINE : clock_mono_ms() + timeout_ms;
 
 	for (;;) {
-		int err = nic_reap(e->nic);
+		int err = verbs_reap(e->nic);
 
 		if (e->cq.count || err)
 			return e->cq.count ? 0 : err;
 		if (!dp_carries_data(e))
 			return eng_progress(e, timeout_ms);
-		if (!nic_busy(e->nic))
+		if (!verbs_busy(e->nic))
 			return 0;
 		if (timeout_ms == 0)
 			return 0;
-		err = nic_wait(e->nic, deadline);
+		err = verbs_wait(e->nic, deadline);
 		if (err)
 			return e->cq.count || err > 0 ? 0 : err;
 	}
@@ -254,21 +254,21 @@ int dp_progress(struct engine *e, int timeout_ms)
 {
 	int err = 0;
 
-	if (!nic_busy(e->nic))
+	if (!verbs_busy(e->nic))
 		return e->fifo_count > 0 ? eng_progress(e, timeout_ms) : 0;
 	if (e->fifo_count > 0)
 		err = eng_progress(e, 0);
-	if (!err && !e->broken && nic_busy(e->nic))
-		err = nic_progress(e, e->cq.count ? 0 : timeout_ms);
+	if (!err && !e->broken && verbs_busy(e->nic))
+		err = verbs_progress(e, e->cq.count ? 0 : timeout_ms);
 	return err;
 }
 
 int dp_wait_fd(struct engine *e, struct pollfd *pfd)
 {
 	/* Work requests on the queue pair are waited for through its
-	 * completion channel, which must be armed first (nic_wait()): no
+	 * completion channel, which must be armed first (verbs_wait()): no
 	 * plain descriptor to hand out for them. */
-	if (nic_busy(e->nic))
+	if (verbs_busy(e->nic))
 		return 0;
 	return eng_wait_fd(e, pfd);
 }
@@ -299,14 +299,14 @@ static int stream_atomic(struct engine *e, uint16_t opcode, const struct proto_a
 
 /* The atomic on the queue pair: 0, a negative errno, or NIC_USE_STREAM
  * when it was not done there (the queue pair has failed for good). */
-static int nic_atomic_sync(struct engine *e, bool cas, const struct rmem_region *r,
+static int verbs_atomic_sync(struct engine *e, bool cas, const struct rmem_region *r,
 			   uint64_t off, uint64_t operand, uint64_t desired, uint64_t *old)
 {
 	struct eng_op op = { .async = false };
 	uint64_t value = 0;
 	int err;
 
-	err = nic_atomic(e->nic, &op, cas, r, off, operand, desired, &value);
+	err = verbs_atomic(e->nic, &op, cas, r, off, operand, desired, &value);
 	eng_seal(e, &op);
 	if (err && op.sent == 0)
 		return err;
@@ -337,7 +337,7 @@ int dp_atomic(struct engine *e, uint16_t opcode, const struct rmem_region *r, ui
 		return err;
 	if (!dp_carries_data(e))
 		return stream_atomic(e, opcode, &req, old);
-	err = nic_atomic_sync(e, opcode == PROTO_OP_CAS, r, off, operand, desired, old);
+	err = verbs_atomic_sync(e, opcode == PROTO_OP_CAS, r, off, operand, desired, old);
 	/* Not done: the data path has just moved to the stream. */
 	if (err == NIC_USE_STREAM)
 		err = stream_atomic(e, opcode, &req, old);
@@ -348,7 +348,7 @@ int dp_atomic(struct engine *e, uint16_t opcode, const struct rmem_region *r, ui
 
 int dp_keep(struct engine *e, const void *buf, size_t len)
 {
-	return nic_keep(e->nic, &e->kept, buf, len);
+	return verbs_keep(e->nic, &e->kept, buf, len);
 }
 
 int dp_unkeep(struct engine *e, const void *buf)

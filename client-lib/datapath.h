@@ -1,9 +1,9 @@
 /*
  * datapath.h - the engine's data path (datapath.c): where reads, writes
  * and atomics go.  On a client with an RDMA data path (e->nic) they are
- * work requests on its queue pair (nic.h); otherwise, and once the queue
+ * work requests on its queue pair (verbs.h); otherwise, and once the queue
  * pair has failed for good, frames on the stream (engine.h).  The NIC
- * reports to it through callbacks (struct nic_events); the NIC's "use the
+ * reports to it through callbacks (struct verbs_events); the NIC's "use the
  * stream instead" outcome never leaves this module.
  *
  * All calls run under the client's lock, like the engine's.
@@ -27,11 +27,11 @@ struct dp_job {
 	size_t len;
 };
 
-/* True when this machine has an RDMA device (nic_have_device()). */
+/* True when this machine has an RDMA device (verbs_have_device()). */
 bool dp_have_device(void);
 
 /* Attaches the RDMA data path to the session just opened on e's stream.
- * 0 or nic_attach()'s errors; e->nic is set on success. */
+ * 0 or verbs_attach()'s errors; e->nic is set on success. */
 int dp_attach(struct engine *e, const char *host, uint16_t port, uint64_t session_id,
 	      uint64_t token);
 

@@ -352,7 +352,7 @@ void eng_reopen(struct engine *e, int fd)
 
 /* ---- receiving ------------------------------------------------------------------ */
 
-static int on_header(struct engine *e)
+static int on_reply_header(struct engine *e)
 {
 	const struct eng_frame *f = fifo_at(e, 0);
 	struct proto_hdr *h = &e->rx_hdr;
@@ -443,7 +443,7 @@ static int on_part(struct engine *e)
 {
 	switch (e->rx_state) {
 	case RX_HDR:
-		return on_header(e);
+		return on_reply_header(e);
 	case RX_STATUS:
 		return on_status(e);
 	case RX_DATA:
@@ -719,7 +719,7 @@ static bool frame_fits(const struct engine *e, uint32_t bytes)
 	return e->fifo_count == 0 || e->bytes_in_flight + bytes <= ENG_MAX_BYTES;
 }
 
-static int make_room(struct engine *e, uint32_t bytes)
+static int reserve_out(struct engine *e, uint32_t bytes)
 {
 	while (!frame_fits(e, bytes)) {
 		/* Only frames that went out can be answered. */
@@ -836,7 +836,7 @@ static int eng_queue(struct engine *e, struct eng_op *op, uint16_t opcode,
 
 	if (e->broken)
 		return -ECONNRESET;
-	err = make_room(e, data_len + read_len);
+	err = reserve_out(e, data_len + read_len);
 	if (!err && (e->tx_used + copied > ENG_TX_CAP || e->tx_iovcnt + 3 > ENG_TX_IOV))
 		err = eng_flush(e);
 	if (err)

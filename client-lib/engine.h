@@ -3,7 +3,7 @@
  * FIFO of requests on the stream, the send queue, the receiver, the
  * completion queue, and the lease's clock; and the data path over it
  * (datapath.c), which puts reads, writes and atomics on the NIC when the
- * client has one (nic.h) and on the stream otherwise.
+ * client has one (verbs.h) and on the stream otherwise.
  *
  * Control requests always travel on the stream (TCP, Unix socket).  On an
  * RDMA client (e->nic set) reads, writes and atomics go on its queue pair
@@ -23,7 +23,7 @@
 #include <poll.h>
 #include <sys/uio.h>
 
-#include "nic_regcache.h"
+#include "verbs_regcache.h"
 #include "op.h"
 #include "proto.h"
 #include "rmem.h"
@@ -84,7 +84,7 @@ struct eng_cq {
 	uint32_t head, count, cap;   /* cap: 0 or a power of two */
 };
 
-struct nic_conn;
+struct verbs_conn;
 
 struct engine {
 	int fd;                  /* the stream; -1 before it is open */
@@ -92,7 +92,7 @@ struct engine {
 	/* Set when the stream state is unknown (timeout, garbage, EOF): every
 	 * later call fails with -ECONNRESET without touching the socket. */
 	bool broken;
-	struct nic_conn *nic;    /* the RDMA data path (datapath.c), or NULL */
+	struct verbs_conn *nic;    /* the RDMA data path (datapath.c), or NULL */
 	uint64_t next_req_id;
 	uint32_t max_io;         /* min(daemon's max_io, PROTO_MAX_IO), > 0 */
 	/* ranges from rmem_register_buf(), registered on RDMA (datapath.c) */
@@ -149,7 +149,7 @@ struct engine {
 	int64_t last_send_ms;        /* when a frame last went out, monotonic */
 	struct eng_op ping_op;       /* eng_lease_poke's PING, answered or not */
 
-	/* Resuming after a daemon restart (resume.c).  With park_lost set, a
+	/* Resuming after a daemon restart (reclaim.c).  With park_lost set, a
 	 * posted operation that a lost connection ends (status -ECONNRESET,
 	 * from eng_fail or the NIC) is parked, not completed: the resume
 	 * sends it again (reads and writes) or ends it (eng_complete).
@@ -191,13 +191,13 @@ void eng_notify(struct engine *e);
  * ones are parked instead when e->park_lost).  Returns err. */
 int eng_fail(struct engine *e, int err);
 
-/* ---- resuming (resume.c) --------------------------------------------------------- */
+/* ---- resuming (reclaim.c) --------------------------------------------------------- */
 
 /* Takes a new stream fd in place of the broken one (closed here): the
  * engine is as after eng_init, with its completions, parked operations,
  * request ids and lease kept.  Nothing may be in flight on the stream. */
 void eng_reopen(struct engine *e, int fd);
-/* Parks an async op ended by a lost connection (nic_detach's drop too). */
+/* Parks an async op ended by a lost connection (verbs_detach's drop too). */
 void eng_park(struct engine *e, struct eng_op *op);
 /* A zeroed operation for a post, from the engine's cache when it holds
  * one (NULL: no memory), and the way back for one that has ended. */

@@ -94,7 +94,7 @@ static int io_post(struct rmem_client *c, const struct dp_job *job, uint64_t coo
 
 	if (err)
 		return err;
-	/* Kept for a resume, which sends it again (resume.c). */
+	/* Kept for a resume, which sends it again (reclaim.c). */
 	op->io.opcode = job->opcode;
 	op->io.region_id = job->r->id;
 	op->io.off = job->off;

@@ -22,7 +22,7 @@
  * broken there is nothing left to keep alive, and the thread ends; calls
  * then fail with -ECONNRESET by themselves.  Unless the client may resume
  * (opts.resume_ms): then the thread resumes it first (eng_recover, the
- * client's resume.c behind the engine's hook), and ends only when that
+ * client's reclaim.c behind the engine's hook), and ends only when that
  * fails.
  */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /*
  * op.h - one operation of librmem, as the engine (engine.c, datapath.c) and
- * the NIC transport (nic*.c) both see it: a plain record, no calls.  It
+ * the NIC transport (verbs*.c) both see it: a plain record, no calls.  It
  * sits below both so that neither includes the other for it.
  *
  * A posted READ/WRITE (async, its own allocation, freed when its
@@ -29,7 +29,7 @@ struct eng_op {
 	bool sealed;
 	bool done;        /* synchronous: ended */
 	/* RDMA: not done on the queue pair, which has failed for good: its
-	 * caller sends it on the stream (an atomic; nic_post.c). */
+	 * caller sends it on the stream (an atomic; verbs_post.c). */
 	bool on_stream;
 	/* Posted control request (rmem_post_alloc/free): turns its reply
 	 * payload, now in e->rx, into *status (and its result) before the next
@@ -38,7 +38,7 @@ struct eng_op {
 	struct rmem_region *region; /* posted ALLOC: where its region goes */
 	size_t region_size;         /* ...and how many bytes of it the caller has */
 	/* A posted READ or WRITE (io.opcode != 0): what it moves, kept so
-	 * that it can be sent again after a resume (resume.c), in full since
+	 * that it can be sent again after a resume (reclaim.c), in full since
 	 * both are idempotent.  The region by id: its key may change. */
 	struct {
 		uint16_t opcode;

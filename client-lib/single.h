@@ -3,10 +3,10 @@
  * on a client made from a HOST:PORT, tcp://, rdma:// or unix: endpoint.
  *
  * The public entry points (api.c) hand a single-server client to these, and
- * a cluster client (etcd://) to the router (cluster.h), which uses these on
+ * a cluster client (etcd://) to the router (router.h), which uses these on
  * each member server's own client: so the router sits above them and they
  * never know of it.  Same arguments, results and rules as rmem.h's calls of
- * the same names; defined in client.c, io.c, names.c and membuf.c.
+ * the same names; defined in client.c, io.c, named.c and membuf.c.
  */
 #ifndef RMEM_SINGLE_H
 #define RMEM_SINGLE_H

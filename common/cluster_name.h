@@ -3,7 +3,7 @@
  * /rmem/<cluster>/names/<tenant>/<name>: which server holds the named
  * region, the id the creator's handle had there, its size, and that
  * server's generation when it was made.  Written by librmem's cluster
- * client (client-lib/cluster_names.c), read by it and by rmemctl.
+ * client (client-lib/router_names.c), read by it and by rmemctl.
  *
  * JSON, one object: {"server": "s1", "region": N, "size": N,
  * "generation": N}.  region 0: the name is claimed and its region is being

@@ -91,7 +91,7 @@ struct config {
 	struct config_tenant tenants[CONFIG_MAX_TENANTS];
 	size_t ntenants;                /* 0: no tenants, anonymous local clients only */
 	/* cluster = { etcd = "http://h1:2379,http://h2:2379"; name = "rmem"; id = "";
-	 *             advertise = "HOST:PORT"; lease_ms = 3000; }  (cluster.c) */
+	 *             advertise = "HOST:PORT"; lease_ms = 3000; }  (member.c) */
 	char cluster_etcd[CONFIG_ETCD_MAX]; /* "" (default): no cluster */
 	char cluster_name[CONFIG_NAME_MAX]; /* default "rmem" */
 	char cluster_id[CONFIG_NAME_MAX];   /* "" (default): a random id at each start */

@@ -11,7 +11,7 @@
  *   nic_conn.c   rdma_attaches, rdma_reattaches
  *   (restore)    restarts_restored: bumped once by a start that took its
  *                state back (nothing does yet)
- *   cluster.c    cluster: the membership agent's figures, which its thread
+ *   member.c    cluster: the membership agent's figures, which its thread
  *                counts in atomics of its own and the loop's publish timer
  *                copies here (every 100 ms)
  *
@@ -68,7 +68,7 @@ struct counters_hist {
 	uint64_t sum_ns;
 };
 
-/* The cluster agent's conversation with etcd (cluster.c), as of the last
+/* The cluster agent's conversation with etcd (member.c), as of the last
  * copy.  All 0 without a cluster. */
 struct counters_cluster {
 	uint64_t registrations;      /* keys created under a new lease (the first included) */

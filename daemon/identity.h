@@ -10,7 +10,7 @@
  * sees a server's key again after a restart tells "same server, same
  * regions" (same id, same generation) from "same server, its memory gone"
  * (same id, a new generation).  Without the fd store nothing persists and
- * cluster.c draws both at its start, as before.
+ * member.c draws both at its start, as before.
  */
 #ifndef RMEMD_IDENTITY_H
 #define RMEMD_IDENTITY_H

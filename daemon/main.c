@@ -15,7 +15,7 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
-#include "cluster.h"
+#include "member.h"
 #include "conn.h"
 #include "lease.h"
 #include "listen.h"
@@ -202,8 +202,8 @@ static void server_close(struct server *srv)
 	persist_keep(srv);
 	/* The cluster hears next that we go: on a stop the lease is revoked,
 	 * so that no client places memory here while we close; on a restart
-	 * it is kept for the next start (cluster.h). */
-	cluster_stop(srv);
+	 * it is kept for the next start (member.h). */
+	member_stop(srv);
 	lease_fini(srv);
 	conn_close_all(srv);
 	if (srv->base)
@@ -283,7 +283,7 @@ static int serve(struct server *srv)
 	}
 	/* After the listeners and the NIC: what it advertises is true now.
 	 * etcd being out of reach is not an error: the agent keeps trying. */
-	rc = cluster_start(srv);
+	rc = member_start(srv);
 	if (rc < 0) {
 		log_err("cluster: cannot start the agent: %s", strerror(-rc));
 		rc = -1;

@@ -18,7 +18,7 @@
 #include "alloc.h"
 #include "bindaddr.h"
 #include "clock.h"
-#include "cluster.h"
+#include "member.h"
 #include "counters.h"
 #include "log.h"
 #include "metrics.h"
@@ -326,18 +326,18 @@ static void write_cluster_counts(struct page *p, const struct counters_cluster *
 static void write_cluster(struct page *p, const struct server *srv)
 {
 	static const struct { int state; const char *name; } states[] = {
-		{ CLUSTER_JOINING, "joining" },
-		{ CLUSTER_REGISTERED, "registered" },
-		{ CLUSTER_UNREACHABLE, "unreachable" },
+		{ MEMBER_JOINING, "joining" },
+		{ MEMBER_REGISTERED, "registered" },
+		{ MEMBER_UNREACHABLE, "unreachable" },
 	};
 
-	if (srv->cluster_state == CLUSTER_OFF)
+	if (srv->member_state == MEMBER_OFF)
 		return;
 	head(p, "rmem_cluster_state", "gauge",
 	     "Membership in the etcd cluster (cluster.etcd): 1 for the state it is in.");
 	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
 		labelled(p, "rmem_cluster_state", "state", states[i].name,
-			 srv->cluster_state == states[i].state);
+			 srv->member_state == states[i].state);
 	write_cluster_counts(p, &srv->counters.cluster);
 }
 

@@ -755,7 +755,7 @@ static void take_identity(struct server *srv, const struct state_hdr *h)
 	if (!h->generation || !h->server_id[0]) {
 		if (identity_draw(&srv->cfg, &srv->generation, srv->server_id,
 				  sizeof srv->server_id) < 0) {
-			srv->generation = 0; /* cluster.c draws its own */
+			srv->generation = 0; /* member.c draws its own */
 			srv->server_id[0] = '\0';
 		}
 		log_notice("restore: the state carries no server id or generation (an older "

@@ -23,7 +23,7 @@ struct key_ops;
 struct event;
 struct quarantined;
 struct names;
-struct cluster;
+struct member;
 struct metrics;
 struct slots;
 
@@ -78,13 +78,13 @@ struct server {
 	uint64_t slots_charged;
 	uint64_t admin_clients;
 	struct event *lease_timer;   /* the connections' deadlines (lease.c) */
-	struct cluster *cluster;     /* membership on etcd (cluster.c); NULL: none */
+	struct member *cluster;     /* membership on etcd (member.c); NULL: none */
 	struct counters counters;    /* for the metrics, bumped where things happen */
 	struct metrics *metrics;     /* the listen.metrics endpoint (metrics.c), or NULL */
-	/* enum cluster_state (cluster.h) as the loop last saw it: cluster.c's
+	/* enum member_state (member.h) as the loop last saw it: member.c's
 	 * timer copies it from the agent, so readers on the loop need no atomic.
-	 * 0 (CLUSTER_OFF) without a cluster. */
-	int cluster_state;
+	 * 0 (MEMBER_OFF) without a cluster. */
+	int member_state;
 	/* Restart without loss (persist.c, slots.c): the state memfd's writer
 	 * (NULL: persistence off, outside systemd's fd store), how many
 	 * sessions the last restore brought back (0: started fresh; for
@@ -98,7 +98,7 @@ struct server {
 	bool keep_state;             /* shutting down for a restart: leave pool bytes as they are */
 	/* The server's identity in a cluster (identity.h) as the state memfd
 	 * carries it: persist.c draws it for new memory, restore.c takes it
-	 * back.  0 and "" without the fd store: cluster.c draws its own. */
+	 * back.  0 and "" without the fd store: member.c draws its own. */
 	uint64_t generation;
 	char server_id[CONFIG_NAME_MAX];
 };

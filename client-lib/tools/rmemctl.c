@@ -2,11 +2,11 @@
  * rmemctl - shows what rmemd is doing: pool-wide figures, pools, regions,
  * client sessions and named regions, as aligned tables or as one JSON
  * object; and unlinks a named region.  This file: the command line, the
- * connection and the commands of the daemon's state; names.c: the
+ * connection and the commands of the daemon's state; rmemctl_names.c: the
  * commands of named regions.
  *
  * Uses only the public library (<rmem.h>) and libc, so it doubles as a check
- * that the public API is enough to administer the daemon; cluster.c (the
+ * that the public API is enough to administer the daemon; rmemctl_cluster.c (the
  * `cluster` command) reads etcd itself, with common/'s etcd client.
  */
 #include <errno.h>

@@ -57,18 +57,18 @@ struct listing {
 /* Every entry of l, printed as JSON or as a table: the exit status. */
 int run_listing(struct ctl *ctl, const struct listing *l);
 
-/* ---- names.c -------------------------------------------------------------------- */
+/* ---- rmemctl_names.c ----------------------------------------------------- */
 
 int cmd_names(struct ctl *ctl);
 int cmd_unlink(struct ctl *ctl);
 
-/* ---- cluster.c ------------------------------------------------------------------ */
+/* ---- rmemctl_cluster.c --------------------------------------------------- */
 
 /* The servers of the cluster ctl->etcd names, read from etcd (no client);
  * with ctl->arg "sweep", cluster_sweep (ctl->client: -s's, or NULL). */
 int cmd_cluster(struct ctl *ctl);
 
-/* ---- cluster_sweep.c -------------------------------------------------------------- */
+/* ---- rmemctl_sweep.c ----------------------------------------------------- */
 
 struct etcd_client;
 /* `cluster sweep` of cluster on etcd: the exit status. */

@@ -15,7 +15,7 @@
 
 #include "alloc.h"
 #include "clock.h"
-#include "cluster.h"
+#include "member.h"
 #include "counters.h"
 #include "metrics.h"
 #include "server.h"
@@ -172,11 +172,11 @@ static void test_cluster(struct server *srv)
 	char *text;
 
 	srv->npools = 0; /* the pool of the test before is gone */
-	srv->cluster_state = CLUSTER_OFF;
+	srv->member_state = MEMBER_OFF;
 	text = page(srv);
 	ok(text && !strstr(text, "rmem_cluster_state"), "no cluster, no rmem_cluster_state");
 	free(text);
-	srv->cluster_state = CLUSTER_UNREACHABLE;
+	srv->member_state = MEMBER_UNREACHABLE;
 	text = page(srv);
 	ok(text && has(text, "rmem_cluster_state{state=\"unreachable\"} 1") &&
 	   has(text, "rmem_cluster_state{state=\"registered\"} 0") &&
@@ -188,7 +188,7 @@ static void test_cluster(struct server *srv)
 	   !strstr(text, "rmem_cluster_last_answer_age_seconds"),
 	   "before etcd's first answer: not registered, not reachable, no answer age");
 	free(text);
-	srv->cluster_state = CLUSTER_REGISTERED;
+	srv->member_state = MEMBER_REGISTERED;
 	srv->counters.cluster = (struct counters_cluster){
 		.registrations = 2, .leases_lost = 1, .renewals = 40, .renewal_failures = 3,
 		.record_writes = 7, .unreachable = 1, .last_ok_ms = clock_mono_ms() - 2500,
@@ -215,7 +215,7 @@ static void test_cluster(struct server *srv)
 	}
 	free(text);
 	memset(&srv->counters.cluster, 0, sizeof srv->counters.cluster);
-	srv->cluster_state = CLUSTER_OFF;
+	srv->member_state = MEMBER_OFF;
 }
 
 int main(void)

@@ -1,12 +1,12 @@
 /*
- * nic_int.h - what the nic*.c files share inside the NIC transport: the
- * connection and its ring of slots.  Nothing outside nic*.c includes it.
+ * verbs_int.h - what the verbs*.c files share inside the NIC transport: the
+ * connection and its ring of slots.  Nothing outside verbs*.c includes it.
  *
  * One send queue, one completion queue, one slot per send queue entry.  A
  * slot holds everything needed to issue its request again, because a
  * request flushed by another one's error is posted again on the queue pair
  * of the re-attach, or sent over the stream when the re-attach fails (see
- * nic.h).  Slots form a ring in posting order; a slot is freed once it and
+ * verbs.h).  Slots form a ring in posting order; a slot is freed once it and
  * every slot before it are done.
  *
  * What a re-attach replaces is only the rdma_cm id, its event channel and
@@ -14,8 +14,8 @@
  * registrations of the slots in flight stay, so the slots' lkeys stay
  * valid.
  */
-#ifndef RMEM_NIC_INT_H
-#define RMEM_NIC_INT_H
+#ifndef RMEM_VERBS_INT_H
+#define RMEM_VERBS_INT_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,8 +24,8 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "nic.h"
-#include "nic_regcache.h"
+#include "verbs.h"
+#include "verbs_regcache.h"
 
 /*
  * Work requests in flight on the queue pair.  At least perftest's default TX
@@ -45,7 +45,7 @@ enum slot_state {
 	SLOT_DONE,     /* completed; freed once the slots before it are */
 };
 
-struct nic_slot {
+struct verbs_slot {
 	enum slot_state state;
 	struct eng_op *op;
 	enum ibv_wr_opcode opcode;
@@ -60,8 +60,8 @@ struct nic_slot {
 	uint64_t *old;                /* atomics: where the old value goes */
 };
 
-struct nic_conn {
-	struct nic_events ev;         /* how we report upward */
+struct verbs_conn {
+	struct verbs_events ev;         /* how we report upward */
 	struct regcache_kept *kept;   /* the client's registered ranges */
 	int timeout_ms;
 	struct rdma_event_channel *cm_ch;
@@ -77,7 +77,7 @@ struct nic_conn {
 	uint8_t *bounce;              /* SQ_DEPTH slots of NIC_BOUNCE_MAX bytes */
 	struct ibv_mr *bounce_mr;
 	struct regcache cache;
-	struct nic_slot slot[SQ_DEPTH];
+	struct verbs_slot slot[SQ_DEPTH];
 	uint32_t head, count;         /* the ring, in posting order */
 	uint32_t posted;              /* SLOT_POSTED slots */
 	bool qp_error;                /* recover once nothing is posted */
@@ -94,13 +94,13 @@ struct nic_conn {
 	uint8_t depth;                /* initiator depth of the connect */
 };
 
-/* nic_conn.c: replaces the broken queue pair (see there).  Nothing may be
+/* verbs_conn.c: replaces the broken queue pair (see there).  Nothing may be
  * posted.  0 or a negative errno. */
-int nic_reattach(struct nic_conn *n);
+int verbs_reattach(struct verbs_conn *n);
 
-static inline uint8_t *nic_bounce_of(struct nic_conn *n, uint32_t i)
+static inline uint8_t *verbs_bounce_of(struct verbs_conn *n, uint32_t i)
 {
 	return n->bounce + (size_t)i * NIC_BOUNCE_MAX;
 }
 
-#endif /* RMEM_NIC_INT_H */
+#endif /* RMEM_VERBS_INT_H */

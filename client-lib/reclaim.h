@@ -1,5 +1,5 @@
 /*
- * resume.h - taking a session back after the daemon restarted (resume.c;
+ * reclaim.h - taking a session back after the daemon restarted (reclaim.c;
  * docs/protocol.md 7.13, librmem(7) RESUME).
  *
  * With opts.resume_ms > 0 the client asks HELLO for the session's resume
@@ -17,8 +17,8 @@
  *
  * Everything here runs under the client's lock.
  */
-#ifndef RMEM_RESUME_H
-#define RMEM_RESUME_H
+#ifndef RMEM_RECLAIM_H
+#define RMEM_RECLAIM_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -44,7 +44,7 @@ struct resume_key {
 	uint32_t rkey;
 };
 
-struct resume {
+struct reclaim {
 	int resume_ms;             /* 0: off */
 	struct engine *eng;        /* the client's */
 	struct endpoint ep;        /* where to connect again */
@@ -66,11 +66,11 @@ struct resume {
 /* Readies rs for the client whose engine is e, connected to ep with
  * choice: copies tenant and secret_file (either may be NULL).  The session
  * id and token are filled in at HELLO.  0 or -ENOMEM. */
-int resume_init(struct resume *rs, struct engine *e, const struct endpoint *ep,
+int reclaim_init(struct reclaim *rs, struct engine *e, const struct endpoint *ep,
 		enum transport_choice choice, int resume_ms, const char *tenant,
 		const char *secret_file);
 /* Frees what rs holds; accepts a zeroed or half-built one. */
-void resume_fini(struct resume *rs);
+void reclaim_fini(struct reclaim *rs);
 
 /*
  * Takes the session back after the stream broke, within rs.resume_ms:
@@ -81,14 +81,14 @@ void resume_fini(struct resume *rs);
  * client is then broken for good and parked operations end with
  * -ECONNRESET.  Under the client's lock.
  */
-int resume_run(struct resume *rs);
+int reclaim_run(struct reclaim *rs);
 
 /* client_region_now()'s slow path: *r translated through the map into tmp
  * (REKEY on a miss).  0 or a negative errno. */
-int resume_region(struct resume *rs, const struct rmem_region **r, struct rmem_region *tmp);
+int reclaim_region(struct reclaim *rs, const struct rmem_region **r, struct rmem_region *tmp);
 
-/* The engine's recover hook (ctx: the struct resume), for the keepalive
+/* The engine's recover hook (ctx: the struct reclaim), for the keepalive
  * thread. */
-int resume_hook(void *ctx);
+int reclaim_hook(void *ctx);
 
-#endif /* RMEM_RESUME_H */
+#endif /* RMEM_RECLAIM_H */

@@ -1,5 +1,5 @@
 /*
- * cluster_names.c - named regions across a cluster: the name lives in etcd
+ * router_names.c - named regions across a cluster: the name lives in etcd
  * (/rmem/<cluster>/names/<tenant>/<name>, common/cluster_name.h), the
  * region on one server, under the same name in the tenant's namespace there
  * (so every opener gets a handle and key of its own, as on one server).
@@ -55,8 +55,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cluster.h"
-#include "cluster_int.h"
+#include "router.h"
+#include "router_int.h"
 #include "cluster_name.h"
 #include "etcd_client.h"
 #include "single.h"
@@ -65,7 +65,7 @@
 
 /* The name's key: 0 and its length, or the error a bad name gets on one
  * server (-EINVAL, -ENAMETOOLONG). */
-static int name_key(const struct cluster *cl, const char *name, char *key, size_t *len)
+static int name_key(const struct router *cl, const char *name, char *key, size_t *len)
 {
 	size_t n;
 	int k;
@@ -90,7 +90,7 @@ static int name_key(const struct cluster *cl, const char *name, char *key, size_
 
 /* The record of key: 0 with it and its mod_revision, -ENOENT, or etcd's
  * error. */
-static int read_name(struct cluster *cl, const char *key, size_t len, struct cluster_name *rec,
+static int read_name(struct router *cl, const char *key, size_t len, struct cluster_name *rec,
 		     int64_t *mod)
 {
 	struct etcd_range r;
@@ -112,7 +112,7 @@ static int read_name(struct cluster *cl, const char *key, size_t len, struct clu
 }
 
 /* Deletes key if it is still the record read at mod (best effort). */
-static void drop_stale(struct cluster *cl, const char *key, size_t len, int64_t mod)
+static void drop_stale(struct router *cl, const char *key, size_t len, int64_t mod)
 {
 	bool deleted;
 
@@ -121,7 +121,7 @@ static void drop_stale(struct cluster *cl, const char *key, size_t len, int64_t 
 	pthread_mutex_unlock(&cl->names_mu);
 }
 
-static void revoke(struct cluster *cl, int64_t lease)
+static void revoke_lease(struct router *cl, int64_t lease)
 {
 	pthread_mutex_lock(&cl->names_mu);
 	etcd_lease_revoke(cl->names_etcd, lease);
@@ -130,7 +130,7 @@ static void revoke(struct cluster *cl, int64_t lease)
 
 /* Step 1: 0, the lease that holds the claim and the claim's revision;
  * -EEXIST, or etcd's error. */
-static int claim(struct cluster *cl, const char *key, size_t len, uint64_t size,
+static int claim_name(struct router *cl, const char *key, size_t len, uint64_t size,
 		 int64_t *lease, int64_t *rev)
 {
 	struct cluster_name rec = { .server = "pending", .size = size };
@@ -166,7 +166,7 @@ static int claim(struct cluster *cl, const char *key, size_t len, uint64_t size,
 
 /* The thread that renews a claim's lease while its creator works. */
 struct claim_keeper {
-	struct cluster *cl;
+	struct router *cl;
 	int64_t lease;
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -209,7 +209,7 @@ static void *keep_claim(void *arg)
 
 /* Without a thread (none to be had) the claim still holds for its TTL,
  * and step 3's compare stays the guard: so this cannot fail. */
-static void keeper_start(struct claim_keeper *k, struct cluster *cl, int64_t lease)
+static void keeper_start(struct claim_keeper *k, struct router *cl, int64_t lease)
 {
 	pthread_condattr_t ca;
 
@@ -240,7 +240,7 @@ static void keeper_stop(struct claim_keeper *k)
 /* Step 3: the record over the claim made at rev: 0, -EEXIST (another
  * creator holds the name now), -ECANCELED (the claim is gone), or etcd's
  * error. */
-static int write_record(struct cluster *cl, const char *key, size_t len,
+static int write_record(struct router *cl, const char *key, size_t len,
 			const struct cluster_name *rec, int64_t rev)
 {
 	struct etcd_kv now;
@@ -267,7 +267,7 @@ static int write_record(struct cluster *cl, const char *key, size_t len,
 }
 
 /* Step 2: the region on some server; 0 with *slot, or the last answer. */
-static int place(struct cluster *cl, const char *name, uint64_t size, uint32_t flags,
+static int place(struct router *cl, const char *name, uint64_t size, uint32_t flags,
 		 struct rmem_region *out, uint32_t *slot)
 {
 	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
@@ -289,7 +289,7 @@ static int place(struct cluster *cl, const char *name, uint64_t size, uint32_t f
 	return err == -EEXIST ? -ENOMEM : err;
 }
 
-int cluster_create(struct cluster *cl, const char *name, uint64_t size, uint32_t flags,
+int router_create(struct router *cl, const char *name, uint64_t size, uint32_t flags,
 		   struct rmem_region *out)
 {
 	struct cluster_name rec = { .size = size };
@@ -305,7 +305,7 @@ int cluster_create(struct cluster *cl, const char *name, uint64_t size, uint32_t
 		return -EINVAL;
 	err = name_key(cl, name, key, &len);
 	if (!err)
-		err = claim(cl, key, len, size, &lease, &rev);
+		err = claim_name(cl, key, len, size, &lease, &rev);
 	if (err)
 		return err;
 	keeper_start(&keeper, cl, lease);
@@ -330,7 +330,7 @@ int cluster_create(struct cluster *cl, const char *name, uint64_t size, uint32_t
 	return 0;
 drop_claim:
 	keeper_stop(&keeper);
-	revoke(cl, lease);
+	revoke_lease(cl, lease);
 	return err;
 }
 
@@ -347,7 +347,7 @@ struct located {
 /* Whether slot's server is now another generation than gen: it started
  * again without its memory, so whatever it holds under the name now is
  * not the region of the record. */
-static bool other_generation(struct cluster *cl, uint32_t slot, uint64_t gen)
+static bool other_generation(struct router *cl, uint32_t slot, uint64_t gen)
 {
 	bool other;
 
@@ -361,7 +361,7 @@ static bool other_generation(struct cluster *cl, uint32_t slot, uint64_t gen)
  * record names a generation of its server that is gone: the caller drops
  * it), -EHOSTDOWN (its server is not in the set now), or what reading etcd
  * said. */
-static int locate(struct cluster *cl, const char *name, struct located *at)
+static int locate(struct router *cl, const char *name, struct located *at)
 {
 	struct cluster_name rec;
 	int err;
@@ -381,7 +381,7 @@ static int locate(struct cluster *cl, const char *name, struct located *at)
 	return err;
 }
 
-int cluster_open(struct cluster *cl, const char *name, uint32_t access, struct rmem_region *out)
+int router_open(struct router *cl, const char *name, uint32_t access, struct rmem_region *out)
 {
 	struct located at;
 	int err;
@@ -405,7 +405,7 @@ int cluster_open(struct cluster *cl, const char *name, uint32_t access, struct r
 	return err;
 }
 
-int cluster_unlink(struct cluster *cl, const char *name, uint32_t flags)
+int router_unlink(struct router *cl, const char *name, uint32_t flags)
 {
 	struct located at;
 	int err;
@@ -463,7 +463,7 @@ static bool name_info(const struct etcd_kv *kv, size_t plen, struct rmem_name_in
 	return true;
 }
 
-int cluster_names(struct cluster *cl, uint64_t after, struct rmem_name_info *out, size_t max)
+int router_names(struct router *cl, uint64_t after, struct rmem_name_info *out, size_t max)
 {
 	char prefix[KEY_MAX];
 	struct etcd_range r;

@@ -1,5 +1,5 @@
 /*
- * names.c - named regions (since RMEM_1.2): rmem_create, rmem_open,
+ * named.c - named regions (since RMEM_1.2): rmem_create, rmem_open,
  * rmem_unlink, rmem_unlink2 and the admin calls rmem_unlink_ns and
  * rmem_names.
  *

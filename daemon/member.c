@@ -1,5 +1,5 @@
 /*
- * cluster.c - see cluster.h.
+ * member.c - see member.h.
  *
  * Why a thread and not libcurl's multi interface on the loop: the agent's
  * work is a short conversation (grant, create, keepalive, put, revoke) whose
@@ -26,7 +26,7 @@
 
 #include "alloc.h"
 #include "clock.h"
-#include "cluster.h"
+#include "member.h"
 #include "cluster_rec.h"
 #include "etcd_client.h"
 #include "identity.h"
@@ -41,7 +41,7 @@
 #define PUBLISH_MS 100
 #define CHECK_MS   250
 
-struct cluster {
+struct member {
 	/* Set before the thread starts; read-only afterwards. */
 	char key[CONFIG_NAME_MAX * 2 + 32];  /* /rmem/<name>/servers/<id> */
 	struct cluster_rec rec;              /* the fixed fields */
@@ -69,7 +69,7 @@ struct cluster {
 	bool keep_lease;                     /* set with stop: a restart, not a departure */
 };
 
-uint64_t cluster_refresh_step(uint64_t pool_bytes)
+uint64_t member_refresh_step(uint64_t pool_bytes)
 {
 	uint64_t step = pool_bytes / 64;
 
@@ -78,7 +78,7 @@ uint64_t cluster_refresh_step(uint64_t pool_bytes)
 
 /* ---- the loop's side ------------------------------------------------------------ */
 
-static void publish(const struct server *srv, struct cluster *cl)
+static void publish(const struct server *srv, struct member *cl)
 {
 	uint64_t free_bytes = 0, largest = 0;
 
@@ -96,7 +96,7 @@ static void publish(const struct server *srv, struct cluster *cl)
 
 /* The agent's counts into srv->counters.cluster, for the metrics page, which
  * runs on this loop too (relaxed: each figure is one counter on its own). */
-static void copy_counts(struct server *srv, struct cluster *cl)
+static void copy_counts(struct server *srv, struct member *cl)
 {
 	struct counters_cluster *c = &srv->counters.cluster;
 
@@ -108,7 +108,7 @@ static void copy_counts(struct server *srv, struct cluster *cl)
 	c->unreachable = atomic_load_explicit(&cl->unreachable, memory_order_relaxed);
 	c->last_ok_ms = atomic_load_explicit(&cl->last_ok_ms, memory_order_relaxed);
 	c->etcd_reachable = atomic_load_explicit(&cl->reachable, memory_order_relaxed);
-	c->registered = srv->cluster_state == CLUSTER_REGISTERED;
+	c->registered = srv->member_state == MEMBER_REGISTERED;
 }
 
 static void on_publish(evutil_socket_t fd, short what, void *arg)
@@ -119,14 +119,14 @@ static void on_publish(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	publish(srv, srv->cluster);
 	/* For the metrics page, which runs on this loop too. */
-	srv->cluster_state = atomic_load(&srv->cluster->state);
+	srv->member_state = atomic_load(&srv->cluster->state);
 	copy_counts(srv, srv->cluster);
 }
 
 /* ---- the agent ---------------------------------------------------------------------- */
 
 struct agent {
-	struct cluster *cl;
+	struct member *cl;
 	struct etcd_client *etcd;
 	int64_t lease;            /* 0: none */
 	bool registered;          /* the key is ours, under lease */
@@ -150,25 +150,25 @@ static void count(_Atomic uint64_t *c)
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
-static void set_state(struct agent *a, enum cluster_state st)
+static void set_state(struct agent *a, enum member_state st)
 {
 	int old;
 
-	if (st != CLUSTER_UNREACHABLE)
+	if (st != MEMBER_UNREACHABLE)
 		a->failing_since = 0; /* only an answer sets another state */
 	old = atomic_exchange(&a->cl->state, (int)st);
 
 	if (old == (int)st)
 		return;
-	if (st == CLUSTER_UNREACHABLE) {
+	if (st == MEMBER_UNREACHABLE) {
 		atomic_store_explicit(&a->cl->reachable, false, memory_order_relaxed);
 		count(&a->cl->unreachable);
 	}
 	/* Once when etcd goes away, once when it is back: never every tick. */
-	if (st == CLUSTER_UNREACHABLE)
+	if (st == MEMBER_UNREACHABLE)
 		log_warn("cluster: etcd is unreachable (%s); serving clients on, retrying",
 			 etcd_client_error(a->etcd));
-	else if (old == CLUSTER_UNREACHABLE)
+	else if (old == MEMBER_UNREACHABLE)
 		log_notice("cluster: etcd is reachable again (%s)", etcd_client_endpoint(a->etcd));
 }
 
@@ -186,7 +186,7 @@ static void failed(struct agent *a, const char *what, int rc)
 		if (!a->failing_since)
 			a->failing_since = now;
 		if (now - a->failing_since >= a->cl->lease_ms / 3)
-			set_state(a, CLUSTER_UNREACHABLE);
+			set_state(a, MEMBER_UNREACHABLE);
 		else
 			log_debug("cluster: %s: %s; retrying", what, etcd_client_error(a->etcd));
 		return;
@@ -224,7 +224,7 @@ static int make_value(struct agent *a, char **out)
  */
 static int adopt(struct agent *a, const struct etcd_kv *existing)
 {
-	struct cluster *cl = a->cl;
+	struct member *cl = a->cl;
 	struct cluster_rec was;
 	int64_t ttl = 0;
 	char *value = NULL;
@@ -264,7 +264,7 @@ static int adopt(struct agent *a, const struct etcd_kv *existing)
  */
 static int join(struct agent *a)
 {
-	struct cluster *cl = a->cl;
+	struct member *cl = a->cl;
 	struct etcd_kv existing;
 	bool created;
 	char *value = NULL;
@@ -290,7 +290,7 @@ static int join(struct agent *a)
 		log_debug("cluster: lease %" PRIx64 " ended before %s was created",
 			  (uint64_t)a->lease, cl->key);
 		a->lease = 0;
-		set_state(a, CLUSTER_JOINING);
+		set_state(a, MEMBER_JOINING);
 		return rc;
 	}
 	if (rc < 0) {
@@ -307,7 +307,7 @@ static int join(struct agent *a)
 				 cl->key, (uint64_t)existing.lease);
 		a->waiting_for = existing.lease;
 		etcd_kv_free(&existing);
-		set_state(a, CLUSTER_JOINING);
+		set_state(a, MEMBER_JOINING);
 		return -EBUSY;
 	}
 	etcd_kv_free(&existing);
@@ -315,7 +315,7 @@ static int join(struct agent *a)
 	a->last_err = 0;
 	a->registered = true;
 	count(&cl->registrations);
-	set_state(a, CLUSTER_REGISTERED);
+	set_state(a, MEMBER_REGISTERED);
 	log_notice("cluster: registered %s (lease %" PRIx64 ", ttl %" PRId64 " s) via %s",
 		   cl->key, (uint64_t)a->lease, a->ttl_s, etcd_client_endpoint(a->etcd));
 	a->next_keepalive = clock_mono_ms() + cl->lease_ms / 3;
@@ -341,11 +341,11 @@ static void keepalive(struct agent *a)
 			 "reach, or was revoked); registering again", (uint64_t)a->lease);
 		a->lease = 0;
 		a->registered = false;
-		set_state(a, CLUSTER_JOINING);
+		set_state(a, MEMBER_JOINING);
 		return;
 	}
 	count(&a->cl->renewals);
-	set_state(a, CLUSTER_REGISTERED);
+	set_state(a, MEMBER_REGISTERED);
 	a->next_keepalive = clock_mono_ms() + a->cl->lease_ms / 3;
 }
 
@@ -357,7 +357,7 @@ static bool moved(uint64_t now, uint64_t then, uint64_t step)
 /* The figures, again, when they have moved by a step since etcd got them. */
 static void refresh(struct agent *a)
 {
-	struct cluster *cl = a->cl;
+	struct member *cl = a->cl;
 	uint64_t f = atomic_load_explicit(&cl->free_bytes, memory_order_relaxed);
 	uint64_t l = atomic_load_explicit(&cl->largest_free, memory_order_relaxed);
 	uint64_t was_free = a->put_free, was_largest = a->put_largest;
@@ -377,7 +377,7 @@ static void refresh(struct agent *a)
 			count(&cl->leases_lost);
 			a->lease = 0;
 			a->registered = false;
-			set_state(a, CLUSTER_JOINING);
+			set_state(a, MEMBER_JOINING);
 		}
 		failed(a, "put", rc);
 		return;
@@ -389,7 +389,7 @@ static void refresh(struct agent *a)
 }
 
 /* Sleeps until ms from now or until asked to stop; true when asked. */
-static bool nap(struct cluster *cl, int64_t ms)
+static bool nap(struct member *cl, int64_t ms)
 {
 	struct timespec ts;
 	bool stop;
@@ -412,7 +412,7 @@ static bool nap(struct cluster *cl, int64_t ms)
 static void *agent_main(void *arg)
 {
 	struct agent a = { .cl = arg };
-	struct cluster *cl = a.cl;
+	struct member *cl = a.cl;
 	char why[256];
 	bool keep;
 	/* Short: a member that does not answer costs this much before the next
@@ -494,7 +494,7 @@ static void with_port(const char *hostport, unsigned port, char *out, size_t len
 	snprintf(out, len, "%.*s:%u", hostlen, hostport, port);
 }
 
-static void cluster_free(struct cluster *cl)
+static void member_free(struct member *cl)
 {
 	if (!cl)
 		return;
@@ -505,10 +505,10 @@ static void cluster_free(struct cluster *cl)
 	free(cl);
 }
 
-static int cluster_new(struct server *srv, struct cluster **out)
+static int member_new(struct server *srv, struct member **out)
 {
 	const struct config *cfg = &srv->cfg;
-	struct cluster *cl = calloc(1, sizeof *cl);
+	struct member *cl = calloc(1, sizeof *cl);
 	pthread_condattr_t ca;
 	struct timespec now;
 	int rc;
@@ -523,7 +523,7 @@ static int cluster_new(struct server *srv, struct cluster **out)
 	pthread_condattr_destroy(&ca);
 	rc = make_identity(srv, &cl->rec);
 	if (rc < 0) {
-		cluster_free(cl);
+		member_free(cl);
 		return rc;
 	}
 	snprintf(cl->key, sizeof cl->key, "/rmem/%s/servers/%s", cfg->cluster_name, cl->rec.id);
@@ -541,16 +541,16 @@ static int cluster_new(struct server *srv, struct cluster **out)
 	cl->rec.start_time_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
 	snprintf(cl->rec.version, sizeof cl->rec.version, "%s", RMEM_VERSION_STRING);
 	cl->lease_ms = cfg->cluster_lease_ms;
-	cl->step = cluster_refresh_step(cl->rec.pool_bytes);
+	cl->step = member_refresh_step(cl->rec.pool_bytes);
 	snprintf(cl->endpoints, sizeof cl->endpoints, "%s", cfg->cluster_etcd);
 	*out = cl;
 	return 0;
 }
 
-int cluster_start(struct server *srv)
+int member_start(struct server *srv)
 {
 	struct timeval tv = { .tv_sec = 0, .tv_usec = PUBLISH_MS * 1000 };
-	struct cluster *cl;
+	struct member *cl;
 	int rc;
 
 	if (!srv->cfg.cluster_etcd[0])
@@ -558,7 +558,7 @@ int cluster_start(struct server *srv)
 	rc = etcd_global_init(); /* before any thread: libcurl's global state */
 	if (rc < 0)
 		return rc;
-	rc = cluster_new(srv, &cl);
+	rc = member_new(srv, &cl);
 	if (rc < 0)
 		return rc;
 	srv->cluster = cl;
@@ -566,8 +566,8 @@ int cluster_start(struct server *srv)
 	cl->timer = event_new(srv->base, -1, EV_PERSIST, on_publish, srv);
 	if (!cl->timer || event_add(cl->timer, &tv) < 0)
 		return -ENOMEM;
-	atomic_store(&cl->state, CLUSTER_JOINING);
-	srv->cluster_state = CLUSTER_JOINING;
+	atomic_store(&cl->state, MEMBER_JOINING);
+	srv->member_state = MEMBER_JOINING;
 	rc = pthread_create(&cl->thread, NULL, agent_main, cl);
 	if (rc)
 		return -rc;
@@ -579,9 +579,9 @@ int cluster_start(struct server *srv)
 	return 0;
 }
 
-void cluster_stop(struct server *srv)
+void member_stop(struct server *srv)
 {
-	struct cluster *cl = srv->cluster;
+	struct member *cl = srv->cluster;
 
 	if (!cl)
 		return;
@@ -593,12 +593,12 @@ void cluster_stop(struct server *srv)
 		pthread_mutex_unlock(&cl->lock);
 		pthread_join(cl->thread, NULL);
 	}
-	cluster_free(cl);
+	member_free(cl);
 	srv->cluster = NULL;
-	srv->cluster_state = CLUSTER_OFF;
+	srv->member_state = MEMBER_OFF;
 }
 
-enum cluster_state cluster_state(const struct server *srv)
+enum member_state member_state(const struct server *srv)
 {
-	return srv->cluster ? (enum cluster_state)atomic_load(&srv->cluster->state) : CLUSTER_OFF;
+	return srv->cluster ? (enum member_state)atomic_load(&srv->cluster->state) : MEMBER_OFF;
 }

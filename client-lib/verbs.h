@@ -1,7 +1,7 @@
 /*
- * nic.h - the RDMA transport of librmem.  Every ibv_* and rdma_* call of the
- * library lives in the nic*.c files (nic_conn.c: device and connection,
- * nic_post.c: work requests and completions, nic_regcache.c:
+ * verbs.h - the RDMA transport of librmem.  Every ibv_* and rdma_* call of the
+ * library lives in the verbs*.c files (verbs_conn.c: device and connection,
+ * verbs_post.c: work requests and completions, verbs_regcache.c:
  * registrations), behind the calls below.
  *
  * A client on RDMA keeps its control stream (TCP): HELLO, ALLOC, FREE, STATS
@@ -10,7 +10,7 @@
  *   - reads and writes are IBV_WR_RDMA_READ/WRITE straight into the region;
  *     up to NIC_BOUNCE_MAX bytes through a pre-registered bounce slot (tiny
  *     writes inline), larger ones from the caller's buffer, registered
- *     while transfers on it are in flight (nic_regcache.h: never kept longer, since
+ *     while transfers on it are in flight (verbs_regcache.h: never kept longer, since
  *     freed and remapped memory would go unnoticed) and split at the port's
  *     max_msg_sz; a transfer inside a range the application registered
  *     (rmem_register_buf) uses that registration, whatever its size;
@@ -22,7 +22,7 @@
  * signalled work request counts as one frame of its op.  The NIC knows
  * nothing above it: what happens to an operation (a work request ended, the
  * connection broke, a request must go on the stream) it reports through
- * the callbacks it was given (struct nic_events), which the engine's data
+ * the callbacks it was given (struct verbs_events), which the engine's data
  * path (datapath.c) provides.
  *
  * A work completion error fails its operation with a negative errno
@@ -42,15 +42,15 @@
  *
  * All calls below run under the client's lock (lock.h).
  */
-#ifndef RMEM_NIC_H
-#define RMEM_NIC_H
+#ifndef RMEM_VERBS_H
+#define RMEM_VERBS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
 #include "clock.h"
-#include "nic_regcache.h"
+#include "verbs_regcache.h"
 #include "op.h"
 #include "rmem.h"
 
@@ -61,17 +61,17 @@
 #define NIC_NO_DEADLINE CLOCK_NO_DEADLINE
 
 /*
- * What nic_io() returns besides 0 (all posted) and negative errnos: not an
+ * What verbs_io() returns besides 0 (all posted) and negative errnos: not an
  * error, an outcome.  The queue pair has failed for good and the data path
  * has moved to the stream; the caller sends the rest there.  A positive
  * value, so that it can never be mistaken for an errno.
  */
-enum nic_outcome {
+enum verbs_outcome {
 	NIC_USE_STREAM = 1,
 };
 
-/* A flushed read or write that nic_events.resend sends on the stream. */
-struct nic_req {
+/* A flushed read or write that verbs_events.resend sends on the stream. */
+struct verbs_req {
 	bool write;
 	uint64_t region_id, offset;
 	uint32_t rkey;
@@ -80,14 +80,14 @@ struct nic_req {
 };
 
 /* How the NIC reports to the layer above it; ctx is passed back. */
-struct nic_events {
+struct verbs_events {
 	void *ctx;
 	/* One work request of op has ended with status (0 or a negative
 	 * errno); op may end with it, and an async op be freed. */
 	void (*part_done)(void *ctx, struct eng_op *op, int status);
 	/* The data path moved to the stream: send req there for op (before
 	 * part_done ends its work request).  0 or a negative errno. */
-	int (*resend)(void *ctx, struct eng_op *op, const struct nic_req *req);
+	int (*resend)(void *ctx, struct eng_op *op, const struct verbs_req *req);
 	/* The connection is gone: the stream ends too, with err.  Returns err. */
 	int (*fail)(void *ctx, int err);
 	/* True once the client is unusable. */
@@ -95,23 +95,23 @@ struct nic_events {
 	/* A wait is about to sleep: renew the lease; milliseconds until it is
 	 * due again, or -1 (eng_lease_poke). */
 	int (*lease_poke)(void *ctx);
-	/* nic_detach() dropped op's last work request: forget the op. */
+	/* verbs_detach() dropped op's last work request: forget the op. */
 	void (*drop)(void *ctx, struct eng_op *op);
 };
 
 /* Where and as whom to attach. */
-struct nic_target {
+struct verbs_target {
 	const char *host;
 	uint16_t port;
 	uint64_t session_id, token;
 	int timeout_ms;      /* connect, and longest wait without progress */
 };
 
-struct nic_conn;
+struct verbs_conn;
 
 /* True when this machine has at least one RDMA device.  Cheap enough to ask
  * at every connect. */
-bool nic_have_device(void);
+bool verbs_have_device(void);
 
 /*
  * Attaches an RC queue pair to the session t names: rdma_cm to host:port,
@@ -122,13 +122,13 @@ bool nic_have_device(void);
  * route to host through an RDMA device), -ETIMEDOUT, -ENOTSUP (the device
  * cannot do what the path needs), -ENOMEM, others from the verbs.
  */
-int nic_attach(struct nic_conn **out, const struct nic_target *t, const struct nic_events *ev,
+int verbs_attach(struct verbs_conn **out, const struct verbs_target *t, const struct verbs_events *ev,
 	       struct regcache_kept *kept);
 
 /* Disconnects and frees everything of n; posted operations are dropped
  * (ev->drop), and no DMA touches their buffers once this returns.  Accepts
  * NULL. */
-void nic_detach(struct nic_conn *n);
+void verbs_detach(struct verbs_conn *n);
 
 /*
  * Posts the work requests of one read (write false) or write of len bytes
@@ -138,7 +138,7 @@ void nic_detach(struct nic_conn *n);
  * (op->sent says whether anything went out), or NIC_USE_STREAM: *done
  * bytes were posted, the rest goes on the stream.
  */
-int nic_io(struct nic_conn *n, struct eng_op *op, bool write, const struct rmem_region *r,
+int verbs_io(struct verbs_conn *n, struct eng_op *op, bool write, const struct rmem_region *r,
 	   uint64_t off, void *buf, size_t len, size_t *done);
 
 /* Posts one 8-byte atomic (cas: compare-and-swap, else fetch-and-add) on
@@ -146,29 +146,29 @@ int nic_io(struct nic_conn *n, struct eng_op *op, bool write, const struct rmem_
  * op has ended.  If the queue pair fails for good before it is done, op
  * ends with on_stream set.  0, a negative errno, or NIC_USE_STREAM (nothing
  * was posted: send it on the stream). */
-int nic_atomic(struct nic_conn *n, struct eng_op *op, bool cas, const struct rmem_region *r,
+int verbs_atomic(struct verbs_conn *n, struct eng_op *op, bool cas, const struct rmem_region *r,
 	       uint64_t off, uint64_t operand, uint64_t desired, uint64_t *old);
 
 /* Handles every completion there is (and recovers a failed queue pair).
  * 0 or a negative errno (broken). */
-int nic_reap(struct nic_conn *n);
+int verbs_reap(struct verbs_conn *n);
 
 /* Waits for completions (or a connection event) until deadline (monotonic
  * ms, NIC_NO_DEADLINE).  0 after something happened, 1 once deadline has
  * passed, or a negative errno (broken; also when posted requests made no
  * progress for the target's timeout_ms). */
-int nic_wait(struct nic_conn *n, int64_t deadline);
+int verbs_wait(struct verbs_conn *n, int64_t deadline);
 
 /* True while work requests are posted and not yet completed. */
-bool nic_busy(const struct nic_conn *n);
+bool verbs_busy(const struct verbs_conn *n);
 
 /* True when reads, writes and atomics go on the queue pair: n is set and
  * has not moved its data to the stream. */
-bool nic_carries_data(const struct nic_conn *n);
+bool verbs_carries_data(const struct verbs_conn *n);
 
 /* rmem_register_buf: records the range in kept, registered on n's PD when
  * n carries data (n may be NULL: only recorded).  regcache_keep()'s
  * errors. */
-int nic_keep(struct nic_conn *n, struct regcache_kept *kept, const void *buf, size_t len);
+int verbs_keep(struct verbs_conn *n, struct regcache_kept *kept, const void *buf, size_t len);
 
-#endif /* RMEM_NIC_H */
+#endif /* RMEM_VERBS_H */

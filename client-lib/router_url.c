@@ -1,5 +1,5 @@
 /*
- * cluster_url.c - "etcd://H:P[,H:P...]/NAME" taken apart: the etcd
+ * router_url.c - "etcd://H:P[,H:P...]/NAME" taken apart: the etcd
  * endpoints as common/etcd_endpoints.h writes them, the cluster's name, and
  * the one parameter, "?claim_ttl=S" (librmem(7), CLUSTER).
  * Pure string work.
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "cluster_int.h"
+#include "router.h"
+#include "router_int.h"
 #include "etcd_endpoints.h"
 
 /* A cluster's name as rmemd.conf's cluster.name takes it. */
@@ -44,7 +44,7 @@ static int parse_query(const char *q, unsigned *ttl_s)
 	return 0;
 }
 
-int cluster_url_parse(const char *url, char *list, size_t list_len, char *name,
+int router_url_parse(const char *url, char *list, size_t list_len, char *name,
 		      size_t name_len, unsigned *claim_ttl_s)
 {
 	const char *hosts, *slash, *p, *query;

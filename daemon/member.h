@@ -1,5 +1,5 @@
 /*
- * cluster.h - rmemd's membership in a cluster of memory servers on etcd
+ * member.h - rmemd's membership in a cluster of memory servers on etcd
  * (rmemd.conf's cluster block; docs/architecture.md, "Cluster").
  *
  * With cluster.etcd set, an agent thread holds an etcd lease and one key,
@@ -10,19 +10,19 @@
  * path, the alloc path or the loop.  Only main.c calls this module; it calls
  * only downward (the pools' allocators, the etcd client).
  */
-#ifndef RMEMD_CLUSTER_H
-#define RMEMD_CLUSTER_H
+#ifndef RMEMD_MEMBER_H
+#define RMEMD_MEMBER_H
 
 #include <stdint.h>
 
 struct server;
 
 /* What the agent is doing, for the log and (later) the metrics. */
-enum cluster_state {
-	CLUSTER_OFF = 0,        /* no cluster.etcd */
-	CLUSTER_JOINING,        /* granting a lease and writing the key */
-	CLUSTER_REGISTERED,     /* the key is there under a live lease */
-	CLUSTER_UNREACHABLE,    /* no etcd endpoint answers; serving on */
+enum member_state {
+	MEMBER_OFF = 0,        /* no cluster.etcd */
+	MEMBER_JOINING,        /* granting a lease and writing the key */
+	MEMBER_REGISTERED,     /* the key is there under a live lease */
+	MEMBER_UNREACHABLE,    /* no etcd endpoint answers; serving on */
 };
 
 /*
@@ -31,7 +31,7 @@ enum cluster_state {
  * 0, or a negative errno when the thread or the timer cannot be had; etcd
  * being down is never an error here (the agent keeps trying).
  */
-int cluster_start(struct server *srv);
+int member_start(struct server *srv);
 
 /* Stops the agent: it revokes its lease (so the key goes at once, not at
  * the lease's end) within a bounded time, and the thread is joined.  When
@@ -39,13 +39,13 @@ int cluster_start(struct server *srv);
  * first) the lease is not revoked: the next start, with the same id and
  * generation from the state memfd, takes it over, so the server never
  * leaves the set.  Accepts a server whose start failed or never ran. */
-void cluster_stop(struct server *srv);
+void member_stop(struct server *srv);
 
-/* The agent's state now (CLUSTER_OFF without a cluster). */
-enum cluster_state cluster_state(const struct server *srv);
+/* The agent's state now (MEMBER_OFF without a cluster). */
+enum member_state member_state(const struct server *srv);
 
 /* When a change of the free figures is worth a write to etcd: at least
  * max(1 MiB, pool_bytes / 64).  Exposed for the tests. */
-uint64_t cluster_refresh_step(uint64_t pool_bytes);
+uint64_t member_refresh_step(uint64_t pool_bytes);
 
-#endif /* RMEMD_CLUSTER_H */
+#endif /* RMEMD_MEMBER_H */

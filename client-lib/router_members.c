@@ -1,5 +1,5 @@
 /*
- * cluster_members.c - the cluster client's table of servers: what etcd
+ * router_members.c - the cluster client's table of servers: what etcd
  * says of each (its record, whether its key is there), the client this
  * process holds on it (connected on first use), placement by free bytes,
  * and what a server's loss means to a caller (-EHOSTDOWN).
@@ -17,10 +17,10 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "cluster_int.h"
+#include "router_int.h"
 #include "single.h"
 
-int members_init(struct cluster *cl)
+int members_init(struct router *cl)
 {
 	cl->members = calloc(CLUSTER_MAX_SERVERS, sizeof(*cl->members));
 	if (!cl->members)
@@ -32,7 +32,7 @@ int members_init(struct cluster *cl)
 	return 0;
 }
 
-void members_fini(struct cluster *cl)
+void members_fini(struct router *cl)
 {
 	if (!cl->members)
 		return;
@@ -51,7 +51,7 @@ void members_fini(struct cluster *cl)
 }
 
 /* Under mu. */
-static struct member *find_locked(struct cluster *cl, const char *id, uint32_t *slot)
+static struct member *find_locked(struct router *cl, const char *id, uint32_t *slot)
 {
 	for (size_t i = 0; i < cl->nmembers; i++)
 		if (!strcmp(cl->members[i].rec.id, id)) {
@@ -64,7 +64,7 @@ static struct member *find_locked(struct cluster *cl, const char *id, uint32_t *
 
 /* Under mu.  A server beyond the table's size is not used (it never gets a
  * slot); the others go on. */
-static void put_locked(struct cluster *cl, const struct cluster_rec *rec)
+static void put_locked(struct router *cl, const struct cluster_rec *rec)
 {
 	struct member *m = find_locked(cl, rec->id, NULL);
 
@@ -82,14 +82,14 @@ static void put_locked(struct cluster *cl, const struct cluster_rec *rec)
 	m->free_est = rec->free_bytes;
 }
 
-void members_put(struct cluster *cl, const struct cluster_rec *rec)
+void members_put(struct router *cl, const struct cluster_rec *rec)
 {
 	pthread_mutex_lock(&cl->mu);
 	put_locked(cl, rec);
 	pthread_mutex_unlock(&cl->mu);
 }
 
-void members_gone(struct cluster *cl, const char *id)
+void members_gone(struct router *cl, const char *id)
 {
 	struct member *m;
 
@@ -100,7 +100,7 @@ void members_gone(struct cluster *cl, const char *id)
 	pthread_mutex_unlock(&cl->mu);
 }
 
-void members_only(struct cluster *cl, const struct cluster_rec *recs, size_t n)
+void members_only(struct router *cl, const struct cluster_rec *recs, size_t n)
 {
 	pthread_mutex_lock(&cl->mu);
 	for (size_t i = 0; i < cl->nmembers; i++)
@@ -110,7 +110,7 @@ void members_only(struct cluster *cl, const struct cluster_rec *recs, size_t n)
 	pthread_mutex_unlock(&cl->mu);
 }
 
-size_t members_present(struct cluster *cl)
+size_t members_present(struct router *cl)
 {
 	size_t n = 0;
 
@@ -121,7 +121,7 @@ size_t members_present(struct cluster *cl)
 	return n;
 }
 
-int members_find(struct cluster *cl, const char *id, uint32_t *slot)
+int members_find(struct router *cl, const char *id, uint32_t *slot)
 {
 	int rc;
 
@@ -132,7 +132,7 @@ int members_find(struct cluster *cl, const char *id, uint32_t *slot)
 }
 
 /* xorshift64*: placement needs spread, not secrecy.  Under mu. */
-static uint64_t rnd(struct cluster *cl)
+static uint64_t rnd(struct router *cl)
 {
 	cl->rng ^= cl->rng >> 12;
 	cl->rng ^= cl->rng << 25;
@@ -164,7 +164,7 @@ static bool usable(const struct member *m)
  * request at a time to each server in turn (measured with three servers
  * on one host: 1.6x the round trip and a third of the pairs/s).  Capacity
  * still decides: the run ends once the servers drift an eighth apart. */
-static void keep_last(const struct cluster *cl, const uint64_t *tried, uint64_t size,
+static void keep_last(const struct router *cl, const uint64_t *tried, uint64_t size,
 		      uint32_t *slot)
 {
 	const struct member *best = &cl->members[*slot], *m;
@@ -181,7 +181,7 @@ static void keep_last(const struct cluster *cl, const uint64_t *tried, uint64_t 
 		*slot = last;
 }
 
-int members_pick(struct cluster *cl, uint64_t size, const uint64_t *tried, uint32_t *slot)
+int members_pick(struct router *cl, uint64_t size, const uint64_t *tried, uint32_t *slot)
 {
 	uint32_t cand[CLUSTER_MAX_SERVERS];
 	size_t n = 0, any = 0;
@@ -224,7 +224,7 @@ int members_pick(struct cluster *cl, uint64_t size, const uint64_t *tried, uint3
 	return rc;
 }
 
-void members_placed(struct cluster *cl, uint32_t slot, uint64_t size, int rc)
+void members_placed(struct router *cl, uint32_t slot, uint64_t size, int rc)
 {
 	struct member *m = &cl->members[slot];
 
@@ -249,7 +249,7 @@ void members_tag(struct rmem_region *r, uint32_t slot)
 	r->reserved[1] = 0;
 }
 
-int members_slot_of(struct cluster *cl, const struct rmem_region *r, uint32_t *slot)
+int members_slot_of(struct router *cl, const struct rmem_region *r, uint32_t *slot)
 {
 	uint64_t v;
 	size_t n;
@@ -268,7 +268,7 @@ int members_slot_of(struct cluster *cl, const struct rmem_region *r, uint32_t *s
 	return 0;
 }
 
-unsigned members_enter(struct cluster *cl)
+unsigned members_enter(struct router *cl)
 {
 	unsigned epoch;
 
@@ -286,7 +286,7 @@ unsigned members_enter(struct cluster *cl)
  * no call can hold it.  One flip at a time: retired clients wait while
  * another batch drains.
  */
-void members_leave(struct cluster *cl, unsigned epoch)
+void members_leave(struct router *cl, unsigned epoch)
 {
 	rmem_client **done = NULL;
 	size_t ndone = 0;
@@ -314,7 +314,7 @@ void members_leave(struct cluster *cl, unsigned epoch)
 
 /* Connects slot's client with the cluster's options, and registers the kept
  * buffers on it.  Under the member's conn_mu. */
-static int connect_member(struct cluster *cl, struct member *m, const char *endpoint,
+static int connect_member(struct router *cl, struct member *m, const char *endpoint,
 			  uint64_t start_ms)
 {
 	rmem_client *c;
@@ -353,7 +353,7 @@ static int connect_member(struct cluster *cl, struct member *m, const char *endp
 	return err;
 }
 
-int members_client(struct cluster *cl, uint32_t slot, rmem_client **out)
+int members_client(struct router *cl, uint32_t slot, rmem_client **out)
 {
 	struct member *m = &cl->members[slot];
 	char endpoint[CLUSTER_ADDR_MAX];
@@ -405,7 +405,7 @@ int members_client(struct cluster *cl, uint32_t slot, rmem_client **out)
 	return err;
 }
 
-int members_err(struct cluster *cl, uint32_t slot, int err)
+int members_err(struct router *cl, uint32_t slot, int err)
 {
 	struct member *m = &cl->members[slot];
 
@@ -420,7 +420,7 @@ int members_err(struct cluster *cl, uint32_t slot, int err)
 	return -EHOSTDOWN;
 }
 
-size_t members_connected(struct cluster *cl, rmem_client **out, uint32_t *slots, size_t max)
+size_t members_connected(struct router *cl, rmem_client **out, uint32_t *slots, size_t max)
 {
 	size_t n = 0;
 

@@ -1,5 +1,5 @@
 /*
- * nic_regcache.h - registrations of user buffers for the RDMA path, shared by the
+ * verbs_regcache.h - registrations of user buffers for the RDMA path, shared by the
  * work requests in flight: a buffer is registered (ibv_reg_mr) when a posted
  * transfer first needs it, every other transfer posted meanwhile from or into
  * the same pages uses the same registration, and it is dropped when the last
@@ -18,7 +18,7 @@
  *
  * A registration covers whole pages around the buffer.  The table holds
  * REGCACHE_MAX registrations, more than the work requests that can be in
- * flight (nic_post.c), so a free entry can always be found.
+ * flight (verbs_post.c), so a free entry can always be found.
  *
  * The exception is a range the application registered itself
  * (rmem_register_buf): it owns the memory and promised not to free it
@@ -26,8 +26,8 @@
  * regcache_kept, in the client so that a TCP client records the same
  * ranges), and transfers that lie inside it use it and register nothing.
  */
-#ifndef RMEM_NIC_REGCACHE_H
-#define RMEM_NIC_REGCACHE_H
+#ifndef RMEM_VERBS_REGCACHE_H
+#define RMEM_VERBS_REGCACHE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,7 +36,7 @@
 struct ibv_pd;
 struct ibv_mr;
 
-/* Above the RDMA send queue's depth (nic_post.c): every posted work request may
+/* Above the RDMA send queue's depth (verbs_post.c): every posted work request may
  * hold a registration of its own. */
 #define REGCACHE_MAX     512u
 
@@ -97,4 +97,4 @@ struct regcache_entry *regcache_kept_get(struct regcache_kept *k, const void *bu
 /* Deregisters and forgets every kept range, in use or not. */
 void regcache_kept_clear(struct regcache_kept *k);
 
-#endif /* RMEM_NIC_REGCACHE_H */
+#endif /* RMEM_VERBS_REGCACHE_H */

@@ -1,6 +1,6 @@
 /*
- * cluster.c - rmemctl's `cluster` command: the memory servers of a cluster
- * as etcd knows them (docs/architecture.md, "Cluster").
+ * rmemctl_cluster.c - rmemctl's `cluster` command: the memory servers of a
+ * cluster as etcd knows them (docs/architecture.md, "Cluster").
  *
  * It reads /rmem/<name>/servers/ itself, with common's etcd client and the
  * server record's codec (cluster_rec.h), rather than through librmem: the

@@ -1,11 +1,11 @@
 /*
- * nic_post.c - the work requests of the NIC transport (nic.h): posting
+ * verbs_post.c - the work requests of the NIC transport (verbs.h): posting
  * reads, writes and atomics, reaping their completions, waiting, and what
  * a failed queue pair needs (a re-attach, else the move to the stream).
- * The ring of slots is described in nic_int.h.
+ * The ring of slots is described in verbs_int.h.
  */
 #include "clock.h"
-#include "nic_int.h"
+#include "verbs_int.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -26,9 +26,9 @@
 
 /* ---- posting --------------------------------------------------------------------- */
 
-static int post_slot(struct nic_conn *rc, uint32_t i)
+static int post_slot(struct verbs_conn *rc, uint32_t i)
 {
-	struct nic_slot *s = &rc->slot[i];
+	struct verbs_slot *s = &rc->slot[i];
 	struct ibv_sge sge = { .length = s->len };
 	struct ibv_send_wr wr = {
 		.wr_id = i,
@@ -46,7 +46,7 @@ static int post_slot(struct nic_conn *rc, uint32_t i)
 		sge.addr = (uintptr_t)s->local;
 		sge.lkey = s->reg->mr->lkey;
 	} else {
-		sge.addr = (uintptr_t)nic_bounce_of(rc, i);
+		sge.addr = (uintptr_t)verbs_bounce_of(rc, i);
 		sge.lkey = rc->bounce_mr->lkey;
 	}
 	if (s->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || s->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
@@ -90,9 +90,9 @@ static int wc_errno(enum ibv_wc_status st)
 }
 
 /* A slot has ended: its operation hears of it, and the ring moves on. */
-static void slot_done(struct nic_conn *rc, uint32_t i, int status)
+static void slot_done(struct verbs_conn *rc, uint32_t i, int status)
 {
-	struct nic_slot *s = &rc->slot[i];
+	struct verbs_slot *s = &rc->slot[i];
 	struct eng_op *op = s->op;
 
 	s->state = SLOT_DONE;
@@ -113,15 +113,15 @@ static void slot_done(struct nic_conn *rc, uint32_t i, int status)
  * the stream, so from now on data goes there: the flushed requests first,
  * in order, through ev.resend.  A flushed atomic ends with op->on_stream set
  * and its caller sends it again.  The old rdma_cm id stays (disconnecting
- * would end the session) until nic_detach().
+ * would end the session) until verbs_detach().
  */
-static void degrade(struct nic_conn *rc)
+static void degrade(struct verbs_conn *rc)
 {
 	rc->degraded = true;
 	while (rc->count) {
 		uint32_t i = rc->head;
-		struct nic_slot *s = &rc->slot[i];
-		struct nic_req req = {
+		struct verbs_slot *s = &rc->slot[i];
+		struct verbs_req req = {
 			.write = s->opcode == IBV_WR_RDMA_WRITE,
 			.region_id = s->region_id,
 			.offset = s->offset,
@@ -141,12 +141,12 @@ static void degrade(struct nic_conn *rc)
 }
 
 /* Fails every operation in flight and marks the client broken. */
-static int nic_fail(struct nic_conn *rc, int err)
+static int verbs_fail(struct verbs_conn *rc, int err)
 {
 
 	while (rc->count) {
 		uint32_t i = rc->head;
-		struct nic_slot *s = &rc->slot[i];
+		struct verbs_slot *s = &rc->slot[i];
 
 		/* slot_done() moves the head past done slots: this one is not. */
 		if (s->op && !s->op->async)
@@ -159,11 +159,11 @@ static int nic_fail(struct nic_conn *rc, int err)
 
 /* Posts the flushed requests again on the new queue pair, in ring order,
  * which is the order they were first posted in. */
-static int repost(struct nic_conn *rc)
+static int repost(struct verbs_conn *rc)
 {
 	for (uint32_t k = 0; k < rc->count; k++) {
 		uint32_t i = (rc->head + k) & SQ_MASK;
-		struct nic_slot *s = &rc->slot[i];
+		struct verbs_slot *s = &rc->slot[i];
 		int err;
 
 		if (s->state != SLOT_FLUSHED)
@@ -171,7 +171,7 @@ static int repost(struct nic_conn *rc)
 		/* Inline room is the device's; should the new queue pair have
 		 * less, the bytes go through this slot's bounce buffer. */
 		if (s->inlined && s->len > rc->max_inline) {
-			memcpy(nic_bounce_of(rc, i), s->local, s->len);
+			memcpy(verbs_bounce_of(rc, i), s->local, s->len);
 			s->inlined = false;
 		}
 		err = post_slot(rc, i);
@@ -190,33 +190,33 @@ static int repost(struct nic_conn *rc)
  * again there.  When that fails (a daemon in window mode refuses), the data
  * moves to TCP.
  */
-static void recover(struct nic_conn *rc)
+static void recover(struct verbs_conn *rc)
 {
 	int err;
 
 	rc->qp_error = false;
-	if (nic_reattach(rc) < 0) {
+	if (verbs_reattach(rc) < 0) {
 		degrade(rc);
 		return;
 	}
 	err = repost(rc);
 	if (err)
-		nic_fail(rc, err);
+		verbs_fail(rc, err);
 }
 
-static void on_wc(struct nic_conn *rc, const struct ibv_wc *wc)
+static void on_wc(struct verbs_conn *rc, const struct ibv_wc *wc)
 {
 	uint32_t i = (uint32_t)wc->wr_id & SQ_MASK;
-	struct nic_slot *s = &rc->slot[i];
+	struct verbs_slot *s = &rc->slot[i];
 
 	if (s->state != SLOT_POSTED)
 		return;
 	rc->posted--;
 	if (wc->status == IBV_WC_SUCCESS) {
 		if (s->opcode == IBV_WR_RDMA_READ && !s->reg)
-			memcpy(s->local, nic_bounce_of(rc, i), s->len);
+			memcpy(s->local, verbs_bounce_of(rc, i), s->len);
 		else if (s->old)
-			memcpy(s->old, nic_bounce_of(rc, i), sizeof(*s->old));
+			memcpy(s->old, verbs_bounce_of(rc, i), sizeof(*s->old));
 		slot_done(rc, i, 0);
 		return;
 	}
@@ -230,7 +230,7 @@ static void on_wc(struct nic_conn *rc, const struct ibv_wc *wc)
 }
 
 /* Handles every completion there is.  0 or a negative errno (broken). */
-static int reap(struct nic_conn *rc)
+static int reap(struct verbs_conn *rc)
 {
 	struct ibv_wc wc[WC_BATCH];
 	int n;
@@ -238,7 +238,7 @@ static int reap(struct nic_conn *rc)
 	do {
 		n = ibv_poll_cq(rc->cq, WC_BATCH, wc);
 		if (n < 0)
-			return nic_fail(rc, -EIO);
+			return verbs_fail(rc, -EIO);
 		if (n > 0)
 			rc->progress++;
 		for (int k = 0; k < n; k++)
@@ -251,7 +251,7 @@ static int reap(struct nic_conn *rc)
 
 /* The daemon ended the session (or the device went): every event on the
  * connection's channel after ESTABLISHED means the connection is gone. */
-static int check_cm(struct nic_conn *rc)
+static int check_cm(struct verbs_conn *rc)
 {
 	struct pollfd pfd = { .fd = rc->cm_ch->fd, .events = POLLIN };
 	struct rdma_cm_event *ev;
@@ -261,7 +261,7 @@ static int check_cm(struct nic_conn *rc)
 	if (rdma_get_cm_event(rc->cm_ch, &ev) == 0)
 		rdma_ack_cm_event(ev);
 	rc->connected = false;
-	return nic_fail(rc, -ECONNRESET);
+	return verbs_fail(rc, -ECONNRESET);
 }
 
 /*
@@ -270,7 +270,7 @@ static int check_cm(struct nic_conn *rc)
  * ibv_poll_cq() is no system call (the queue is mapped), so this costs only
  * the CPU.
  */
-static int spin_cq(struct nic_conn *rc, int64_t deadline)
+static int spin_cq(struct verbs_conn *rc, int64_t deadline)
 {
 	int64_t until = 0;
 	struct ibv_wc wc[WC_BATCH];
@@ -279,7 +279,7 @@ static int spin_cq(struct nic_conn *rc, int64_t deadline)
 	for (unsigned k = 0;; k++) {
 		n = ibv_poll_cq(rc->cq, WC_BATCH, wc);
 		if (n < 0)
-			return nic_fail(rc, -EIO);
+			return verbs_fail(rc, -EIO);
 		if (n > 0)
 			break;
 		/* The clock only every few polls, and not at all when the
@@ -307,7 +307,7 @@ static int spin_cq(struct nic_conn *rc, int64_t deadline)
  * after something happened, 1 once deadline has passed, or a negative errno
  * (broken; also when posted requests made no progress for rc->timeout_ms).
  */
-static int wait_cq(struct nic_conn *rc, int64_t deadline)
+static int wait_cq(struct verbs_conn *rc, int64_t deadline)
 {
 	struct pollfd pfd[2] = {
 		{ .fd = rc->comp_ch->fd, .events = POLLIN },
@@ -332,7 +332,7 @@ static int wait_cq(struct nic_conn *rc, int64_t deadline)
 		NO_DEADLINE;
 	until = deadline < stall ? deadline : stall;
 	if (ibv_req_notify_cq(rc->cq, 0))
-		return nic_fail(rc, -EIO);
+		return verbs_fail(rc, -EIO);
 	/* A completion between the last look and the arming raised no event. */
 	n = reap(rc);
 	if (n)
@@ -343,7 +343,7 @@ static int wait_cq(struct nic_conn *rc, int64_t deadline)
 		n = poll(pfd, 2, clock_ms_until(until));
 	} while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return nic_fail(rc, -errno);
+		return verbs_fail(rc, -errno);
 	if (pfd[1].revents)
 		return check_cm(rc);
 	if (pfd[0].revents) {
@@ -352,13 +352,13 @@ static int wait_cq(struct nic_conn *rc, int64_t deadline)
 		return 0;
 	}
 	if (clock_mono_ms() >= stall)
-		return nic_fail(rc, -ETIMEDOUT);
+		return verbs_fail(rc, -ETIMEDOUT);
 	return clock_mono_ms() >= deadline ? 1 : 0;
 }
 
 /* Makes room for one more request: a free slot, and a queue pair that is not
  * in the error state. */
-static int make_room(struct nic_conn *rc)
+static int reserve_slot(struct verbs_conn *rc)
 {
 
 	for (;;) {
@@ -381,12 +381,12 @@ static int make_room(struct nic_conn *rc)
 }
 
 /* Takes the next slot of the ring for op. */
-static uint32_t slot_take(struct nic_conn *rc, struct eng_op *op, enum ibv_wr_opcode opcode,
+static uint32_t slot_take(struct verbs_conn *rc, struct eng_op *op, enum ibv_wr_opcode opcode,
 			  const struct rmem_region *r, uint64_t off, uint8_t *local, uint32_t len)
 {
 	uint32_t i = (rc->head + rc->count) & SQ_MASK;
 
-	rc->slot[i] = (struct nic_slot){
+	rc->slot[i] = (struct verbs_slot){
 		.state = SLOT_FREE,
 		.op = op,
 		.opcode = opcode,
@@ -401,16 +401,16 @@ static uint32_t slot_take(struct nic_conn *rc, struct eng_op *op, enum ibv_wr_op
 }
 
 /* Posts slot i, which slot_take() just filled; on success it joins the ring. */
-static int slot_post(struct nic_conn *rc, uint32_t i)
+static int slot_post(struct verbs_conn *rc, uint32_t i)
 {
-	struct nic_slot *s = &rc->slot[i];
+	struct verbs_slot *s = &rc->slot[i];
 	int err = post_slot(rc, i);
 
 	if (err) {
 		if (s->reg)
 			regcache_put(&rc->cache, s->reg);
 		s->reg = NULL;
-		return nic_fail(rc, err);
+		return verbs_fail(rc, err);
 	}
 	rc->count++;
 	s->op->frames++;
@@ -423,27 +423,27 @@ static int slot_post(struct nic_conn *rc, uint32_t i)
  * the application registered, else the slot's bounce buffer when small,
  * else a registration for the transfers in flight.  0 or a negative errno.
  */
-static int slot_local(struct nic_conn *rc, uint32_t i, bool write, uint8_t *local, uint32_t n)
+static int slot_local(struct verbs_conn *rc, uint32_t i, bool write, uint8_t *local, uint32_t n)
 {
-	struct nic_slot *s = &rc->slot[i];
+	struct verbs_slot *s = &rc->slot[i];
 
 	s->reg = regcache_kept_get(rc->kept, local, n);
 	if (s->reg)
 		return 0;
 	if (n <= NIC_BOUNCE_MAX) {
 		if (write)
-			memcpy(nic_bounce_of(rc, i), local, n);
+			memcpy(verbs_bounce_of(rc, i), local, n);
 		return 0;
 	}
 	return regcache_get(&rc->cache, local, n, &s->reg);
 }
 
-int nic_keep(struct nic_conn *rc, struct regcache_kept *kept, const void *buf, size_t len)
+int verbs_keep(struct verbs_conn *rc, struct regcache_kept *kept, const void *buf, size_t len)
 {
-	return regcache_keep(kept, nic_carries_data(rc) ? rc->pd : NULL, buf, len);
+	return regcache_keep(kept, verbs_carries_data(rc) ? rc->pd : NULL, buf, len);
 }
 
-int nic_io(struct nic_conn *rc, struct eng_op *op, bool write, const struct rmem_region *r,
+int verbs_io(struct verbs_conn *rc, struct eng_op *op, bool write, const struct rmem_region *r,
 	   uint64_t off, void *buf, size_t len, size_t *done)
 {
 	uint8_t *p = buf;
@@ -452,11 +452,11 @@ int nic_io(struct nic_conn *rc, struct eng_op *op, bool write, const struct rmem
 	*done = 0;
 	while (pos < len && !op->status) {
 		uint32_t n = len - pos < rc->max_msg ? (uint32_t)(len - pos) : rc->max_msg;
-		struct nic_slot *s;
+		struct verbs_slot *s;
 		uint32_t i;
 		int err;
 
-		err = make_room(rc);
+		err = reserve_slot(rc);
 		if (err)
 			return err;
 		i = slot_take(rc, op, write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ, r,
@@ -483,13 +483,13 @@ int nic_io(struct nic_conn *rc, struct eng_op *op, bool write, const struct rmem
 	return 0;
 }
 
-int nic_atomic(struct nic_conn *rc, struct eng_op *op, bool cas, const struct rmem_region *r,
+int verbs_atomic(struct verbs_conn *rc, struct eng_op *op, bool cas, const struct rmem_region *r,
 	       uint64_t off, uint64_t operand, uint64_t desired, uint64_t *old)
 {
 	uint32_t i;
 	int err;
 
-	err = make_room(rc);
+	err = reserve_slot(rc);
 	if (err)
 		return err;
 	i = slot_take(rc, op, cas ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD, r,
@@ -500,22 +500,22 @@ int nic_atomic(struct nic_conn *rc, struct eng_op *op, bool cas, const struct rm
 	return slot_post(rc, i);
 }
 
-int nic_reap(struct nic_conn *rc)
+int verbs_reap(struct verbs_conn *rc)
 {
 	return reap(rc);
 }
 
-int nic_wait(struct nic_conn *rc, int64_t deadline)
+int verbs_wait(struct verbs_conn *rc, int64_t deadline)
 {
 	return wait_cq(rc, deadline);
 }
 
-bool nic_busy(const struct nic_conn *rc)
+bool verbs_busy(const struct verbs_conn *rc)
 {
 	return rc && rc->count > 0;
 }
 
-bool nic_carries_data(const struct nic_conn *rc)
+bool verbs_carries_data(const struct verbs_conn *rc)
 {
 	return rc && !rc->degraded;
 }

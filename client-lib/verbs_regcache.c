@@ -1,10 +1,10 @@
 /*
- * nic_regcache.c - see nic_regcache.h.  A small array searched linearly, starting
+ * verbs_regcache.c - see verbs_regcache.h.  A small array searched linearly, starting
  * at the last hit: the transfers in flight come from a handful of buffers,
  * and a registration costs far more than a scan of the table.  The kept
  * ranges are a second small table, looked at only when it is not empty.
  */
-#include "nic_regcache.h"
+#include "verbs_regcache.h"
 
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -36,7 +36,7 @@ static bool covers(const struct regcache_entry *e, uintptr_t lo, uintptr_t hi)
 	return e->mr && e->start <= lo && hi <= e->end;
 }
 
-static struct regcache_entry *lookup(struct regcache *rc, uintptr_t lo, uintptr_t hi)
+static struct regcache_entry *find_entry(struct regcache *rc, uintptr_t lo, uintptr_t hi)
 {
 	if (rc->used == 0)
 		return NULL;
@@ -60,7 +60,7 @@ int regcache_get(struct regcache *rc, const void *buf, size_t len, struct regcac
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t lo = (uintptr_t)buf, hi = lo + len;
-	struct regcache_entry *e = lookup(rc, lo, hi);
+	struct regcache_entry *e = find_entry(rc, lo, hi);
 
 	if (e)
 		goto hit;

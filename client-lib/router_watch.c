@@ -1,5 +1,5 @@
 /*
- * cluster_watch.c - the server set of a cluster client, kept from etcd:
+ * router_watch.c - the server set of a cluster client, kept from etcd:
  * one full read of /rmem/<name>/servers/ at connect, then a watch from the
  * revision after it on a thread the client owns (etcd's /v3/watch is one
  * long streaming POST, so it needs a thread of its own; the library holds no
@@ -8,7 +8,7 @@
  * because that history was compacted is replaced by a full read and a new
  * watch from its revision.  Between tries it waits 100 ms doubling to 1 s.
  *
- * The thread only feeds cluster_members.c; nothing on the data path waits
+ * The thread only feeds router_members.c; nothing on the data path waits
  * for it or for etcd, so an etcd leader's loss (or all of etcd's) stops no
  * read, write or alloc: placement uses the last set known.
  */
@@ -20,11 +20,11 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "cluster_int.h"
+#include "router_int.h"
 #include "etcd_client.h"
 
-struct cluster_watch {
-	struct cluster *cl;
+struct router_watch {
+	struct router *cl;
 	struct etcd_client *etcd;
 	pthread_t thread;
 	bool started;
@@ -37,7 +37,7 @@ struct cluster_watch {
 };
 
 /* The id at the end of a server's key; NULL when it is not one. */
-static const char *key_id(const struct cluster_watch *w, const struct etcd_kv *kv,
+static const char *key_id(const struct router_watch *w, const struct etcd_kv *kv,
 			  char *id, size_t id_len)
 {
 	size_t plen = strlen(w->prefix);
@@ -51,7 +51,7 @@ static const char *key_id(const struct cluster_watch *w, const struct etcd_kv *k
 }
 
 /* A record whose id is not its key's is not trusted. */
-static bool rec_of(const struct cluster_watch *w, const struct etcd_kv *kv,
+static bool rec_of(const struct router_watch *w, const struct etcd_kv *kv,
 		   struct cluster_rec *rec)
 {
 	char id[CLUSTER_ID_MAX];
@@ -61,7 +61,7 @@ static bool rec_of(const struct cluster_watch *w, const struct etcd_kv *kv,
 	       !strcmp(rec->id, id);
 }
 
-static int full_read(struct cluster_watch *w)
+static int full_read(struct router_watch *w)
 {
 	struct cluster_rec *recs;
 	struct etcd_range r;
@@ -87,7 +87,7 @@ static int full_read(struct cluster_watch *w)
 
 static int on_message(void *arg, const struct etcd_watch_msg *m)
 {
-	struct cluster_watch *w = arg;
+	struct router_watch *w = arg;
 
 	if (m->canceled) {
 		/* Compacted past next_rev: read everything again. */
@@ -112,7 +112,7 @@ static int on_message(void *arg, const struct etcd_watch_msg *m)
 
 static bool on_stop(void *arg)
 {
-	struct cluster_watch *w = arg;
+	struct router_watch *w = arg;
 
 	return atomic_load(&w->stop);
 }
@@ -121,7 +121,7 @@ static bool on_stop(void *arg)
  * shutdown off a descriptor closed (and perhaps reused) meanwhile. */
 static void on_sock(void *arg, int fd, bool open)
 {
-	struct cluster_watch *w = arg;
+	struct router_watch *w = arg;
 
 	pthread_mutex_lock(&w->mu);
 	if (open)
@@ -132,7 +132,7 @@ static void on_sock(void *arg, int fd, bool open)
 }
 
 /* Sleeps ms unless stopped meanwhile. */
-static void nap(struct cluster_watch *w, unsigned ms)
+static void watch_backoff(struct router_watch *w, unsigned ms)
 {
 	struct timespec ts;
 
@@ -151,7 +151,7 @@ static void nap(struct cluster_watch *w, unsigned ms)
 
 static void *watch_main(void *arg)
 {
-	struct cluster_watch *w = arg;
+	struct router_watch *w = arg;
 	const struct etcd_watch_ops ops = { .message = on_message, .stop = on_stop, .arg = w,
 					    .sock = on_sock };
 	unsigned backoff = 100;
@@ -171,15 +171,15 @@ static void *watch_main(void *arg)
 			if (rc == 0)
 				continue;
 		}
-		nap(w, backoff);
+		watch_backoff(w, backoff);
 		backoff = backoff < 500 ? backoff * 2 : 1000;
 	}
 	return NULL;
 }
 
-int watch_start(struct cluster *cl, unsigned timeout_ms)
+int watch_start(struct router *cl, unsigned timeout_ms)
 {
-	struct cluster_watch *w = calloc(1, sizeof(*w));
+	struct router_watch *w = calloc(1, sizeof(*w));
 	char why[160];
 	int rc;
 
@@ -202,7 +202,7 @@ int watch_start(struct cluster *cl, unsigned timeout_ms)
 	return rc;
 }
 
-void watch_stop(struct cluster_watch *w)
+void watch_stop(struct router_watch *w)
 {
 	if (!w)
 		return;

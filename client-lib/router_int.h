@@ -1,11 +1,11 @@
 /*
- * cluster_int.h - the router's own state, shared by client-lib/cluster*.c.
+ * router_int.h - the router's own state, shared by client-lib/cluster*.c.
  *
- * Who calls whom: cluster.c (connect, close, the region calls),
- * cluster_poll.c (posted calls, rmem_poll) and cluster_names.c (names in
- * etcd) call cluster_members.c and the single-server calls; cluster.c also
- * starts and stops cluster_watch.c, whose thread feeds cluster_members.c.
- * cluster_members.c calls only the single-server calls; cluster_url.c is
+ * Who calls whom: router.c (connect, close, the region calls),
+ * router_poll.c (posted calls, rmem_poll) and router_names.c (names in
+ * etcd) call router_members.c and the single-server calls; router.c also
+ * starts and stops router_watch.c, whose thread feeds router_members.c.
+ * router_members.c calls only the single-server calls; router_url.c is
  * pure.  None calls back up.
  *
  * Locking (order: a member's conn_mu, then reg_mu, then mu; names_mu
@@ -21,8 +21,8 @@
  *  - names_mu guards the etcd client that names use (any thread may call).
  * The watch thread owns its own etcd client.
  */
-#ifndef RMEM_CLUSTER_INT_H
-#define RMEM_CLUSTER_INT_H
+#ifndef RMEM_ROUTER_INT_H
+#define RMEM_ROUTER_INT_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -43,7 +43,7 @@
 #define CLUSTER_MAX_BUFS 64
 #define CLUSTER_NAME_MAX 64            /* the cluster's name, NUL included */
 /* A name's claim lives under a lease of this many seconds, renewed every
- * third of it while its creator works (cluster_names.c); the URL's
+ * third of it while its creator works (router_names.c); the URL's
  * "?claim_ttl=S" sets it, up to the maximum. */
 #define CLUSTER_CLAIM_TTL_S 30
 #define CLUSTER_CLAIM_TTL_MAX_S 3600
@@ -52,7 +52,7 @@
 #define CLUSTER_ANON_TENANT "@anonymous"
 
 struct etcd_client;
-struct cluster_watch;
+struct router_watch;
 
 struct member {
 	pthread_mutex_t conn_mu;
@@ -67,7 +67,7 @@ struct member {
 };
 
 /* A posted operation: its internal cookie is its index here. */
-struct cluster_pend {
+struct router_pend {
 	uint64_t cookie;          /* the application's */
 	struct rmem_region *out;  /* a posted alloc's, else NULL */
 	uint64_t size;            /* a posted alloc's */
@@ -78,7 +78,7 @@ struct cluster_pend {
 
 #define PEND_UNPLACED UINT32_MAX
 
-struct cluster {
+struct router {
 	pthread_mutex_t mu;
 	struct member *members;   /* CLUSTER_MAX_SERVERS */
 	size_t nmembers;          /* slots used, never fewer */
@@ -92,20 +92,20 @@ struct cluster {
 	/* The options each member's client gets (strings are copies). */
 	struct rmem_opts opts;
 	char *transport, *tenant, *secret_file;
-	/* The watch (cluster_watch.c). */
-	struct cluster_watch *watch;
-	/* Names (cluster_names.c). */
+	/* The watch (router_watch.c). */
+	struct router_watch *watch;
+	/* Names (router_names.c). */
 	pthread_mutex_t names_mu;
 	struct etcd_client *names_etcd;
 	/* Kept buffers, registered on every member. */
 	pthread_mutex_t reg_mu;
 	struct { void *buf; size_t len; } bufs[CLUSTER_MAX_BUFS];
 	size_t nbufs;
-	/* Posted operations (cluster_poll.c). */
-	struct cluster_pend *pend;
+	/* Posted operations (router_poll.c). */
+	struct router_pend *pend;
 	size_t npend;
 	/* Clients of servers that came back, closed once no call that may
-	 * still be inside one is left (cluster_members.c, members_enter): a
+	 * still be inside one is left (router_members.c, members_enter): a
 	 * call counts in calls[cur]; retired ones wait for the next flip of
 	 * cur, then in draining until calls[cur ^ 1] is 0.  Under mu. */
 	unsigned calls[2];
@@ -114,25 +114,25 @@ struct cluster {
 	size_t nretired, ndraining;
 };
 
-/* ---- cluster_url.c ------------------------------------------------------------- */
+/* ---- router_url.c ------------------------------------------------------------- */
 
 /* "etcd://H:P[,H:P...]/NAME[?claim_ttl=S]" -> "http://H:P,http://H:P",
  * NAME (default "rmem" when there is no path) and S (default
  * CLUSTER_CLAIM_TTL_S).  0 or -EINVAL. */
-int cluster_url_parse(const char *url, char *list, size_t list_len, char *name,
+int router_url_parse(const char *url, char *list, size_t list_len, char *name,
 		      size_t name_len, unsigned *claim_ttl_s);
 
-/* ---- cluster_members.c ----------------------------------------------------------- */
+/* ---- router_members.c ----------------------------------------------------------- */
 
-int members_init(struct cluster *cl);
-void members_fini(struct cluster *cl);
+int members_init(struct router *cl);
+void members_fini(struct router *cl);
 /* The watch's news: a record put, a server's key deleted, or (full read)
  * the whole set, every server not in it gone. */
-void members_put(struct cluster *cl, const struct cluster_rec *rec);
-void members_gone(struct cluster *cl, const char *id);
-void members_only(struct cluster *cl, const struct cluster_rec *recs, size_t n);
+void members_put(struct router *cl, const struct cluster_rec *rec);
+void members_gone(struct router *cl, const char *id);
+void members_only(struct router *cl, const struct cluster_rec *recs, size_t n);
 /* How many servers are present. */
-size_t members_present(struct cluster *cl);
+size_t members_present(struct router *cl);
 /*
  * Placement: a present server not in tried (a bitmap of slots) that may
  * hold size bytes, by two random choices weighed by free bytes, keeping to
@@ -140,12 +140,12 @@ size_t members_present(struct cluster *cl);
  * *slot, or -ENOMEM (no present server left that could), -EHOSTDOWN (no
  * server present at all).
  */
-int members_pick(struct cluster *cl, uint64_t size, const uint64_t *tried, uint32_t *slot);
+int members_pick(struct router *cl, uint64_t size, const uint64_t *tried, uint32_t *slot);
 /* size bytes were placed on slot (rc 0), freed there (rc 1), or it said
  * -ENOMEM (then its estimate drops below size, until its next record). */
-void members_placed(struct cluster *cl, uint32_t slot, uint64_t size, int rc);
+void members_placed(struct router *cl, uint32_t slot, uint64_t size, int rc);
 /* The slot a region names: 0, -EINVAL (not a region of this cluster). */
-int members_slot_of(struct cluster *cl, const struct rmem_region *r, uint32_t *slot);
+int members_slot_of(struct router *cl, const struct rmem_region *r, uint32_t *slot);
 void members_tag(struct rmem_region *r, uint32_t slot);
 /* Around every call of the application on the cluster (api.c): a member's
  * client replaced meanwhile is closed once every call that began before
@@ -153,29 +153,29 @@ void members_tag(struct rmem_region *r, uint32_t slot);
  * and a client of a server that restarts again and again holds one
  * connection to it, not one per restart.  members_leave takes what
  * members_enter gave. */
-unsigned members_enter(struct cluster *cl);
-void members_leave(struct cluster *cl, unsigned epoch);
+unsigned members_enter(struct router *cl);
+void members_leave(struct router *cl, unsigned epoch);
 /* The member's client, connected now if it was not: 0, -EHOSTDOWN (its key
  * is gone, or its client lost it and it has not come back), or connect's
  * error. */
-int members_client(struct cluster *cl, uint32_t slot, rmem_client **out);
+int members_client(struct router *cl, uint32_t slot, rmem_client **out);
 /* After a call on slot's client returned err: the error for the caller
  * (-EHOSTDOWN for a server lost), marking the member failed when so. */
-int members_err(struct cluster *cl, uint32_t slot, int err);
+int members_err(struct router *cl, uint32_t slot, int err);
 /* The slot of server id, or -ENOENT. */
-int members_find(struct cluster *cl, const char *id, uint32_t *slot);
+int members_find(struct router *cl, const char *id, uint32_t *slot);
 /* Every connected client, for calls made on all (stats, buffers): up to
  * max into out with their slots; how many.  Under reg_mu for buffers. */
-size_t members_connected(struct cluster *cl, rmem_client **out, uint32_t *slots, size_t max);
+size_t members_connected(struct router *cl, rmem_client **out, uint32_t *slots, size_t max);
 
-/* ---- cluster_watch.c ------------------------------------------------------------- */
+/* ---- router_watch.c ------------------------------------------------------------- */
 
 /* Reads the server set once (so the first call has servers), then watches
  * it on a thread of its own.  0, or the etcd client's error
  * (-EHOSTUNREACH: no etcd endpoint answered). */
-int watch_start(struct cluster *cl, unsigned timeout_ms);
+int watch_start(struct router *cl, unsigned timeout_ms);
 /* Stops and joins the thread (within about a second: libcurl polls the
  * stop at that pace on an idle stream).  Accepts NULL. */
-void watch_stop(struct cluster_watch *w);
+void watch_stop(struct router_watch *w);
 
-#endif /* RMEM_CLUSTER_INT_H */
+#endif /* RMEM_ROUTER_INT_H */

@@ -1,5 +1,5 @@
 /*
- * names.c - rmemctl's commands of named regions: `names` (the admin
+ * rmemctl_names.c - rmemctl's commands of named regions: `names` (the admin
  * listing of every namespace, a table or JSON) and `unlink NAME` (in the
  * namespace rmemctl connects in).
  */

@@ -1,10 +1,10 @@
 /*
- * nic_conn.c - the device and the connection of the NIC transport (nic.h):
+ * verbs_conn.c - the device and the connection of the NIC transport (verbs.h):
  * attach, detach and the re-attach after a queue pair failed.  The ring of
- * work requests is nic_post.c's; both share nic_int.h.
+ * work requests is verbs_post.c's; both share verbs_int.h.
  */
 #include "clock.h"
-#include "nic_int.h"
+#include "verbs_int.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -27,7 +27,7 @@ static int64_t deadline_after(int timeout_ms)
 	return timeout_ms > 0 ? clock_mono_ms() + timeout_ms : NO_DEADLINE;
 }
 
-bool nic_have_device(void)
+bool verbs_have_device(void)
 {
 	int n = 0;
 	struct ibv_device **list = ibv_get_device_list(&n);
@@ -57,7 +57,7 @@ static int cm_errno(enum rdma_cm_event_type t)
 
 /* Waits for the next event of the connection's channel and checks that it
  * is want.  0 or a negative errno. */
-static int cm_expect(struct nic_conn *rc, enum rdma_cm_event_type want, int64_t deadline)
+static int cm_expect(struct verbs_conn *rc, enum rdma_cm_event_type want, int64_t deadline)
 {
 	struct pollfd pfd = { .fd = rc->cm_ch->fd, .events = POLLIN };
 	struct rdma_cm_event *ev;
@@ -78,7 +78,7 @@ static int cm_expect(struct nic_conn *rc, enum rdma_cm_event_type want, int64_t 
 	return got == want ? 0 : cm_errno(got);
 }
 
-static int resolve(struct nic_conn *rc, const char *host, uint16_t port, int64_t deadline)
+static int resolve(struct verbs_conn *rc, const char *host, uint16_t port, int64_t deadline)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 	char service[8];
@@ -101,7 +101,7 @@ static int resolve(struct nic_conn *rc, const char *host, uint16_t port, int64_t
 }
 
 /* The queue pair on rc->id, over the PD and CQ that make_queues() made. */
-static int make_qp(struct nic_conn *rc)
+static int make_qp(struct verbs_conn *rc)
 {
 	struct ibv_qp_init_attr qa = {
 		.qp_type = IBV_QPT_RC,
@@ -129,7 +129,7 @@ static int make_qp(struct nic_conn *rc)
 
 /* What outlives a re-attach: PD, completion channel and queue, bounce slots,
  * the registration table; then the first queue pair. */
-static int make_queues(struct nic_conn *rc)
+static int make_queues(struct verbs_conn *rc)
 {
 	struct ibv_context *ctx = rc->id->verbs;
 	size_t bounce_len = (size_t)SQ_DEPTH * NIC_BOUNCE_MAX;
@@ -154,7 +154,7 @@ static int make_queues(struct nic_conn *rc)
 }
 
 /* The figures of the device and port that size the transfers. */
-static int read_limits(struct nic_conn *rc, uint8_t *depth)
+static int read_limits(struct verbs_conn *rc, uint8_t *depth)
 {
 	struct ibv_device_attr da;
 	struct ibv_port_attr pa;
@@ -175,7 +175,7 @@ static int read_limits(struct nic_conn *rc, uint8_t *depth)
 	return 0;
 }
 
-static int connect_qp(struct nic_conn *rc, int64_t deadline)
+static int connect_qp(struct verbs_conn *rc, int64_t deadline)
 {
 	struct proto_attach at = { .session_id = rc->session_id, .attach_token = rc->token };
 	uint8_t pdata[PROTO_ATTACH_LEN];
@@ -198,11 +198,11 @@ static int connect_qp(struct nic_conn *rc, int64_t deadline)
 	return 0;
 }
 
-int nic_attach(struct nic_conn **out, const struct nic_target *t, const struct nic_events *ev,
+int verbs_attach(struct verbs_conn **out, const struct verbs_target *t, const struct verbs_events *ev,
 	       struct regcache_kept *kept)
 {
 	int64_t deadline = deadline_after(t->timeout_ms);
-	struct nic_conn *rc = calloc(1, sizeof(*rc));
+	struct verbs_conn *rc = calloc(1, sizeof(*rc));
 	int err;
 
 	*out = NULL;
@@ -241,11 +241,11 @@ int nic_attach(struct nic_conn **out, const struct nic_target *t, const struct n
 	*out = rc;
 	return 0;
 fail:
-	nic_detach(rc);
+	verbs_detach(rc);
 	return err;
 }
 
-void nic_detach(struct nic_conn *rc)
+void verbs_detach(struct verbs_conn *rc)
 {
 	if (!rc)
 		return;
@@ -257,7 +257,7 @@ void nic_detach(struct nic_conn *rc)
 		rdma_destroy_qp(rc->id);
 	/* Posted operations are dropped: free each once its last slot goes. */
 	for (uint32_t k = 0; k < rc->count; k++) {
-		struct nic_slot *s = &rc->slot[(rc->head + k) & SQ_MASK];
+		struct verbs_slot *s = &rc->slot[(rc->head + k) & SQ_MASK];
 
 		if (s->state == SLOT_DONE || !s->op)
 			continue;
@@ -295,7 +295,7 @@ void nic_detach(struct nic_conn *rc)
  * channel, which goes too.  Nothing may be posted.  On failure the old id
  * (without a queue pair) is kept until rmem_close().
  */
-int nic_reattach(struct nic_conn *rc)
+int verbs_reattach(struct verbs_conn *rc)
 {
 	struct rdma_event_channel *old_ch = rc->cm_ch;
 	struct rdma_cm_id *old_id = rc->id;

@@ -1,5 +1,5 @@
 /*
- * cluster_sweep.c - `rmemctl -e URL [-s SOCKET] [--grace=S] cluster sweep`:
+ * rmemctl_sweep.c - `rmemctl -e URL [-s SOCKET] [--grace=S] cluster sweep`:
  * what a cluster's names leave behind when their servers or creators go
  * (docs/architecture.md, "Invariant: a name is won once").
  *

@@ -1,5 +1,5 @@
 /*
- * cluster_poll.c - posted calls on a cluster client, and rmem_poll over
+ * router_poll.c - posted calls on a cluster client, and rmem_poll over
  * every server they went to.
  *
  * Each posted operation goes to its server's client under a cookie of the
@@ -26,13 +26,13 @@
 #include <sched.h>
 #include <time.h>
 
-#include "cluster.h"
-#include "cluster_int.h"
+#include "router.h"
+#include "router_int.h"
 #include "single.h"
 
 /* A free entry of the table for slot (PEND_UNPLACED: none yet; a posted
  * alloc's size): 0 and its index, or -ENOMEM. */
-static int pend_new(struct cluster *cl, uint32_t slot, uint64_t cookie,
+static int pend_new(struct router *cl, uint32_t slot, uint64_t cookie,
 		    struct rmem_region *out, uint64_t size, uint64_t *idx)
 {
 	size_t i;
@@ -43,7 +43,7 @@ static int pend_new(struct cluster *cl, uint32_t slot, uint64_t cookie,
 		;
 	if (i == cl->npend) {
 		size_t n = cl->npend ? cl->npend * 2 : 64;
-		struct cluster_pend *p = realloc(cl->pend, n * sizeof(*p));
+		struct router_pend *p = realloc(cl->pend, n * sizeof(*p));
 
 		if (!p) {
 			err = -ENOMEM;
@@ -54,7 +54,7 @@ static int pend_new(struct cluster *cl, uint32_t slot, uint64_t cookie,
 		}
 	}
 	if (!err) {
-		cl->pend[i] = (struct cluster_pend){ .cookie = cookie, .out = out, .size = size,
+		cl->pend[i] = (struct router_pend){ .cookie = cookie, .out = out, .size = size,
 						     .slot = slot, .used = true };
 		if (slot != PEND_UNPLACED)
 			cl->members[slot].inflight++;
@@ -65,10 +65,10 @@ static int pend_new(struct cluster *cl, uint32_t slot, uint64_t cookie,
 }
 
 /* The entry's completion as the application sees it; the entry is free. */
-static struct rmem_completion pend_done(struct cluster *cl, uint64_t idx, int status)
+static struct rmem_completion pend_done(struct router *cl, uint64_t idx, int status)
 {
 	struct rmem_completion c = { .status = status };
-	struct cluster_pend *p;
+	struct router_pend *p;
 
 	pthread_mutex_lock(&cl->mu);
 	p = &cl->pend[idx];
@@ -85,7 +85,7 @@ static struct rmem_completion pend_done(struct cluster *cl, uint64_t idx, int st
 }
 
 /* True when idx is an operation in flight on slot. */
-static bool pend_live(struct cluster *cl, uint64_t idx, uint32_t slot)
+static bool pend_live(struct router *cl, uint64_t idx, uint32_t slot)
 {
 	bool live;
 
@@ -110,7 +110,7 @@ static bool pend_live(struct cluster *cl, uint64_t idx, uint32_t slot)
 		}                                                                     \
 	} while (0)
 
-int cluster_post_read(struct cluster *cl, const struct rmem_region *r, uint64_t off, void *buf,
+int router_post_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
 		      size_t len, uint64_t cookie)
 {
 	uint32_t slot;
@@ -121,7 +121,7 @@ int cluster_post_read(struct cluster *cl, const struct rmem_region *r, uint64_t 
 	return err;
 }
 
-int cluster_post_write(struct cluster *cl, const struct rmem_region *r, uint64_t off,
+int router_post_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		       const void *buf, size_t len, uint64_t cookie)
 {
 	uint32_t slot;
@@ -132,7 +132,7 @@ int cluster_post_write(struct cluster *cl, const struct rmem_region *r, uint64_t
 	return err;
 }
 
-int cluster_post_free(struct cluster *cl, const struct rmem_region *r, uint64_t cookie)
+int router_post_free(struct router *cl, const struct rmem_region *r, uint64_t cookie)
 {
 	uint32_t slot;
 	int err = members_slot_of(cl, r, &slot);
@@ -145,9 +145,9 @@ int cluster_post_free(struct cluster *cl, const struct rmem_region *r, uint64_t 
 }
 
 /* Entry idx (a posted alloc) goes to slot, having tried what tried says. */
-static void pend_move(struct cluster *cl, uint64_t idx, uint32_t slot, const uint64_t *tried)
+static void pend_move(struct router *cl, uint64_t idx, uint32_t slot, const uint64_t *tried)
 {
-	struct cluster_pend *p;
+	struct router_pend *p;
 
 	pthread_mutex_lock(&cl->mu);
 	p = &cl->pend[idx];
@@ -162,7 +162,7 @@ static void pend_move(struct cluster *cl, uint64_t idx, uint32_t slot, const uin
 /* Posts entry idx's alloc to the next server it has not tried (a server
  * that cannot be reached now is passed over): 0, or the last post's error
  * (-ENOMEM when no server is left). */
-static int alloc_post_next(struct cluster *cl, uint64_t idx, uint64_t size,
+static int alloc_post_next(struct router *cl, uint64_t idx, uint64_t size,
 			   struct rmem_region *out, uint64_t *tried)
 {
 	uint32_t slot;
@@ -187,7 +187,7 @@ static int alloc_post_next(struct cluster *cl, uint64_t idx, uint64_t size,
 	return err;
 }
 
-int cluster_post_alloc(struct cluster *cl, uint64_t size, uint32_t flags,
+int router_post_alloc(struct router *cl, uint64_t size, uint32_t flags,
 		       struct rmem_region *out, uint64_t cookie)
 {
 	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
@@ -209,7 +209,7 @@ int cluster_post_alloc(struct cluster *cl, uint64_t size, uint32_t flags,
 /* A posted alloc that slot's server refused for room or quota (st) goes
  * on to the next server it has not tried: true when it was posted there
  * (its completion will come from that server). */
-static bool alloc_moved(struct cluster *cl, uint64_t idx, uint32_t from, int st)
+static bool alloc_moved(struct router *cl, uint64_t idx, uint32_t from, int st)
 {
 	uint64_t tried[CLUSTER_MAX_SERVERS / 64], size;
 	struct rmem_region *out;
@@ -230,7 +230,7 @@ static bool alloc_moved(struct cluster *cl, uint64_t idx, uint32_t from, int st)
 /* ---- rmem_poll ---------------------------------------------------------------------- */
 
 /* The slots with operations in flight: how many (up to max). */
-static size_t busy_slots(struct cluster *cl, uint32_t *slots, size_t max)
+static size_t busy_slots(struct router *cl, uint32_t *slots, size_t max)
 {
 	size_t n = 0;
 
@@ -243,7 +243,7 @@ static size_t busy_slots(struct cluster *cl, uint32_t *slots, size_t max)
 }
 
 /* A lost server's operations, up to max, complete with -EHOSTDOWN. */
-static int drain_lost(struct cluster *cl, uint32_t slot, struct rmem_completion *out, int max)
+static int drain_lost(struct router *cl, uint32_t slot, struct rmem_completion *out, int max)
 {
 	int n = 0;
 	uint64_t idx[64];
@@ -261,7 +261,7 @@ static int drain_lost(struct cluster *cl, uint32_t slot, struct rmem_completion 
 
 /* What slot's server has completed, up to max, without waiting longer
  * than timeout_ms: how many. */
-static int poll_one(struct cluster *cl, uint32_t slot, struct rmem_completion *out, int max,
+static int poll_one(struct router *cl, uint32_t slot, struct rmem_completion *out, int max,
 		    int timeout_ms)
 {
 	rmem_client *c;
@@ -316,7 +316,7 @@ static int64_t now_ms(void)
  * transfers in flight) is always looked at, and then nothing waits here:
  * *nofd says so, and the caller waits on each slot in turn.  How many.
  */
-static int poll_all(struct cluster *cl, const uint32_t *slots, size_t nb,
+static int poll_all(struct router *cl, const uint32_t *slots, size_t nb,
 		    struct rmem_completion *out, int max, int wait_ms, bool *nofd)
 {
 	struct pollfd pfd[CLUSTER_MAX_SERVERS];
@@ -360,7 +360,7 @@ static int poll_all(struct cluster *cl, const uint32_t *slots, size_t nb,
 	return n;
 }
 
-int cluster_poll(struct cluster *cl, struct rmem_completion *out, int max, int timeout_ms)
+int router_poll(struct router *cl, struct rmem_completion *out, int max, int timeout_ms)
 {
 	int64_t start = now_ms(), deadline = timeout_ms > 0 ? start + timeout_ms : 0;
 	uint32_t slots[CLUSTER_MAX_SERVERS];

@@ -1,5 +1,5 @@
 /*
- * resume.c - see resume.h.
+ * reclaim.c - see reclaim.h.
  *
  * Why lazily, and why a map: a client may hold many thousand regions and
  * use a few after a restart; fetching every key at once would make the
@@ -12,7 +12,7 @@
  * each region, nothing at all before a first resume (client_region_now's
  * one predictable branch).
  */
-#include "resume.h"
+#include "reclaim.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -33,11 +33,11 @@
 #define BACKOFF_MAX_MS 250
 #define MAP_MIN 64u
 
-int resume_init(struct resume *rs, struct engine *e, const struct endpoint *ep,
+int reclaim_init(struct reclaim *rs, struct engine *e, const struct endpoint *ep,
 		enum transport_choice choice, int resume_ms, const char *tenant,
 		const char *secret_file)
 {
-	*rs = (struct resume){
+	*rs = (struct reclaim){
 		.resume_ms = resume_ms > 0 ? resume_ms : 0,
 		.eng = e,
 		.ep = *ep,
@@ -50,12 +50,12 @@ int resume_init(struct resume *rs, struct engine *e, const struct endpoint *ep,
 	return 0;
 }
 
-void resume_fini(struct resume *rs)
+void reclaim_fini(struct reclaim *rs)
 {
 	free(rs->tenant);
 	free(rs->secret_file);
 	free(rs->map);
-	*rs = (struct resume){ 0 };
+	*rs = (struct reclaim){ 0 };
 }
 
 /* ---- the map: region id -> (addr, rkey) since the last resume ---------------------- */
@@ -66,7 +66,7 @@ static uint32_t map_slot(uint64_t id, uint32_t cap)
 	return (uint32_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
 }
 
-static struct resume_key *map_find(const struct resume *rs, uint64_t id)
+static struct resume_key *map_find(const struct reclaim *rs, uint64_t id)
 {
 	if (!rs->map_cap)
 		return NULL;
@@ -88,7 +88,7 @@ static void map_insert(struct resume_key *map, uint32_t cap, const struct resume
 }
 
 /* Half full at most. */
-static int map_put(struct resume *rs, const struct resume_key *k)
+static int map_put(struct reclaim *rs, const struct resume_key *k)
 {
 	if (2 * (rs->map_used + 1) > rs->map_cap) {
 		uint32_t cap = rs->map_cap ? 2 * rs->map_cap : MAP_MIN;
@@ -108,7 +108,7 @@ static int map_put(struct resume *rs, const struct resume_key *k)
 	return 0;
 }
 
-static void map_clear(struct resume *rs)
+static void map_clear(struct reclaim *rs)
 {
 	if (rs->map)
 		memset(rs->map, 0, rs->map_cap * sizeof(*rs->map));
@@ -116,7 +116,7 @@ static void map_clear(struct resume *rs)
 }
 
 /* REKEY: the region's new key and address, into the map. */
-static int rekey(struct resume *rs, uint64_t id, struct resume_key *k)
+static int rekey(struct reclaim *rs, uint64_t id, struct resume_key *k)
 {
 	struct proto_rekey_req req = { .id = id };
 	uint8_t buf[PROTO_REKEY_REQ_LEN];
@@ -140,7 +140,7 @@ static int rekey(struct resume *rs, uint64_t id, struct resume_key *k)
 	return map_put(rs, k);
 }
 
-int resume_region(struct resume *rs, const struct rmem_region **r, struct rmem_region *tmp)
+int reclaim_region(struct reclaim *rs, const struct rmem_region **r, struct rmem_region *tmp)
 {
 	const struct resume_key *found = map_find(rs, (*r)->id);
 	struct resume_key k;
@@ -196,7 +196,7 @@ static bool loss_resumable(int err)
 	return err == -ECONNRESET || err == -EPIPE || err == -ENOTCONN;
 }
 
-static int dial(const struct resume *rs, int timeout_ms)
+static int dial(const struct reclaim *rs, int timeout_ms)
 {
 	if (rs->ep.kind == ENDPOINT_UNIX)
 		return tcp_connect_unix(rs->ep.path, timeout_ms);
@@ -205,7 +205,7 @@ static int dial(const struct resume *rs, int timeout_ms)
 
 /* RESUME on the fresh stream: 0 and *rep, or a negative errno (the
  * daemon's status, or the engine's). */
-static int say_resume(struct resume *rs, struct proto_hello_rep *rep)
+static int say_resume(struct reclaim *rs, struct proto_hello_rep *rep)
 {
 	struct proto_resume_req req = {
 		.session_id = rs->session_id,
@@ -233,7 +233,7 @@ static int say_resume(struct resume *rs, struct proto_hello_rep *rep)
 
 /* The queue pair again, where the client had asked for RDMA: "rdma" must
  * have it (never a quiet move to TCP), "auto" takes it when offered. */
-static int reattach(struct resume *rs, const struct proto_hello_rep *rep)
+static int reattach(struct reclaim *rs, const struct proto_hello_rep *rep)
 {
 	uint16_t port = rep->key_mode == PROTO_KEYS_NONE ? 0 : rep->rdma_port;
 	int err;
@@ -250,7 +250,7 @@ static int reattach(struct resume *rs, const struct proto_hello_rep *rep)
 
 /* One attempt within deadline: a stream, the tenant handshake, RESUME,
  * the queue pair.  0 or a negative errno. */
-static int attempt(struct resume *rs, int64_t deadline, int timeout_ms)
+static int attempt(struct reclaim *rs, int64_t deadline, int timeout_ms)
 {
 	int left = clock_ms_until(deadline);
 	struct proto_hello_rep rep;
@@ -277,7 +277,7 @@ static int attempt(struct resume *rs, int64_t deadline, int timeout_ms)
 }
 
 /* Sleeps ms, or less when asked to stop; false when asked. */
-static bool nap(struct engine *e, int ms)
+static bool wait_backoff(struct engine *e, int ms)
 {
 	while (ms > 0) {
 		int step = ms < 10 ? ms : 10;
@@ -291,16 +291,16 @@ static bool nap(struct engine *e, int ms)
 	return !__atomic_load_n(&e->stop_recover, __ATOMIC_RELAXED);
 }
 
-/* resume.h's resume_region behind the same check as client_region_now(). */
-static int region_now(struct resume *rs, const struct rmem_region **r, struct rmem_region *tmp)
+/* reclaim.h's reclaim_region behind the same check as client_region_now(). */
+static int region_now(struct reclaim *rs, const struct rmem_region **r, struct rmem_region *tmp)
 {
-	return (*r)->id >= rs->stale_below ? 0 : resume_region(rs, r, tmp);
+	return (*r)->id >= rs->stale_below ? 0 : reclaim_region(rs, r, tmp);
 }
 
 /* The reads and writes the loss ended, sent again in the order they were
  * posted; other posted requests end with "outcome unknown".  A loss while
  * sending parks the rest again for the next resume. */
-static void resend_parked(struct resume *rs)
+static void resend_parked(struct reclaim *rs)
 {
 	struct engine *e = rs->eng;
 	struct eng_op *op = eng_unpark_all(e), *next;
@@ -335,7 +335,7 @@ static void resend_parked(struct resume *rs)
 }
 
 /* For good: parked operations end as they would have without resuming. */
-static int give_up(struct resume *rs)
+static int give_up(struct reclaim *rs)
 {
 	struct engine *e = rs->eng;
 
@@ -350,7 +350,7 @@ static int give_up(struct resume *rs)
 	return -ECONNRESET;
 }
 
-int resume_run(struct resume *rs)
+int reclaim_run(struct reclaim *rs)
 {
 	struct engine *e = rs->eng;
 	int64_t deadline = clock_mono_ms() + rs->resume_ms;
@@ -368,7 +368,7 @@ int resume_run(struct resume *rs)
 			break;
 		if (!worth_retrying(err) || clock_ms_until(deadline) <= 0)
 			break;
-		if (!nap(e, backoff < clock_ms_until(deadline) ? backoff : clock_ms_until(deadline)))
+		if (!wait_backoff(e, backoff < clock_ms_until(deadline) ? backoff : clock_ms_until(deadline)))
 			break;
 		backoff = backoff * 2 < BACKOFF_MAX_MS ? backoff * 2 : BACKOFF_MAX_MS;
 	}
@@ -382,7 +382,7 @@ int resume_run(struct resume *rs)
 	return 0;
 }
 
-int resume_hook(void *ctx)
+int reclaim_hook(void *ctx)
 {
-	return resume_run(ctx);
+	return reclaim_run(ctx);
 }

@@ -1,8 +1,8 @@
 /*
- * cluster.c - the cluster router's connect and close, and the calls on one
+ * router.c - the cluster router's connect and close, and the calls on one
  * region: alloc (placement, the next server on -ENOMEM), free, reads,
  * writes, atomics; and those made on every server: kept buffers, stats.
- * Posted calls are cluster_poll.c's, names cluster_names.c's.
+ * Posted calls are router_poll.c's, names router_names.c's.
  *
  * A region's calls go to the client of the server its handle names
  * (reserved[0]); the single-server client does the rest, resuming across a
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "cluster_int.h"
+#include "router.h"
+#include "router_int.h"
 #include "etcd_client.h"
 #include "single.h"
 
@@ -36,7 +36,7 @@ static char *dup_or_null(const char *s, int *err)
 
 /* The options every member's client is opened with: the caller's, copied
  * (the caller's strings may go once rmem_connect returns). */
-static int keep_opts(struct cluster *cl, const struct rmem_opts *o)
+static int keep_opts(struct router *cl, const struct rmem_opts *o)
 {
 	struct rmem_opts d;
 	int err = 0;
@@ -64,9 +64,9 @@ static int keep_opts(struct cluster *cl, const struct rmem_opts *o)
 	return err;
 }
 
-int cluster_connect(const char *url, const struct rmem_opts *o, struct cluster **out)
+int router_connect(const char *url, const struct rmem_opts *o, struct router **out)
 {
-	struct cluster *cl = calloc(1, sizeof(*cl));
+	struct router *cl = calloc(1, sizeof(*cl));
 	char why[160];
 	int err;
 
@@ -76,7 +76,7 @@ int cluster_connect(const char *url, const struct rmem_opts *o, struct cluster *
 	pthread_mutex_init(&cl->mu, NULL);
 	pthread_mutex_init(&cl->names_mu, NULL);
 	pthread_mutex_init(&cl->reg_mu, NULL);
-	err = cluster_url_parse(url, cl->etcd_list, sizeof cl->etcd_list, cl->name,
+	err = router_url_parse(url, cl->etcd_list, sizeof cl->etcd_list, cl->name,
 				sizeof cl->name, &cl->claim_ttl_s);
 	if (!err)
 		err = keep_opts(cl, o);
@@ -88,24 +88,24 @@ int cluster_connect(const char *url, const struct rmem_opts *o, struct cluster *
 	if (!err)
 		err = watch_start(cl, CLUSTER_ETCD_TIMEOUT_MS);
 	if (err) {
-		cluster_close(cl);
+		router_close(cl);
 		return err;
 	}
 	*out = cl;
 	return 0;
 }
 
-unsigned cluster_enter(struct cluster *cl)
+unsigned router_enter(struct router *cl)
 {
 	return members_enter(cl);
 }
 
-void cluster_leave(struct cluster *cl, unsigned epoch)
+void router_leave(struct router *cl, unsigned epoch)
 {
 	members_leave(cl, epoch);
 }
 
-void cluster_close(struct cluster *cl)
+void router_close(struct router *cl)
 {
 	if (!cl)
 		return;
@@ -125,7 +125,7 @@ void cluster_close(struct cluster *cl)
 
 /* "rdma" once a connected server's data goes on RDMA, else what the
  * options ask ("rdma" never falls back; "auto" and "tcp" say "tcp"). */
-const char *cluster_transport(struct cluster *cl)
+const char *router_transport(struct router *cl)
 {
 	rmem_client *c[CLUSTER_MAX_SERVERS];
 	size_t n = members_connected(cl, c, NULL, CLUSTER_MAX_SERVERS);
@@ -138,7 +138,7 @@ const char *cluster_transport(struct cluster *cl)
 
 /* ---- alloc: placement ------------------------------------------------------------ */
 
-int cluster_alloc(struct cluster *cl, uint64_t size, uint32_t flags, struct rmem_region *out)
+int router_alloc(struct router *cl, uint64_t size, uint32_t flags, struct rmem_region *out)
 {
 	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
 	int err = -EHOSTDOWN, last = 0;
@@ -168,7 +168,7 @@ int cluster_alloc(struct cluster *cl, uint64_t size, uint32_t flags, struct rmem
 }
 
 /* The client of the server r names: 0 and *c, *slot, or an error. */
-static int region_client(struct cluster *cl, const struct rmem_region *r, rmem_client **c,
+static int region_client(struct router *cl, const struct rmem_region *r, rmem_client **c,
 			 uint32_t *slot)
 {
 	int err = members_slot_of(cl, r, slot);
@@ -176,7 +176,7 @@ static int region_client(struct cluster *cl, const struct rmem_region *r, rmem_c
 	return err ? err : members_client(cl, *slot, c);
 }
 
-int cluster_free(struct cluster *cl, const struct rmem_region *r)
+int router_free(struct router *cl, const struct rmem_region *r)
 {
 	rmem_client *c;
 	uint32_t slot;
@@ -189,7 +189,7 @@ int cluster_free(struct cluster *cl, const struct rmem_region *r)
 	return err;
 }
 
-int cluster_write(struct cluster *cl, const struct rmem_region *r, uint64_t off,
+int router_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		  const void *buf, size_t len)
 {
 	rmem_client *c;
@@ -199,7 +199,7 @@ int cluster_write(struct cluster *cl, const struct rmem_region *r, uint64_t off,
 	return err ? err : members_err(cl, slot, single_write(c, r, off, buf, len));
 }
 
-int cluster_read(struct cluster *cl, const struct rmem_region *r, uint64_t off, void *buf,
+int router_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
 		 size_t len)
 {
 	rmem_client *c;
@@ -209,7 +209,7 @@ int cluster_read(struct cluster *cl, const struct rmem_region *r, uint64_t off, 
 	return err ? err : members_err(cl, slot, single_read(c, r, off, buf, len));
 }
 
-int cluster_cas(struct cluster *cl, const struct rmem_region *r, uint64_t off, uint64_t expect,
+int router_cas(struct router *cl, const struct rmem_region *r, uint64_t off, uint64_t expect,
 		uint64_t desired, uint64_t *old)
 {
 	rmem_client *c;
@@ -219,7 +219,7 @@ int cluster_cas(struct cluster *cl, const struct rmem_region *r, uint64_t off, u
 	return err ? err : members_err(cl, slot, single_cas(c, r, off, expect, desired, old));
 }
 
-int cluster_faa(struct cluster *cl, const struct rmem_region *r, uint64_t off, uint64_t add,
+int router_faa(struct router *cl, const struct rmem_region *r, uint64_t off, uint64_t add,
 		uint64_t *old)
 {
 	rmem_client *c;
@@ -233,7 +233,7 @@ int cluster_faa(struct cluster *cl, const struct rmem_region *r, uint64_t off, u
 
 /* Kept here and on every server connected now; members_client registers
  * them on servers connected later. */
-int cluster_register_buf(struct cluster *cl, void *buf, size_t len)
+int router_register_buf(struct router *cl, void *buf, size_t len)
 {
 	rmem_client *c[CLUSTER_MAX_SERVERS];
 	size_t n, i;
@@ -264,7 +264,7 @@ int cluster_register_buf(struct cluster *cl, void *buf, size_t len)
 	return err;
 }
 
-int cluster_unregister_buf(struct cluster *cl, void *buf)
+int router_unregister_buf(struct router *cl, void *buf)
 {
 	rmem_client *c[CLUSTER_MAX_SERVERS];
 	size_t n, i;
@@ -300,7 +300,7 @@ int cluster_unregister_buf(struct cluster *cl, void *buf)
  * server's.  Servers that cannot be reached are left out; with none
  * reachable the call fails (-EHOSTDOWN).
  */
-int cluster_stats(struct cluster *cl, struct rmem_stats *out)
+int router_stats(struct router *cl, struct rmem_stats *out)
 {
 	size_t n;
 	bool any = false;
