@@ -4,9 +4,10 @@
 # tree (scripts/check-map).  First the checker meets a copy of the tree with
 # each way a map goes stale planted in it (a file added, a file removed, a
 # test helper removed, an opening comment changed, a function renamed, a
-# module added to common/, a section added to a test program), and must fail
-# on each, naming it; then --write must mend what is generated and nothing
-# else; then it judges the real tree, each of its rules one assertion.
+# module added to common/, a section added to a test program, a module
+# others depend on removed), and must fail on each, naming it; then --write
+# must mend what is generated and nothing else; then it judges the real
+# tree, each of its rules one assertion.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -77,6 +78,13 @@ planted "a library file removed while the map still names it" \
 	'^not ok .* every file client-lib/.s table names exists' \
 	'^not ok .* every name in the block under "The library, who calls whom"' \
 	'^# pollfd is no module'
+
+fresh
+rm "$tmp/t/daemon/slots.c" "$tmp/t/daemon/slots.h"
+planted "a daemon module removed that others' rows depend on" \
+	"^not ok .* docs/architecture.md: daemon/'s table depends only on modules" \
+	'^# `tenant.c` depends on slots, no module' \
+	'^# daemon/slots.\[ch\] is gone'
 
 fresh
 rm "$tmp/t/tests/lib/fdstore.py"
