@@ -433,7 +433,6 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 	@RMEM_BUILD=$(B) RMEM_VM_TESTS="$(RDMA_BINS)" tests/run-tests $(UNIT_BINS) $(FUNC_BINS) \
 		$(CHAOS_BINS) \
 		tests/unit/test_layers.sh \
-		tests/unit/test_map.sh \
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
 		tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh \
@@ -442,6 +441,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_restart.py \
 		tests/func/test_hostile_restart.py \
 		tests/python/test_python.sh \
+		tests/unit/test_map.sh \
 		tests/vm/suite tests/systemd/suite
 
 unit: $(UNIT_BINS)
