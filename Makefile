@@ -441,6 +441,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_restart.py \
 		tests/func/test_hostile_restart.py \
 		tests/python/test_python.sh \
+		tests/unit/test_map.sh \
 		tests/vm/suite tests/systemd/suite
 
 unit: $(UNIT_BINS)

@@ -7,7 +7,8 @@
  * rawclient.c, which checks nothing on the daemon's behalf.
  *
  *   tests/vm/run-in-vm -- tests/run-tests build/tests/rdma/test_rdma_keys
- *   test_rdma_keys [none|auto|window|region-mr|tenants|stop|device]   one section
+ *   test_rdma_keys [none|region-mr|window|auto|tenants|named|stop|device|restart]
+ *                                                              one section
  *
  * Sections, each against its own rmemd: "none" (listen.rdma = "": HELLO says
  * no RDMA, nothing accepts an attach), "window" and "region-mr" (everything),
