@@ -15,6 +15,8 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
+# systemd-tmpfiles reads $(PREFIX)/lib/tmpfiles.d too (tmpfiles.d(5)).
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 DESTDIR    ?=
 
 VERSION    := 1.3.0
@@ -683,6 +685,8 @@ install: all
 	test -e $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf || \
 		install -m 644 etc/rmemd.conf $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf
 	install -m 644 $(B)/rmemd.service $(DESTDIR)$(UNITDIR)/rmemd.service
+	install -d $(DESTDIR)$(TMPFILESDIR)
+	install -m 644 systemd/rmemd-thp.conf $(DESTDIR)$(TMPFILESDIR)/rmemd-thp.conf
 	$(if $(MAN1),install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1)
 	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3)
 	$(if $(MAN5),install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5)
@@ -699,7 +703,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/rmemd $(DESTDIR)$(BINDIR)/rmemctl $(DESTDIR)$(BINDIR)/rmem-perf \
 		$(DESTDIR)$(LIBDIR)/librmem.so* $(DESTDIR)$(LIBDIR)/librmem.a \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc $(DESTDIR)$(INCLUDEDIR)/rmem.h \
-		$(DESTDIR)$(UNITDIR)/rmemd.service \
+		$(DESTDIR)$(UNITDIR)/rmemd.service $(DESTDIR)$(TMPFILESDIR)/rmemd-thp.conf \
 		$(if $(HAVE_NBDKIT),$(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-rmem-plugin.so)
 	rm -rf $(DESTDIR)$(PYTHONDIR)/rmem
 

@@ -524,10 +524,11 @@ static int check_all(struct server *srv, struct restore_fds *k, struct image *im
 		k->pool_fd[p] = -1; /* the pool's now */
 		srv->npools = p + 1;
 		/* As a fresh start says it: the journal shows what is pinned. */
-		log_info("pool %s: %" PRIu64 " bytes pinned at %p, %u-byte pages, alignment %" PRIu64
+		log_info("pool %s: %" PRIu64 " bytes pinned at %p, %u-byte pages%s, alignment %" PRIu64
 			 " (kept in the fd store)",
 			 srv->pools[p].name, srv->pools[p].size, (void *)srv->pools[p].base,
-			 srv->pools[p].page_size, srv->cfg.pools[p].alignment);
+			 srv->pools[p].page_size, srv->pools[p].thp ? " (transparent 2 MiB)" : "",
+			 srv->cfg.pools[p].alignment);
 	}
 	im->ms_pin = clock_mono_ms() - im->ms_pin;
 	for (size_t i = 0; i < im->n; i++) {
