@@ -259,10 +259,25 @@ static void test_slots(void)
 	   out.u.pending.object == 5, "PENDING: one slot names the object being changed");
 }
 
+/* The id restore sorts by and the slot table files under, for each type. */
+static void test_slot_id(void)
+{
+	static const uint64_t want[NSAMPLES] = { 0, UINT64_MAX, 1, 9, 5, 5, 10, 5 };
+	struct state_slot free_slot = { .type = STATE_FREE };
+	bool all = true;
+
+	for (size_t i = 0; i < NSAMPLES; i++)
+		all &= state_slot_id(&samples[i]) == want[i];
+	ok(all, "state_slot_id: COUNTERS 0, a session's, region's, object's own id, "
+	   "the object of a NAME and PENDING, the region of a HANDLE");
+	ok(state_slot_id(&free_slot) == 0, "state_slot_id: FREE is 0");
+}
+
 int main(void)
 {
 	test_crc();
 	test_hdr();
 	test_slots();
+	test_slot_id();
 	return tap_done();
 }
