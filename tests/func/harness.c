@@ -130,6 +130,22 @@ int harness_finish(struct rmemd *d)
 	return tap_done();
 }
 
+int harness_main(const char *pool_size, const char *extra, void (*fn)(const struct rmemd *d))
+{
+	struct rmemd d;
+
+	if (!harness_start(&d, pool_size, extra))
+		return tap_done();
+	fn(&d);
+	return harness_finish(&d);
+}
+
+void harness_both(const struct rmemd *d, void (*fn)(const char *ep, const char *transport))
+{
+	fn(d->tcp_ep, harness_transport());
+	fn(d->unix_ep, "unix");
+}
+
 int proc_status_kb(pid_t pid, const char *field, uint64_t *kb)
 {
 	char path[64], *line = NULL;

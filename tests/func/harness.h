@@ -68,6 +68,12 @@ bool harness_start(struct rmemd *d, const char *pool_size, const char *extra);
 /* The closing: one assertion that rmemd exits 0 on SIGTERM, the cleanup,
  * and the plan; main's return value. */
 int harness_finish(struct rmemd *d);
+/* The whole of a test program with one daemon: harness_start(), fn(d),
+ * harness_finish(); main's return value. */
+int harness_main(const char *pool_size, const char *extra, void (*fn)(const struct rmemd *d));
+/* fn(endpoint, transport) on d's network endpoint (harness_transport()),
+ * then on its Unix socket ("unix"): for what must hold on both. */
+void harness_both(const struct rmemd *d, void (*fn)(const char *ep, const char *transport));
 
 /* Reads a "VmRSS:"-style field of /proc/PID/status, in KiB. */
 int proc_status_kb(pid_t pid, const char *field, uint64_t *kb);

@@ -363,19 +363,16 @@ out:
 	rmem_close(other);
 }
 
+static void all(const struct rmemd *d)
+{
+	harness_both(d, semantics);
+	faa_two_threads(d->tcp_ep);
+	faa_two_threads(d->unix_ep);
+	faa_two_clients(d->tcp_ep, d->unix_ep);
+	cas_two_threads(d->tcp_ep);
+}
+
 int main(void)
 {
-	struct rmemd d;
-
-	if (!harness_start(&d, "64M", NULL))
-		return tap_done();
-
-	semantics(d.tcp_ep, harness_transport());
-	semantics(d.unix_ep, "unix");
-	faa_two_threads(d.tcp_ep);
-	faa_two_threads(d.unix_ep);
-	faa_two_clients(d.tcp_ep, d.unix_ep);
-	cas_two_threads(d.tcp_ep);
-
-	return harness_finish(&d);
+	return harness_main("64M", NULL, all);
 }
