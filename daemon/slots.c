@@ -63,16 +63,19 @@ struct slots *slots_new(int fd, uint8_t *base, uint32_t nslots)
 	struct slots *t = calloc(1, sizeof *t);
 	uint32_t cap = HASH_MIN;
 
-	if (!t || nslots < 3)
-		goto fail;
-	t->fd = fd;
-	t->base = base;
+	if (!t)
+		goto nomem;
+	/* fd and base stay the caller's until this succeeds: slots_free()
+	 * below must not close or unmap them. */
+	t->fd = -1;
+	if (nslots < 3)
+		goto nomem;
 	t->nslots = nslots;
 	t->free_stack = malloc(sizeof *t->free_stack * nslots);
 	t->keys = malloc(sizeof *t->keys * cap);
 	t->vals = malloc(sizeof *t->vals * cap);
 	if (!t->free_stack || !t->keys || !t->vals)
-		goto fail;
+		goto nomem;
 	t->mask = cap - 1;
 	for (uint32_t i = 0; i < cap; i++)
 		t->vals[i] = EMPTY;
@@ -80,14 +83,11 @@ struct slots *slots_new(int fd, uint8_t *base, uint32_t nslots)
 	for (uint32_t i = nslots; i-- > 2;)
 		t->free_stack[t->nfree++] = i;
 	t->counters_slot = 1;
+	t->fd = fd;
+	t->base = base;
 	return t;
-fail:
-	if (t) {
-		free(t->free_stack);
-		free(t->keys);
-		free(t->vals);
-		free(t);
-	}
+nomem:
+	slots_free(t);
 	errno = ENOMEM;
 	return NULL;
 }
