@@ -447,3 +447,22 @@ int child_end(struct child *ch, int sig)
 		return WEXITSTATUS(status);
 	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
+
+int harness_keys_make(char *dir, struct harness_key *keys, size_t n)
+{
+	if (!mkdtemp(dir))
+		return -errno;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(keys[i].path, sizeof keys[i].path, "%s/%s", dir, keys[i].name);
+		if (write_file(keys[i].path, keys[i].secret, keys[i].mode) < 0)
+			return -EIO;
+	}
+	return 0;
+}
+
+void harness_keys_remove(const char *dir, const struct harness_key *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		unlink(keys[i].path);
+	rmdir(dir);
+}

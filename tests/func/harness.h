@@ -78,6 +78,24 @@ void harness_both(const struct rmemd *d, void (*fn)(const char *ep, const char *
 /* Reads a "VmRSS:"-style field of /proc/PID/status, in KiB. */
 int proc_status_kb(pid_t pid, const char *field, uint64_t *kb);
 
+/* ---- tenants' key files ---------------------------------------------------- */
+
+struct harness_key {
+	const char *name;	/* the file's name in the directory */
+	const char *secret;	/* what it holds */
+	mode_t mode;		/* 0600; looser for a file rmemd must refuse */
+	char path[128];		/* set by harness_keys_make() */
+};
+
+/*
+ * A new directory from the mkdtemp(3) template dir, with a file a key:
+ * keys[i].name holding keys[i].secret with keys[i].mode, its path in
+ * keys[i].path.  0, or a negative errno (-EIO: a file not written).
+ */
+int harness_keys_make(char *dir, struct harness_key *keys, size_t n);
+/* Removes the files and the directory. */
+void harness_keys_remove(const char *dir, const struct harness_key *keys, size_t n);
+
 /* ---- clients ------------------------------------------------------------- */
 
 /* True when c's data path is RDMA right now (rmem_transport() says "rdma"):

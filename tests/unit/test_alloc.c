@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "randbytes.h"
 #include "tap.h"
 
 static bool stats_equal(const struct alloc_stats *x, const struct alloc_stats *y)
@@ -394,11 +395,7 @@ struct model {
 
 static uint64_t rnd(struct model *m)
 {
-	/* xorshift64* */
-	m->rng ^= m->rng >> 12;
-	m->rng ^= m->rng << 25;
-	m->rng ^= m->rng >> 27;
-	return m->rng * 0x2545f4914f6cdd1dULL;
+	return rand_xorshift(&m->rng);
 }
 
 static uint64_t rnd_below(struct model *m, uint64_t n)
