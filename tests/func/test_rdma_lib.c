@@ -450,10 +450,7 @@ int main(int argc, char **argv)
 	window_fallback();
 
 	rmem_close(c);
-	rc = rmemd_stop(&d);
-	ok(rc == 0, "rmemd exits 0 (%d)", rc);
-	rmemd_cleanup(&d);
 	free(src);
 	free(dst);
-	return tap_done();
+	return harness_finish(&d);
 }
