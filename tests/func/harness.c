@@ -146,6 +146,12 @@ void harness_both(const struct rmemd *d, void (*fn)(const char *ep, const char *
 	fn(d->unix_ep, "unix");
 }
 
+void close_fd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
 int proc_status_kb(pid_t pid, const char *field, uint64_t *kb)
 {
 	char path[64], *line = NULL;
@@ -465,4 +471,26 @@ void harness_keys_remove(const char *dir, const struct harness_key *keys, size_t
 	for (size_t i = 0; i < n; i++)
 		unlink(keys[i].path);
 	rmdir(dir);
+}
+
+int child_reexec(int wfd, const char *const *args)
+{
+	char fd[16];
+	const char *argv[16];
+	size_t n = 0;
+	int keep = dup(wfd);	/* without close-on-exec */
+
+	if (keep < 0)
+		return 4;
+	while (args[n] && n < sizeof argv / sizeof argv[0] - 2) {
+		argv[n] = args[n];
+		n++;
+	}
+	snprintf(fd, sizeof fd, "%d", keep);
+	argv[n++] = fd;
+	argv[n] = NULL;
+	/* execv's argv is char *const[] for historical reasons; it does not
+	 * write to the strings. */
+	execv("/proc/self/exe", (char *const *)argv);
+	return 127;
 }

@@ -75,6 +75,10 @@ int harness_main(const char *pool_size, const char *extra, void (*fn)(const stru
  * then on its Unix socket ("unix"): for what must hold on both. */
 void harness_both(const struct rmemd *d, void (*fn)(const char *ep, const char *transport));
 
+/* close(2)s fd when it is one (>= 0): the cleanup of a descriptor that may
+ * not have been opened. */
+void close_fd(int fd);
+
 /* Reads a "VmRSS:"-style field of /proc/PID/status, in KiB. */
 int proc_status_kb(pid_t pid, const char *field, uint64_t *kb);
 
@@ -173,5 +177,12 @@ struct child {
 int child_spawn(struct child *ch, int (*fn)(int wfd, void *arg), void *arg);
 /* Sends sig (if > 0) and reaps it.  Returns the exit code or 128 + signal. */
 int child_end(struct child *ch, int sig);
+/*
+ * For a child_spawn() fn that must exec: this program again
+ * (/proc/self/exe) with args (NULL-terminated, args[0] its name) and then
+ * the number of a copy of wfd that survives the exec.  Returns only on
+ * failure: 4 when wfd could not be copied, else 127.
+ */
+int child_reexec(int wfd, const char *const *args);
 
 #endif /* RMEM_TESTS_HARNESS_H */

@@ -614,8 +614,7 @@ static void unanswered(const char *dir)
 	/* A socket file whose listener is gone. */
 	snprintf(path, sizeof path, "%s/stale.sock", dir);
 	fd = raw_listen_unix(path);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 	snprintf(ep, sizeof ep, "unix:%s", path);
 	refused(ep, "stale unix socket file");
 	unlink(path);

@@ -406,8 +406,7 @@ static void end_mid_write(const struct rmemd *d, bool silent)
 	   "%s: y's region is all 'Y' (%d; %zu bytes of x's)", what, rc,
 	   rc == 0 ? count_byte(got, WSIZE, 'X') : 0);
 out:
-	if (x >= 0)
-		close(x);
+	close_fd(x);
 	close(y);
 	all_back(what);
 }

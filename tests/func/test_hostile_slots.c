@@ -303,8 +303,7 @@ static void metrics_flood(const struct rmemd *d, rmem_client *anon)
 	   page ? metrics_sample(page, "rmem_metrics_connections") : -1, METRICS_CONNS);
 	free(page);
 	for (int i = 0; i < FLOOD; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+		close_fd(fds[i]);
 }
 
 /* ---- without tenants: the anonymous clients against root -------------------------- */

@@ -351,8 +351,7 @@ int main(void)
 
 	check_after(&d, &did);
 
-	if (did.unix_fd >= 0)
-		close(did.unix_fd);
+	close_fd(did.unix_fd);
 	rmem_close(t);
 	rmem_close(u);
 	unlink(page_path);

@@ -360,12 +360,9 @@ static int holder(int wfd, const char *ep)
 
 static int exec_holder(int wfd, void *arg)
 {
-	char fd[16];
-	int keep = dup(wfd);   /* without close-on-exec */
+	const char *const args[] = { "test_rdma_lib", "--hold", arg, NULL };
 
-	snprintf(fd, sizeof fd, "%d", keep);
-	execl("/proc/self/exe", "test_rdma_lib", "--hold", (const char *)arg, fd, (char *)NULL);
-	return 127;
+	return child_reexec(wfd, args);
 }
 
 static void killed_client(rmem_client *c, const char *ep)

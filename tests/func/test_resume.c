@@ -583,8 +583,7 @@ out:
 	rmem_close(w.a2);
 	rmem_close(w.u);
 	rmem_close(w.z);
-	if (w.raw_fd >= 0)
-		close(w.raw_fd);
+	close_fd(w.raw_fd);
 	rmemd_cleanup(&w.d);
 	harness_keys_remove(keydir, keys, NKEYS);
 	return tap_done();

@@ -302,17 +302,14 @@ static void replay(const struct rmemd *d, rmem_client *admin)
 	ok(fd2 >= 0 && raw_wait_closed(fd2, WAIT_MS) == 0, "and the connection is closed");
 	ok(clients_now(admin) == clients, "no session was created");
 	ok(rmemd_log_count(d, needle) == logged + 1, "the refusal is logged once");
-	if (fd2 >= 0)
-		close(fd2);
+	close_fd(fd2);
 
 	/* An AUTH out of the blue. */
 	fd2 = raw_connect_tcp(d->port);
 	rc = fd2 < 0 ? fd2 : raw_auth(fd2, mac, &opcode);
 	ok(rc == EACCES && opcode == PROTO_OP_ERROR, "AUTH without AUTH_BEGIN: EACCES (%d)", rc);
-	if (fd2 >= 0)
-		close(fd2);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd2);
+	close_fd(fd);
 }
 
 /* ---- the whole ------------------------------------------------------------------ */
@@ -384,8 +381,7 @@ static void foreign_peer(const struct rmemd *d)
 	   "an anonymous peer from elsewhere (%s -> %s) is refused, logged once (%d, "
 	   "opcode %u, status %d)", inet_ntoa(from.sin_addr), daemon_at, rc, r.opcode, r.status);
 	raw_reply_release(&r);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 }
 
 static void without_tenants(void)
