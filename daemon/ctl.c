@@ -375,15 +375,23 @@ static void list_end(const struct listing *l, struct ctl_reply *rep)
 
 /* ---- named regions (session.c, names.c) ------------------------------------- */
 
-/* CREATE allocates as ALLOC does, and waits for the quarantine alike. */
-static void do_create(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
+/* CREATE and OPEN: a region by name.  CREATE allocates as ALLOC does, and
+ * waits for the quarantine alike; OPEN's handle has the access it asks. */
+static void do_create_open(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
+	const bool create = q->h->opcode == PROTO_OP_CREATE;
 	struct proto_name_req req;
 	const struct region *r;
 	int rc;
 
-	if (!decoded(proto_name_req_decode(q->payload, q->len, PROTO_OP_CREATE, &req), rep))
+	if (!decoded(proto_name_req_decode(q->payload, q->len, q->h->opcode, &req), rep))
 		return;
+	if (!create) {
+		rc = session_open(srv, q->s, req.name, req.name_len, req.flags, &r);
+		if (rc < 0)
+			return reply_status(rep, rc);
+		return reply_region(srv, r, req.flags, rep);
+	}
 	rc = session_create(srv, q->s, req.name, req.name_len, req.size, req.flags, &r);
 	if (wait_for_quarantine(srv, q, req.size, rc, rep))
 		return;
@@ -392,20 +400,6 @@ static void do_create(struct server *srv, const struct ctl_req *q, struct ctl_re
 		return reply_status(rep, rc);
 	}
 	reply_region(srv, r, PROTO_ACCESS_READ | PROTO_ACCESS_WRITE, rep);
-}
-
-static void do_open(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
-{
-	struct proto_name_req req;
-	const struct region *r;
-	int rc;
-
-	if (!decoded(proto_name_req_decode(q->payload, q->len, PROTO_OP_OPEN, &req), rep))
-		return;
-	rc = session_open(srv, q->s, req.name, req.name_len, req.flags, &r);
-	if (rc < 0)
-		return reply_status(rep, rc);
-	reply_region(srv, r, req.flags, rep);
 }
 
 /*
@@ -626,8 +620,8 @@ static const struct handler handlers[PROTO_OP_COUNT] = {
 	[PROTO_OP_FAA]     = { .fn = do_atomic },
 	[PROTO_OP_AUTH_BEGIN] = { .fn = do_auth_begin, .before_hello = true },
 	[PROTO_OP_AUTH]    = { .fn = do_auth,    .before_hello = true },
-	[PROTO_OP_CREATE]  = { .fn = do_create },
-	[PROTO_OP_OPEN]    = { .fn = do_open },
+	[PROTO_OP_CREATE]  = { .fn = do_create_open },
+	[PROTO_OP_OPEN]    = { .fn = do_create_open },
 	[PROTO_OP_UNLINK]  = { .fn = do_unlink },
 	[PROTO_OP_NAMES]   = { .fn = do_names,   .admin = true },
 	[PROTO_OP_RESUME]  = { .fn = do_resume,  .before_hello = true },

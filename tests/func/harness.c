@@ -494,3 +494,12 @@ int child_reexec(int wfd, const char *const *args)
 	execv("/proc/self/exe", (char *const *)argv);
 	return 127;
 }
+
+int reply_read_data(const struct raw_reply *r, void *out, uint32_t len)
+{
+	if (r->status == 0 && r->length != PROTO_STATUS_LEN + len)
+		return -EBADMSG;
+	if (r->status == 0)
+		memcpy(out, r->payload + PROTO_STATUS_LEN, len);
+	return r->status;
+}

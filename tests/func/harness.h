@@ -143,6 +143,10 @@ int region_check(rmem_client *c, const struct rmem_region *r, size_t len, uint64
 
 /* ---- raw frames (tests/lib/raw.h) ------------------------------------------------ */
 
+/* A READ reply r (its opcode checked by the caller) for len bytes: its
+ * status, with the bytes copied to out when that is 0; -EBADMSG when a
+ * status 0 comes with another length. */
+int reply_read_data(const struct raw_reply *r, void *out, uint32_t len);
 /* To the daemon's host (RMEM_TEST_HOST, see harness_rdma()) at port. */
 int raw_connect_tcp(uint16_t port);
 /* A connection to d that has said HELLO (over its admin socket when

@@ -913,6 +913,44 @@ static void stalled_daemon_rdma(struct rmemd *d, rmem_client *c, const struct rm
 	ok(rc == 0, "stall: once it runs again, the region is freed (%d)", rc);
 }
 
+/* A client of ep (connect's timeout timeout_ms) with a 4 KiB region in *r,
+ * asserted as what; NULL when either failed. */
+static rmem_client *connect_alloc(const char *ep, int timeout_ms, struct rmem_region *r,
+				  const char *what)
+{
+	rmem_client *c = NULL;
+	int rc = client_connect(ep, timeout_ms, &c);
+
+	if (rc == 0)
+		rc = rmem_alloc(c, 4096, 0, r);
+	if (!ok(rc == 0, "%s (%d)", what, rc)) {
+		rmem_close(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Four reads of r posted into buf, ids id0 to id0 + 3: how many posts worked. */
+static int post_reads(rmem_client *c, const struct rmem_region *r, uint8_t buf[4][256],
+		      uint64_t id0)
+{
+	int posted = 0;
+
+	for (int i = 0; i < 4; i++)
+		posted += rmem_post_read(c, r, 0, buf[i], 256, id0 + (uint64_t)i) == 0;
+	return posted;
+}
+
+/* How many of the n completions ended with status. */
+static int count_status(const struct rmem_completion *out, int n, int status)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		k += out[i].status == status;
+	return k;
+}
+
 static void stalled_daemon(struct rmemd *d)
 {
 	struct rmem_completion out[8];
@@ -922,21 +960,16 @@ static void stalled_daemon(struct rmemd *d)
 	int rc, posted = 0, resets = 0, got = 0;
 	uint64_t t0;
 
-	rc = client_connect(d->tcp_ep, 800, &c);
-	if (rc == 0)
-		rc = rmem_alloc(c, 4096, 0, &r);
-	if (!ok(rc == 0, "stall: connect (timeout 800 ms) and alloc (%d)", rc)) {
-		rmem_close(c);
+	c = connect_alloc(d->tcp_ep, 800, &r, "stall: connect (timeout 800 ms) and alloc");
+	if (!c)
 		return;
-	}
 	if (client_on_rdma(c)) {
 		stalled_daemon_rdma(d, c, &r);
 		rmem_close(c);
 		return;
 	}
 	kill(d->pid, SIGSTOP);
-	for (int i = 0; i < 4; i++)
-		posted += rmem_post_read(c, &r, 0, buf[i], sizeof buf[i], 70 + i) == 0;
+	posted = post_reads(c, &r, buf, 70);
 	ok(posted == 4, "stall: 4 reads posted to a stopped daemon (%d)", posted);
 	t0 = now_ms();
 	rc = rmem_poll(c, out, 8, 200);
@@ -951,8 +984,7 @@ static void stalled_daemon(struct rmemd *d)
 		got += rc;
 	}
 	t0 = now_ms() - t0;
-	for (int i = 0; i < got; i++)
-		resets += out[i].status == -ECONNRESET;
+	resets = count_status(out, got, -ECONNRESET);
 	ok(got == 4 && resets == 4 && t0 < 3000,
 	   "stall: after the client's timeout all 4 complete with -ECONNRESET (%d, %d, %llu ms)",
 	   got, resets, (unsigned long long)t0);
@@ -973,16 +1005,11 @@ static void daemon_killed(struct rmemd *d)
 	rmem_client *c = NULL;
 	int rc, posted = 0, resets = 0, got = 0;
 
-	rc = client_connect(d->unix_ep, 10000, &c);
-	if (rc == 0)
-		rc = rmem_alloc(c, 4096, 0, &r);
-	if (!ok(rc == 0, "kill: connect and alloc (%d)", rc)) {
-		rmem_close(c);
+	c = connect_alloc(d->unix_ep, 10000, &r, "kill: connect and alloc");
+	if (!c)
 		return;
-	}
 	kill(d->pid, SIGSTOP);
-	for (int i = 0; i < 4; i++)
-		posted += rmem_post_read(c, &r, 0, buf[i], sizeof buf[i], 80 + i) == 0;
+	posted = post_reads(c, &r, buf, 80);
 	ok(posted == 4, "kill: 4 reads posted (%d)", posted);
 	kill(d->pid, SIGKILL);
 	for (int tries = 0; got < 4 && tries < 10; tries++) {
@@ -991,8 +1018,7 @@ static void daemon_killed(struct rmemd *d)
 			break;
 		got += rc;
 	}
-	for (int i = 0; i < got; i++)
-		resets += out[i].status == -ECONNRESET;
+	resets = count_status(out, got, -ECONNRESET);
 	ok(got == 4 && resets == 4, "kill: all 4 outstanding complete with -ECONNRESET (%d, %d)",
 	   got, resets);
 	rc = rmem_poll(c, out, 8, 0);

@@ -118,12 +118,8 @@ static int raw_read(int fd, uint64_t req_id, const struct raw_region *g, uint64_
 		return rc;
 	if (r.opcode != PROTO_OP_READ || r.req_id != req_id || !(r.flags & PROTO_F_RESPONSE))
 		rc = -EPROTO;
-	else if (r.status == 0 && r.length != PROTO_STATUS_LEN + len)
-		rc = -EPROTO;
 	else
-		rc = r.status;
-	if (rc == 0)
-		memcpy(out, r.payload + PROTO_STATUS_LEN, len);
+		rc = reply_read_data(&r, out, len);
 	raw_reply_release(&r);
 	return rc;
 }
