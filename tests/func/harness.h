@@ -107,6 +107,14 @@ void harness_keys_remove(const char *dir, const struct harness_key *keys, size_t
  * bytes checks nothing. */
 bool client_on_rdma(const rmem_client *c);
 
+/* A worker thread's client and region, and what went wrong there (a count,
+ * or an error: the test says which). */
+struct client_region {
+	rmem_client *c;
+	struct rmem_region r;
+	int err;
+};
+
 /* rmem_connect() with transport "auto" and the given timeout. */
 int client_connect(const char *endpoint, int timeout_ms, rmem_client **out);
 /* rmem_connect() to d's network endpoint as tenant, its secret in key_file. */

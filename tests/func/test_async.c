@@ -930,15 +930,20 @@ static rmem_client *connect_alloc(const char *ep, int timeout_ms, struct rmem_re
 	return c;
 }
 
-/* Four reads of r posted into buf, ids id0 to id0 + 3: how many posts worked. */
-static int post_reads(rmem_client *c, const struct rmem_region *r, uint8_t buf[4][256],
+/* Four reads posted at once, and their completions as they come. */
+struct four_reads {
+	uint8_t buf[4][256];
+	struct rmem_completion out[8];
+	int posted, got;
+};
+
+/* The four reads of r, ids id0 to id0 + 3, counted in fr->posted. */
+static void post_reads(rmem_client *c, const struct rmem_region *r, struct four_reads *fr,
 		      uint64_t id0)
 {
-	int posted = 0;
-
 	for (int i = 0; i < 4; i++)
-		posted += rmem_post_read(c, r, 0, buf[i], 256, id0 + (uint64_t)i) == 0;
-	return posted;
+		fr->posted += rmem_post_read(c, r, 0, fr->buf[i], sizeof fr->buf[i],
+					     id0 + (uint64_t)i) == 0;
 }
 
 /* How many of the n completions ended with status. */
@@ -953,14 +958,13 @@ static int count_status(const struct rmem_completion *out, int n, int status)
 
 static void stalled_daemon(struct rmemd *d)
 {
-	struct rmem_completion out[8];
+	struct four_reads fr = { .posted = 0 };
 	struct rmem_region r;
-	uint8_t buf[4][256];
-	rmem_client *c = NULL;
-	int rc, posted = 0, resets = 0, got = 0;
+	rmem_client *c = connect_alloc(d->tcp_ep, 800, &r,
+				       "stall: connect (timeout 800 ms) and alloc");
+	int rc, resets;
 	uint64_t t0;
 
-	c = connect_alloc(d->tcp_ep, 800, &r, "stall: connect (timeout 800 ms) and alloc");
 	if (!c)
 		return;
 	if (client_on_rdma(c)) {
@@ -969,28 +973,28 @@ static void stalled_daemon(struct rmemd *d)
 		return;
 	}
 	kill(d->pid, SIGSTOP);
-	posted = post_reads(c, &r, buf, 70);
-	ok(posted == 4, "stall: 4 reads posted to a stopped daemon (%d)", posted);
+	post_reads(c, &r, &fr, 70);
+	ok(fr.posted == 4, "stall: 4 reads posted to a stopped daemon (%d)", fr.posted);
 	t0 = now_ms();
-	rc = rmem_poll(c, out, 8, 200);
+	rc = rmem_poll(c, fr.out, 8, 200);
 	t0 = now_ms() - t0;
 	ok(rc == 0 && t0 >= 150 && t0 < 700, "stall: poll(200) returns 0 after %llu ms (%d)",
 	   (unsigned long long)t0, rc);
 	t0 = now_ms();
-	while (got < 4 && now_ms() - t0 < 5000) {
-		rc = rmem_poll(c, out + got, 8 - got, -1);
+	while (fr.got < 4 && now_ms() - t0 < 5000) {
+		rc = rmem_poll(c, fr.out + fr.got, 8 - fr.got, -1);
 		if (rc <= 0)
 			break;
-		got += rc;
+		fr.got += rc;
 	}
 	t0 = now_ms() - t0;
-	resets = count_status(out, got, -ECONNRESET);
-	ok(got == 4 && resets == 4 && t0 < 3000,
+	resets = count_status(fr.out, fr.got, -ECONNRESET);
+	ok(fr.got == 4 && resets == 4 && t0 < 3000,
 	   "stall: after the client's timeout all 4 complete with -ECONNRESET (%d, %d, %llu ms)",
-	   got, resets, (unsigned long long)t0);
-	rc = rmem_poll(c, out, 8, -1);
+	   fr.got, resets, (unsigned long long)t0);
+	rc = rmem_poll(c, fr.out, 8, -1);
 	ok(rc == -ECONNRESET, "stall: then poll says the connection is gone (%d)", rc);
-	rc = rmem_post_read(c, &r, 0, buf[0], 8, 99);
+	rc = rmem_post_read(c, &r, 0, fr.buf[0], 8, 99);
 	ok(rc == -ECONNRESET, "stall: and a post fails at once (%d)", rc);
 	kill(d->pid, SIGCONT);
 	rmem_close(c);
@@ -999,31 +1003,29 @@ static void stalled_daemon(struct rmemd *d)
 /* The daemon dies with operations outstanding. */
 static void daemon_killed(struct rmemd *d)
 {
-	struct rmem_completion out[8];
+	struct four_reads fr = { .posted = 0 };
 	struct rmem_region r;
-	uint8_t buf[4][256];
-	rmem_client *c = NULL;
-	int rc, posted = 0, resets = 0, got = 0;
+	rmem_client *c = connect_alloc(d->unix_ep, 10000, &r, "kill: connect and alloc");
+	int rc, resets;
 
-	c = connect_alloc(d->unix_ep, 10000, &r, "kill: connect and alloc");
 	if (!c)
 		return;
 	kill(d->pid, SIGSTOP);
-	posted = post_reads(c, &r, buf, 80);
-	ok(posted == 4, "kill: 4 reads posted (%d)", posted);
+	post_reads(c, &r, &fr, 80);
+	ok(fr.posted == 4, "kill: 4 reads posted (%d)", fr.posted);
 	kill(d->pid, SIGKILL);
-	for (int tries = 0; got < 4 && tries < 10; tries++) {
-		rc = rmem_poll(c, out + got, 8 - got, 2000);
+	for (int tries = 0; fr.got < 4 && tries < 10; tries++) {
+		rc = rmem_poll(c, fr.out + fr.got, 8 - fr.got, 2000);
 		if (rc < 0)
 			break;
-		got += rc;
+		fr.got += rc;
 	}
-	resets = count_status(out, got, -ECONNRESET);
-	ok(got == 4 && resets == 4, "kill: all 4 outstanding complete with -ECONNRESET (%d, %d)",
-	   got, resets);
-	rc = rmem_poll(c, out, 8, 0);
+	resets = count_status(fr.out, fr.got, -ECONNRESET);
+	ok(fr.got == 4 && resets == 4, "kill: all 4 outstanding complete with -ECONNRESET (%d, %d)",
+	   fr.got, resets);
+	rc = rmem_poll(c, fr.out, 8, 0);
 	ok(rc < 0, "kill: then rmem_poll returns an error (%d)", rc);
-	rc = rmem_read(c, &r, 0, buf[0], 8);
+	rc = rmem_read(c, &r, 0, fr.buf[0], 8);
 	ok(rc == -ECONNRESET, "kill: and sync calls say -ECONNRESET (%d)", rc);
 	rmem_close(c);
 }

@@ -135,15 +135,9 @@ static void async_ops(rmem_client *c)
 	rmem_free(c, &r);
 }
 
-struct atomic_arg {
-	rmem_client *c;
-	struct rmem_region r;
-	int err;
-};
-
 static void *atomic_worker(void *p)
 {
-	struct atomic_arg *a = p;
+	struct client_region *a = p;
 
 	for (int i = 0; i < ATOMIC_ROUNDS && !a->err; i++) {
 		uint64_t old = 0, seen = 0;
@@ -163,7 +157,7 @@ static void *atomic_worker(void *p)
 
 static void atomics(rmem_client *c)
 {
-	struct atomic_arg a[2];
+	struct client_region a[2];
 	pthread_t t[2];
 	uint64_t v[2] = { 0, 0 };
 	int rc;
