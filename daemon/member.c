@@ -391,16 +391,9 @@ static void refresh(struct agent *a)
 /* Sleeps until ms from now or until asked to stop; true when asked. */
 static bool nap(struct member *cl, int64_t ms)
 {
-	struct timespec ts;
+	struct timespec ts = clock_mono_ts_after(ms);
 	bool stop;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&cl->lock);
 	while (!cl->stop && pthread_cond_timedwait(&cl->cond, &cl->lock, &ts) != ETIMEDOUT)
 		;

@@ -123,23 +123,10 @@ static int read_slots(int fd, struct image *im, char *why, size_t whylen)
 	return 0;
 }
 
-static uint64_t id_of(const struct state_slot *s)
-{
-	switch (s->type) {
-	case STATE_SESSION: return s->u.session.id;
-	case STATE_OBJECT:  return s->u.object.id;
-	case STATE_NAME:    return s->u.name.object;
-	case STATE_REGION:  return s->u.region.id;
-	case STATE_HANDLE:  return s->u.handle.region;
-	case STATE_PENDING:  return s->u.pending.object;
-	default:            return 0;
-	}
-}
-
 static int by_type_id(const void *a, const void *b)
 {
 	const struct rec *x = a, *y = b;
-	uint64_t ix = id_of(&x->s), iy = id_of(&y->s);
+	uint64_t ix = state_slot_id(&x->s), iy = state_slot_id(&y->s);
 
 	if (x->s.type != y->s.type)
 		return x->s.type < y->s.type ? -1 : 1;
@@ -319,7 +306,7 @@ static int check_rec(struct server *srv, const struct image *im, const struct st
 		     char *why, size_t whylen)
 {
 	const struct config_tenant *t;
-	uint64_t id = id_of(s), ceil = 0;
+	uint64_t id = state_slot_id(s), ceil = 0;
 
 	switch (s->type) {
 	case STATE_SESSION: ceil = im->counters.u.counters.next_session; break;
@@ -394,7 +381,7 @@ static int check_unique(const struct image *im, char *why, size_t whylen)
 	for (size_t i = 1; i < im->n; i++) {
 		if (!by_type_id(&im->rec[i - 1], &im->rec[i])) {
 			snprintf(why, whylen, "two records of type %u with id %" PRIu64,
-				 im->rec[i].s.type, id_of(&im->rec[i].s));
+				 im->rec[i].s.type, state_slot_id(&im->rec[i].s));
 			return -EBADMSG;
 		}
 	}
