@@ -21,7 +21,7 @@ struct conn;
 struct nic;
 struct key_ops;
 struct event;
-struct quarantined;
+struct quarantine;
 struct names;
 struct member;
 struct metrics;
@@ -61,9 +61,9 @@ struct server {
 	uint16_t nic_port;
 	uint8_t key_mode;
 	/* Ranges whose NIC key is dead, waiting before they are zeroed and
-	 * returned (session.c); oldest first.  Their bytes count in used_bytes. */
-	struct quarantined *quarantine_first, *quarantine_last;
-	struct event *quarantine_timer;
+	 * returned (quarantine.h, made by session.c); NULL before
+	 * session_quarantine_init.  Their bytes count in used_bytes. */
+	struct quarantine *quarantine;
 	/* Ranges that a TCP or Unix transfer names right now (session.h,
 	 * struct range_hold): none of them goes back to a pool before its
 	 * last hold is released. */

@@ -42,6 +42,7 @@
 #include "log.h"
 #include "names.h"
 #include "pool.h"
+#include "quarantine.h"
 #include "region.h"
 #include "server.h"
 #include "session.h"
@@ -140,12 +141,13 @@ static void check_idle(void)
 {
 	const struct pool *p = &srv->pools[0];
 	struct alloc_stats a;
+	uint64_t due;
 
 	CHECK(srv->conns == NULL);
 	CHECK(srv->sessions_first == NULL && srv->sessions_last == NULL);
 	CHECK(srv->clients == 0);
 	CHECK(srv->used_bytes == 0);
-	CHECK(srv->quarantine_first == NULL);
+	CHECK(!quarantine_next_due(srv->quarantine, &due));
 	CHECK(region_count(srv->regions) == 0);
 	CHECK(srv->allocs == srv->frees);
 	CHECK(srv->tenant_use[0].bytes == 0 && srv->tenant_use[0].regions == 0);
