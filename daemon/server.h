@@ -12,6 +12,7 @@
 #include "config.h"
 #include "counters.h"
 #include "pool.h"
+#include "tenant_books.h"
 
 struct event_base;
 struct region_table;
@@ -26,17 +27,6 @@ struct names;
 struct member;
 struct metrics;
 struct slots;
-
-/* What one tenant holds now (tenant.c); index as in cfg.tenants. */
-struct tenant_use {
-	uint64_t bytes;   /* until they are back in a pool */
-	uint64_t regions; /* until they leave the region table */
-	/* State slots of its records (tenant.c): one per anonymous region and
-	 * handle held, two per named object it created; and its sessions past
-	 * HELLO, each with a slot of the sessions' part. */
-	uint64_t slots;
-	uint64_t sessions;
-};
 
 struct server {
 	struct config cfg;
@@ -68,15 +58,8 @@ struct server {
 	 * struct range_hold): none of them goes back to a pool before its
 	 * last hold is released. */
 	struct range_hold *holds;
-	/* By tenant, in cfg.tenants order; the last is the anonymous clients'
-	 * (tenant.c, tenant_use_of). */
-	struct tenant_use tenant_use[CONFIG_MAX_TENANTS + 1];
-	/* The state slots shared out by tenant.c (tenant_slots_total: the
-	 * state memfd's, or limits.state_slots without one): the records'
-	 * slots charged to tenants, and the sessions among clients that took
-	 * an admin seat (CONFIG_ADMIN_SESSIONS). */
-	uint64_t slots_charged;
-	uint64_t admin_clients;
+	/* What each tenant holds: tenant.c's, read through tenant.h. */
+	struct tenant_books tenants;
 	struct event *lease_timer;   /* the connections' deadlines (lease.c) */
 	struct member *cluster;     /* membership on etcd (member.c); NULL: none */
 	struct counters counters;    /* for the metrics, bumped where things happen */

@@ -485,9 +485,9 @@ static void test_quota_wait(struct server *srv)
 	session_destroy(srv, s);
 	session_quarantine_flush(srv);
 	rc = session_quarantine_init(srv);
-	ok(rc == 0 && srv->tenant_use[0].bytes == 0 && srv->tenant_use[0].regions == 0,
+	ok(rc == 0 && srv->tenants.use[0].bytes == 0 && srv->tenants.use[0].regions == 0,
 	   "quota: the tenant holds nothing once all is back (%llu bytes)",
-	   (unsigned long long)srv->tenant_use[0].bytes);
+	   (unsigned long long)srv->tenants.use[0].bytes);
 	srv->cfg.ntenants = 0;
 }
 
@@ -743,7 +743,7 @@ static void test_named_quota(struct server *srv)
 	stub_reset();
 	rc = ctl_name(srv, a, PROTO_OP_CREATE, "big", 512u << 10, 0, &ra);
 	session_destroy(srv, a);
-	ok(rc == 0 && srv->tenant_use[0].bytes == 512u << 10 && srv->tenant_use[0].regions == 1,
+	ok(rc == 0 && srv->tenants.use[0].bytes == 512u << 10 && srv->tenants.use[0].regions == 1,
 	   "quota: a named region counts after its creator's end (%d)", rc);
 	b = attached(srv);
 	b->tenant = t;
@@ -758,7 +758,7 @@ static void test_named_quota(struct server *srv)
 	b->tenant = t;
 	rc = ctl_name(srv, b, PROTO_OP_UNLINK, "big", 0, 0, NULL);
 	session_destroy(srv, b);
-	ok(rc == 0 && srv->tenant_use[0].bytes == 0 && srv->tenant_use[0].regions == 0,
+	ok(rc == 0 && srv->tenants.use[0].bytes == 0 && srv->tenants.use[0].regions == 0,
 	   "quota: unlinked and released, the tenant holds nothing (%d)", rc);
 	srv->cfg.ntenants = 0;
 }
