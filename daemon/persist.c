@@ -211,13 +211,14 @@ static int fresh_state(struct server *srv)
 
 	memset(&h, 0, sizeof h);
 	/* New memory, a new identity: it lives as long as this memfd does. */
-	rc = identity_draw(&srv->cfg, &srv->generation, srv->server_id, sizeof srv->server_id);
+	rc = identity_draw(&srv->cfg, &srv->identity.generation, srv->identity.id,
+			   sizeof srv->identity.id);
 	if (rc < 0) {
 		log_err("server id: getrandom: %s", strerror(-rc));
 		return rc;
 	}
-	h.generation = srv->generation;
-	snprintf(h.server_id, sizeof h.server_id, "%s", srv->server_id);
+	h.generation = srv->identity.generation;
+	snprintf(h.server_id, sizeof h.server_id, "%s", srv->identity.id);
 	h.nslots = srv->cfg.state_slots;
 	h.npools = srv->npools;
 	for (uint32_t i = 0; i < srv->npools; i++) {

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "counters.h"
+#include "identity.h"
 #include "pool.h"
 #include "tenant_books.h"
 
@@ -79,11 +80,9 @@ struct server {
 	struct event *scrub_timer;   /* STATUS= while free bytes are zeroed after READY */
 	unsigned scrub_shown;        /* the percentage STATUS= last said, + 1 (0: none yet) */
 	bool keep_state;             /* shutting down for a restart: leave pool bytes as they are */
-	/* The server's identity in a cluster (identity.h) as the state memfd
-	 * carries it: persist.c draws it for new memory, restore.c takes it
-	 * back.  0 and "" without the fd store: member.c draws its own. */
-	uint64_t generation;
-	char server_id[CONFIG_NAME_MAX];
+	/* The server's identity in a cluster as the state memfd carries it
+	 * (identity.h: who draws it, who takes it back). */
+	struct identity identity;
 };
 
 #endif /* RMEMD_SERVER_H */
