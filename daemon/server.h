@@ -28,6 +28,7 @@ struct names;
 struct member;
 struct metrics;
 struct slots;
+struct persist_after;
 
 struct server {
 	struct config cfg;
@@ -72,13 +73,11 @@ struct server {
 	/* Restart without loss (persist.c, slots.c): the state memfd's writer
 	 * (NULL: persistence off, outside systemd's fd store), how many
 	 * sessions the last restore brought back (0: started fresh; for
-	 * rmem_restarts_restored_total), and the timer that ends the restored
-	 * sessions nobody resumed. */
+	 * rmem_restarts_restored_total), and what runs after a restore's READY
+	 * (persist.c's own: its timers). */
 	struct slots *slots;
 	uint64_t restored;
-	struct event *restore_timer;
-	struct event *scrub_timer;   /* STATUS= while free bytes are zeroed after READY */
-	unsigned scrub_shown;        /* the percentage STATUS= last said, + 1 (0: none yet) */
+	struct persist_after *after_restore;
 	bool keep_state;             /* shutting down for a restart: leave pool bytes as they are */
 	/* The server's identity in a cluster as the state memfd carries it
 	 * (identity.h: who draws it, who takes it back). */
