@@ -94,7 +94,7 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/router_url.c client-lib/pollfd.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c daemon/scrub.c \
-	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
+	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/quarantine.c daemon/conn.c \
 	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
 	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c daemon/resume.c \
 	daemon/busypoll.c daemon/member.c daemon/metrics.c daemon/metrics_http.c daemon/identity.c \
@@ -119,6 +119,7 @@ UNIT_TESTS := test_alloc test_alloc_scalar test_alloc_release test_proto test_co
 	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay test_state fuzz_state_replay test_slots \
 	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
 UNIT_TESTS += test_scrub
+UNIT_TESTS += test_quarantine_list
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume
 # The hostile suite (issue 20): one line each, so that parts merge apart.
@@ -318,6 +319,10 @@ $(B)/tests/test_alloc_release: $(B)/tests/obj/unit/test_alloc_release.o $(B)/d/d
 $(B)/tests/test_scrub: $(B)/tests/obj/unit/test_scrub.o $(B)/d/daemon/scrub.o
 $(B)/tests/obj/unit/test_scrub.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_scrub: EXTRA_LIBS = -lpthread
+# The quarantine module alone, on a libevent loop of its own.
+$(B)/tests/test_quarantine_list: $(B)/tests/obj/unit/test_quarantine_list.o $(B)/d/daemon/quarantine.o
+$(B)/tests/obj/unit/test_quarantine_list.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
+$(B)/tests/test_quarantine_list: EXTRA_LIBS = $(DAEMON_LIBS)
 $(B)/tests/obj/unit/test_alloc_release.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
 $(B)/tests/test_state: $(B)/tests/obj/unit/test_state.o
@@ -364,7 +369,7 @@ $(B)/tests/fuzz_restore_replay: $(B)/tests/obj/fuzz/fuzz_restore.o \
 $(B)/tests/obj/fuzz/fuzz_restore.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/fuzz_restore_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 # Sessions and handlers over stub NIC keys (keys.h): no conn.c, no nic_*.c.
-SESSION_TEST_SRCS := daemon/session.c daemon/ctl.c daemon/alloc.c daemon/region.c daemon/names.c \
+SESSION_TEST_SRCS := daemon/session.c daemon/quarantine.c daemon/ctl.c daemon/alloc.c daemon/region.c daemon/names.c \
 	daemon/slots.c daemon/resume.c \
 	daemon/tenant.c daemon/log.c daemon/pool.c daemon/scrub.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c

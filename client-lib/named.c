@@ -56,8 +56,7 @@ static int name_call(rmem_client *c, uint16_t opcode, const struct proto_name_re
 		err = client_status_call(c, opcode, buf, len);
 	/* None of them is sent again: a lost CREATE, OPEN or UNLINK may have
 	 * taken effect (a retried CREATE would say EEXIST of its own name). */
-	if (client_recovered(c, err))
-		err = -ECONNABORTED;
+	err = client_once(c, err);
 	client_release(c);
 	return err;
 }

@@ -739,27 +739,27 @@ static int scrub_free(struct server *srv, const struct image *im)
 static void take_identity(struct server *srv, const struct state_hdr *h)
 {
 	const char *cfg_id = srv->cfg.cluster_id;
+	struct identity *me = &srv->identity;
 
 	if (!h->generation || !h->server_id[0]) {
-		if (identity_draw(&srv->cfg, &srv->generation, srv->server_id,
-				  sizeof srv->server_id) < 0) {
-			srv->generation = 0; /* member.c draws its own */
-			srv->server_id[0] = '\0';
+		if (identity_draw(&srv->cfg, &me->generation, me->id, sizeof me->id) < 0) {
+			me->generation = 0; /* member.c draws its own */
+			me->id[0] = '\0';
 		}
 		log_notice("restore: the state carries no server id or generation (an older "
 			   "rmemd's): %s, generation %" PRIu64 " until the memory is new",
-			   srv->server_id[0] ? srv->server_id : "none", srv->generation);
+			   me->id[0] ? me->id : "none", me->generation);
 		return;
 	}
-	srv->generation = h->generation;
-	snprintf(srv->server_id, sizeof srv->server_id, "%s", h->server_id);
+	me->generation = h->generation;
+	snprintf(me->id, sizeof me->id, "%s", h->server_id);
 	if (cfg_id[0] && strcmp(cfg_id, h->server_id)) {
 		log_notice("restore: cluster.id is %s, the state says %s: %s it is", cfg_id,
 			   h->server_id, cfg_id);
-		snprintf(srv->server_id, sizeof srv->server_id, "%s", cfg_id);
+		snprintf(me->id, sizeof me->id, "%s", cfg_id);
 	}
 	log_info("restore: server id %s, generation %" PRIu64 " (the memory's, kept)",
-		 srv->server_id, srv->generation);
+		 me->id, me->generation);
 }
 
 /* Pass 2; im passed pass 1.  Only memory can fail here. */
