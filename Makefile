@@ -69,6 +69,8 @@ LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 # librmem's etcd:// cluster client speaks to etcd: libetcd.a's objects go
 # into librmem (hidden, like common/'s), and libcurl and jansson with them.
 LIB_LIBS += $(ETCD_LIBS)
+# Redundant regions' parity (client-lib/stripe.c): ISA-L.
+LIB_LIBS += -lisal
 
 # common/: what the daemon, the library and the tests share, built once into
 # one internal archive (as munge's src/libcommon).  Hidden visibility: linked
@@ -90,6 +92,7 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/api.c client-lib/router.c client-lib/router_members.c \
 	client-lib/router_watch.c client-lib/router_poll.c client-lib/router_names.c \
 	client-lib/router_url.c client-lib/pollfd.c
+LIB_SRCS += client-lib/stripe.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c daemon/scrub.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
@@ -117,6 +120,7 @@ UNIT_TESTS := test_alloc test_alloc_scalar test_alloc_release test_proto test_co
 	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay test_state fuzz_state_replay test_slots \
 	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
 UNIT_TESTS += test_scrub
+UNIT_TESTS += test_stripe
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume
 # The hostile suite (issue 20): one line each, so that parts merge apart.
@@ -323,6 +327,9 @@ $(B)/tests/test_slots: $(B)/tests/obj/unit/test_slots.o $(B)/d/daemon/slots.o
 $(B)/tests/obj/unit/test_slots.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_endpoint: $(B)/tests/obj/unit/test_endpoint.o
 $(B)/tests/test_hash64: $(B)/tests/obj/unit/test_hash64.o
+$(B)/tests/test_stripe: $(B)/tests/obj/unit/test_stripe.o $(B)/lib/client-lib/stripe.o
+$(B)/tests/obj/unit/test_stripe.o: EXTRA_CPPFLAGS = -Iclient-lib
+$(B)/tests/test_stripe: EXTRA_LIBS = -lisal
 $(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
 $(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o \
 	$(B)/d/daemon/config_keys.o $(B)/d/daemon/config_dump.o $(B)/d/daemon/config_num.o
