@@ -92,7 +92,7 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/api.c client-lib/router.c client-lib/router_members.c \
 	client-lib/router_watch.c client-lib/router_poll.c client-lib/router_names.c \
 	client-lib/router_url.c client-lib/pollfd.c
-LIB_SRCS += client-lib/stripe.c
+LIB_SRCS += client-lib/stripe.c client-lib/router_redund.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c daemon/scrub.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
@@ -158,6 +158,8 @@ CLUSTER_HELPERS += $(B)/tests/test_cluster_lib
 CLUSTER_HELPERS += $(B)/tests/test_cluster_tenants
 # ...and a client driven line by line, by tests/func/test_hostile_cluster.sh.
 CLUSTER_HELPERS += $(B)/tests/hostile_cluster
+# ...and redundant regions, by tests/func/test_redundancy.sh.
+CLUSTER_HELPERS += $(B)/tests/test_redundancy
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # clients those tests run against the installed rmemd.
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
@@ -444,6 +446,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
 		tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh \
 		tests/func/test_hostile_cluster.sh \
+		tests/func/test_redundancy.sh \
 		tests/func/test_nbd.sh \
 		tests/func/test_restart.py \
 		tests/func/test_hostile_restart.py \

@@ -53,6 +53,7 @@
 
 struct etcd_client;
 struct router_watch;
+struct rset;
 
 struct member {
 	pthread_mutex_t conn_mu;
@@ -112,15 +113,24 @@ struct router {
 	unsigned cur;
 	rmem_client **retired, **draining;
 	size_t nretired, ndraining;
+	/* Redundancy asked for (router_redund.c): K+R, 0 when not. */
+	unsigned red_k, red_r;
+	/* Redundant regions: a handle names its index here (under mu; an
+	 * entry is freed only by rmem_free, which the application does not
+	 * race with calls on the same region). */
+	struct rset **rsets;
+	size_t nrsets;
+	uint64_t rset_ids;
 };
 
 /* ---- router_url.c ------------------------------------------------------------- */
 
-/* "etcd://H:P[,H:P...]/NAME[?claim_ttl=S]" -> "http://H:P,http://H:P",
- * NAME (default "rmem" when there is no path) and S (default
- * CLUSTER_CLAIM_TTL_S).  0 or -EINVAL. */
+/* "etcd://H:P[,H:P...]/NAME[?claim_ttl=S][&redundancy=K+R]" ->
+ * "http://H:P,http://H:P", NAME (default "rmem" when there is no path), S
+ * (default CLUSTER_CLAIM_TTL_S) and K, R (0, 0 without redundancy).
+ * 0 or -EINVAL. */
 int router_url_parse(const char *url, char *list, size_t list_len, char *name,
-		      size_t name_len, unsigned *claim_ttl_s);
+		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r);
 
 /* ---- router_members.c ----------------------------------------------------------- */
 
@@ -167,6 +177,30 @@ int members_find(struct router *cl, const char *id, uint32_t *slot);
 /* Every connected client, for calls made on all (stats, buffers): up to
  * max into out with their slots; how many.  Under reg_mu for buffers. */
 size_t members_connected(struct router *cl, rmem_client **out, uint32_t *slots, size_t max);
+
+/* ---- router_redund.c ------------------------------------------------------------ */
+
+/* struct rmem_region.reserved[0] of a redundant region: this tag in the
+ * high 32 bits, its index in the router's rsets in the low ones;
+ * reserved[1] its id (so a handle of a freed region never names another). */
+#define REDUND_REGION_TAG 0x72656475u /* "redu" */
+
+/* Whether r is a redundant region's handle (by its tag alone). */
+int redund_is(const struct rmem_region *r);
+/* The calls on a redundant region (docs/architecture.md, "Redundancy").
+ * alloc: -ENOSPC with fewer than K+R servers present or able to hold a
+ * piece; read: rebuilds around lost pieces, -EHOSTDOWN with fewer than K;
+ * write: data and parity by delta, -EHOSTDOWN when fewer than K pieces
+ * took it.  Atomics and posted calls: -EOPNOTSUPP. */
+int redund_alloc(struct router *cl, uint64_t size, struct rmem_region *out);
+int redund_free(struct router *cl, const struct rmem_region *r);
+int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
+		size_t len);
+int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
+		 const void *buf, size_t len);
+/* Frees every redundant region's bookkeeping (not its pieces: the
+ * servers free a closed session's regions). */
+void redund_fini(struct router *cl);
 
 /* ---- router_watch.c ------------------------------------------------------------- */
 

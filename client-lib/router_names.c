@@ -303,6 +303,10 @@ int router_create(struct router *cl, const char *name, uint64_t size, uint32_t f
 
 	if (!out || size == 0 || flags != 0)
 		return -EINVAL;
+	/* A redundant name needs its layout in its record: not yet built
+	 * ("Redundancy", what is left); never a plain region instead. */
+	if (cl->red_k)
+		return -EOPNOTSUPP;
 	err = name_key(cl, name, key, &len);
 	if (!err)
 		err = claim_name(cl, key, len, size, &lease, &rev);

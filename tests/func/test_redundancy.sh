@@ -1,0 +1,59 @@
+#!/bin/bash
+# test_redundancy.sh - erasure-coded redundant regions (issue 21): a real
+# 3-member etcd on loopback (tests/lib/etcd.sh) and six rmemd of 64 MiB
+# (ids s0..s5, lease_ms 3000), then $B/tests/test_redundancy, whose TAP
+# stream this is (what it checks is at its top).  It calls this script back
+# as its hook to kill -9 a server.
+#
+#   RMEM_BUILD=build-san tests/run-tests tests/func/test_redundancy.sh
+# run-tests-timeout: 300
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+NSRV=6
+
+# ---- the hook: test_redundancy runs "$0 --hook DIR kill-server I" ---------------------
+if [ "${1:-}" = --hook ]; then
+	dir=$2 cmd=$3 i=${4:-}
+	for fd in $(ls /proc/$$/fd); do
+		((fd > 2)) && eval "exec $fd>&-" 2> /dev/null
+	done
+	case $cmd in
+	kill-server)
+		p=$(cat "$dir/pids/rmemd$i") || exit 1
+		kill -KILL "$p" || exit 1
+		for _ in $(seq 100); do kill -0 "$p" 2> /dev/null || exit 0; sleep 0.05; done
+		exit 1 ;;
+	esac
+	exit 2
+fi
+
+. tests/lib/cluster_prog.sh rmem-redundancy test_redundancy
+NAME=rd$$
+TRANSPORT=${RMEM_TEST_TRANSPORT:-tcp}
+HOST=127.0.0.1
+if [ "$TRANSPORT" = rdma ]; then
+	[ -n "${RMEM_VM_RDMA_ADDR:-}" ] || skip_all "RMEM_TEST_TRANSPORT=rdma needs RMEM_VM_RDMA_ADDR"
+	HOST=$RMEM_VM_RDMA_ADDR
+fi
+
+cluster_etcd_up
+
+read -r -a ports <<< "$(free_ports $((2 * NSRV)))"
+for ((i = 0; i < NSRV; i++)); do
+	rdma=""
+	[ "$TRANSPORT" = rdma ] && rdma="$HOST:${ports[$((i + NSRV))]}"
+	cluster_conf "$i" "$NAME" "$HOST:${ports[$i]}" "$rdma" 3000 info
+	"$RMEMD" -c "$tmp/r$i.conf" > "$tmp/r$i.log" 2>&1 < /dev/null &
+	echo $! > "$tmp/pids/rmemd$i"
+	disown
+done
+for ((i = 0; i < NSRV; i++)); do
+	cluster_registered "$NAME" "$i" 150 || fail_setup "rmemd s$i did not register in etcd"
+done
+
+RMEM_CLUSTER_URL=$(cluster_url "$NAME") RMEM_CLUSTER_HOOK="$0 --hook $tmp" "$PROG"
+rc=$?
+for ((i = 0; i < NSRV; i++)); do
+	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
+done
+exit $rc
