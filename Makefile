@@ -84,6 +84,7 @@ COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c com
 # (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
 ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c \
 	common/cluster_name.c common/cluster_json.c
+ETCD_SRCS += common/cluster_layout.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/engine.c client-lib/io.c client-lib/verbs_conn.c \
 	client-lib/verbs_post.c client-lib/verbs_regcache.c client-lib/keepalive.c client-lib/auth.c \
@@ -121,6 +122,7 @@ UNIT_TESTS := test_alloc test_alloc_scalar test_alloc_release test_proto test_co
 	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
 UNIT_TESTS += test_scrub
 UNIT_TESTS += test_stripe
+UNIT_TESTS += test_cluster_layout
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume
 # The hostile suite (issue 20): one line each, so that parts merge apart.
@@ -332,6 +334,8 @@ $(B)/tests/test_hash64: $(B)/tests/obj/unit/test_hash64.o
 $(B)/tests/test_stripe: $(B)/tests/obj/unit/test_stripe.o $(B)/lib/client-lib/stripe.o
 $(B)/tests/obj/unit/test_stripe.o: EXTRA_CPPFLAGS = -Iclient-lib
 $(B)/tests/test_stripe: EXTRA_LIBS = -lisal
+$(B)/tests/test_cluster_layout: $(B)/tests/obj/unit/test_cluster_layout.o $(ETCD_LIB)
+$(B)/tests/test_cluster_layout: EXTRA_LIBS = $(ETCD_LIB) $(ETCD_LIBS)
 $(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
 $(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o \
 	$(B)/d/daemon/config_keys.o $(B)/d/daemon/config_dump.o $(B)/d/daemon/config_num.o
