@@ -198,6 +198,23 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 		size_t len);
 int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		 const void *buf, size_t len);
+/* Named ones (router_names.c keeps the record, cluster_layout.h):
+ * create makes the K+R pieces "<name>~1.<i>" on distinct servers and fills
+ * *lay (-ENOSPC, -ENAMETOOLONG); redund_create_undo unlinks them again
+ * (the record could not be written); redund_enter gives the handle (it
+ * takes rs either way).  open opens the pieces of lay that are healthy and
+ * whose servers are present in their generation: -EHOSTDOWN with fewer
+ * than K, -ENOENT when more than R are unknown to their servers.  unlink
+ * unlinks every piece whose server answers. */
+struct cluster_layout;
+int redund_create(struct router *cl, const char *name, uint64_t size,
+		  struct cluster_layout *lay, struct rset **out);
+void redund_create_undo(struct router *cl, const char *name, struct rset *rs);
+int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem_region *out);
+int redund_open(struct router *cl, const char *name, const struct cluster_layout *lay,
+		uint32_t access, struct rmem_region *out);
+int redund_unlink(struct router *cl, const char *name, const struct cluster_layout *lay,
+		  uint32_t flags);
 /* Frees every redundant region's bookkeeping (not its pieces: the
  * servers free a closed session's regions). */
 void redund_fini(struct router *cl);

@@ -57,6 +57,7 @@
 
 #include "router.h"
 #include "router_int.h"
+#include "cluster_layout.h"
 #include "cluster_name.h"
 #include "etcd_client.h"
 #include "single.h"
@@ -89,9 +90,10 @@ static int name_key(const struct router *cl, const char *name, char *key, size_t
 }
 
 /* The record of key: 0 with it and its mod_revision, -ENOENT, or etcd's
- * error. */
+ * error.  A redundant region's record (cluster_layout.h) goes into *lay
+ * with *is_lay set. */
 static int read_name(struct router *cl, const char *key, size_t len, struct cluster_name *rec,
-		     int64_t *mod)
+		     int64_t *mod, struct cluster_layout *lay, bool *is_lay)
 {
 	struct etcd_range r;
 	int rc;
@@ -101,11 +103,16 @@ static int read_name(struct router *cl, const char *key, size_t len, struct clus
 	pthread_mutex_unlock(&cl->names_mu);
 	if (rc < 0)
 		return rc;
+	*is_lay = false;
+	lay->k = 0;
 	if (r.nkvs != 1)
 		rc = -ENOENT;
-	else if (cluster_name_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, rec) < 0)
+	else if (cluster_name_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, rec) < 0 &&
+		 cluster_layout_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, lay) < 0)
 		rc = -EPROTO;
 	else
+		*is_lay = lay->k != 0;
+	if (rc == 0)
 		*mod = r.kvs[0].mod_revision;
 	etcd_range_free(&r);
 	return rc;
@@ -240,16 +247,13 @@ static void keeper_stop(struct claim_keeper *k)
 /* Step 3: the record over the claim made at rev: 0, -EEXIST (another
  * creator holds the name now), -ECANCELED (the claim is gone), or etcd's
  * error. */
-static int write_record(struct router *cl, const char *key, size_t len,
-			const struct cluster_name *rec, int64_t rev)
+static int write_value(struct router *cl, const char *key, size_t len, char *value,
+		       int64_t rev)
 {
 	struct etcd_kv now;
-	char *value = NULL;
 	bool put = false;
-	int err = cluster_name_encode(rec, &value);
+	int err;
 
-	if (err)
-		return err;
 	pthread_mutex_lock(&cl->names_mu);
 	err = etcd_put_if(cl->names_etcd, key, len, value, strlen(value), 0, rev, &put, &now);
 	pthread_mutex_unlock(&cl->names_mu);
@@ -259,11 +263,45 @@ static int write_record(struct router *cl, const char *key, size_t len,
 	if (!err && !put && now.key && now.lease == 0 && now.value_len == strlen(value) &&
 	    !memcmp(now.value, value, now.value_len))
 		put = true;
-	free(value);
 	if (!err && !put)
 		err = now.key ? -EEXIST : -ECANCELED;
 	etcd_kv_free(&now);
 	return err;
+}
+
+static int write_record(struct router *cl, const char *key, size_t len,
+			const struct cluster_name *rec, int64_t rev)
+{
+	char *value = NULL;
+	int err = cluster_name_encode(rec, &value);
+
+	if (!err)
+		err = write_value(cl, key, len, value, rev);
+	free(value);
+	return err;
+}
+
+/* Steps 2 and 3 for a redundant region: its K+R pieces, then its layout
+ * as the record, over the claim made at rev. */
+static int create_redundant(struct router *cl, const char *name, const char *key, size_t len,
+			    uint64_t size, int64_t rev, struct rmem_region *out)
+{
+	struct cluster_layout lay;
+	struct rset *rs;
+	char *value = NULL;
+	int err = redund_create(cl, name, size, &lay, &rs);
+
+	if (err)
+		return err;
+	err = cluster_layout_encode(&lay, &value);
+	if (!err)
+		err = write_value(cl, key, len, value, rev);
+	free(value);
+	if (err) {
+		redund_create_undo(cl, name, rs);
+		return err;
+	}
+	return redund_enter(cl, rs, RMEM_READ | RMEM_WRITE, out);
 }
 
 /* Step 2: the region on some server; 0 with *slot, or the last answer. */
@@ -303,16 +341,19 @@ int router_create(struct router *cl, const char *name, uint64_t size, uint32_t f
 
 	if (!out || size == 0 || flags != 0)
 		return -EINVAL;
-	/* A redundant name needs its layout in its record: not yet built
-	 * ("Redundancy", what is left); never a plain region instead. */
-	if (cl->red_k)
-		return -EOPNOTSUPP;
 	err = name_key(cl, name, key, &len);
 	if (!err)
 		err = claim_name(cl, key, len, size, &lease, &rev);
 	if (err)
 		return err;
 	keeper_start(&keeper, cl, lease);
+	if (cl->red_k) {
+		err = create_redundant(cl, name, key, len, size, rev, out);
+		if (err)
+			goto drop_claim;
+		keeper_stop(&keeper);
+		return 0;
+	}
 	err = place(cl, name, size, flags, out, &slot);
 	if (err)
 		goto drop_claim;
@@ -344,6 +385,8 @@ struct located {
 	char key[KEY_MAX];
 	size_t len;
 	int64_t mod;
+	bool is_lay;                /* a redundant region: lay, no slot */
+	struct cluster_layout lay;
 	uint32_t slot;
 	rmem_client *c;
 };
@@ -373,7 +416,9 @@ static int locate(struct router *cl, const char *name, struct located *at)
 	at->mod = 0;
 	err = name_key(cl, name, at->key, &at->len);
 	if (!err)
-		err = read_name(cl, at->key, at->len, &rec, &at->mod);
+		err = read_name(cl, at->key, at->len, &rec, &at->mod, &at->lay, &at->is_lay);
+	if (!err && at->is_lay)
+		return 0;
 	if (!err && rec.region == 0)
 		err = -ENOENT; /* still being made */
 	if (!err && members_find(cl, rec.server, &at->slot) < 0)
@@ -393,7 +438,11 @@ int router_open(struct router *cl, const char *name, uint32_t access, struct rme
 	if (!out || access == 0 || (access & ~(RMEM_READ | RMEM_WRITE)))
 		return -EINVAL;
 	err = locate(cl, name, &at);
-	if (!err) {
+	if (!err && at.is_lay) {
+		err = redund_open(cl, name, &at.lay, access, out);
+		if (err == -ENOENT)
+			err = -ESTALE;
+	} else if (!err) {
 		err = members_err(cl, at.slot, single_open(at.c, name, access, out));
 		if (err == -ENOENT)
 			err = -ESTALE;
@@ -404,7 +453,7 @@ int router_open(struct router *cl, const char *name, uint32_t access, struct rme
 		drop_stale(cl, at.key, at.len, at.mod);
 		err = -ENOENT;
 	}
-	if (!err)
+	if (!err && !at.is_lay)
 		members_tag(out, at.slot);
 	return err;
 }
@@ -417,7 +466,9 @@ int router_unlink(struct router *cl, const char *name, uint32_t flags)
 	if (flags & ~RMEM_UNLINK_REVOKE)
 		return -EINVAL;
 	err = locate(cl, name, &at);
-	if (!err) {
+	if (!err && at.is_lay) {
+		err = redund_unlink(cl, name, &at.lay, flags);
+	} else if (!err) {
 		err = members_err(cl, at.slot, single_unlink2(at.c, name, flags));
 		if (err == -ENOENT)
 			err = -ESTALE;
@@ -449,11 +500,16 @@ static bool name_info(const struct etcd_kv *kv, size_t plen, struct rmem_name_in
 	const char *k = (const char *)kv->key + plen, *slash;
 	size_t rest = kv->key_len - plen, tlen;
 	struct cluster_name rec;
+	struct cluster_layout lay;
 
 	slash = memchr(k, '/', rest);
-	if (!slash || cluster_name_decode((const char *)kv->value, kv->value_len, &rec) < 0 ||
-	    rec.region == 0)
+	if (slash && cluster_layout_decode((const char *)kv->value, kv->value_len, &lay) == 0) {
+		rec.size = lay.size; /* a redundant region */
+	} else if (!slash ||
+		   cluster_name_decode((const char *)kv->value, kv->value_len, &rec) < 0 ||
+		   rec.region == 0) {
 		return false;
+	}
 	tlen = (size_t)(slash - k);
 	if (tlen >= sizeof(out->tenant) || rest - tlen - 1 == 0 ||
 	    rest - tlen - 1 > RMEM_NAME_MAX)

@@ -12,11 +12,16 @@
  * Checks: bad "?redundancy=" values -EINVAL; more pieces than servers
  * -ENOSPC; 4+2 regions of several sizes take (K+R)/K of their bytes across
  * the servers; patterns written whole and in odd pieces across chunk and
- * stripe boundaries read back byte for byte; atomics, posted calls and
- * names -EOPNOTSUPP; a writer thread going while s0 and s1 die (kill -9):
+ * stripe boundaries read back byte for byte; atomics and posted calls
+ * -EOPNOTSUPP; a 4+2 named region opened by a fresh client without
+ * ?redundancy= (its record carries the layout), listed, -EACCES for a
+ * read-only writer, -EEXIST for a second creator; a writer thread going
+ * while s0 and s1 die (kill -9):
  * every write it made is whole (old or new, never a mix), the acknowledged
  * ones new; every byte of every region still reads, and new writes go on
- * and read back; an alloc with four servers left is -ENOSPC; a third death
+ * and read back; the named region opens in a fresh client and reads
+ * whole, takes writes, is unlinked; an alloc with four servers left is
+ * -ENOSPC; a third death
  * makes reads -EHOSTDOWN, never wrong bytes.  With six servers and 4+2,
  * every server holds one piece of every region, so each death takes a
  * piece of each.
@@ -164,6 +169,79 @@ static uint64_t used(rmem_client *c)
 	return rmem_stats(c, &st) == 0 ? st.used_bytes : 0;
 }
 
+/* ---- a named region -------------------------------------------------------------------- */
+
+#define NLEN (256 * KiB + 77)
+static struct rmem_region named;
+static unsigned char *nmodel;
+
+/* A fresh client of the plain URL (no ?redundancy=) opens the name and
+ * reads it whole: 0 when every byte matches nmodel. */
+static int fresh_reads(const char *what)
+{
+	struct rmem_region r;
+	unsigned char *got = malloc(NLEN);
+	int rc;
+	rmem_client *f = connect_url(base_url, &rc);
+
+	rc = f && got ? rmem_open(f, "red/one", RMEM_READ, &r) : -ENOMEM;
+	if (!rc)
+		rc = rmem_read(f, &r, 0, got, NLEN);
+	if (!rc && memcmp(got, nmodel, NLEN))
+		rc = -EBADMSG;
+	if (rc)
+		diag("%s: %s", what, rmem_strerror(rc));
+	rmem_close(f);
+	free(got);
+	return rc;
+}
+
+static void named_before(rmem_client *c)
+{
+	struct rmem_name_info ni[8];
+	int rc = rmem_create(c, "red/one", NLEN, 0, &named), n;
+	bool listed = false;
+
+	ok(rc == 0, "rmem_create of a 4+2 named region: %s", rmem_strerror(rc));
+	nmodel = malloc(NLEN);
+	fill(nmodel, NLEN, 5);
+	ok(rmem_write(c, &named, 0, nmodel, NLEN) == 0, "a pattern written into it");
+	ok(fresh_reads("before") == 0,
+	   "a fresh client without ?redundancy= opens it and reads every byte (the record"
+	   " carries the layout)");
+	n = rmem_names(c, 0, ni, 8);
+	for (int i = 0; i < n; i++)
+		listed = listed || (!strcmp(ni[i].name, "red/one") && ni[i].length == NLEN);
+	ok(listed, "rmem_names lists it with its size");
+	{
+		struct rmem_region r, x;
+		rmem_client *f = connect_url(base_url, &rc);
+
+		ok(f && rmem_open(f, "red/one", RMEM_READ, &r) == 0 &&
+			   rmem_write(f, &r, 0, "x", 1) == -EACCES,
+		   "a read-only opener's write is -EACCES");
+		ok(rmem_create(c, "red/one", MiB, 0, &x) == -EEXIST, "the name is won once: -EEXIST");
+		rmem_close(f);
+	}
+}
+
+static void named_after(rmem_client *c)
+{
+	ok(fresh_reads("after") == 0, "two servers dead: a fresh client opens the name and reads"
+	   " every byte");
+	fill(nmodel + 1000, 50000, 9);
+	ok(rmem_write(c, &named, 1000, nmodel + 1000, 50000) == 0 && fresh_reads("write") == 0,
+	   "the creator's write goes on; a fresh opener reads it");
+	ok(rmem_free(c, &named) == 0 && rmem_unlink(c, "red/one") == 0,
+	   "the creator closes and unlinks it with two servers dead");
+	{
+		struct rmem_region r;
+
+		ok(rmem_open(c, "red/one", RMEM_READ, &r) == -ENOENT, "then it is -ENOENT");
+	}
+	free(nmodel);
+}
+
 /* ---- a writer while servers die ---------------------------------------------------- */
 
 #define WOFF 20000u   /* crosses chunk 4 KiB boundaries and a stripe's */
@@ -272,9 +350,8 @@ int main(void)
 			   rmem_post_write(c, &reg[0], 0, &old, 8, 1) == -EOPNOTSUPP &&
 			   rmem_post_alloc(c, MiB, 0, &x, 1) == -EOPNOTSUPP,
 		   "posted calls on a redundant client are -EOPNOTSUPP");
-		ok(rmem_create(c, "red/one", MiB, 0, &x) == -EOPNOTSUPP,
-		   "a redundant named region is -EOPNOTSUPP (not built yet), never a plain one");
 	}
+	named_before(c);
 
 	/* ---- a writer while s0 and s1 die ---- */
 	w_client = c;
@@ -302,6 +379,7 @@ int main(void)
 	bad = verify_all(c, &err);
 	ok(bad == 0, "two servers dead: every byte of every region reads (%d differ, %s)", bad,
 	   rmem_strerror(err));
+	named_after(c);
 	rc = 0;
 	for (int i = 0; i < NREG && !rc; i++) {
 		fill(model[i], sizes[i], 77 + (unsigned)i);
