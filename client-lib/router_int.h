@@ -202,17 +202,21 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
  * create makes the K+R pieces "<name>~1.<i>" on distinct servers and fills
  * *lay (-ENOSPC, -ENAMETOOLONG); redund_create_undo unlinks them again
  * (the record could not be written); redund_enter gives the handle (it
- * takes rs either way).  open opens the pieces of lay that are healthy and
+ * takes rs either way; redund_named first gives it its record).  open opens the pieces of lay that are healthy and
  * whose servers are present in their generation: -EHOSTDOWN with fewer
  * than K, -ENOENT when more than R are unknown to their servers.  unlink
  * unlinks every piece whose server answers. */
 struct cluster_layout;
+/* How a named region's rset tells its record that pieces (bits of mask)
+ * are out (router_names.c's names_mark_out). */
+typedef int (*redund_mark_fn)(struct router *cl, const char *name, uint32_t mask);
+void redund_named(struct rset *rs, const char *name, redund_mark_fn mark);
 int redund_create(struct router *cl, const char *name, uint64_t size,
 		  struct cluster_layout *lay, struct rset **out);
 void redund_create_undo(struct router *cl, const char *name, struct rset *rs);
 int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem_region *out);
 int redund_open(struct router *cl, const char *name, const struct cluster_layout *lay,
-		uint32_t access, struct rmem_region *out);
+		uint32_t access, struct rset **rsp);
 int redund_unlink(struct router *cl, const char *name, const struct cluster_layout *lay,
 		  uint32_t flags);
 /* Frees every redundant region's bookkeeping (not its pieces: the

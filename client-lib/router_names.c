@@ -281,6 +281,48 @@ static int write_record(struct router *cl, const char *key, size_t len,
 	return err;
 }
 
+/* Pieces (bits of mask) of name's layout are out for a writer, which
+ * wrote without them: stale in the record, layout_gen + 1, by a txn over
+ * the record as read (tried again when it changed meanwhile).  0, -ENOENT
+ * (no longer a redundant record), or etcd's error. */
+static int names_mark_out(struct router *cl, const char *name, uint32_t mask)
+{
+	char key[KEY_MAX];
+	size_t len;
+	int err = name_key(cl, name, key, &len);
+
+	for (int tries = 0; !err && tries < 3; tries++) {
+		struct cluster_layout lay;
+		struct cluster_name rec;
+		bool is_lay, changed = false;
+		char *value = NULL;
+		int64_t mod;
+
+		err = read_name(cl, key, len, &rec, &mod, &lay, &is_lay);
+		if (!err && !is_lay)
+			err = -ENOENT;
+		if (err)
+			break;
+		for (unsigned i = 0; i < lay.k + lay.r; i++)
+			if ((mask & (1u << i)) && lay.pieces[i].state == PIECE_HEALTHY) {
+				lay.pieces[i].state = PIECE_STALE;
+				changed = true;
+			}
+		if (!changed)
+			return 0;
+		lay.layout_gen++;
+		err = cluster_layout_encode(&lay, &value);
+		if (!err)
+			err = write_value(cl, key, len, value, mod);
+		free(value);
+		if (err == -EEXIST)
+			err = 0; /* rewritten since we read it: read again */
+		else
+			return err;
+	}
+	return err ? err : -EAGAIN;
+}
+
 /* Steps 2 and 3 for a redundant region: its K+R pieces, then its layout
  * as the record, over the claim made at rev. */
 static int create_redundant(struct router *cl, const char *name, const char *key, size_t len,
@@ -301,6 +343,7 @@ static int create_redundant(struct router *cl, const char *name, const char *key
 		redund_create_undo(cl, name, rs);
 		return err;
 	}
+	redund_named(rs, name, names_mark_out);
 	return redund_enter(cl, rs, RMEM_READ | RMEM_WRITE, out);
 }
 
@@ -439,7 +482,13 @@ int router_open(struct router *cl, const char *name, uint32_t access, struct rme
 		return -EINVAL;
 	err = locate(cl, name, &at);
 	if (!err && at.is_lay) {
-		err = redund_open(cl, name, &at.lay, access, out);
+		struct rset *rs;
+
+		err = redund_open(cl, name, &at.lay, access, &rs);
+		if (!err) {
+			redund_named(rs, name, names_mark_out);
+			return redund_enter(cl, rs, access, out);
+		}
 		if (err == -ENOENT)
 			err = -ESTALE;
 	} else if (!err) {

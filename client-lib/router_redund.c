@@ -50,6 +50,12 @@ struct rset {
 	uint32_t slot[STRIPE_N_MAX];
 	uint8_t state[STRIPE_N_MAX];            /* under the router's mu */
 	bool named;                             /* a free closes handles, frees nothing */
+	/* A named one's record: which pieces it already says are not
+	 * healthy, and how to tell it of more (router_names.c's, given
+	 * through redund_named: this file never calls up). */
+	char name[RMEM_NAME_MAX + 1];
+	uint32_t recorded_out;
+	redund_mark_fn mark;
 };
 
 int redund_is(const struct rmem_region *r)
@@ -314,6 +320,27 @@ static int write_seg(struct router *cl, struct rset *rs, unsigned j, uint64_t p0
 	return pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
 }
 
+/* A piece out that the record still calls healthy may have missed this
+ * write: the record must say so before a server that comes back with its
+ * state can serve the piece to a fresh opener.  Under wmu. */
+static int record_out(struct router *cl, struct rset *rs)
+{
+	uint32_t mask = 0;
+	int err;
+
+	if (!rs->mark)
+		return 0;
+	for (unsigned i = 0; i < rs->n; i++)
+		if (!piece_in(cl, rs, i) && !(rs->recorded_out & (1u << i)))
+			mask |= 1u << i;
+	if (!mask)
+		return 0;
+	err = rs->mark(cl, rs->name, mask);
+	if (!err)
+		rs->recorded_out |= mask;
+	return err;
+}
+
 int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		 const void *buf, size_t len)
 {
@@ -341,6 +368,13 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 
 			err = write_seg(cl, rs, j, p, e, buf, off, scratch);
 		}
+	}
+	/* The bytes are on K pieces; an error here means the record could
+	 * not be told which missed them (tried again at the next write). */
+	if (!err || err == -EHOSTDOWN) {
+		int rc = record_out(cl, rs);
+
+		err = err ? err : rc;
 	}
 	pthread_mutex_unlock(&rs->wmu);
 	for (unsigned i = 0; i < 2 + STRIPE_R_MAX; i++)
@@ -595,6 +629,7 @@ int redund_create(struct router *cl, const char *name, uint64_t size,
 		memcpy(lay->pieces[i].server, m->rec.id, sizeof(lay->pieces[i].server));
 		lay->pieces[i].generation = m->rec.generation;
 		lay->pieces[i].region = rs->piece[i].id;
+		lay->pieces[i].made = 1;
 		lay->pieces[i].state = PIECE_HEALTHY;
 	}
 	pthread_mutex_unlock(&cl->mu);
@@ -606,6 +641,12 @@ void redund_create_undo(struct router *cl, const char *name, struct rset *rs)
 {
 	pieces_unlink(cl, rs, name, rs->n);
 	rset_free(rs);
+}
+
+void redund_named(struct rset *rs, const char *name, redund_mark_fn mark)
+{
+	snprintf(rs->name, sizeof rs->name, "%s", name);
+	rs->mark = mark;
 }
 
 int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem_region *out)
@@ -639,7 +680,7 @@ static int piece_slot(struct router *cl, const struct cluster_piece *p, uint32_t
 }
 
 int redund_open(struct router *cl, const char *name, const struct cluster_layout *lay,
-		uint32_t access, struct rmem_region *out)
+		uint32_t access, struct rset **rsp)
 {
 	char pname[RMEM_NAME_MAX + 1];
 	unsigned in = 0, gone = 0;
@@ -656,8 +697,10 @@ int redund_open(struct router *cl, const char *name, const struct cluster_layout
 		int rc = lay->pieces[i].state == PIECE_HEALTHY ? 0 : -EHOSTDOWN;
 
 		rs->state[i] = PIECE_OUT;
+		if (rc)
+			rs->recorded_out |= 1u << i;
 		if (!rc)
-			rc = piece_name(name, lay->layout_gen, i, pname);
+			rc = piece_name(name, lay->pieces[i].made, i, pname);
 		if (!rc)
 			rc = piece_slot(cl, &lay->pieces[i], &rs->slot[i]);
 		if (!rc)
@@ -683,7 +726,8 @@ int redund_open(struct router *cl, const char *name, const struct cluster_layout
 		rset_free(rs);
 		return err;
 	}
-	return redund_enter(cl, rs, access, out);
+	*rsp = rs;
+	return 0;
 }
 
 int redund_unlink(struct router *cl, const char *name, const struct cluster_layout *lay,
@@ -695,7 +739,7 @@ int redund_unlink(struct router *cl, const char *name, const struct cluster_layo
 	for (unsigned i = 0; i < lay->k + lay->r; i++) {
 		rmem_client *c;
 		uint32_t slot;
-		int rc = piece_name(name, lay->layout_gen, i, pname);
+		int rc = piece_name(name, lay->pieces[i].made, i, pname);
 
 		if (!rc)
 			rc = piece_slot(cl, &lay->pieces[i], &slot);

@@ -20,7 +20,8 @@ static bool layout_ok(const struct cluster_layout *l)
 		const struct cluster_piece *p = &l->pieces[i];
 
 		if (!cluster_id_ok(p->server, sizeof p->server) || p->region > INT64_MAX ||
-		    p->generation > INT64_MAX || (unsigned)p->state > PIECE_LOST)
+		    p->generation > INT64_MAX || p->made > INT64_MAX || p->made < 1 ||
+		    (unsigned)p->state > PIECE_LOST)
 			return false;
 	}
 	return true;
@@ -39,9 +40,10 @@ int cluster_layout_encode(const struct cluster_layout *l, char **out)
 	for (unsigned i = 0; arr && i < l->k + l->r; i++) {
 		const struct cluster_piece *p = &l->pieces[i];
 
-		if (json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:s}", "server", p->server,
-							 "region", (json_int_t)p->region,
+		if (json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:s}", "server",
+							 p->server, "region", (json_int_t)p->region,
 							 "generation", (json_int_t)p->generation,
+							 "made", (json_int_t)p->made,
 							 "state", state_names[p->state])) < 0) {
 			json_decref(arr);
 			arr = NULL;
@@ -77,6 +79,8 @@ static int piece_decode(const json_t *o, struct cluster_piece *p)
 		rc = cluster_json_get_num(o, "region", &p->region);
 	if (rc == 0)
 		rc = cluster_json_get_num(o, "generation", &p->generation);
+	if (rc == 0)
+		rc = cluster_json_get_num(o, "made", &p->made);
 	if (rc == 0)
 		rc = cluster_json_get_text(o, "state", state, sizeof state);
 	if (rc == 0) {

@@ -9,7 +9,7 @@
  *
  * JSON, one object: {"redundancy": "4+2", "size": N, "chunk": 4096,
  * "layout_gen": N, "pieces": [{"server": "s1", "region": N, "generation":
- * N, "state": "healthy"|"stale"|"lost"}, ...]} with K+R pieces.  It has no
+ * N, "made": N, "state": "healthy"|"stale"|"lost"}, ...]} with K+R pieces.  It has no
  * "server" field on purpose: a reader that knows only cluster_name.h's
  * record refuses it (-EPROTO) instead of opening one piece as the region,
  * or dropping the record because no server holds the name itself.
@@ -30,6 +30,8 @@ struct cluster_piece {
 	char server[CLUSTER_ID_MAX];
 	uint64_t region;      /* the piece's handle id on that server */
 	uint64_t generation;  /* that server's when the piece was made */
+	uint64_t made;        /* the layout_gen that made it: its name there is
+				 "<name>~<made>.<i>" */
 	enum cluster_piece_state state;
 };
 

@@ -3,7 +3,7 @@
 # 3-member etcd on loopback (tests/lib/etcd.sh) and six rmemd of 64 MiB
 # (ids s0..s5, lease_ms 3000), then $B/tests/test_redundancy, whose TAP
 # stream this is (what it checks is at its top).  It calls this script back
-# as its hook to kill -9 a server.
+# as its hook to kill -9 a server and to read a name's record.
 #
 #   RMEM_BUILD=build-san tests/run-tests tests/func/test_redundancy.sh
 # run-tests-timeout: 300
@@ -18,6 +18,16 @@ if [ "${1:-}" = --hook ]; then
 		((fd > 2)) && eval "exec $fd>&-" 2> /dev/null
 	done
 	case $cmd in
+	stale-pieces)
+		# exit 0 when the record of name $i marks exactly $5 pieces stale
+		. tests/lib/etcd.sh
+		. "$dir/state.sh"
+		for ((k = 0; k < ETCD_N; k++)); do etcd_pids[$k]=$(cat "$dir/pids/etcd$k"); done
+		v=$(etcdctl_ get "/rmem/$NAME/names/@anonymous/$i" --print-value-only) || exit 1
+		n=$(grep -o '"state":"stale"' <<< "$v" | wc -l)
+		echo "# record: $v" >&2
+		[ "$n" = "$5" ]
+		exit ;;
 	kill-server)
 		p=$(cat "$dir/pids/rmemd$i") || exit 1
 		kill -KILL "$p" || exit 1
@@ -50,6 +60,9 @@ done
 for ((i = 0; i < NSRV; i++)); do
 	cluster_registered "$NAME" "$i" 150 || fail_setup "rmemd s$i did not register in etcd"
 done
+
+# What the hook needs of this shell.
+declare -p ETCD_N ETCD_CLUSTER ETCD_BIN ETCDCTL_BIN etcd_cports etcd_pports NAME > "$tmp/state.sh"
 
 RMEM_CLUSTER_URL=$(cluster_url "$NAME") RMEM_CLUSTER_HOOK="$0 --hook $tmp" "$PROG"
 rc=$?

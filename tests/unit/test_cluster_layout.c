@@ -16,9 +16,9 @@
 #define S(x) x, strlen(x)
 
 static const char *good = "{\"redundancy\":\"2+1\",\"size\":5000,\"chunk\":4096,\"layout_gen\":1,"
-			  "\"pieces\":[{\"server\":\"s0\",\"region\":7,\"generation\":3,\"state\":\"healthy\"},"
-			  "{\"server\":\"s1\",\"region\":8,\"generation\":4,\"state\":\"stale\"},"
-			  "{\"server\":\"s2\",\"region\":9,\"generation\":5,\"state\":\"lost\"}]}";
+			  "\"pieces\":[{\"server\":\"s0\",\"region\":7,\"generation\":3,\"made\":1,\"state\":\"healthy\"},"
+			  "{\"server\":\"s1\",\"region\":8,\"generation\":4,\"made\":1,\"state\":\"stale\"},"
+			  "{\"server\":\"s2\",\"region\":9,\"generation\":5,\"made\":2,\"state\":\"lost\"}]}";
 
 int main(void)
 {
@@ -37,6 +37,7 @@ int main(void)
 		l.pieces[i].server[1] = (char)('0' + i);
 		l.pieces[i].region = 100 + i;
 		l.pieces[i].generation = 1000 + i;
+		l.pieces[i].made = 1;
 		l.pieces[i].state = i == 5 ? PIECE_LOST : PIECE_HEALTHY;
 	}
 	ok(cluster_layout_encode(&l, &out) == 0 && cluster_layout_decode(out, strlen(out), &back) == 0 &&
@@ -47,7 +48,7 @@ int main(void)
 	free(out);
 	ok(cluster_layout_decode(S(good), &back) == 0 && back.k == 2 && back.r == 1 &&
 		   back.pieces[1].state == PIECE_STALE && back.pieces[2].state == PIECE_LOST &&
-		   back.pieces[2].region == 9,
+		   back.pieces[2].region == 9 && back.pieces[2].made == 2,
 	   "a 2+1 layout as written decodes, states and all");
 	ok(cluster_layout_decode(S("{\"server\":\"s1\",\"region\":1,\"size\":5,\"generation\":0}"),
 				 &back) == -EPROTO,
@@ -58,14 +59,14 @@ int main(void)
 			"{\"redundancy\":\"0+1\",\"size\":1,\"chunk\":4096,\"layout_gen\":1,\"pieces\":[]}",
 			"{\"redundancy\":\"2+ 1\",\"size\":1,\"chunk\":4096,\"layout_gen\":1,\"pieces\":[]}",
 			"{\"redundancy\":\"1+1\",\"size\":1,\"chunk\":4096,\"layout_gen\":1,\"pieces\":"
-			"[{\"server\":\"s0\",\"region\":1,\"generation\":1,\"state\":\"healthy\"},"
-			"{\"server\":\"s1\",\"region\":1,\"generation\":1,\"state\":\"dead\"}]}",
+			"[{\"server\":\"s0\",\"region\":1,\"generation\":1,\"made\":1,\"state\":\"healthy\"},"
+			"{\"server\":\"s1\",\"region\":1,\"generation\":1,\"made\":1,\"state\":\"dead\"}]}",
 			"{\"redundancy\":\"1+1\",\"size\":1,\"chunk\":4096,\"layout_gen\":1,\"pieces\":"
-			"[{\"server\":\"s/0\",\"region\":1,\"generation\":1,\"state\":\"healthy\"},"
-			"{\"server\":\"s1\",\"region\":1,\"generation\":1,\"state\":\"healthy\"}]}",
+			"[{\"server\":\"s/0\",\"region\":1,\"generation\":1,\"made\":1,\"state\":\"healthy\"},"
+			"{\"server\":\"s1\",\"region\":1,\"generation\":1,\"made\":1,\"state\":\"healthy\"}]}",
 			"{\"redundancy\":\"1+1\",\"size\":-1,\"chunk\":4096,\"layout_gen\":1,\"pieces\":"
-			"[{\"server\":\"s0\",\"region\":1,\"generation\":1,\"state\":\"healthy\"},"
-			"{\"server\":\"s1\",\"region\":1,\"generation\":1,\"state\":\"healthy\"}]}",
+			"[{\"server\":\"s0\",\"region\":1,\"generation\":1,\"made\":1,\"state\":\"healthy\"},"
+			"{\"server\":\"s1\",\"region\":1,\"generation\":1,\"made\":1,\"state\":\"healthy\"}]}",
 			"[1]",
 			"",
 		};
