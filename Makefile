@@ -529,6 +529,11 @@ $(B)/bench/bw: $(B)/bench/bw.o $(B)/librmem.so.$(SOMAJOR)
 # endpoint); scripts/bench-cluster starts etcd and the servers.
 $(B)/bench/cluster: $(B)/bench/cluster.o $(B)/librmem.so.$(SOMAJOR)
 	$(CC) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..'
+# make bench-redundancy's client: the cluster through rmem.h, the coding
+# figures through client-lib/stripe.c itself.
+$(B)/bench/redundancy.o: BENCH_INC = -Iclient-lib
+$(B)/bench/redundancy: $(B)/bench/redundancy.o $(B)/lib/client-lib/stripe.o $(B)/librmem.so.$(SOMAJOR)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) -L$(B) -lrmem -lisal -Wl,-rpath,'$$ORIGIN/..'
 
 # The libfabric peer of rmem-perf (Debian ships no fabtests).  libfabric is a
 # bench-only dependency: nothing but bench-tcp builds this.
@@ -585,6 +590,12 @@ bench-alloc: deps
 # throughput with 1, 2 and 3 servers (scripts/bench-cluster).
 bench-cluster: deps
 	scripts/bench-cluster
+# Redundant regions (4+2) beside plain ones on one cluster of six servers:
+# memory, healthy and degraded reads, writes, coding cost
+# (scripts/bench-redundancy).
+.PHONY: bench-redundancy
+bench-redundancy: deps
+	scripts/bench-redundancy
 # What a restart costs its clients: 16 MiB held in a 64 MiB and a 4 GiB pool,
 # alternated, SIGTERM and SIGKILL, through the emulated fd store
 # (bench/restart.py; POOLS, ROUNDS, HELD).

@@ -341,10 +341,59 @@ static int record_out(struct router *cl, struct rset *rs)
 	return err;
 }
 
+/* Whole stripes [s0, s1): parity encoded from the new data alone, every
+ * piece written, nothing read (a 1 MiB write at 4+2 moves 1.5 MiB, where
+ * the delta path reads 2.25 MiB and writes 1.5). */
+static int write_full(struct router *cl, struct rset *rs, uint64_t s0, uint64_t s1,
+		      const void *buf, uint64_t a, unsigned char **bufs)
+{
+	const uint64_t C = STRIPE_CHUNK, per = REDUND_SEG / STRIPE_CHUNK;
+	unsigned k = rs->code.k;
+	int err = 0;
+
+	for (uint64_t s = s0; s < s1 && !err; s += per) {
+		uint64_t e = s1 - s < per ? s1 : s + per;
+		size_t len = (size_t)((e - s) * C);
+
+		for (unsigned j = 0; j < k; j++)
+			piece_copy(rs, j, s * C, e * C, bufs[j], (unsigned char *)buf, a, false);
+		stripe_encode(&rs->code, len, bufs, bufs + k);
+		for (unsigned i = 0; i < rs->n && (!err || err == -EHOSTDOWN); i++)
+			err = piece_io(cl, rs, i, true, s * C, bufs[i], len);
+		if (err && err != -EHOSTDOWN)
+			return err;
+		err = pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
+	}
+	return err;
+}
+
+/* [a, b) of the region, within partial stripes: by delta, piece by piece. */
+static int write_delta(struct router *cl, struct rset *rs, uint64_t a, uint64_t b,
+		       const void *buf, uint64_t off, unsigned char **scratch)
+{
+	int err = 0;
+
+	for (unsigned j = 0; !err && j < rs->code.k; j++) {
+		uint64_t plo, phi;
+
+		if (!piece_range(rs, j, a, b, &plo, &phi))
+			continue;
+		for (uint64_t p = plo; p < phi && !err; p += REDUND_SEG) {
+			uint64_t e = phi - p < REDUND_SEG ? phi : p + REDUND_SEG;
+
+			err = write_seg(cl, rs, j, p, e, (const unsigned char *)buf + (a - off), a,
+					scratch);
+		}
+	}
+	return err;
+}
+
 int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		 const void *buf, size_t len)
 {
-	unsigned char *scratch[2 + STRIPE_R_MAX] = { NULL };
+	unsigned char *scratch[STRIPE_N_MAX + 2] = { NULL };
+	uint64_t W, fs, fe, end = off + len;
+	unsigned nbufs = 0;
 	struct rset *rs;
 	int err = rset_of(cl, r, &rs);
 
@@ -354,20 +403,24 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		err = -EACCES;
 	if (err)
 		return err;
-	for (unsigned i = 0; i < 2 + rs->code.r && !err; i++)
+	nbufs = rs->n > 2 + rs->code.r ? rs->n : 2 + rs->code.r;
+	for (unsigned i = 0; i < nbufs && !err; i++)
 		if (!(scratch[i] = malloc(REDUND_SEG)))
 			err = -ENOMEM;
+	/* Whole stripes [fs, fe) are encoded afresh; the ends, by delta. */
+	W = (uint64_t)rs->code.k * STRIPE_CHUNK;
+	fs = (off + W - 1) / W * W;
+	fe = end / W * W;
 	pthread_mutex_lock(&rs->wmu);
-	for (unsigned j = 0; !err && j < rs->code.k; j++) {
-		uint64_t plo, phi;
-
-		if (!piece_range(rs, j, off, off + len, &plo, &phi))
-			continue;
-		for (uint64_t p = plo; p < phi && !err; p += REDUND_SEG) {
-			uint64_t e = phi - p < REDUND_SEG ? phi : p + REDUND_SEG;
-
-			err = write_seg(cl, rs, j, p, e, buf, off, scratch);
-		}
+	if (!err && fe > fs) {
+		err = write_delta(cl, rs, off, fs, buf, off, scratch);
+		if (!err)
+			err = write_full(cl, rs, fs / W, fe / W, (const unsigned char *)buf + (fs - off),
+					 fs, scratch);
+		if (!err)
+			err = write_delta(cl, rs, fe, end, buf, off, scratch);
+	} else if (!err) {
+		err = write_delta(cl, rs, off, end, buf, off, scratch);
 	}
 	/* The bytes are on K pieces; an error here means the record could
 	 * not be told which missed them (tried again at the next write). */
@@ -377,7 +430,7 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		err = err ? err : rc;
 	}
 	pthread_mutex_unlock(&rs->wmu);
-	for (unsigned i = 0; i < 2 + STRIPE_R_MAX; i++)
+	for (unsigned i = 0; i < nbufs; i++)
 		free(scratch[i]);
 	return err;
 }
