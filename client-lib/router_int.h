@@ -210,7 +210,10 @@ struct cluster_layout;
 /* How a named region's rset tells its record that pieces (bits of mask)
  * are out (router_names.c's names_mark_out). */
 typedef int (*redund_mark_fn)(struct router *cl, const char *name, uint32_t mask);
-void redund_named(struct rset *rs, const char *name, redund_mark_fn mark);
+/* What rmem_free (or rmem_close) of the handle gives back: its writer key. */
+typedef void (*redund_release_fn)(struct router *cl, void *arg);
+void redund_named(struct rset *rs, const char *name, redund_mark_fn mark,
+		  redund_release_fn release, void *arg);
 int redund_create(struct router *cl, const char *name, uint64_t size,
 		  struct cluster_layout *lay, struct rset **out);
 void redund_create_undo(struct router *cl, const char *name, struct rset *rs);

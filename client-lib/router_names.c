@@ -323,27 +323,94 @@ static int names_mark_out(struct router *cl, const char *name, uint32_t mask)
 	return err ? err : -EAGAIN;
 }
 
+/* One writer per redundant region (docs/architecture.md, "Redundancy",
+ * writer rule): /rmem/<cluster>/writers/<tenant>/<name>, made if absent
+ * under a lease of claim_ttl_s that a keeper renews while the handle
+ * lives; rmem_free (or rmem_close) revokes it.  A writer that dies holds
+ * it until the lease ends. */
+struct writer_hold {
+	struct claim_keeper keeper;
+	int64_t lease;
+};
+
+static void writer_release(struct router *cl, void *arg)
+{
+	struct writer_hold *h = arg;
+
+	keeper_stop(&h->keeper);
+	revoke_lease(cl, h->lease);
+	free(h);
+}
+
+/* 0 and the hold, -EBUSY (another writer holds it), or etcd's error. */
+static int writer_take(struct router *cl, const char *name, struct writer_hold **out)
+{
+	struct writer_hold *h;
+	struct etcd_kv existing;
+	char key[KEY_MAX];
+	int64_t ttl, rev;
+	bool created = false;
+	int k, rc;
+
+	*out = NULL;
+	k = snprintf(key, sizeof key, "/rmem/%s/writers/%s/%s", cl->name,
+		     cl->tenant ? cl->tenant : CLUSTER_ANON_TENANT, name);
+	if (k < 0 || k >= (int)sizeof key)
+		return -ENAMETOOLONG;
+	if (!(h = calloc(1, sizeof(*h))))
+		return -ENOMEM;
+	pthread_mutex_lock(&cl->names_mu);
+	rc = etcd_lease_grant(cl->names_etcd, cl->claim_ttl_s, &h->lease, &ttl);
+	if (rc == 0)
+		rc = etcd_create_rev(cl->names_etcd, key, (size_t)k, "1", 1, h->lease, &created,
+				     &existing, &rev);
+	if (rc == 0) {
+		etcd_kv_free(&existing);
+		if (!created)
+			rc = -EBUSY;
+	}
+	if (rc < 0 && h->lease)
+		etcd_lease_revoke(cl->names_etcd, h->lease);
+	pthread_mutex_unlock(&cl->names_mu);
+	if (rc < 0) {
+		free(h);
+		return rc;
+	}
+	keeper_start(&h->keeper, cl, h->lease);
+	*out = h;
+	return 0;
+}
+
 /* Steps 2 and 3 for a redundant region: its K+R pieces, then its layout
  * as the record, over the claim made at rev. */
 static int create_redundant(struct router *cl, const char *name, const char *key, size_t len,
 			    uint64_t size, int64_t rev, struct rmem_region *out)
 {
 	struct cluster_layout lay;
+	struct writer_hold *hold;
 	struct rset *rs;
 	char *value = NULL;
-	int err = redund_create(cl, name, size, &lay, &rs);
+	/* The writer key before the record: nobody can open the name for
+	 * writing before the creator holds it. */
+	int err = writer_take(cl, name, &hold);
 
 	if (err)
 		return err;
+	err = redund_create(cl, name, size, &lay, &rs);
+	if (err) {
+		writer_release(cl, hold);
+		return err;
+	}
 	err = cluster_layout_encode(&lay, &value);
 	if (!err)
 		err = write_value(cl, key, len, value, rev);
 	free(value);
 	if (err) {
 		redund_create_undo(cl, name, rs);
+		writer_release(cl, hold);
 		return err;
 	}
-	redund_named(rs, name, names_mark_out);
+	redund_named(rs, name, names_mark_out, writer_release, hold);
 	return redund_enter(cl, rs, RMEM_READ | RMEM_WRITE, out);
 }
 
@@ -482,13 +549,18 @@ int router_open(struct router *cl, const char *name, uint32_t access, struct rme
 		return -EINVAL;
 	err = locate(cl, name, &at);
 	if (!err && at.is_lay) {
+		struct writer_hold *hold = NULL;
 		struct rset *rs;
 
-		err = redund_open(cl, name, &at.lay, access, &rs);
+		err = access & RMEM_WRITE ? writer_take(cl, name, &hold) : 0;
+		if (!err)
+			err = redund_open(cl, name, &at.lay, access, &rs);
 		if (!err) {
-			redund_named(rs, name, names_mark_out);
+			redund_named(rs, name, names_mark_out, hold ? writer_release : NULL, hold);
 			return redund_enter(cl, rs, access, out);
 		}
+		if (hold)
+			writer_release(cl, hold);
 		if (err == -ENOENT)
 			err = -ESTALE;
 	} else if (!err) {

@@ -56,6 +56,8 @@ struct rset {
 	char name[RMEM_NAME_MAX + 1];
 	uint32_t recorded_out;
 	redund_mark_fn mark;
+	redund_release_fn release; /* the writer key, when this handle holds it */
+	void *release_arg;
 };
 
 int redund_is(const struct rmem_region *r)
@@ -582,6 +584,8 @@ int redund_free(struct router *cl, const struct rmem_region *r)
 	cl->rsets[r->reserved[0] & 0xffffffffu] = NULL;
 	pthread_mutex_unlock(&cl->mu);
 	pieces_free(cl, rs, rs->n);
+	if (rs->release)
+		rs->release(cl, rs->release_arg);
 	pthread_mutex_destroy(&rs->wmu);
 	free(rs);
 	return 0;
@@ -591,6 +595,8 @@ void redund_fini(struct router *cl)
 {
 	for (size_t i = 0; i < cl->nrsets; i++)
 		if (cl->rsets[i]) {
+			if (cl->rsets[i]->release)
+				cl->rsets[i]->release(cl, cl->rsets[i]->release_arg);
 			pthread_mutex_destroy(&cl->rsets[i]->wmu);
 			free(cl->rsets[i]);
 		}
@@ -696,10 +702,13 @@ void redund_create_undo(struct router *cl, const char *name, struct rset *rs)
 	rset_free(rs);
 }
 
-void redund_named(struct rset *rs, const char *name, redund_mark_fn mark)
+void redund_named(struct rset *rs, const char *name, redund_mark_fn mark,
+		  redund_release_fn release, void *arg)
 {
 	snprintf(rs->name, sizeof rs->name, "%s", name);
 	rs->mark = mark;
+	rs->release = release;
+	rs->release_arg = arg;
 }
 
 int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem_region *out)
@@ -709,6 +718,8 @@ int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem
 
 	if (err) {
 		pieces_free(cl, rs, rs->n);
+		if (rs->release)
+			rs->release(cl, rs->release_arg);
 		rset_free(rs);
 		return err;
 	}

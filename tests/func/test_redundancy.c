@@ -17,7 +17,8 @@
  * stripe boundaries read back byte for byte; atomics and posted calls
  * -EOPNOTSUPP; a 4+2 named region opened by a fresh client without
  * ?redundancy= (its record carries the layout), listed, -EACCES for a
- * read-only writer, -EEXIST for a second creator; a writer thread going
+ * read-only writer, -EEXIST for a second creator, -EBUSY for a second
+ * writer until the first closes; a writer thread going
  * while s0 and s1 die (kill -9):
  * every write it made is whole (old or new, never a mix), the acknowledged
  * ones new; every byte of every region still reads, and new writes go on
@@ -234,6 +235,8 @@ static void named_before(rmem_client *c)
 			   rmem_write(f, &r, 0, "x", 1) == -EACCES,
 		   "a read-only opener's write is -EACCES");
 		ok(rmem_create(c, "red/one", MiB, 0, &x) == -EEXIST, "the name is won once: -EEXIST");
+		ok(f && rmem_open(f, "red/one", RMEM_READ | RMEM_WRITE, &x) == -EBUSY,
+		   "one writer: a second RMEM_WRITE opener is -EBUSY while the creator holds it");
 		rmem_close(f);
 	}
 }
@@ -247,8 +250,20 @@ static void named_after(rmem_client *c)
 	   "the creator's write goes on; a fresh opener reads it");
 	ok(run_hook("stale-pieces red/one 2") == 0,
 	   "the record now marks the two pieces that missed it stale");
-	ok(rmem_free(c, &named) == 0 && rmem_unlink(c, "red/one") == 0,
-	   "the creator closes and unlinks it with two servers dead");
+	ok(rmem_free(c, &named) == 0, "the creator closes its handle");
+	{
+		struct rmem_region w;
+		int rc;
+		rmem_client *f = connect_url(base_url, &rc);
+
+		fill(nmodel, 3000, 11);
+		rc = f ? rmem_open(f, "red/one", RMEM_READ | RMEM_WRITE, &w) : rc;
+		ok(rc == 0 && rmem_write(f, &w, 0, nmodel, 3000) == 0 && rmem_free(f, &w) == 0,
+		   "then another client opens it for writing and writes (%s)", rmem_strerror(rc));
+		rmem_close(f);
+		ok(fresh_reads("second writer") == 0, "a fresh opener reads the second writer's bytes");
+	}
+	ok(rmem_unlink(c, "red/one") == 0, "the name is unlinked with two servers dead");
 	{
 		struct rmem_region r;
 
