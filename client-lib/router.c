@@ -18,6 +18,7 @@
 #include "router_int.h"
 #include "etcd_client.h"
 #include "single.h"
+#include "stripe.h"
 
 /* Each etcd request's limit per endpoint: a dead member costs this once. */
 #define CLUSTER_ETCD_TIMEOUT_MS 2000u
@@ -54,6 +55,19 @@ static int keep_opts(struct router *cl, const struct rmem_opts *o)
 		return -EINVAL;
 	if (!d.tenant != !d.secret_file)
 		return -EINVAL;
+	/* Redundancy is the router's: the URL's and the options' must agree;
+	 * the members' clients never see it (one server cannot hold it). */
+	if (d.redundancy && d.redundancy[0]) {
+		unsigned k, r;
+
+		if (stripe_parse(d.redundancy, &k, &r))
+			return -EINVAL;
+		if (cl->red_k && (cl->red_k != k || cl->red_r != r))
+			return -EINVAL;
+		cl->red_k = k;
+		cl->red_r = r;
+	}
+	d.redundancy = NULL;
 	cl->transport = dup_or_null(d.transport, &err);
 	cl->tenant = dup_or_null(d.tenant, &err);
 	cl->secret_file = dup_or_null(d.secret_file, &err);

@@ -164,6 +164,31 @@ static void bad_input(void)
 	snprintf(u, sizeof u, "%s?redundancy=4+2&redundancy=4+2", base_url);
 	c = connect_url(u, &rc);
 	ok(rc == -EINVAL && !c, "a repeated ?redundancy= is -EINVAL");
+	{
+		struct rmem_opts o = opts();
+		rmem_client *x = NULL;
+
+		o.redundancy = "3+";
+		ok(rmem_connect(base_url, &o, &x) == -EINVAL && !x, "rmem_opts.redundancy \"3+\" is -EINVAL");
+		o.redundancy = "2+1";
+		ok(rmem_connect(url42, &o, &x) == -EINVAL && !x,
+		   "rmem_opts.redundancy 2+1 against the URL's 4+2 is -EINVAL");
+		ok(rmem_connect("tcp://127.0.0.1:1", &o, &x) == -EINVAL && !x,
+		   "rmem_opts.redundancy on a single-server endpoint is -EINVAL");
+		o.redundancy = "4+2";
+		ok(rmem_connect(url42, &o, &x) == 0 && x, "rmem_opts.redundancy 4+2 with the URL's 4+2");
+		rmem_close(x);
+		x = NULL;
+		o.redundancy = "8+2";
+		ok(rmem_connect(base_url, &o, &x) == 0 && x, "rmem_opts.redundancy 8+2 alone connects");
+		if (x) {
+			struct rmem_region r;
+
+			ok(rmem_alloc(x, MiB, 0, &r) == -ENOSPC,
+			   "and its allocations are redundant: 8+2 on six servers is -ENOSPC");
+			rmem_close(x);
+		}
+	}
 	snprintf(u, sizeof u, "%s?claim_ttl=5&redundancy=8+2", base_url);
 	c = connect_url(u, &rc);
 	ok(rc == 0 && c, "?claim_ttl=5&redundancy=8+2 connects");
