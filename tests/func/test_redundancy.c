@@ -8,7 +8,9 @@
  *   RMEM_CLUSTER_URL   etcd://H:P,H:P,H:P/NAME (no parameters)
  *   RMEM_CLUSTER_HOOK  "HOOK kill-server I": kill -9 of rmemd sI;
  *                      "HOOK stale-pieces NAME N": 0 when NAME's record
- *                      marks exactly N pieces stale
+ *                      marks exactly N pieces stale; "HOOK sweep-server I":
+ *                      0 when rmemctl cluster sweep with sI's admin socket
+ *                      reclaims nothing
  *   RMEM_TEST_TRANSPORT "rdma": every client with transport "rdma"
  *
  * Checks: bad "?redundancy=" values -EINVAL; more pieces than servers
@@ -252,6 +254,8 @@ static void named_before(rmem_client *c)
 	for (int i = 0; i < n; i++)
 		listed = listed || (!strcmp(ni[i].name, "red/one") && ni[i].length == NLEN);
 	ok(listed, "rmem_names lists it with its size");
+	ok(run_hook("sweep-server 3") == 0,
+	   "rmemctl cluster sweep --grace=0 with a member's socket reclaims none of its pieces");
 	{
 		struct rmem_region r, x;
 		rmem_client *f = connect_url(base_url, &rc);

@@ -28,6 +28,14 @@ if [ "${1:-}" = --hook ]; then
 		echo "# record: $v" >&2
 		[ "$n" = "$5" ]
 		exit ;;
+	sweep-server)
+		# rmemctl cluster sweep with server $i's admin socket, no grace:
+		# exit 0 when it reclaims nothing (the pieces have their record)
+		. "$dir/state.sh"
+		out=$("$B/rmemctl" -e "$URL" -s "$dir/r$i.sock" --grace=0 cluster sweep) || exit 1
+		echo "$out" | sed 's/^/# /' >&2
+		grep -q "0 regions reclaimed" <<< "$out"
+		exit ;;
 	kill-server)
 		p=$(cat "$dir/pids/rmemd$i") || exit 1
 		kill -KILL "$p" || exit 1
@@ -62,9 +70,11 @@ for ((i = 0; i < NSRV; i++)); do
 done
 
 # What the hook needs of this shell.
-declare -p ETCD_N ETCD_CLUSTER ETCD_BIN ETCDCTL_BIN etcd_cports etcd_pports NAME > "$tmp/state.sh"
+URL=$(cluster_url "$NAME")
+declare -p ETCD_N ETCD_CLUSTER ETCD_BIN ETCDCTL_BIN etcd_cports etcd_pports NAME B URL \
+	> "$tmp/state.sh"
 
-RMEM_CLUSTER_URL=$(cluster_url "$NAME") RMEM_CLUSTER_HOOK="$0 --hook $tmp" "$PROG"
+RMEM_CLUSTER_URL=$URL RMEM_CLUSTER_HOOK="$0 --hook $tmp" "$PROG"
 rc=$?
 for ((i = 0; i < NSRV; i++)); do
 	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
