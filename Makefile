@@ -103,6 +103,7 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/bindaddr.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/rmemctl_names.c \
 	client-lib/tools/rmemctl_cluster.c client-lib/tools/rmemctl_sweep.c
+CTL_SRCS += client-lib/tools/rmemctl_redundant.c
 
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
 COMMON_LIB := $(B)/libcommon.a
@@ -240,6 +241,7 @@ $(B)/rmemd: $(DAEMON_OBJS) $(ETCD_LIB) $(COMMON_LIB)
 # `make install` copies, has no rpath.
 $(B)/tool/client-lib/tools/rmemctl_cluster.o: TOOL_INC += $(COMMON_INC)
 $(B)/tool/client-lib/tools/rmemctl_sweep.o: TOOL_INC += $(COMMON_INC)
+$(B)/tool/client-lib/tools/rmemctl_redundant.o: TOOL_INC += $(COMMON_INC)
 CTL_LINK = $(CTL_OBJS) -L$(B) -lrmem $(ETCD_LIB) $(COMMON_LIB) $(ETCD_LIBS)
 $(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR) $(ETCD_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_LINK) -Wl,-rpath,'$$ORIGIN'

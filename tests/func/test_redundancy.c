@@ -10,7 +10,9 @@
  *                      "HOOK stale-pieces NAME N": 0 when NAME's record
  *                      marks exactly N pieces stale; "HOOK sweep-server I":
  *                      0 when rmemctl cluster sweep with sI's admin socket
- *                      reclaims nothing
+ *                      reclaims nothing; "HOOK listing NAME STATE N": 0 when
+ *                      rmemctl cluster redundant shows NAME in STATE with N
+ *                      pieces not usable
  *   RMEM_TEST_TRANSPORT "rdma": every client with transport "rdma"
  *
  * Checks: bad "?redundancy=" values -EINVAL; more pieces than servers
@@ -254,6 +256,8 @@ static void named_before(rmem_client *c)
 	for (int i = 0; i < n; i++)
 		listed = listed || (!strcmp(ni[i].name, "red/one") && ni[i].length == NLEN);
 	ok(listed, "rmem_names lists it with its size");
+	ok(run_hook("listing red/one healthy 0") == 0,
+	   "rmemctl cluster redundant (table and --json): red/one 4+2 healthy, six pieces");
 	ok(run_hook("sweep-server 3") == 0,
 	   "rmemctl cluster sweep --grace=0 with a member's socket reclaims none of its pieces");
 	{
@@ -279,6 +283,8 @@ static void named_after(rmem_client *c)
 	   "the creator's write goes on; a fresh opener reads it");
 	ok(run_hook("stale-pieces red/one 2") == 0,
 	   "the record now marks the two pieces that missed it stale");
+	ok(run_hook("listing red/one degraded 2") == 0,
+	   "rmemctl cluster redundant: degraded, two pieces not usable");
 	ok(rmem_free(c, &named) == 0, "the creator closes its handle");
 	{
 		struct rmem_region w;

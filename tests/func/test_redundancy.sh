@@ -36,6 +36,24 @@ if [ "${1:-}" = --hook ]; then
 		echo "$out" | sed 's/^/# /' >&2
 		grep -q "0 regions reclaimed" <<< "$out"
 		exit ;;
+	listing)
+		# rmemctl cluster redundant, table and --json: exit 0 when name
+		# $i shows state $5 with $6 pieces not usable (stale or gone)
+		. "$dir/state.sh"
+		tab=$("$B/rmemctl" -e "$URL" cluster redundant) || exit 1
+		js=$("$B/rmemctl" -e "$URL" --json cluster redundant) || exit 1
+		echo "$tab" | sed 's/^/# /' >&2
+		grep -q "^$i  *4+2 .* $5 " <<< "$tab" || exit 1
+		python3 - "$js" "$i" "$5" "$6" << 'EOP'
+import json, sys
+d = json.loads(sys.argv[1])["cluster_redundant"]
+r = [x for x in d["regions"] if x["name"] == sys.argv[2]][0]
+bad = [p for p in r["pieces"] if p["state"] != "healthy" or not p["server_present"]]
+ok = (r["state"] == sys.argv[3] and len(bad) == int(sys.argv[4]) and r["redundancy"] == "4+2"
+      and len(r["pieces"]) == 6 and r["usable"] == 6 - len(bad))
+sys.exit(0 if ok else 1)
+EOP
+		exit ;;
 	kill-server)
 		p=$(cat "$dir/pids/rmemd$i") || exit 1
 		kill -KILL "$p" || exit 1
