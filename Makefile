@@ -93,7 +93,7 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/api.c client-lib/router.c client-lib/router_members.c \
 	client-lib/router_watch.c client-lib/router_poll.c client-lib/router_names.c \
 	client-lib/router_url.c client-lib/pollfd.c
-LIB_SRCS += client-lib/stripe.c client-lib/router_redund.c
+LIB_SRCS += client-lib/stripe.c client-lib/router_redund.c client-lib/router_redund_make.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c daemon/scrub.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/conn.c \
