@@ -6,7 +6,12 @@
  * etcd) call router_members.c and the single-server calls; router.c also
  * starts and stops router_watch.c, whose thread feeds router_members.c.
  * router_members.c calls only the single-server calls; router_url.c is
- * pure.  None calls back up.
+ * pure.  Redundant regions: router.c and router_poll.c send a redundant
+ * handle's calls to router_redund.c (reads, writes) and
+ * router_redund_make.c (alloc, free), router_names.c its names'; both call
+ * router_members.c, the single-server calls and stripe.c, and reach a
+ * name's record only through the function router_names.c gave the region
+ * (redund_named).  None calls back up.
  *
  * Locking (order: a member's conn_mu, then reg_mu, then mu; names_mu
  * alone):
