@@ -71,6 +71,8 @@ LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null)
 # librmem's etcd:// cluster client speaks to etcd: libetcd.a's objects go
 # into librmem (hidden, like common/'s), and libcurl and jansson with them.
 LIB_LIBS += $(ETCD_LIBS)
+# Redundant regions' parity (client-lib/stripe.c): ISA-L.
+LIB_LIBS += -lisal
 
 # common/: what the daemon, the library and the tests share, built once into
 # one internal archive (as munge's src/libcommon).  Hidden visibility: linked
@@ -84,6 +86,7 @@ COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c com
 # (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
 ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c \
 	common/cluster_name.c common/cluster_json.c
+ETCD_SRCS += common/cluster_layout.c
 LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/engine.c client-lib/io.c client-lib/verbs_conn.c \
 	client-lib/verbs_post.c client-lib/verbs_regcache.c client-lib/keepalive.c client-lib/auth.c \
@@ -92,6 +95,7 @@ LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
 	client-lib/api.c client-lib/router.c client-lib/router_members.c \
 	client-lib/router_watch.c client-lib/router_poll.c client-lib/router_names.c \
 	client-lib/router_url.c client-lib/pollfd.c
+LIB_SRCS += client-lib/stripe.c client-lib/router_redund.c client-lib/router_redund_make.c
 DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c daemon/pool.c daemon/scrub.c \
 	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/quarantine.c daemon/conn.c \
@@ -101,6 +105,7 @@ DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
 	daemon/bindaddr.c
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/rmemctl_names.c \
 	client-lib/tools/rmemctl_cluster.c client-lib/tools/rmemctl_sweep.c
+CTL_SRCS += client-lib/tools/rmemctl_redundant.c
 
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
 COMMON_LIB := $(B)/libcommon.a
@@ -120,6 +125,8 @@ UNIT_TESTS := test_alloc test_alloc_scalar test_alloc_release test_proto test_co
 	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
 UNIT_TESTS += test_scrub
 UNIT_TESTS += test_quarantine_list
+UNIT_TESTS += test_stripe
+UNIT_TESTS += test_cluster_layout
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume
 # The hostile suite (issue 20): one line each, so that parts merge apart.
@@ -157,6 +164,8 @@ CLUSTER_HELPERS += $(B)/tests/test_cluster_lib
 CLUSTER_HELPERS += $(B)/tests/test_cluster_tenants
 # ...and a client driven line by line, by tests/func/test_hostile_cluster.sh.
 CLUSTER_HELPERS += $(B)/tests/hostile_cluster
+# ...and redundant regions, by tests/func/test_redundancy.sh.
+CLUSTER_HELPERS += $(B)/tests/test_redundancy
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # clients those tests run against the installed rmemd.
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
@@ -235,6 +244,7 @@ $(B)/rmemd: $(DAEMON_OBJS) $(ETCD_LIB) $(COMMON_LIB)
 # `make install` copies, has no rpath.
 $(B)/tool/client-lib/tools/rmemctl_cluster.o: TOOL_INC += $(COMMON_INC)
 $(B)/tool/client-lib/tools/rmemctl_sweep.o: TOOL_INC += $(COMMON_INC)
+$(B)/tool/client-lib/tools/rmemctl_redundant.o: TOOL_INC += $(COMMON_INC)
 CTL_LINK = $(CTL_OBJS) -L$(B) -lrmem $(ETCD_LIB) $(COMMON_LIB) $(ETCD_LIBS)
 $(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR) $(ETCD_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_LINK) -Wl,-rpath,'$$ORIGIN'
@@ -330,6 +340,11 @@ $(B)/tests/test_slots: $(B)/tests/obj/unit/test_slots.o $(B)/d/daemon/slots.o
 $(B)/tests/obj/unit/test_slots.o: EXTRA_CPPFLAGS = -Idaemon
 $(B)/tests/test_endpoint: $(B)/tests/obj/unit/test_endpoint.o
 $(B)/tests/test_hash64: $(B)/tests/obj/unit/test_hash64.o
+$(B)/tests/test_stripe: $(B)/tests/obj/unit/test_stripe.o $(B)/lib/client-lib/stripe.o
+$(B)/tests/obj/unit/test_stripe.o: EXTRA_CPPFLAGS = -Iclient-lib
+$(B)/tests/test_stripe: EXTRA_LIBS = -lisal
+$(B)/tests/test_cluster_layout: $(B)/tests/obj/unit/test_cluster_layout.o $(ETCD_LIB)
+$(B)/tests/test_cluster_layout: EXTRA_LIBS = $(ETCD_LIB) $(ETCD_LIBS)
 $(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
 $(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o \
 	$(B)/d/daemon/config_keys.o $(B)/d/daemon/config_dump.o $(B)/d/daemon/config_num.o
@@ -444,6 +459,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
 		tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh \
 		tests/func/test_hostile_cluster.sh \
+		tests/func/test_redundancy.sh \
 		tests/func/test_nbd.sh \
 		tests/func/test_restart.py \
 		tests/func/test_hostile_restart.py \
@@ -523,6 +539,11 @@ $(B)/bench/bw: $(B)/bench/bw.o $(B)/librmem.so.$(SOMAJOR)
 # endpoint); scripts/bench-cluster starts etcd and the servers.
 $(B)/bench/cluster: $(B)/bench/cluster.o $(B)/librmem.so.$(SOMAJOR)
 	$(CC) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/..'
+# make bench-redundancy's client: the cluster through rmem.h, the coding
+# figures through client-lib/stripe.c itself.
+$(B)/bench/redundancy.o: BENCH_INC = -Iclient-lib
+$(B)/bench/redundancy: $(B)/bench/redundancy.o $(B)/lib/client-lib/stripe.o $(B)/librmem.so.$(SOMAJOR)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) -L$(B) -lrmem -lisal -Wl,-rpath,'$$ORIGIN/..'
 
 # The libfabric peer of rmem-perf (Debian ships no fabtests).  libfabric is a
 # bench-only dependency: nothing but bench-tcp builds this.
@@ -579,6 +600,12 @@ bench-alloc: deps
 # throughput with 1, 2 and 3 servers (scripts/bench-cluster).
 bench-cluster: deps
 	scripts/bench-cluster
+# Redundant regions (4+2) beside plain ones on one cluster of six servers:
+# memory, healthy and degraded reads, writes, coding cost
+# (scripts/bench-redundancy).
+.PHONY: bench-redundancy
+bench-redundancy: deps
+	scripts/bench-redundancy
 # What a restart costs its clients: 16 MiB held in a 64 MiB and a 4 GiB pool,
 # alternated, SIGTERM and SIGKILL, through the emulated fd store
 # (bench/restart.py; POOLS, ROUNDS, HELD).

@@ -103,6 +103,9 @@ static int read_opts(const struct rmem_opts *o, struct connect_params *p)
 				return -EINVAL;
 			p->tcp_cc = o->tcp_congestion;
 		}
+		/* Redundancy spans servers: a cluster's alone. */
+		if (OPTS_HAS(o->size, redundancy) && o->redundancy && o->redundancy[0])
+			return -EINVAL;
 	}
 	if (!p->tenant != !p->secret_file)
 		return -EINVAL;

@@ -18,6 +18,7 @@
 #include "router_int.h"
 #include "etcd_client.h"
 #include "single.h"
+#include "stripe.h"
 
 /* Each etcd request's limit per endpoint: a dead member costs this once. */
 #define CLUSTER_ETCD_TIMEOUT_MS 2000u
@@ -54,6 +55,19 @@ static int keep_opts(struct router *cl, const struct rmem_opts *o)
 		return -EINVAL;
 	if (!d.tenant != !d.secret_file)
 		return -EINVAL;
+	/* Redundancy is the router's: the URL's and the options' must agree;
+	 * the members' clients never see it (one server cannot hold it). */
+	if (d.redundancy && d.redundancy[0]) {
+		unsigned k, r;
+
+		if (stripe_parse(d.redundancy, &k, &r))
+			return -EINVAL;
+		if (cl->red_k && (cl->red_k != k || cl->red_r != r))
+			return -EINVAL;
+		cl->red_k = k;
+		cl->red_r = r;
+	}
+	d.redundancy = NULL;
 	cl->transport = dup_or_null(d.transport, &err);
 	cl->tenant = dup_or_null(d.tenant, &err);
 	cl->secret_file = dup_or_null(d.secret_file, &err);
@@ -77,7 +91,7 @@ int router_connect(const char *url, const struct rmem_opts *o, struct router **o
 	pthread_mutex_init(&cl->names_mu, NULL);
 	pthread_mutex_init(&cl->reg_mu, NULL);
 	err = router_url_parse(url, cl->etcd_list, sizeof cl->etcd_list, cl->name,
-				sizeof cl->name, &cl->claim_ttl_s);
+				sizeof cl->name, &cl->claim_ttl_s, &cl->red_k, &cl->red_r);
 	if (!err)
 		err = keep_opts(cl, o);
 	if (!err)
@@ -111,6 +125,7 @@ void router_close(struct router *cl)
 		return;
 	/* The watch feeds the table: it stops first. */
 	watch_stop(cl->watch);
+	redund_fini(cl);
 	members_fini(cl);
 	etcd_client_free(cl->names_etcd);
 	free(cl->pend);
@@ -146,6 +161,8 @@ int router_alloc(struct router *cl, uint64_t size, uint32_t flags, struct rmem_r
 
 	if (!out || size == 0 || flags != 0)
 		return -EINVAL;
+	if (cl->red_k)
+		return redund_alloc(cl, size, out);
 	/* Each server at most once: -ENOMEM (or a server lost) moves on to
 	 * the next choice; the last real answer is the call's. */
 	while (members_pick(cl, size, tried, &slot) == 0) {
@@ -180,8 +197,11 @@ int router_free(struct router *cl, const struct rmem_region *r)
 {
 	rmem_client *c;
 	uint32_t slot;
-	int err = region_client(cl, r, &c, &slot);
+	int err;
 
+	if (redund_is(r))
+		return redund_free(cl, r);
+	err = region_client(cl, r, &c, &slot);
 	if (!err)
 		err = members_err(cl, slot, single_free(c, r));
 	if (!err)
@@ -194,7 +214,11 @@ int router_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 {
 	rmem_client *c;
 	uint32_t slot;
-	int err = region_client(cl, r, &c, &slot);
+	int err;
+
+	if (redund_is(r))
+		return redund_write(cl, r, off, buf, len);
+	err = region_client(cl, r, &c, &slot);
 
 	return err ? err : members_err(cl, slot, single_write(c, r, off, buf, len));
 }
@@ -204,7 +228,11 @@ int router_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 {
 	rmem_client *c;
 	uint32_t slot;
-	int err = region_client(cl, r, &c, &slot);
+	int err;
+
+	if (redund_is(r))
+		return redund_read(cl, r, off, buf, len);
+	err = region_client(cl, r, &c, &slot);
 
 	return err ? err : members_err(cl, slot, single_read(c, r, off, buf, len));
 }
@@ -214,7 +242,12 @@ int router_cas(struct router *cl, const struct rmem_region *r, uint64_t off, uin
 {
 	rmem_client *c;
 	uint32_t slot;
-	int err = region_client(cl, r, &c, &slot);
+	int err;
+
+	/* Not exact across a server's death: "Redundancy", atomics. */
+	if (redund_is(r))
+		return -EOPNOTSUPP;
+	err = region_client(cl, r, &c, &slot);
 
 	return err ? err : members_err(cl, slot, single_cas(c, r, off, expect, desired, old));
 }
@@ -224,7 +257,12 @@ int router_faa(struct router *cl, const struct rmem_region *r, uint64_t off, uin
 {
 	rmem_client *c;
 	uint32_t slot;
-	int err = region_client(cl, r, &c, &slot);
+	int err;
+
+	/* Not exact across a server's death: "Redundancy", atomics. */
+	if (redund_is(r))
+		return -EOPNOTSUPP;
+	err = region_client(cl, r, &c, &slot);
 
 	return err ? err : members_err(cl, slot, single_faa(c, r, off, add, old));
 }

@@ -6,7 +6,12 @@
  * etcd) call router_members.c and the single-server calls; router.c also
  * starts and stops router_watch.c, whose thread feeds router_members.c.
  * router_members.c calls only the single-server calls; router_url.c is
- * pure.  None calls back up.
+ * pure.  Redundant regions: router.c and router_poll.c send a redundant
+ * handle's calls to router_redund.c (reads, writes) and
+ * router_redund_make.c (alloc, free), router_names.c its names'; both call
+ * router_members.c, the single-server calls and stripe.c, and reach a
+ * name's record only through the function router_names.c gave the region
+ * (redund_named).  None calls back up.
  *
  * Locking (order: a member's conn_mu, then reg_mu, then mu; names_mu
  * alone):
@@ -53,6 +58,7 @@
 
 struct etcd_client;
 struct router_watch;
+struct rset;
 
 struct member {
 	pthread_mutex_t conn_mu;
@@ -112,15 +118,24 @@ struct router {
 	unsigned cur;
 	rmem_client **retired, **draining;
 	size_t nretired, ndraining;
+	/* Redundancy asked for (router_redund.c): K+R, 0 when not. */
+	unsigned red_k, red_r;
+	/* Redundant regions: a handle names its index here (under mu; an
+	 * entry is freed only by rmem_free, which the application does not
+	 * race with calls on the same region). */
+	struct rset **rsets;
+	size_t nrsets;
+	uint64_t rset_ids;
 };
 
 /* ---- router_url.c ------------------------------------------------------------- */
 
-/* "etcd://H:P[,H:P...]/NAME[?claim_ttl=S]" -> "http://H:P,http://H:P",
- * NAME (default "rmem" when there is no path) and S (default
- * CLUSTER_CLAIM_TTL_S).  0 or -EINVAL. */
+/* "etcd://H:P[,H:P...]/NAME[?claim_ttl=S][&redundancy=K+R]" ->
+ * "http://H:P,http://H:P", NAME (default "rmem" when there is no path), S
+ * (default CLUSTER_CLAIM_TTL_S) and K, R (0, 0 without redundancy).
+ * 0 or -EINVAL. */
 int router_url_parse(const char *url, char *list, size_t list_len, char *name,
-		      size_t name_len, unsigned *claim_ttl_s);
+		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r);
 
 /* ---- router_members.c ----------------------------------------------------------- */
 
@@ -167,6 +182,54 @@ int members_find(struct router *cl, const char *id, uint32_t *slot);
 /* Every connected client, for calls made on all (stats, buffers): up to
  * max into out with their slots; how many.  Under reg_mu for buffers. */
 size_t members_connected(struct router *cl, rmem_client **out, uint32_t *slots, size_t max);
+
+/* ---- router_redund.c ------------------------------------------------------------ */
+
+/* struct rmem_region.reserved[0] of a redundant region: this tag in the
+ * high 32 bits, its index in the router's rsets in the low ones;
+ * reserved[1] its id (so a handle of a freed region never names another). */
+#define REDUND_REGION_TAG 0x72656475u /* "redu" */
+
+/* Whether r is a redundant region's handle (by its tag alone). */
+int redund_is(const struct rmem_region *r);
+/* The calls on a redundant region (docs/architecture.md, "Redundancy").
+ * alloc: -ENOSPC with fewer than K+R servers present or able to hold a
+ * piece; read: rebuilds around lost pieces, -EHOSTDOWN with fewer than K;
+ * write: data and parity by delta, -EHOSTDOWN when fewer than K pieces
+ * took it.  Atomics and posted calls: -EOPNOTSUPP. */
+int redund_alloc(struct router *cl, uint64_t size, struct rmem_region *out);
+int redund_free(struct router *cl, const struct rmem_region *r);
+int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
+		size_t len);
+int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
+		 const void *buf, size_t len);
+/* Named ones (router_names.c keeps the record, cluster_layout.h):
+ * create makes the K+R pieces "<name>~1.<i>" on distinct servers and fills
+ * *lay (-ENOSPC, -ENAMETOOLONG); redund_create_undo unlinks them again
+ * (the record could not be written); redund_enter gives the handle (it
+ * takes rs either way; redund_named first gives it its record).  open opens the pieces of lay that are healthy and
+ * whose servers are present in their generation: -EHOSTDOWN with fewer
+ * than K, -ENOENT when more than R are unknown to their servers.  unlink
+ * unlinks every piece whose server answers. */
+struct cluster_layout;
+/* How a named region's rset tells its record that pieces (bits of mask)
+ * are out (router_names.c's names_mark_out). */
+typedef int (*redund_mark_fn)(struct router *cl, const char *name, uint32_t mask);
+/* What rmem_free (or rmem_close) of the handle gives back: its writer key. */
+typedef void (*redund_release_fn)(struct router *cl, void *arg);
+void redund_named(struct rset *rs, const char *name, redund_mark_fn mark,
+		  redund_release_fn release, void *arg);
+int redund_create(struct router *cl, const char *name, uint64_t size,
+		  struct cluster_layout *lay, struct rset **out);
+void redund_create_undo(struct router *cl, const char *name, struct rset *rs);
+int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem_region *out);
+int redund_open(struct router *cl, const char *name, const struct cluster_layout *lay,
+		uint32_t access, struct rset **rsp);
+int redund_unlink(struct router *cl, const char *name, const struct cluster_layout *lay,
+		  uint32_t flags);
+/* Frees every redundant region's bookkeeping (not its pieces: the
+ * servers free a closed session's regions). */
+void redund_fini(struct router *cl);
 
 /* ---- router_watch.c ------------------------------------------------------------- */
 

@@ -58,6 +58,7 @@
 #include "router.h"
 #include "router_int.h"
 #include "clock.h"
+#include "cluster_layout.h"
 #include "cluster_name.h"
 #include "etcd_client.h"
 #include "proto.h"
@@ -82,9 +83,10 @@ static int name_key(const struct router *cl, const char *name, char *key, size_t
 }
 
 /* The record of key: 0 with it and its mod_revision, -ENOENT, or etcd's
- * error. */
+ * error.  A redundant region's record (cluster_layout.h) goes into *lay
+ * with *is_lay set. */
 static int read_name(struct router *cl, const char *key, size_t len, struct cluster_name *rec,
-		     int64_t *mod)
+		     int64_t *mod, struct cluster_layout *lay, bool *is_lay)
 {
 	struct etcd_range r;
 	int rc;
@@ -94,11 +96,16 @@ static int read_name(struct router *cl, const char *key, size_t len, struct clus
 	pthread_mutex_unlock(&cl->names_mu);
 	if (rc < 0)
 		return rc;
+	*is_lay = false;
+	lay->k = 0;
 	if (r.nkvs != 1)
 		rc = -ENOENT;
-	else if (cluster_name_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, rec) < 0)
+	else if (cluster_name_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, rec) < 0 &&
+		 cluster_layout_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, lay) < 0)
 		rc = -EPROTO;
 	else
+		*is_lay = lay->k != 0;
+	if (rc == 0)
 		*mod = r.kvs[0].mod_revision;
 	etcd_range_free(&r);
 	return rc;
@@ -227,16 +234,13 @@ static void keeper_stop(struct claim_keeper *k)
 /* Step 3: the record over the claim made at rev: 0, -EEXIST (another
  * creator holds the name now), -ECANCELED (the claim is gone), or etcd's
  * error. */
-static int write_record(struct router *cl, const char *key, size_t len,
-			const struct cluster_name *rec, int64_t rev)
+static int write_value(struct router *cl, const char *key, size_t len, char *value,
+		       int64_t rev)
 {
 	struct etcd_kv now;
-	char *value = NULL;
 	bool put = false;
-	int err = cluster_name_encode(rec, &value);
+	int err;
 
-	if (err)
-		return err;
 	pthread_mutex_lock(&cl->names_mu);
 	err = etcd_put_if(cl->names_etcd, key, len, value, strlen(value), 0, rev, &put, &now);
 	pthread_mutex_unlock(&cl->names_mu);
@@ -246,11 +250,155 @@ static int write_record(struct router *cl, const char *key, size_t len,
 	if (!err && !put && now.key && now.lease == 0 && now.value_len == strlen(value) &&
 	    !memcmp(now.value, value, now.value_len))
 		put = true;
-	free(value);
 	if (!err && !put)
 		err = now.key ? -EEXIST : -ECANCELED;
 	etcd_kv_free(&now);
 	return err;
+}
+
+static int write_record(struct router *cl, const char *key, size_t len,
+			const struct cluster_name *rec, int64_t rev)
+{
+	char *value = NULL;
+	int err = cluster_name_encode(rec, &value);
+
+	if (!err)
+		err = write_value(cl, key, len, value, rev);
+	free(value);
+	return err;
+}
+
+/* Pieces (bits of mask) of name's layout are out for a writer, which
+ * wrote without them: stale in the record, layout_gen + 1, by a txn over
+ * the record as read (tried again when it changed meanwhile).  0, -ENOENT
+ * (no longer a redundant record), or etcd's error. */
+static int names_mark_out(struct router *cl, const char *name, uint32_t mask)
+{
+	char key[KEY_MAX];
+	size_t len;
+	int err = name_key(cl, name, key, &len);
+
+	for (int tries = 0; !err && tries < 3; tries++) {
+		struct cluster_layout lay;
+		struct cluster_name rec;
+		bool is_lay, changed = false;
+		char *value = NULL;
+		int64_t mod;
+
+		err = read_name(cl, key, len, &rec, &mod, &lay, &is_lay);
+		if (!err && !is_lay)
+			err = -ENOENT;
+		if (err)
+			break;
+		for (unsigned i = 0; i < lay.k + lay.r; i++)
+			if ((mask & (1u << i)) && lay.pieces[i].state == PIECE_HEALTHY) {
+				lay.pieces[i].state = PIECE_STALE;
+				changed = true;
+			}
+		if (!changed)
+			return 0;
+		lay.layout_gen++;
+		err = cluster_layout_encode(&lay, &value);
+		if (!err)
+			err = write_value(cl, key, len, value, mod);
+		free(value);
+		if (err == -EEXIST)
+			err = 0; /* rewritten since we read it: read again */
+		else
+			return err;
+	}
+	return err ? err : -EAGAIN;
+}
+
+/* One writer per redundant region (docs/architecture.md, "Redundancy",
+ * writer rule): /rmem/<cluster>/writers/<tenant>/<name>, made if absent
+ * under a lease of claim_ttl_s that a keeper renews while the handle
+ * lives; rmem_free (or rmem_close) revokes it.  A writer that dies holds
+ * it until the lease ends. */
+struct writer_hold {
+	struct claim_keeper keeper;
+	int64_t lease;
+};
+
+static void writer_release(struct router *cl, void *arg)
+{
+	struct writer_hold *h = arg;
+
+	keeper_stop(&h->keeper);
+	revoke_lease(cl, h->lease);
+	free(h);
+}
+
+/* 0 and the hold, -EBUSY (another writer holds it), or etcd's error. */
+static int writer_take(struct router *cl, const char *name, struct writer_hold **out)
+{
+	struct writer_hold *h;
+	struct etcd_kv existing;
+	char key[KEY_MAX];
+	int64_t ttl, rev;
+	bool created = false;
+	int k, rc;
+
+	*out = NULL;
+	k = snprintf(key, sizeof key, "/rmem/%s/writers/%s/%s", cl->name,
+		     cl->tenant ? cl->tenant : CLUSTER_ANON_TENANT, name);
+	if (k < 0 || k >= (int)sizeof key)
+		return -ENAMETOOLONG;
+	if (!(h = calloc(1, sizeof(*h))))
+		return -ENOMEM;
+	pthread_mutex_lock(&cl->names_mu);
+	rc = etcd_lease_grant(cl->names_etcd, cl->claim_ttl_s, &h->lease, &ttl);
+	if (rc == 0)
+		rc = etcd_create_rev(cl->names_etcd, key, (size_t)k, "1", 1, h->lease, &created,
+				     &existing, &rev);
+	if (rc == 0) {
+		etcd_kv_free(&existing);
+		if (!created)
+			rc = -EBUSY;
+	}
+	if (rc < 0 && h->lease)
+		etcd_lease_revoke(cl->names_etcd, h->lease);
+	pthread_mutex_unlock(&cl->names_mu);
+	if (rc < 0) {
+		free(h);
+		return rc;
+	}
+	keeper_start(&h->keeper, cl, h->lease);
+	*out = h;
+	return 0;
+}
+
+/* Steps 2 and 3 for a redundant region: its K+R pieces, then its layout
+ * as the record, over the claim made at rev. */
+static int create_redundant(struct router *cl, const char *name, const char *key, size_t len,
+			    uint64_t size, int64_t rev, struct rmem_region *out)
+{
+	struct cluster_layout lay;
+	struct writer_hold *hold;
+	struct rset *rs;
+	char *value = NULL;
+	/* The writer key before the record: nobody can open the name for
+	 * writing before the creator holds it. */
+	int err = writer_take(cl, name, &hold);
+
+	if (err)
+		return err;
+	err = redund_create(cl, name, size, &lay, &rs);
+	if (err) {
+		writer_release(cl, hold);
+		return err;
+	}
+	err = cluster_layout_encode(&lay, &value);
+	if (!err)
+		err = write_value(cl, key, len, value, rev);
+	free(value);
+	if (err) {
+		redund_create_undo(cl, name, rs);
+		writer_release(cl, hold);
+		return err;
+	}
+	redund_named(rs, name, names_mark_out, writer_release, hold);
+	return redund_enter(cl, rs, RMEM_READ | RMEM_WRITE, out);
 }
 
 /* Step 2: the region on some server; 0 with *slot, or the last answer. */
@@ -296,6 +444,13 @@ int router_create(struct router *cl, const char *name, uint64_t size, uint32_t f
 	if (err)
 		return err;
 	keeper_start(&keeper, cl, lease);
+	if (cl->red_k) {
+		err = create_redundant(cl, name, key, len, size, rev, out);
+		if (err)
+			goto drop_claim;
+		keeper_stop(&keeper);
+		return 0;
+	}
 	err = place(cl, name, size, flags, out, &slot);
 	if (err)
 		goto drop_claim;
@@ -327,6 +482,8 @@ struct located {
 	char key[KEY_MAX];
 	size_t len;
 	int64_t mod;
+	bool is_lay;                /* a redundant region: lay, no slot */
+	struct cluster_layout lay;
 	uint32_t slot;
 	rmem_client *c;
 };
@@ -356,7 +513,9 @@ static int locate(struct router *cl, const char *name, struct located *at)
 	at->mod = 0;
 	err = name_key(cl, name, at->key, &at->len);
 	if (!err)
-		err = read_name(cl, at->key, at->len, &rec, &at->mod);
+		err = read_name(cl, at->key, at->len, &rec, &at->mod, &at->lay, &at->is_lay);
+	if (!err && at->is_lay)
+		return 0;
 	if (!err && rec.region == 0)
 		err = -ENOENT; /* still being made */
 	if (!err && members_find(cl, rec.server, &at->slot) < 0)
@@ -376,7 +535,22 @@ int router_open(struct router *cl, const char *name, uint32_t access, struct rme
 	if (!out || access == 0 || (access & ~(RMEM_READ | RMEM_WRITE)))
 		return -EINVAL;
 	err = locate(cl, name, &at);
-	if (!err) {
+	if (!err && at.is_lay) {
+		struct writer_hold *hold = NULL;
+		struct rset *rs;
+
+		err = access & RMEM_WRITE ? writer_take(cl, name, &hold) : 0;
+		if (!err)
+			err = redund_open(cl, name, &at.lay, access, &rs);
+		if (!err) {
+			redund_named(rs, name, names_mark_out, hold ? writer_release : NULL, hold);
+			return redund_enter(cl, rs, access, out);
+		}
+		if (hold)
+			writer_release(cl, hold);
+		if (err == -ENOENT)
+			err = -ESTALE;
+	} else if (!err) {
 		err = members_err(cl, at.slot, single_open(at.c, name, access, out));
 		if (err == -ENOENT)
 			err = -ESTALE;
@@ -387,7 +561,7 @@ int router_open(struct router *cl, const char *name, uint32_t access, struct rme
 		drop_stale(cl, at.key, at.len, at.mod);
 		err = -ENOENT;
 	}
-	if (!err)
+	if (!err && !at.is_lay)
 		members_tag(out, at.slot);
 	return err;
 }
@@ -400,7 +574,9 @@ int router_unlink(struct router *cl, const char *name, uint32_t flags)
 	if (flags & ~RMEM_UNLINK_REVOKE)
 		return -EINVAL;
 	err = locate(cl, name, &at);
-	if (!err) {
+	if (!err && at.is_lay) {
+		err = redund_unlink(cl, name, &at.lay, flags);
+	} else if (!err) {
 		err = members_err(cl, at.slot, single_unlink2(at.c, name, flags));
 		if (err == -ENOENT)
 			err = -ESTALE;
@@ -432,11 +608,16 @@ static bool name_info(const struct etcd_kv *kv, size_t plen, struct rmem_name_in
 	const char *k = (const char *)kv->key + plen, *slash;
 	size_t rest = kv->key_len - plen, tlen;
 	struct cluster_name rec;
+	struct cluster_layout lay;
 
 	slash = memchr(k, '/', rest);
-	if (!slash || cluster_name_decode((const char *)kv->value, kv->value_len, &rec) < 0 ||
-	    rec.region == 0)
+	if (slash && cluster_layout_decode((const char *)kv->value, kv->value_len, &lay) == 0) {
+		rec.size = lay.size; /* a redundant region */
+	} else if (!slash ||
+		   cluster_name_decode((const char *)kv->value, kv->value_len, &rec) < 0 ||
+		   rec.region == 0) {
 		return false;
+	}
 	tlen = (size_t)(slash - k);
 	if (tlen >= sizeof(out->tenant) || rest - tlen - 1 == 0 ||
 	    rest - tlen - 1 > RMEM_NAME_MAX)

@@ -114,7 +114,8 @@ int router_post_read(struct router *cl, const struct rmem_region *r, uint64_t of
 		      size_t len, uint64_t cookie)
 {
 	uint32_t slot;
-	int err = members_slot_of(cl, r, &slot);
+	/* Redundant regions: synchronous calls only, for now. */
+	int err = redund_is(r) ? -EOPNOTSUPP : members_slot_of(cl, r, &slot);
 
 	if (!err)
 		POST(cl, slot, cookie, NULL, single_post_read(c_, r, off, buf, len, idx_));
@@ -125,7 +126,8 @@ int router_post_write(struct router *cl, const struct rmem_region *r, uint64_t o
 		       const void *buf, size_t len, uint64_t cookie)
 {
 	uint32_t slot;
-	int err = members_slot_of(cl, r, &slot);
+	/* Redundant regions: synchronous calls only, for now. */
+	int err = redund_is(r) ? -EOPNOTSUPP : members_slot_of(cl, r, &slot);
 
 	if (!err)
 		POST(cl, slot, cookie, NULL, single_post_write(c_, r, off, buf, len, idx_));
@@ -135,7 +137,8 @@ int router_post_write(struct router *cl, const struct rmem_region *r, uint64_t o
 int router_post_free(struct router *cl, const struct rmem_region *r, uint64_t cookie)
 {
 	uint32_t slot;
-	int err = members_slot_of(cl, r, &slot);
+	/* Redundant regions: synchronous calls only, for now. */
+	int err = redund_is(r) ? -EOPNOTSUPP : members_slot_of(cl, r, &slot);
 
 	if (!err)
 		POST(cl, slot, cookie, NULL, single_post_free(c_, r, idx_));
@@ -196,6 +199,8 @@ int router_post_alloc(struct router *cl, uint64_t size, uint32_t flags,
 
 	if (!out || size == 0 || flags != 0)
 		return -EINVAL;
+	if (cl->red_k)
+		return -EOPNOTSUPP; /* redundant regions: rmem_alloc, for now */
 	/* The entry first, on no server: alloc_post_next places it. */
 	err = pend_new(cl, PEND_UNPLACED, cookie, out, size, &idx);
 	if (!err) {

@@ -1,10 +1,11 @@
 /*
  * router_url.c - "etcd://H:P[,H:P...]/NAME" taken apart: the etcd
  * endpoints as common/etcd_endpoints.h writes them, the cluster's name, and
- * the one parameter, "?claim_ttl=S" (librmem(7), CLUSTER).
+ * the parameters, "?claim_ttl=S&redundancy=K+R" (librmem(7), CLUSTER).
  * Pure string work.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "router.h"
 #include "router_int.h"
 #include "etcd_endpoints.h"
+#include "stripe.h"
 
 /* A cluster's name as rmemd.conf's cluster.name takes it. */
 static int name_ok(const char *s, size_t len)
@@ -28,35 +30,78 @@ static int name_ok(const char *s, size_t len)
 	return 1;
 }
 
-/* "claim_ttl=S" (the only parameter): 0 and *ttl_s, or -EINVAL. */
-static int parse_query(const char *q, unsigned *ttl_s)
+/* One "claim_ttl=S" (1..CLUSTER_CLAIM_TTL_MAX_S): 0 and *ttl_s, or -EINVAL. */
+static int parse_ttl(const char *v, size_t len, unsigned *ttl_s)
 {
-	const char *v = q + strlen("claim_ttl=");
-	char *end;
+	char num[8], *end;
 	unsigned long n;
 
-	if (strncmp(q, "claim_ttl=", strlen("claim_ttl=")) || *v < '0' || *v > '9')
+	if (len == 0 || len >= sizeof num || *v < '0' || *v > '9')
 		return -EINVAL;
-	n = strtoul(v, &end, 10);
+	memcpy(num, v, len);
+	num[len] = '\0';
+	n = strtoul(num, &end, 10);
 	if (*end || n < 1 || n > CLUSTER_CLAIM_TTL_MAX_S)
 		return -EINVAL;
 	*ttl_s = (unsigned)n;
 	return 0;
 }
 
+/* "redundancy=K+R" (stripe.h's form). */
+static int parse_red(const char *v, size_t len, unsigned *k, unsigned *r)
+{
+	char val[8];
+
+	if (len >= sizeof val)
+		return -EINVAL;
+	memcpy(val, v, len);
+	val[len] = '\0';
+	return stripe_parse(val, k, r);
+}
+
+/* The parameters, "&" between them, each at most once: "claim_ttl=S",
+ * "redundancy=K+R".  0, or -EINVAL for any other, or a repeated one. */
+static int parse_query(const char *q, unsigned *ttl_s, unsigned *red_k, unsigned *red_r)
+{
+	bool ttl_seen = false, red_seen = false;
+
+	for (;;) {
+		const char *amp = strchr(q, '&');
+		size_t len = amp ? (size_t)(amp - q) : strlen(q);
+		int err = -EINVAL;
+
+		if (len > strlen("claim_ttl=") && !strncmp(q, "claim_ttl=", strlen("claim_ttl=")) &&
+		    !ttl_seen) {
+			ttl_seen = true;
+			err = parse_ttl(q + strlen("claim_ttl="), len - strlen("claim_ttl="), ttl_s);
+		} else if (len > strlen("redundancy=") &&
+			   !strncmp(q, "redundancy=", strlen("redundancy=")) && !red_seen) {
+			red_seen = true;
+			err = parse_red(q + strlen("redundancy="), len - strlen("redundancy="), red_k,
+					red_r);
+		}
+		if (err)
+			return err;
+		if (!amp)
+			return 0;
+		q = amp + 1;
+	}
+}
+
 int router_url_parse(const char *url, char *list, size_t list_len, char *name,
-		      size_t name_len, unsigned *claim_ttl_s)
+		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r)
 {
 	const char *hosts, *slash, *p, *query;
 	size_t hlen, nlen, out = 0;
 	char why[128];
 
 	*claim_ttl_s = CLUSTER_CLAIM_TTL_S;
+	*red_k = *red_r = 0;
 	if (!url || strncmp(url, CLUSTER_SCHEME, strlen(CLUSTER_SCHEME)))
 		return -EINVAL;
 	hosts = url + strlen(CLUSTER_SCHEME);
 	query = strchr(hosts, '?');
-	if (query && parse_query(query + 1, claim_ttl_s) < 0)
+	if (query && parse_query(query + 1, claim_ttl_s, red_k, red_r) < 0)
 		return -EINVAL;
 	slash = memchr(hosts, '/', query ? (size_t)(query - hosts) : strlen(hosts));
 	hlen = slash ? (size_t)(slash - hosts) : query ? (size_t)(query - hosts) : strlen(hosts);

@@ -127,6 +127,14 @@ struct rmem_opts {
 	 * for one outside net.ipv4.tcp_allowed_congestion_control without
 	 * CAP_NET_ADMIN.  See rmemd.conf(5), tcp.congestion. */
 	const char *tcp_congestion;
+	/* Added after RMEM_1.3 (read only when o->size covers it): "K+R"
+	 * (K 1..16, R 1..4) makes every region a cluster client allocates or
+	 * creates erasure-coded over K+R distinct servers, any R of which may
+	 * die, as the etcd:// URL's "?redundancy=K+R" does (both given must
+	 * agree).  NULL or "" (default): plain regions.  -EINVAL for a
+	 * malformed value, or for any value on a single-server endpoint.
+	 * See librmem(7), REDUNDANCY. */
+	const char *redundancy;
 };
 
 /* Fills *o with defaults.  size is sizeof(*o) as the caller sees it. */

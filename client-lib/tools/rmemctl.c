@@ -449,6 +449,7 @@ static void usage(FILE *out)
 		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [--json] cluster\n"
 		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [-s SOCKET] [--grace=S]\n"
 		"               cluster sweep\n"
+		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [--json] cluster redundant\n"
 		"Shows the state of rmemd, the rmem remote-memory daemon.\n"
 		"\n"
 		"Commands:\n"
@@ -467,6 +468,9 @@ static void usage(FILE *out)
 		"               grace or started again without their memory; with -s, also\n"
 		"               unlinks that member's names older than the grace that have\n"
 		"               no record in etcd (a creator's leftovers) (-e only)\n"
+		"  cluster redundant  each redundant named region: code, size, layout\n"
+		"               generation, state (healthy, degraded, lost), which server\n"
+		"               holds which piece and its state (-e only)\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket=PATH        the daemon's Unix socket (default: $RMEMD_SOCKET,\n"
@@ -592,7 +596,7 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt, nargs;
-	bool grace = false, sweep;
+	bool grace = false, sweep, redundant;
 
 	while ((opt = getopt_long(argc, argv, "s:c:e:jt:k:rN:g:hV", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -657,13 +661,15 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 	 * an argument of its own. */
 	sweep = a->cmd->run == cmd_cluster && optind + 1 < argc &&
 		!strcmp(argv[optind + 1], "sweep");
+	redundant = a->cmd->run == cmd_cluster && optind + 1 < argc &&
+		    !strcmp(argv[optind + 1], "redundant");
 	if (ctl->etcd && (a->tcp_endpoint || (a->socket_path && !sweep)))
 		return usage_error("%s", "-e excludes -s and -c (but for cluster sweep, -s)");
 	if (grace && !sweep)
 		return usage_error("%s", "--grace goes with cluster sweep only");
 	if (!grace)
 		ctl->grace_s = 600;
-	nargs = a->cmd->takes_arg || sweep ? 1 : 0;
+	nargs = a->cmd->takes_arg || sweep || redundant ? 1 : 0;
 	if (nargs && optind + 1 >= argc)
 		return usage_error("%s needs an argument", a->cmd->name);
 	if (optind + 1 + nargs < argc)

@@ -73,5 +73,8 @@ int cmd_cluster(struct ctl *ctl);
 struct etcd_client;
 /* `cluster sweep` of cluster on etcd: the exit status. */
 int cluster_sweep(struct ctl *ctl, struct etcd_client *etcd, const char *cluster);
+/* `cluster redundant` (rmemctl_redundant.c): each redundant name's layout
+ * and state, from etcd; the exit status. */
+int cluster_redundant(struct ctl *ctl, struct etcd_client *etcd, const char *cluster);
 
 #endif /* RMEMCTL_H */

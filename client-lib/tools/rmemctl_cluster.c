@@ -228,7 +228,8 @@ int cmd_cluster(struct ctl *ctl)
 		return EXIT_USAGE;
 	}
 	if (ctl->arg) {
-		rc = cluster_sweep(ctl, etcd, name);
+		rc = !strcmp(ctl->arg, "redundant") ? cluster_redundant(ctl, etcd, name) :
+						       cluster_sweep(ctl, etcd, name);
 		goto out;
 	}
 	snprintf(prefix, sizeof prefix, "/rmem/%s/servers/", name);

@@ -159,18 +159,46 @@ static int names_page(rmem_client *c, uint64_t after, void *out, size_t max)
 	return rmem_names(c, after, out, max);
 }
 
-/* Whether etcd has any key (record or claim) for tenant/name. */
-static bool has_record(const struct sweep *s, const struct rmem_name_info *n)
+/* The length of name without a redundant piece's "~<made>.<i>" (issue 21:
+ * client-lib/router_redund.c names pieces so), or its whole length. */
+static size_t base_len(const char *name)
+{
+	const char *t = strrchr(name, '~'), *p;
+	size_t dots = 0, digits = 0;
+
+	if (!t)
+		return strlen(name);
+	for (p = t + 1; *p; p++) {
+		if (*p == '.')
+			dots++;
+		else if (*p >= '0' && *p <= '9')
+			digits++;
+		else
+			return strlen(name);
+	}
+	return dots == 1 && digits >= 2 && t[1] != '.' && p[-1] != '.' ? (size_t)(t - name) :
+									 strlen(name);
+}
+
+static bool has_key(const struct sweep *s, const struct rmem_name_info *n, size_t name_len)
 {
 	char key[KEY_MAX];
-	int len = snprintf(key, sizeof key, "/rmem/%s/names/%s/%s", s->cluster,
-			   n->tenant[0] ? n->tenant : ANON_TENANT, n->name);
+	int len = snprintf(key, sizeof key, "/rmem/%s/names/%s/%.*s", s->cluster,
+			   n->tenant[0] ? n->tenant : ANON_TENANT, (int)name_len, n->name);
 
 	for (size_t i = 0; len > 0 && i < s->names.nkvs; i++)
 		if (s->names.kvs[i].key_len == (size_t)len &&
 		    !memcmp(s->names.kvs[i].key, key, (size_t)len))
 			return true;
 	return false;
+}
+
+/* Whether etcd has any key (record or claim) for tenant/name, or, when the
+ * name looks like a redundant region's piece, for the name it would be a
+ * piece of (repair, not a sweep, owns pieces a layout no longer lists). */
+static bool has_record(const struct sweep *s, const struct rmem_name_info *n)
+{
+	return has_key(s, n, strlen(n->name)) || has_key(s, n, base_len(n->name));
 }
 
 /* Part 2: the leftovers on the server of ctl->client. */

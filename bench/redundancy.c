@@ -1,0 +1,261 @@
+/*
+ * redundancy.c - make bench-redundancy's client (scripts/bench-redundancy
+ * starts etcd and six servers).  Public API for the cluster; the coding
+ * figures call client-lib/stripe.c directly (ISA-L underneath).
+ *
+ *   redundancy PLAIN_URL RED_URL KILL_PIDS [-r ROUNDS] [-m MIB]
+ *
+ * PLAIN_URL is the cluster without redundancy, RED_URL the same with
+ * "?redundancy=4+2"; KILL_PIDS two rmemd pids ("p1,p2") killed (-9) before
+ * the degraded step.  Prints one JSON object per line:
+ *  - memory: used bytes across the cluster for a region of MIB MiB on each
+ *    client, and their ratio to the bytes asked;
+ *  - healthy: plain against redundant, alternated round by round: 1 MiB
+ *    reads and writes (MB/s, one call at a time: posted calls on redundant
+ *    regions are not built yet), 4 KiB reads at random page offsets (p50,
+ *    p99 ns);
+ *  - degraded: two servers killed; 4 KiB read p50 per data piece (chunk
+ *    column), and the worst column's against the healthy p50;
+ *  - coding: ns per MiB to encode 4+2 parity, to add a 4 KiB delta, and to
+ *    rebuild two lost pieces.
+ * A benchmark: it asserts nothing; exit 1 when a step cannot run.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <rmem.h>
+
+#include "stripe.h"
+
+#define MiB (1ull << 20)
+#define PAGE 4096u
+#define K 4u
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int cmp64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int64_t pct(int64_t *v, size_t n, double p)
+{
+	qsort(v, n, sizeof(*v), cmp64);
+	return v[(size_t)((double)(n - 1) * p)];
+}
+
+static rmem_client *connect_to(const char *url)
+{
+	struct rmem_opts o;
+	rmem_client *c = NULL;
+	int rc;
+
+	rmem_opts_init(&o, sizeof o);
+	o.resume_ms = 300; /* a killed server is read around after this */
+	rc = rmem_connect(url, &o, &c);
+	if (rc)
+		fprintf(stderr, "redundancy: rmem_connect(%s): %s\n", url, rmem_strerror(rc));
+	return c;
+}
+
+static uint64_t used(rmem_client *c)
+{
+	struct rmem_stats st;
+
+	return rmem_stats(c, &st) == 0 ? st.used_bytes : 0;
+}
+
+/* MB/s of n 1 MiB transfers (reads, or writes) spread over the region. */
+static double bulk(rmem_client *c, const struct rmem_region *r, unsigned char *buf, bool write,
+		   unsigned n)
+{
+	int64_t t0 = now_ns();
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t off = (uint64_t)(i % (r->length / MiB)) * MiB;
+		int rc = write ? rmem_write(c, r, off, buf, MiB) : rmem_read(c, r, off, buf, MiB);
+
+		if (rc) {
+			fprintf(stderr, "redundancy: 1 MiB %s: %s\n", write ? "write" : "read",
+				rmem_strerror(rc));
+			return -1;
+		}
+	}
+	return (double)n * MiB / 1e6 / ((double)(now_ns() - t0) / 1e9);
+}
+
+/* n 4 KiB reads at random pages (column col of the stripe when col >= 0),
+ * each timed into lat. */
+static int pages(rmem_client *c, const struct rmem_region *r, int col, unsigned n, int64_t *lat)
+{
+	unsigned char buf[PAGE];
+	uint64_t npages = r->length / PAGE;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t p = (uint64_t)rand() % npages;
+		int64_t t0;
+		int rc;
+
+		if (col >= 0)
+			p = p / K * K + (uint64_t)col;
+		t0 = now_ns();
+		rc = rmem_read(c, r, p * PAGE, buf, PAGE);
+		lat[i] = now_ns() - t0;
+		if (rc) {
+			fprintf(stderr, "redundancy: 4 KiB read: %s\n", rmem_strerror(rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void coding(void)
+{
+	static unsigned char d[6][PAGE * 64];
+	unsigned char *ptr[6], *in[4], *out[2];
+	unsigned have[4] = { 2, 3, 4, 5 }, want[2] = { 0, 1 };
+	struct stripe_code code;
+	int64_t t0, enc, delta, reb;
+	unsigned reps = 64; /* 64 x 256 KiB of data = 16 MiB */
+
+	stripe_code_init(&code, 4, 2);
+	for (unsigned i = 0; i < 6; i++) {
+		ptr[i] = d[i];
+		for (size_t b = 0; b < sizeof d[i]; b++)
+			d[i][b] = (unsigned char)rand();
+	}
+	t0 = now_ns();
+	for (unsigned i = 0; i < reps; i++)
+		stripe_encode(&code, sizeof d[0], ptr, ptr + 4);
+	enc = (now_ns() - t0) / (int64_t)(reps * sizeof d[0] * 4 / MiB);
+	t0 = now_ns();
+	for (unsigned i = 0; i < reps * 64; i++)
+		stripe_delta(&code, PAGE, i % 4, d[i % 4] + (i % 64) * PAGE, ptr + 4);
+	delta = (now_ns() - t0) / (int64_t)(reps * 64 * PAGE / MiB);
+	for (unsigned i = 0; i < 4; i++)
+		in[i] = d[have[i]];
+	out[0] = d[0];
+	out[1] = d[1];
+	t0 = now_ns();
+	for (unsigned i = 0; i < reps; i++)
+		stripe_rebuild(&code, sizeof d[0], have, in, want, 2, out);
+	reb = (now_ns() - t0) / (int64_t)(reps * sizeof d[0] * 4 / MiB);
+	printf("{\"step\":\"coding\",\"code\":\"4+2\",\"encode_ns_per_data_mib\":%" PRId64
+	       ",\"delta_ns_per_mib\":%" PRId64 ",\"rebuild2_ns_per_data_mib\":%" PRId64 "}\n",
+	       enc, delta, reb);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned rounds = 5, mib = 16, nbulk = 64, npages = 2000;
+	rmem_client *plain, *red;
+	struct rmem_region rp, rr;
+	unsigned char *buf;
+	uint64_t u0, u1, u2;
+	int64_t *lat;
+	double pr[16], rrd[16], pw[16], rw[16];
+	int64_t pp50[16], rp50[16], pp99[16], rp99[16];
+	int opt;
+
+	while ((opt = getopt(argc, argv, "r:m:")) != -1) {
+		if (opt == 'r')
+			rounds = (unsigned)atoi(optarg);
+		else if (opt == 'm')
+			mib = (unsigned)atoi(optarg);
+		else
+			return 1;
+	}
+	if (argc - optind != 3 || rounds < 1 || rounds > 16 || mib < 4) {
+		fprintf(stderr, "usage: redundancy PLAIN_URL RED_URL PID1,PID2 [-r R] [-m MIB]\n");
+		return 1;
+	}
+	srand(21);
+	coding();
+	plain = connect_to(argv[optind]);
+	red = connect_to(argv[optind + 1]);
+	buf = malloc(MiB);
+	lat = calloc(npages, sizeof(*lat));
+	if (!plain || !red || !buf || !lat)
+		return 1;
+	memset(buf, 0x5a, MiB);
+	u0 = used(plain);
+	if (rmem_alloc(plain, (uint64_t)mib * MiB, 0, &rp))
+		return 1;
+	u1 = used(plain);
+	if (rmem_alloc(red, (uint64_t)mib * MiB, 0, &rr))
+		return 1;
+	u2 = used(plain);
+	printf("{\"step\":\"memory\",\"bytes\":%llu,\"plain_used\":%" PRIu64 ",\"redundant_used\":%"
+	       PRIu64 ",\"ratio\":%.4f}\n", (unsigned long long)mib * MiB, u1 - u0, u2 - u1,
+	       (double)(u2 - u1) / (double)((uint64_t)mib * MiB));
+	/* Every byte written once, so reads read something. */
+	if (bulk(plain, &rp, buf, true, mib) < 0 || bulk(red, &rr, buf, true, mib) < 0)
+		return 1;
+	for (unsigned r = 0; r < rounds; r++) {
+		pr[r] = bulk(plain, &rp, buf, false, nbulk);
+		rrd[r] = bulk(red, &rr, buf, false, nbulk);
+		pw[r] = bulk(plain, &rp, buf, true, nbulk / 2);
+		rw[r] = bulk(red, &rr, buf, true, nbulk / 2);
+		if (pr[r] < 0 || rrd[r] < 0 || pw[r] < 0 || rw[r] < 0 ||
+		    pages(plain, &rp, -1, npages, lat))
+			return 1;
+		pp50[r] = pct(lat, npages, 0.5);
+		pp99[r] = pct(lat, npages, 0.99);
+		if (pages(red, &rr, -1, npages, lat))
+			return 1;
+		rp50[r] = pct(lat, npages, 0.5);
+		rp99[r] = pct(lat, npages, 0.99);
+		printf("{\"step\":\"healthy\",\"round\":%u,\"plain_read_mbs\":%.1f,\"red_read_mbs\":%.1f,"
+		       "\"plain_write_mbs\":%.1f,\"red_write_mbs\":%.1f,\"plain_4k_p50_ns\":%" PRId64
+		       ",\"red_4k_p50_ns\":%" PRId64 ",\"plain_4k_p99_ns\":%" PRId64
+		       ",\"red_4k_p99_ns\":%" PRId64 "}\n", r, pr[r], rrd[r], pw[r], rw[r], pp50[r],
+		       rp50[r], pp99[r], rp99[r]);
+	}
+	fflush(stdout);
+	/* Degraded: two servers die; a few reads first notice it (each lost
+	 * server costs resume_ms once), then each column timed. */
+	{
+		char *pids = strdup(argv[optind + 2]), *save = NULL;
+
+		for (char *t = strtok_r(pids, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			kill((pid_t)atol(t), SIGKILL);
+		free(pids);
+	}
+	for (unsigned col = 0; col < K; col++)
+		if (pages(red, &rr, (int)col, 10, lat))
+			return 1;
+	for (unsigned col = 0; col < K; col++) {
+		if (pages(red, &rr, (int)col, npages, lat))
+			return 1;
+		printf("{\"step\":\"degraded\",\"column\":%u,\"red_4k_p50_ns\":%" PRId64
+		       ",\"red_4k_p99_ns\":%" PRId64 "}\n", col, pct(lat, npages, 0.5),
+		       pct(lat, npages, 0.99));
+	}
+	{
+		double t0 = (double)now_ns(), mbs = bulk(red, &rr, buf, false, nbulk);
+
+		(void)t0;
+		printf("{\"step\":\"degraded_bulk\",\"red_read_mbs\":%.1f}\n", mbs);
+	}
+	rmem_close(red);
+	rmem_close(plain);
+	free(lat);
+	free(buf);
+	return 0;
+}

@@ -1,0 +1,411 @@
+/*
+ * router_redund.c - redundant regions on a cluster client
+ * (docs/architecture.md, "Redundancy"): a region of K data and R parity
+ * pieces, each a plain region on its own server, coded by stripe.c.
+ *
+ * Reads go to the data pieces a read touches, one call per piece; a piece
+ * that is out (its server lost: members_err's -EHOSTDOWN, or a timeout) is
+ * marked so for good and rebuilt, inside the same call, from any K pieces
+ * still in.  Writes take the region's writer mutex, and for each data piece
+ * they touch: the old bytes (read or rebuilt), delta = old XOR new, the new
+ * bytes written, the delta added into every parity piece still in (read,
+ * update, write).  The delta is known before any piece is touched, so every
+ * piece that took the write holds the new bytes and every piece that missed
+ * it is marked out: what is left decodes to the new bytes.
+ *
+ * Making, opening and freeing them is router_redund_make.c's.
+ *
+ * Calls downward only: router_members.c, the single-server calls, stripe.c.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "router.h"
+#include "router_int.h"
+#include "router_redund.h"
+#include "single.h"
+#include "stripe.h"
+
+/* Piece bytes handled at once per piece: bounds the scratch memory of a
+ * large read or write (K+R+2 buffers of this) whatever its length. */
+#define REDUND_SEG (256u * 1024)
+
+int redund_is(const struct rmem_region *r)
+{
+	return r && r->reserved[0] >> 32 == REDUND_REGION_TAG;
+}
+
+int redund_rset_of(struct router *cl, const struct rmem_region *r, struct rset **out)
+{
+	uint64_t idx;
+	int err = -EINVAL;
+
+	if (!redund_is(r))
+		return -EINVAL;
+	idx = r->reserved[0] & 0xffffffffu;
+	pthread_mutex_lock(&cl->mu);
+	if (idx < cl->nrsets && cl->rsets[idx] && cl->rsets[idx]->id == r->reserved[1]) {
+		*out = cl->rsets[idx];
+		err = 0;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	return err;
+}
+
+/* ---- one piece ---------------------------------------------------------------- */
+
+static bool piece_in(struct router *cl, struct rset *rs, unsigned i)
+{
+	bool in;
+
+	pthread_mutex_lock(&cl->mu);
+	in = rs->state[i] == PIECE_IN;
+	pthread_mutex_unlock(&cl->mu);
+	return in;
+}
+
+/* One call on piece i: 0, -EHOSTDOWN when the piece is (now) out, or
+ * another error of the call.  A lost server, a timeout and an outcome
+ * unknown all put the piece out: it may have missed this write, so it is
+ * never read again (until repair rebuilds it). */
+static int piece_io(struct router *cl, struct rset *rs, unsigned i, bool write, uint64_t off,
+		    void *buf, size_t len)
+{
+	rmem_client *c;
+	int err;
+
+	if (!piece_in(cl, rs, i))
+		return -EHOSTDOWN;
+	err = members_client(cl, rs->slot[i], &c);
+	if (!err)
+		err = members_err(cl, rs->slot[i],
+				  write ? single_write(c, &rs->piece[i], off, buf, len) :
+					  single_read(c, &rs->piece[i], off, buf, len));
+	if (err == -EHOSTDOWN || err == -ETIMEDOUT || err == -ECONNABORTED) {
+		pthread_mutex_lock(&cl->mu);
+		rs->state[i] = PIECE_OUT;
+		pthread_mutex_unlock(&cl->mu);
+		err = -EHOSTDOWN;
+	}
+	return err;
+}
+
+/* Piece want's bytes [off, off+len) rebuilt from any K pieces in, into
+ * out (len <= REDUND_SEG).  -EHOSTDOWN with fewer than K in. */
+static int piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint64_t off,
+			 size_t len, unsigned char *out)
+{
+	unsigned char *in[STRIPE_K_MAX] = { NULL };
+	unsigned have[STRIPE_K_MAX], k = rs->code.k;
+	int err = 0;
+
+	for (unsigned i = 0; i < k && !err; i++)
+		if (!(in[i] = malloc(len ? len : 1)))
+			err = -ENOMEM;
+	while (!err) {
+		unsigned nh = 0;
+		bool again = false;
+
+		/* Data pieces first: with only data lost, parity rows are
+		 * few and the others are read as a healthy read would. */
+		for (unsigned i = 0; i < rs->n && nh < k; i++)
+			if (i != want && piece_in(cl, rs, i))
+				have[nh++] = i;
+		if (nh < k) {
+			err = -EHOSTDOWN;
+			break;
+		}
+		for (unsigned i = 0; i < k && !again && !err; i++) {
+			err = piece_io(cl, rs, have[i], false, off, in[i], len);
+			if (err == -EHOSTDOWN) {
+				err = 0;
+				again = true; /* marked out: choose again */
+			}
+		}
+		if (!again && !err) {
+			err = stripe_rebuild(&rs->code, len, have, in, &want, 1, &out);
+			break;
+		}
+	}
+	for (unsigned i = 0; i < k; i++)
+		free(in[i]);
+	return err;
+}
+
+/* Piece j's bytes [off, off+len), read or rebuilt. */
+static int piece_get(struct router *cl, struct rset *rs, unsigned j, uint64_t off, size_t len,
+		     unsigned char *out, bool *locked)
+{
+	int err = piece_io(cl, rs, j, false, off, out, len);
+
+	if (err != -EHOSTDOWN)
+		return err;
+	/* Rebuilds hold the writer mutex (a reader's, taken here once). */
+	if (!*locked) {
+		pthread_mutex_lock(&rs->wmu);
+		*locked = true;
+	}
+	return piece_rebuild(cl, rs, j, off, len, out);
+}
+
+/* ---- mapping: the region's bytes of one data piece ------------------------------------ */
+
+/* The range [*plo, *phi) of piece j that holds the region's bytes of
+ * [a, b); false when piece j holds none of them.  A piece's share of a
+ * region range is one range of the piece: whole chunks between a partial
+ * first and a partial last. */
+static bool piece_range(const struct rset *rs, unsigned j, uint64_t a, uint64_t b,
+			uint64_t *plo, uint64_t *phi)
+{
+	const uint64_t C = STRIPE_CHUNK, W = (uint64_t)rs->code.k * C;
+	uint64_t s, cs, first, last;
+
+	if (a >= b)
+		return false;
+	s = a / W;
+	cs = s * W + j * C;
+	first = a < cs + C ? (a > cs ? a : cs) : (s + 1) * W + j * C;
+	s = (b - 1) / W;
+	cs = s * W + j * C;
+	if (b - 1 >= cs)
+		last = b - 1 < cs + C - 1 ? b - 1 : cs + C - 1;
+	else if (s == 0)
+		return false;
+	else
+		last = (s - 1) * W + j * C + C - 1;
+	if (first >= b || last < a || last < first)
+		return false;
+	*plo = first / W * C + first % C;
+	*phi = last / W * C + last % C + 1;
+	return true;
+}
+
+/* Copies between piece j's bytes [p0, p1) (in tmp) and the region's bytes
+ * at buf (whose byte 0 is region offset a): to buf when out, else from. */
+static void piece_copy(const struct rset *rs, unsigned j, uint64_t p0, uint64_t p1,
+		       unsigned char *tmp, unsigned char *buf, uint64_t a, bool out)
+{
+	const uint64_t C = STRIPE_CHUNK, W = (uint64_t)rs->code.k * C;
+
+	for (uint64_t p = p0; p < p1;) {
+		uint64_t end = (p / C + 1) * C < p1 ? (p / C + 1) * C : p1;
+		uint64_t x = p / C * W + j * C + p % C;
+
+		if (out)
+			memcpy(buf + (x - a), tmp + (p - p0), end - p);
+		else
+			memcpy(tmp + (p - p0), buf + (x - a), end - p);
+		p = end;
+	}
+}
+
+/* ---- the calls -------------------------------------------------------------------- */
+
+static int check_range(const struct rset *rs, uint64_t off, const void *buf, size_t len)
+{
+	if (!buf && len > 0)
+		return -EINVAL;
+	if (len > rs->length || off > rs->length - len)
+		return -ERANGE;
+	return 0;
+}
+
+int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
+		size_t len)
+{
+	unsigned char *tmp = NULL;
+	struct rset *rs;
+	bool locked = false;
+	int err = redund_rset_of(cl, r, &rs);
+
+	if (!err)
+		err = check_range(rs, off, buf, len);
+	for (unsigned j = 0; !err && j < rs->code.k; j++) {
+		uint64_t plo, phi;
+
+		if (!piece_range(rs, j, off, off + len, &plo, &phi))
+			continue;
+		/* Within one chunk (a page read): straight into buf. */
+		if (phi - plo == len) {
+			err = piece_get(cl, rs, j, plo, len, buf, &locked);
+			break;
+		}
+		if (!tmp && !(tmp = malloc(REDUND_SEG))) {
+			err = -ENOMEM;
+			break;
+		}
+		for (uint64_t p = plo; p < phi && !err; p += REDUND_SEG) {
+			uint64_t e = phi - p < REDUND_SEG ? phi : p + REDUND_SEG;
+
+			err = piece_get(cl, rs, j, p, e - p, tmp, &locked);
+			if (!err)
+				piece_copy(rs, j, p, e, tmp, buf, off, true);
+		}
+	}
+	if (locked)
+		pthread_mutex_unlock(&rs->wmu);
+	free(tmp);
+	return err;
+}
+
+/* Pieces in now. */
+static unsigned pieces_in(struct router *cl, struct rset *rs)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < rs->n; i++)
+		n += piece_in(cl, rs, i);
+	return n;
+}
+
+/* One segment of one data piece: [p0, p1) of piece j from buf. */
+static int write_seg(struct router *cl, struct rset *rs, unsigned j, uint64_t p0, uint64_t p1,
+		     const void *buf, uint64_t a, unsigned char **scratch)
+{
+	unsigned char *delta = scratch[0], *new = scratch[1], *par[STRIPE_R_MAX];
+	unsigned k = rs->code.k, r = rs->code.r;
+	size_t len = (size_t)(p1 - p0);
+	bool locked = true; /* the caller holds wmu */
+	int err;
+
+	for (unsigned p = 0; p < r; p++)
+		par[p] = scratch[2 + p];
+	err = piece_get(cl, rs, j, p0, len, delta, &locked);
+	if (err)
+		return err;
+	piece_copy(rs, j, p0, p1, new, (unsigned char *)buf, a, false);
+	for (size_t i = 0; i < len; i++)
+		delta[i] ^= new[i];
+	/* Every parity piece in: its bytes, plus the delta's share. */
+	for (unsigned p = 0; p < r; p++) {
+		err = piece_io(cl, rs, k + p, false, p0, par[p], len);
+		if (err && err != -EHOSTDOWN)
+			return err;
+	}
+	stripe_delta(&rs->code, len, j, delta, par);
+	err = piece_io(cl, rs, j, true, p0, new, len);
+	for (unsigned p = 0; p < r && (!err || err == -EHOSTDOWN); p++)
+		err = piece_io(cl, rs, k + p, true, p0, par[p], len);
+	if (err && err != -EHOSTDOWN)
+		return err;
+	/* Fewer than K pieces took it: no K pieces rebuild these bytes. */
+	return pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
+}
+
+/* A piece out that the record still calls healthy may have missed this
+ * write: the record must say so before a server that comes back with its
+ * state can serve the piece to a fresh opener.  Under wmu. */
+static int record_out(struct router *cl, struct rset *rs)
+{
+	uint32_t mask = 0;
+	int err;
+
+	if (!rs->mark)
+		return 0;
+	for (unsigned i = 0; i < rs->n; i++)
+		if (!piece_in(cl, rs, i) && !(rs->recorded_out & (1u << i)))
+			mask |= 1u << i;
+	if (!mask)
+		return 0;
+	err = rs->mark(cl, rs->name, mask);
+	if (!err)
+		rs->recorded_out |= mask;
+	return err;
+}
+
+/* Whole stripes [s0, s1): parity encoded from the new data alone, every
+ * piece written, nothing read (a 1 MiB write at 4+2 moves 1.5 MiB, where
+ * the delta path reads 2.25 MiB and writes 1.5). */
+static int write_full(struct router *cl, struct rset *rs, uint64_t s0, uint64_t s1,
+		      const void *buf, uint64_t a, unsigned char **bufs)
+{
+	const uint64_t C = STRIPE_CHUNK, per = REDUND_SEG / STRIPE_CHUNK;
+	unsigned k = rs->code.k;
+	int err = 0;
+
+	for (uint64_t s = s0; s < s1 && !err; s += per) {
+		uint64_t e = s1 - s < per ? s1 : s + per;
+		size_t len = (size_t)((e - s) * C);
+
+		for (unsigned j = 0; j < k; j++)
+			piece_copy(rs, j, s * C, e * C, bufs[j], (unsigned char *)buf, a, false);
+		stripe_encode(&rs->code, len, bufs, bufs + k);
+		for (unsigned i = 0; i < rs->n && (!err || err == -EHOSTDOWN); i++)
+			err = piece_io(cl, rs, i, true, s * C, bufs[i], len);
+		if (err && err != -EHOSTDOWN)
+			return err;
+		err = pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
+	}
+	return err;
+}
+
+/* [a, b) of the region, within partial stripes: by delta, piece by piece. */
+static int write_delta(struct router *cl, struct rset *rs, uint64_t a, uint64_t b,
+		       const void *buf, uint64_t off, unsigned char **scratch)
+{
+	int err = 0;
+
+	for (unsigned j = 0; !err && j < rs->code.k; j++) {
+		uint64_t plo, phi;
+
+		if (!piece_range(rs, j, a, b, &plo, &phi))
+			continue;
+		for (uint64_t p = plo; p < phi && !err; p += REDUND_SEG) {
+			uint64_t e = phi - p < REDUND_SEG ? phi : p + REDUND_SEG;
+
+			err = write_seg(cl, rs, j, p, e, (const unsigned char *)buf + (a - off), a,
+					scratch);
+		}
+	}
+	return err;
+}
+
+int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
+		 const void *buf, size_t len)
+{
+	unsigned char *scratch[STRIPE_N_MAX + 2] = { NULL };
+	uint64_t W, fs, fe, end = off + len;
+	unsigned nbufs = 0;
+	struct rset *rs;
+	int err = redund_rset_of(cl, r, &rs);
+
+	if (!err)
+		err = check_range(rs, off, buf, len);
+	if (!err && r->flags && !(r->flags & RMEM_WRITE))
+		err = -EACCES;
+	if (err)
+		return err;
+	nbufs = rs->n > 2 + rs->code.r ? rs->n : 2 + rs->code.r;
+	for (unsigned i = 0; i < nbufs && !err; i++)
+		if (!(scratch[i] = malloc(REDUND_SEG)))
+			err = -ENOMEM;
+	/* Whole stripes [fs, fe) are encoded afresh; the ends, by delta. */
+	W = (uint64_t)rs->code.k * STRIPE_CHUNK;
+	fs = (off + W - 1) / W * W;
+	fe = end / W * W;
+	pthread_mutex_lock(&rs->wmu);
+	if (!err && fe > fs) {
+		err = write_delta(cl, rs, off, fs, buf, off, scratch);
+		if (!err)
+			err = write_full(cl, rs, fs / W, fe / W, (const unsigned char *)buf + (fs - off),
+					 fs, scratch);
+		if (!err)
+			err = write_delta(cl, rs, fe, end, buf, off, scratch);
+	} else if (!err) {
+		err = write_delta(cl, rs, off, end, buf, off, scratch);
+	}
+	/* The bytes are on K pieces; an error here means the record could
+	 * not be told which missed them (tried again at the next write). */
+	if (!err || err == -EHOSTDOWN) {
+		int rc = record_out(cl, rs);
+
+		err = err ? err : rc;
+	}
+	pthread_mutex_unlock(&rs->wmu);
+	for (unsigned i = 0; i < nbufs; i++)
+		free(scratch[i]);
+	return err;
+}

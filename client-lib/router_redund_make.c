@@ -1,0 +1,404 @@
+/*
+ * router_redund_make.c - a redundant region's pieces made, opened and
+ * given back (docs/architecture.md, "Redundancy"): K+R plain regions on
+ * K+R distinct servers for rmem_alloc; for a named one, K+R named regions
+ * "<name>~<made>.<i>" whose layout is the name's record in etcd
+ * (cluster_layout.h), which router_names.c reads and writes; the table of
+ * redundant regions that handles name.  Reads and writes are
+ * router_redund.c's.
+ *
+ * Calls downward only: router_members.c, the single-server calls, stripe.c.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "router.h"
+#include "router_int.h"
+#include "router_redund.h"
+#include "cluster_layout.h"
+#include "single.h"
+#include "stripe.h"
+
+/* ---- alloc and free ------------------------------------------------------------------ */
+
+static void pieces_free(struct router *cl, struct rset *rs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		rmem_client *c;
+
+		/* A piece whose server is gone went with it; one never
+		 * opened has no handle. */
+		if (rs->piece[i].reserved[0] >> 32 == CLUSTER_REGION_TAG &&
+		    members_client(cl, rs->slot[i], &c) == 0 &&
+		    members_err(cl, rs->slot[i], single_free(c, &rs->piece[i])) == 0 && !rs->named)
+			members_placed(cl, rs->slot[i], rs->piece_len, 1);
+	}
+}
+
+/* A piece's name on its server: 0, or -ENAMETOOLONG. */
+static int piece_name(const char *name, uint64_t gen, unsigned i, char *out)
+{
+	int n = snprintf(out, RMEM_NAME_MAX + 1, "%s~%llu.%u", name, (unsigned long long)gen, i);
+
+	return n < 0 || n > RMEM_NAME_MAX ? -ENAMETOOLONG : 0;
+}
+
+/* Piece i on a server holding none of the others (tried has them); named
+ * "pname" when not NULL (then a name left there is -EEXIST: the next). */
+static int piece_place(struct router *cl, struct rset *rs, unsigned i, uint64_t *tried,
+		       const char *pname)
+{
+	int last = -ENOSPC;
+	uint32_t slot;
+
+	while (members_pick(cl, rs->piece_len, tried, &slot) == 0) {
+		rmem_client *c;
+		int err;
+
+		tried[slot / 64] |= 1ull << (slot % 64);
+		err = members_client(cl, slot, &c);
+		if (!err)
+			err = members_err(cl, slot,
+					  pname ? single_create(c, pname, rs->piece_len, 0, &rs->piece[i]) :
+						  single_alloc(c, rs->piece_len, 0, &rs->piece[i]));
+		members_placed(cl, slot, rs->piece_len, err);
+		if (!err) {
+			members_tag(&rs->piece[i], slot);
+			rs->slot[i] = slot;
+			rs->state[i] = PIECE_IN;
+			return 0;
+		}
+		if (err != -ENOMEM && err != -EHOSTDOWN && err != -EDQUOT && err != -EEXIST)
+			return err;
+		if (err == -EDQUOT)
+			last = err;
+	}
+	/* Too few servers (present, or able to hold a piece): -ENOSPC, not
+	 * -ENOMEM, since memory need not be what is short. */
+	return last;
+}
+
+/* Enters rs in the table: 0 and its index, or -ENOMEM. */
+static int rset_enter(struct router *cl, struct rset *rs, size_t *idx)
+{
+	size_t i;
+	int err = 0;
+
+	pthread_mutex_lock(&cl->mu);
+	for (i = 0; i < cl->nrsets && cl->rsets[i]; i++)
+		;
+	if (i == cl->nrsets) {
+		size_t n = cl->nrsets ? cl->nrsets * 2 : 16;
+		struct rset **t = n <= UINT32_MAX ? realloc(cl->rsets, n * sizeof(*t)) : NULL;
+
+		if (!t) {
+			err = -ENOMEM;
+		} else {
+			memset(t + cl->nrsets, 0, (n - cl->nrsets) * sizeof(*t));
+			cl->rsets = t;
+			cl->nrsets = n;
+		}
+	}
+	if (!err) {
+		cl->rsets[i] = rs;
+		rs->id = ++cl->rset_ids;
+		*idx = i;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	return err;
+}
+
+static void handle_of(const struct rset *rs, size_t idx, uint32_t flags, struct rmem_region *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->id = rs->id;
+	out->length = rs->length;
+	out->flags = flags;
+	out->reserved[0] = (uint64_t)REDUND_REGION_TAG << 32 | idx;
+	out->reserved[1] = rs->id;
+}
+
+int redund_alloc(struct router *cl, uint64_t size, struct rmem_region *out)
+{
+	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
+	struct rset *rs = calloc(1, sizeof(*rs));
+	unsigned placed = 0;
+	size_t idx;
+	int err = rs ? 0 : -ENOMEM;
+
+	if (!err)
+		err = stripe_code_init(&rs->code, cl->red_k, cl->red_r);
+	if (!err && members_present(cl) < cl->red_k + cl->red_r)
+		err = -ENOSPC;
+	if (!err) {
+		rs->n = cl->red_k + cl->red_r;
+		rs->length = size;
+		rs->piece_len = stripe_piece_len(&rs->code, size);
+		pthread_mutex_init(&rs->wmu, NULL);
+	}
+	while (!err && placed < rs->n) {
+		err = piece_place(cl, rs, placed, tried, NULL);
+		if (!err)
+			placed++;
+	}
+	if (!err)
+		err = rset_enter(cl, rs, &idx);
+	if (err) {
+		if (rs && rs->n) {
+			pieces_free(cl, rs, placed);
+			pthread_mutex_destroy(&rs->wmu);
+		}
+		free(rs);
+		return err;
+	}
+	handle_of(rs, idx, 0, out);
+	return 0;
+}
+
+int redund_free(struct router *cl, const struct rmem_region *r)
+{
+	struct rset *rs;
+	int err = redund_rset_of(cl, r, &rs);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&cl->mu);
+	cl->rsets[r->reserved[0] & 0xffffffffu] = NULL;
+	pthread_mutex_unlock(&cl->mu);
+	pieces_free(cl, rs, rs->n);
+	if (rs->release)
+		rs->release(cl, rs->release_arg);
+	pthread_mutex_destroy(&rs->wmu);
+	free(rs);
+	return 0;
+}
+
+void redund_fini(struct router *cl)
+{
+	for (size_t i = 0; i < cl->nrsets; i++)
+		if (cl->rsets[i]) {
+			if (cl->rsets[i]->release)
+				cl->rsets[i]->release(cl, cl->rsets[i]->release_arg);
+			pthread_mutex_destroy(&cl->rsets[i]->wmu);
+			free(cl->rsets[i]);
+		}
+	free(cl->rsets);
+	cl->rsets = NULL;
+	cl->nrsets = 0;
+}
+
+/* ---- named redundant regions --------------------------------------------------------- */
+
+static struct rset *rset_new(struct router *cl, unsigned k, unsigned r, uint64_t size, int *err)
+{
+	struct rset *rs = calloc(1, sizeof(*rs));
+
+	*err = rs ? stripe_code_init(&rs->code, k, r) : -ENOMEM;
+	if (*err) {
+		free(rs);
+		return NULL;
+	}
+	(void)cl;
+	rs->named = true;
+	rs->n = k + r;
+	rs->length = size;
+	rs->piece_len = stripe_piece_len(&rs->code, size);
+	pthread_mutex_init(&rs->wmu, NULL);
+	return rs;
+}
+
+static void rset_free(struct rset *rs)
+{
+	if (rs) {
+		pthread_mutex_destroy(&rs->wmu);
+		free(rs);
+	}
+}
+
+/* Unlinks pieces [0, n) of a layout-to-be on their servers (rollback). */
+static void pieces_unlink(struct router *cl, struct rset *rs, const char *name, unsigned n)
+{
+	char pname[RMEM_NAME_MAX + 1];
+
+	for (unsigned i = 0; i < n; i++) {
+		rmem_client *c;
+
+		if (piece_name(name, 1, i, pname) == 0 && members_client(cl, rs->slot[i], &c) == 0 &&
+		    single_unlink2(c, pname, RMEM_UNLINK_REVOKE) == 0)
+			members_placed(cl, rs->slot[i], rs->piece_len, 1);
+	}
+}
+
+int redund_create(struct router *cl, const char *name, uint64_t size,
+		  struct cluster_layout *lay, struct rset **out)
+{
+	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
+	char pname[RMEM_NAME_MAX + 1];
+	unsigned placed = 0;
+	struct rset *rs;
+	int err = piece_name(name, 1, STRIPE_N_MAX, pname);
+
+	*out = NULL;
+	if (err)
+		return err;
+	if (members_present(cl) < cl->red_k + cl->red_r)
+		return -ENOSPC;
+	rs = rset_new(cl, cl->red_k, cl->red_r, size, &err);
+	while (!err && placed < rs->n) {
+		err = piece_name(name, 1, placed, pname);
+		if (!err)
+			err = piece_place(cl, rs, placed, tried, pname);
+		if (!err)
+			placed++;
+	}
+	if (err) {
+		if (rs)
+			pieces_unlink(cl, rs, name, placed);
+		rset_free(rs);
+		return err;
+	}
+	memset(lay, 0, sizeof(*lay));
+	lay->k = rs->code.k;
+	lay->r = rs->code.r;
+	lay->size = size;
+	lay->chunk = STRIPE_CHUNK;
+	lay->layout_gen = 1;
+	pthread_mutex_lock(&cl->mu);
+	for (unsigned i = 0; i < rs->n; i++) {
+		const struct member *m = &cl->members[rs->slot[i]];
+
+		memcpy(lay->pieces[i].server, m->rec.id, sizeof(lay->pieces[i].server));
+		lay->pieces[i].generation = m->rec.generation;
+		lay->pieces[i].region = rs->piece[i].id;
+		lay->pieces[i].made = 1;
+		lay->pieces[i].state = PIECE_HEALTHY;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	*out = rs;
+	return 0;
+}
+
+void redund_create_undo(struct router *cl, const char *name, struct rset *rs)
+{
+	pieces_unlink(cl, rs, name, rs->n);
+	rset_free(rs);
+}
+
+void redund_named(struct rset *rs, const char *name, redund_mark_fn mark,
+		  redund_release_fn release, void *arg)
+{
+	snprintf(rs->name, sizeof rs->name, "%s", name);
+	rs->mark = mark;
+	rs->release = release;
+	rs->release_arg = arg;
+}
+
+int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem_region *out)
+{
+	size_t idx;
+	int err = rset_enter(cl, rs, &idx);
+
+	if (err) {
+		pieces_free(cl, rs, rs->n);
+		if (rs->release)
+			rs->release(cl, rs->release_arg);
+		rset_free(rs);
+		return err;
+	}
+	handle_of(rs, idx, flags, out);
+	return 0;
+}
+
+/* Piece i of lay on its server: its slot, if that server is in the set
+ * and of the piece's generation (else it lost the piece). */
+static int piece_slot(struct router *cl, const struct cluster_piece *p, uint32_t *slot)
+{
+	int err = members_find(cl, p->server, slot);
+
+	if (!err) {
+		pthread_mutex_lock(&cl->mu);
+		if (!cl->members[*slot].present ||
+		    cl->members[*slot].rec.generation != p->generation)
+			err = -EHOSTDOWN;
+		pthread_mutex_unlock(&cl->mu);
+	}
+	return err;
+}
+
+int redund_open(struct router *cl, const char *name, const struct cluster_layout *lay,
+		uint32_t access, struct rset **rsp)
+{
+	char pname[RMEM_NAME_MAX + 1];
+	unsigned in = 0, gone = 0;
+	struct rset *rs;
+	int err = 0;
+
+	if (lay->chunk != STRIPE_CHUNK)
+		return -EPROTO;
+	rs = rset_new(cl, lay->k, lay->r, lay->size, &err);
+	if (err)
+		return err == -EINVAL ? -EPROTO : err;
+	for (unsigned i = 0; i < rs->n && !err; i++) {
+		rmem_client *c;
+		int rc = lay->pieces[i].state == PIECE_HEALTHY ? 0 : -EHOSTDOWN;
+
+		rs->state[i] = PIECE_OUT;
+		if (rc)
+			rs->recorded_out |= 1u << i;
+		if (!rc)
+			rc = piece_name(name, lay->pieces[i].made, i, pname);
+		if (!rc)
+			rc = piece_slot(cl, &lay->pieces[i], &rs->slot[i]);
+		if (!rc)
+			rc = members_client(cl, rs->slot[i], &c);
+		if (!rc)
+			rc = members_err(cl, rs->slot[i], single_open(c, pname, access, &rs->piece[i]));
+		if (rc == 0) {
+			members_tag(&rs->piece[i], rs->slot[i]);
+			rs->state[i] = PIECE_IN;
+			in++;
+		} else if (rc == -ENOENT) {
+			gone++;
+		} else if (rc != -EHOSTDOWN && rc != -ENOENT && rc != -ETIMEDOUT) {
+			err = rc; /* -EACCES, -ENOMEM...: the caller's answer */
+		}
+	}
+	if (!err && in < rs->code.k)
+		/* More pieces unknown to their live servers than parity can
+		 * cover: the region is gone (unlinked meanwhile). */
+		err = gone > rs->code.r ? -ENOENT : -EHOSTDOWN;
+	if (err) {
+		pieces_free(cl, rs, rs->n);
+		rset_free(rs);
+		return err;
+	}
+	*rsp = rs;
+	return 0;
+}
+
+int redund_unlink(struct router *cl, const char *name, const struct cluster_layout *lay,
+		  uint32_t flags)
+{
+	char pname[RMEM_NAME_MAX + 1];
+	int err = 0;
+
+	for (unsigned i = 0; i < lay->k + lay->r; i++) {
+		rmem_client *c;
+		uint32_t slot;
+		int rc = piece_name(name, lay->pieces[i].made, i, pname);
+
+		if (!rc)
+			rc = piece_slot(cl, &lay->pieces[i], &slot);
+		if (!rc)
+			rc = members_client(cl, slot, &c);
+		if (!rc)
+			rc = members_err(cl, slot, single_unlink2(c, pname, flags));
+		/* A piece on a server gone stays there; a sweep reclaims it. */
+		if (rc && rc != -EHOSTDOWN && rc != -ENOENT && !err)
+			err = rc;
+	}
+	return err;
+}

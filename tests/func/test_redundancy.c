@@ -1,0 +1,487 @@
+/*
+ * test_redundancy.c - erasure-coded redundant regions (issue 21) on a
+ * cluster client, against a real 3-member etcd and six rmemd of 64 MiB
+ * (s0..s5), which tests/func/test_redundancy.sh starts; this program is its
+ * TAP stream.
+ *
+ * Environment (the script sets it):
+ *   RMEM_CLUSTER_URL   etcd://H:P,H:P,H:P/NAME (no parameters)
+ *   RMEM_CLUSTER_HOOK  "HOOK kill-server I": kill -9 of rmemd sI;
+ *                      "HOOK stale-pieces NAME N": 0 when NAME's record
+ *                      marks exactly N pieces stale; "HOOK sweep-server I":
+ *                      0 when rmemctl cluster sweep with sI's admin socket
+ *                      reclaims nothing; "HOOK listing NAME STATE N": 0 when
+ *                      rmemctl cluster redundant shows NAME in STATE with N
+ *                      pieces not usable
+ *   RMEM_TEST_TRANSPORT "rdma": every client with transport "rdma"
+ *
+ * Checks: bad "?redundancy=" values -EINVAL; more pieces than servers
+ * -ENOSPC; 4+2 regions of several sizes take (K+R)/K of their bytes across
+ * the servers; patterns written whole and in odd pieces across chunk and
+ * stripe boundaries read back byte for byte; atomics and posted calls
+ * -EOPNOTSUPP; a 4+2 named region opened by a fresh client without
+ * ?redundancy= (its record carries the layout), listed, -EACCES for a
+ * read-only writer, -EEXIST for a second creator, -EBUSY for a second
+ * writer until the first closes; a writer thread going
+ * while s0 and s1 die (kill -9):
+ * every write it made is whole (old or new, never a mix), the acknowledged
+ * ones new; every byte of every region still reads, and new writes go on
+ * and read back; the named region opens in a fresh client and reads
+ * whole, takes writes (its record then marks the two dead servers' pieces
+ * stale), is unlinked; an alloc with four servers left is
+ * -ENOSPC; a third death
+ * makes reads -EHOSTDOWN, never wrong bytes.  With six servers and 4+2,
+ * every server holds one piece of every region, so each death takes a
+ * piece of each.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rmem.h>
+
+#include "tap.h"
+
+#define KiB 1024ull
+#define MiB (1ull << 20)
+#define NREG 4
+
+static const char *base_url, *hook;
+static char url42[1024];
+
+static struct rmem_opts opts(void)
+{
+	struct rmem_opts o;
+	const char *t = getenv("RMEM_TEST_TRANSPORT");
+
+	rmem_opts_init(&o, sizeof o);
+	/* A dead server is noticed after this: short, so the test is (in the
+	 * test VM, under TCG, everything is ten times slower). */
+	o.resume_ms = getenv("RMEM_IN_VM") ? 3000 : 300;
+	o.timeout_ms = getenv("RMEM_IN_VM") ? 60000 : 5000;
+	if (t && !strcmp(t, "rdma"))
+		o.transport = "rdma";
+	return o;
+}
+
+static rmem_client *connect_url(const char *u, int *rc)
+{
+	struct rmem_opts o = opts();
+	rmem_client *c = NULL;
+
+	*rc = rmem_connect(u, &o, &c);
+	return c;
+}
+
+static int run_hook(const char *what)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof cmd, "%s %s", hook, what);
+	return system(cmd);
+}
+
+/* Regions and what they should hold. */
+static const uint64_t sizes[NREG] = { 1 * MiB, 4 * KiB + 123, 100000, 3 * MiB + 5 };
+static struct rmem_region reg[NREG];
+static unsigned char *model[NREG];
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)((i * 131 + seed * 7 + (i >> 12)) ^ seed);
+}
+
+/* Every region read whole and compared with its model: how many differ
+ * (a failed read counts), the first error in *err, and in wrong (if not
+ * NULL) how many reads succeeded with wrong bytes. */
+static int verify_some(rmem_client *c, int *err, int *wrong)
+{
+	int bad = 0;
+
+	*err = 0;
+	if (wrong)
+		*wrong = 0;
+	for (int i = 0; i < NREG; i++) {
+		unsigned char *got = malloc(sizes[i]);
+		int rc = got ? rmem_read(c, &reg[i], 0, got, sizes[i]) : -ENOMEM;
+
+		if (rc && !*err)
+			*err = rc;
+		if (rc || memcmp(got, model[i], sizes[i]))
+			bad++;
+		if (!rc && memcmp(got, model[i], sizes[i]) && wrong)
+			(*wrong)++;
+		free(got);
+	}
+	return bad;
+}
+
+static int verify_all(rmem_client *c, int *err)
+{
+	return verify_some(c, err, NULL);
+}
+
+/* Writes of odd shapes into region i, mirrored in its model. */
+static int odd_writes(rmem_client *c, int i, unsigned seed)
+{
+	static const uint64_t shapes[][2] = { { 0, 1 }, { 4095, 2 }, { 4000, 9000 },
+					      { 16384 - 7, 16384 + 14 }, { 12288, 4096 },
+					      { 70000, 29999 } };
+	unsigned char buf[40000];
+	int err = 0;
+
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0] && !err; s++) {
+		uint64_t off = shapes[s][0], len = shapes[s][1];
+
+		if (off + len > sizes[i])
+			continue;
+		fill(buf, len, seed + (unsigned)s);
+		err = rmem_write(c, &reg[i], off, buf, len);
+		if (!err)
+			memcpy(model[i] + off, buf, len);
+	}
+	return err;
+}
+
+static void bad_input(void)
+{
+	static const char *bad[] = { "0+1", "3+", "40+40", "4+0", "4+2x", "+2", "17+1" };
+	char u[1200];
+	bool all = true;
+	int rc;
+	rmem_client *c;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(u, sizeof u, "%s?redundancy=%s", base_url, bad[i]);
+		c = connect_url(u, &rc);
+		if (rc != -EINVAL || c) {
+			diag("redundancy=%s: %s", bad[i], rmem_strerror(rc));
+			all = false;
+			rmem_close(c);
+		}
+	}
+	ok(all, "?redundancy= 0+1, 3+, 40+40, 4+0, 4+2x, +2, 17+1: rmem_connect -EINVAL");
+	snprintf(u, sizeof u, "%s?redundancy=4+2&redundancy=4+2", base_url);
+	c = connect_url(u, &rc);
+	ok(rc == -EINVAL && !c, "a repeated ?redundancy= is -EINVAL");
+	{
+		struct rmem_opts o = opts();
+		rmem_client *x = NULL;
+
+		o.redundancy = "3+";
+		ok(rmem_connect(base_url, &o, &x) == -EINVAL && !x, "rmem_opts.redundancy \"3+\" is -EINVAL");
+		o.redundancy = "2+1";
+		ok(rmem_connect(url42, &o, &x) == -EINVAL && !x,
+		   "rmem_opts.redundancy 2+1 against the URL's 4+2 is -EINVAL");
+		ok(rmem_connect("tcp://127.0.0.1:1", &o, &x) == -EINVAL && !x,
+		   "rmem_opts.redundancy on a single-server endpoint is -EINVAL");
+		o.redundancy = "4+2";
+		ok(rmem_connect(url42, &o, &x) == 0 && x, "rmem_opts.redundancy 4+2 with the URL's 4+2");
+		rmem_close(x);
+		x = NULL;
+		o.redundancy = "8+2";
+		ok(rmem_connect(base_url, &o, &x) == 0 && x, "rmem_opts.redundancy 8+2 alone connects");
+		if (x) {
+			struct rmem_region r;
+
+			ok(rmem_alloc(x, MiB, 0, &r) == -ENOSPC,
+			   "and its allocations are redundant: 8+2 on six servers is -ENOSPC");
+			rmem_close(x);
+		}
+	}
+	snprintf(u, sizeof u, "%s?claim_ttl=5&redundancy=8+2", base_url);
+	c = connect_url(u, &rc);
+	ok(rc == 0 && c, "?claim_ttl=5&redundancy=8+2 connects");
+	if (c) {
+		struct rmem_region r;
+
+		ok(rmem_alloc(c, MiB, 0, &r) == -ENOSPC,
+		   "8+2 on six servers: more pieces than servers, rmem_alloc -ENOSPC");
+		rmem_close(c);
+	}
+}
+
+static uint64_t used(rmem_client *c)
+{
+	struct rmem_stats st;
+
+	return rmem_stats(c, &st) == 0 ? st.used_bytes : 0;
+}
+
+/* ---- a named region -------------------------------------------------------------------- */
+
+#define NLEN (256 * KiB + 77)
+static struct rmem_region named;
+static unsigned char *nmodel;
+
+/* A fresh client of the plain URL (no ?redundancy=) opens the name and
+ * reads it whole: 0 when every byte matches nmodel. */
+static int fresh_reads(const char *what)
+{
+	struct rmem_region r;
+	unsigned char *got = malloc(NLEN);
+	int rc;
+	rmem_client *f = connect_url(base_url, &rc);
+
+	rc = f && got ? rmem_open(f, "red/one", RMEM_READ, &r) : -ENOMEM;
+	if (!rc)
+		rc = rmem_read(f, &r, 0, got, NLEN);
+	if (!rc && memcmp(got, nmodel, NLEN))
+		rc = -EBADMSG;
+	if (rc)
+		diag("%s: %s", what, rmem_strerror(rc));
+	rmem_close(f);
+	free(got);
+	return rc;
+}
+
+static void named_before(rmem_client *c)
+{
+	struct rmem_name_info ni[8];
+	int rc = rmem_create(c, "red/one", NLEN, 0, &named), n;
+	bool listed = false;
+
+	ok(rc == 0, "rmem_create of a 4+2 named region: %s", rmem_strerror(rc));
+	nmodel = malloc(NLEN);
+	fill(nmodel, NLEN, 5);
+	ok(rmem_write(c, &named, 0, nmodel, NLEN) == 0, "a pattern written into it");
+	ok(fresh_reads("before") == 0,
+	   "a fresh client without ?redundancy= opens it and reads every byte (the record"
+	   " carries the layout)");
+	n = rmem_names(c, 0, ni, 8);
+	for (int i = 0; i < n; i++)
+		listed = listed || (!strcmp(ni[i].name, "red/one") && ni[i].length == NLEN);
+	ok(listed, "rmem_names lists it with its size");
+	ok(run_hook("listing red/one healthy 0") == 0,
+	   "rmemctl cluster redundant (table and --json): red/one 4+2 healthy, six pieces");
+	ok(run_hook("sweep-server 3") == 0,
+	   "rmemctl cluster sweep --grace=0 with a member's socket reclaims none of its pieces");
+	{
+		struct rmem_region r, x;
+		rmem_client *f = connect_url(base_url, &rc);
+
+		int orc = f ? rmem_open(f, "red/one", RMEM_READ, &r) : rc;
+
+		ok(orc == 0 && rmem_write(f, &r, 0, "x", 1) == -EACCES,
+		   "a read-only opener's write is -EACCES (open: %s)", rmem_strerror(orc));
+		ok(rmem_create(c, "red/one", MiB, 0, &x) == -EEXIST, "the name is won once: -EEXIST");
+		ok(f && rmem_open(f, "red/one", RMEM_READ | RMEM_WRITE, &x) == -EBUSY,
+		   "one writer: a second RMEM_WRITE opener is -EBUSY while the creator holds it");
+		rmem_close(f);
+	}
+}
+
+static void named_after(rmem_client *c)
+{
+	ok(fresh_reads("after") == 0, "two servers dead: a fresh client opens the name and reads"
+	   " every byte");
+	fill(nmodel + 1000, 50000, 9);
+	ok(rmem_write(c, &named, 1000, nmodel + 1000, 50000) == 0 && fresh_reads("write") == 0,
+	   "the creator's write goes on; a fresh opener reads it");
+	ok(run_hook("stale-pieces red/one 2") == 0,
+	   "the record now marks the two pieces that missed it stale");
+	ok(run_hook("listing red/one degraded 2") == 0,
+	   "rmemctl cluster redundant: degraded, two pieces not usable");
+	ok(rmem_free(c, &named) == 0, "the creator closes its handle");
+	{
+		struct rmem_region w;
+		int rc;
+		rmem_client *f = connect_url(base_url, &rc);
+
+		fill(nmodel, 3000, 11);
+		rc = f ? rmem_open(f, "red/one", RMEM_READ | RMEM_WRITE, &w) : rc;
+		ok(rc == 0 && rmem_write(f, &w, 0, nmodel, 3000) == 0 && rmem_free(f, &w) == 0,
+		   "then another client opens it for writing and writes (%s)", rmem_strerror(rc));
+		rmem_close(f);
+		ok(fresh_reads("second writer") == 0, "a fresh opener reads the second writer's bytes");
+	}
+	ok(rmem_unlink(c, "red/one") == 0, "the name is unlinked with two servers dead");
+	{
+		struct rmem_region r;
+
+		ok(rmem_open(c, "red/one", RMEM_READ, &r) == -ENOENT, "then it is -ENOENT");
+	}
+	free(nmodel);
+}
+
+/* ---- a writer while servers die ---------------------------------------------------- */
+
+#define WOFF 20000u   /* crosses chunk 4 KiB boundaries and a stripe's */
+#define WLEN 20000u
+/* Shared with the writer thread: __atomic loads and stores. */
+static int w_stop, w_err;
+static rmem_client *w_client;
+static unsigned w_acked; /* the generation last acknowledged */
+
+/* Until the writer acknowledged n more writes (or failed). */
+static void wait_writes(unsigned n)
+{
+	unsigned at = __atomic_load_n(&w_acked, __ATOMIC_ACQUIRE);
+	struct timespec ms = { 0, 1000000 };
+
+	while (__atomic_load_n(&w_acked, __ATOMIC_ACQUIRE) < at + n &&
+	       !__atomic_load_n(&w_err, __ATOMIC_ACQUIRE))
+		nanosleep(&ms, NULL);
+}
+
+static void *writer(void *arg)
+{
+	unsigned char buf[WLEN];
+
+	(void)arg;
+	for (unsigned g = 1; !__atomic_load_n(&w_stop, __ATOMIC_ACQUIRE); g++) {
+		int rc;
+
+		memset(buf, (int)(g & 0xff), sizeof buf);
+		rc = rmem_write(w_client, &reg[0], WOFF, buf, WLEN);
+		if (rc) {
+			__atomic_store_n(&w_err, rc, __ATOMIC_RELEASE);
+			break;
+		}
+		__atomic_store_n(&w_acked, g, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+int main(void)
+{
+	rmem_client *c;
+	uint64_t u0, u1, want = 0;
+	pthread_t th;
+	int rc, err, bad;
+
+	base_url = getenv("RMEM_CLUSTER_URL");
+	hook = getenv("RMEM_CLUSTER_HOOK");
+	if (!base_url || !hook)
+		tap_skip_all("run by tests/func/test_redundancy.sh");
+	snprintf(url42, sizeof url42, "%s?redundancy=4+2", base_url);
+
+	bad_input();
+	c = connect_url(url42, &rc);
+	ok(rc == 0 && c, "rmem_connect(...?redundancy=4+2)");
+	if (!c)
+		return tap_done();
+
+	/* ---- alloc: (K+R)/K of the bytes ---- */
+	u0 = used(c);
+	rc = 0;
+	for (int i = 0; i < NREG && !rc; i++) {
+		rc = rmem_alloc(c, sizes[i], 0, &reg[i]);
+		model[i] = calloc(1, sizes[i]);
+		/* each piece: ceil(size / 16 KiB) chunks of 4 KiB */
+		want += 6 * ((sizes[i] + 16 * KiB - 1) / (16 * KiB) * 4 * KiB);
+	}
+	u1 = used(c);
+	ok(rc == 0, "four 4+2 regions (1 MiB, 4 KiB + 123, 100000 B, 3 MiB + 5)");
+	ok(u1 - u0 == want, "they use %llu bytes across the servers, 6 pieces of 1/4 each (%.3fx"
+	   " the bytes asked)", (unsigned long long)(u1 - u0),
+	   (double)(u1 - u0) / (double)(sizes[0] + sizes[1] + sizes[2] + sizes[3]));
+	ok(reg[1].length == sizes[1], "a redundant region's length is the size asked");
+	bad = verify_all(c, &err);
+	ok(bad == 0, "new regions read as zeros");
+
+	/* ---- patterns ---- */
+	rc = 0;
+	for (int i = 0; i < NREG && !rc; i++) {
+		fill(model[i], sizes[i], (unsigned)i + 1);
+		rc = rmem_write(c, &reg[i], 0, model[i], sizes[i]);
+	}
+	for (int i = 0; i < NREG && !rc; i++)
+		rc = odd_writes(c, i, 40 + (unsigned)i);
+	ok(rc == 0, "whole and odd-shaped writes (1 B, across chunks and stripes): %s",
+	   rmem_strerror(rc));
+	bad = verify_all(c, &err);
+	ok(bad == 0, "every byte reads back (%d regions differ, %s)", bad, rmem_strerror(err));
+	{
+		unsigned char b[100];
+
+		ok(rmem_read(c, &reg[1], sizes[1] - 99, b, 100) == -ERANGE &&
+			   rmem_write(c, &reg[1], sizes[1], b, 1) == -ERANGE,
+		   "a read or write past the end is -ERANGE");
+		ok(rmem_read(c, &reg[2], 4090, b, 20) == 0 && !memcmp(b, model[2] + 4090, 20),
+		   "a 20 B read across two pieces");
+	}
+	{
+		uint64_t old;
+		struct rmem_region x;
+
+		ok(rmem_cas(c, &reg[0], 0, 0, 1, &old) == -EOPNOTSUPP &&
+			   rmem_faa(c, &reg[0], 8, 1, &old) == -EOPNOTSUPP,
+		   "atomics on a redundant region are -EOPNOTSUPP");
+		ok(rmem_post_read(c, &reg[0], 0, &old, 8, 1) == -EOPNOTSUPP &&
+			   rmem_post_write(c, &reg[0], 0, &old, 8, 1) == -EOPNOTSUPP &&
+			   rmem_post_alloc(c, MiB, 0, &x, 1) == -EOPNOTSUPP,
+		   "posted calls on a redundant client are -EOPNOTSUPP");
+	}
+	named_before(c);
+
+	/* ---- a writer while s0 and s1 die ---- */
+	w_client = c;
+	pthread_create(&th, NULL, writer, NULL);
+	wait_writes(20);
+	ok(run_hook("kill-server 0") == 0, "kill -9 of s0 while a writer writes");
+	wait_writes(20);
+	ok(run_hook("kill-server 1") == 0, "kill -9 of s1 while a writer writes");
+	wait_writes(20);
+	__atomic_store_n(&w_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	ok(w_err == 0, "the writer's writes all succeeded through both deaths (%u writes, %s)",
+	   w_acked, rmem_strerror(w_err));
+	{
+		unsigned char b[WLEN];
+		bool whole = true;
+
+		rc = rmem_read(c, &reg[0], WOFF, b, WLEN);
+		for (size_t i = 1; i < WLEN; i++)
+			whole = whole && b[i] == b[0];
+		ok(rc == 0 && whole && b[0] == (w_acked & 0xff),
+		   "its last write reads whole and new (generation %u, read %u)", w_acked, b[0]);
+		memcpy(model[0] + WOFF, b, WLEN);
+	}
+	bad = verify_all(c, &err);
+	ok(bad == 0, "two servers dead: every byte of every region reads (%d differ, %s)", bad,
+	   rmem_strerror(err));
+	named_after(c);
+	rc = 0;
+	for (int i = 0; i < NREG && !rc; i++) {
+		fill(model[i], sizes[i], 77 + (unsigned)i);
+		rc = rmem_write(c, &reg[i], 0, model[i], sizes[i]);
+	}
+	for (int i = 0; i < NREG && !rc; i++)
+		rc = odd_writes(c, i, 90 + (unsigned)i);
+	ok(rc == 0, "writes go on with two servers dead (%s)", rmem_strerror(rc));
+	bad = verify_all(c, &err);
+	ok(bad == 0, "and read back (%d differ, %s)", bad, rmem_strerror(err));
+	{
+		struct rmem_region x;
+
+		ok(rmem_alloc(c, MiB, 0, &x) == -ENOSPC, "four servers left: a 4+2 alloc is -ENOSPC");
+	}
+
+	/* ---- a third death: more than R ---- */
+	ok(run_hook("kill-server 2") == 0, "kill -9 of s2");
+	{
+		int wrong;
+
+		/* A region whose bytes all lie on live data pieces (the
+		 * 4 KiB + 123 one touches two) still reads. */
+		bad = verify_some(c, &err, &wrong);
+		ok(bad >= NREG - 1 && wrong == 0 && err == -EHOSTDOWN,
+		   "three of six pieces gone: reads that need a rebuild are -EHOSTDOWN (%d of %d:"
+		   " %s), never wrong bytes (%d)", bad, NREG, rmem_strerror(err), wrong);
+	}
+	rc = 0;
+	for (int i = 0; i < NREG; i++)
+		rc = rc ? rc : rmem_free(c, &reg[i]);
+	ok(rc == 0, "rmem_free of every region");
+	ok(rmem_read(c, &reg[0], 0, &u0, 8) == -EINVAL, "a freed handle is -EINVAL");
+	rmem_close(c);
+	for (int i = 0; i < NREG; i++)
+		free(model[i]);
+	return tap_done();
+}

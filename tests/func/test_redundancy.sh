@@ -1,0 +1,100 @@
+#!/bin/bash
+# test_redundancy.sh - erasure-coded redundant regions (issue 21): a real
+# 3-member etcd on loopback (tests/lib/etcd.sh) and six rmemd of 64 MiB
+# (ids s0..s5, lease_ms 3000), then $B/tests/test_redundancy, whose TAP
+# stream this is (what it checks is at its top).  It calls this script back
+# as its hook to kill -9 a server and to read a name's record.
+#
+#   RMEM_BUILD=build-san tests/run-tests tests/func/test_redundancy.sh
+# run-tests-timeout: 300
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+NSRV=6
+
+# ---- the hook: test_redundancy runs "$0 --hook DIR kill-server I" ---------------------
+if [ "${1:-}" = --hook ]; then
+	dir=$2 cmd=$3 i=${4:-}
+	for fd in $(ls /proc/$$/fd); do
+		((fd > 2)) && eval "exec $fd>&-" 2> /dev/null
+	done
+	case $cmd in
+	stale-pieces)
+		# exit 0 when the record of name $i marks exactly $5 pieces stale
+		. tests/lib/etcd.sh
+		. "$dir/state.sh"
+		for ((k = 0; k < ETCD_N; k++)); do etcd_pids[$k]=$(cat "$dir/pids/etcd$k"); done
+		v=$(etcdctl_ get "/rmem/$NAME/names/@anonymous/$i" --print-value-only) || exit 1
+		n=$(grep -o '"state":"stale"' <<< "$v" | wc -l)
+		echo "# record: $v" >&2
+		[ "$n" = "$5" ]
+		exit ;;
+	sweep-server)
+		# rmemctl cluster sweep with server $i's admin socket, no grace:
+		# exit 0 when it reclaims nothing (the pieces have their record)
+		. "$dir/state.sh"
+		out=$("$B/rmemctl" -e "$URL" -s "$dir/r$i.sock" --grace=0 cluster sweep) || exit 1
+		echo "$out" | sed 's/^/# /' >&2
+		grep -q "0 regions reclaimed" <<< "$out"
+		exit ;;
+	listing)
+		# rmemctl cluster redundant, table and --json: exit 0 when name
+		# $i shows state $5 with $6 pieces not usable (stale or gone)
+		. "$dir/state.sh"
+		tab=$("$B/rmemctl" -e "$URL" cluster redundant) || exit 1
+		js=$("$B/rmemctl" -e "$URL" --json cluster redundant) || exit 1
+		echo "$tab" | sed 's/^/# /' >&2
+		grep -q "^$i  *4+2 .* $5 " <<< "$tab" || exit 1
+		python3 - "$js" "$i" "$5" "$6" << 'EOP'
+import json, sys
+d = json.loads(sys.argv[1])["cluster_redundant"]
+r = [x for x in d["regions"] if x["name"] == sys.argv[2]][0]
+bad = [p for p in r["pieces"] if p["state"] != "healthy" or not p["server_present"]]
+ok = (r["state"] == sys.argv[3] and len(bad) == int(sys.argv[4]) and r["redundancy"] == "4+2"
+      and len(r["pieces"]) == 6 and r["usable"] == 6 - len(bad))
+sys.exit(0 if ok else 1)
+EOP
+		exit ;;
+	kill-server)
+		p=$(cat "$dir/pids/rmemd$i") || exit 1
+		kill -KILL "$p" || exit 1
+		for _ in $(seq 100); do kill -0 "$p" 2> /dev/null || exit 0; sleep 0.05; done
+		exit 1 ;;
+	esac
+	exit 2
+fi
+
+. tests/lib/cluster_prog.sh rmem-redundancy test_redundancy
+NAME=rd$$
+TRANSPORT=${RMEM_TEST_TRANSPORT:-tcp}
+HOST=127.0.0.1
+if [ "$TRANSPORT" = rdma ]; then
+	[ -n "${RMEM_VM_RDMA_ADDR:-}" ] || skip_all "RMEM_TEST_TRANSPORT=rdma needs RMEM_VM_RDMA_ADDR"
+	HOST=$RMEM_VM_RDMA_ADDR
+fi
+
+cluster_etcd_up
+
+read -r -a ports <<< "$(free_ports $((2 * NSRV)))"
+for ((i = 0; i < NSRV; i++)); do
+	rdma=""
+	[ "$TRANSPORT" = rdma ] && rdma="$HOST:${ports[$((i + NSRV))]}"
+	cluster_conf "$i" "$NAME" "$HOST:${ports[$i]}" "$rdma" 3000 info
+	"$RMEMD" -c "$tmp/r$i.conf" > "$tmp/r$i.log" 2>&1 < /dev/null &
+	echo $! > "$tmp/pids/rmemd$i"
+	disown
+done
+for ((i = 0; i < NSRV; i++)); do
+	cluster_registered "$NAME" "$i" 150 || fail_setup "rmemd s$i did not register in etcd"
+done
+
+# What the hook needs of this shell.
+URL=$(cluster_url "$NAME")
+declare -p ETCD_N ETCD_CLUSTER ETCD_BIN ETCDCTL_BIN etcd_cports etcd_pports NAME B URL \
+	> "$tmp/state.sh"
+
+RMEM_CLUSTER_URL=$URL RMEM_CLUSTER_HOOK="$0 --hook $tmp" "$PROG"
+rc=$?
+for ((i = 0; i < NSRV; i++)); do
+	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
+done
+exit $rc
