@@ -77,23 +77,25 @@ class Rmemd:
                  metrics=False, metrics_addr=None, pool="64M", lease_ms=10000,
                  max_clients=64, log_level="debug", rdma_group=None, extra="",
                  cluster=None, conf=None, log=None, admin=None, checks=(), prefix=(),
-                 keep=True):
+                 rdma_addr=None, die_with_parent=False):
         self.tmp = tmp or tempfile.mkdtemp(prefix="rmemt.", dir="/tmp")
         self.host = host
         self.fixed = (port, rdma_port)
         self.want_rdma, self.want_metrics = rdma, metrics
-        self.metrics_addr = metrics_addr
+        self.metrics_addr, self.rdma_addr = metrics_addr, rdma_addr
         self.pool, self.lease_ms, self.max_clients = pool, lease_ms, max_clients
         self.log_level, self.rdma_group, self.extra = log_level, rdma_group, extra
         self.cluster = cluster        # dict: etcd, name, id (or None: drawn), lease_ms
-        self.own_conf = conf is not None and not os.path.exists(conf) or conf is None
+        # A config the caller wrote is used as it is (its ports are its own).
+        self.own_conf = conf is None or not os.path.exists(conf)
         self.conf = conf or os.path.join(self.tmp, "rmemd.conf")
         self.log = log or os.path.join(self.tmp, "rmemd.log")
         self.admin = admin or os.path.join(self.tmp, "rmemd.sock")
         self.checks, self.prefix = list(checks), list(prefix)
-        self.keep = keep              # False: fds handed to the store are closed
+        self.die_with_parent = die_with_parent
         self.notify_out = os.path.join(self.tmp, "notify.out")
-        self.store = FdStore(self.tmp)
+        self.store = None             # made at the first start
+        self.rmemd = RMEMD
         self.p = None
         self.mark = 0
         self.started = 0              # index into store.lines of this life
@@ -110,6 +112,8 @@ class Rmemd:
 
     def write_conf(self):
         rdma = hostport(self.host, self.rdma_port) if self.rdma_port else ""
+        if self.rdma_addr is not None:
+            rdma = self.rdma_addr
         if self.metrics_addr is not None:
             metrics = self.metrics_addr
         else:
@@ -150,9 +154,6 @@ class Rmemd:
         got = self.store.pump(timeout)
         if len(self.store.lines) > n:
             self._note(self.store.lines[n:])
-        if not self.keep:
-            for name in self.store.names():
-                self.store.drop(name)
         return got
 
     def _check(self, what):
@@ -175,11 +176,14 @@ class Rmemd:
         except OSError as e:
             return "check %s failed %s" % (kind, e)
 
-    def _spawn(self):
+    def _spawn(self, env=None):
+        if self.store is None:
+            self.store = FdStore(self.tmp)
         self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
         self.started = len(self.store.lines)
-        argv = self.prefix + [RMEMD, "-c", self.conf]
-        self.p = self.store.start(argv, self.log, preexec=_die_with_parent)
+        argv = self.prefix + [self.rmemd, "-c", self.conf]
+        self.p = self.store.start(argv, self.log, env,
+                                  _die_with_parent if self.die_with_parent else None)
 
     def _wait_ready(self, timeout):
         """True once READY=1 came; False when rmemd ended first or timed out."""
@@ -197,7 +201,7 @@ class Rmemd:
                 return False
             self.pump(min(0.05, max(0.0, deadline - time.monotonic())))
 
-    def try_start(self, timeout=60, settle=0.05):
+    def attempt(self, timeout=60, settle=0.05, env=None):
         """Starts rmemd: ("ready", None), ("exit", N) or ("timeout", None).
         settle: how long to take the fd store's messages after READY=1."""
         fresh = self.p is None and not self.port
@@ -206,7 +210,7 @@ class Rmemd:
                 self.pick_ports()
                 if self.own_conf:
                     self.write_conf()
-            self._spawn()
+            self._spawn(env)
             if self._wait_ready(timeout):
                 if settle:
                     self.pump(settle)
@@ -221,8 +225,14 @@ class Rmemd:
                 return "exit", rc
         return "exit", rc
 
+    def try_start(self, env=None, timeout=60):
+        """attempt(), as (True, log) or (False, log): a daemon that does not
+        come up is an answer, not a crash of the test."""
+        what, _ = self.attempt(timeout, 0.05, env)
+        return what == "ready", self.new_log()
+
     def start(self, timeout=60, settle=0.05):
-        what, rc = self.try_start(timeout, settle)
+        what, rc = self.attempt(timeout, settle)
         if what != "ready":
             raise RuntimeError("rmemd did not get ready (%s %s):\n%s"
                                % (what, rc, self.new_log()))
@@ -254,7 +264,7 @@ class Rmemd:
 
     def drop(self):
         """The store forgets everything, as if systemd had lost it."""
-        for name in self.store.names():
+        for name in (self.store.names() if self.store else []):
             self.store.drop(name)
 
     def new_log(self):
@@ -278,7 +288,8 @@ class Rmemd:
 
     def close(self):
         self._kill()
-        self.store.close()
+        if self.store:
+            self.store.close()
 
 
 # ---- the supervisor: C and shell callers -------------------------------------------
@@ -294,7 +305,7 @@ def serve(d, out, ready_ms=60000):
         out.flush()
 
     def start(ms):
-        what, rc = d.try_start(ms / 1000.0)
+        what, rc = d.attempt(ms / 1000.0)
         if what == "ready":
             say(d.ready_line())
         else:
@@ -363,7 +374,9 @@ def main():
     a.add_argument("--check", action="append", default=[],
                    help="at READY=1: tcp:PORT, unix:PATH or vmlck:")
     a.add_argument("--ready-ms", type=int, default=60000, help="how long the first start may take")
-    a.add_argument("--no-keep", action="store_true", help="close what FDSTORE=1 hands over")
+    a.add_argument("--rmemd", default=RMEMD, help="the rmemd to run ($RMEM_BUILD/rmemd)")
+    a.add_argument("--write-only", action="store_true",
+                   help="write the config (--conf) and exit: for rmemd -t and the like")
     a.add_argument("prefix", nargs="*", help="a command that runs rmemd (prlimit ...)")
     o = a.parse_args()
     cluster = None
@@ -373,12 +386,19 @@ def main():
                    "lease_ms": int(lease)}
     if o.dir:
         os.makedirs(o.dir, exist_ok=True)
+    elif o.write_only:
+        o.dir = os.path.dirname(os.path.abspath(o.conf))
     d = Rmemd(o.dir, host=o.host, port=o.port, rdma=o.rdma or bool(o.rdma_port),
               rdma_port=o.rdma_port, metrics=o.metrics, metrics_addr=o.metrics_addr,
               pool=o.pool, lease_ms=o.lease_ms, max_clients=o.max_clients,
               log_level=o.log_level, rdma_group=o.rdma_group, extra=o.extra,
               cluster=cluster, conf=o.conf, log=o.log, admin=o.admin, checks=o.check,
-              prefix=o.prefix, keep=not o.no_keep)
+              prefix=o.prefix, die_with_parent=True)
+    d.rmemd = o.rmemd
+    if o.write_only:
+        d.pick_ports()
+        d.write_conf()
+        return 0
     # Our stdout is the reply channel: rmemd never writes to it.
     signal.signal(signal.SIGTERM, lambda *_: (d.close(), os._exit(0)))
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
