@@ -206,10 +206,13 @@ class Rmemd:
         settle: how long to take the fd store's messages after READY=1."""
         fresh = self.p is None and not self.port
         for attempt in range(3):
-            if fresh or attempt:
+            if (fresh or attempt) and self.own_conf:
                 self.pick_ports()
-                if self.own_conf:
-                    self.write_conf()
+                self.write_conf()
+            elif fresh:
+                # The caller's config: its ports are what the caller says.
+                self.port, self.rdma_port = self.fixed
+                self.host_port = hostport(self.host, self.port)
             self._spawn(env)
             if self._wait_ready(timeout):
                 if settle:
