@@ -16,7 +16,7 @@ import time
 
 import rmemwire
 from rmemwire import Client
-from rawcall import HDR, MAGIC
+from rawcall import HDR, HDR_LEN, MAGIC, VERSION
 from rmemd_start import B, RMEMD, Rmemd, free_port  # noqa: F401 (for the tests)
 
 
@@ -89,7 +89,7 @@ def spin(seconds):
 
 def frame(c, op, payload):
     c.rid += 1
-    return struct.pack(HDR, MAGIC, 1, op, 0, 0, len(payload), c.rid) + payload
+    return struct.pack(HDR, MAGIC, VERSION, op, 0, 0, len(payload), c.rid) + payload
 
 
 def recv_exact(s, n):
@@ -104,7 +104,7 @@ def recv_exact(s, n):
 
 def recv_reply(c):
     """The payload of the next reply on c's socket."""
-    hdr = recv_exact(c.s, 24)
+    hdr = recv_exact(c.s, HDR_LEN)
     return recv_exact(c.s, struct.unpack_from("<I", hdr, 12)[0])
 
 

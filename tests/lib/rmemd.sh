@@ -105,6 +105,7 @@ rmemd_field() {
 rmemd_starter() {
 	local dir=$1
 	shift
+	dpid=
 	mkdir -p "$dir"
 	rm -f "$dir/rmemd.ctl"
 	mkfifo "$dir/rmemd.ctl" || return 1

@@ -12,7 +12,8 @@
 #
 # stdin takes one command a line; each gets one line on stdout:
 #   start [MS]            -> ready KEY=VALUE...  |  failed exit N  |  failed timeout
-#   stop SIG [MS]         -> exit N (0..255, 128+signal)  |  timeout (then killed)
+#   stop SIG [MS]         -> exit N (0..255, 128+signal)  |  timeout (then killed);
+#                            SIG 0: none, wait for an end already under way
 #   restart SIG [MS]      stop without a time limit, then start
 #   drop                  -> ok: the store forgets everything (next start is fresh)
 #   store                 -> store N NAME,NAME...
@@ -31,9 +32,11 @@
 import argparse
 import ctypes
 import os
+import re
 import select
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,7 +80,7 @@ class Rmemd:
                  metrics=False, metrics_addr=None, pool="64M", lease_ms=10000,
                  max_clients=64, log_level="debug", rdma_group=None, extra="",
                  cluster=None, conf=None, log=None, admin=None, checks=(), prefix=(),
-                 rdma_addr=None, die_with_parent=False):
+                 rdma_addr=None, die_with_parent=False, store=True):
         self.tmp = tmp or tempfile.mkdtemp(prefix="rmemt.", dir="/tmp")
         self.host = host
         self.fixed = (port, rdma_port)
@@ -93,6 +96,10 @@ class Rmemd:
         self.admin = admin or os.path.join(self.tmp, "rmemd.sock")
         self.checks, self.prefix = list(checks), list(prefix)
         self.die_with_parent = die_with_parent
+        # store=False: no NOTIFY_SOCKET, as rmemd run by hand: it keeps
+        # nothing for a restart (a SIGTERM is a stop: a cluster member
+        # revokes its lease), and ready is when its admin socket answers.
+        self.use_store = store
         self.notify_out = os.path.join(self.tmp, "notify.out")
         self.store = None             # made at the first start
         self.rmemd = RMEMD
@@ -182,15 +189,43 @@ class Rmemd:
         self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
         self.started = len(self.store.lines)
         argv = self.prefix + [self.rmemd, "-c", self.conf]
-        self.p = self.store.start(argv, self.log, env,
-                                  _die_with_parent if self.die_with_parent else None)
+        pre = _die_with_parent if self.die_with_parent else None
+        if self.use_store:
+            self.p = self.store.start(argv, self.log, env, pre)
+            return
+        e = dict(os.environ if env is None else env)
+        for k in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_FDNAMES", "LISTEN_PID"):
+            e.pop(k, None)
+        with open(self.log, "ab") as log:
+            self.p = subprocess.Popen(argv, env=e, stdout=log, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, preexec_fn=pre)
+
+    def _answers(self):
+        """Without NOTIFY_SOCKET: True once the admin socket (else the TCP
+        port) of the config accepts a connection."""
+        with open(self.conf) as f:
+            text = f.read()
+        m = re.search(r'admin\s*=\s*"([^"]+)"', text)
+        try:
+            if m:
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.settimeout(1)
+                c.connect(m.group(1))
+            else:
+                m = re.search(r'tcp\s*=\s*"\[?([^"]*?)\]?:(\d+)"', text)
+                c = socket.create_connection((m.group(1), int(m.group(2))), timeout=1)
+            c.close()
+            return True
+        except OSError:
+            return False
 
     def _wait_ready(self, timeout):
         """True once READY=1 came; False when rmemd ended first or timed out."""
         deadline = time.monotonic() + timeout
         while True:
             self.pump(0)
-            if "READY=1" in self.store.lines[self.started:]:
+            if "READY=1" in self.store.lines[self.started:] or \
+                    (not self.use_store and self._answers()):
                 # What READY=1 promises, checked before anything else runs.
                 res = [self._check(w) for w in self.checks]
                 if res:
@@ -246,11 +281,13 @@ class Rmemd:
             self.p.wait()
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
-        """Ends rmemd with sig; its exit status (128 + signal), or None when
-        it had to be killed after timeout seconds (None: no limit)."""
+        """Ends rmemd with sig (0: none, it is ending already); its exit
+        status (128 + signal), or None when it had to be killed after
+        timeout seconds (None: no limit)."""
         if self.p is None or self.p.poll() is not None:
             return _status(self.p.returncode) if self.p else None
-        self.p.send_signal(sig)
+        if sig:
+            self.p.send_signal(sig)
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.p.poll() is None:
             if deadline is not None and time.monotonic() >= deadline:
@@ -315,9 +352,13 @@ def serve(d, out, ready_ms=60000):
             say("failed %s%s" % (what, "" if rc is None else " %d" % rc))
 
     start(ready_ms)
+    parent = os.getppid()
     buf = b""
     while True:
         r, _, _ = select.select([0, d.store.sock], [], [], 1.0)
+        # A shell's fifo never ends: the test's end is its going away.
+        if os.getppid() != parent:
+            break
         if d.store.sock in r:
             d.pump(0)
         if 0 not in r:
@@ -377,6 +418,8 @@ def main():
     a.add_argument("--check", action="append", default=[],
                    help="at READY=1: tcp:PORT, unix:PATH or vmlck:")
     a.add_argument("--ready-ms", type=int, default=60000, help="how long the first start may take")
+    a.add_argument("--no-store", action="store_true",
+                   help="no NOTIFY_SOCKET: no fd store; ready when the admin socket answers")
     a.add_argument("--rmemd", default=RMEMD, help="the rmemd to run ($RMEM_BUILD/rmemd)")
     a.add_argument("--write-only", action="store_true",
                    help="write the config (--conf) and exit: for rmemd -t and the like")
@@ -396,7 +439,7 @@ def main():
               pool=o.pool, lease_ms=o.lease_ms, max_clients=o.max_clients,
               log_level=o.log_level, rdma_group=o.rdma_group, extra=o.extra,
               cluster=cluster, conf=o.conf, log=o.log, admin=o.admin, checks=o.check,
-              prefix=o.prefix, die_with_parent=True)
+              prefix=o.prefix, die_with_parent=True, store=not o.no_store)
     d.rmemd = o.rmemd
     if o.write_only:
         d.pick_ports()
