@@ -442,7 +442,7 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 		tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh \
 		tests/func/test_hostile_cluster.sh \
 		tests/func/test_nbd.sh \
-		tests/func/test_restart.py \
+		tests/func/test_starter.py tests/func/test_restart.py \
 		tests/func/test_hostile_restart.py \
 		tests/python/test_python.sh \
 		tests/vm/suite tests/systemd/suite

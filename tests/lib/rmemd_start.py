@@ -112,9 +112,19 @@ class Rmemd:
     # ---- config ----------------------------------------------------------------
 
     def pick_ports(self):
-        self.port = self.fixed[0] or free_port(self.host)
-        self.rdma_port = (self.fixed[1] or free_port(self.host)) if self.want_rdma else 0
-        self.metrics_port = free_port(self.host) if self.want_metrics else 0
+        taken = set()
+
+        def pick(fixed, want=True):
+            if not want:
+                return 0
+            p = fixed
+            while not p or p in taken:   # three distinct ports
+                p = free_port(self.host)
+            taken.add(p)
+            return p
+        self.port = pick(self.fixed[0])
+        self.rdma_port = pick(self.fixed[1], self.want_rdma)
+        self.metrics_port = pick(0, self.want_metrics)
         self.host_port = hostport(self.host, self.port)
 
     def write_conf(self):
