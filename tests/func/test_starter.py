@@ -21,21 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 STARTER = os.path.join(HERE, "..", "lib", "rmemd_start.py")
 B = os.environ.get("RMEM_BUILD", "build")
 sys.dont_write_bytecode = True
-n = 0
-failed = 0
-
-
-def ok(cond, what):
-    global n, failed
-    n += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n, what), flush=True)
-    failed += 0 if cond else 1
-    return cond
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line, flush=True)
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from tap import done, ok  # noqa: E402
 
 
 def alive(pid):
@@ -152,8 +139,7 @@ def main():
         os.kill(pid, signal.SIGKILL)
 
     subprocess.run(["rm", "-rf", tmp])
-    print("1..%d" % n)
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":

@@ -89,9 +89,7 @@ static void server_up(void)
 
 	/* The daemon writes to peers that may be gone, as rmemd does. */
 	signal(SIGPIPE, SIG_IGN);
-	inproc_opts_init(&o);
-	o.pool_name = "fuzz";
-	o.pool_size = POOL_BYTES;
+	inproc_opts_init(&o, "fuzz", POOL_BYTES);
 	o.tenant = FUZZ_TENANT;
 	o.tenant_secret = FUZZ_TENANT_SECRET;
 	o.tenant_quota = FUZZ_TENANT_QUOTA;

@@ -58,9 +58,7 @@ static struct server *server_new(void)
 	struct server *srv;
 	char err[256];
 
-	inproc_opts_init(&o);
-	o.pool_name = "fuzz";
-	o.pool_size = POOL_BYTES;
+	inproc_opts_init(&o, "fuzz", POOL_BYTES);
 	o.open_pool = false;
 	o.tenant = "team-a";
 	o.log_level = LOG_EMERG;

@@ -19,11 +19,11 @@
 #include "slots.h"
 #include "tenant.h"
 
-void inproc_opts_init(struct inproc_opts *o)
+void inproc_opts_init(struct inproc_opts *o, const char *pool_name, uint64_t pool_size)
 {
 	memset(o, 0, sizeof *o);
-	o->pool_name = "inproc";
-	o->pool_size = 1u << 20;
+	o->pool_name = pool_name;
+	o->pool_size = pool_size;
 	o->open_pool = true;
 	o->log_level = LOG_ERR;
 }

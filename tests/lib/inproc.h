@@ -9,8 +9,7 @@
  * its connections before inproc_free().
  *
  *   struct inproc_opts o;
- *   inproc_opts_init(&o);
- *   o.pool_name = "unit";
+ *   inproc_opts_init(&o, "unit", 1u << 20);
  *   srv = inproc_new(&o, err, sizeof err);   NULL: err says why
  *   ... session_new(srv, ...), ctl_dispatch(srv, ...) ...
  *   inproc_free(srv);
@@ -37,8 +36,8 @@ struct inproc_opts {
 	int log_level;              /* syslog level for log_set_level() */
 };
 
-/* "inproc", 1 MiB, opened, no tenant, LOG_ERR. */
-void inproc_opts_init(struct inproc_opts *o);
+/* One pool of pool_size bytes named pool_name, opened; no tenant; LOG_ERR. */
+void inproc_opts_init(struct inproc_opts *o, const char *pool_name, uint64_t pool_size);
 
 /* A server as described; NULL (err says why) when something cannot be had. */
 struct server *inproc_new(const struct inproc_opts *o, char *err, size_t errlen);

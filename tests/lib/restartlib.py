@@ -18,32 +18,7 @@ import rmemwire
 from rmemwire import Client
 from rawcall import HDR, HDR_LEN, MAGIC, VERSION
 from rmemd_start import B, RMEMD, Rmemd, free_port  # noqa: F401 (for the tests)
-
-
-# ---- TAP --------------------------------------------------------------------------
-
-class _Tap:
-    n = 0
-    failed = 0
-
-
-def ok(cond, what):
-    _Tap.n += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", _Tap.n, what), flush=True)
-    if not cond:
-        _Tap.failed += 1
-    return cond
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line, flush=True)
-
-
-def done():
-    """The plan line; the exit status."""
-    print("1..%d" % _Tap.n)
-    return 1 if _Tap.failed else 0
+from tap import diag, done, ok  # noqa: F401 (for the tests)
 
 
 # ---- rmemd under the fd store ---------------------------------------------------------

@@ -15,18 +15,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.dont_write_bytecode = True
 import rawcall  # noqa: E402
+from tap import done, ok  # noqa: E402
 import rmemwire  # noqa: E402
-
-n = 0
-failed = 0
-
-
-def ok(cond, what):
-    global n, failed
-    n += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n, what), flush=True)
-    failed += 0 if cond else 1
-
 
 with open(rawcall.PROTO_H) as f:
     text = f.read()
@@ -73,5 +63,4 @@ for name in ("rmemwire.py", "rawcall.py", "restartlib.py"):
             bad.append("%s: %s" % (name, pat))
 ok(not bad, "no opcode, magic or header length written out again in tests/lib %s" % bad)
 
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+sys.exit(done())

@@ -129,9 +129,7 @@ static struct server *server_up(void)
 	struct server *srv;
 	char err[256];
 
-	inproc_opts_init(&o);
-	o.pool_name = "unit";
-	o.pool_size = POOL_BYTES;
+	inproc_opts_init(&o, "unit", POOL_BYTES);
 	o.log_level = LOG_CRIT;
 	srv = inproc_new(&o, err, sizeof err);
 	if (!srv) {
