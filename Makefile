@@ -371,15 +371,18 @@ $(B)/tests/obj/fuzz/replay-%.o: tests/fuzz/replay.c
 		$(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 $(B)/tests/fuzz_proto_replay: $(B)/tests/obj/fuzz/fuzz_proto.o $(B)/tests/obj/fuzz/replay-proto.o
 $(B)/tests/fuzz_state_replay: $(B)/tests/obj/fuzz/fuzz_state.o $(B)/tests/obj/fuzz/replay-state.o
+# The in-process server of test_session and the fuzzers (tests/lib/inproc.h).
+INPROC_OBJ := $(B)/tests/obj/lib/inproc.o
+$(INPROC_OBJ): EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 # The dispatch fuzzer's corpus against the daemon's own modules (all but
 # main.c, and the cluster agent, which only main.c calls).
 FUZZ_DAEMON_SRCS := $(filter-out daemon/main.c daemon/member.c,$(DAEMON_SRCS))
-$(B)/tests/fuzz_dispatch_replay: $(B)/tests/obj/fuzz/fuzz_dispatch.o \
+$(B)/tests/fuzz_dispatch_replay: $(B)/tests/obj/fuzz/fuzz_dispatch.o $(INPROC_OBJ) \
 	$(B)/tests/obj/fuzz/replay-dispatch.o $(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
 $(B)/tests/obj/fuzz/fuzz_dispatch.o: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/fuzz_dispatch_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 # The restore against any state memfd (daemon/restore.c and what it calls).
-$(B)/tests/fuzz_restore_replay: $(B)/tests/obj/fuzz/fuzz_restore.o \
+$(B)/tests/fuzz_restore_replay: $(B)/tests/obj/fuzz/fuzz_restore.o $(INPROC_OBJ) \
 	$(B)/tests/obj/fuzz/replay-restore.o $(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
 $(B)/tests/obj/fuzz/fuzz_restore.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/fuzz_restore_replay: EXTRA_LIBS = $(DAEMON_LIBS)
@@ -388,7 +391,8 @@ SESSION_TEST_SRCS := daemon/session.c daemon/quarantine.c daemon/ctl.c daemon/al
 	daemon/slots.c daemon/resume.c \
 	daemon/tenant.c daemon/log.c daemon/pool.c daemon/scrub.c daemon/config.c daemon/config_keys.c \
 	daemon/config_dump.c daemon/config_num.c
-$(B)/tests/test_session: $(B)/tests/obj/unit/test_session.o $(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)
+$(B)/tests/test_session: $(B)/tests/obj/unit/test_session.o $(INPROC_OBJ) \
+	$(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)
 $(B)/tests/obj/unit/test_session.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 $(B)/tests/test_session: EXTRA_LIBS = $(DAEMON_LIBS)
 # The metrics page (metrics.c) from a server the test fills in.
@@ -454,14 +458,14 @@ check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CL
 	$(SYSD_BINS) $(RESTORE_HELPERS)
 	@RMEM_BUILD=$(B) RMEM_VM_TESTS="$(RDMA_BINS)" tests/run-tests $(UNIT_BINS) $(FUNC_BINS) \
 		$(CHAOS_BINS) \
-		tests/unit/test_layers.sh \
+		tests/unit/test_layers.sh tests/unit/test_rawcall.py \
 		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
 		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
 		tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh \
 		tests/func/test_hostile_cluster.sh \
 		tests/func/test_redundancy.sh \
 		tests/func/test_nbd.sh \
-		tests/func/test_restart.py \
+		tests/func/test_starter.py tests/func/test_restart.py \
 		tests/func/test_hostile_restart.py \
 		tests/python/test_python.sh \
 		tests/unit/test_map.sh \
@@ -657,7 +661,8 @@ build-fuzz/d/%.o: %.c
 	@mkdir -p $(dir $@)
 	clang $(CPPFLAGS_ALL) $(DAEMON_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DAEMON_CFLAGS) \
 		-MMD -MP -c -o $@ $<
-build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(FUZZ_DAEMON_SRCS:%.c=build-fuzz/d/%.o) \
+build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c tests/lib/inproc.c \
+		$(FUZZ_DAEMON_SRCS:%.c=build-fuzz/d/%.o) \
 		$(COMMON_SRCS:%.c=build-fuzz/d/%.o)
 	clang $(CPPFLAGS_ALL) $(TEST_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) -o $@ $^ \
 		$(DAEMON_LIBS)
@@ -667,7 +672,8 @@ build-fuzz/fuzz_etcd: tests/fuzz/fuzz_etcd.c common/etcd_codec.c common/cluster_
 	@mkdir -p $(dir $@)
 	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $^ $(shell $(PKG_CONFIG) --libs jansson libsodium)
-build-fuzz/fuzz_restore: tests/fuzz/fuzz_restore.c $(FUZZ_DAEMON_SRCS:%.c=build-fuzz/d/%.o) \
+build-fuzz/fuzz_restore: tests/fuzz/fuzz_restore.c tests/lib/inproc.c \
+		$(FUZZ_DAEMON_SRCS:%.c=build-fuzz/d/%.o) \
 		$(COMMON_SRCS:%.c=build-fuzz/d/%.o)
 	clang $(CPPFLAGS_ALL) $(TEST_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) \
 		-o $@ $^ $(DAEMON_LIBS)

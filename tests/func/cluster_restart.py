@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # cluster_restart.py - for tests/func/test_cluster.sh, not a test itself: one
 # cluster member restarted without loss through the emulated systemd fd
-# store (tests/lib/fdstore.py), as its id and generation are seen in etcd.
+# store (tests/lib/rmemd_start.py), as its id and generation are seen in etcd.
 #
 #   cluster_restart.py TMPDIR CONF PORT KEYPREFIX
 #
@@ -24,11 +24,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fdstore import FdStore          # noqa: E402
+from rmemd_start import Rmemd        # noqa: E402
 from rmemwire import Client          # noqa: E402
 
-B = os.environ.get("RMEM_BUILD", "build")
-RMEMD = os.path.join(B, "rmemd")
 ETCDCTL = os.environ.get("ETCDCTL_BIN", "etcdctl")
 ENDPOINTS = os.environ["ETCD_ENDPOINTS"]
 DATA = bytes((i * 7 + 3) & 0xff for i in range(8192))
@@ -79,18 +77,14 @@ def named(rec):
 
 def main():
     tmp, conf, port, prefix = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    log = os.path.join(tmp, "restart.log")
-    store = FdStore(tmp)
-    p = None
+    d = Rmemd(tmp, conf=conf, log=os.path.join(tmp, "restart.log"))
 
     def start(kind):
-        nonlocal p
         t0 = time.time()
-        p = store.start([RMEMD, "-c", conf], log)
-        if not store.wait_for("READY=1", 60):
+        up, _ = d.try_start()
+        if not up:
             print("# rmemd did not get ready (%s)" % kind, flush=True)
             sys.exit(1)
-        store.pump(0.05)
         rec, ms = wait_record(prefix, port, t0)
         if rec is None:
             print("# no record of the server at port %d (%s)" % (port, kind), flush=True)
@@ -98,9 +92,7 @@ def main():
         return rec, ms
 
     def stop(sig):
-        p.send_signal(sig)
-        p.wait(60)
-        store.pump(0.05)
+        d.stop(sig)
         # The record of this life must go before the next start, so that
         # the next record seen is the next life's: at once after SIGTERM
         # (revoked), within the lease after SIGKILL.
@@ -123,13 +115,12 @@ def main():
         print("%s %s %d %d %s" % (kind, rec["id"], rec["generation"], ms, named(rec)),
               flush=True)
     stop(signal.SIGTERM)
-    store.close()
     # Nothing kept: new memory.
-    store = FdStore(tmp)
+    d.drop()
     rec, ms = start("fresh")
     print("fresh %s %d %d %s" % (rec["id"], rec["generation"], ms, named(rec)), flush=True)
     stop(signal.SIGTERM)
-    store.close()
+    d.close()
     return 0
 
 

@@ -105,7 +105,7 @@ int rmemd_start(struct rmemd *d, const char *pool_size, const char *extra)
 	int rc;
 
 	memset(d, 0, sizeof *d);
-	d->notify_fd = -1;
+	d->sup_in = -1;
 	rc = harness_opts(&o, pool_size, extra);
 	if (rc < 0)
 		return rc;

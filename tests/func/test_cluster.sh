@@ -71,6 +71,9 @@ cleanup_all() {
 	for p in "${cpids[@]}" "${rpids[@]}"; do
 		[ -n "$p" ] && kill -KILL "$p" 2> /dev/null
 	done
+	for p in "$tmp"/pids/keeper*; do
+		[ -s "$p" ] && kill -TERM "$(cat "$p")" 2> /dev/null
+	done
 	etcd_cleanup
 	rmemd_cleanup
 }
@@ -130,10 +133,18 @@ ctl_exits() {
 	ok $? "$what"
 }
 
+# start_rmemd I: rmemd sI through its starter (cluster_start), its pid in
+# rpids[I]; end_rmemd I: its exit status once it is gone (after a signal
+# the test sent: a second SIGTERM would be another request).
 start_rmemd() {
-	local i=$1
-	"$RMEMD" -c "$tmp/r$i.conf" >> "$tmp/r$i.log" 2>&1 &
-	rpids[$i]=$!
+	# As by hand, without the fd store: a SIGTERM is a stop (the lease is
+	# revoked), not a restart.
+	cluster_start "$1" --no-store || diag <<< "s$1 did not get ready: $REPLY"
+	rpids[$1]=$dpid
+}
+end_rmemd() {
+	rmemd_ctl "$tmp/s$1" "stop 0 60000" && [[ $REPLY == "exit "* ]] || return 255
+	return "${REPLY#exit }"
 }
 
 read -r -a ports <<< "$(free_ports 6)"
@@ -407,7 +418,7 @@ fi # FULL
 v0_before=$(value 0)
 t0=$(date +%s%N)
 kill -KILL "${rpids[0]}"
-wait "${rpids[0]}" 2> /dev/null
+end_rmemd 0
 rpids[0]=
 # Watched through rmemctl cluster, as an operator would: s0 is listed (late
 # once its lease runs low) until etcd ends the lease.
@@ -476,13 +487,7 @@ ok $? "it stops (exit $rc) and s2's key is untouched"
 # kill -9 it must come back as the same server with the same memory; from
 # an empty store, as a new one.
 r3port=$(free_port)
-cat > "$tmp/r3.conf" << EOC
-listen = { tcp = "127.0.0.1:$r3port"; rdma = ""; admin = "$tmp/r3.sock"; metrics = ""; };
-pools = ( { name = "default"; size = "64M"; hugepages = "off"; alignment = 64; } );
-limits = { lease_timeout_ms = 60000; };
-log = { level = "info"; };
-cluster = { etcd = "$ETCD_ENDPOINTS"; name = "$NAME"; lease_ms = $LEASE_MS; };
-EOC
+cluster_conf 3 "$NAME" "127.0.0.1:$r3port" "" "$LEASE_MS" info ""
 mkdir -p "$tmp/r3"
 ETCD_ENDPOINTS=$ETCD_ENDPOINTS RMEM_BUILD=$B ETCDCTL_BIN=$ETCDCTL_BIN \
 	python3 tests/func/cluster_restart.py "$tmp/r3" "$tmp/r3.conf" "$r3port" \
@@ -515,7 +520,7 @@ ms=$(((t1 - t0) / 1000000))
 echo "# SIGTERM of s1: its key disappeared after $ms ms"
 ((ms <= SLACK_MS))
 ok $? "SIGTERM: s1's key is gone at once, revoked ($ms ms)"
-wait "${rpids[1]}"
+end_rmemd 1
 ok $? "s1 exits 0"
 rpids[1]=
 grep -q "revoked" "$tmp/r1.log"
@@ -566,13 +571,13 @@ ttl=$(etcdctl_ lease timetolive "$(printf %x "$lease")" 2> /dev/null)
 ok $? "s2's lease is kept alive again ($ttl)"
 
 kill -TERM "${rpids[2]}"
-wait "${rpids[2]}"
+end_rmemd 2
 ok $? "s2 exits 0 on SIGTERM"
 rpids[2]=
 wait_key 2 absent 2
 ok $? "s2's key is gone"
 kill -TERM "${rpids[0]}"
-wait "${rpids[0]}"
+end_rmemd 0
 ok $? "s0 exits 0 on SIGTERM"
 rpids[0]=
 grep -h "^<[0-4]>" "$tmp"/r[012].log | grep -v "etcd is unreachable\|is lost\|held by lease" | diag

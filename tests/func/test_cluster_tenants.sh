@@ -30,8 +30,7 @@ tenants = (
 	{ name = "web"; secret_file = "$tmp/keys/web.key"; }
 );
 EOC
-	"$RMEMD" -c "$tmp/r$i.conf" > "$tmp/r$i.log" 2>&1 < /dev/null &
-	echo $! > "$tmp/pids/rmemd$i"
+	cluster_start "$i" --no-store || fail_setup "rmemd s$i did not get ready: $REPLY"
 done
 for i in 0 1; do
 	cluster_registered "$NAME" "$i" 150 || fail_setup "rmemd s$i did not register in etcd"

@@ -139,12 +139,10 @@ if command -v setpriv > /dev/null && command -v prlimit > /dev/null &&
 	# (6 MiB: we may lower the limit but not raise it above the hard one.)
 	port=$(free_port)
 	rmemd_conf "$tmp/lock2.conf" "$port" 4M
-	listen_for READY=1 30 "vmlck:"
-	NOTIFY_SOCKET=$tmp/notify.sock prlimit --memlock=6291456:6291456 "${nocap[@]}" \
-		"$RMEMD" -c "$tmp/lock2.conf" > "$tmp/lock2.log" 2>&1 &
-	dpid=$!
-	wait_listener
+	rmemd_prefix=(prlimit --memlock=6291456:6291456 "${nocap[@]}")
+	rmemd_start "$tmp/lock2.conf" "$tmp/lock2.log" "vmlck:"
 	ok $? "memlock 6 MiB for a 4 MiB pool without CAP_IPC_LOCK: READY=1"
+	rmemd_prefix=()
 	lck=$(awk '/^vmlck/ {print $2}' "$tmp/notify.out")
 	[ -n "$lck" ] && [ "$lck" -ge 4096 ]
 	ok $? "and the pool is locked at READY (VmLck ${lck:-?} kB >= 4096)"
@@ -157,8 +155,8 @@ else
 fi
 
 # ---- start, READY, stop ---------------------------------------------------------------
-# start_daemon CONF LOG: starts rmemd with a listener for READY=1 that checks
-# the sockets and the locked memory the moment READY=1 arrives.
+# start_daemon CONF LOG: starts rmemd; the starter checks the sockets and the
+# locked memory the moment READY=1 arrives.
 start_daemon() {
 	rmemd_start "$1" "$2" "tcp:$port" "unix:$tmp/rmemd.sock" "vmlck:"
 }
@@ -198,21 +196,15 @@ bad_lines=$(grep -c -v -E '^<[0-7]>' "$tmp/run.log")
 [ -s "$tmp/run.log" ] && [ "$bad_lines" -eq 0 ]
 ok $? "every log line carries a <N> syslog priority prefix ($bad_lines without)"
 
-listen_for STOPPING=1 30
 rmemd_stop TERM "$tmp/run.log"
 ok $rc "SIGTERM: rmemd exits 0 (exit $rc)"
-wait_listener
+rmemd_notified STOPPING=1
 ok $? "SIGTERM: rmemd sent STOPPING=1"
 
 # A daemon killed hard leaves its socket file behind; the next start must cope.
 start_daemon "$tmp/run.conf" "$tmp/run2.log"
 ok $? "restart on the same config: READY=1"
-# (Inside one redirected group, so bash's "Killed" notice goes nowhere.)
-{
-	kill -KILL "$dpid"
-	wait "$dpid"
-} 2> /dev/null
-dpid=
+rmemd_kill
 start_daemon "$tmp/run.conf" "$tmp/run3.log"
 rc=$?
 ok $rc "start after a SIGKILL (stale admin socket file): READY=1"

@@ -114,9 +114,7 @@ nbd_start "$sock" "$tmp/nbdkit-badkey.log" url="$url" size=16M colour=blue
 # ---- a lost rmemd: errors, never other bytes -------------------------------
 nbd_start "$sock" "$tmp/nbdkit-lost.log" url="$url" name=nbd/disk1 resume=500 timeout=2000
 okl $? "$tmp/nbdkit-lost.log" "nbdkit opens nbd/disk1 again"
-kill -KILL "$dpid"
-wait "$dpid" 2> /dev/null
-dpid=
+rmemd_kill
 rm -f "$tmp/lost.bin"
 nbdcopy "$uri" "$tmp/lost.bin" 2> "$tmp/nbdcopy-lost.err"
 [ $? -ne 0 ]; ok $? "nbdcopy out after rmemd died fails"

@@ -2,7 +2,7 @@
  * test_resume.c - clients that resume after a daemon restart (librmem(7),
  * RESUME; docs/protocol.md 7.13).
  *
- * rmemd runs under the harness's emulated systemd fd store (tests/lib/
+ * rmemd runs under the one emulated systemd fd store (tests/lib/
  * daemon.h: it keeps what FDSTORE=1 hands it, and rmemd_restart() starts
  * the next rmemd with it as LISTEN_FDS, as systemd does).  Clients hold
  * anonymous regions and named handles with patterns, over TCP as a tenant
@@ -51,10 +51,8 @@ static uint64_t bound_ms = 8000;
 /* Ends the daemon at once (a stopped one too); the store keeps what it has. */
 static void daemon_kill(struct rmemd *d)
 {
-	struct child ch = { .pid = d->pid, .rfd = -1 };
-
-	child_end(&ch, SIGKILL);
-	d->pid = 0;
+	if (d->pid > 0)
+		rmemd_kill(d);
 }
 
 /* Ends the daemon with sig (unless it is gone already) and starts it again
@@ -67,9 +65,7 @@ static int daemon_restart(struct rmemd *d, int sig)
 /* Empties the store, as if systemd had lost it: the next start is fresh. */
 static void store_forget(struct rmemd *d)
 {
-	for (int i = 0; i < d->nstore; i++)
-		close(d->store_fd[i]);
-	d->nstore = 0;
+	rmemd_store_drop(d);
 }
 
 /* ---- clients and their regions ---------------------------------------------------- */
@@ -548,7 +544,7 @@ int main(void)
 	/* RMEM_RESUME_POOL=1G measures the pause with a larger pool. */
 	const char *pool = getenv("RMEM_RESUME_POOL") ? getenv("RMEM_RESUME_POOL") : "64M";
 	char extra[512];
-	int rc;
+	int rc, n;
 
 	pool_size = pool;
 	if (harness_rdma())
@@ -567,7 +563,8 @@ int main(void)
 	}
 	if (!ok(rc == 0, "rmemd starts (%d)", rc))
 		goto out;
-	ok(w.d.nstore >= 2, "it puts its pools and state into the fd store (%d fds)", w.d.nstore);
+	n = rmemd_store_count(&w.d);
+	ok(n >= 2, "it puts its pools and state into the fd store (%d fds)", n);
 	if (rc || !setup(&w))
 		goto out;
 	restart_term(&w);

@@ -25,13 +25,13 @@ cat > "$tmp/holder.py" << 'PY'
 import os, socket, struct, sys, time
 sys.dont_write_bytecode = True  # nothing written into the tree
 sys.path.insert(0, "tests/lib")
-from rawcall import call
+from rawcall import OP, VERSION, call
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
-st, = struct.unpack("<i", call(s, 1, 1, struct.pack("<IIII", 1, 0, os.getpid(), 0))[:4])
+st, = struct.unpack("<i", call(s, OP["HELLO"], 1, struct.pack("<IIII", VERSION, 0, os.getpid(), 0))[:4])
 assert st == 0, "HELLO status %d" % st
 ids = []
 for i in range(2):
-    body = call(s, 2, 10 + i, struct.pack("<QII", 1 << 20, 0, 0))
+    body = call(s, OP["ALLOC"], 10 + i, struct.pack("<QII", 1 << 20, 0, 0))
     st, _, rid, addr, length, rkey, fl = struct.unpack("<iIQQQII", body)
     assert st == 0, "ALLOC status %d" % st
     ids.append(rid)
@@ -250,7 +250,7 @@ cat > "$tmp/namer.py" << 'PY'
 import socket, struct, sys, time
 sys.dont_write_bytecode = True  # nothing written into the tree
 sys.path.insert(0, "tests/lib")
-from rawcall import call
+from rawcall import CONST, OP, VERSION, call
 def named(s, op, rid, name, size, flags):
     n = name.encode()
     body = call(s, op, rid, struct.pack("<QIHH", size, flags, len(n), 0) + n)
@@ -258,9 +258,9 @@ def named(s, op, rid, name, size, flags):
     assert st == 0, "op %d %s: status %d" % (op, name, st)
     return struct.unpack("<iIQQQII", body)[2]
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
-st, = struct.unpack("<i", call(s, 1, 1, struct.pack("<IIII", 1, 0, 0, 0))[:4])
+st, = struct.unpack("<i", call(s, OP["HELLO"], 1, struct.pack("<IIII", VERSION, 0, 0, 0))[:4])
 assert st == 0, "HELLO status %d" % st
-CREATE, OPEN, READ = 15, 16, 1
+CREATE, OPEN, READ = OP["CREATE"], OP["OPEN"], CONST["ACCESS_READ"]
 ids = [named(s, CREATE, 10, "t/a", 1 << 20, 0), named(s, OPEN, 11, "t/a", 0, READ),
        named(s, CREATE, 12, sys.argv[2], 64 << 10, 0), named(s, CREATE, 13, "t/r", 64 << 10, 0)]
 print("ready %d %d %d %d" % tuple(ids), flush=True)

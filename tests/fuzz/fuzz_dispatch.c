@@ -39,6 +39,7 @@
 #include "conn.h"
 #include "fuzz.h"
 #include "fuzz_dispatch.h"
+#include "inproc.h"
 #include "log.h"
 #include "names.h"
 #include "pool.h"
@@ -75,64 +76,31 @@ static void server_down(void)
 	if (!srv)
 		return;
 	conn_close_all(srv);
-	if (srv->base)
-		session_quarantine_flush(srv);
-	names_free(srv->names);
-	region_table_free(srv->regions);
-	for (uint32_t i = 0; i < srv->npools; i++)
-		pool_close(&srv->pools[i]);
-	if (srv->base)
-		event_base_free(srv->base);
-	free(srv);
+	inproc_free(srv);
 	srv = NULL;
 	libevent_global_shutdown();
 }
 
-/* One tenant, with limits small enough for an input to reach. */
-static void add_tenant(struct config *cfg)
-{
-	struct config_tenant *t = &cfg->tenants[0];
-
-	snprintf(t->name, sizeof t->name, "%s", FUZZ_TENANT);
-	snprintf(t->secret_file, sizeof t->secret_file, "/nonexistent/fuzz.key");
-	t->secret_len = sizeof FUZZ_TENANT_SECRET - 1;
-	memcpy(t->secret, FUZZ_TENANT_SECRET, t->secret_len);
-	t->quota = FUZZ_TENANT_QUOTA;
-	t->max_regions = FUZZ_TENANT_MAX_REGIONS;
-	cfg->ntenants = 1;
-}
-
+/* One 1 MiB pool and one tenant with limits small enough for an input to
+ * reach (tests/lib/inproc.h). */
 static void server_up(void)
 {
-	struct config_pool *pc;
+	struct inproc_opts o;
 	char err[512];
 
 	/* The daemon writes to peers that may be gone, as rmemd does. */
 	signal(SIGPIPE, SIG_IGN);
-	log_set_level(LOG_ERR);
-	srv = calloc(1, sizeof *srv);
-	CHECK(srv);
-	config_defaults(&srv->cfg);
-	srv->cfg.listen_tcp[0] = srv->cfg.listen_rdma[0] = srv->cfg.listen_admin[0] = '\0';
-	srv->cfg.npools = 1;
-	pc = &srv->cfg.pools[0];
-	snprintf(pc->name, sizeof pc->name, "fuzz");
-	pc->size = POOL_BYTES;
-	pc->hugepages = CONFIG_HUGEPAGES_OFF;
-	pc->alignment = 64;
-	add_tenant(&srv->cfg);
-	CHECK(tenant_init(srv) == 0);
-	srv->base = event_base_new();
-	CHECK(srv->base);
-	if (pool_open(&srv->pools[0], pc, 0, NULL, NULL, err, sizeof err) < 0) {
+	inproc_opts_init(&o, "fuzz", POOL_BYTES);
+	o.tenant = FUZZ_TENANT;
+	o.tenant_secret = FUZZ_TENANT_SECRET;
+	o.tenant_quota = FUZZ_TENANT_QUOTA;
+	o.tenant_max_regions = FUZZ_TENANT_MAX_REGIONS;
+	o.log_level = LOG_ERR;
+	srv = inproc_new(&o, err, sizeof err);
+	if (!srv) {
 		fprintf(stderr, "%s\n", err);
 		abort();
 	}
-	srv->npools = 1;
-	srv->regions = region_table_new();
-	srv->names = names_new();
-	CHECK(srv->regions && srv->names);
-	CHECK(session_quarantine_init(srv) == 0);
 	atexit(server_down);
 }
 

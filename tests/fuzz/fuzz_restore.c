@@ -25,6 +25,7 @@
 #include "alloc.h"
 #include "config.h"
 #include "fuzz.h"
+#include "inproc.h"
 #include "log.h"
 #include "names.h"
 #include "proto.h"
@@ -49,42 +50,23 @@ static int memfd_of(const char *name, const void *bytes, size_t len, size_t size
 	return fd;
 }
 
+/* One pool configured, not opened (restore_run opens it from the memfd),
+ * and the tenant the slots may name (tests/lib/inproc.h). */
 static struct server *server_new(void)
 {
-	struct server *srv = calloc(1, sizeof *srv);
-	struct config_pool *pc;
-	struct config_tenant *t;
+	struct inproc_opts o;
+	struct server *srv;
+	char err[256];
 
+	inproc_opts_init(&o, "fuzz", POOL_BYTES);
+	o.open_pool = false;
+	o.tenant = "team-a";
+	o.log_level = LOG_EMERG;
+	srv = inproc_new(&o, err, sizeof err);
+	if (!srv)
+		fprintf(stderr, "%s\n", err);
 	CHECK(srv);
-	log_set_level(LOG_EMERG);
-	config_defaults(&srv->cfg);
-	srv->cfg.npools = 1;
-	pc = &srv->cfg.pools[0];
-	snprintf(pc->name, sizeof pc->name, "fuzz");
-	pc->size = POOL_BYTES;
-	pc->hugepages = CONFIG_HUGEPAGES_OFF;
-	pc->alignment = 64;
-	t = &srv->cfg.tenants[0];
-	snprintf(t->name, sizeof t->name, "team-a");
-	srv->cfg.ntenants = 1;
-	CHECK(tenant_init(srv) == 0);
-	srv->base = event_base_new();
-	srv->regions = region_table_new();
-	srv->names = names_new();
-	CHECK(srv->base && srv->regions && srv->names && session_quarantine_init(srv) == 0);
 	return srv;
-}
-
-static void server_free(struct server *srv)
-{
-	session_quarantine_flush(srv);
-	names_free(srv->names);
-	region_table_free(srv->regions);
-	for (uint32_t i = 0; i < srv->npools; i++)
-		pool_close(&srv->pools[i]);
-	slots_free(srv->slots);
-	event_base_free(srv->base);
-	free(srv);
 }
 
 static void seal(uint8_t *slot, uint32_t index)
@@ -244,7 +226,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(fds.state_fd);
 	if (fds.pool_fd[0] >= 0)
 		close(fds.pool_fd[0]);
-	server_free(srv);
+	inproc_free(srv);
 	free(state);
 	return 0;
 }

@@ -1,25 +1,31 @@
 # cluster.sh - rmemd servers in an rmem cluster on etcd, for the cluster
-# tests (tests/func/test_cluster.sh, test_cluster_lib.sh).  Sourced (bash)
-# after tests/lib/etcd.sh, with $tmp set and etcd started:
+# tests (tests/func/test_cluster.sh, test_cluster_lib.sh...).  Sourced (bash)
+# after tests/lib/rmemd.sh and tests/lib/etcd.sh, with $tmp set and etcd
+# started.  Each server runs through the tests' one starter
+# (tests/lib/rmemd_start.py, rmemd.sh's rmemd_starter) under its emulated fd
+# store, so that a test can restart it without loss, as under systemd:
 #
 #   read -r -a ports <<< "$(free_ports 6)"              (etcd.sh)
-#   cluster_conf I NAME HOST:PORT RDMA LEASE_MS LEVEL   writes $tmp/rI.conf
+#   cluster_conf I NAME HOST:PORT RDMA LEASE_MS LEVEL [ID]   writes $tmp/rI.conf
+#   cluster_start I                                     rmemd sI, READY=1
 #   cluster_registered NAME I TRIES                     waits for sI's key
-#   cluster_keeper_start I                              rmemd sI under the fd store
-#   cluster_keeper DIR I CMD                            its keeper does CMD
+#   cluster_keeper DIR I CMD                            its starter does CMD
 
-# cluster_conf I NAME HOST:PORT RDMA LEASE_MS LEVEL: $tmp/rI.conf, rmemd sI
-# of cluster NAME on $ETCD_ENDPOINTS: 64 MiB, TCP on HOST:PORT, RDMA on RDMA
-# ("": off), admin socket $tmp/rI.sock, metrics off (tests that run at once
-# never meet on the default port), log level LEVEL.
+# The hook of a test program sources this alone.
+declare -F rmemd_ctl > /dev/null || . tests/lib/rmemd.sh
+
+# cluster_conf I NAME HOST:PORT RDMA LEASE_MS LEVEL [ID]: $tmp/rI.conf, rmemd
+# sI of cluster NAME on $ETCD_ENDPOINTS: 64 MiB, TCP on HOST:PORT, RDMA on
+# RDMA (HOST:PORT on the same host; "": off), admin socket $tmp/rI.sock,
+# metrics off (tests that run at once never meet on the default port), log
+# level LEVEL, cluster.id ID (default sI; "": none, the server draws one).
 cluster_conf() {
-	cat > "$tmp/r$1.conf" << EOC
-listen = { tcp = "$3"; rdma = "$4"; admin = "$tmp/r$1.sock"; metrics = ""; };
-pools = ( { name = "default"; size = "64M"; hugepages = "off"; alignment = 64; } );
-limits = { lease_timeout_ms = 60000; };
-log = { level = "$6"; };
-cluster = { etcd = "$ETCD_ENDPOINTS"; name = "$2"; id = "s$1"; lease_ms = $5; };
-EOC
+	local rdma=() id=${7-s$1}
+	[ -n "$4" ] && rdma=(--rdma-port "${4##*:}")
+	python3 "$STARTER" --write-only --conf "$tmp/r$1.conf" --host "${3%:*}" \
+		--port "${3##*:}" "${rdma[@]}" --admin "$tmp/r$1.sock" --metrics-addr "" \
+		--pool 64M --max-clients 1024 --lease-ms 60000 --log-level "$6" \
+		--cluster "${ETCD_ENDPOINTS//,/;},$2,$id,$5"
 }
 
 # cluster_registered NAME I TRIES: 0 once server sI's key is in etcd, asked
@@ -34,28 +40,46 @@ cluster_registered() {
 	return 1
 }
 
-# cluster_keeper_start I: rmemd sI ($tmp/rI.conf, log $tmp/rI.log) under the
-# fd store emulator (tests/func/cluster_keeper.py), so that a test can
-# restart it without loss; rmemd's pid in $tmp/pids/rmemdI, the keeper's in
-# $tmp/pids/keeperI, commands through $tmp/kI.fifo (cluster_keeper).
-cluster_keeper_start() {
-	mkfifo "$tmp/k$1.fifo"
-	python3 tests/func/cluster_keeper.py "$tmp/store$1" "$RMEMD" "$tmp/r$1.conf" \
-		"$tmp/r$1.log" "$tmp/pids/rmemd$1" "$tmp/k$1.fifo" "$tmp/k$1.ack" \
-		>> "$tmp/keeper$1.log" 2>&1 < /dev/null &
-	echo $! > "$tmp/pids/keeper$1"
+# cluster_start I [ARGS...]: rmemd sI ($tmp/rI.conf, log $tmp/rI.log) through
+# its starter in $tmp/sI (a former one there ends first; ARGS are the
+# starter's: --no-store runs it as by hand, no fd store); rmemd's pid in
+# $tmp/pids/rmemdI and $dpid, the starter's in $tmp/pids/keeperI (on
+# SIGTERM it ends its rmemd).  0 once READY=1 came.
+cluster_start() {
+	local sp i=$1
+	shift
+	mkdir -p "$tmp/pids"
+	sp=$(cat "$tmp/pids/keeper$i" 2> /dev/null)
+	if [ -n "$sp" ] && kill -0 "$sp" 2> /dev/null; then
+		rmemd_ctl "$tmp/s$i" quit
+		wait "$sp" 2> /dev/null
+	fi
+	rmemd_starter "$tmp/s$i" --conf "$tmp/r$i.conf" --log "$tmp/r$i.log" "$@"
+	sp=$?
+	echo "$spid" > "$tmp/pids/keeper$i"
+	echo "$dpid" > "$tmp/pids/rmemd$i"
+	return $sp
 }
 
-# cluster_keeper DIR I CMD: server I's keeper, started with $tmp = DIR, does
-# CMD (kill, start, fresh...: cluster_keeper.py); 0 if ok, 1 if it failed or
-# did not answer within 60 s.
+# cluster_keeper_start I: cluster_start, for the tests that say so.
+cluster_keeper_start() { cluster_start "$@"; }
+
+# cluster_keeper DIR I CMD: server I's starter, of a test whose $tmp is
+# DIR, does CMD: kill (-9; the store keeps its memory), start (again, from
+# the store: restart without loss), restart (SIGTERM, as systemctl restart,
+# then start), fresh (the store forgets, then start).  0 if ok.
 cluster_keeper() {
-	local seq=$RANDOM$RANDOM _
-	echo "$3 $seq" > "$1/k$2.fifo"
-	for _ in $(seq 600); do
-		grep -q "^$seq ok" "$1/k$2.ack" 2> /dev/null && return 0
-		grep -q "^$seq fail" "$1/k$2.ack" 2> /dev/null && return 1
-		sleep 0.1
-	done
-	return 1
+	local d=$1/s$2
+	case $3 in
+	kill) rmemd_ctl "$d" "stop KILL" ;;
+	start) rmemd_ctl "$d" start ;;
+	restart) rmemd_ctl "$d" "restart TERM" ;;
+	fresh) rmemd_ctl "$d" drop && rmemd_ctl "$d" start ;;
+	*) return 1 ;;
+	esac || return 1
+	case $REPLY in
+	"exit "*) return 0 ;;
+	"ready "*) rmemd_field pid > "$1/pids/rmemd$2" ;;
+	*) return 1 ;;
+	esac
 }

@@ -1,28 +1,26 @@
 /*
- * daemon.c - see daemon.h.  The one way the tests start rmemd: the
- * functional harness and the RDMA tests differ only in the options.
+ * daemon.c - see daemon.h.  rmemd for the C tests, through the one starter
+ * (tests/lib/rmemd_start.py): this file turns options into its arguments
+ * and calls into command lines; the config, the notify socket, the fd
+ * store and the port retries are the starter's.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon.h"
-#include "raw.h"
 #include "tap.h"
-#include "util.h"
 
 #define STOP_TIMEOUT_MS  30000
-#define START_ATTEMPTS   3
+#define STARTER          "tests/lib/rmemd_start.py"
+#define MAX_ARGS         40
 
 void rmemd_opts_init(struct rmemd_opts *o)
 {
@@ -41,362 +39,220 @@ const char *rmemd_build_dir(void)
 	return b && *b ? b : "build";
 }
 
-/* "HOST:PORT" with IPv6 in brackets, as rmemd.conf and endpoints want it. */
-static void hostport(char *out, size_t len, const char *addr, uint16_t port)
+/* ---- talking to the starter ------------------------------------------------------- */
+
+/* The starter's next line into reply (no newline); 0, or -EPIPE when the
+ * starter is gone. */
+static int read_reply(struct rmemd *d, char *reply, size_t len)
 {
-	bool v6 = strchr(addr, ':') != NULL;
-
-	snprintf(out, len, "%s%s%s:%u", v6 ? "[" : "", addr, v6 ? "]" : "", port);
-}
-
-static int write_config(const struct rmemd *d, const struct rmemd_opts *o)
-{
-	FILE *f = fopen(d->conf_path, "w");
-	char rdma[96] = "";
-	int rc = 0;
-
-	if (!f)
-		return -errno;
-	if (d->rdma_port)
-		hostport(rdma, sizeof rdma, d->addr, d->rdma_port);
-	fprintf(f, "# written by tests/lib/daemon.c\n");
-	/* listen.metrics is on by default (127.0.0.1:9470): off here unless
-	 * asked for, so that daemons of tests running at once never meet. */
-	fprintf(f, "listen = { tcp = \"%s\"; rdma = \"%s\"; admin = \"%s\"; metrics = \"%s\"; };\n",
-		d->host_port, rdma, d->admin_path, d->metrics_host_port);
-	fprintf(f, "pools = ( { name = \"default\"; size = \"%s\"; hugepages = \"off\"; "
-		"alignment = 64; } );\n", o->pool_size);
-	/* A test that sets limits of its own says all of them in extra. */
-	if (!o->extra || !strstr(o->extra, "limits"))
-		fprintf(f, "limits = { max_clients = 64; lease_timeout_ms = %d; };\n",
-			o->lease_timeout_ms);
-	fprintf(f, "log = { level = \"debug\"; };\n");
-	if (o->rdma_group)
-		fprintf(f, "rdma = { %s };\n", o->rdma_group);
-	if (o->extra)
-		fprintf(f, "%s\n", o->extra);
-	if (ferror(f))
-		rc = -EIO;
-	if (fclose(f) != 0 && rc == 0)
-		rc = -errno;
-	return rc;
-}
-
-/* ---- sd_notify ------------------------------------------------------------- */
-
-/* The fd store's side of one datagram: FDSTORE=1 keeps its fds under
- * FDNAME, FDSTOREREMOVE=1 closes every fd of that name; any other fds are
- * closed. */
-static void store_take(struct rmemd *d, const char *msg, const int *fds, int nfds)
-{
-	const char *name = strstr(msg, "FDNAME=");
-	char nm[48] = "stored";
-	bool keep = strstr(msg, "FDSTORE=1") != NULL;
-
-	if (name) {
-		size_t n = strcspn(name + 7, "\n");
-
-		snprintf(nm, sizeof nm, "%.*s", (int)n, name + 7);
-	}
-	if (strstr(msg, "FDSTOREREMOVE=1")) {
-		int k = 0;
-
-		for (int i = 0; i < d->nstore; i++) {
-			if (strcmp(d->store_name[i], nm)) {
-				d->store_fd[k] = d->store_fd[i];
-				memcpy(d->store_name[k++], d->store_name[i], sizeof d->store_name[i]);
-			} else {
-				close(d->store_fd[i]);
-			}
-		}
-		d->nstore = k;
-	}
-	for (int i = 0; i < nfds; i++) {
-		if (keep && d->nstore < RMEMD_STORE_MAX) {
-			d->store_fd[d->nstore] = fds[i];
-			memcpy(d->store_name[d->nstore++], nm, sizeof nm);
-		} else {
-			close(fds[i]);
-		}
-	}
-}
-
-static void drain_notify(struct rmemd *d)
-{
-	char buf[4096];
-	ssize_t n;
-
-	if (d->notify_fd < 0)
-		return;
-	for (;;) {
-		union {
-			struct cmsghdr align;
-			char space[CMSG_SPACE(sizeof(int) * RMEMD_STORE_MAX)];
-		} ctl;
-		struct iovec iov = { .iov_base = buf, .iov_len = sizeof buf - 1 };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
-				     .msg_controllen = sizeof ctl.space };
-		int fds[RMEMD_STORE_MAX], nfds = 0;
-		size_t room, take;
-
-		n = recvmsg(d->notify_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		if (n <= 0)
-			break;
-		buf[n] = '\0';
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-				continue;
-			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) &&
-			     nfds < RMEMD_STORE_MAX; i++)
-				memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-		}
-		store_take(d, buf, fds, nfds);
-		room = sizeof d->notify_msgs - 1 - d->notify_len;
-		take = (size_t)n < room ? (size_t)n : room;
-		memcpy(d->notify_msgs + d->notify_len, buf, take);
-		d->notify_len += take;
-		if (d->notify_len < sizeof d->notify_msgs - 1 &&
-		    d->notify_msgs[d->notify_len - 1] != '\n')
-			d->notify_msgs[d->notify_len++] = '\n';
-		d->notify_msgs[d->notify_len] = '\0';
-	}
-}
-
-bool rmemd_notified(struct rmemd *d, const char *line)
-{
-	size_t n = strlen(line);
-	const char *p = d->notify_msgs;
-
-	drain_notify(d);
-	while ((p = strstr(p, line)) != NULL) {
-		bool starts = p == d->notify_msgs || p[-1] == '\n';
-		bool ends = p[n] == '\n' || p[n] == '\0';
-
-		if (starts && ends)
-			return true;
-		p += n;
-	}
-	return false;
-}
-
-static int open_notify_socket(struct rmemd *d)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	memcpy(sa.sun_path, d->notify_path, strlen(d->notify_path) + 1);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		int rc = -errno;
-
-		close(fd);
-		return rc;
-	}
-	d->notify_fd = fd;
+	if (!d->sup_out || !fgets(reply, (int)len, d->sup_out))
+		return -EPIPE;
+	reply[strcspn(reply, "\n")] = '\0';
 	return 0;
 }
 
-/* ---- the process --------------------------------------------------------------- */
-
-/* In the child: the store's fds from 3 on, and the variables that say so
- * (sd_listen_fds checks LISTEN_PID against its own pid: ours, after exec). */
-static int pass_store(struct rmemd *d)
+/* Sends cmd and reads the one line that answers it. */
+static int call(struct rmemd *d, const char *cmd, char *reply, size_t len)
 {
-	char names[RMEMD_STORE_MAX * 49] = "", num[24];
-	int high[RMEMD_STORE_MAX];
+	size_t n = strlen(cmd);
 
-	/* Out of the way first: a source may sit where another one goes. */
-	for (int i = 0; i < d->nstore; i++) {
-		high[i] = fcntl(d->store_fd[i], F_DUPFD, 100);
-		if (high[i] < 0)
-			return -1;
-	}
-	for (int i = 0; i < d->nstore; i++) {
-		if (dup2(high[i], 3 + i) < 0)
-			return -1;
-		close(high[i]);
-		if (i)
-			strcat(names, ":");
-		strcat(names, d->store_name[i]);
-	}
-	snprintf(num, sizeof num, "%d", d->nstore);
-	setenv("LISTEN_FDS", num, 1);
-	setenv("LISTEN_FDNAMES", names, 1);
-	snprintf(num, sizeof num, "%d", (int)getpid());
-	setenv("LISTEN_PID", num, 1);
-	return 0;
+	if (d->sup_in < 0)
+		return -EPIPE;
+	if (write(d->sup_in, cmd, n) != (ssize_t)n || write(d->sup_in, "\n", 1) != 1)
+		return -EPIPE;
+	return read_reply(d, reply, len);
 }
 
-static int spawn_daemon(struct rmemd *d)
+/* VALUE of " KEY=VALUE" in a ready line, copied into out; 0 or -ENOENT. */
+static int field(const char *line, const char *key, char *out, size_t len)
 {
-	char exe[256];
-	pid_t parent = getpid();
-	pid_t pid;
+	size_t k = strlen(key);
+	const char *p = line;
 
-	snprintf(exe, sizeof exe, "%s/rmemd", rmemd_build_dir());
-	if (access(exe, X_OK) < 0) {
+	while ((p = strchr(p, ' ')) != NULL) {
+		p++;
+		if (!strncmp(p, key, k) && p[k] == '=') {
+			size_t n = strcspn(p + k + 1, " ");
+
+			snprintf(out, len, "%.*s", (int)n, p + k + 1);
+			return 0;
+		}
+	}
+	out[0] = '\0';
+	return -ENOENT;
+}
+
+static uint16_t field_port(const char *line, const char *key)
+{
+	char v[16];
+
+	return field(line, key, v, sizeof v) ? 0 : (uint16_t)strtoul(v, NULL, 10);
+}
+
+/* Takes in what a "ready ..." line says; 0, -ECHILD for "failed exit N",
+ * -ETIMEDOUT for "failed timeout", -EPROTO for anything else. */
+static int take_ready(struct rmemd *d, const char *line, const char *ep_scheme)
+{
+	char pid[16];
+
+	if (strncmp(line, "ready ", 6)) {
+		diag("rmemd did not get ready: %s", line);
+		if (!strncmp(line, "failed exit", 11))
+			return -ECHILD;
+		return strncmp(line, "failed timeout", 14) ? -EPROTO : -ETIMEDOUT;
+	}
+	field(line, "pid", pid, sizeof pid);
+	d->pid = (pid_t)strtol(pid, NULL, 10);
+	if (ep_scheme) {
+		field(line, "conf", d->conf_path, sizeof d->conf_path);
+		field(line, "log", d->log_path, sizeof d->log_path);
+		field(line, "admin", d->admin_path, sizeof d->admin_path);
+		field(line, "notify", d->notify_path, sizeof d->notify_path);
+		field(line, "host_port", d->host_port, sizeof d->host_port);
+		d->port = field_port(line, "port");
+		d->rdma_port = field_port(line, "rdma_port");
+		d->metrics_port = field_port(line, "metrics_port");
+		snprintf(d->tcp_ep, sizeof d->tcp_ep, "%s%s", ep_scheme, d->host_port);
+		snprintf(d->unix_ep, sizeof d->unix_ep, "unix:%s", d->admin_path);
+		field(line, "metrics_host_port", d->metrics_host_port,
+		      sizeof d->metrics_host_port);
+	}
+	return d->pid > 0 ? 0 : -EPROTO;
+}
+
+/* ---- starting -------------------------------------------------------------------- */
+
+struct argv {
+	const char *v[MAX_ARGS + 1];
+	char num[4][16];
+	int n;
+};
+
+static void arg(struct argv *a, const char *s)
+{
+	if (a->n < MAX_ARGS)
+		a->v[a->n++] = s;
+}
+
+static void arg_int(struct argv *a, int slot, const char *name, int value)
+{
+	snprintf(a->num[slot], sizeof a->num[slot], "%d", value);
+	arg(a, name);
+	arg(a, a->num[slot]);
+}
+
+static void build_argv(struct argv *a, const struct rmemd *d, const struct rmemd_opts *o)
+{
+	memset(a, 0, sizeof *a);
+	arg(a, "python3");
+	arg(a, STARTER);
+	arg(a, "--dir");
+	arg(a, d->dir);
+	arg(a, "--host");
+	arg(a, o->host);
+	arg(a, "--pool");
+	arg(a, o->pool_size);
+	arg_int(a, 0, "--lease-ms", o->lease_timeout_ms);
+	arg_int(a, 1, "--ready-ms", o->ready_timeout_ms);
+	if (o->listen_rdma)
+		arg(a, "--rdma");
+	if (o->metrics)
+		arg(a, "--metrics");
+	if (o->rdma_group) {
+		arg(a, "--rdma-group");
+		arg(a, o->rdma_group);
+	}
+	if (o->extra) {
+		arg(a, "--extra");
+		arg(a, o->extra);
+	}
+	a->v[a->n] = NULL;
+}
+
+static int spawn_starter(struct rmemd *d, const struct argv *a)
+{
+	int in[2], out[2];
+	pid_t parent = getpid(), pid;
+
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(out, O_CLOEXEC) < 0) {
 		int rc = -errno;
 
-		diag("%s: %s", exe, strerror(-rc));
+		close(in[0]);
+		close(in[1]);
 		return rc;
 	}
 	fflush(stdout);
 	fflush(stderr);
 	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int log = open(d->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (pid < 0) {
+		int rc = -errno;
 
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		return rc;
+	}
+	if (pid == 0) {
 		/* A test that dies must not leave its daemon behind. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(126);
-		if (log < 0 || null < 0 || dup2(null, 0) < 0 || dup2(log, 1) < 0 ||
-		    dup2(log, 2) < 0)
+		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0)
 			_exit(126);
-		setenv("NOTIFY_SOCKET", d->notify_path, 1);
-		if (d->nstore && pass_store(d) < 0)
-			_exit(126);
-		execl(exe, "rmemd", "-c", d->conf_path, (char *)NULL);
+		execvp(a->v[0], (char *const *)a->v);
 		_exit(127);
 	}
-	d->pid = pid;
-	return 0;
-}
-
-static const char *describe_status(int status, char *buf, size_t len)
-{
-	if (WIFEXITED(status))
-		snprintf(buf, len, "exit %d", WEXITSTATUS(status));
-	else if (WIFSIGNALED(status))
-		snprintf(buf, len, "signal %d", WTERMSIG(status));
-	else
-		snprintf(buf, len, "status 0x%x", (unsigned)status);
-	return buf;
-}
-
-/* 0 once READY=1 arrived; -ECHILD when the daemon died first; -ETIMEDOUT. */
-static int wait_ready(struct rmemd *d, int timeout_ms)
-{
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-
-	for (;;) {
-		struct pollfd pfd = { .fd = d->notify_fd, .events = POLLIN };
-		int status;
-		char what[32];
-
-		if (rmemd_notified(d, "READY=1"))
-			return 0;
-		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-			diag("rmemd ended before READY=1: %s",
-			     describe_status(status, what, sizeof what));
-			d->pid = 0;
-			return -ECHILD;
-		}
-		if (now_ms() >= deadline) {
-			diag("rmemd sent no READY=1 within %d ms", timeout_ms);
-			return -ETIMEDOUT;
-		}
-		poll(&pfd, 1, 50);
+	close(in[0]);
+	close(out[1]);
+	d->sup_pid = pid;
+	d->sup_in = in[1];
+	d->sup_out = fdopen(out[0], "r");
+	if (!d->sup_out) {
+		close(out[0]);
+		return -ENOMEM;
 	}
-}
-
-static void kill_and_reap(struct rmemd *d)
-{
-	if (d->pid <= 0)
-		return;
-	kill(d->pid, SIGKILL);
-	while (waitpid(d->pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	d->pid = 0;
-}
-
-static int pick_ports(struct rmemd *d, const struct rmemd_opts *o)
-{
-	d->port = free_port_on(d->addr);
-	d->rdma_port = o->listen_rdma ? free_port_on(d->addr) : 0;
-	d->metrics_port = o->metrics ? free_port_on(d->addr) : 0;
-	if (!d->port || (o->listen_rdma && (!d->rdma_port || d->rdma_port == d->port)))
-		return -EADDRNOTAVAIL;
-	if (o->metrics && (!d->metrics_port || d->metrics_port == d->port ||
-			   d->metrics_port == d->rdma_port))
-		return -EADDRNOTAVAIL;
-	hostport(d->host_port, sizeof d->host_port, d->addr, d->port);
-	d->metrics_host_port[0] = '\0';
-	if (d->metrics_port)
-		hostport(d->metrics_host_port, sizeof d->metrics_host_port, d->addr,
-			 d->metrics_port);
-	snprintf(d->tcp_ep, sizeof d->tcp_ep, "%s%s", o->ep_scheme, d->host_port);
-	return 0;
-}
-
-static int try_start(struct rmemd *d, const struct rmemd_opts *o)
-{
-	int rc = pick_ports(d, o);
-
-	if (rc == 0)
-		rc = write_config(d, o);
-	if (rc == 0)
-		rc = spawn_daemon(d);
-	if (rc == 0)
-		rc = wait_ready(d, o->ready_timeout_ms);
-	if (rc < 0)
-		kill_and_reap(d);
-	return rc;
-}
-
-/* The private directory and the paths in it; 0 or -errno. */
-static int make_dir(struct rmemd *d)
-{
-	memcpy(d->dir, "/tmp/rmemt.XXXXXX", sizeof "/tmp/rmemt.XXXXXX");
-	if (!mkdtemp(d->dir)) {
-		int rc = -errno;
-
-		diag("mkdtemp: %s", strerror(-rc));
-		d->dir[0] = '\0';
-		return rc;
-	}
-	snprintf(d->conf_path, sizeof d->conf_path, "%s/rmemd.conf", d->dir);
-	snprintf(d->log_path, sizeof d->log_path, "%s/rmemd.log", d->dir);
-	snprintf(d->admin_path, sizeof d->admin_path, "%s/rmemd.sock", d->dir);
-	snprintf(d->notify_path, sizeof d->notify_path, "%s/notify.sock", d->dir);
-	snprintf(d->unix_ep, sizeof d->unix_ep, "unix:%s", d->admin_path);
 	return 0;
 }
 
 int rmemd_start_opts(struct rmemd *d, const struct rmemd_opts *o)
 {
+	char exe[256], line[1024];
+	struct argv a;
 	int rc;
 
 	memset(d, 0, sizeof *d);
-	d->notify_fd = -1;
+	d->sup_in = -1;
 	if (strlen(o->host) >= sizeof d->addr)
 		return -ENAMETOOLONG;
 	memcpy(d->addr, o->host, strlen(o->host) + 1);
-	rc = make_dir(d);
-	if (rc < 0)
-		return rc;
-	rc = open_notify_socket(d);
-	if (rc < 0) {
-		diag("notify socket %s: %s", d->notify_path, strerror(-rc));
-		rmemd_cleanup(d);
+	snprintf(exe, sizeof exe, "%s/rmemd", rmemd_build_dir());
+	if (access(exe, X_OK) < 0 || access(STARTER, R_OK) < 0) {
+		rc = -errno;
+		diag("%s or %s: %s", exe, STARTER, strerror(-rc));
 		return rc;
 	}
-	for (int attempt = 1; attempt <= START_ATTEMPTS; attempt++) {
-		rc = try_start(d, o);
-		if (rc == 0)
-			return 0;
-		/* A port probed free may have been taken before rmemd bound it. */
-		if (rc != -ECHILD || !rmemd_log_contains(d, "in use"))
-			break;
-		diag("port %u, %u or %u was taken, trying others", d->port, d->rdma_port,
-		     d->metrics_port);
-		if (truncate(d->log_path, 0) < 0)
-			break;
+	memcpy(d->dir, "/tmp/rmemt.XXXXXX", sizeof "/tmp/rmemt.XXXXXX");
+	if (!mkdtemp(d->dir)) {
+		rc = -errno;
+		diag("mkdtemp: %s", strerror(-rc));
+		d->dir[0] = '\0';
+		return rc;
 	}
+	/* The log's path is known before the starter says it: a failed start
+	 * leaves its tail to print. */
+	snprintf(d->log_path, sizeof d->log_path, "%s/rmemd.log", d->dir);
+	build_argv(&a, d, o);
+	rc = spawn_starter(d, &a);
+	/* The first start needs no command: its answer is the first line. */
+	if (rc == 0)
+		rc = read_reply(d, line, sizeof line);
+	if (rc == 0)
+		rc = take_ready(d, line, o->ep_scheme);
+	if (rc == 0)
+		return 0;
 	diag("could not start %s/rmemd: %s", rmemd_build_dir(),
 	     rc == -ECHILD ? "it exited" : strerror(-rc));
 	rmemd_log_tail(d, 40);
@@ -404,44 +260,44 @@ int rmemd_start_opts(struct rmemd *d, const struct rmemd_opts *o)
 	return rc;
 }
 
+/* ---- stopping ----------------------------------------------------------------------- */
+
+static const char *signame(int sig)
+{
+	switch (sig) {
+	case SIGTERM: return "TERM";
+	case SIGKILL: return "KILL";
+	case SIGINT:  return "INT";
+	case SIGQUIT: return "QUIT";
+	case SIGHUP:  return "HUP";
+	default:      return NULL;
+	}
+}
+
+/* "exit N" -> N; "timeout" -> -ETIMEDOUT; else -EPROTO. */
+static int exit_status(const char *line)
+{
+	if (!strncmp(line, "exit ", 5))
+		return (int)strtol(line + 5, NULL, 10);
+	return strcmp(line, "timeout") ? -EPROTO : -ETIMEDOUT;
+}
+
 int rmemd_stop(struct rmemd *d)
 {
-	uint64_t deadline = now_ms() + STOP_TIMEOUT_MS;
-	int status = 0, result;
-	char what[32];
+	char cmd[48], line[256];
+	int result;
 
 	if (d->pid <= 0)
 		return -ECHILD;
-	kill(d->pid, SIGTERM);
-	for (;;) {
-		pid_t r = waitpid(d->pid, &status, WNOHANG);
-
-		if (r == d->pid)
-			break;
-		if (r < 0 && errno != EINTR) {
-			d->pid = 0;
-			return -errno;
-		}
-		if (now_ms() >= deadline) {
-			diag("rmemd did not stop within %d ms of SIGTERM; killing it",
-			     STOP_TIMEOUT_MS);
-			kill_and_reap(d);
-			drain_notify(d);
-			rmemd_log_tail(d, 40);
-			return -ETIMEDOUT;
-		}
-		sleep_ms(10);
-	}
+	snprintf(cmd, sizeof cmd, "stop TERM %d", STOP_TIMEOUT_MS);
+	if (call(d, cmd, line, sizeof line) < 0)
+		return -EPIPE;
 	d->pid = 0;
-	drain_notify(d);
-	if (WIFEXITED(status))
-		result = WEXITSTATUS(status);
-	else if (WIFSIGNALED(status))
-		result = 128 + WTERMSIG(status);
-	else
-		result = 255;
+	result = exit_status(line);
+	if (result == -ETIMEDOUT)
+		diag("rmemd did not stop within %d ms of SIGTERM; killed it", STOP_TIMEOUT_MS);
 	if (result != 0) {
-		diag("rmemd ended with %s", describe_status(status, what, sizeof what));
+		diag("rmemd ended with %s", line);
 		rmemd_log_tail(d, 60);
 	}
 	return result;
@@ -449,25 +305,55 @@ int rmemd_stop(struct rmemd *d)
 
 int rmemd_restart(struct rmemd *d, int sig, int ready_timeout_ms)
 {
+	char cmd[48], line[1024];
+	const char *name = signame(sig);
 	int rc;
 
-	if (d->pid > 0) {
-		kill(d->pid, sig);
-		while (waitpid(d->pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		d->pid = 0;
-	}
-	drain_notify(d);
-	d->notify_len = 0;
-	d->notify_msgs[0] = '\0';
-	rc = spawn_daemon(d);
+	if (!name)
+		return -EINVAL;
+	snprintf(cmd, sizeof cmd, "restart %s %d", name, ready_timeout_ms);
+	d->pid = 0;
+	rc = call(d, cmd, line, sizeof line);
 	if (rc == 0)
-		rc = wait_ready(d, ready_timeout_ms);
+		rc = take_ready(d, line, NULL);
 	if (rc < 0) {
 		rmemd_log_tail(d, 40);
-		kill_and_reap(d);
+		rmemd_kill(d);
 	}
 	return rc;
+}
+
+void rmemd_kill(struct rmemd *d)
+{
+	char line[256];
+
+	if (call(d, "stop KILL", line, sizeof line) == 0)
+		d->pid = 0;
+}
+
+int rmemd_store_count(struct rmemd *d)
+{
+	char line[1024];
+	int rc = call(d, "store", line, sizeof line);
+
+	if (rc < 0)
+		return rc;
+	return strncmp(line, "store ", 6) ? -EPROTO : (int)strtol(line + 6, NULL, 10);
+}
+
+void rmemd_store_drop(struct rmemd *d)
+{
+	char line[64];
+
+	call(d, "drop", line, sizeof line);
+}
+
+bool rmemd_notified(struct rmemd *d, const char *line)
+{
+	char cmd[256], reply[16];
+
+	snprintf(cmd, sizeof cmd, "notified %s", line);
+	return call(d, cmd, reply, sizeof reply) == 0 && !strcmp(reply, "yes");
 }
 
 void rmemd_cleanup(struct rmemd *d)
@@ -475,13 +361,19 @@ void rmemd_cleanup(struct rmemd *d)
 	DIR *dir;
 	struct dirent *e;
 
-	kill_and_reap(d);
-	for (int i = 0; i < d->nstore; i++)
-		close(d->store_fd[i]);
-	d->nstore = 0;
-	if (d->notify_fd >= 0)
-		close(d->notify_fd);
-	d->notify_fd = -1;
+	/* The end of its input is the starter's sign to kill rmemd and go.
+	 * (A struct that never started has sup_pid 0 and nothing open.) */
+	if (d->sup_pid > 0 && d->sup_in >= 0)
+		close(d->sup_in);
+	d->sup_in = -1;
+	if (d->sup_out)
+		fclose(d->sup_out);
+	d->sup_out = NULL;
+	if (d->sup_pid > 0)
+		while (waitpid(d->sup_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	d->sup_pid = 0;
+	d->pid = 0;
 	if (!d->dir[0])
 		return;
 	dir = opendir(d->dir);

@@ -17,7 +17,11 @@
  *   rmemd_cleanup(&d);
  *
  * Messages go to stdout as TAP comments (diag()); assertions stay with the
- * tests.  A child of the test: it dies with the test (PR_SET_PDEATHSIG).
+ * tests.  A thin caller of tests/lib/rmemd_start.py, the one starter of the
+ * C, shell and Python tests: it writes the config, runs rmemd under the one
+ * fd-store emulator (tests/lib/fdstore.py) and waits for READY=1.  The
+ * starter is a child of the test and rmemd its child: both die with the
+ * test (PR_SET_PDEATHSIG).
  */
 #ifndef RMEM_TESTS_DAEMON_H
 #define RMEM_TESTS_DAEMON_H
@@ -41,15 +45,13 @@ struct rmemd_opts {
 	bool metrics;             /* listen.metrics on host at a port of its own; else "" */
 };
 
-#define RMEMD_STORE_MAX 32
-
 struct rmemd {
-	pid_t pid;                /* 0 once stopped */
+	pid_t pid;                /* rmemd's; 0 once stopped.  Not our child. */
 	char dir[64];             /* private mkdtemp directory, removed by rmemd_cleanup */
 	char conf_path[128];
 	char log_path[128];       /* the daemon's stdout and stderr */
 	char admin_path[128];     /* the Unix admin socket */
-	char notify_path[128];    /* our NOTIFY_SOCKET */
+	char notify_path[128];    /* its NOTIFY_SOCKET */
 	char addr[64];            /* opts.host */
 	char host_port[48];       /* "HOST:PORT" of listen.tcp ("[HOST]:PORT" for IPv6) */
 	char tcp_ep[56];          /* the network endpoint: ep_scheme + host_port */
@@ -58,14 +60,11 @@ struct rmemd {
 	uint16_t rdma_port;       /* listen.rdma; 0 when off */
 	uint16_t metrics_port;    /* listen.metrics; 0 when off */
 	char metrics_host_port[48]; /* "HOST:PORT" of listen.metrics, or "" */
-	int notify_fd;
-	char notify_msgs[8192];   /* every sd_notify datagram, one per line */
-	size_t notify_len;
-	/* systemd's fd store, emulated: what FDSTORE=1 handed us (by FDNAME),
-	 * less what FDSTOREREMOVE=1 took away; rmemd_restart passes them on. */
-	int store_fd[RMEMD_STORE_MAX];
-	char store_name[RMEMD_STORE_MAX][48];
-	int nstore;
+	/* The starter (tests/lib/rmemd_start.py), our child: it runs rmemd under
+	 * the emulated fd store and answers a line for each command line. */
+	pid_t sup_pid;
+	int sup_in;               /* its stdin, or -1 */
+	void *sup_out;            /* FILE * of its stdout */
 };
 
 /* Defaults: 127.0.0.1, no RDMA, no metrics, "64M", lease 10 s, READY within
@@ -101,6 +100,13 @@ int rmemd_stop(struct rmemd *d);
  */
 int rmemd_restart(struct rmemd *d, int sig, int ready_timeout_ms);
 
+/* SIGKILL, and waits until it is gone; the fd store keeps what it had. */
+void rmemd_kill(struct rmemd *d);
+/* How many fds the emulated fd store keeps, or a negative errno. */
+int rmemd_store_count(struct rmemd *d);
+/* Empties the store, as if systemd had lost it: the next start is fresh. */
+void rmemd_store_drop(struct rmemd *d);
+
 /* Kills the daemon if it still runs and removes the temp dir.  Idempotent. */
 void rmemd_cleanup(struct rmemd *d);
 
@@ -108,7 +114,8 @@ void rmemd_cleanup(struct rmemd *d);
 bool rmemd_log_contains(const struct rmemd *d, const char *needle);
 /* How many lines of the daemon's log contain needle. */
 int rmemd_log_count(const struct rmemd *d, const char *needle);
-/* True when one sd_notify line received so far equals line (e.g. "STOPPING=1"). */
+/* True when one sd_notify line received since the last start equals line
+ * (e.g. "STOPPING=1"). */
 bool rmemd_notified(struct rmemd *d, const char *line);
 /* Prints the last lines of the daemon's log as TAP comments. */
 void rmemd_log_tail(const struct rmemd *d, int lines);

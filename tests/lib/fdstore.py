@@ -1,5 +1,6 @@
 # fdstore.py - systemd's side of the file-descriptor store, for host tests
-# that restart rmemd without systemd (docs/architecture.md, "Restart without
+# that restart rmemd without systemd: the one emulator, behind
+# tests/lib/rmemd_start.py (docs/architecture.md, "Restart without
 # loss").  It binds a NOTIFY_SOCKET, keeps the fds that FDSTORE=1 messages
 # carry (SCM_RIGHTS) under their FDNAME, drops them on FDSTOREREMOVE=1, and
 # starts each rmemd with what it keeps as LISTEN_FDS / LISTEN_FDNAMES from
@@ -101,8 +102,9 @@ class FdStore:
                 return False
             self.pump(min(left, 0.2))
 
-    def start(self, argv, log_path, env=None):
-        """Starts argv with the store's fds as LISTEN_FDS from fd 3."""
+    def start(self, argv, log_path, env=None, preexec=None):
+        """Starts argv with the store's fds as LISTEN_FDS from fd 3; preexec
+        runs in the child too."""
         fds = [fd for _, fd in self.store]
         names = [n for n, _ in self.store]
         e = dict(os.environ if env is None else env)
@@ -123,6 +125,8 @@ class FdStore:
                 os.set_inheritable(3 + i, True)
             for fd in high:
                 os.close(fd)
+            if preexec:
+                preexec()
 
         log = open(log_path, "ab")
         cmd = ["sh", "-c", 'LISTEN_PID=$$; export LISTEN_PID; exec "$@"', "sh"] + list(argv)

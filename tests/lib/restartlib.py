@@ -1,6 +1,6 @@
 # restartlib.py - what test_restart.py, test_hostile_restart.py and
 # bench/restart.py share: TAP output, rmemd on private paths started through
-# the emulated fd store (fdstore.py), the raw pipelining helpers, and the
+# the emulated fd store (rmemd_start.py, fdstore.py), the raw pipelining helpers, and the
 # crash loop's storm of clients with the check of what a restart restored
 # against what was acknowledged.
 #
@@ -10,128 +10,33 @@
 #   ok(cond, "what"); ...; sys.exit(done())
 import os
 import random
-import signal
-import socket
 import struct
 import threading
 import time
 
-from fdstore import FdStore
 import rmemwire
 from rmemwire import Client
-from rawcall import HDR, MAGIC
-
-B = os.environ.get("RMEM_BUILD", "build")
-RMEMD = os.path.join(B, "rmemd")
-
-
-# ---- TAP --------------------------------------------------------------------------
-
-class _Tap:
-    n = 0
-    failed = 0
-
-
-def ok(cond, what):
-    _Tap.n += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", _Tap.n, what), flush=True)
-    if not cond:
-        _Tap.failed += 1
-    return cond
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line, flush=True)
-
-
-def done():
-    """The plan line; the exit status."""
-    print("1..%d" % _Tap.n)
-    return 1 if _Tap.failed else 0
+from rawcall import HDR, HDR_LEN, MAGIC, VERSION
+from rmemd_start import B, RMEMD, Rmemd, free_port  # noqa: F401 (for the tests)
+from tap import diag, done, ok  # noqa: F401 (for the tests)
 
 
 # ---- rmemd under the fd store ---------------------------------------------------------
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-class Daemon:
-    """rmemd on private paths, started through the emulated fd store."""
+class Daemon(Rmemd):
+    """rmemd on private paths under the emulated fd store (rmemd_start.py),
+    its ports fixed at once (a test may name them before the start), and
+    the raw clients of the restart tests."""
 
     def __init__(self, tmp, pool="64M", lease_ms=2000):
-        self.tmp = tmp
-        self.port = free_port()
-        self.admin = os.path.join(tmp, "admin.sock")
-        self.log = os.path.join(tmp, "rmemd.log")
-        self.conf = os.path.join(tmp, "rmemd.conf")
-        self.store = FdStore(tmp)
-        self.p = None
-        self.mark = 0
-        self.write_conf(pool, lease_ms)
+        super().__init__(tmp, pool=pool, lease_ms=lease_ms, max_clients=256,
+                         log_level="info", admin=os.path.join(tmp, "admin.sock"))
+        self.pick_ports()
+        super().write_conf()
 
     def write_conf(self, pool, lease_ms=2000, extra="", rdma=""):
-        with open(self.conf, "w") as f:
-            # No metrics listener: tests run side by side, 9470 is shared.
-            f.write('listen = { tcp = "127.0.0.1:%d"; rdma = "%s"; admin = "%s"; metrics = ""; };\n'
-                    'pools = ( { name = "default"; size = "%s"; hugepages = "off"; '
-                    'alignment = 64; } );\n'
-                    'limits = { max_clients = 256; lease_timeout_ms = %d; };\n'
-                    'log = { level = "info"; };\n%s' % (self.port, rdma, self.admin, pool,
-                                                       lease_ms, extra))
-
-    def start(self, timeout=60, settle=0.05):
-        """Starts rmemd and waits for READY=1; settle: how long to wait then
-        for the fd store's messages that follow it (0: none, for timings)."""
-        self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
-        self.p = self.store.start([RMEMD, "-c", self.conf], self.log)
-        if not self.store.wait_for("READY=1", timeout):
-            raise RuntimeError("rmemd did not get ready:\n" + self.new_log())
-        if settle:
-            self.store.pump(settle)
-
-    def try_start(self, env=None):
-        """start(), but a daemon that does not come up is an answer, not a
-        crash of the test: (True, log) or (False, log)."""
-        self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
-        self.p = self.store.start([RMEMD, "-c", self.conf], self.log, env)
-        start = len(self.store.lines)
-        deadline = time.monotonic() + 60
-        while "READY=1" not in self.store.lines[start:] and self.p.poll() is None and \
-                time.monotonic() < deadline:
-            self.store.pump(0.2)
-        if "READY=1" not in self.store.lines[start:]:
-            try:
-                self.p.wait(5)
-            except Exception:
-                self.p.kill()
-                self.p.wait()
-            self.store.pump(0.05)
-            return False, self.new_log()
-        self.store.pump(0.05)
-        return True, self.new_log()
-
-    def new_log(self):
-        with open(self.log, errors="replace") as f:
-            f.seek(self.mark)
-            return f.read()
-
-    def stop(self, sig=signal.SIGTERM):
-        self.p.send_signal(sig)
-        rc = self.p.wait(60)
-        self.store.pump(0.05)
-        return rc
-
-    def kill(self):
-        """SIGKILL, and what the fd store got before it."""
-        self.p.send_signal(signal.SIGKILL)
-        self.p.wait(30)
-        self.store.pump(0.05)
+        self.pool, self.lease_ms, self.extra, self.rdma_addr = pool, lease_ms, extra, rdma
+        super().write_conf()
 
     def tcp(self):
         return Client(("127.0.0.1", self.port))
@@ -159,7 +64,7 @@ def spin(seconds):
 
 def frame(c, op, payload):
     c.rid += 1
-    return struct.pack(HDR, MAGIC, 1, op, 0, 0, len(payload), c.rid) + payload
+    return struct.pack(HDR, MAGIC, VERSION, op, 0, 0, len(payload), c.rid) + payload
 
 
 def recv_exact(s, n):
@@ -174,7 +79,7 @@ def recv_exact(s, n):
 
 def recv_reply(c):
     """The payload of the next reply on c's socket."""
-    hdr = recv_exact(c.s, 24)
+    hdr = recv_exact(c.s, HDR_LEN)
     return recv_exact(c.s, struct.unpack_from("<I", hdr, 12)[0])
 
 

@@ -8,11 +8,16 @@ import os
 import socket
 import struct
 
-from rawcall import call
+from rawcall import CONST, HDR, HDR_LEN, MAGIC, OP, VERSION, call
 
-HELLO, ALLOC, FREE, WRITE, READ, STATS = 1, 2, 3, 4, 5, 6
-REGIONS, CREATE, OPEN, UNLINK, NAMES, RESUME, REKEY = 9, 15, 16, 17, 18, 19, 20
-F_RESUMABLE = 1
+# The opcodes and flags of common/proto.h (read by rawcall), by the names
+# the tests use.
+HELLO, ALLOC, FREE, WRITE, READ, STATS = (OP[n] for n in ("HELLO", "ALLOC", "FREE", "WRITE",
+                                                          "READ", "STATS"))
+REGIONS, CREATE, OPEN, UNLINK, NAMES, RESUME, REKEY = (
+    OP[n] for n in ("REGIONS", "CREATE", "OPEN", "UNLINK", "NAMES", "RESUME", "REKEY"))
+PING, AUTH_BEGIN, AUTH = OP["PING"], OP["AUTH_BEGIN"], OP["AUTH"]
+F_RESUMABLE = CONST["HELLO_F_RESUMABLE"]
 
 
 def status(body):
@@ -41,21 +46,21 @@ class Client:
         """The tenant handshake (AUTH_BEGIN, AUTH); 0 or the status."""
         cn = os.urandom(32)
         t = tenant.encode().ljust(32, b"\0")
-        b = self.req(13, t + cn)
+        b = self.req(AUTH_BEGIN, t + cn)
         if status(b):
             return status(b)
         sid = struct.unpack_from("<Q", b, 8)[0]
         msg = b"rmem-auth-v1" + b[16:48] + cn + t + struct.pack("<Q", sid)
-        return status(self.req(14, hmac.new(secret, msg, hashlib.sha256).digest()))
+        return status(self.req(AUTH, hmac.new(secret, msg, hashlib.sha256).digest()))
 
     def raw(self, op, payload):
         """One request whose reply may be an ERROR frame: (reply opcode, status)."""
         self.rid += 1
-        self.s.sendall(struct.pack("<IHHHHIQ", 0x4d454d52, 1, op, 0, 0, len(payload), self.rid) +
+        self.s.sendall(struct.pack(HDR, MAGIC, VERSION, op, 0, 0, len(payload), self.rid) +
                        payload)
         hdr = b""
-        while len(hdr) < 24:
-            got = self.s.recv(24 - len(hdr))
+        while len(hdr) < HDR_LEN:
+            got = self.s.recv(HDR_LEN - len(hdr))
             if not got:
                 return None, None
             hdr += got
@@ -66,7 +71,7 @@ class Client:
         return rop, status(body)
 
     def resume_raw(self, sid, token):
-        p = struct.pack("<Q16sIIII", sid, token, 1, F_RESUMABLE, os.getpid(), 0)
+        p = struct.pack("<Q16sIIII", sid, token, VERSION, F_RESUMABLE, os.getpid(), 0)
         return self.raw(RESUME, p)
 
     def _hello_reply(self, b):
@@ -74,14 +79,14 @@ class Client:
         if st:
             return st, None
         sid, ver, max_io, attach, port, mode = struct.unpack_from("<QIIQHB", b, 8)
-        token = b[48:64] if len(b) == 64 else None
+        token = b[CONST["HELLO_REP_LEN"]:] if len(b) == CONST["HELLO_REP_RESUME_LEN"] else None
         return 0, {"id": sid, "token": token, "attach": attach}
 
     def hello(self, features=F_RESUMABLE):
-        return self._hello_reply(self.req(HELLO, struct.pack("<IIII", 1, features, os.getpid(), 0)))
+        return self._hello_reply(self.req(HELLO, struct.pack("<IIII", VERSION, features, os.getpid(), 0)))
 
     def resume(self, sid, token):
-        p = struct.pack("<Q16sIIII", sid, token, 1, F_RESUMABLE, os.getpid(), 0)
+        p = struct.pack("<Q16sIIII", sid, token, VERSION, F_RESUMABLE, os.getpid(), 0)
         return self._hello_reply(self.req(RESUME, p))
 
     def _region(self, b):
@@ -118,7 +123,7 @@ class Client:
         return status(self._name(UNLINK, name))
 
     def ping(self):
-        return status(self.req(7, b""))
+        return status(self.req(PING, b""))
 
     def rekey(self, rid):
         return self._region(self.req(REKEY, struct.pack("<QII", rid, 0, 0)))

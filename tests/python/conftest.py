@@ -1,5 +1,5 @@
 """Fixtures of the Python binding's tests: a real rmemd on private paths
-and a free port (as tests/lib/daemon.c starts it), and clients of it over
+and a free port (tests/lib/rmemd_start.py, the tests' one starter), and clients of it over
 each transport.
 
 Over RDMA (RMEM_TEST_TRANSPORT=rdma, in the test VM) the daemon listens on
@@ -9,13 +9,15 @@ the network client is tcp://.  Either way "unix" is the admin socket.
 import os
 import shutil
 import socket
-import subprocess
+import sys
 import tempfile
-import time
 
 import pytest
 
 import rmem
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from rmemd_start import Rmemd  # noqa: E402  (the one way the tests start rmemd)
 
 BUILD = os.environ.get("RMEM_BUILD", "build")
 RDMA = os.environ.get("RMEM_TEST_TRANSPORT") == "rdma"
@@ -50,39 +52,14 @@ class Daemon:
         self.log = os.path.join(self.dir, "rmemd.log")
 
     def start(self):
-        for _ in range(5):
-            self.port = free_port(self.host)
-            rdma = "%s:%d" % (self.host, free_port(self.host)) if RDMA else ""
-            conf = os.path.join(self.dir, "rmemd.conf")
-            with open(conf, "w") as f:
-                f.write('listen = { tcp = "%s:%d"; rdma = "%s"; admin = "%s"; metrics = ""; };\n'
-                        % (self.host, self.port, rdma, self.sock))
-                f.write('pools = ( { name = "default"; size = "%s"; hugepages = "off"; '
-                        'alignment = 64; } );\n' % self.pool)
-                f.write("limits = { max_clients = 256; lease_timeout_ms = 10000; "
-                        "max_handles = %d; };\n" % MAX_HANDLES)
-                f.write('log = { level = "info"; };\n')
-                f.write('tenants = ( { name = "%s"; secret_file = "%s"; quota = "%d"; } );\n'
-                        % (TENANT, self.key, QUOTA))
-            with open(self.log, "ab") as log:
-                self.proc = subprocess.Popen([os.path.join(BUILD, "rmemd"), "-c", conf],
-                                             stdout=log, stderr=log)
-            if self.wait_ready():
-                return
-            self.stop()
-        raise RuntimeError("rmemd did not start: " + open(self.log).read()[-2000:])
-
-    def wait_ready(self):
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                rmem.connect("unix:" + self.sock).close()
-                return True
-            except OSError:
-                time.sleep(0.05)
-        return False
+        conf = ('limits = { max_clients = 256; lease_timeout_ms = 10000; max_handles = %d; };\n'
+                'tenants = ( { name = "%s"; secret_file = "%s"; quota = "%d"; } );'
+                % (MAX_HANDLES, TENANT, self.key, QUOTA))
+        self.rmemd = Rmemd(self.dir, host=self.host, rdma=RDMA, pool=self.pool,
+                           log_level="info", extra=conf, admin=self.sock, log=self.log)
+        self.rmemd.start(timeout=30, settle=0)
+        self.port = self.rmemd.port
+        self.proc = self.rmemd.p
 
     def endpoint(self, transport):
         if transport == "unix":
@@ -95,13 +72,9 @@ class Daemon:
         return rmem.connect(self.endpoint(transport), **kw)
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc:
+            self.rmemd.stop(timeout=20)
+            self.rmemd.close()
 
     def cleanup(self):
         self.stop()

@@ -12,6 +12,11 @@
 #   ... $SYSD_TCP_EP $SYSD_RDMA_EP $SYSD_SOCK, rwcheck, unit_prop ...
 #   sysd_stop                      systemctl stop rmemd
 #
+# Here systemd itself is the starter: the host tests' one starter
+# (tests/lib/rmemd_start.py) and its fd store emulator stand in for what
+# these tests use for real, so this file keeps only what is systemd's (the
+# unit, systemctl, the installed paths and the journal).
+#
 # The exit trap stops rmemd (a test leaves the unit stopped for the next one)
 # and removes $tmp.  Every test file starts rmemd itself: test_*.sh files do
 # not depend on each other's order.

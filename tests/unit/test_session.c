@@ -16,6 +16,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "ctl.h"
+#include "inproc.h"
 #include "keys.h"
 #include "log.h"
 #include "names.h"
@@ -122,44 +123,22 @@ static void stub_reset(void)
 
 /* ---- the server ------------------------------------------------------------- */
 
+/* The one in-process server of tests/lib/inproc.h, with the stub keys. */
 static struct server *server_up(void)
 {
-	struct server *srv = calloc(1, sizeof *srv);
-	struct config_pool *pc;
+	struct inproc_opts o;
+	struct server *srv;
 	char err[256];
 
-	if (!srv)
-		return NULL;
-	config_defaults(&srv->cfg);
-	srv->cfg.npools = 1;
-	pc = &srv->cfg.pools[0];
-	snprintf(pc->name, sizeof pc->name, "unit");
-	pc->size = POOL_BYTES;
-	pc->hugepages = CONFIG_HUGEPAGES_OFF;
-	pc->alignment = 64;
-	srv->base = event_base_new();
-	if (!srv->base || pool_open(&srv->pools[0], pc, 0, NULL, NULL, err, sizeof err) < 0) {
-		diag("server_up: %s", srv->base ? err : "event_base_new failed");
-		free(srv);
+	inproc_opts_init(&o, "unit", POOL_BYTES);
+	o.log_level = LOG_CRIT;
+	srv = inproc_new(&o, err, sizeof err);
+	if (!srv) {
+		diag("server_up: %s", err);
 		return NULL;
 	}
-	srv->npools = 1;
-	srv->regions = region_table_new();
-	srv->names = names_new();
-	if (!srv->regions || !srv->names || session_quarantine_init(srv) < 0)
-		return NULL;
 	srv->keys = &stub_ops;
 	return srv;
-}
-
-static void server_down(struct server *srv)
-{
-	session_quarantine_flush(srv);
-	names_free(srv->names);
-	region_table_free(srv->regions);
-	pool_close(&srv->pools[0]);
-	event_base_free(srv->base);
-	free(srv);
 }
 
 /* Whether no range waits in the quarantine. */
@@ -882,7 +861,6 @@ int main(void)
 {
 	struct server *srv;
 
-	log_set_level(LOG_CRIT);
 	srv = server_up();
 	if (!srv)
 		tap_skip_all("cannot set up a server with a 1 MiB pool");
@@ -903,6 +881,6 @@ int main(void)
 	test_handle_limit(srv);
 	ok(srv->sessions_first == NULL && srv->used_bytes == 0 && srv->clients == 0 &&
 	   pool_free_bytes(srv) == POOL_BYTES, "every session gone, the pool whole again");
-	server_down(srv);
+	inproc_free(srv);
 	return tap_done();
 }
