@@ -633,13 +633,14 @@ fuzz-seeds: $(B)/tests/obj/fuzz/seeds_dispatch.o $(TESTLIB) $(TEST_CODEC)
 # when make reads it.
 # The host tier's programs; one per line (HOST_TESTS += x) merges apart.
 # check-host runs them RMEM_TEST_JOBS at a time (4 by default: they mostly
-# wait on leases, etcd and restarts), the longest first; check-all one by
-# one, as make test always has.
+# wait on leases, etcd and restarts), those that must run alone ("# run-tests-
+# alone") and then the longest first; check-all one by one, as make test
+# always has.
 HOST_TESTS = tests/func/test_install.sh tests/func/test_static.sh
+HOST_TESTS += tests/func/test_hostile_restart.py
 HOST_TESTS += tests/func/test_hostile_cluster.sh tests/func/test_cluster.sh
 HOST_TESTS += tests/func/test_nbd.sh
 HOST_TESTS += tests/func/test_restart.py
-HOST_TESTS += tests/func/test_hostile_restart.py
 HOST_TESTS += tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh
 HOST_TESTS += $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS)
 HOST_TESTS += tests/unit/test_layers.sh
