@@ -16,6 +16,8 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
+# systemd-tmpfiles reads $(PREFIX)/lib/tmpfiles.d too (tmpfiles.d(5)).
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 DESTDIR    ?=
 
 VERSION    := 1.3.0
@@ -99,7 +101,7 @@ ETCD_LIB := $(B)/libetcd.a
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)
 # What goes into librmem.so and librmem.a: the library's own objects, and
 # from the internal archives only the members they call (no daemon-only
-# state.c, hash64.c, randbytes.c, addr.c: tests/func/test_static.sh).
+# state.c, hash64.c, addr.c: tests/func/test_static.sh).
 LIB_LINK = $(LIB_OBJS) $(ETCD_LIB) $(COMMON_LIB)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
 DAEMON_LIB := $(B)/libdaemon.a
@@ -111,6 +113,7 @@ UNIT_TESTS := test_alloc test_alloc_scalar test_alloc_release test_proto test_co
 	fuzz_proto_replay test_etcd_codec fuzz_etcd_replay test_state fuzz_state_replay test_slots \
 	fuzz_restore_replay fuzz_dispatch_replay test_session test_raw test_metrics_page test_hash64
 UNIT_TESTS += test_scrub
+UNIT_TESTS += test_quarantine_list
 FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_async test_atomic \
 	test_lease test_tenants test_membuf test_quarantine test_named test_metrics test_resume
 # The hostile suite (issue 20): one line each, so that parts merge apart.
@@ -317,6 +320,8 @@ $(B)/tests/obj/unit/%.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 # The same allocator as rmemd links it, without ALLOC_DEBUG's checks.
 $(B)/tests/test_alloc_release: $(B)/tests/obj/unit/test_alloc_release.o
 $(B)/tests/test_scrub: $(B)/tests/obj/unit/test_scrub.o
+# The quarantine module alone, on a libevent loop of its own.
+$(B)/tests/test_quarantine_list: $(B)/tests/obj/unit/test_quarantine_list.o
 $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
 $(B)/tests/test_state: $(B)/tests/obj/unit/test_state.o
 $(B)/tests/test_slots: $(B)/tests/obj/unit/test_slots.o
@@ -644,6 +649,7 @@ HOST_TESTS += tests/func/test_restart.py
 HOST_TESTS += tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh
 HOST_TESTS += $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS)
 HOST_TESTS += tests/unit/test_layers.sh
+HOST_TESTS += tests/unit/test_map.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
 HOST_TESTS += tests/func/test_etcd_client.sh
 HOST_TESTS += tests/python/test_python.sh
@@ -685,6 +691,8 @@ install: all
 	test -e $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf || \
 		install -m 644 etc/rmemd.conf $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf
 	install -m 644 $(B)/rmemd.service $(DESTDIR)$(UNITDIR)/rmemd.service
+	install -d $(DESTDIR)$(TMPFILESDIR)
+	install -m 644 systemd/rmemd-thp.conf $(DESTDIR)$(TMPFILESDIR)/rmemd-thp.conf
 	$(if $(MAN1),install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1)
 	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3)
 	$(if $(MAN5),install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5)
@@ -701,7 +709,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/rmemd $(DESTDIR)$(BINDIR)/rmemctl $(DESTDIR)$(BINDIR)/rmem-perf \
 		$(DESTDIR)$(LIBDIR)/librmem.so* $(DESTDIR)$(LIBDIR)/librmem.a \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc $(DESTDIR)$(INCLUDEDIR)/rmem.h \
-		$(DESTDIR)$(UNITDIR)/rmemd.service \
+		$(DESTDIR)$(UNITDIR)/rmemd.service $(DESTDIR)$(TMPFILESDIR)/rmemd-thp.conf \
 		$(if $(HAVE_NBDKIT),$(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-rmem-plugin.so)
 	rm -rf $(DESTDIR)$(PYTHONDIR)/rmem
 

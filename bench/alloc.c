@@ -43,7 +43,6 @@
  * depend on the machine's load.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdbool.h>
@@ -60,8 +59,6 @@
 
 #define ALIGN 64
 #define BATCH 65536
-#define MAX_LIST 8
-#define MAX_REPS 15
 #define PREFETCH 8		/* victims drawn this many pairs ahead (a power of two) */
 #define TARGET_PAIRS 10e6	/* issue 13: every pattern at 1 M live */
 #define TARGET_LIVE 1000000
@@ -78,14 +75,11 @@ struct live_range {
 };
 
 struct opts {
-	uint64_t live[MAX_LIST];
-	size_t nlive;
+	struct bench_opts b;	/* -l, -r, --json */
 	bool pattern[P_N];
 	bool sizes[Z_N];
 	double seconds;
 	uint64_t pairs;		/* > 0: windows of exactly this many pairs */
-	int reps;
-	bool json;
 	bool prefetch;
 	bool allocs[ALLOC_N];
 };
@@ -129,6 +123,18 @@ static inline struct live_range *random_victim(struct run *r)
 	return &r->live[i];
 }
 
+/* The range a FIFO or random pair frees and takes again. */
+static inline struct live_range *victim(struct run *r)
+{
+	struct live_range *v;
+
+	if (r->pattern != P_FIFO)
+		return random_victim(r);
+	v = &r->live[r->head];
+	r->head = r->head + 1 == r->n ? 0 : r->head + 1;
+	return v;
+}
+
 static uint64_t random_size(struct run *r)
 {
 	if (r->sizes == Z_FIXED)
@@ -143,18 +149,11 @@ __attribute__((noinline)) static int pair(struct run *r)
 	struct live_range *v, tmp;
 	int rc;
 
-	switch (r->pattern) {
-	case P_LIFO:
+	if (r->pattern == P_LIFO) {
 		rc = r->ops->reserve(r->a, random_size(r), &tmp.off, &tmp.len);
 		return rc ? rc : r->ops->release(r->a, tmp.off, tmp.len);
-	case P_FIFO:
-		v = &r->live[r->head];
-		r->head = r->head + 1 == r->n ? 0 : r->head + 1;
-		break;
-	default:
-		v = random_victim(r);
-		break;
 	}
+	v = victim(r);
 	rc = r->ops->release(r->a, v->off, v->len);
 	return rc ? rc : r->ops->reserve(r->a, random_size(r), &v->off, &v->len);
 }
@@ -169,18 +168,11 @@ static int pair_harness(struct run *r)
 	static volatile uint64_t sink;
 	struct live_range *v, was;
 
-	switch (r->pattern) {
-	case P_LIFO:
+	if (r->pattern == P_LIFO) {
 		sink += random_size(r);
 		return 0;
-	case P_FIFO:
-		v = &r->live[r->head];
-		r->head = r->head + 1 == r->n ? 0 : r->head + 1;
-		break;
-	default:
-		v = random_victim(r);
-		break;
 	}
+	v = victim(r);
 	was = *v;
 	/* A real pair cannot start the next pick before this one's load is back
 	 * (the allocator's calls depend on it): make the harness wait too, or its
@@ -270,10 +262,10 @@ static int run_one(const struct opts *o, int al, uint64_t n, enum pattern p, enu
 {
 	struct run r = { .ops = &alloc_ops[al], .n = n, .pattern = p, .sizes = z,
 			 .rng = 0x9e3779b97f4a7c15ULL + n, .prefetch = o->prefetch };
-	struct result res[MAX_REPS], caller[MAX_REPS];
+	struct result res[BENCH_MAX_REPS], caller[BENCH_MAX_REPS];
 	struct alloc_stats st;
 	size_t heap_before;
-	int rc = -ENOMEM, mid = o->reps / 2;
+	int rc = -ENOMEM, mid = o->b.reps / 2;
 
 	r.live = calloc(n, sizeof(*r.live));
 	heap_before = heap_bytes();
@@ -283,7 +275,7 @@ static int run_one(const struct opts *o, int al, uint64_t n, enum pattern p, enu
 	if ((rc = fill(&r)))
 		goto out;
 	/* Real and harness windows alternate, so both see the same load. */
-	for (int i = 0; i < o->reps; i++) {
+	for (int i = 0; i < o->b.reps; i++) {
 		r.harness_only = false;
 		if ((rc = measure(&r, o->seconds, o->pairs, &res[i])))
 			goto out;
@@ -291,8 +283,8 @@ static int run_one(const struct opts *o, int al, uint64_t n, enum pattern p, enu
 		if ((rc = measure(&r, o->seconds / 2, o->pairs, &caller[i])))
 			goto out;
 	}
-	qsort(res, (size_t)o->reps, sizeof(res[0]), cmp_rate);
-	qsort(caller, (size_t)o->reps, sizeof(caller[0]), cmp_rate);
+	qsort(res, (size_t)o->b.reps, sizeof(res[0]), cmp_rate);
+	qsort(caller, (size_t)o->b.reps, sizeof(caller[0]), cmp_rate);
 	*out = res[mid];
 	out->harness_ns = 1e9 / caller[mid].pairs_per_s;
 	r.ops->stats(r.a, &st);
@@ -351,7 +343,7 @@ static void print_result(const struct opts *o, int al, uint64_t n, enum pattern 
 {
 	double ns = 1e9 / r->pairs_per_s;
 
-	if (o->json) {
+	if (o->b.json) {
 		printf("{\"tool\":\"alloc-bench\",\"alloc\":\"%s\",\"pattern\":\"%s\","
 		       "\"sizes\":\"%s\",\"align\":%d,\"live\":%" PRIu64 ",\"reps\":%d,"
 		       "\"prefetch\":%s,\"pairs\":%" PRIu64
@@ -360,7 +352,7 @@ static void print_result(const struct opts *o, int al, uint64_t n, enum pattern 
 		       "\"free_ranges\":%" PRIu64 ",\"meta_bytes_per_region\":%.1f,"
 		       "\"region_table_bytes_per_region\":%.1f,"
 		       "\"total_meta_bytes_per_region\":%.1f,\"target\":\"%s\"}\n",
-		       alloc_ops[al].name, pattern_name[p], sizes_name[z], ALIGN, n, o->reps,
+		       alloc_ops[al].name, pattern_name[p], sizes_name[z], ALIGN, n, o->b.reps,
 		       o->prefetch ? "true" : "false", r->pairs, r->seconds, r->pairs_per_s, ns,
 		       r->harness_ns, ns - r->harness_ns, r->free_ranges, r->alloc_meta, table,
 		       r->alloc_meta + table, verdict(al, n, r));
@@ -400,73 +392,43 @@ static int parse_names(char *s, const char *const *names, int n, bool *flags)
 	return 0;
 }
 
+/* The options of this bench alone (bench_parse_args() takes the others). */
+static int own_opt(int ch, char *arg, void *ctx)
+{
+	struct opts *o = ctx;
+	const char *names[ALLOC_N];
+	char *end;
+
+	switch (ch) {
+	case 'a':
+		for (int i = 0; i < ALLOC_N; i++)
+			names[i] = alloc_ops[i].name;
+		return parse_names(arg, names, ALLOC_N, o->allocs);
+	case 'P':
+		if (strcmp(arg, "0") && strcmp(arg, "1"))
+			return -EINVAL;
+		o->prefetch = arg[0] == '1';
+		return 0;
+	case 'p':
+		return parse_names(arg, pattern_name, P_N, o->pattern);
+	case 'z':
+		return parse_names(arg, sizes_name, Z_N, o->sizes);
+	case 'D':
+		o->seconds = strtod(arg, &end);
+		return *end || !(o->seconds > 0 && o->seconds <= 60) ? -EINVAL : 0;
+	case 'n':
+		return bench_parse_u64(arg, &o->pairs) || !o->pairs ? -EINVAL : 0;
+	default:
+		return -EINVAL;
+	}
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	uint64_t v;
-	char *end;
-	int ch;
-
-	const char *names[ALLOC_N];
-
-	for (int i = 0; i < ALLOC_N; i++)
-		names[i] = alloc_ops[i].name;
-	*o = (struct opts){ .live = { 1000, 100000, 1000000 }, .nlive = 3,
+	*o = (struct opts){ .b = { .live = { 1000, 100000, 1000000 }, .nlive = 3, .reps = 3 },
 			    .pattern = { true, true, true }, .sizes = { true, true },
-			    .seconds = 0.3, .reps = 3, .prefetch = true,
-			    .allocs = { true, true } };
-	while ((ch = getopt_long(argc, argv, "a:l:p:z:D:n:r:P:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'a':
-			if (parse_names(optarg, names, ALLOC_N, o->allocs))
-				return -EINVAL;
-			break;
-		case 'P':
-			if (strcmp(optarg, "0") && strcmp(optarg, "1"))
-				return -EINVAL;
-			o->prefetch = optarg[0] == '1';
-			break;
-		case 'l':
-			if (bench_parse_live(optarg, o->live, MAX_LIST, &o->nlive))
-				return -EINVAL;
-			break;
-		case 'p':
-			if (parse_names(optarg, pattern_name, P_N, o->pattern))
-				return -EINVAL;
-			break;
-		case 'z':
-			if (parse_names(optarg, sizes_name, Z_N, o->sizes))
-				return -EINVAL;
-			break;
-		case 'D':
-			o->seconds = strtod(optarg, &end);
-			if (*end || !(o->seconds > 0 && o->seconds <= 60))
-				return -EINVAL;
-			break;
-		case 'n':
-			if (bench_parse_u64(optarg, &o->pairs) || !o->pairs)
-				return -EINVAL;
-			break;
-		case 'r':
-			if (bench_parse_u64(optarg, &v) || !v || v > MAX_REPS)
-				return -EINVAL;
-			o->reps = (int)v;
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			return -EINVAL;
-		}
-	}
-	return optind == argc ? 0 : -EINVAL;
+			    .seconds = 0.3, .prefetch = true, .allocs = { true, true } };
+	return bench_parse_args(argc, argv, "a:l:p:z:D:n:r:P:h", &o->b, own_opt, o, usage);
 }
 
 int main(int argc, char **argv)
@@ -474,14 +436,12 @@ int main(int argc, char **argv)
 	struct opts o;
 	int failed = 0;
 
-	if (parse_args(argc, argv, &o)) {
-		usage(stderr);
+	if (parse_args(argc, argv, &o))
 		return 2;
-	}
-	if (!o.json)
+	if (!o.b.json)
 		print_header();
-	for (size_t l = 0; l < o.nlive; l++) {
-		double table = region_table_bytes(o.live[l]);
+	for (size_t l = 0; l < o.b.nlive; l++) {
+		double table = region_table_bytes(o.b.live[l]);
 
 		for (int z = 0; z < Z_N; z++) {
 			for (int p = 0; p < P_N; p++) {
@@ -493,12 +453,12 @@ int main(int argc, char **argv)
 
 					if (!o.allocs[al])
 						continue;
-					if (run_one(&o, al, o.live[l], (enum pattern)p,
+					if (run_one(&o, al, o.b.live[l], (enum pattern)p,
 						    (enum sizes)z, &r)) {
 						failed = 1;
 						continue;
 					}
-					print_result(&o, al, o.live[l], (enum pattern)p,
+					print_result(&o, al, o.b.live[l], (enum pattern)p,
 						     (enum sizes)z, &r, table);
 				}
 			}

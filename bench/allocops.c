@@ -1,6 +1,7 @@
 /*
- * allocops.c - the allocator table of allocops.h: thin wrappers, so that
- * neither allocator's prototypes need casting.
+ * allocops.c - the allocator table of allocops.h: thin wrappers over the
+ * daemon's alloc_* calls, so that its prototypes need no casting; the best
+ * fit's own calls have the table's shape already (bestfit.h).
  */
 #include "allocops.h"
 #include "bestfit.h"
@@ -35,39 +36,9 @@ static void tlsf_stats(const void *a, struct alloc_stats *out)
 	alloc_get_stats(a, out);
 }
 
-static void *bf_create(uint64_t total, uint64_t alignment)
-{
-	return bf_alloc_new(total, alignment);
-}
-
-static void bf_destroy(void *a)
-{
-	bf_alloc_free(a);
-}
-
-static int bf_reserve(void *a, uint64_t size, uint64_t *offset, uint64_t *length)
-{
-	return bf_alloc_reserve(a, size, offset, length);
-}
-
-static int bf_release(void *a, uint64_t offset, uint64_t length)
-{
-	return bf_alloc_release(a, offset, length);
-}
-
-static int bf_claim(void *a, uint64_t offset, uint64_t length)
-{
-	return bf_alloc_claim(a, offset, length);
-}
-
-static void bf_stats(const void *a, struct alloc_stats *out)
-{
-	bf_alloc_get_stats(a, out);
-}
-
 const struct alloc_ops alloc_ops[ALLOC_N] = {
 	[ALLOC_TLSF] = { "tlsf", tlsf_create, tlsf_destroy, tlsf_reserve, tlsf_release,
 			 tlsf_claim, tlsf_stats },
-	[ALLOC_BESTFIT] = { "bestfit", bf_create, bf_destroy, bf_reserve, bf_release, bf_claim,
-			    bf_stats },
+	[ALLOC_BESTFIT] = { "bestfit", bestfit_create, bestfit_destroy, bestfit_reserve,
+			    bestfit_release, bestfit_claim, bestfit_stats },
 };

@@ -1,7 +1,9 @@
 /*
  * bestfit.c - rmem's allocator before TLSF, kept only to be measured beside
  * the daemon's (bench/alloc.c, bench/allocfrag.c).  Unchanged but for the
- * names: every alloc_* call is bf_alloc_* here (bench/bestfit.h).
+ * names, its own (bestfit_*, struct bestfit: nothing here shares a name with
+ * daemon/alloc.c), and the calls of bench/bestfit.h that take the
+ * allocator as void *, as the benches' table of calls does (allocops.h).
  *
  * Best fit with coalescing over [0, total).
  *
@@ -16,23 +18,14 @@
  * (the node stays at 56 bytes, 64 with malloc's header): a descent records its
  * path and rebalancing walks that path back up.
  *
- * Build with -DALLOC_DEBUG to check every tree invariant after every call.
+ * Build with -DBESTFIT_DEBUG to check every tree invariant after every call.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-/* The daemon's alloc.h, renamed: its struct alloc_stats is shared. */
-#define alloc bf_alloc
-#define alloc_new bf_alloc_new
-#define alloc_free bf_alloc_free
-#define alloc_reserve bf_alloc_reserve
-#define alloc_release bf_alloc_release
-#define alloc_claim bf_alloc_claim
-#define alloc_get_stats bf_alloc_get_stats
-#define alloc_alignment bf_alloc_alignment
-#include "alloc.h"
+#include "bestfit.h"
 
 enum { BY_SIZE, BY_OFFSET, N_TREES };
 
@@ -53,17 +46,15 @@ struct free_range {
 	int8_t balance[N_TREES];		/* height(right) - height(left) */
 };
 
-struct alloc {
+struct bestfit {
 	struct free_range *root[N_TREES];
 	struct free_range *largest;		/* last node of BY_SIZE */
 	struct free_range *node_cache;		/* chained through child[BY_SIZE][0] */
 	unsigned int node_cache_len;
-	uint64_t total;
 	uint64_t align_mask;
-	uint64_t used;
-	uint64_t peak_used;
-	uint64_t live;
-	uint64_t free_ranges;
+	/* total, used, live, peak_used, free_ranges kept as they are read;
+	 * free and largest_free are worked out by bestfit_stats. */
+	struct alloc_stats fig;
 };
 
 /* A descent: node[i] was visited and dir[i] taken from it.  The node the path
@@ -82,10 +73,10 @@ struct avl_path {
  */
 #define TREE_OP static inline __attribute__((always_inline))
 
-#ifdef ALLOC_DEBUG
-static void alloc_check(const struct alloc *a);
+#ifdef BESTFIT_DEBUG
+static void bestfit_check(const struct bestfit *a);
 #else
-static inline void alloc_check(const struct alloc *a) { (void)a; }
+static inline void bestfit_check(const struct bestfit *a) { (void)a; }
 #endif
 
 /* The size order, on bare keys: (length, offset). */
@@ -110,7 +101,7 @@ static inline void path_push(struct avl_path *p, struct free_range *n, int dir)
 }
 
 /* Points the slot at level depth of the path (the root when depth is 0) at n. */
-static inline void path_set_slot(struct alloc *a, int t, const struct avl_path *p, int depth,
+static inline void path_set_slot(struct bestfit *a, int t, const struct avl_path *p, int depth,
 				 struct free_range *n)
 {
 	if (depth == 0)
@@ -151,7 +142,7 @@ TREE_OP struct free_range *avl_rotate(int t, struct free_range *x, int d, bool *
 }
 
 /* Hangs n in the empty slot the path leads to, then rebalances upwards. */
-TREE_OP void avl_insert_at(struct alloc *a, int t, struct avl_path *p, struct free_range *n)
+TREE_OP void avl_insert_at(struct bestfit *a, int t, struct avl_path *p, struct free_range *n)
 {
 	bool shrunk;
 
@@ -176,7 +167,7 @@ TREE_OP void avl_insert_at(struct alloc *a, int t, struct avl_path *p, struct fr
 	}
 }
 
-TREE_OP void avl_insert(struct alloc *a, int t, struct free_range *n)
+TREE_OP void avl_insert(struct bestfit *a, int t, struct free_range *n)
 {
 	struct avl_path p;
 	struct free_range *x = a->root[t];
@@ -192,7 +183,7 @@ TREE_OP void avl_insert(struct alloc *a, int t, struct free_range *n)
 }
 
 /* Unlinks the node the path leads to, then rebalances upwards. */
-TREE_OP void avl_remove_at(struct alloc *a, int t, struct avl_path *p)
+TREE_OP void avl_remove_at(struct bestfit *a, int t, struct avl_path *p)
 {
 	struct free_range *n = p->depth ? p->node[p->depth - 1]->child[t][p->dir[p->depth - 1]]
 					: a->root[t];
@@ -236,7 +227,7 @@ TREE_OP void avl_remove_at(struct alloc *a, int t, struct avl_path *p)
 	}
 }
 
-TREE_OP void avl_remove(struct alloc *a, int t, struct free_range *n)
+TREE_OP void avl_remove(struct bestfit *a, int t, struct free_range *n)
 {
 	struct avl_path p;
 	struct free_range *x = a->root[t];
@@ -251,7 +242,7 @@ TREE_OP void avl_remove(struct alloc *a, int t, struct free_range *n)
 	avl_remove_at(a, t, &p);
 }
 
-static struct free_range *size_tree_last(const struct alloc *a)
+static struct free_range *size_tree_last(const struct bestfit *a)
 {
 	struct free_range *x = a->root[BY_SIZE];
 
@@ -261,21 +252,21 @@ static struct free_range *size_tree_last(const struct alloc *a)
 }
 
 /* The size tree changes only through the size_* helpers, which keep a->largest. */
-static void size_insert(struct alloc *a, struct free_range *n)
+static void size_insert(struct bestfit *a, struct free_range *n)
 {
 	avl_insert(a, BY_SIZE, n);
 	if (!a->largest || range_before(BY_SIZE, a->largest, n))
 		a->largest = n;
 }
 
-static void size_remove_at(struct alloc *a, struct avl_path *p, struct free_range *n)
+static void size_remove_at(struct bestfit *a, struct avl_path *p, struct free_range *n)
 {
 	avl_remove_at(a, BY_SIZE, p);
 	if (a->largest == n)
 		a->largest = size_tree_last(a);
 }
 
-static void size_remove(struct alloc *a, struct free_range *n)
+static void size_remove(struct bestfit *a, struct free_range *n)
 {
 	avl_remove(a, BY_SIZE, n);
 	if (a->largest == n)
@@ -287,7 +278,7 @@ static void size_remove(struct alloc *a, struct free_range *n)
  * its successor (always true of the largest range, and of a range that takes
  * back what was just carved from it) the tree needs no change.
  */
-static void size_grow(struct alloc *a, struct free_range *n, uint64_t offset, uint64_t length)
+static void size_grow(struct bestfit *a, struct free_range *n, uint64_t offset, uint64_t length)
 {
 	struct avl_path p;
 	struct free_range *x = a->root[BY_SIZE], *next = NULL;
@@ -319,7 +310,7 @@ static void size_grow(struct alloc *a, struct free_range *n, uint64_t offset, ui
  * *p is left leading to it and *below is the range just before it in the size
  * order (the last node the search passed on the right), or NULL.
  */
-static struct free_range *find_best_fit(const struct alloc *a, uint64_t len, struct avl_path *p,
+static struct free_range *find_best_fit(const struct bestfit *a, uint64_t len, struct avl_path *p,
 					struct free_range **below)
 {
 	struct free_range *x = a->root[BY_SIZE], *best = NULL;
@@ -345,7 +336,7 @@ static struct free_range *find_best_fit(const struct alloc *a, uint64_t len, str
 
 /* The free ranges either side of offset; *p is left leading to where a range
  * starting at offset would hang in the offset tree. */
-static void find_neighbours(const struct alloc *a, uint64_t offset, struct avl_path *p,
+static void find_neighbours(const struct bestfit *a, uint64_t offset, struct avl_path *p,
 			    struct free_range **pred, struct free_range **succ)
 {
 	struct free_range *x = a->root[BY_OFFSET];
@@ -365,7 +356,7 @@ static void find_neighbours(const struct alloc *a, uint64_t offset, struct avl_p
 	}
 }
 
-static struct free_range *node_get(struct alloc *a)
+static struct free_range *node_get(struct bestfit *a)
 {
 	struct free_range *n = a->node_cache;
 
@@ -376,7 +367,7 @@ static struct free_range *node_get(struct alloc *a)
 	return n;
 }
 
-static void node_put(struct alloc *a, struct free_range *n)
+static void node_put(struct bestfit *a, struct free_range *n)
 {
 	if (a->node_cache_len >= NODE_CACHE_MAX) {
 		free(n);
@@ -387,9 +378,19 @@ static void node_put(struct alloc *a, struct free_range *n)
 	a->node_cache_len++;
 }
 
-struct alloc *alloc_new(uint64_t total, uint64_t alignment)
+/* The figures after a range of length bytes went live (reserved or claimed). */
+static void count_reserved(struct bestfit *a, uint64_t length)
 {
-	struct alloc *a;
+	a->fig.used += length;
+	if (a->fig.used > a->fig.peak_used)
+		a->fig.peak_used = a->fig.used;
+	a->fig.live++;
+	bestfit_check(a);
+}
+
+void *bestfit_create(uint64_t total, uint64_t alignment)
+{
+	struct bestfit *a;
 	struct free_range *all;
 
 	if (alignment < 8 || (alignment & (alignment - 1)) || total < alignment) {
@@ -405,12 +406,12 @@ struct alloc *alloc_new(uint64_t total, uint64_t alignment)
 		return NULL;
 	}
 	a->align_mask = alignment - 1;
-	a->total = total & ~a->align_mask;
+	a->fig.total = total & ~a->align_mask;
 	all->offset = 0;
-	all->length = a->total;
+	all->length = a->fig.total;
 	avl_insert(a, BY_OFFSET, all);
 	size_insert(a, all);
-	a->free_ranges = 1;
+	a->fig.free_ranges = 1;
 	return a;
 }
 
@@ -433,8 +434,9 @@ static void free_tree(struct free_range *x, int t)
 	}
 }
 
-void alloc_free(struct alloc *a)
+void bestfit_destroy(void *self)
 {
+	struct bestfit *a = self;
 	struct free_range *n;
 
 	if (!a)
@@ -447,8 +449,9 @@ void alloc_free(struct alloc *a)
 	free(a);
 }
 
-int alloc_reserve(struct alloc *a, uint64_t size, uint64_t *offset, uint64_t *length)
+int bestfit_reserve(void *self, uint64_t size, uint64_t *offset, uint64_t *length)
 {
+	struct bestfit *a = self;
 	struct avl_path p;
 	struct free_range *best, *below;
 	uint64_t len;
@@ -465,7 +468,7 @@ int alloc_reserve(struct alloc *a, uint64_t size, uint64_t *offset, uint64_t *le
 		size_remove_at(a, &p, best);
 		avl_remove(a, BY_OFFSET, best);
 		node_put(a, best);
-		a->free_ranges--;
+		a->fig.free_ranges--;
 	} else if (below && !size_key_before(below->length, below->offset, best->length - len,
 					      best->offset + len)) {
 		size_remove_at(a, &p, best);
@@ -477,11 +480,7 @@ int alloc_reserve(struct alloc *a, uint64_t size, uint64_t *offset, uint64_t *le
 		best->offset += len;
 		best->length -= len;
 	}
-	a->used += len;
-	if (a->used > a->peak_used)
-		a->peak_used = a->used;
-	a->live++;
-	alloc_check(a);
+	count_reserved(a, len);
 	return 0;
 }
 
@@ -490,14 +489,14 @@ int alloc_reserve(struct alloc *a, uint64_t size, uint64_t *offset, uint64_t *le
  * sane when a caller releases the halves of one range separately, which no
  * tree can tell from two neighbouring ranges.
  */
-static bool release_plausible(const struct alloc *a, uint64_t offset, uint64_t length)
+static bool release_plausible(const struct bestfit *a, uint64_t offset, uint64_t length)
 {
 	return length != 0 && !((offset | length) & a->align_mask) &&
-	       offset < a->total && length <= a->total - offset && a->live != 0;
+	       offset < a->fig.total && length <= a->fig.total - offset && a->fig.live != 0;
 }
 
 /* Gives a fresh node for [offset, offset + length), hung where *p leads. */
-static int insert_isolated(struct alloc *a, struct avl_path *p, uint64_t offset, uint64_t length)
+static int insert_isolated(struct bestfit *a, struct avl_path *p, uint64_t offset, uint64_t length)
 {
 	struct free_range *n = node_get(a);
 
@@ -507,12 +506,13 @@ static int insert_isolated(struct alloc *a, struct avl_path *p, uint64_t offset,
 	n->length = length;
 	avl_insert_at(a, BY_OFFSET, p, n);
 	size_insert(a, n);
-	a->free_ranges++;
+	a->fig.free_ranges++;
 	return 0;
 }
 
-int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
+int bestfit_release(void *self, uint64_t offset, uint64_t length)
 {
+	struct bestfit *a = self;
 	struct avl_path p;
 	struct free_range *pred, *succ;
 	bool join_pred, join_succ;
@@ -532,7 +532,7 @@ int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
 		avl_remove(a, BY_OFFSET, succ);
 		size_grow(a, pred, pred->offset, pred->length + length + succ->length);
 		node_put(a, succ);
-		a->free_ranges--;
+		a->fig.free_ranges--;
 	} else if (join_pred) {
 		size_grow(a, pred, pred->offset, pred->length + length);
 	} else if (join_succ) {
@@ -543,9 +543,9 @@ int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
 		if (rc < 0)
 			return rc;
 	}
-	a->used -= length;
-	a->live--;
-	alloc_check(a);
+	a->fig.used -= length;
+	a->fig.live--;
+	bestfit_check(a);
 	return 0;
 }
 
@@ -555,14 +555,15 @@ int alloc_release(struct alloc *a, uint64_t offset, uint64_t length)
  * holds it.  Restore-time only, so the plain way is good enough: the free
  * range leaves both trees and what is left of it either side goes back.
  */
-int alloc_claim(struct alloc *a, uint64_t offset, uint64_t length)
+int bestfit_claim(void *self, uint64_t offset, uint64_t length)
 {
+	struct bestfit *a = self;
 	struct avl_path p;
 	struct free_range *pred, *succ, *f, *rest = NULL;
 	uint64_t end = offset + length, f_end;
 
-	if (length == 0 || ((offset | length) & a->align_mask) || offset >= a->total ||
-	    length > a->total - offset)
+	if (length == 0 || ((offset | length) & a->align_mask) || offset >= a->fig.total ||
+	    length > a->fig.total - offset)
 		return -EINVAL;
 	find_neighbours(a, offset, &p, &pred, &succ);
 	f = succ && succ->offset == offset ? succ : pred;
@@ -586,7 +587,7 @@ int alloc_claim(struct alloc *a, uint64_t offset, uint64_t length)
 			rest->length = f_end - end;
 			avl_insert(a, BY_OFFSET, rest);
 			size_insert(a, rest);
-			a->free_ranges++;
+			a->fig.free_ranges++;
 		}
 	} else if (end < f_end) {
 		f->offset = end;
@@ -595,43 +596,32 @@ int alloc_claim(struct alloc *a, uint64_t offset, uint64_t length)
 		size_insert(a, f);
 	} else {
 		node_put(a, f);
-		a->free_ranges--;
+		a->fig.free_ranges--;
 	}
-	a->used += length;
-	if (a->used > a->peak_used)
-		a->peak_used = a->used;
-	a->live++;
-	alloc_check(a);
+	count_reserved(a, length);
 	return 0;
 }
 
-void alloc_get_stats(const struct alloc *a, struct alloc_stats *out)
+void bestfit_stats(const void *self, struct alloc_stats *out)
 {
-	out->total = a->total;
-	out->used = a->used;
-	out->free = a->total - a->used;
+	const struct bestfit *a = self;
+
+	*out = a->fig;
+	out->free = a->fig.total - a->fig.used;
 	out->largest_free = a->largest ? a->largest->length : 0;
-	out->live = a->live;
-	out->peak_used = a->peak_used;
-	out->free_ranges = a->free_ranges;
 }
 
-uint64_t alloc_alignment(const struct alloc *a)
-{
-	return a->align_mask + 1;
-}
-
-#ifdef ALLOC_DEBUG
+#ifdef BESTFIT_DEBUG
 #include <stdio.h>
 
 static void check_fail(const char *what)
 {
-	fprintf(stderr, "alloc_check: %s\n", what);
+	fprintf(stderr, "bestfit_check: %s\n", what);
 	abort();
 }
 
 /* Returns the height of x's subtree; checks order, balance and counts. */
-static int check_subtree(const struct alloc *a, int t, const struct free_range *x,
+static int check_subtree(const struct bestfit *a, int t, const struct free_range *x,
 			 const struct free_range *lo, const struct free_range *hi, uint64_t *count,
 			 uint64_t *bytes)
 {
@@ -642,7 +632,7 @@ static int check_subtree(const struct alloc *a, int t, const struct free_range *
 	if ((lo && !range_before(t, lo, x)) || (hi && !range_before(t, x, hi)))
 		check_fail("tree out of order");
 	if (!x->length || ((x->offset | x->length) & a->align_mask) ||
-	    x->offset >= a->total || x->length > a->total - x->offset)
+	    x->offset >= a->fig.total || x->length > a->fig.total - x->offset)
 		check_fail("bad free range");
 	hl = check_subtree(a, t, x->child[t][0], lo, x, count, bytes);
 	hr = check_subtree(a, t, x->child[t][1], x, hi, count, bytes);
@@ -665,7 +655,7 @@ static void check_gaps(const struct free_range *x, const struct free_range **pre
 	check_gaps(x->child[BY_OFFSET][1], prev);
 }
 
-static void alloc_check(const struct alloc *a)
+static void bestfit_check(const struct bestfit *a)
 {
 	const struct free_range *prev = NULL;
 
@@ -673,7 +663,7 @@ static void alloc_check(const struct alloc *a)
 		uint64_t count = 0, bytes = 0;
 
 		check_subtree(a, t, a->root[t], NULL, NULL, &count, &bytes);
-		if (count != a->free_ranges || bytes != a->total - a->used)
+		if (count != a->fig.free_ranges || bytes != a->fig.total - a->fig.used)
 			check_fail("tree disagrees with the books");
 	}
 	if (a->largest != size_tree_last(a))

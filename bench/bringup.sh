@@ -1,7 +1,7 @@
 #!/bin/bash
-# make bench-bringup: how long rmemd takes from start to READY=1 with one pool
-# of each size in BRINGUP_SIZES (default 1G), with 4 KiB pages and with 2 MiB
-# hugepages.  Hugepages are reserved through /proc/sys/vm/nr_hugepages for the
+# bringup.sh - make bench-bringup: how long rmemd takes from start to READY=1
+# with one pool of each size in BRINGUP_SIZES (default 1G), with 4 KiB pages
+# and with 2 MiB hugepages.  Hugepages are reserved through /proc/sys/vm/nr_hugepages for the
 # hugepage runs only and the old value is put back at once (and on any exit).
 # A size is skipped when the machine lacks the memory for it.  A benchmark: it
 # asserts nothing.

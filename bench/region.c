@@ -23,7 +23,6 @@
  *   region [-l LIVE,...] [-r REPS] [--json]
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,16 +36,7 @@
 #include "benchutil.h"
 
 #define OWNERS 64
-#define MAX_LIST 8
-#define MAX_REPS 15
 #define ALIGN 64
-
-struct opts {
-	uint64_t live[MAX_LIST];
-	size_t nlive;
-	int reps;
-	bool json;
-};
 
 enum op { OP_FILL, OP_FIND, OP_FREE, OP_ADD, OP_LIST, OP_CALLER, OP_N };
 
@@ -166,12 +156,12 @@ static double median(double *v, int n)
 }
 
 /* One live count: fill, bytes, then reps windows of every operation. */
-static int run_one(const struct opts *o, uint64_t n, double ns[OP_N], double bytes[2])
+static int run_one(const struct bench_opts *o, uint64_t n, double ns[OP_N], double bytes[2])
 {
 	struct bench b = { .n = n, .rng = 0x9e3779b97f4a7c15ULL + n };
 	uint64_t churn = n / 4 ? n / 4 : 1, lookups = n < 1000000 ? 1000000 : n, listed;
 	uint64_t rounds = (250000 + churn - 1) / churn; /* enough work to time */
-	double w[OP_N][MAX_REPS], t0;
+	double w[OP_N][BENCH_MAX_REPS], t0;
 	size_t before;
 	int rc = -ENOMEM;
 
@@ -222,7 +212,7 @@ out:
 	return rc;
 }
 
-static void print_result(const struct opts *o, uint64_t n, const double ns[OP_N],
+static void print_result(const struct bench_opts *o, uint64_t n, const double ns[OP_N],
 			 const double bytes[2])
 {
 	if (o->json) {
@@ -246,50 +236,13 @@ static void usage(FILE *f)
 		   "  defaults: -l 1000,100000,1000000 -r 5\n");
 }
 
-static int parse_args(int argc, char **argv, struct opts *o)
-{
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	uint64_t v;
-	int ch;
-
-	*o = (struct opts){ .live = { 1000, 100000, 1000000 }, .nlive = 3, .reps = 5 };
-	while ((ch = getopt_long(argc, argv, "l:r:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'l':
-			if (bench_parse_live(optarg, o->live, MAX_LIST, &o->nlive))
-				return -EINVAL;
-			break;
-		case 'r':
-			if (bench_parse_u64(optarg, &v) || !v || v > MAX_REPS)
-				return -EINVAL;
-			o->reps = (int)v;
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			return -EINVAL;
-		}
-	}
-	return optind == argc ? 0 : -EINVAL;
-}
-
 int main(int argc, char **argv)
 {
-	struct opts o;
+	struct bench_opts o = { .live = { 1000, 100000, 1000000 }, .nlive = 3, .reps = 5 };
 	int failed = 0;
 
-	if (parse_args(argc, argv, &o)) {
-		usage(stderr);
+	if (bench_parse_args(argc, argv, "l:r:h", &o, NULL, NULL, usage))
 		return 2;
-	}
 	if (!o.json) {
 		printf("%8s %9s %8s %8s %8s %8s %8s %8s %8s\n", "live", "table B", "rss B",
 		       "fill", "find", "caller", "free", "add", "list");

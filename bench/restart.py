@@ -16,6 +16,9 @@
 # A benchmark: it prints figures (medians) and asserts nothing.  The host
 # is shared: compare ratios taken in one run, never runs with each other.
 #   POOLS="64M 4G" ROUNDS=5 RMEM_BUILD=build bench/restart.py
+# As root it runs twice, with the kernel's shmem THP off ("never": 4 KiB
+# pages) and on ("advise", which rmemd's pools ask for), side by side
+# (THP=asis: once, under the kernel's setting as it is).
 # In the test VM over rxe (window keys register each pool whole):
 #   tests/vm/run-in-vm -- env POOLS="64M 1G" RDMA_ADDR=\$RMEM_VM_RDMA_ADDR KEYS=window \
 #       bench/restart.py
@@ -121,10 +124,47 @@ def one_restart(srv, sess, sig):
     return ready, pause, first, line, (nc, h, r, data)
 
 
+THP_SHMEM = "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
+
+
+def thp_policy():
+    try:
+        with open(THP_SHMEM) as f:
+            return re.search(r"\[(\w+)\]", f.read()).group(1)
+    except (OSError, AttributeError):
+        return ""
+
+
+def set_thp(word):
+    with open(THP_SHMEM, "w") as f:
+        f.write(word)
+
+
 def main():
+    """THP=both (the default where THP_SHMEM is writable: as root) runs
+    the pools with 4 KiB pages (shmem_enabled "never") and then with
+    transparent 2 MiB ones ("advise", which rmemd's pools ask for), and puts
+    the kernel's setting back; THP=asis runs once under the current one."""
     if not os.access(RMEMD, os.X_OK):
         print("bench-restart: %s is not built" % RMEMD, file=sys.stderr)
         return 1
+    was = thp_policy()
+    mode = os.environ.get("THP", "both" if os.access(THP_SHMEM, os.W_OK) else "asis")
+    if mode == "asis":
+        return run(was or "unknown")
+    try:
+        for word in ("never", "advise"):
+            set_thp(word)
+            rc = run(word)
+            if rc:
+                return rc
+    finally:
+        if was:
+            set_thp(was)
+    return 0
+
+
+def run(policy):
     tmp = tempfile.mkdtemp(prefix="rmem-bench-restart.")
     servers, sessions = {}, {}
     figs = {(p, s): {"ready": [], "pause": [], "first": []}
@@ -147,7 +187,8 @@ def main():
                     f["first"].append(first)
                     lines[(p, label)] = line
         print("bench-restart: %d MiB held, %d rounds alternated, medians (host: %s, %d CPUs, "
-              "shared)" % (HELD >> 20, ROUNDS, os.uname().release, os.cpu_count()))
+              "shared); shmem_enabled: %s" % (HELD >> 20, ROUNDS, os.uname().release,
+                                             os.cpu_count(), policy))
         print("%-6s %-8s %10s %10s %12s" % ("pool", "signal", "ready s", "pause s",
                                              "1st alloc ms"))
         for sig in ("SIGTERM", "SIGKILL"):

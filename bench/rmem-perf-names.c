@@ -78,23 +78,57 @@ static int fail(struct names_run *nr, const char *what, int err)
 	return err;
 }
 
-static int seq_alloc(struct names_run *nr)
+/* After a step of a sequence: its error (what failed), else 0 with the time
+ * it ended in *end. */
+static int step(struct names_run *nr, int err, const char *what, int64_t *end)
 {
-	static const enum perf_name_req reqs[] = { NREQ_ALLOC, NREQ_FREE };
+	if (err)
+		return fail(nr, what, err);
+	*end = now_ns();
+	return 0;
+}
+
+/* The last step of a sequence, r's free (what), as step k + 1 of t; then
+ * the sequence's times pushed. */
+static int free_last(struct names_run *nr, struct rmem_region *r, const char *what, int64_t *t,
+		     size_t k, const enum perf_name_req *reqs, enum perf_name_req seq)
+{
+	int err = step(nr, rmem_free(nr->c, r), what, &t[k + 1]);
+
+	if (err)
+		return err;
+	return push_seq(nr, reqs, k + 1, t, seq) ? fail(nr, "malloc", -ENOMEM) : 0;
+}
+
+/* A region taken, by ALLOC or by OPEN of the name kept open, and freed. */
+static int seq_take(struct names_run *nr, bool open)
+{
+	static const enum perf_name_req alloc_reqs[] = { NREQ_ALLOC, NREQ_FREE };
+	static const enum perf_name_req open_reqs[] = { NREQ_OPEN, NREQ_FREE_OPENED };
 	struct rmem_region r;
 	int64_t t[3];
 	int err;
 
 	t[0] = now_ns();
-	err = rmem_alloc(nr->c, nr->size, 0, &r);
+	if (open)
+		err = step(nr, rmem_open(nr->c, nr->open_name, RMEM_READ | RMEM_WRITE, &r),
+			   "rmem_open", &t[1]);
+	else
+		err = step(nr, rmem_alloc(nr->c, nr->size, 0, &r), "rmem_alloc", &t[1]);
 	if (err)
-		return fail(nr, "rmem_alloc", err);
-	t[1] = now_ns();
-	err = rmem_free(nr->c, &r);
-	if (err)
-		return fail(nr, "rmem_free", err);
-	t[2] = now_ns();
-	return push_seq(nr, reqs, 2, t, NSEQ_ALLOC) ? fail(nr, "malloc", -ENOMEM) : 0;
+		return err;
+	return open ? free_last(nr, &r, "rmem_free (an opened handle)", t, 1, open_reqs, NSEQ_OPEN) :
+		      free_last(nr, &r, "rmem_free", t, 1, alloc_reqs, NSEQ_ALLOC);
+}
+
+static int seq_alloc(struct names_run *nr)
+{
+	return seq_take(nr, false);
+}
+
+static int seq_open(struct names_run *nr)
+{
+	return seq_take(nr, true);
 }
 
 static int seq_create(struct names_run *nr)
@@ -107,38 +141,12 @@ static int seq_create(struct names_run *nr)
 
 	snprintf(name, sizeof(name), "rmem-perf/%ld/%" PRIu64, (long)getpid(), nr->seq++);
 	t[0] = now_ns();
-	err = rmem_create(nr->c, name, nr->size, 0, &r);
+	err = step(nr, rmem_create(nr->c, name, nr->size, 0, &r), "rmem_create", &t[1]);
+	if (!err)
+		err = step(nr, rmem_unlink(nr->c, name), "rmem_unlink", &t[2]);
 	if (err)
-		return fail(nr, "rmem_create", err);
-	t[1] = now_ns();
-	err = rmem_unlink(nr->c, name);
-	if (err)
-		return fail(nr, "rmem_unlink", err);
-	t[2] = now_ns();
-	err = rmem_free(nr->c, &r);
-	if (err)
-		return fail(nr, "rmem_free (a created handle)", err);
-	t[3] = now_ns();
-	return push_seq(nr, reqs, 3, t, NSEQ_CREATE) ? fail(nr, "malloc", -ENOMEM) : 0;
-}
-
-static int seq_open(struct names_run *nr)
-{
-	static const enum perf_name_req reqs[] = { NREQ_OPEN, NREQ_FREE_OPENED };
-	struct rmem_region r;
-	int64_t t[3];
-	int err;
-
-	t[0] = now_ns();
-	err = rmem_open(nr->c, nr->open_name, RMEM_READ | RMEM_WRITE, &r);
-	if (err)
-		return fail(nr, "rmem_open", err);
-	t[1] = now_ns();
-	err = rmem_free(nr->c, &r);
-	if (err)
-		return fail(nr, "rmem_free (an opened handle)", err);
-	t[2] = now_ns();
-	return push_seq(nr, reqs, 2, t, NSEQ_OPEN) ? fail(nr, "malloc", -ENOMEM) : 0;
+		return err;
+	return free_last(nr, &r, "rmem_free (a created handle)", t, 2, reqs, NSEQ_CREATE);
 }
 
 /* iters iterations, or until end_ns when it is not 0. */

@@ -437,8 +437,7 @@ int single_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_regi
 	err = client_region_call(c, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req), out);
 	/* Not sent again: the first may have taken effect (a region the
 	 * session holds, unknown to the caller, until it ends). */
-	if (client_recovered(c, err))
-		err = -ECONNABORTED;
+	err = client_once(c, err);
 	client_release(c);
 	return err;
 }
@@ -458,8 +457,7 @@ int single_free(rmem_client *c, const struct rmem_region *r)
 		req = (struct proto_free_req){ .id = r->id, .rkey = r->rkey };
 		err = client_status_call(c, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req));
 	}
-	if (client_recovered(c, err))
-		err = -ECONNABORTED;
+	err = client_once(c, err);
 	client_release(c);
 	return err;
 }

@@ -26,6 +26,8 @@
 #ifndef RMEM_CLIENT_H
 #define RMEM_CLIENT_H
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -92,14 +94,31 @@ void pollfd_free(struct rmem_client *c);
 /* How many times a call sends an idempotent request again after resumes
  * before it gives up with the last error. */
 #define CLIENT_RETRIES 3
-/* err = expr, evaluated again while it failed from a lost connection that
- * the client has just resumed (at most CLIENT_RETRIES more times): for a
- * call whose request is idempotent and built anew by expr. */
+/*
+ * The one retry rule of every call that may run again after a resume:
+ * true when an attempt that failed with err may be made again (fewer
+ * than CLIENT_RETRIES made again so far, counted in *tries, which starts
+ * at 0, and the client has just resumed from the lost connection that
+ * err came from).  Used as
+ *	int tries = 0;
+ *	do err = attempt(); while (client_again(c, &tries, err));
+ * for an attempt that is idempotent and built anew each time.
+ */
+static inline bool client_again(struct rmem_client *c, int *tries, int err)
+{
+	return (*tries)++ < CLIENT_RETRIES && client_recovered(c, err);
+}
+/* For a request that is not idempotent and so never sent again: err, or
+ * -ECONNABORTED (outcome unknown) when it failed from a lost connection
+ * that the client has just resumed. */
+static inline int client_once(struct rmem_client *c, int err)
+{
+	return client_recovered(c, err) ? -ECONNABORTED : err;
+}
+/* err = expr, evaluated again while client_again says so: the loop above
+ * for a call whose attempt is one expression. */
 #define CLIENT_RETRY(c, err, expr)                                               \
-	for (int client_try_ = 0;; client_try_++)                                \
-		if (((err) = (expr)), client_try_ == CLIENT_RETRIES ||           \
-		    !client_recovered((c), (err)))                                 \
-			break
+	for (int client_try_ = 0; ((err) = (expr)), client_again((c), &client_try_, (err));)
 
 /* The region as the daemon knows it now: *r itself before any resume (one
  * predictable branch) and for regions handed out since the last one;

@@ -112,7 +112,7 @@ static int io_post(struct rmem_client *c, const struct dp_job *job, uint64_t coo
 static int io_run(rmem_client *c, const struct dp_job *job, bool post, uint64_t cookie)
 {
 	const void *buf = job->opcode == PROTO_OP_WRITE ? (const void *)job->src : job->dst;
-	int err = check_io(c, job->r, job->off, buf, job->len);
+	int err = check_io(c, job->r, job->off, buf, job->len), tries = 0;
 
 	if (err)
 		return err;
@@ -123,16 +123,14 @@ static int io_run(rmem_client *c, const struct dp_job *job, bool post, uint64_t 
 	 * connection ended is sent again once the client has resumed (a
 	 * posted one that went out is parked and sent again by the resume
 	 * itself; here only one that did not go out comes back). */
-	for (int tries = 0;; tries++) {
+	do {
 		struct dp_job now = *job;
 		struct rmem_region tmp;
 
 		err = client_region_now(c, &now.r, &tmp);
 		if (!err)
 			err = post ? io_post(c, &now, cookie) : io_sync(c, &now);
-		if (tries == CLIENT_RETRIES || !client_recovered(c, err))
-			break;
-	}
+	} while (client_again(c, &tries, err));
 	client_release(c);
 	return err;
 }
@@ -248,12 +246,12 @@ int single_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cooki
 {
 	struct proto_free_req req;
 	uint8_t buf[PROTO_FREE_REQ_LEN];
-	int err;
+	int err, tries = 0;
 
 	if (!c || !r)
 		return -EINVAL;
 	client_hold(c);
-	for (int tries = 0;; tries++) {
+	do {
 		const struct rmem_region *now = r;
 		struct rmem_region tmp;
 
@@ -263,9 +261,7 @@ int single_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cooki
 			err = ctl_post(c, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req), NULL,
 				       0, cookie);
 		}
-		if (tries == CLIENT_RETRIES || !client_recovered(c, err))
-			break;
-	}
+	} while (client_again(c, &tries, err));
 	client_release(c);
 	return err;
 }
@@ -274,13 +270,13 @@ int single_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cooki
 
 int single_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_ms)
 {
-	int err = 0;
+	int err = 0, tries = 0;
 	int n;
 
 	if (!c || !out || max <= 0)
 		return -EINVAL;
 	client_hold(c);
-	for (int tries = 0;; tries++) {
+	do {
 		err = 0;
 		/* Posts still queued go now, whatever else happens (rmem_poll.3). */
 		if (!c->eng.broken)
@@ -289,9 +285,7 @@ int single_poll(rmem_client *c, struct rmem_completion *out, int max, int timeou
 		if (!err && !c->eng.broken && c->eng.cq.count < (uint32_t)max)
 			err = dp_progress(&c->eng, c->eng.cq.count ? 0 : timeout_ms);
 		/* Lost and resumed: what was in flight is on its way again. */
-		if (c->eng.cq.count || tries == CLIENT_RETRIES || !client_recovered(c, err))
-			break;
-	}
+	} while (!c->eng.cq.count && client_again(c, &tries, err));
 	n = eng_cq_take(&c->eng, out, max);
 	if (n == 0 && c->eng.broken)
 		n = err ? err : -ECONNRESET;
@@ -317,7 +311,9 @@ int single_wait_fd(rmem_client *c, struct pollfd *pfd)
 static int atomic_run(rmem_client *c, uint16_t opcode, const struct rmem_region *r,
 		      uint64_t off, uint64_t operand, uint64_t desired, uint64_t *old)
 {
-	int err;
+	const struct rmem_region *now;
+	struct rmem_region tmp;
+	int err, tries = 0;
 
 	if (!c || !r || off % sizeof(uint64_t))
 		return -EINVAL;
@@ -326,24 +322,16 @@ static int atomic_run(rmem_client *c, uint16_t opcode, const struct rmem_region 
 	if (!may_write(r))
 		return -EACCES;
 	client_hold(c);
-	for (int tries = 0;; tries++) {
-		const struct rmem_region *now = r;
-		struct rmem_region tmp;
-
+	/* Nothing was sent yet while the region is being found: that may be
+	 * tried again once resumed. */
+	do {
+		now = r;
 		err = client_region_now(c, &now, &tmp);
-		if (err) {
-			/* Nothing was sent yet: try again once resumed. */
-			if (tries < CLIENT_RETRIES && client_recovered(c, err))
-				continue;
-			break;
-		}
-		err = dp_atomic(&c->eng, opcode, now, off, operand, desired, old);
-		/* Not idempotent: never sent again.  It may have been applied
-		 * before the connection went, or not: the caller must look. */
-		if (client_recovered(c, err))
-			err = -ECONNABORTED;
-		break;
-	}
+	} while (err && client_again(c, &tries, err));
+	/* The atomic is not idempotent: never sent again.  It may have been
+	 * applied before the connection went, or not: the caller must look. */
+	if (!err)
+		err = client_once(c, dp_atomic(&c->eng, opcode, now, off, operand, desired, old));
 	client_release(c);
 	return err;
 }

@@ -25,29 +25,14 @@ _Static_assert(RMEM_NAME_UNLINKED == PROTO_NAME_F_UNLINKED, "name flags differ")
 
 #define ACCESS_ALL (RMEM_READ | RMEM_WRITE)
 
-/*
- * 1 to RMEM_NAME_MAX bytes of 0x21..0x7e into req.  The length is judged
- * first, and without reading past RMEM_NAME_MAX + 1 bytes, so any string
- * too long is -ENAMETOOLONG whatever it holds.
- */
+/* name into req once proto_name_len() finds it valid (its error else). */
 static int name_put(const char *name, struct proto_name_req *req)
 {
-	size_t len;
+	int len = proto_name_len(name);
 
-	if (!name)
-		return -EINVAL;
-	len = strnlen(name, RMEM_NAME_MAX + 1);
-	if (len == 0)
-		return -EINVAL;
-	if (len > RMEM_NAME_MAX)
-		return -ENAMETOOLONG;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)name[i];
-
-		if (ch < 0x21 || ch > 0x7e)
-			return -EINVAL;
-	}
-	memcpy(req->name, name, len);
+	if (len < 0)
+		return len;
+	memcpy(req->name, name, (size_t)len);
 	req->name[len] = '\0';
 	req->name_len = (uint16_t)len;
 	return 0;
@@ -71,8 +56,7 @@ static int name_call(rmem_client *c, uint16_t opcode, const struct proto_name_re
 		err = client_status_call(c, opcode, buf, len);
 	/* None of them is sent again: a lost CREATE, OPEN or UNLINK may have
 	 * taken effect (a retried CREATE would say EEXIST of its own name). */
-	if (client_recovered(c, err))
-		err = -ECONNABORTED;
+	err = client_once(c, err);
 	client_release(c);
 	return err;
 }

@@ -1,5 +1,5 @@
 /*
- * router_int.h - the router's own state, shared by client-lib/cluster*.c.
+ * router_int.h - the router's own state, shared by client-lib/router*.c.
  *
  * Who calls whom: router.c (connect, close, the region calls),
  * router_poll.c (posted calls, rmem_poll) and router_names.c (names in

@@ -18,6 +18,7 @@
 #include <sys/random.h>
 
 #include "router_int.h"
+#include "randbytes.h"
 #include "single.h"
 
 int members_init(struct router *cl)
@@ -131,15 +132,6 @@ int members_find(struct router *cl, const char *id, uint32_t *slot)
 	return rc;
 }
 
-/* xorshift64*: placement needs spread, not secrecy.  Under mu. */
-static uint64_t rnd(struct router *cl)
-{
-	cl->rng ^= cl->rng >> 12;
-	cl->rng ^= cl->rng << 25;
-	cl->rng ^= cl->rng >> 27;
-	return cl->rng * 0x2545f4914f6cdd1dull;
-}
-
 static bool tried_has(const uint64_t *tried, size_t i)
 {
 	return tried[i / 64] >> (i % 64) & 1;
@@ -204,8 +196,9 @@ int members_pick(struct router *cl, uint64_t size, const uint64_t *tried, uint32
 	} else {
 		/* Two random choices; the one with more free bytes (as far as
 		 * this client knows) wins.  Servers that cannot hold size by
-		 * their record lose to any that can. */
-		uint32_t a = cand[rnd(cl) % n], b = cand[rnd(cl) % n];
+		 * their record lose to any that can.  (cl->rng: under mu.) */
+		uint32_t a = cand[rand_xorshift(&cl->rng) % n];
+		uint32_t b = cand[rand_xorshift(&cl->rng) % n];
 		const struct member *ma = &cl->members[a], *mb = &cl->members[b];
 		bool fa = ma->free_est >= size, fb = mb->free_est >= size;
 

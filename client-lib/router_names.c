@@ -57,8 +57,10 @@
 
 #include "router.h"
 #include "router_int.h"
+#include "clock.h"
 #include "cluster_name.h"
 #include "etcd_client.h"
+#include "proto.h"
 #include "single.h"
 
 #define KEY_MAX (16 + CLUSTER_NAME_MAX + 32 + RMEM_NAME_MAX + 1)
@@ -67,19 +69,10 @@
  * server (-EINVAL, -ENAMETOOLONG). */
 static int name_key(const struct router *cl, const char *name, char *key, size_t *len)
 {
-	size_t n;
-	int k;
+	int k = proto_name_len(name);
 
-	if (!name)
-		return -EINVAL;
-	n = strnlen(name, RMEM_NAME_MAX + 1);
-	if (n == 0)
-		return -EINVAL;
-	if (n > RMEM_NAME_MAX)
-		return -ENAMETOOLONG;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)name[i] < 0x21 || (unsigned char)name[i] > 0x7e)
-			return -EINVAL;
+	if (k < 0)
+		return k;
 	k = snprintf(key, KEY_MAX, "/rmem/%s/names/%s/%s", cl->name,
 		     cl->tenant ? cl->tenant : CLUSTER_ANON_TENANT, name);
 	if (k < 0 || k >= KEY_MAX)
@@ -182,13 +175,7 @@ static void *keep_claim(void *arg)
 
 	pthread_mutex_lock(&k->mu);
 	while (!k->stop) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += period_ms / 1000;
-		ts.tv_nsec += (period_ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		ts = clock_mono_ts_after(period_ms);
 		if (pthread_cond_timedwait(&k->cond, &k->mu, &ts) != ETIMEDOUT || k->stop)
 			continue;
 		pthread_mutex_unlock(&k->mu);

@@ -360,7 +360,6 @@ static int wait_cq(struct verbs_conn *rc, int64_t deadline)
  * in the error state. */
 static int reserve_slot(struct verbs_conn *rc)
 {
-
 	for (;;) {
 		/* With nothing posted there is nothing to reap: one look at the
 		 * CQ less per synchronous call. */
@@ -380,13 +379,18 @@ static int reserve_slot(struct verbs_conn *rc)
 	}
 }
 
-/* Takes the next slot of the ring for op. */
-static uint32_t slot_take(struct verbs_conn *rc, struct eng_op *op, enum ibv_wr_opcode opcode,
-			  const struct rmem_region *r, uint64_t off, uint8_t *local, uint32_t len)
+/* Room for one more request (reserve_slot), then the next slot of the ring
+ * taken for op: 0 with its index in *ix, or reserve_slot()'s error. */
+static int slot_take(struct verbs_conn *rc, struct eng_op *op, enum ibv_wr_opcode opcode,
+		     const struct rmem_region *r, uint64_t off, uint8_t *local, uint32_t len,
+		     uint32_t *ix)
 {
-	uint32_t i = (rc->head + rc->count) & SQ_MASK;
+	int err = reserve_slot(rc);
 
-	rc->slot[i] = (struct verbs_slot){
+	if (err)
+		return err;
+	*ix = (rc->head + rc->count) & SQ_MASK;
+	rc->slot[*ix] = (struct verbs_slot){
 		.state = SLOT_FREE,
 		.op = op,
 		.opcode = opcode,
@@ -397,7 +401,7 @@ static uint32_t slot_take(struct verbs_conn *rc, struct eng_op *op, enum ibv_wr_
 		.local = local,
 		.len = len,
 	};
-	return i;
+	return 0;
 }
 
 /* Posts slot i, which slot_take() just filled; on success it joins the ring. */
@@ -456,11 +460,10 @@ int verbs_io(struct verbs_conn *rc, struct eng_op *op, bool write, const struct 
 		uint32_t i;
 		int err;
 
-		err = reserve_slot(rc);
+		err = slot_take(rc, op, write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ, r, off + pos,
+				p + pos, n, &i);
 		if (err)
 			return err;
-		i = slot_take(rc, op, write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ, r,
-			      off + pos, p + pos, n);
 		s = &rc->slot[i];
 		if (write && n <= rc->max_inline) {
 			s->inlined = true;
@@ -489,11 +492,10 @@ int verbs_atomic(struct verbs_conn *rc, struct eng_op *op, bool cas, const struc
 	uint32_t i;
 	int err;
 
-	err = reserve_slot(rc);
+	err = slot_take(rc, op, cas ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD, r,
+			off, NULL, sizeof(uint64_t), &i);
 	if (err)
 		return err;
-	i = slot_take(rc, op, cas ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD, r,
-		      off, NULL, sizeof(uint64_t));
 	rc->slot[i].compare_add = operand;
 	rc->slot[i].swap = desired;
 	rc->slot[i].old = old;

@@ -34,3 +34,17 @@ int clock_ms_until(int64_t deadline)
 	left = deadline - clock_mono_ms();
 	return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
 }
+
+struct timespec clock_mono_ts_after(int64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}

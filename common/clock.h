@@ -9,6 +9,7 @@
 #define RMEM_COMMON_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 /* Nanoseconds, microseconds and milliseconds on CLOCK_MONOTONIC. */
 int64_t clock_mono_ns(void);
@@ -21,5 +22,10 @@ int64_t clock_mono_ms(void);
 /* poll(2)'s timeout until deadline: -1 for CLOCK_NO_DEADLINE, else the
  * milliseconds left, 0 once it has passed, at most INT32_MAX. */
 int clock_ms_until(int64_t deadline);
+
+/* CLOCK_MONOTONIC ms milliseconds from now as a timespec: the absolute time
+ * pthread_cond_timedwait(3) waits until on a condition variable set to that
+ * clock (pthread_condattr_setclock(3)). */
+struct timespec clock_mono_ts_after(int64_t ms);
 
 #endif /* RMEM_COMMON_CLOCK_H */

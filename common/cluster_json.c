@@ -40,6 +40,28 @@ int cluster_json_get_text(const json_t *o, const char *name, char *dst, size_t m
 	return 0;
 }
 
+int cluster_json_decode(const char *text, size_t len, const struct cluster_json_field *f,
+			size_t n, void *rec, size_t rec_len, bool (*ok)(const void *rec))
+{
+	json_error_t e;
+	json_t *o = text ? json_loadb(text, len, JSON_REJECT_DUPLICATES, &e) : NULL;
+	int rc = json_is_object(o) ? 0 : -EPROTO;
+
+	memset(rec, 0, rec_len);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (f[i].optional && !json_object_get(o, f[i].name))
+			continue;
+		rc = f[i].num ? cluster_json_get_num(o, f[i].name, f[i].num) :
+				cluster_json_get_text(o, f[i].name, f[i].text, f[i].max);
+	}
+	if (rc == 0 && !ok(rec))
+		rc = -EPROTO;
+	if (rc < 0)
+		memset(rec, 0, rec_len);
+	json_decref(o);
+	return rc;
+}
+
 int cluster_json_dump(json_t *o, char **out)
 {
 	*out = o ? json_dumps(o, JSON_COMPACT) : NULL;

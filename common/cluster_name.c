@@ -8,8 +8,10 @@
 #include "cluster_json.h"
 #include "cluster_name.h"
 
-static bool name_ok(const struct cluster_name *n)
+static bool name_ok(const void *rec)
 {
+	const struct cluster_name *n = rec;
+
 	return cluster_id_ok(n->server, sizeof n->server) && n->region <= INT64_MAX &&
 	       n->size <= INT64_MAX && n->generation <= INT64_MAX;
 }
@@ -29,23 +31,12 @@ int cluster_name_encode(const struct cluster_name *n, char **out)
 
 int cluster_name_decode(const char *text, size_t len, struct cluster_name *n)
 {
-	json_error_t e;
-	json_t *o = text ? json_loadb(text, len, JSON_REJECT_DUPLICATES, &e) : NULL;
-	int rc = json_is_object(o) ? 0 : -EPROTO;
+	const struct cluster_json_field f[] = {
+		{ "server", .text = n->server, .max = sizeof n->server },
+		{ "region", .num = &n->region },
+		{ "size", .num = &n->size },
+		{ "generation", .num = &n->generation },
+	};
 
-	memset(n, 0, sizeof *n);
-	if (rc == 0)
-		rc = cluster_json_get_text(o, "server", n->server, sizeof n->server);
-	if (rc == 0)
-		rc = cluster_json_get_num(o, "region", &n->region);
-	if (rc == 0)
-		rc = cluster_json_get_num(o, "size", &n->size);
-	if (rc == 0)
-		rc = cluster_json_get_num(o, "generation", &n->generation);
-	if (rc == 0 && !name_ok(n))
-		rc = -EPROTO;
-	if (rc < 0)
-		memset(n, 0, sizeof *n);
-	json_decref(o);
-	return rc;
+	return cluster_json_decode(text, len, f, sizeof f / sizeof f[0], n, sizeof *n, name_ok);
 }

@@ -21,8 +21,10 @@ static bool text_ok(const char *s, size_t max, bool empty_ok)
 	return true;
 }
 
-static bool rec_ok(const struct cluster_rec *r)
+static bool rec_ok(const void *rec)
 {
+	const struct cluster_rec *r = rec;
+
 	return cluster_id_ok(r->id, sizeof r->id) && text_ok(r->tcp, sizeof r->tcp, false) &&
 	       text_ok(r->rdma, sizeof r->rdma, true) &&
 	       text_ok(r->version, sizeof r->version, true) && r->free_bytes <= r->pool_bytes &&
@@ -50,36 +52,18 @@ int cluster_rec_encode(const struct cluster_rec *r, char **out)
 
 int cluster_rec_decode(const char *text, size_t len, struct cluster_rec *r)
 {
-	json_error_t e;
-	json_t *o = text ? json_loadb(text, len, JSON_REJECT_DUPLICATES, &e) : NULL;
-	const json_t *ver;
-	int rc = json_is_object(o) ? 0 : -EPROTO;
+	const struct cluster_json_field f[] = {
+		{ "id", .text = r->id, .max = sizeof r->id },
+		{ "tcp", .text = r->tcp, .max = sizeof r->tcp },
+		{ "rdma", .text = r->rdma, .max = sizeof r->rdma },
+		{ "pool_bytes", .num = &r->pool_bytes },
+		{ "free_bytes", .num = &r->free_bytes },
+		{ "largest_free", .num = &r->largest_free },
+		{ "generation", .num = &r->generation },
+		{ "start_time_ms", .num = &r->start_time_ms },
+		/* informative: an older writer may lack it */
+		{ "version", .text = r->version, .max = sizeof r->version, .optional = true },
+	};
 
-	memset(r, 0, sizeof *r);
-	if (rc == 0)
-		rc = cluster_json_get_text(o, "id", r->id, sizeof r->id);
-	if (rc == 0)
-		rc = cluster_json_get_text(o, "tcp", r->tcp, sizeof r->tcp);
-	if (rc == 0)
-		rc = cluster_json_get_text(o, "rdma", r->rdma, sizeof r->rdma);
-	if (rc == 0)
-		rc = cluster_json_get_num(o, "pool_bytes", &r->pool_bytes);
-	if (rc == 0)
-		rc = cluster_json_get_num(o, "free_bytes", &r->free_bytes);
-	if (rc == 0)
-		rc = cluster_json_get_num(o, "largest_free", &r->largest_free);
-	if (rc == 0)
-		rc = cluster_json_get_num(o, "generation", &r->generation);
-	if (rc == 0)
-		rc = cluster_json_get_num(o, "start_time_ms", &r->start_time_ms);
-	/* version is informative: an older writer may lack it */
-	ver = rc == 0 ? json_object_get(o, "version") : NULL;
-	if (ver)
-		rc = cluster_json_get_text(o, "version", r->version, sizeof r->version);
-	if (rc == 0 && !rec_ok(r))
-		rc = -EPROTO;
-	if (rc < 0)
-		memset(r, 0, sizeof *r);
-	json_decref(o);
-	return rc;
+	return cluster_json_decode(text, len, f, sizeof f / sizeof f[0], r, sizeof *r, rec_ok);
 }

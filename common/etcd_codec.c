@@ -339,17 +339,13 @@ static int get_u64(const json_t *obj, const char *name, uint64_t *out)
 	return parse_digits(json_string_value(v), false, &neg, out);
 }
 
+/* obj[name], a boolean; absent is false. */
 static int get_bool(const json_t *obj, const char *name, bool *out)
 {
 	const json_t *v = json_object_get(obj, name);
 
-	*out = false;
-	if (!v)
-		return 0;
-	if (!json_is_boolean(v))
-		return -EPROTO;
 	*out = json_is_true(v);
-	return 0;
+	return !v || json_is_boolean(v) ? 0 : -EPROTO;
 }
 
 /* obj[name], an object; absent gives NULL and 0 unless required. */
@@ -357,13 +353,10 @@ static int get_object(const json_t *obj, const char *name, bool required, const 
 {
 	const json_t *v = json_object_get(obj, name);
 
-	*out = NULL;
+	*out = json_is_object(v) ? v : NULL;
 	if (!v)
 		return required ? -EPROTO : 0;
-	if (!json_is_object(v))
-		return -EPROTO;
-	*out = v;
-	return 0;
+	return *out ? 0 : -EPROTO;
 }
 
 /* obj[name], an array; absent is an empty one (NULL, 0 elements). */
@@ -371,15 +364,9 @@ static int get_array(const json_t *obj, const char *name, const json_t **out, si
 {
 	const json_t *v = json_object_get(obj, name);
 
-	*out = NULL;
-	*n = 0;
-	if (!v)
-		return 0;
-	if (!json_is_array(v))
-		return -EPROTO;
-	*out = v;
-	*n = json_array_size(v);
-	return 0;
+	*out = json_is_array(v) ? v : NULL;
+	*n = json_array_size(*out);	/* 0 for NULL */
+	return !v || *out ? 0 : -EPROTO;
 }
 
 /* obj[name], base64 bytes, into a malloc'd copy with a NUL after it; absent

@@ -734,6 +734,21 @@ static bool is_name_op(uint16_t opcode)
 	return opcode == PROTO_OP_CREATE || opcode == PROTO_OP_OPEN || opcode == PROTO_OP_UNLINK;
 }
 
+int proto_name_len(const char *name)
+{
+	size_t len;
+
+	if (!name)
+		return -EINVAL;
+	len = strnlen(name, PROTO_NAME_MAX + 1);
+	if (len > PROTO_NAME_MAX)
+		return -ENAMETOOLONG;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)name[i] < 0x21 || (unsigned char)name[i] > 0x7e)
+			return -EINVAL;
+	return len ? (int)len : -EINVAL;
+}
+
 size_t proto_name_req_encode(uint8_t *out, uint16_t opcode, const struct proto_name_req *m)
 {
 	size_t n = m->name_len;

@@ -522,6 +522,12 @@ struct proto_name_req {
 /* opcode is CREATE, OPEN or UNLINK (-EINVAL otherwise).  encode writes
  * PROTO_NAME_REQ_FIXED + m->name_len bytes (name_len 1..PROTO_NAME_MAX, or
  * ..PROTO_NAME_NS_MAX for UNLINK with PROTO_UNLINK_NS). */
+/* The length of the NUL-terminated name when it is a valid name (1 to
+ * PROTO_NAME_MAX bytes of 0x21..0x7e); -ENAMETOOLONG when it is longer, judged
+ * first and without reading past PROTO_NAME_MAX + 1 bytes, so that any string
+ * too long gets it whatever it holds; else -EINVAL (NULL too).  The library's
+ * check, on one server or a cluster, before a name goes on the wire. */
+int proto_name_len(const char *name);
 size_t proto_name_req_encode(uint8_t *out, uint16_t opcode, const struct proto_name_req *m);
 int proto_name_req_decode(const uint8_t *in, size_t len, uint16_t opcode,
 			  struct proto_name_req *m);

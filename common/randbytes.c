@@ -19,3 +19,11 @@ int rand_bytes(void *buf, size_t len)
 	}
 	return 0;
 }
+
+uint64_t rand_xorshift(uint64_t *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return *state * 0x2545f4914f6cdd1dull;
+}

@@ -364,3 +364,16 @@ int state_slot_decode(const uint8_t *in, uint32_t index, struct state_slot *s)
 	*s = tmp;
 	return 0;
 }
+
+uint64_t state_slot_id(const struct state_slot *s)
+{
+	switch (s->type) {
+	case STATE_SESSION: return s->u.session.id;
+	case STATE_REGION:  return s->u.region.id;
+	case STATE_OBJECT:  return s->u.object.id;
+	case STATE_NAME:    return s->u.name.object;
+	case STATE_HANDLE:  return s->u.handle.region;
+	case STATE_PENDING: return s->u.pending.object;
+	default:            return 0;
+	}
+}

@@ -192,6 +192,11 @@ int state_hdr_decode(const uint8_t *in, size_t len, struct state_hdr *h);
 size_t state_slot_encode(uint8_t *out, uint32_t index, const struct state_slot *s);
 int state_slot_decode(const uint8_t *in, uint32_t index, struct state_slot *s);
 
+/* The id a record is filed and sorted under: a session's, a region's or an
+ * object's own id, the object a NAME or PENDING names, the region a HANDLE
+ * opens; 0 for COUNTERS and FREE. */
+uint64_t state_slot_id(const struct state_slot *s);
+
 /* CRC-32C (Castagnoli), continued from crc (0 to start). */
 uint32_t state_crc32c(uint32_t crc, const uint8_t *p, size_t n);
 

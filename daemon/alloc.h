@@ -1,5 +1,6 @@
 /*
- * alloc.h - a pure range allocator for one pinned pool (no I/O, no RDMA).
+ * alloc.h - a pure range allocator for one pinned pool: a bucketed
+ * two-level segregated fit (TLSF) table of free ranges, no I/O, no RDMA.
  *
  * Two-level segregated fit (TLSF, Masmano et al. 2004) with immediate
  * coalescing.  Free ranges sit in lists by size class; two bitmaps (which

@@ -486,22 +486,14 @@ static int load_group(struct ctx *ctx, const config_setting_t *group, const char
 	return 0;
 }
 
-/* Checks that need the whole pool, or all pools: unique names, alignment. */
-static int check_pool(struct ctx *ctx, const struct config *cfg, size_t i,
+/* Checks that need the whole pool: alignment (load_list: unique names). */
+static int check_pool(struct ctx *ctx, struct config *cfg, size_t i,
 		      const config_setting_t *group)
 {
 	const struct config_pool *p = &cfg->pools[i];
 	const config_setting_t *s;
 	char path[CONFIG_PATH_MAX_LEN], a[48], b[48];
 
-	for (size_t j = 0; j < i; j++) {
-		if (strcmp(cfg->pools[j].name, p->name))
-			continue;
-		s = config_setting_get_member(group, "name");
-		snprintf(path, sizeof path, "pools[%zu].name", i);
-		return fail(ctx, s ? s : group, path, "\"%s\" is already the name of pools[%zu]%s",
-			    p->name, j, s ? "" : " (give each pool a name)");
-	}
 	if (p->alignment > p->size) {
 		s = config_setting_get_member(group, "alignment");
 		snprintf(path, sizeof path, "pools[%zu].alignment", i);
@@ -512,36 +504,76 @@ static int check_pool(struct ctx *ctx, const struct config *cfg, size_t i,
 	return 0;
 }
 
-static int load_pools(struct ctx *ctx, const struct section *sec, const config_setting_t *list,
-		      struct config *cfg)
+_Static_assert(offsetof(struct config_pool, name) == 0, "unique_name() reads it there");
+_Static_assert(offsetof(struct config_tenant, name) == 0, "unique_name() reads it there");
+
+/* Elements of a list (name[i], i < n, each size bytes from base) whose
+ * struct starts with its name: name[n]'s must be none of theirs. */
+static int unique_name(struct ctx *ctx, const config_setting_t *group, const char *name,
+		       const void *base, size_t size, size_t n)
+{
+	const char *mine = (const char *)base + n * size;
+	const config_setting_t *s = config_setting_get_member(group, "name");
+	char path[CONFIG_PATH_MAX_LEN];
+
+	for (size_t j = 0; j < n; j++) {
+		if (strcmp((const char *)base + j * size, mine))
+			continue;
+		snprintf(path, sizeof path, "%s[%zu].name", name, n);
+		return fail(ctx, s ? s : group, path, "\"%s\" is already the name of %s[%zu]%s",
+			    mine, name, j, s ? "" : " (give each a name)");
+	}
+	return 0;
+}
+
+/*
+ * The groups of a list section (pools, tenants), name[i] each: its keys
+ * into base + i * size, defaults first, then a name of its own and
+ * check(ctx, cfg, i, group); at most max of them.  0 with their number in *count,
+ * or a negative errno.
+ */
+static int load_list(struct ctx *ctx, const struct section *sec, const config_setting_t *list,
+		     struct config *cfg, const char *name, int max, void *base, size_t size,
+		     int (*check)(struct ctx *ctx, struct config *cfg, size_t i,
+				  const config_setting_t *group),
+		     size_t *count)
 {
 	int n = config_setting_length(list);
 	char prefix[CONFIG_PATH_MAX_LEN];
 	int rc;
 
-	if (!config_setting_is_list(list))
-		return fail(ctx, list, "pools", "expected a list ( { name = ...; size = ...; }, "
-			    "... ), got %s", type_name(config_setting_type(list)));
-	if (n == 0)
-		return fail(ctx, list, "pools", "the list is empty; at least one pool is needed");
 	for (int i = 0; i < n; i++) {
 		const config_setting_t *group = config_setting_get_elem(list, (unsigned)i);
+		void *elem;
 
-		snprintf(prefix, sizeof prefix, "pools[%d]", i);
-		if (i >= CONFIG_MAX_POOLS)
-			return fail(ctx, group, prefix, "too many pools (at most %d)",
-				    CONFIG_MAX_POOLS);
-		apply_defaults(sec->keys, sec->nkeys, &cfg->pools[i]);
-		rc = load_group(ctx, group, prefix, sec->keys, sec->nkeys,
-				&cfg->pools[i]);
+		snprintf(prefix, sizeof prefix, "%s[%d]", name, i);
+		if (i >= max)
+			return fail(ctx, group, prefix, "too many %s (at most %d)", name, max);
+		elem = (char *)base + (size_t)i * size;
+		apply_defaults(sec->keys, sec->nkeys, elem);
+		rc = load_group(ctx, group, prefix, sec->keys, sec->nkeys, elem);
 		if (rc < 0)
 			return rc;
-		rc = check_pool(ctx, cfg, (size_t)i, group);
+		rc = unique_name(ctx, group, name, base, size, (size_t)i);
+		if (rc == 0)
+			rc = check(ctx, cfg, (size_t)i, group);
 		if (rc < 0)
 			return rc;
 	}
-	cfg->npools = (size_t)n;
+	*count = (size_t)n;
 	return 0;
+}
+
+static int load_pools(struct ctx *ctx, const struct section *sec, const config_setting_t *list,
+		      struct config *cfg)
+{
+	if (!config_setting_is_list(list))
+		return fail(ctx, list, "pools", "expected a list ( { name = ...; size = ...; }, "
+			    "... ), got %s", type_name(config_setting_type(list)));
+	if (config_setting_length(list) == 0)
+		return fail(ctx, list, "pools", "the list is empty; at least one pool is needed");
+	return load_list(ctx, sec, list, cfg, "pools", CONFIG_MAX_POOLS, cfg->pools,
+			 sizeof cfg->pools[0], check_pool, &cfg->npools);
 }
 
 /* ---- tenants ---------------------------------------------------------------- */
@@ -569,8 +601,8 @@ static int read_secret(struct ctx *ctx, const config_setting_t *s, const char *p
 	return rc;
 }
 
-/* What needs the whole tenant, or every tenant: required keys, unique names,
- * then the secret itself. */
+/* What needs the whole tenant: required keys, then the secret itself
+ * (load_list: unique names). */
 static int check_tenant(struct ctx *ctx, struct config *cfg, size_t i,
 			const config_setting_t *group)
 {
@@ -583,14 +615,6 @@ static int check_tenant(struct ctx *ctx, struct config *cfg, size_t i,
 		return fail(ctx, group, path, "no name (every tenant needs name and secret_file)");
 	if (!t->secret_file[0])
 		return fail(ctx, group, path, "tenant \"%s\" has no secret_file", t->name);
-	for (size_t j = 0; j < i; j++) {
-		if (strcmp(cfg->tenants[j].name, t->name))
-			continue;
-		s = config_setting_get_member(group, "name");
-		snprintf(path, sizeof path, "tenants[%zu].name", i);
-		return fail(ctx, s ? s : group, path, "\"%s\" is already the name of tenants[%zu]",
-			    t->name, j);
-	}
 	s = config_setting_get_member(group, "secret_file");
 	snprintf(path, sizeof path, "tenants[%zu].secret_file", i);
 	return read_secret(ctx, s ? s : group, path, t);
@@ -599,31 +623,11 @@ static int check_tenant(struct ctx *ctx, struct config *cfg, size_t i,
 static int load_tenants(struct ctx *ctx, const struct section *sec, const config_setting_t *list,
 			struct config *cfg)
 {
-	int n = config_setting_length(list);
-	char prefix[CONFIG_PATH_MAX_LEN];
-	int rc;
-
 	if (!config_setting_is_list(list))
 		return fail(ctx, list, "tenants", "expected a list ( { name = ...; secret_file = "
 			    "...; }, ... ), got %s", type_name(config_setting_type(list)));
-	for (int i = 0; i < n; i++) {
-		const config_setting_t *group = config_setting_get_elem(list, (unsigned)i);
-
-		snprintf(prefix, sizeof prefix, "tenants[%d]", i);
-		if (i >= CONFIG_MAX_TENANTS)
-			return fail(ctx, group, prefix, "too many tenants (at most %d)",
-				    CONFIG_MAX_TENANTS);
-		apply_defaults(sec->keys, sec->nkeys, &cfg->tenants[i]);
-		rc = load_group(ctx, group, prefix, sec->keys, sec->nkeys,
-				&cfg->tenants[i]);
-		if (rc < 0)
-			return rc;
-		rc = check_tenant(ctx, cfg, (size_t)i, group);
-		if (rc < 0)
-			return rc;
-	}
-	cfg->ntenants = (size_t)n;
-	return 0;
+	return load_list(ctx, sec, list, cfg, "tenants", CONFIG_MAX_TENANTS, cfg->tenants,
+			 sizeof cfg->tenants[0], check_tenant, &cfg->ntenants);
 }
 
 /* ---- cluster ---------------------------------------------------------------- */

@@ -690,32 +690,31 @@ static void conn_on_read(evutil_socket_t fd, short what, void *arg)
 		conn_free(c);
 }
 
-static void conn_on_write(evutil_socket_t fd, short what, void *arg)
+/* The socket can take more, or (retry) a parked request's time has come:
+ * serve that again first, then what followed it. */
+static void conn_resume(struct conn *c, bool retry)
 {
-	struct conn *c = arg;
-
-	(void)fd;
-	(void)what;
 	c->clock_ns = (uint64_t)clock_mono_ns();
-	conn_pump(c);
-	if (c->dead)
-		conn_free(c);
-}
-
-/* A parked request's time has come: serve it again, then what followed it. */
-static void conn_on_retry(evutil_socket_t fd, short what, void *arg)
-{
-	struct conn *c = arg;
-
-	(void)fd;
-	(void)what;
-	c->clock_ns = (uint64_t)clock_mono_ns();
-	if (!c->dead && c->parked)
+	if (retry && !c->dead && c->parked)
 		serve(c, c->parked);
 	if (!c->dead)
 		conn_pump(c);
 	if (c->dead)
 		conn_free(c);
+}
+
+static void conn_on_write(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_resume(arg, false);
+}
+
+static void conn_on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_resume(arg, true);
 }
 
 void conn_end_session(struct server *srv, struct session *s, int status, const char *why)

@@ -344,24 +344,54 @@ static void do_atomic(struct server *srv, const struct ctl_req *q, struct ctl_re
 	reply_payload(rep, proto_atomic_rep_encode(rep->payload, old));
 }
 
-static uint32_t list_limit(uint32_t asked, size_t reclen)
+/* A listing's reply being written: NAMES, REGIONS, CLIENTS. */
+struct listing {
+	struct proto_list_req req;
+	uint32_t n, max;	/* records written, and how many of them fit */
+	size_t at;		/* the payload's bytes so far, the header's first */
+};
+
+/* Decodes the request into l, for records of reclen bytes: as many as it
+ * asks for (0: no limit) and fit in a reply.  false when it is refused. */
+static bool list_begin(struct listing *l, const struct ctl_req *q, struct ctl_reply *rep,
+		       size_t reclen)
 {
 	uint32_t cap = (uint32_t)PROTO_LIST_MAX(reclen);
 
-	return asked && asked < cap ? asked : cap;
+	if (!decoded(proto_list_req_decode(q->payload, q->len, &l->req), rep))
+		return false;
+	l->n = 0;
+	l->max = l->req.max && l->req.max < cap ? l->req.max : cap;
+	l->at = PROTO_LIST_HDR_LEN;
+	return true;
+}
+
+/* The header for the l->n records written: the reply is ready. */
+static void list_end(const struct listing *l, struct ctl_reply *rep)
+{
+	proto_list_hdr_encode(rep->payload, l->n);
+	reply_payload(rep, l->at);
 }
 
 /* ---- named regions (session.c, names.c) ------------------------------------- */
 
-/* CREATE allocates as ALLOC does, and waits for the quarantine alike. */
-static void do_create(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
+/* CREATE and OPEN: a region by name.  CREATE allocates as ALLOC does, and
+ * waits for the quarantine alike; OPEN's handle has the access it asks. */
+static void do_create_open(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
+	const bool create = q->h->opcode == PROTO_OP_CREATE;
 	struct proto_name_req req;
 	const struct region *r;
 	int rc;
 
-	if (!decoded(proto_name_req_decode(q->payload, q->len, PROTO_OP_CREATE, &req), rep))
+	if (!decoded(proto_name_req_decode(q->payload, q->len, q->h->opcode, &req), rep))
 		return;
+	if (!create) {
+		rc = session_open(srv, q->s, req.name, req.name_len, req.flags, &r);
+		if (rc < 0)
+			return reply_status(rep, rc);
+		return reply_region(srv, r, req.flags, rep);
+	}
 	rc = session_create(srv, q->s, req.name, req.name_len, req.size, req.flags, &r);
 	if (wait_for_quarantine(srv, q, req.size, rc, rep))
 		return;
@@ -370,20 +400,6 @@ static void do_create(struct server *srv, const struct ctl_req *q, struct ctl_re
 		return reply_status(rep, rc);
 	}
 	reply_region(srv, r, PROTO_ACCESS_READ | PROTO_ACCESS_WRITE, rep);
-}
-
-static void do_open(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
-{
-	struct proto_name_req req;
-	const struct region *r;
-	int rc;
-
-	if (!decoded(proto_name_req_decode(q->payload, q->len, PROTO_OP_OPEN, &req), rep))
-		return;
-	rc = session_open(srv, q->s, req.name, req.name_len, req.flags, &r);
-	if (rc < 0)
-		return reply_status(rep, rc);
-	reply_region(srv, r, req.flags, rep);
 }
 
 /*
@@ -425,19 +441,15 @@ static void do_unlink(struct server *srv, const struct ctl_req *q, struct ctl_re
 
 static void do_names(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
-	struct proto_list_req req;
-	uint8_t *out = rep->payload;
-	uint32_t n = 0, max;
-	size_t at = PROTO_LIST_HDR_LEN;
 	uint64_t now = (uint64_t)clock_mono_ns();
+	struct listing l;
 
-	if (!decoded(proto_list_req_decode(q->payload, q->len, &req), rep))
+	if (!list_begin(&l, q, rep, PROTO_NAME_REC_LEN))
 		return;
 	if (!srv->names)
-		return reply_payload(rep, proto_list_hdr_encode(out, 0));
-	max = list_limit(req.max, PROTO_NAME_REC_LEN);
-	for (struct name_obj *o = names_next_after(srv->names, req.after); o && n < max;
-	     o = names_next(o), n++) {
+		return list_end(&l, rep);
+	for (struct name_obj *o = names_next_after(srv->names, l.req.after); o && l.n < l.max;
+	     o = names_next(o), l.n++) {
 		struct proto_name_rec rec = {
 			.id = o->id,
 			.length = o->length,
@@ -448,10 +460,9 @@ static void do_names(struct server *srv, const struct ctl_req *q, struct ctl_rep
 
 		snprintf(rec.tenant, sizeof rec.tenant, "%s", o->ns ? o->ns->name : "");
 		memcpy(rec.name, o->name, o->name_len);
-		at += proto_name_rec_encode(out + at, &rec);
+		l.at += proto_name_rec_encode(rep->payload + l.at, &rec);
 	}
-	proto_list_hdr_encode(out, n);
-	reply_payload(rep, at);
+	list_end(&l, rep);
 }
 
 /* ---- figures and listings ---------------------------------------------------- */
@@ -534,18 +545,13 @@ static void region_name(const struct server *srv, const struct region *r,
 
 static void do_regions(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
-	struct proto_list_req req;
-	uint8_t *out = rep->payload;
-	uint32_t n = 0, max;
-	size_t at = PROTO_LIST_HDR_LEN;
-
 	const bool named = q->h->opcode == PROTO_OP_REGIONS_NAMED;
+	struct listing l;
 
-	if (!decoded(proto_list_req_decode(q->payload, q->len, &req), rep))
+	if (!list_begin(&l, q, rep, named ? PROTO_REGION_NAMED_REC_LEN : PROTO_REGION_REC_LEN))
 		return;
-	max = list_limit(req.max, named ? PROTO_REGION_NAMED_REC_LEN : PROTO_REGION_REC_LEN);
-	for (struct region *r = region_next_after(srv->regions, req.after); r && n < max;
-	     r = region_next(srv->regions, r), n++) {
+	for (struct region *r = region_next_after(srv->regions, l.req.after); r && l.n < l.max;
+	     r = region_next(srv->regions, r), l.n++) {
 		struct proto_region_rec rec = {
 			.id = r->id,
 			.addr = (uint64_t)(uintptr_t)(srv->pools[r->pool].base + r->offset),
@@ -555,14 +561,13 @@ static void do_regions(struct server *srv, const struct ctl_req *q, struct ctl_r
 		};
 
 		if (!named) {
-			at += proto_region_rec_encode(out + at, &rec);
+			l.at += proto_region_rec_encode(rep->payload + l.at, &rec);
 			continue;
 		}
 		region_name(srv, r, &rec);
-		at += proto_region_named_rec_encode(out + at, &rec);
+		l.at += proto_region_named_rec_encode(rep->payload + l.at, &rec);
 	}
-	proto_list_hdr_encode(out, n);
-	reply_payload(rep, at);
+	list_end(&l, rep);
 }
 
 /* An attached queue pair carries the session's data: say so. */
@@ -575,19 +580,15 @@ static const char *transport_name(const struct session *s)
 
 static void do_clients(struct server *srv, const struct ctl_req *q, struct ctl_reply *rep)
 {
-	struct proto_list_req req;
-	uint8_t *out = rep->payload;
-	uint32_t n = 0, max;
-	size_t at = PROTO_LIST_HDR_LEN;
 	uint64_t now = (uint64_t)clock_mono_ns();
+	struct listing l;
 
-	if (!decoded(proto_list_req_decode(q->payload, q->len, &req), rep))
+	if (!list_begin(&l, q, rep, PROTO_CLIENT_REC_LEN))
 		return;
-	max = list_limit(req.max, PROTO_CLIENT_REC_LEN);
-	for (struct session *s = srv->sessions_first; s && n < max; s = s->next) {
+	for (struct session *s = srv->sessions_first; s && l.n < l.max; s = s->next) {
 		struct proto_client_rec rec = { .id = 0 };
 
-		if (s->id <= req.after || !s->hello_done)
+		if (s->id <= l.req.after || !s->hello_done)
 			continue;
 		rec.id = s->id;
 		rec.regions = s->nregions;
@@ -596,11 +597,10 @@ static void do_clients(struct server *srv, const struct ctl_req *q, struct ctl_r
 		rec.idle_ms = (now - s->last_ns) / 1000000;
 		snprintf(rec.transport, sizeof rec.transport, "%s", transport_name(s));
 		snprintf(rec.peer, sizeof rec.peer, "%s", s->peer);
-		at += proto_client_rec_encode(out + at, &rec);
-		n++;
+		l.at += proto_client_rec_encode(rep->payload + l.at, &rec);
+		l.n++;
 	}
-	proto_list_hdr_encode(out, n);
-	reply_payload(rep, at);
+	list_end(&l, rep);
 }
 
 /* ---- the table and the one place that checks it ------------------------------- */
@@ -620,8 +620,8 @@ static const struct handler handlers[PROTO_OP_COUNT] = {
 	[PROTO_OP_FAA]     = { .fn = do_atomic },
 	[PROTO_OP_AUTH_BEGIN] = { .fn = do_auth_begin, .before_hello = true },
 	[PROTO_OP_AUTH]    = { .fn = do_auth,    .before_hello = true },
-	[PROTO_OP_CREATE]  = { .fn = do_create },
-	[PROTO_OP_OPEN]    = { .fn = do_open },
+	[PROTO_OP_CREATE]  = { .fn = do_create_open },
+	[PROTO_OP_OPEN]    = { .fn = do_create_open },
 	[PROTO_OP_UNLINK]  = { .fn = do_unlink },
 	[PROTO_OP_NAMES]   = { .fn = do_names,   .admin = true },
 	[PROTO_OP_RESUME]  = { .fn = do_resume,  .before_hello = true },

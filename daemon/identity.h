@@ -18,7 +18,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct config;
+#include "config.h"
+
+/* One server's identity, as struct server holds it (srv->identity): both
+ * 0 / "" until persist.c draws it for new memory or restore.c takes it
+ * back from the state memfd; still so without the fd store, where
+ * member.c draws its own. */
+struct identity {
+	uint64_t generation;
+	char id[CONFIG_NAME_MAX];
+};
 
 /*
  * A new identity: *generation the wall clock in microseconds (unique per

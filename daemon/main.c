@@ -145,11 +145,32 @@ static int open_pools(struct server *srv)
 			return rc;
 		}
 		srv->npools = i + 1;
-		log_info("pool %s: %" PRIu64 " bytes pinned at %p, %u-byte pages, alignment %" PRIu64,
+		log_info("pool %s: %" PRIu64 " bytes pinned at %p, %u-byte pages%s, alignment %" PRIu64,
 			 pc->name, srv->pools[i].size, (void *)srv->pools[i].base,
-			 srv->pools[i].page_size, pc->alignment);
+			 srv->pools[i].page_size, srv->pools[i].thp ? " (transparent 2 MiB)" : "",
+			 pc->alignment);
 	}
 	return 0;
+}
+
+/* Says once when a pool of 4 KiB pages gets no transparent hugepages: its
+ * restarts then cost in proportion to its size (pool.c, finish_open). */
+static void note_small_pages(const struct server *srv)
+{
+	char policy[32];
+
+	for (uint32_t i = 0; i < srv->npools; i++) {
+		const struct pool *p = &srv->pools[i];
+
+		if (p->page_size >= (2u << 20) || p->thp)
+			continue;
+		pool_thp_policy(policy, sizeof policy);
+		log_notice("pool %s: 4 KiB pages, no transparent hugepages (shmem_enabled: %s): "
+			   "a restart costs time in proportion to the pool; \"advise\" in "
+			   "/sys/kernel/mm/transparent_hugepage/shmem_enabled makes it cost what "
+			   "clients hold (rmemd(8), RESTART)", p->name, policy[0] ? policy : "unknown");
+		return;
+	}
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -289,6 +310,7 @@ static int serve(struct server *srv)
 		rc = -1;
 		goto out;
 	}
+	note_small_pages(srv);
 	log_notice("rmemd %s ready: %u pool(s); tcp %s; admin %s; metrics %s; rdma port %u, keys %s",
 		   RMEM_VERSION_STRING, srv->npools,
 		   srv->cfg.listen_tcp[0] ? srv->cfg.listen_tcp : "off",

@@ -391,16 +391,9 @@ static void refresh(struct agent *a)
 /* Sleeps until ms from now or until asked to stop; true when asked. */
 static bool nap(struct member *cl, int64_t ms)
 {
-	struct timespec ts;
+	struct timespec ts = clock_mono_ts_after(ms);
 	bool stop;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&cl->lock);
 	while (!cl->stop && pthread_cond_timedwait(&cl->cond, &cl->lock, &ts) != ETIMEDOUT)
 		;
@@ -477,9 +470,9 @@ static void *agent_main(void *arg)
  * cluster.id or 64 random bits, and the start time in µs. */
 static int make_identity(const struct server *srv, struct cluster_rec *rec)
 {
-	if (srv->generation && srv->server_id[0]) {
-		snprintf(rec->id, sizeof rec->id, "%s", srv->server_id);
-		rec->generation = srv->generation;
+	if (srv->identity.generation && srv->identity.id[0]) {
+		snprintf(rec->id, sizeof rec->id, "%s", srv->identity.id);
+		rec->generation = srv->identity.generation;
 		return 0;
 	}
 	return identity_draw(&srv->cfg, &rec->generation, rec->id, sizeof rec->id);
@@ -574,7 +567,7 @@ int member_start(struct server *srv)
 	cl->thread_started = true;
 	log_info("cluster: joining as %s (generation %" PRIu64 "%s, tcp %s, rdma %s, lease %u ms, "
 		 "refresh step %" PRIu64 " bytes) through %s", cl->key, cl->rec.generation,
-		 srv->generation ? ", the memory's" : "", cl->rec.tcp,
+		 srv->identity.generation ? ", the memory's" : "", cl->rec.tcp,
 		 cl->rec.rdma[0] ? cl->rec.rdma : "off", cl->lease_ms, cl->step, cl->endpoints);
 	return 0;
 }

@@ -179,11 +179,11 @@ static void write_slots(struct page *p, const struct server *srv)
 	head(p, "rmem_tenant_state_slots", "gauge", "Record slots a tenant holds.");
 	for (size_t i = 0; i < cfg->ntenants; i++)
 		labelled(p, "rmem_tenant_state_slots", "tenant", cfg->tenants[i].name,
-			 srv->tenant_use[i].slots);
+			 tenant_usage(srv, &cfg->tenants[i])->slots);
 	head(p, "rmem_tenant_sessions", "gauge", "Sessions a tenant holds.");
 	for (size_t i = 0; i < cfg->ntenants; i++)
 		labelled(p, "rmem_tenant_sessions", "tenant", cfg->tenants[i].name,
-			 srv->tenant_use[i].sessions);
+			 tenant_usage(srv, &cfg->tenants[i])->sessions);
 }
 
 static void write_tenants(struct page *p, const struct server *srv)
@@ -196,11 +196,11 @@ static void write_tenants(struct page *p, const struct server *srv)
 	     "Bytes a tenant holds, counted against its quota until they are back in a pool.");
 	for (size_t i = 0; i < cfg->ntenants; i++)
 		labelled(p, "rmem_tenant_used_bytes", "tenant", cfg->tenants[i].name,
-			 srv->tenant_use[i].bytes);
+			 tenant_usage(srv, &cfg->tenants[i])->bytes);
 	head(p, "rmem_tenant_regions", "gauge", "Regions a tenant holds.");
 	for (size_t i = 0; i < cfg->ntenants; i++)
 		labelled(p, "rmem_tenant_regions", "tenant", cfg->tenants[i].name,
-			 srv->tenant_use[i].regions);
+			 tenant_usage(srv, &cfg->tenants[i])->regions);
 	/* Only the limits that are set: 0 means none, which is no figure. */
 	head(p, "rmem_tenant_quota_bytes", "gauge", "A tenant's quota in bytes (tenants with one).");
 	for (size_t i = 0; i < cfg->ntenants; i++)

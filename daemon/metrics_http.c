@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bindaddr.h"
+#include "dlist.h"
 #include "log.h"
 #include "metrics.h"
 #include "metrics_int.h"
@@ -43,14 +44,7 @@ static void conn_free(struct metrics_conn *c)
 {
 	struct metrics *m = c->m;
 
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		m->first = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		m->last = c->prev;
+	DLIST_REMOVE(m, c);
 	m->nconns--;
 	bufferevent_free(c->bev); /* closes the socket */
 	free(c);
@@ -213,12 +207,7 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 		return;
 	}
 	c->m = m;
-	c->prev = m->last;
-	if (m->last)
-		m->last->next = c;
-	else
-		m->first = c;
-	m->last = c;
+	DLIST_APPEND(m, c);
 	m->nconns++;
 	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
 	bufferevent_set_timeouts(c->bev, &tv, &tv);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "names.h"
+#include "dlist.h"
 
 #define HASH_MIN_BITS 6
 
@@ -111,12 +112,7 @@ static struct name_obj *obj_new(struct names *n, const struct config_tenant *ns,
 		o->link.key = name_hash(ns, name, len);
 		hash64_add(&n->by_name, &o->link);
 	}
-	o->prev = n->last;
-	if (n->last)
-		n->last->next = o;
-	else
-		n->first = o;
-	n->last = o;
+	DLIST_APPEND(n, o);
 	n->count++;
 	return o;
 }
@@ -156,14 +152,7 @@ void names_remove(struct names *n, struct name_obj *o)
 	names_unlink(n, o);
 	while (o->first_handle)
 		names_handle_remove(n, o->first_handle);
-	if (o->prev)
-		o->prev->next = o->next;
-	else
-		n->first = o->next;
-	if (o->next)
-		o->next->prev = o->prev;
-	else
-		n->last = o->prev;
+	DLIST_REMOVE(n, o);
 	n->count--;
 	free(o);
 }

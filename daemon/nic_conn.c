@@ -11,11 +11,11 @@
 #include <string.h>
 
 #include "addr.h"
+#include "counters.h"
 #include "endpoint.h"
 #include "log.h"
 #include "nic_int.h"
 #include "proto.h"
-#include "server.h"
 
 /* Work requests of a peer's send queue: the daemon posts one bind or
  * invalidation at a time and waits for it; a few spare for flushes. */
@@ -218,7 +218,7 @@ static void peer_reattach(struct nic *rd, struct nic_peer *p, struct rdma_cm_id 
 	id->context = p;
 	p->id = id;
 	p->failed = false;
-	rd->srv->counters.rdma_reattaches++;
+	rd->counters->rdma_reattaches++;
 	old->context = NULL;
 	if (old->qp)
 		rdma_destroy_qp(old);
@@ -270,7 +270,7 @@ static void on_connect_request(struct nic *rd, struct rdma_cm_id *id,
 		nic_peer_destroy(p);
 		return;
 	}
-	rd->srv->counters.rdma_attaches++;
+	rd->counters->rdma_attaches++;
 	log_info("client %llu (%s): RDMA queue pair %u accepted from %s", (unsigned long long)p->sid,
 		 rd->ev.describe(rd->ev.arg, s), p->id->qp->qp_num, from);
 }
@@ -343,7 +343,7 @@ void nic_on_cm_channel(evutil_socket_t fd, short what, void *arg)
 
 int nic_bind_listener(struct nic *rd)
 {
-	const char *addr = rd->srv->cfg.listen_rdma;
+	const char *addr = rd->listen_addr;
 	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
 				  .ai_socktype = SOCK_STREAM };
 	struct addrinfo *ai = NULL;

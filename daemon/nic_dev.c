@@ -364,6 +364,8 @@ int nic_open(struct server *srv, const struct nic_events *ev)
 	if (!rd)
 		return -ENOMEM;
 	rd->srv = srv;
+	rd->counters = &srv->counters;
+	rd->listen_addr = srv->cfg.listen_rdma;
 	rd->ev = *ev;
 	rc = nic_up(rd);
 	if (rc < 0) {

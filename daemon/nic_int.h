@@ -22,6 +22,8 @@
 #include "keys.h"
 #include "nic.h"
 
+struct counters;
+
 struct nic_key {
 	struct hash64_node link; /* in the peer's keys; link.key: region id */
 	struct ibv_mw *mw;       /* window mode */
@@ -45,7 +47,9 @@ struct nic_peer {
 };
 
 struct nic {
-	struct server *srv;
+	struct server *srv;               /* nic_dev.c's; nic_conn.c sees only the two below */
+	struct counters *counters;        /* srv's: attaches counted (counters.h) */
+	const char *listen_addr;          /* srv's listen.rdma */
 	struct nic_events ev;             /* the daemon above (nic.h) */
 	uint8_t mode;                     /* enum proto_key_mode */
 	struct rdma_event_channel *cm_channel;

@@ -121,11 +121,21 @@ static int store_push(int fd, const char *name)
 	return rc;
 }
 
+/* What a restored start runs once it is READY (persist_ready), persist.c's
+ * alone: the timer that ends the restored sessions nobody resumed, and the
+ * one that says in STATUS= how far the zeroing of free bytes is. */
+struct persist_after {
+	struct server *srv;
+	struct event *restore_timer;
+	struct event *scrub_timer;
+	unsigned scrub_shown; /* the percentage STATUS= last said, + 1 (0: none yet) */
+};
+
 /* ---- the restored sessions nobody resumed -------------------------------------- */
 
 static void on_restore_timer(evutil_socket_t fd, short what, void *arg)
 {
-	struct server *srv = arg;
+	struct server *srv = ((struct persist_after *)arg)->srv;
 	struct session *s, *next;
 	unsigned n = 0;
 
@@ -149,7 +159,8 @@ static void on_restore_timer(evutil_socket_t fd, short what, void *arg)
 /* STATUS= says how far the pools' scrubs are, until they are done. */
 static void on_scrub_timer(evutil_socket_t fd, short what, void *arg)
 {
-	struct server *srv = arg;
+	struct persist_after *pa = arg;
+	struct server *srv = pa->srv;
 	uint64_t total = 0, left = 0;
 	int64_t ms = 0;
 	bool done = true;
@@ -177,23 +188,23 @@ static void on_scrub_timer(evutil_socket_t fd, short what, void *arg)
 	/* A line per quarter: the notify socket is not ours to flood (a full
 	 * queue would block the loop in sd_notify). */
 	pct = total ? (unsigned)((total - left) * 100 / total) : 100;
-	if (!srv->scrub_shown || pct / 25 != (srv->scrub_shown - 1) / 25) {
+	if (!pa->scrub_shown || pct / 25 != (pa->scrub_shown - 1) / 25) {
 		sd_notifyf(0, "STATUS=serving; zeroing free memory after the restart: %u%%", pct);
-		srv->scrub_shown = pct + 1;
+		pa->scrub_shown = pct + 1;
 	}
 	{
 		struct timeval tv = { 0, SCRUB_STATUS_MS * 1000 };
 
-		evtimer_add(srv->scrub_timer, &tv);
+		evtimer_add(pa->scrub_timer, &tv);
 	}
 }
 
-static int scrub_watch(struct server *srv)
+static int scrub_watch(struct server *srv, struct persist_after *pa)
 {
 	struct timeval tv = { 0, 0 };
 
-	srv->scrub_timer = evtimer_new(srv->base, on_scrub_timer, srv);
-	if (!srv->scrub_timer || evtimer_add(srv->scrub_timer, &tv) < 0) {
+	pa->scrub_timer = evtimer_new(srv->base, on_scrub_timer, pa);
+	if (!pa->scrub_timer || evtimer_add(pa->scrub_timer, &tv) < 0) {
 		log_err("scrub timer: out of memory");
 		return -ENOMEM;
 	}
@@ -211,13 +222,14 @@ static int fresh_state(struct server *srv)
 
 	memset(&h, 0, sizeof h);
 	/* New memory, a new identity: it lives as long as this memfd does. */
-	rc = identity_draw(&srv->cfg, &srv->generation, srv->server_id, sizeof srv->server_id);
+	rc = identity_draw(&srv->cfg, &srv->identity.generation, srv->identity.id,
+			   sizeof srv->identity.id);
 	if (rc < 0) {
 		log_err("server id: getrandom: %s", strerror(-rc));
 		return rc;
 	}
-	h.generation = srv->generation;
-	snprintf(h.server_id, sizeof h.server_id, "%s", srv->server_id);
+	h.generation = srv->identity.generation;
+	snprintf(h.server_id, sizeof h.server_id, "%s", srv->identity.id);
 	h.nslots = srv->cfg.state_slots;
 	h.npools = srv->npools;
 	for (uint32_t i = 0; i < srv->npools; i++) {
@@ -333,12 +345,22 @@ int persist_ready(struct server *srv)
 	uint32_t ms = srv->cfg.lease_timeout_ms ? srv->cfg.lease_timeout_ms : PERSIST_DETACHED_MS;
 	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 
-	if (!srv->restored || srv->restore_timer)
+	struct persist_after *pa;
+
+	if (!srv->restored || srv->after_restore)
 		return 0;
-	if (scrub_watch(srv) < 0)
+	/* Held by srv at once, so that persist_close frees what a failure
+	 * below leaves. */
+	pa = srv->after_restore = calloc(1, sizeof *pa);
+	if (!pa) {
+		log_err("restore timers: out of memory");
 		return -ENOMEM;
-	srv->restore_timer = evtimer_new(srv->base, on_restore_timer, srv);
-	if (!srv->restore_timer || evtimer_add(srv->restore_timer, &tv) < 0) {
+	}
+	pa->srv = srv;
+	if (scrub_watch(srv, pa) < 0)
+		return -ENOMEM;
+	pa->restore_timer = evtimer_new(srv->base, on_restore_timer, pa);
+	if (!pa->restore_timer || evtimer_add(pa->restore_timer, &tv) < 0) {
 		log_err("restore timer: out of memory");
 		return -ENOMEM;
 	}
@@ -364,12 +386,16 @@ void persist_keep(struct server *srv)
 
 void persist_close(struct server *srv)
 {
-	if (srv->restore_timer)
-		event_free(srv->restore_timer);
-	srv->restore_timer = NULL;
-	if (srv->scrub_timer)
-		event_free(srv->scrub_timer);
-	srv->scrub_timer = NULL;
+	struct persist_after *pa = srv->after_restore;
+
+	if (pa) {
+		if (pa->restore_timer)
+			event_free(pa->restore_timer);
+		if (pa->scrub_timer)
+			event_free(pa->scrub_timer);
+		free(pa);
+	}
+	srv->after_restore = NULL;
 	slots_free(srv->slots);
 	srv->slots = NULL;
 }

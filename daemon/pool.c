@@ -32,6 +32,7 @@
 #ifndef MFD_HUGE_2MB
 #define MFD_HUGE_2MB (21u << 26)
 #endif
+#define THP_SHMEM "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23	/* Linux 5.14 */
 #endif
@@ -306,6 +307,31 @@ static int pin_pool(struct pool *p, bool lazy, pool_progress_fn progress, void *
 	return 0;
 }
 
+void pool_thp_policy(char *word, size_t len)
+{
+	char line[128], *l, *r;
+	FILE *f = fopen(THP_SHMEM, "re");
+
+	word[0] = '\0';
+	if (!f)
+		return;
+	if (fgets(line, sizeof line, f) && (l = strchr(line, '[')) && (r = strchr(l, ']'))) {
+		*r = '\0';
+		snprintf(word, len, "%s", l + 1);
+	}
+	fclose(f);
+}
+
+/* Whether the kernel backs an advised shared mapping with 2 MiB pages. */
+static bool thp_allowed(void)
+{
+	char w[32];
+
+	pool_thp_policy(w, sizeof w);
+	return !strcmp(w, "advise") || !strcmp(w, "always") || !strcmp(w, "within_size") ||
+	       !strcmp(w, "force");
+}
+
 /* Everything after the mapping, the same for a new pool and an adopted one. */
 static int finish_open(struct pool *p, const struct config_pool *pc, bool lazy,
 		       pool_progress_fn progress, void *arg, char *err, size_t errlen)
@@ -316,6 +342,15 @@ static int finish_open(struct pool *p, const struct config_pool *pc, bool lazy,
 	 * they are other people's data. */
 	madvise(p->base, p->size, MADV_DONTFORK);
 	madvise(p->base, p->size, MADV_DONTDUMP);
+	/* Transparent 2 MiB pages for a pool of 4 KiB ones, where the kernel's
+	 * shmem_enabled allows it: a restart's cost is then what clients hold,
+	 * not the pool.  The old process's exit tears down one entry per page
+	 * of the locked mapping, and the scrub faults the free part back in;
+	 * measured (make bench-restart, 16 MiB held, host): a 4 GiB pool was
+	 * READY 0.287 s after the signal with 4 KiB pages, 0.018 s with THP
+	 * (64 MiB: 0.023 / 0.016), its scrub 1073 ms against 182. */
+	if (p->page_size != HUGEPAGE_2M)
+		p->thp = madvise(p->base, p->size, MADV_HUGEPAGE) == 0 && thp_allowed();
 	/* Every page is faulted in and locked now, so the pool never
 	 * page-faults on the data path; an adopted pool only what is held, the
 	 * rest by its scrub (pool_populate, pool_scrub). */

@@ -25,6 +25,7 @@ struct pool {
 	struct alloc *alloc;
 	int fd;               /* the memfd behind base: what the fd store keeps (-1: none) */
 	bool on_fault;        /* adopted: locked on fault, faulted in where held or scrubbed */
+	bool thp;             /* 4 KiB pages the kernel backs with transparent 2 MiB ones */
 	struct scrub *scrub;  /* free bytes an adoption found, zeroed after READY (or NULL) */
 };
 
@@ -55,6 +56,10 @@ int pool_open(struct pool *p, const struct config_pool *pc, uint32_t index,
  */
 int pool_adopt(struct pool *p, const struct config_pool *pc, uint32_t index, int fd,
 	       pool_progress_fn progress, void *arg, char *err, size_t errlen);
+/* The kernel's policy for transparent hugepages in shared memory
+ * (/sys/kernel/mm/transparent_hugepage/shmem_enabled, the selected word:
+ * "never", "advise", "always"...) in word; "" when it cannot be read. */
+void pool_thp_policy(char *word, size_t len);
 /* Faults in and locks the pages of [off, off + len) of an adopted pool
  * (nothing to do for one pinned whole).  0 or a negative errno. */
 int pool_populate(struct pool *p, uint64_t off, uint64_t len);

@@ -18,6 +18,7 @@
  * caught as it would be after free().
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -240,6 +241,46 @@ static void grow(struct region_table *t)
 	t->bits = bits;
 }
 
+/* A region's links in one of its two lists: the table's (id order) or, with
+ * owner, its owner's. */
+static inline uint32_t *prev_of(struct region *r, bool owner)
+{
+	return owner ? &r->link.owner_prev : &r->link.prev;
+}
+
+static inline uint32_t *next_of(struct region *r, bool owner)
+{
+	return owner ? &r->link.owner_next : &r->link.next;
+}
+
+/* slot appended to the list that runs *first .. *last (0: empty). */
+static inline void list_append(struct region_table *t, uint32_t *first, uint32_t *last,
+			       uint32_t slot, bool owner)
+{
+	*prev_of(at(t, slot), owner) = *last;
+	if (*last)
+		*next_of(at(t, *last), owner) = slot;
+	else
+		*first = slot;
+	*last = slot;
+}
+
+/* r taken out of the list that runs *first .. *last. */
+static inline void list_remove(struct region_table *t, uint32_t *first, uint32_t *last,
+			       struct region *r, bool owner)
+{
+	uint32_t prev = *prev_of(r, owner), next = *next_of(r, owner);
+
+	if (prev)
+		*next_of(at(t, prev), owner) = next;
+	else
+		*first = next;
+	if (next)
+		*prev_of(at(t, next), owner) = prev;
+	else
+		*last = prev;
+}
+
 struct region *region_add(struct region_table *t, struct region_list *owner_list,
 			  uint64_t owner, uint32_t pool, uint64_t offset, uint64_t length)
 {
@@ -265,19 +306,8 @@ struct region *region_add(struct region_table *t, struct region_list *owner_list
 	r->link.hash_next = t->buckets[i];
 	t->buckets[i] = slot;
 
-	r->link.prev = t->last;
-	if (t->last)
-		at(t, t->last)->link.next = slot;
-	else
-		t->first = slot;
-	t->last = slot;
-
-	r->link.owner_prev = owner_list->last;
-	if (owner_list->last)
-		at(t, owner_list->last)->link.owner_next = slot;
-	else
-		owner_list->first = slot;
-	owner_list->last = slot;
+	list_append(t, &t->first, &t->last, slot, false);
+	list_append(t, &owner_list->first, &owner_list->last, slot, true);
 
 	t->count++;
 	return r;
@@ -301,23 +331,8 @@ void region_remove(struct region_table *t, struct region_list *owner_list, struc
 {
 	uint32_t slot = unhash(t, r);
 
-	if (r->link.prev)
-		at(t, r->link.prev)->link.next = r->link.next;
-	else
-		t->first = r->link.next;
-	if (r->link.next)
-		at(t, r->link.next)->link.prev = r->link.prev;
-	else
-		t->last = r->link.prev;
-
-	if (r->link.owner_prev)
-		at(t, r->link.owner_prev)->link.owner_next = r->link.owner_next;
-	else
-		owner_list->first = r->link.owner_next;
-	if (r->link.owner_next)
-		at(t, r->link.owner_next)->link.owner_prev = r->link.owner_prev;
-	else
-		owner_list->last = r->link.owner_prev;
+	list_remove(t, &t->first, &t->last, r, false);
+	list_remove(t, &owner_list->first, &owner_list->last, r, true);
 
 	t->count--;
 	give_slot(t, r, slot);

@@ -123,23 +123,10 @@ static int read_slots(int fd, struct image *im, char *why, size_t whylen)
 	return 0;
 }
 
-static uint64_t id_of(const struct state_slot *s)
-{
-	switch (s->type) {
-	case STATE_SESSION: return s->u.session.id;
-	case STATE_OBJECT:  return s->u.object.id;
-	case STATE_NAME:    return s->u.name.object;
-	case STATE_REGION:  return s->u.region.id;
-	case STATE_HANDLE:  return s->u.handle.region;
-	case STATE_PENDING:  return s->u.pending.object;
-	default:            return 0;
-	}
-}
-
 static int by_type_id(const void *a, const void *b)
 {
 	const struct rec *x = a, *y = b;
-	uint64_t ix = id_of(&x->s), iy = id_of(&y->s);
+	uint64_t ix = state_slot_id(&x->s), iy = state_slot_id(&y->s);
 
 	if (x->s.type != y->s.type)
 		return x->s.type < y->s.type ? -1 : 1;
@@ -319,7 +306,7 @@ static int check_rec(struct server *srv, const struct image *im, const struct st
 		     char *why, size_t whylen)
 {
 	const struct config_tenant *t;
-	uint64_t id = id_of(s), ceil = 0;
+	uint64_t id = state_slot_id(s), ceil = 0;
 
 	switch (s->type) {
 	case STATE_SESSION: ceil = im->counters.u.counters.next_session; break;
@@ -394,7 +381,7 @@ static int check_unique(const struct image *im, char *why, size_t whylen)
 	for (size_t i = 1; i < im->n; i++) {
 		if (!by_type_id(&im->rec[i - 1], &im->rec[i])) {
 			snprintf(why, whylen, "two records of type %u with id %" PRIu64,
-				 im->rec[i].s.type, id_of(&im->rec[i].s));
+				 im->rec[i].s.type, state_slot_id(&im->rec[i].s));
 			return -EBADMSG;
 		}
 	}
@@ -524,10 +511,11 @@ static int check_all(struct server *srv, struct restore_fds *k, struct image *im
 		k->pool_fd[p] = -1; /* the pool's now */
 		srv->npools = p + 1;
 		/* As a fresh start says it: the journal shows what is pinned. */
-		log_info("pool %s: %" PRIu64 " bytes pinned at %p, %u-byte pages, alignment %" PRIu64
+		log_info("pool %s: %" PRIu64 " bytes pinned at %p, %u-byte pages%s, alignment %" PRIu64
 			 " (kept in the fd store)",
 			 srv->pools[p].name, srv->pools[p].size, (void *)srv->pools[p].base,
-			 srv->pools[p].page_size, srv->cfg.pools[p].alignment);
+			 srv->pools[p].page_size, srv->pools[p].thp ? " (transparent 2 MiB)" : "",
+			 srv->cfg.pools[p].alignment);
 	}
 	im->ms_pin = clock_mono_ms() - im->ms_pin;
 	for (size_t i = 0; i < im->n; i++) {
@@ -751,27 +739,27 @@ static int scrub_free(struct server *srv, const struct image *im)
 static void take_identity(struct server *srv, const struct state_hdr *h)
 {
 	const char *cfg_id = srv->cfg.cluster_id;
+	struct identity *me = &srv->identity;
 
 	if (!h->generation || !h->server_id[0]) {
-		if (identity_draw(&srv->cfg, &srv->generation, srv->server_id,
-				  sizeof srv->server_id) < 0) {
-			srv->generation = 0; /* member.c draws its own */
-			srv->server_id[0] = '\0';
+		if (identity_draw(&srv->cfg, &me->generation, me->id, sizeof me->id) < 0) {
+			me->generation = 0; /* member.c draws its own */
+			me->id[0] = '\0';
 		}
 		log_notice("restore: the state carries no server id or generation (an older "
 			   "rmemd's): %s, generation %" PRIu64 " until the memory is new",
-			   srv->server_id[0] ? srv->server_id : "none", srv->generation);
+			   me->id[0] ? me->id : "none", me->generation);
 		return;
 	}
-	srv->generation = h->generation;
-	snprintf(srv->server_id, sizeof srv->server_id, "%s", h->server_id);
+	me->generation = h->generation;
+	snprintf(me->id, sizeof me->id, "%s", h->server_id);
 	if (cfg_id[0] && strcmp(cfg_id, h->server_id)) {
 		log_notice("restore: cluster.id is %s, the state says %s: %s it is", cfg_id,
 			   h->server_id, cfg_id);
-		snprintf(srv->server_id, sizeof srv->server_id, "%s", cfg_id);
+		snprintf(me->id, sizeof me->id, "%s", cfg_id);
 	}
 	log_info("restore: server id %s, generation %" PRIu64 " (the memory's, kept)",
-		 srv->server_id, srv->generation);
+		 me->id, me->generation);
 }
 
 /* Pass 2; im passed pass 1.  Only memory can fail here. */

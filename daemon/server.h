@@ -11,7 +11,9 @@
 
 #include "config.h"
 #include "counters.h"
+#include "identity.h"
 #include "pool.h"
+#include "tenant_books.h"
 
 struct event_base;
 struct region_table;
@@ -21,22 +23,12 @@ struct conn;
 struct nic;
 struct key_ops;
 struct event;
-struct quarantined;
+struct quarantine;
 struct names;
 struct member;
 struct metrics;
 struct slots;
-
-/* What one tenant holds now (tenant.c); index as in cfg.tenants. */
-struct tenant_use {
-	uint64_t bytes;   /* until they are back in a pool */
-	uint64_t regions; /* until they leave the region table */
-	/* State slots of its records (tenant.c): one per anonymous region and
-	 * handle held, two per named object it created; and its sessions past
-	 * HELLO, each with a slot of the sessions' part. */
-	uint64_t slots;
-	uint64_t sessions;
-};
+struct persist_after;
 
 struct server {
 	struct config cfg;
@@ -61,22 +53,15 @@ struct server {
 	uint16_t nic_port;
 	uint8_t key_mode;
 	/* Ranges whose NIC key is dead, waiting before they are zeroed and
-	 * returned (session.c); oldest first.  Their bytes count in used_bytes. */
-	struct quarantined *quarantine_first, *quarantine_last;
-	struct event *quarantine_timer;
+	 * returned (quarantine.h, made by session.c); NULL before
+	 * session_quarantine_init.  Their bytes count in used_bytes. */
+	struct quarantine *quarantine;
 	/* Ranges that a TCP or Unix transfer names right now (session.h,
 	 * struct range_hold): none of them goes back to a pool before its
 	 * last hold is released. */
 	struct range_hold *holds;
-	/* By tenant, in cfg.tenants order; the last is the anonymous clients'
-	 * (tenant.c, tenant_use_of). */
-	struct tenant_use tenant_use[CONFIG_MAX_TENANTS + 1];
-	/* The state slots shared out by tenant.c (tenant_slots_total: the
-	 * state memfd's, or limits.state_slots without one): the records'
-	 * slots charged to tenants, and the sessions among clients that took
-	 * an admin seat (CONFIG_ADMIN_SESSIONS). */
-	uint64_t slots_charged;
-	uint64_t admin_clients;
+	/* What each tenant holds: tenant.c's, read through tenant.h. */
+	struct tenant_books tenants;
 	struct event *lease_timer;   /* the connections' deadlines (lease.c) */
 	struct member *cluster;     /* membership on etcd (member.c); NULL: none */
 	struct counters counters;    /* for the metrics, bumped where things happen */
@@ -88,19 +73,15 @@ struct server {
 	/* Restart without loss (persist.c, slots.c): the state memfd's writer
 	 * (NULL: persistence off, outside systemd's fd store), how many
 	 * sessions the last restore brought back (0: started fresh; for
-	 * rmem_restarts_restored_total), and the timer that ends the restored
-	 * sessions nobody resumed. */
+	 * rmem_restarts_restored_total), and what runs after a restore's READY
+	 * (persist.c's own: its timers). */
 	struct slots *slots;
 	uint64_t restored;
-	struct event *restore_timer;
-	struct event *scrub_timer;   /* STATUS= while free bytes are zeroed after READY */
-	unsigned scrub_shown;        /* the percentage STATUS= last said, + 1 (0: none yet) */
+	struct persist_after *after_restore;
 	bool keep_state;             /* shutting down for a restart: leave pool bytes as they are */
-	/* The server's identity in a cluster (identity.h) as the state memfd
-	 * carries it: persist.c draws it for new memory, restore.c takes it
-	 * back.  0 and "" without the fd store: member.c draws its own. */
-	uint64_t generation;
-	char server_id[CONFIG_NAME_MAX];
+	/* The server's identity in a cluster as the state memfd carries it
+	 * (identity.h: who draws it, who takes it back). */
+	struct identity identity;
 };
 
 #endif /* RMEMD_SERVER_H */

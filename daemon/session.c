@@ -13,20 +13,12 @@
 #include "keys.h"
 #include "log.h"
 #include "names.h"
+#include "quarantine.h"
 #include "randbytes.h"
 #include "server.h"
 #include "session.h"
 #include "slots.h"
 #include "tenant.h"
-
-/* A range waiting in the quarantine (see session.h). */
-struct quarantined {
-	uint32_t pool;
-	uint64_t offset, length;
-	uint64_t due_ns;
-	const struct config_tenant *tenant; /* whose quota the bytes still count in */
-	struct quarantined *next;
-};
 
 /* ---- the state memfd (slots.h): each change recorded before its reply ---------- */
 
@@ -176,45 +168,21 @@ static void return_range(struct server *srv, uint32_t pool, uint64_t offset, uin
 	srv->used_bytes -= length;
 }
 
-static void arm_quarantine(struct server *srv, uint64_t now)
-{
-	uint64_t wait = srv->quarantine_first->due_ns > now ?
-			srv->quarantine_first->due_ns - now : 0;
-	struct timeval tv = { .tv_sec = (time_t)(wait / 1000000000u),
-			      .tv_usec = (suseconds_t)(wait % 1000000000u / 1000u) };
-
-	evtimer_add(srv->quarantine_timer, &tv);
-}
-
-/* Returns every range that is due by now; how many. */
-static unsigned quarantine_reap(struct server *srv, uint64_t now)
-{
-	struct quarantined *q;
-	unsigned n = 0;
-
-	while ((q = srv->quarantine_first) && q->due_ns <= now) {
-		srv->quarantine_first = q->next;
-		srv->counters.quarantine_bytes -= q->length;
-		return_range(srv, q->pool, q->offset, q->length);
-		tenant_bytes_back(srv, q->tenant, q->length);
-		free(q);
-		n++;
-	}
-	if (!srv->quarantine_first)
-		srv->quarantine_last = NULL;
-	return n;
-}
-
-static void on_quarantine_timer(evutil_socket_t fd, short what, void *arg)
+/* quarantine.h's callback: a range whose wait is over goes back as any other. */
+static void quarantine_done(void *arg, uint32_t pool, uint64_t offset, uint64_t length,
+			    const struct config_tenant *tenant)
 {
 	struct server *srv = arg;
-	uint64_t now = (uint64_t)clock_mono_ns();
 
-	(void)fd;
-	(void)what;
-	quarantine_reap(srv, now);
-	if (srv->quarantine_first)
-		arm_quarantine(srv, now);
+	srv->counters.quarantine_bytes -= length;
+	return_range(srv, pool, offset, length);
+	tenant_bytes_back(srv, tenant, length);
+}
+
+/* Returns every range of the quarantine that is due by now; how many. */
+static unsigned quarantine_reap_now(struct server *srv)
+{
+	return srv->quarantine ? quarantine_reap(srv->quarantine, (uint64_t)clock_mono_ns()) : 0;
 }
 
 /* Room for size bytes in some pool once its quarantined ranges are back. */
@@ -222,8 +190,7 @@ static bool pools_fit_after(const struct server *srv, uint64_t size)
 {
 	uint64_t held[CONFIG_MAX_POOLS] = { 0 };
 
-	for (const struct quarantined *q = srv->quarantine_first; q; q = q->next)
-		held[q->pool] += q->length;
+	quarantine_held_by_pool(srv->quarantine, held, srv->npools);
 	for (uint32_t i = 0; i < srv->npools; i++) {
 		struct alloc_stats st;
 
@@ -237,34 +204,29 @@ static bool pools_fit_after(const struct server *srv, uint64_t size)
 bool session_quarantine_may_help(struct server *srv, const struct session *s, uint64_t size,
 				 int rc, uint64_t *due_ns)
 {
-	uint64_t back = 0;
+	uint64_t back, due;
 	bool helps;
 
-	if (!srv->quarantine_first)
+	if (!srv->quarantine || !quarantine_next_due(srv->quarantine, &due))
 		return false;
 	if (rc == -ENOMEM) {
 		helps = pools_fit_after(srv, size);
 	} else if (rc == -EDQUOT && s->tenant) {
-		for (const struct quarantined *q = srv->quarantine_first; q; q = q->next)
-			back += q->tenant == s->tenant ? q->length : 0;
+		back = quarantine_held_by_tenant(srv->quarantine, s->tenant);
 		helps = back && tenant_fits_after(srv, s->tenant, size, back);
 	} else {
 		helps = false;
 	}
 	if (helps)
-		*due_ns = srv->quarantine_first->due_ns;
+		*due_ns = due;
 	return helps;
 }
 
-/* Every entry waits the same time, so appending keeps the list in due order
- * and the timer only ever needs the head's time. */
-static void quarantine(struct server *srv, uint32_t pool, uint64_t offset, uint64_t length,
-		       const struct config_tenant *tenant)
+static void quarantine_range(struct server *srv, uint32_t pool, uint64_t offset, uint64_t length,
+			     const struct config_tenant *tenant)
 {
-	struct quarantined *q = srv->quarantine_timer ? malloc(sizeof *q) : NULL;
-	uint64_t now = (uint64_t)clock_mono_ns();
-
-	if (!q) {
+	if (!srv->quarantine || quarantine_add(srv->quarantine, pool, offset, length, tenant,
+					       (uint64_t)clock_mono_ns()) < 0) {
 		/* The key is already dead; what is lost is only the margin for an
 		 * access that was on the wire when it died. */
 		log_err("no memory to quarantine [%llu, +%llu): returned at once",
@@ -273,40 +235,20 @@ static void quarantine(struct server *srv, uint32_t pool, uint64_t offset, uint6
 		tenant_bytes_back(srv, tenant, length);
 		return;
 	}
-	*q = (struct quarantined){ .pool = pool, .offset = offset, .length = length,
-				   .tenant = tenant,
-				   .due_ns = now + QUARANTINE_MS * 1000000ull };
-	if (srv->quarantine_last)
-		srv->quarantine_last->next = q;
-	else
-		srv->quarantine_first = q;
-	srv->quarantine_last = q;
 	srv->counters.quarantine_bytes += length;
-	if (srv->quarantine_first == q)
-		arm_quarantine(srv, now);
 }
 
 int session_quarantine_init(struct server *srv)
 {
-	srv->quarantine_timer = evtimer_new(srv->base, on_quarantine_timer, srv);
-	return srv->quarantine_timer ? 0 : -ENOMEM;
+	srv->quarantine = quarantine_new(srv->base, QUARANTINE_MS * 1000000ull,
+					 quarantine_done, srv);
+	return srv->quarantine ? 0 : -ENOMEM;
 }
 
 void session_quarantine_flush(struct server *srv)
 {
-	struct quarantined *q;
-
-	while ((q = srv->quarantine_first)) {
-		srv->quarantine_first = q->next;
-		srv->counters.quarantine_bytes -= q->length;
-		return_range(srv, q->pool, q->offset, q->length);
-		tenant_bytes_back(srv, q->tenant, q->length);
-		free(q);
-	}
-	srv->quarantine_last = NULL;
-	if (srv->quarantine_timer)
-		event_free(srv->quarantine_timer);
-	srv->quarantine_timer = NULL;
+	quarantine_free(srv->quarantine);
+	srv->quarantine = NULL;
 }
 
 /* Bytes of a range that nothing names any more go back to their pool:
@@ -315,7 +257,7 @@ static void give_back_now(struct server *srv, uint32_t pool, uint64_t offset, ui
 			  const struct config_tenant *tenant, bool wait)
 {
 	if (wait) {
-		quarantine(srv, pool, offset, length, tenant);
+		quarantine_range(srv, pool, offset, length, tenant);
 	} else {
 		return_range(srv, pool, offset, length);
 		tenant_bytes_back(srv, tenant, length);
@@ -619,12 +561,12 @@ static int take_range(struct server *srv, struct session *s, uint64_t size, stru
 	int rc = tenant_check(srv, s->tenant, size);
 
 	/* The timer may be late (a busy loop): what is due goes back now. */
-	if (rc == -EDQUOT && quarantine_reap(srv, (uint64_t)clock_mono_ns()))
+	if (rc == -EDQUOT && quarantine_reap_now(srv))
 		rc = tenant_check(srv, s->tenant, size);
 	if (rc < 0)
 		return rc;
 	best = pick_pool(srv, size);
-	if (!best && quarantine_reap(srv, (uint64_t)clock_mono_ns()))
+	if (!best && quarantine_reap_now(srv))
 		best = pick_pool(srv, size);
 	if (!best)
 		return -ENOMEM;

@@ -148,9 +148,10 @@ int session_unlink_ns(struct server *srv, const struct config_tenant *ns, const 
  * confirms it (keys.h, KEY_UNCONFIRMED) waits QUARANTINE_MS before it is
  * zeroed and returned to its allocator, so that an access already on the
  * wire can never land in the next owner's region.  A key whose death the
- * NIC confirmed skips it.  init makes the timer (0 or -ENOMEM); flush
- * returns every range at once and frees the timer (at shutdown, when no
- * queue pair is left).
+ * NIC confirmed skips it.  The list and its timer are quarantine.h's;
+ * session.c decides what enters and returns what comes out.  init makes
+ * srv->quarantine (0 or -ENOMEM); flush returns every range at once and
+ * frees it (at shutdown, when no queue pair is left).
  */
 #define QUARANTINE_MS 200
 int session_quarantine_init(struct server *srv);

@@ -63,16 +63,19 @@ struct slots *slots_new(int fd, uint8_t *base, uint32_t nslots)
 	struct slots *t = calloc(1, sizeof *t);
 	uint32_t cap = HASH_MIN;
 
-	if (!t || nslots < 3)
-		goto fail;
-	t->fd = fd;
-	t->base = base;
+	if (!t)
+		goto nomem;
+	/* fd and base stay the caller's until this succeeds: slots_free()
+	 * below must not close or unmap them. */
+	t->fd = -1;
+	if (nslots < 3)
+		goto nomem;
 	t->nslots = nslots;
 	t->free_stack = malloc(sizeof *t->free_stack * nslots);
 	t->keys = malloc(sizeof *t->keys * cap);
 	t->vals = malloc(sizeof *t->vals * cap);
 	if (!t->free_stack || !t->keys || !t->vals)
-		goto fail;
+		goto nomem;
 	t->mask = cap - 1;
 	for (uint32_t i = 0; i < cap; i++)
 		t->vals[i] = EMPTY;
@@ -80,14 +83,11 @@ struct slots *slots_new(int fd, uint8_t *base, uint32_t nslots)
 	for (uint32_t i = nslots; i-- > 2;)
 		t->free_stack[t->nfree++] = i;
 	t->counters_slot = 1;
+	t->fd = fd;
+	t->base = base;
 	return t;
-fail:
-	if (t) {
-		free(t->free_stack);
-		free(t->keys);
-		free(t->vals);
-		free(t);
-	}
+nomem:
+	slots_free(t);
 	errno = ENOMEM;
 	return NULL;
 }
@@ -200,20 +200,6 @@ static void unfile(struct slots *t, uint32_t pos)
 	}
 }
 
-/* The id a record is filed under; 0 for COUNTERS (not filed). */
-static uint64_t id_of(const struct state_slot *s)
-{
-	switch (s->type) {
-	case STATE_SESSION: return s->u.session.id;
-	case STATE_REGION:  return s->u.region.id;
-	case STATE_OBJECT:  return s->u.object.id;
-	case STATE_NAME:    return s->u.name.object;
-	case STATE_HANDLE:  return s->u.handle.region;
-	case STATE_PENDING:  return s->u.pending.object;
-	default:            return 0;
-	}
-}
-
 /* One slot written in the order that makes it whole or free (above). */
 static int write_slot(struct slots *t, uint32_t index, const struct state_slot *s)
 {
@@ -303,9 +289,9 @@ int slots_mark(struct slots *t, uint32_t index, const struct state_slot *s)
 		return -EEXIST;
 	if (make_room(t) < 0)
 		return -ENOMEM;
-	if (find(t, key_of(s->type, id_of(s)), &pos) != EMPTY)
+	if (find(t, key_of(s->type, state_slot_id(s)), &pos) != EMPTY)
 		return -EEXIST;
-	t->keys[pos] = key_of(s->type, id_of(s));
+	t->keys[pos] = key_of(s->type, state_slot_id(s));
 	t->vals[pos] = index;
 	t->marked[index] = 1;
 	t->used++;
@@ -338,7 +324,7 @@ int slots_put(struct slots *t, const struct state_slot *s)
 
 	if (!t || t->frozen)
 		return 0;
-	k = key_of(s->type, id_of(s));
+	k = key_of(s->type, state_slot_id(s));
 	if (find(t, k, &pos) != EMPTY)
 		return -EEXIST;
 	if (!t->nfree)

@@ -27,7 +27,8 @@ struct slots;
 
 /* Over the mapped state memfd at base (its header already written; slots
  * all free, or as slots_mark says).  Takes fd and the mapping: slots_free
- * unmaps and closes.  NULL with errno ENOMEM. */
+ * unmaps and closes.  NULL with errno ENOMEM (fd and the mapping then still
+ * the caller's). */
 struct slots *slots_new(int fd, uint8_t *base, uint32_t nslots);
 void slots_free(struct slots *t);
 int slots_fd(const struct slots *t);

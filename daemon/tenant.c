@@ -234,12 +234,12 @@ static size_t use_index(const struct server *srv, const struct config_tenant *t)
 
 static struct tenant_use *use_of(struct server *srv, const struct config_tenant *t)
 {
-	return &srv->tenant_use[use_index(srv, t)];
+	return &srv->tenants.use[use_index(srv, t)];
 }
 
 const struct tenant_use *tenant_usage(const struct server *srv, const struct config_tenant *t)
 {
-	return &srv->tenant_use[use_index(srv, t)];
+	return &srv->tenants.use[use_index(srv, t)];
 }
 
 int tenant_check(struct server *srv, const struct config_tenant *t, uint64_t bytes)
@@ -322,7 +322,7 @@ uint32_t tenant_slots_total(const struct server *srv)
 
 uint64_t tenant_slots_used(const struct server *srv)
 {
-	return CONFIG_FIXED_SLOTS + srv->clients + srv->slots_charged;
+	return CONFIG_FIXED_SLOTS + srv->clients + srv->tenants.slots_charged;
 }
 
 /* The records' part: what is left once sessions have theirs. */
@@ -353,10 +353,10 @@ int tenant_slots_take(struct server *srv, const struct config_tenant *t, uint32_
 
 	if (u->slots + n > tenant_slot_share(srv))
 		return -EDQUOT;
-	if (srv->slots_charged + n > record_slots(srv))
+	if (srv->tenants.slots_charged + n > record_slots(srv))
 		return -ENOSPC;
 	u->slots += n;
-	srv->slots_charged += n;
+	srv->tenants.slots_charged += n;
 	return 0;
 }
 
@@ -364,36 +364,36 @@ void tenant_slots_give(struct server *srv, const struct config_tenant *t, uint32
 {
 	struct tenant_use *u = use_of(srv, t);
 
-	if (u->slots < n || srv->slots_charged < n) { /* charged and given disagree: a bug */
+	if (u->slots < n || srv->tenants.slots_charged < n) { /* charged and given disagree: a bug */
 		log_err("tenant \"%s\": %u state slot(s) given back, %llu charged", t ? t->name : "",
 			n, (unsigned long long)u->slots);
 		u->slots = u->slots < n ? 0 : u->slots - n;
-		srv->slots_charged = srv->slots_charged < n ? 0 : srv->slots_charged - n;
+		srv->tenants.slots_charged = srv->tenants.slots_charged < n ? 0 : srv->tenants.slots_charged - n;
 		return;
 	}
 	u->slots -= n;
-	srv->slots_charged -= n;
+	srv->tenants.slots_charged -= n;
 }
 
 void tenant_slots_restored(struct server *srv, const struct config_tenant *t, uint32_t n)
 {
 	use_of(srv, t)->slots += n;
-	srv->slots_charged += n;
+	srv->tenants.slots_charged += n;
 }
 
 int tenant_session_take(struct server *srv, const struct config_tenant *t, bool admin,
 			bool *admin_seat)
 {
 	struct tenant_use *u = use_of(srv, t);
-	bool shared_free = srv->clients - srv->admin_clients < srv->cfg.max_clients;
+	bool shared_free = srv->clients - srv->tenants.admin_clients < srv->cfg.max_clients;
 
 	/* A shared seat while there is one, an admin's own seat after. */
-	if (!shared_free && !(admin && srv->admin_clients < CONFIG_ADMIN_SESSIONS))
+	if (!shared_free && !(admin && srv->tenants.admin_clients < CONFIG_ADMIN_SESSIONS))
 		return -EUSERS;
 	if (!admin && u->sessions >= tenant_session_share(srv))
 		return -EDQUOT;
 	*admin_seat = !shared_free;
-	srv->admin_clients += *admin_seat;
+	srv->tenants.admin_clients += *admin_seat;
 	u->sessions++;
 	srv->clients++;
 	return 0;
@@ -405,8 +405,8 @@ void tenant_session_give(struct server *srv, const struct config_tenant *t, bool
 
 	if (u->sessions)
 		u->sessions--;
-	if (admin_seat && srv->admin_clients)
-		srv->admin_clients--;
+	if (admin_seat && srv->tenants.admin_clients)
+		srv->tenants.admin_clients--;
 	if (srv->clients)
 		srv->clients--;
 }

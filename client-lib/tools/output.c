@@ -117,6 +117,24 @@ void table_print(const struct table *t)
 	}
 }
 
+int table_print_items(const struct column *cols, size_t ncols, const void *items, size_t n,
+		      size_t size, void (*row)(struct table *t, const void *item, const void *arg),
+		      const void *arg)
+{
+	struct table t = { .cols = cols, .ncols = ncols };
+
+	for (size_t i = 0; i < n; i++) {
+		if (table_add_row(&t) < 0) {
+			table_free(&t);
+			return -ENOMEM;
+		}
+		row(&t, (const char *)items + i * size, arg);
+	}
+	table_print(&t);
+	table_free(&t);
+	return 0;
+}
+
 void table_free(struct table *t)
 {
 	free(t->cells);
@@ -186,8 +204,26 @@ void json_u64(const char *key, uint64_t value, bool more)
 	printf("\"%s\":%" PRIu64 "%s", key, value, more ? "," : "");
 }
 
+void json_str(const char *key, const char *value, bool more)
+{
+	printf("\"%s\":", key);
+	json_text(value);
+	printf("%s", more ? "," : "");
+}
 
 void json_bool(const char *key, bool value, bool more)
 {
 	printf("\"%s\":%s%s", key, value ? "true" : "false", more ? "," : "");
+}
+
+void json_list(const char *key, const void *items, size_t n, size_t size,
+	       void (*members)(const void *item))
+{
+	printf("{\"%s\":[", key);
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{", i ? "," : "");
+		members((const char *)items + i * size);
+		printf("}");
+	}
+	printf("]}\n");
 }

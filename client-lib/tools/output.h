@@ -41,13 +41,27 @@ void table_set(struct table *t, size_t col, const char *fmt, ...);
 /* Prints the titles and the rows, each column as wide as its widest cell. */
 void table_print(const struct table *t);
 void table_free(struct table *t);
+/*
+ * The table of n items (size bytes each, from items) under cols, printed:
+ * row(t, item, arg) sets the cells of each item's row.  0, or -ENOMEM with
+ * nothing printed.
+ */
+int table_print_items(const struct column *cols, size_t ncols, const void *items, size_t n,
+		      size_t size, void (*row)(struct table *t, const void *item, const void *arg),
+		      const void *arg);
 
 /* A JSON string; bytes that are not UTF-8 become U+FFFD.  (Not json_string:
  * that is jansson's, which rmemctl links for the cluster command.) */
 void json_text(const char *s);
 /* "key":value, and a comma when more follows. */
 void json_u64(const char *key, uint64_t value, bool more);
+/* "key":"value" (json_text), and a comma when more follows. */
+void json_str(const char *key, const char *value, bool more);
 /* "key":true or false, and a comma when more follows. */
 void json_bool(const char *key, bool value, bool more);
+/* {"key":[{...},...]} and a newline: members(item) prints each object's
+ * members, of the n items of size bytes from items. */
+void json_list(const char *key, const void *items, size_t n, size_t size,
+	       void (*members)(const void *item));
 
 #endif /* RMEMCTL_OUTPUT_H */

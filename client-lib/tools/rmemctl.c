@@ -153,9 +153,8 @@ static int cmd_pools(struct ctl *ctl)
 	if (ctl->json) {
 		printf("{\"pools\":[");
 		for (size_t i = 0; i < n; i++) {
-			printf("%s{\"name\":", i ? "," : "");
-			json_text(pools[i].name);
-			printf(",");
+			printf("%s{", i ? "," : "");
+			json_str("name", pools[i].name, true);
 			json_u64("bytes", pools[i].bytes, true);
 			json_u64("used_bytes", pools[i].used_bytes, true);
 			json_u64("largest_free", pools[i].largest_free, true);
@@ -273,7 +272,7 @@ int run_listing(struct ctl *ctl, const struct listing *l)
 	if (err)
 		return report(ctl, l->what, err);
 	if (ctl->json)
-		l->json(items, n);
+		json_list(l->what, items, n, l->item_size, l->json);
 	else
 		err = l->table(ctl, items, n);
 	free(items);
@@ -291,80 +290,70 @@ static const char *region_access(const struct rmem_region_info *r)
 	return text[r->access & (RMEM_READ | RMEM_WRITE)];
 }
 
-static void print_regions_json(const void *items, size_t n)
+static void region_json(const void *item)
 {
-	const struct rmem_region_info *r = items;
+	const struct rmem_region_info *r = item;
 
-	printf("{\"regions\":[");
-	for (size_t i = 0; i < n; i++) {
-		printf("%s{", i ? "," : "");
-		json_u64("id", r[i].id, true);
-		json_u64("addr", r[i].addr, true);
-		json_u64("length", r[i].length, true);
-		json_u64("client_id", r[i].client_id, true);
-		json_u64("pool", r[i].pool, true);
-		printf("\"access\":\"%s\",\"name\":", region_access(&r[i]));
-		/* null, not "": an anonymous region has no name at all. */
-		if (r[i].name_id)
-			json_text(r[i].name);
-		else
-			printf("null");
-		printf(",");
-		json_u64("name_id", r[i].name_id, true);
-		json_bool("unlinked", r[i].flags & RMEM_REGION_UNLINKED, false);
-		printf("}");
-	}
-	printf("]}\n");
+	json_u64("id", r->id, true);
+	json_u64("addr", r->addr, true);
+	json_u64("length", r->length, true);
+	json_u64("client_id", r->client_id, true);
+	json_u64("pool", r->pool, true);
+	printf("\"access\":\"%s\",\"name\":", region_access(r));
+	/* null, not "": an anonymous region has no name at all. */
+	if (r->name_id)
+		json_text(r->name);
+	else
+		printf("null");
+	printf(",");
+	json_u64("name_id", r->name_id, true);
+	json_bool("unlinked", r->flags & RMEM_REGION_UNLINKED, false);
 }
 
-static int print_regions_table(const struct rmem_region_info *r, size_t n,
-			       const struct rmem_pool_info *pools, size_t npools)
+struct pool_names {
+	const struct rmem_pool_info *pools;
+	size_t n;
+};
+
+static void region_row(struct table *t, const void *item, const void *arg)
 {
-	static const struct column cols[] = {
-		{ "ID", true }, { "CLIENT", true }, { "POOL", false }, { "LENGTH", true },
-		{ "BYTES", true }, { "ADDR", false }, { "ACCESS", false }, { "NAME", false },
-	};
-	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
+	const struct rmem_region_info *r = item;
+	const struct pool_names *pn = arg;
+	char length[32], pool[CELL_MAX], name[CELL_MAX];
 
-	for (size_t i = 0; i < n; i++) {
-		char length[32], pool[CELL_MAX], name[CELL_MAX];
-
-		if (table_add_row(&t) < 0) {
-			table_free(&t);
-			return -ENOMEM;
-		}
-		if (r[i].pool < npools)
-			printable(pool, sizeof(pool), pools[r[i].pool].name);
-		else
-			snprintf(pool, sizeof(pool), "%" PRIu32, r[i].pool);
-		format_size(length, sizeof(length), r[i].length);
-		/* "-": anonymous; an unlinked name is shown in parentheses, as
-		 * the handle outlives it. */
-		printable(name, sizeof(name), r[i].name_id ? r[i].name : "-");
-		table_set(&t, 0, "%" PRIu64, r[i].id);
-		table_set(&t, 1, "%" PRIu64, r[i].client_id);
-		table_set(&t, 2, "%s", pool);
-		table_set(&t, 3, "%s", length);
-		table_set(&t, 4, "%" PRIu64, r[i].length);
-		table_set(&t, 5, "0x%" PRIx64, r[i].addr);
-		table_set(&t, 6, "%s", region_access(&r[i]));
-		table_set(&t, 7, r[i].flags & RMEM_REGION_UNLINKED ? "(%s)" : "%s", name);
-	}
-	table_print(&t);
-	table_free(&t);
-	return 0;
+	if (r->pool < pn->n)
+		printable(pool, sizeof(pool), pn->pools[r->pool].name);
+	else
+		snprintf(pool, sizeof(pool), "%" PRIu32, r->pool);
+	format_size(length, sizeof(length), r->length);
+	/* "-": anonymous; an unlinked name is shown in parentheses, as the
+	 * handle outlives it. */
+	printable(name, sizeof(name), r->name_id ? r->name : "-");
+	table_set(t, 0, "%" PRIu64, r->id);
+	table_set(t, 1, "%" PRIu64, r->client_id);
+	table_set(t, 2, "%s", pool);
+	table_set(t, 3, "%s", length);
+	table_set(t, 4, "%" PRIu64, r->length);
+	table_set(t, 5, "0x%" PRIx64, r->addr);
+	table_set(t, 6, "%s", region_access(r));
+	table_set(t, 7, r->flags & RMEM_REGION_UNLINKED ? "(%s)" : "%s", name);
 }
 
 /* Pool names read better than indexes; without them, show indexes. */
 static int regions_table(struct ctl *ctl, const void *items, size_t n)
 {
+	static const struct column cols[] = {
+		{ "ID", true }, { "CLIENT", true }, { "POOL", false }, { "LENGTH", true },
+		{ "BYTES", true }, { "ADDR", false }, { "ACCESS", false }, { "NAME", false },
+	};
 	struct rmem_pool_info *pools = calloc(MAX_POOLS, sizeof(*pools));
-	size_t npools = 0;
+	struct pool_names pn = { pools, 0 };
 	int err;
 
-	if (pools && fetch_pools(ctl, pools, &npools) < 0)
-		npools = 0;
-	err = print_regions_table(items, n, pools, npools);
+	if (pools && fetch_pools(ctl, pools, &pn.n) < 0)
+		pn.n = 0;
+	err = table_print_items(cols, sizeof(cols) / sizeof(cols[0]), items, n,
+				sizeof(struct rmem_region_info), region_row, &pn);
 	free(pools);
 	return err;
 }
@@ -372,74 +361,63 @@ static int regions_table(struct ctl *ctl, const void *items, size_t n)
 static int cmd_regions(struct ctl *ctl)
 {
 	static const struct listing l = { "regions", regions_page,
-		sizeof(struct rmem_region_info), print_regions_json, regions_table };
+		sizeof(struct rmem_region_info), region_json, regions_table };
 
 	return run_listing(ctl, &l);
 }
 
-static void print_clients_json(const void *items, size_t n)
+static void client_json(const void *item)
 {
-	const struct rmem_client_info *cl = items;
+	const struct rmem_client_info *cl = item;
 
-	printf("{\"clients\":[");
-	for (size_t i = 0; i < n; i++) {
-		printf("%s{", i ? "," : "");
-		json_u64("id", cl[i].id, true);
-		json_u64("regions", cl[i].regions, true);
-		json_u64("used_bytes", cl[i].used_bytes, true);
-		json_u64("connected_ms", cl[i].connected_ms, true);
-		/* The daemon's idle time is the lease's age; idle_ms stays for
-		 * the scripts that read it. */
-		json_u64("lease_age_ms", cl[i].idle_ms, true);
-		json_u64("idle_ms", cl[i].idle_ms, true);
-		printf("\"transport\":");
-		json_text(cl[i].transport);
-		printf(",\"peer\":");
-		json_text(cl[i].peer);
-		printf("}");
-	}
-	printf("]}\n");
+	json_u64("id", cl->id, true);
+	json_u64("regions", cl->regions, true);
+	json_u64("used_bytes", cl->used_bytes, true);
+	json_u64("connected_ms", cl->connected_ms, true);
+	/* The daemon's idle time is the lease's age; idle_ms stays for the
+	 * scripts that read it. */
+	json_u64("lease_age_ms", cl->idle_ms, true);
+	json_u64("idle_ms", cl->idle_ms, true);
+	json_str("transport", cl->transport, true);
+	json_str("peer", cl->peer, false);
 }
 
-static int print_clients_table(struct ctl *ctl, const void *items, size_t n)
+static void client_row(struct table *t, const void *item, const void *arg)
 {
-	const struct rmem_client_info *cl = items;
+	const struct rmem_client_info *cl = item;
+	char transport[16], peer[CELL_MAX], used[32], connected[32], lease_age[32];
+
+	(void)arg;
+	printable(transport, sizeof(transport), cl->transport);
+	printable(peer, sizeof(peer), cl->peer);
+	format_size(used, sizeof(used), cl->used_bytes);
+	format_duration(connected, sizeof(connected), cl->connected_ms);
+	format_duration(lease_age, sizeof(lease_age), cl->idle_ms);
+	table_set(t, 0, "%" PRIu64, cl->id);
+	table_set(t, 1, "%s", transport);
+	table_set(t, 2, "%" PRIu64, cl->regions);
+	table_set(t, 3, "%s", used);
+	table_set(t, 4, "%s", connected);
+	table_set(t, 5, "%s", lease_age);
+	table_set(t, 6, "%s", peer);
+}
+
+static int clients_table(struct ctl *ctl, const void *items, size_t n)
+{
 	static const struct column cols[] = {
 		{ "ID", true }, { "TRANSPORT", false }, { "REGIONS", true }, { "USED", true },
 		{ "CONNECTED", true }, { "LEASE AGE", true }, { "PEER", false },
 	};
-	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
 
 	(void)ctl;
-	for (size_t i = 0; i < n; i++) {
-		char transport[16], peer[CELL_MAX], used[32], connected[32], lease_age[32];
-
-		if (table_add_row(&t) < 0) {
-			table_free(&t);
-			return -ENOMEM;
-		}
-		printable(transport, sizeof(transport), cl[i].transport);
-		printable(peer, sizeof(peer), cl[i].peer);
-		format_size(used, sizeof(used), cl[i].used_bytes);
-		format_duration(connected, sizeof(connected), cl[i].connected_ms);
-		format_duration(lease_age, sizeof(lease_age), cl[i].idle_ms);
-		table_set(&t, 0, "%" PRIu64, cl[i].id);
-		table_set(&t, 1, "%s", transport);
-		table_set(&t, 2, "%" PRIu64, cl[i].regions);
-		table_set(&t, 3, "%s", used);
-		table_set(&t, 4, "%s", connected);
-		table_set(&t, 5, "%s", lease_age);
-		table_set(&t, 6, "%s", peer);
-	}
-	table_print(&t);
-	table_free(&t);
-	return 0;
+	return table_print_items(cols, sizeof(cols) / sizeof(cols[0]), items, n,
+				 sizeof(struct rmem_client_info), client_row, NULL);
 }
 
 static int cmd_clients(struct ctl *ctl)
 {
 	static const struct listing l = { "clients", clients_page,
-		sizeof(struct rmem_client_info), print_clients_json, print_clients_table };
+		sizeof(struct rmem_client_info), client_json, clients_table };
 
 	return run_listing(ctl, &l);
 }

@@ -50,7 +50,7 @@ struct listing {
 	const char *what;                                 /* for report() */
 	page_fn page;
 	size_t item_size;
-	void (*json)(const void *items, size_t n);        /* -j */
+	void (*json)(const void *item);                   /* -j: its members */
 	int (*table)(struct ctl *ctl, const void *items, size_t n); /* 0 or -errno */
 };
 

@@ -130,15 +130,11 @@ static void print_json(const char *name, const struct server_row *rows, size_t n
 		const struct server_row *r = &rows[i];
 		const struct cluster_rec *c = &r->rec;
 
-		printf("%s{\"id\":", i ? "," : "");
-		json_text(c->id[0] ? c->id : r->key);
-		printf(",\"state\":");
-		json_text(r->state);
-		printf(",\"tcp\":");
-		json_text(c->tcp);
-		printf(",\"rdma\":");
-		json_text(c->rdma);
-		printf(",");
+		printf("%s{", i ? "," : "");
+		json_str("id", c->id[0] ? c->id : r->key, true);
+		json_str("state", r->state, true);
+		json_str("tcp", c->tcp, true);
+		json_str("rdma", c->rdma, true);
 		json_u64("pool_bytes", c->pool_bytes, true);
 		json_u64("used_bytes", c->pool_bytes - c->free_bytes, true);
 		json_u64("free_bytes", c->free_bytes, true);
@@ -150,8 +146,7 @@ static void print_json(const char *name, const struct server_row *rows, size_t n
 		json_u64("lease", (uint64_t)r->lease, true);
 		printf("\"lease_ttl_s\":%" PRId64 ",", r->ttl_s);
 		json_u64("lease_granted_s", (uint64_t)r->granted_s, true);
-		printf("\"version\":");
-		json_text(c->version);
+		json_str("version", c->version, false);
 		printf("}");
 	}
 	printf("]}\n");

@@ -21,68 +21,56 @@ static int names_page(rmem_client *c, uint64_t after, void *out, size_t max)
 	return rmem_names(c, after, out, max);
 }
 
-static void print_names_json(const void *items, size_t n)
+static void name_json(const void *item)
 {
-	const struct rmem_name_info *nm = items;
+	const struct rmem_name_info *nm = item;
 
-	printf("{\"names\":[");
-	for (size_t i = 0; i < n; i++) {
-		printf("%s{", i ? "," : "");
-		json_u64("id", nm[i].id, true);
-		printf("\"name\":");
-		json_text(nm[i].name);
-		printf(",\"tenant\":");
-		json_text(nm[i].tenant);
-		printf(",");
-		json_u64("length", nm[i].length, true);
-		json_u64("age_ms", nm[i].age_ms, true);
-		json_u64("handles", nm[i].handles, true);
-		json_bool("unlinked", nm[i].flags & RMEM_NAME_UNLINKED, false);
-		printf("}");
-	}
-	printf("]}\n");
+	json_u64("id", nm->id, true);
+	json_str("name", nm->name, true);
+	json_str("tenant", nm->tenant, true);
+	json_u64("length", nm->length, true);
+	json_u64("age_ms", nm->age_ms, true);
+	json_u64("handles", nm->handles, true);
+	json_bool("unlinked", nm->flags & RMEM_NAME_UNLINKED, false);
 }
 
-static int print_names_table(struct ctl *ctl, const void *items, size_t n)
+static void name_row(struct table *t, const void *item, const void *arg)
 {
-	const struct rmem_name_info *nm = items;
+	const struct rmem_name_info *nm = item;
+	char tenant[CELL_MAX], name[CELL_MAX], size[32], age[32];
+
+	(void)arg;
+	/* "-": the anonymous namespace, which local clients share. */
+	printable(tenant, sizeof(tenant), nm->tenant[0] ? nm->tenant : "-");
+	printable(name, sizeof(name), nm->name);
+	format_size(size, sizeof(size), nm->length);
+	format_duration(age, sizeof(age), nm->age_ms);
+	table_set(t, 0, "%" PRIu64, nm->id);
+	table_set(t, 1, "%s", tenant);
+	table_set(t, 2, "%s", size);
+	table_set(t, 3, "%" PRIu64, nm->length);
+	table_set(t, 4, "%s", age);
+	table_set(t, 5, "%" PRIu32, nm->handles);
+	table_set(t, 6, "%s", nm->flags & RMEM_NAME_UNLINKED ? "unlinked" : "linked");
+	table_set(t, 7, "%s", name);
+}
+
+static int names_table(struct ctl *ctl, const void *items, size_t n)
+{
 	static const struct column cols[] = {
 		{ "ID", true }, { "TENANT", false }, { "SIZE", true }, { "BYTES", true },
 		{ "AGE", true }, { "HANDLES", true }, { "STATE", false }, { "NAME", false },
 	};
-	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
 
 	(void)ctl;
-	for (size_t i = 0; i < n; i++) {
-		char tenant[CELL_MAX], name[CELL_MAX], size[32], age[32];
-
-		if (table_add_row(&t) < 0) {
-			table_free(&t);
-			return -ENOMEM;
-		}
-		/* "-": the anonymous namespace, which local clients share. */
-		printable(tenant, sizeof(tenant), nm[i].tenant[0] ? nm[i].tenant : "-");
-		printable(name, sizeof(name), nm[i].name);
-		format_size(size, sizeof(size), nm[i].length);
-		format_duration(age, sizeof(age), nm[i].age_ms);
-		table_set(&t, 0, "%" PRIu64, nm[i].id);
-		table_set(&t, 1, "%s", tenant);
-		table_set(&t, 2, "%s", size);
-		table_set(&t, 3, "%" PRIu64, nm[i].length);
-		table_set(&t, 4, "%s", age);
-		table_set(&t, 5, "%" PRIu32, nm[i].handles);
-		table_set(&t, 6, "%s", nm[i].flags & RMEM_NAME_UNLINKED ? "unlinked" : "linked");
-		table_set(&t, 7, "%s", name);
-	}
-	table_print(&t);
-	table_free(&t);
-	return 0;
+	return table_print_items(cols, sizeof(cols) / sizeof(cols[0]), items, n,
+				 sizeof(struct rmem_name_info), name_row, NULL);
 }
 
 int cmd_names(struct ctl *ctl)
 {
 	static const struct listing l = { "names", names_page, sizeof(struct rmem_name_info),
-		print_names_json, print_names_table };
+		name_json, names_table };
 
 	return run_listing(ctl, &l);
 }

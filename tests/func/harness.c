@@ -130,6 +130,28 @@ int harness_finish(struct rmemd *d)
 	return tap_done();
 }
 
+int harness_main(const char *pool_size, const char *extra, void (*fn)(const struct rmemd *d))
+{
+	struct rmemd d;
+
+	if (!harness_start(&d, pool_size, extra))
+		return tap_done();
+	fn(&d);
+	return harness_finish(&d);
+}
+
+void harness_both(const struct rmemd *d, void (*fn)(const char *ep, const char *transport))
+{
+	fn(d->tcp_ep, harness_transport());
+	fn(d->unix_ep, "unix");
+}
+
+void close_fd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
 int proc_status_kb(pid_t pid, const char *field, uint64_t *kb)
 {
 	char path[64], *line = NULL;
@@ -430,4 +452,54 @@ int child_end(struct child *ch, int sig)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+int harness_keys_make(char *dir, struct harness_key *keys, size_t n)
+{
+	if (!mkdtemp(dir))
+		return -errno;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(keys[i].path, sizeof keys[i].path, "%s/%s", dir, keys[i].name);
+		if (write_file(keys[i].path, keys[i].secret, keys[i].mode) < 0)
+			return -EIO;
+	}
+	return 0;
+}
+
+void harness_keys_remove(const char *dir, const struct harness_key *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		unlink(keys[i].path);
+	rmdir(dir);
+}
+
+int child_reexec(int wfd, const char *const *args)
+{
+	char fd[16];
+	const char *argv[16];
+	size_t n = 0;
+	int keep = dup(wfd);	/* without close-on-exec */
+
+	if (keep < 0)
+		return 4;
+	while (args[n] && n < sizeof argv / sizeof argv[0] - 2) {
+		argv[n] = args[n];
+		n++;
+	}
+	snprintf(fd, sizeof fd, "%d", keep);
+	argv[n++] = fd;
+	argv[n] = NULL;
+	/* execv's argv is char *const[] for historical reasons; it does not
+	 * write to the strings. */
+	execv("/proc/self/exe", (char *const *)argv);
+	return 127;
+}
+
+int reply_read_data(const struct raw_reply *r, void *out, uint32_t len)
+{
+	if (r->status == 0 && r->length != PROTO_STATUS_LEN + len)
+		return -EBADMSG;
+	if (r->status == 0)
+		memcpy(out, r->payload + PROTO_STATUS_LEN, len);
+	return r->status;
 }

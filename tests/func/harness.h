@@ -68,9 +68,37 @@ bool harness_start(struct rmemd *d, const char *pool_size, const char *extra);
 /* The closing: one assertion that rmemd exits 0 on SIGTERM, the cleanup,
  * and the plan; main's return value. */
 int harness_finish(struct rmemd *d);
+/* The whole of a test program with one daemon: harness_start(), fn(d),
+ * harness_finish(); main's return value. */
+int harness_main(const char *pool_size, const char *extra, void (*fn)(const struct rmemd *d));
+/* fn(endpoint, transport) on d's network endpoint (harness_transport()),
+ * then on its Unix socket ("unix"): for what must hold on both. */
+void harness_both(const struct rmemd *d, void (*fn)(const char *ep, const char *transport));
+
+/* close(2)s fd when it is one (>= 0): the cleanup of a descriptor that may
+ * not have been opened. */
+void close_fd(int fd);
 
 /* Reads a "VmRSS:"-style field of /proc/PID/status, in KiB. */
 int proc_status_kb(pid_t pid, const char *field, uint64_t *kb);
+
+/* ---- tenants' key files ---------------------------------------------------- */
+
+struct harness_key {
+	const char *name;	/* the file's name in the directory */
+	const char *secret;	/* what it holds */
+	mode_t mode;		/* 0600; looser for a file rmemd must refuse */
+	char path[128];		/* set by harness_keys_make() */
+};
+
+/*
+ * A new directory from the mkdtemp(3) template dir, with a file a key:
+ * keys[i].name holding keys[i].secret with keys[i].mode, its path in
+ * keys[i].path.  0, or a negative errno (-EIO: a file not written).
+ */
+int harness_keys_make(char *dir, struct harness_key *keys, size_t n);
+/* Removes the files and the directory. */
+void harness_keys_remove(const char *dir, const struct harness_key *keys, size_t n);
 
 /* ---- clients ------------------------------------------------------------- */
 
@@ -78,6 +106,14 @@ int proc_status_kb(pid_t pid, const char *field, uint64_t *kb);
  * the NIC, not the daemon, then checks keys and bounds, and a transfer of 0
  * bytes checks nothing. */
 bool client_on_rdma(const rmem_client *c);
+
+/* A worker thread's client and region, and what went wrong there (a count,
+ * or an error: the test says which). */
+struct client_region {
+	rmem_client *c;
+	struct rmem_region r;
+	int err;
+};
 
 /* rmem_connect() with transport "auto" and the given timeout. */
 int client_connect(const char *endpoint, int timeout_ms, rmem_client **out);
@@ -115,6 +151,10 @@ int region_check(rmem_client *c, const struct rmem_region *r, size_t len, uint64
 
 /* ---- raw frames (tests/lib/raw.h) ------------------------------------------------ */
 
+/* A READ reply r (its opcode checked by the caller) for len bytes: its
+ * status, with the bytes copied to out when that is 0; -EBADMSG when a
+ * status 0 comes with another length. */
+int reply_read_data(const struct raw_reply *r, void *out, uint32_t len);
 /* To the daemon's host (RMEM_TEST_HOST, see harness_rdma()) at port. */
 int raw_connect_tcp(uint16_t port);
 /* A connection to d that has said HELLO (over its admin socket when
@@ -149,5 +189,12 @@ struct child {
 int child_spawn(struct child *ch, int (*fn)(int wfd, void *arg), void *arg);
 /* Sends sig (if > 0) and reaps it.  Returns the exit code or 128 + signal. */
 int child_end(struct child *ch, int sig);
+/*
+ * For a child_spawn() fn that must exec: this program again
+ * (/proc/self/exe) with args (NULL-terminated, args[0] its name) and then
+ * the number of a copy of wfd that survives the exec.  Returns only on
+ * failure: 4 when wfd could not be copied, else 127.
+ */
+int child_reexec(int wfd, const char *const *args);
 
 #endif /* RMEM_TESTS_HARNESS_H */

@@ -913,52 +913,88 @@ static void stalled_daemon_rdma(struct rmemd *d, rmem_client *c, const struct rm
 	ok(rc == 0, "stall: once it runs again, the region is freed (%d)", rc);
 }
 
+/* A client of ep (connect's timeout timeout_ms) with a 4 KiB region in *r,
+ * asserted as what; NULL when either failed. */
+static rmem_client *connect_alloc(const char *ep, int timeout_ms, struct rmem_region *r,
+				  const char *what)
+{
+	rmem_client *c = NULL;
+	int rc = client_connect(ep, timeout_ms, &c);
+
+	if (rc == 0)
+		rc = rmem_alloc(c, 4096, 0, r);
+	if (!ok(rc == 0, "%s (%d)", what, rc)) {
+		rmem_close(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Four reads posted at once, and their completions as they come. */
+struct four_reads {
+	uint8_t buf[4][256];
+	struct rmem_completion out[8];
+	int posted, got;
+};
+
+/* The four reads of r, ids id0 to id0 + 3, counted in fr->posted. */
+static void post_reads(rmem_client *c, const struct rmem_region *r, struct four_reads *fr,
+		      uint64_t id0)
+{
+	for (int i = 0; i < 4; i++)
+		fr->posted += rmem_post_read(c, r, 0, fr->buf[i], sizeof fr->buf[i],
+					     id0 + (uint64_t)i) == 0;
+}
+
+/* How many of the n completions ended with status. */
+static int count_status(const struct rmem_completion *out, int n, int status)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		k += out[i].status == status;
+	return k;
+}
+
 static void stalled_daemon(struct rmemd *d)
 {
-	struct rmem_completion out[8];
+	struct four_reads fr = { .posted = 0 };
 	struct rmem_region r;
-	uint8_t buf[4][256];
-	rmem_client *c = NULL;
-	int rc, posted = 0, resets = 0, got = 0;
+	rmem_client *c = connect_alloc(d->tcp_ep, 800, &r,
+				       "stall: connect (timeout 800 ms) and alloc");
+	int rc, resets;
 	uint64_t t0;
 
-	rc = client_connect(d->tcp_ep, 800, &c);
-	if (rc == 0)
-		rc = rmem_alloc(c, 4096, 0, &r);
-	if (!ok(rc == 0, "stall: connect (timeout 800 ms) and alloc (%d)", rc)) {
-		rmem_close(c);
+	if (!c)
 		return;
-	}
 	if (client_on_rdma(c)) {
 		stalled_daemon_rdma(d, c, &r);
 		rmem_close(c);
 		return;
 	}
 	kill(d->pid, SIGSTOP);
-	for (int i = 0; i < 4; i++)
-		posted += rmem_post_read(c, &r, 0, buf[i], sizeof buf[i], 70 + i) == 0;
-	ok(posted == 4, "stall: 4 reads posted to a stopped daemon (%d)", posted);
+	post_reads(c, &r, &fr, 70);
+	ok(fr.posted == 4, "stall: 4 reads posted to a stopped daemon (%d)", fr.posted);
 	t0 = now_ms();
-	rc = rmem_poll(c, out, 8, 200);
+	rc = rmem_poll(c, fr.out, 8, 200);
 	t0 = now_ms() - t0;
 	ok(rc == 0 && t0 >= 150 && t0 < 700, "stall: poll(200) returns 0 after %llu ms (%d)",
 	   (unsigned long long)t0, rc);
 	t0 = now_ms();
-	while (got < 4 && now_ms() - t0 < 5000) {
-		rc = rmem_poll(c, out + got, 8 - got, -1);
+	while (fr.got < 4 && now_ms() - t0 < 5000) {
+		rc = rmem_poll(c, fr.out + fr.got, 8 - fr.got, -1);
 		if (rc <= 0)
 			break;
-		got += rc;
+		fr.got += rc;
 	}
 	t0 = now_ms() - t0;
-	for (int i = 0; i < got; i++)
-		resets += out[i].status == -ECONNRESET;
-	ok(got == 4 && resets == 4 && t0 < 3000,
+	resets = count_status(fr.out, fr.got, -ECONNRESET);
+	ok(fr.got == 4 && resets == 4 && t0 < 3000,
 	   "stall: after the client's timeout all 4 complete with -ECONNRESET (%d, %d, %llu ms)",
-	   got, resets, (unsigned long long)t0);
-	rc = rmem_poll(c, out, 8, -1);
+	   fr.got, resets, (unsigned long long)t0);
+	rc = rmem_poll(c, fr.out, 8, -1);
 	ok(rc == -ECONNRESET, "stall: then poll says the connection is gone (%d)", rc);
-	rc = rmem_post_read(c, &r, 0, buf[0], 8, 99);
+	rc = rmem_post_read(c, &r, 0, fr.buf[0], 8, 99);
 	ok(rc == -ECONNRESET, "stall: and a post fails at once (%d)", rc);
 	kill(d->pid, SIGCONT);
 	rmem_close(c);
@@ -967,37 +1003,29 @@ static void stalled_daemon(struct rmemd *d)
 /* The daemon dies with operations outstanding. */
 static void daemon_killed(struct rmemd *d)
 {
-	struct rmem_completion out[8];
+	struct four_reads fr = { .posted = 0 };
 	struct rmem_region r;
-	uint8_t buf[4][256];
-	rmem_client *c = NULL;
-	int rc, posted = 0, resets = 0, got = 0;
+	rmem_client *c = connect_alloc(d->unix_ep, 10000, &r, "kill: connect and alloc");
+	int rc, resets;
 
-	rc = client_connect(d->unix_ep, 10000, &c);
-	if (rc == 0)
-		rc = rmem_alloc(c, 4096, 0, &r);
-	if (!ok(rc == 0, "kill: connect and alloc (%d)", rc)) {
-		rmem_close(c);
+	if (!c)
 		return;
-	}
 	kill(d->pid, SIGSTOP);
-	for (int i = 0; i < 4; i++)
-		posted += rmem_post_read(c, &r, 0, buf[i], sizeof buf[i], 80 + i) == 0;
-	ok(posted == 4, "kill: 4 reads posted (%d)", posted);
+	post_reads(c, &r, &fr, 80);
+	ok(fr.posted == 4, "kill: 4 reads posted (%d)", fr.posted);
 	kill(d->pid, SIGKILL);
-	for (int tries = 0; got < 4 && tries < 10; tries++) {
-		rc = rmem_poll(c, out + got, 8 - got, 2000);
+	for (int tries = 0; fr.got < 4 && tries < 10; tries++) {
+		rc = rmem_poll(c, fr.out + fr.got, 8 - fr.got, 2000);
 		if (rc < 0)
 			break;
-		got += rc;
+		fr.got += rc;
 	}
-	for (int i = 0; i < got; i++)
-		resets += out[i].status == -ECONNRESET;
-	ok(got == 4 && resets == 4, "kill: all 4 outstanding complete with -ECONNRESET (%d, %d)",
-	   got, resets);
-	rc = rmem_poll(c, out, 8, 0);
+	resets = count_status(fr.out, fr.got, -ECONNRESET);
+	ok(fr.got == 4 && resets == 4, "kill: all 4 outstanding complete with -ECONNRESET (%d, %d)",
+	   fr.got, resets);
+	rc = rmem_poll(c, fr.out, 8, 0);
 	ok(rc < 0, "kill: then rmem_poll returns an error (%d)", rc);
-	rc = rmem_read(c, &r, 0, buf[0], 8);
+	rc = rmem_read(c, &r, 0, fr.buf[0], 8);
 	ok(rc == -ECONNRESET, "kill: and sync calls say -ECONNRESET (%d)", rc);
 	rmem_close(c);
 }

@@ -141,19 +141,13 @@ out:
 	free(all);
 }
 
-struct client_faa {
-	rmem_client *c;
-	struct rmem_region r;
-	int errors;
-};
-
 static void *client_faa_worker(void *arg)
 {
-	struct client_faa *cf = arg;
+	struct client_region *cf = arg;
 
 	for (int i = 0; i < N_FAA; i++)
 		if (rmem_faa(cf->c, &cf->r, W_COUNTER, 3, NULL) != 0)
-			cf->errors++;
+			cf->err++;
 	return NULL;
 }
 
@@ -161,7 +155,7 @@ static void *client_faa_worker(void *arg)
  * session) hammering at once. */
 static void faa_two_clients(const char *ep_a, const char *ep_b)
 {
-	struct client_faa cf[2] = { { NULL }, { NULL } };
+	struct client_region cf[2] = { { NULL }, { NULL } };
 	pthread_t t[2];
 	uint64_t v[2] = { 0, 0 };
 	int rc = client_connect(ep_a, 10000, &cf[0].c);
@@ -178,10 +172,10 @@ static void faa_two_clients(const char *ep_a, const char *ep_b)
 		pthread_join(t[i], NULL);
 	for (int i = 0; i < 2; i++)
 		rc |= rmem_read(cf[i].c, &cf[i].r, W_COUNTER, &v[i], sizeof v[i]);
-	ok(rc == 0 && cf[0].errors == 0 && cf[1].errors == 0 && v[0] == 3 * N_FAA &&
+	ok(rc == 0 && cf[0].err == 0 && cf[1].err == 0 && v[0] == 3 * N_FAA &&
 	   v[1] == 3 * N_FAA, "faa/clients: each counter is exactly %d (%llu, %llu; errors %d, %d)",
-	   3 * N_FAA, (unsigned long long)v[0], (unsigned long long)v[1], cf[0].errors,
-	   cf[1].errors);
+	   3 * N_FAA, (unsigned long long)v[0], (unsigned long long)v[1], cf[0].err,
+	   cf[1].err);
 out:
 	rmem_close(cf[0].c);
 	rmem_close(cf[1].c);
@@ -363,19 +357,16 @@ out:
 	rmem_close(other);
 }
 
+static void all(const struct rmemd *d)
+{
+	harness_both(d, semantics);
+	faa_two_threads(d->tcp_ep);
+	faa_two_threads(d->unix_ep);
+	faa_two_clients(d->tcp_ep, d->unix_ep);
+	cas_two_threads(d->tcp_ep);
+}
+
 int main(void)
 {
-	struct rmemd d;
-
-	if (!harness_start(&d, "64M", NULL))
-		return tap_done();
-
-	semantics(d.tcp_ep, harness_transport());
-	semantics(d.unix_ep, "unix");
-	faa_two_threads(d.tcp_ep);
-	faa_two_threads(d.unix_ep);
-	faa_two_clients(d.tcp_ep, d.unix_ep);
-	cas_two_threads(d.tcp_ep);
-
-	return harness_finish(&d);
+	return harness_main("64M", NULL, all);
 }

@@ -118,6 +118,18 @@ wait_key() {
 	return 1
 }
 
+# ctl_exits CODE TEXT WHAT ARG...: rmemctl ARG... exits CODE saying TEXT (a
+# grep pattern) on stderr: the assertion WHAT.
+ctl_exits() {
+	local code=$1 text=$2 what=$3 rc
+	shift 3
+	"$RMEMCTL" "$@" > /dev/null 2> "$tmp/ctl.err"
+	rc=$?
+	diag < "$tmp/ctl.err"
+	[ $rc -eq "$code" ] && grep -q "$text" "$tmp/ctl.err"
+	ok $? "$what"
+}
+
 start_rmemd() {
 	local i=$1
 	"$RMEMD" -c "$tmp/r$i.conf" >> "$tmp/r$i.log" 2>&1 &
@@ -286,16 +298,12 @@ diag < "$tmp/ctl.err"
 [ $rc -eq 0 ] && [ "$(python3 -c 'import json, sys
 print(json.load(open(sys.argv[1]))["stats"]["pool_bytes"])' "$tmp/stats.json")" = $((3 * POOL)) ]
 ok $? "rmemctl -e $EURL stats: a cluster client's stats, summed over the three servers"
-"$RMEMCTL" -c "127.0.0.1:${rports[0]}" cluster > /dev/null 2> "$tmp/ctl.err"
-rc=$?
-diag < "$tmp/ctl.err"
-[ $rc -eq 2 ] && grep -q "needs an etcd endpoint" "$tmp/ctl.err"
-ok $? "rmemctl -c HOST:PORT cluster: exit 2, 'needs an etcd endpoint'"
-"$RMEMCTL" -e "etcd://127.0.0.1:$(free_port)/$NAME" cluster > /dev/null 2> "$tmp/ctl.err"
-rc=$?
-diag < "$tmp/ctl.err"
-[ $rc -eq 1 ] && grep -q "reading /rmem/$NAME/servers/ from etcd" "$tmp/ctl.err"
-ok $? "rmemctl cluster with no etcd there: exit 1, says etcd cannot be read"
+ctl_exits 2 "needs an etcd endpoint" \
+	"rmemctl -c HOST:PORT cluster: exit 2, 'needs an etcd endpoint'" \
+	-c "127.0.0.1:${rports[0]}" cluster
+ctl_exits 1 "reading /rmem/$NAME/servers/ from etcd" \
+	"rmemctl cluster with no etcd there: exit 1, says etcd cannot be read" \
+	-e "etcd://127.0.0.1:$(free_port)/$NAME" cluster
 
 # ---- the figures: a large allocation moves them, a tiny one does not -----------------------
 ep0=$SCHEME$H:${rports[0]}
@@ -532,11 +540,9 @@ ok $? "s2's /metrics says rmem_cluster_state{state=\"unreachable\"} 1"
 	python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 1 else 1)' \
 		"$(metric rmem_cluster_last_answer_age_seconds)"
 ok $? "s2's /metrics: etcd reachable 0, unreachable once, renewals failing, last answer $(metric rmem_cluster_last_answer_age_seconds)s ago"
-"$RMEMCTL" -e "$EURL" cluster > /dev/null 2> "$tmp/ctl.err"
-rc=$?
-diag < "$tmp/ctl.err"
-[ $rc -eq 1 ] && grep -q "from etcd: " "$tmp/ctl.err"
-ok $? "with all of etcd down rmemctl cluster exits 1 and says etcd cannot be read"
+ctl_exits 1 "from etcd: " \
+	"with all of etcd down rmemctl cluster exits 1 and says etcd cannot be read" \
+	-e "$EURL" cluster
 for i in 0 1 2; do etcd_restart "$i"; done
 etcd_wait_healthy 30
 ok $? "etcd comes back"

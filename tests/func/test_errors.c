@@ -423,79 +423,93 @@ static void stop_fake(struct fake *fk, pthread_t t)
 	close(fk->lfd);
 }
 
-static void fake_peers(void)
+/*
+ * A client of a new fake server in mode (connect's timeout timeout_ms):
+ * connect's result, the server running in fk and t; or 1 when no fake
+ * server would start (then *c is NULL and nothing runs).
+ */
+static int fake_client(struct fake *fk, pthread_t *t, enum fake_mode mode, int timeout_ms,
+		       rmem_client **c)
+{
+	uint16_t port;
+	char ep[32];
+
+	*c = NULL;
+	if (start_fake(fk, t, mode, &port) != 0)
+		return 1;
+	snprintf(ep, sizeof ep, "127.0.0.1:%u", port);
+	return client_connect(ep, timeout_ms, c);
+}
+
+/* A server whose answer to HELLO (what, in mode) no client may accept. */
+static void fake_refused(enum fake_mode mode, const char *what)
 {
 	struct fake fk;
 	pthread_t t;
-	uint16_t port;
-	char ep[32];
-	rmem_client *c = NULL;
+	rmem_client *c;
+	int rc = fake_client(&fk, &t, mode, 2000, &c);
+
+	if (rc == 1)
+		return skip(1, "no fake server");
+	ok(rc == -EPROTO && !c, "HELLO answered by %s: -EPROTO (%d)", what, rc);
+	rmem_close(c);
+	stop_fake(&fk, t);
+}
+
+static void fake_silent(void)
+{
+	struct fake fk;
+	pthread_t t;
+	rmem_client *c;
 	struct rmem_region r;
 	uint64_t t0;
-	int rc;
+	int rc = fake_client(&fk, &t, FAKE_SILENT, 300, &c);
 
-	if (start_fake(&fk, &t, FAKE_VERSION2, &port) == 0) {
-		snprintf(ep, sizeof ep, "127.0.0.1:%u", port);
-		rc = client_connect(ep, 2000, &c);
-		ok(rc == -EPROTO && !c, "HELLO answered by a version 2 frame: -EPROTO (%d)", rc);
-		rmem_close(c);
-		c = NULL;
-		stop_fake(&fk, t);
+	if (rc == 1)
+		return skip(2, "no fake server");
+	if (ok(rc == 0, "a fake server that only says HELLO: connect works (%d)", rc)) {
+		t0 = now_ms();
+		rc = rmem_alloc(c, 4096, 0, &r);
+		t0 = now_ms() - t0;
+		ok(rc == -ETIMEDOUT && t0 >= 250 && t0 < 5000,
+		   "an unanswered ALLOC is -ETIMEDOUT after %llu ms (timeout 300) (%d)",
+		   (unsigned long long)t0, rc);
 	} else {
-		skip(1, "no fake server");
+		skip(1, "no connection");
 	}
+	rmem_close(c);
+	stop_fake(&fk, t);
+}
 
-	if (start_fake(&fk, &t, FAKE_GARBAGE, &port) == 0) {
-		snprintf(ep, sizeof ep, "127.0.0.1:%u", port);
-		rc = client_connect(ep, 2000, &c);
-		ok(rc == -EPROTO && !c, "HELLO answered by garbage: -EPROTO (%d)", rc);
-		rmem_close(c);
-		c = NULL;
-		stop_fake(&fk, t);
-	} else {
-		skip(1, "no fake server");
-	}
+static void fake_close(void)
+{
+	struct fake fk;
+	pthread_t t;
+	rmem_client *c;
+	struct rmem_region r;
+	int rc = fake_client(&fk, &t, FAKE_CLOSE, 2000, &c);
 
-	if (start_fake(&fk, &t, FAKE_SILENT, &port) == 0) {
-		snprintf(ep, sizeof ep, "127.0.0.1:%u", port);
-		rc = client_connect(ep, 300, &c);
-		ok(rc == 0, "a fake server that only says HELLO: connect works (%d)", rc);
-		if (rc == 0) {
-			t0 = now_ms();
-			rc = rmem_alloc(c, 4096, 0, &r);
-			t0 = now_ms() - t0;
-			ok(rc == -ETIMEDOUT && t0 >= 250 && t0 < 5000,
-			   "an unanswered ALLOC is -ETIMEDOUT after %llu ms (timeout 300) (%d)",
-			   (unsigned long long)t0, rc);
-		} else {
-			skip(1, "no connection");
-		}
-		rmem_close(c);
-		c = NULL;
-		stop_fake(&fk, t);
+	if (rc == 1)
+		return skip(3, "no fake server");
+	ok(rc == 0, "a fake server that closes after HELLO: connect works (%d)", rc);
+	stop_fake(&fk, t);
+	if (rc == 0) {
+		rc = rmem_alloc(c, 4096, 0, &r);
+		ok(rc == -ECONNRESET, "ALLOC on a closed connection: -ECONNRESET (%d)", rc);
+		rc = rmem_stats(c, &(struct rmem_stats){ 0 });
+		ok(rc == -ECONNRESET, "and the client stays broken: -ECONNRESET (%d)", rc);
 	} else {
-		skip(2, "no fake server");
+		skip(2, "no connection");
 	}
+	rmem_close(c);
+}
 
-	if (start_fake(&fk, &t, FAKE_CLOSE, &port) == 0) {
-		snprintf(ep, sizeof ep, "127.0.0.1:%u", port);
-		rc = client_connect(ep, 2000, &c);
-		ok(rc == 0, "a fake server that closes after HELLO: connect works (%d)", rc);
-		stop_fake(&fk, t);
-		if (rc == 0) {
-			rc = rmem_alloc(c, 4096, 0, &r);
-			ok(rc == -ECONNRESET, "ALLOC on a closed connection: -ECONNRESET (%d)",
-			   rc);
-			rc = rmem_stats(c, &(struct rmem_stats){ 0 });
-			ok(rc == -ECONNRESET, "and the client stays broken: -ECONNRESET (%d)", rc);
-		} else {
-			skip(2, "no connection");
-		}
-		rmem_close(c);
-		c = NULL;
-	} else {
-		skip(3, "no fake server");
-	}
+static void fake_peers(void)
+{
+	fake_refused(FAKE_VERSION2, "a version 2 frame");
+	fake_refused(FAKE_GARBAGE, "garbage");
+	fake_silent();
+	fake_close();
 }
 
 /* The bound on a wait under a low-water mark that counts replies ahead
@@ -509,18 +523,14 @@ static void fake_slow_reads_check(void)
 	rmem_client *c = NULL;
 	struct fake fk;
 	pthread_t t;
-	uint16_t port;
-	char ep[32];
 	uint64_t t0;
-	int rc = 0, got = 0;
+	int rc = buf ? fake_client(&fk, &t, FAKE_SLOW_READS, 5000, &c) : 1, got = 0;
 
-	if (!buf || start_fake(&fk, &t, FAKE_SLOW_READS, &port) != 0) {
+	if (rc == 1) {
 		skip(2, "no fake server");
 		free(buf);
 		return;
 	}
-	snprintf(ep, sizeof ep, "127.0.0.1:%u", port);
-	rc = client_connect(ep, 5000, &c);
 	ok(rc == 0, "a fake server that answers READs slowly: connect works (%d)", rc);
 	t0 = now_ms();
 	for (int i = 0; rc == 0 && i < 3; i++)
@@ -544,27 +554,42 @@ static void fake_slow_reads_check(void)
 	free(buf);
 }
 
-static void unanswered(const char *dir)
+/* A client of ep, whose listener never accepts: HELLO is never answered. */
+static void never_accepted(const char *ep, const char *what)
 {
 	rmem_client *c = NULL;
-	char ep[160], path[140];
+	uint64_t t0 = now_ms();
+	int rc = client_connect(ep, 300, &c);
+
+	t0 = now_ms() - t0;
+	ok(rc == -ETIMEDOUT && !c && t0 >= 250 && t0 < 5000,
+	   "%s listener that never accepts: -ETIMEDOUT after %llu ms (%d)", what,
+	   (unsigned long long)t0, rc);
+	rmem_close(c);
+}
+
+/* A client of ep, where nothing listens (what). */
+static void refused(const char *ep, const char *what)
+{
+	rmem_client *c = NULL;
+	int rc = client_connect(ep, 2000, &c);
+
+	ok(rc == -ECONNREFUSED && !c, "%s: -ECONNREFUSED (%d)", what, rc);
+	rmem_close(c);
+}
+
+static void unanswered(const char *dir)
+{
+	char ep[160], path[140], what[200];
 	uint16_t port;
-	uint64_t t0;
-	int fd, rc;
+	int fd;
 
 	/* Listening sockets that never accept: connect() succeeds in the kernel,
 	 * HELLO is never answered. */
 	fd = raw_listen_tcp(&port);
 	if (fd >= 0) {
 		snprintf(ep, sizeof ep, "127.0.0.1:%u", port);
-		t0 = now_ms();
-		rc = client_connect(ep, 300, &c);
-		t0 = now_ms() - t0;
-		ok(rc == -ETIMEDOUT && !c && t0 >= 250 && t0 < 5000,
-		   "tcp listener that never accepts: -ETIMEDOUT after %llu ms (%d)",
-		   (unsigned long long)t0, rc);
-		rmem_close(c);
-		c = NULL;
+		never_accepted(ep, "tcp");
 		close(fd);
 	} else {
 		skip(1, "no listener");
@@ -573,14 +598,7 @@ static void unanswered(const char *dir)
 	fd = raw_listen_unix(path);
 	if (fd >= 0) {
 		snprintf(ep, sizeof ep, "unix:%s", path);
-		t0 = now_ms();
-		rc = client_connect(ep, 300, &c);
-		t0 = now_ms() - t0;
-		ok(rc == -ETIMEDOUT && !c && t0 >= 250 && t0 < 5000,
-		   "unix listener that never accepts: -ETIMEDOUT after %llu ms (%d)",
-		   (unsigned long long)t0, rc);
-		rmem_close(c);
-		c = NULL;
+		never_accepted(ep, "unix");
 		close(fd);
 		unlink(path);
 	} else {
@@ -589,25 +607,16 @@ static void unanswered(const char *dir)
 
 	port = free_tcp_port();
 	snprintf(ep, sizeof ep, "127.0.0.1:%u", port);
-	rc = client_connect(ep, 2000, &c);
-	ok(rc == -ECONNREFUSED && !c, "nothing listens on %s: -ECONNREFUSED (%d)", ep, rc);
-	rmem_close(c);
-	c = NULL;
+	snprintf(what, sizeof what, "nothing listens on %s", ep);
+	refused(ep, what);
 	snprintf(ep, sizeof ep, "unix:%s/no-such.sock", dir);
-	rc = client_connect(ep, 2000, &c);
-	ok(rc == -ECONNREFUSED && !c, "missing unix path: -ECONNREFUSED (%d)", rc);
-	rmem_close(c);
-	c = NULL;
+	refused(ep, "missing unix path");
 	/* A socket file whose listener is gone. */
 	snprintf(path, sizeof path, "%s/stale.sock", dir);
 	fd = raw_listen_unix(path);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 	snprintf(ep, sizeof ep, "unix:%s", path);
-	rc = client_connect(ep, 2000, &c);
-	ok(rc == -ECONNREFUSED && !c, "stale unix socket file: -ECONNREFUSED (%d)", rc);
-	rmem_close(c);
-	c = NULL;
+	refused(ep, "stale unix socket file");
 	unlink(path);
 }
 
@@ -688,8 +697,7 @@ int main(void)
 	if (!harness_start(&d, "64M", NULL))
 		return tap_done();
 
-	run_endpoint(d.tcp_ep, harness_transport());
-	run_endpoint(d.unix_ep, "unix");
+	harness_both(&d, run_endpoint);
 	bad_endpoints();
 	unanswered(d.dir);
 	fake_peers();

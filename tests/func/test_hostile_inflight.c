@@ -158,12 +158,8 @@ static int read_reply(int fd, uint8_t *buf, uint32_t len)
 		return rc;
 	if (r.opcode != PROTO_OP_READ)
 		rc = r.opcode == PROTO_OP_ERROR ? r.status : -EPROTO;
-	else if (r.status == 0 && r.length != PROTO_STATUS_LEN + len)
-		rc = -EBADMSG;
 	else
-		rc = r.status;
-	if (rc == 0)
-		memcpy(buf, r.payload + PROTO_STATUS_LEN, len);
+		rc = reply_read_data(&r, buf, len);
 	raw_reply_release(&r);
 	return rc;
 }
@@ -406,8 +402,7 @@ static void end_mid_write(const struct rmemd *d, bool silent)
 	   "%s: y's region is all 'Y' (%d; %zu bytes of x's)", what, rc,
 	   rc == 0 ? count_byte(got, WSIZE, 'X') : 0);
 out:
-	if (x >= 0)
-		close(x);
+	close_fd(x);
 	close(y);
 	all_back(what);
 }

@@ -50,7 +50,12 @@
 #define METRICS_CONNS 16
 
 static char dir[] = "/tmp/test_hostile_slots.XXXXXX";
-static char key_a[64], key_b[64];
+static struct harness_key keys[] = {
+	{ .name = "a.key", .secret = "secret of the hoarding tenant A\n", .mode = 0600 },
+	{ .name = "b.key", .secret = "secret of the honest tenant B!!\n", .mode = 0600 },
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+static const char *const key_a = keys[0].path, *const key_b = keys[1].path;
 
 /* ---- HTTP -------------------------------------------------------------------- */
 
@@ -298,8 +303,7 @@ static void metrics_flood(const struct rmemd *d, rmem_client *anon)
 	   page ? metrics_sample(page, "rmem_metrics_connections") : -1, METRICS_CONNS);
 	free(page);
 	for (int i = 0; i < FLOOD; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+		close_fd(fds[i]);
 }
 
 /* ---- without tenants: the anonymous clients against root -------------------------- */
@@ -360,12 +364,7 @@ int main(void)
 	char extra[640];
 	int rc;
 
-	if (!mkdtemp(dir))
-		return ok(0, "mkdtemp: %s", strerror(errno)), tap_done();
-	snprintf(key_a, sizeof key_a, "%s/a.key", dir);
-	snprintf(key_b, sizeof key_b, "%s/b.key", dir);
-	if (write_file(key_a, "secret of the hoarding tenant A\n", 0600) < 0 ||
-	    write_file(key_b, "secret of the honest tenant B!!\n", 0600) < 0)
+	if (harness_keys_make(dir, keys, NKEYS) < 0)
 		return ok(0, "cannot write the key files in %s", dir), tap_done();
 	snprintf(extra, sizeof extra,
 		 "tenants = ( { name = \"A\"; secret_file = \"%s\"; },\n"
@@ -391,8 +390,6 @@ int main(void)
 	}
 	rmem_close(anon);
 	anonymous_against_root();
-	unlink(key_a);
-	unlink(key_b);
-	rmdir(dir);
+	harness_keys_remove(dir, keys, NKEYS);
 	return harness_finish(&d);
 }

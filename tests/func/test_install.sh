@@ -15,7 +15,8 @@ stage_install "$stage" "$tmp/install.log"
 ok $? "make install PREFIX=/usr DESTDIR=... succeeds"
 for f in usr/sbin/rmemd usr/bin/rmemctl usr/lib/librmem.so.1 usr/lib/librmem.so usr/lib/librmem.a \
 	usr/include/rmem.h usr/lib/pkgconfig/librmem.pc etc/rmemd/rmemd.conf \
-	lib/systemd/system/rmemd.service usr/share/man/man8/rmemd.8 usr/share/man/man5/rmemd.conf.5 \
+	lib/systemd/system/rmemd.service usr/lib/tmpfiles.d/rmemd-thp.conf \
+	usr/share/man/man8/rmemd.8 usr/share/man/man5/rmemd.conf.5 \
 	usr/share/man/man3/rmem_alloc.3 usr/share/man/man7/librmem.7 usr/share/man/man8/rmemctl.8; do
 	[ -e "$stage/$f" ]; ok $? "installed $f"
 done

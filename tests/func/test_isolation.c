@@ -142,15 +142,10 @@ static int child_client(int wfd, void *arg)
 static int exec_child(int wfd, void *arg)
 {
 	const struct child_job *job = arg;
-	char fd[16];
-	int keep = dup(wfd);   /* without close-on-exec */
+	const char *const args[] = { "test_isolation", "--child", job->endpoint,
+				     job->stay ? "stay" : "exit", NULL };
 
-	if (keep < 0)
-		return 4;
-	snprintf(fd, sizeof fd, "%d", keep);
-	execl("/proc/self/exe", "test_isolation", "--child", job->endpoint,
-	      job->stay ? "stay" : "exit", fd, (char *)NULL);
-	return 127;
+	return child_reexec(wfd, args);
 }
 
 static int child_main(char **argv)

@@ -235,10 +235,7 @@ int main(void)
 
 	rmem_close(tcp);
 	rmem_close(unx);
-	rc = rmemd_stop(&d);
-	ok(rc == 0, "rmemd exits 0 on SIGTERM (%d)", rc);
-	rmemd_cleanup(&d);
 	free(src);
 	free(dst);
-	return tap_done();
+	return harness_finish(&d);
 }

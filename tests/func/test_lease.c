@@ -299,10 +299,8 @@ static void silent_connections(const struct rmemd *d)
 	ok(rc == 0, "the silent one is closed once its lease runs out (%d)", rc);
 	rc = hello >= 0 ? raw_wait_closed(hello, WAIT_MS) : hello;
 	ok(rc == 0, "the HELLO-only one too (%d)", rc);
-	if (quiet >= 0)
-		close(quiet);
-	if (hello >= 0)
-		close(hello);
+	close_fd(quiet);
+	close_fd(hello);
 }
 
 /*
@@ -324,8 +322,7 @@ static void late_write_data(const struct rmemd *d, uint8_t *f, size_t len)
 	ok(rc == 0, "a WRITE's header and 4 KiB, then 4 KiB more after 200 ms (%d)", rc);
 	rc = late >= 0 ? raw_wait_closed(late, WAIT_MS) : late;
 	ok(rc == 0, "the late data does not keep the stalled WRITE alive (%d)", rc);
-	if (late >= 0)
-		close(late);
+	close_fd(late);
 }
 
 static void partial_frames(const struct rmemd *d)
@@ -358,12 +355,9 @@ static void partial_frames(const struct rmemd *d)
 	ok(rc == 0, "and the stalled WRITE data (%d)", rc);
 	ok(rmemd_log_contains(d, "partial frame stalled"), "the daemon says why");
 	late_write_data(d, f, sizeof f);
-	if (half >= 0)
-		close(half);
-	if (body >= 0)
-		close(body);
-	if (wdata >= 0)
-		close(wdata);
+	close_fd(half);
+	close_fd(body);
+	close_fd(wdata);
 }
 
 static void oversized_frame(const struct rmemd *d)
@@ -386,8 +380,7 @@ static void oversized_frame(const struct rmemd *d)
 	}
 	rc = fd >= 0 ? raw_wait_closed(fd, WAIT_MS) : fd;
 	ok(rc == 0, "and the connection is closed (%d)", rc);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 }
 
 /* ---- pipelining without reading ------------------------------------------------ */
@@ -484,8 +477,7 @@ static void pipeliner(const struct rmemd *d, rmem_client *mon)
 	rc = other_client_served(d, 31);
 	ok(rc == 0, "meanwhile another client is served (%d)", rc);
 out:
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 	rc = stats_wait(mon, 0, 0, WAIT_MS, &st);
 	ok(rc == 0, "once it hangs up, its region is back (used %llu) (%d)",
 	   (unsigned long long)st.used_bytes, rc);

@@ -293,15 +293,12 @@ out:
 	free(big);
 }
 
+static void both(const struct rmemd *d)
+{
+	harness_both(d, suite);
+}
+
 int main(void)
 {
-	struct rmemd d;
-
-	if (!harness_start(&d, "64M", NULL))
-		return tap_done();
-
-	suite(d.tcp_ep, harness_transport());
-	suite(d.unix_ep, "unix");
-
-	return harness_finish(&d);
+	return harness_main("64M", NULL, both);
 }

@@ -41,7 +41,13 @@
 #define WAIT_MS 15000
 
 static char dir[] = "/tmp/test_metrics.XXXXXX";
-static char key_path[64], wrong_path[64], page_path[64];
+static struct harness_key keys[] = {
+	{ .name = "mt.key", .secret = "the secret of tenant mt, 0123\n", .mode = 0600 },
+	{ .name = "wrong.key", .secret = "the secret of tenant mt, 012X\n", .mode = 0600 },
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+static const char *const key_path = keys[0].path, *const wrong_path = keys[1].path;
+static char page_path[64];
 
 /* ---- HTTP ----------------------------------------------------------------- */
 
@@ -311,14 +317,9 @@ int main(void)
 	char extra[512];
 	int rc;
 
-	if (!mkdtemp(dir))
-		return ok(0, "mkdtemp: %s", strerror(errno)), tap_done();
-	snprintf(key_path, sizeof key_path, "%s/mt.key", dir);
-	snprintf(wrong_path, sizeof wrong_path, "%s/wrong.key", dir);
-	snprintf(page_path, sizeof page_path, "%s/page.txt", dir);
-	if (write_file(key_path, "the secret of tenant mt, 0123\n", 0600) < 0 ||
-	    write_file(wrong_path, "the secret of tenant mt, 012X\n", 0600) < 0)
+	if (harness_keys_make(dir, keys, NKEYS) < 0)
 		return ok(0, "cannot write the key files in %s", dir), tap_done();
+	snprintf(page_path, sizeof page_path, "%s/page.txt", dir);
 	snprintf(extra, sizeof extra,
 		 "tenants = ( { name = \"mt\"; secret_file = \"%s\"; quota = \"1M\"; "
 		 "max_regions = 10; } );\n"
@@ -350,13 +351,10 @@ int main(void)
 
 	check_after(&d, &did);
 
-	if (did.unix_fd >= 0)
-		close(did.unix_fd);
+	close_fd(did.unix_fd);
 	rmem_close(t);
 	rmem_close(u);
-	unlink(key_path);
-	unlink(wrong_path);
 	unlink(page_path);
-	rmdir(dir);
+	harness_keys_remove(dir, keys, NKEYS);
 	return harness_finish(&d);
 }

@@ -715,8 +715,7 @@ static void daemon_checks(const struct rmemd *d)
 	rc = rmem_free(c, &h);
 	ok(rc == 0, "%s: free the library's handle (%d)", M, rc);
 out:
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 	rmem_close(c);
 }
 
@@ -852,12 +851,9 @@ static int child_body(const char *ep, int wfd)
 static int child_exec(int wfd, void *arg)
 {
 	const struct rmemd *d = arg;
-	char fd[16];
-	int keep = dup(wfd);   /* without close-on-exec */
+	const char *const args[] = { "test_named", "--create-k", d->tcp_ep, NULL };
 
-	snprintf(fd, sizeof fd, "%d", keep);
-	execl("/proc/self/exe", "test_named", "--create-k", d->tcp_ep, fd, (char *)NULL);
-	return 127;
+	return child_reexec(wfd, args);
 }
 
 static void killed_client(const struct rmemd *d, rmem_client *admin)

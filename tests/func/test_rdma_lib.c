@@ -135,15 +135,9 @@ static void async_ops(rmem_client *c)
 	rmem_free(c, &r);
 }
 
-struct atomic_arg {
-	rmem_client *c;
-	struct rmem_region r;
-	int err;
-};
-
 static void *atomic_worker(void *p)
 {
-	struct atomic_arg *a = p;
+	struct client_region *a = p;
 
 	for (int i = 0; i < ATOMIC_ROUNDS && !a->err; i++) {
 		uint64_t old = 0, seen = 0;
@@ -163,7 +157,7 @@ static void *atomic_worker(void *p)
 
 static void atomics(rmem_client *c)
 {
-	struct atomic_arg a[2];
+	struct client_region a[2];
 	pthread_t t[2];
 	uint64_t v[2] = { 0, 0 };
 	int rc;
@@ -360,12 +354,9 @@ static int holder(int wfd, const char *ep)
 
 static int exec_holder(int wfd, void *arg)
 {
-	char fd[16];
-	int keep = dup(wfd);   /* without close-on-exec */
+	const char *const args[] = { "test_rdma_lib", "--hold", arg, NULL };
 
-	snprintf(fd, sizeof fd, "%d", keep);
-	execl("/proc/self/exe", "test_rdma_lib", "--hold", (const char *)arg, fd, (char *)NULL);
-	return 127;
+	return child_reexec(wfd, args);
 }
 
 static void killed_client(rmem_client *c, const char *ep)
@@ -450,10 +441,7 @@ int main(int argc, char **argv)
 	window_fallback();
 
 	rmem_close(c);
-	rc = rmemd_stop(&d);
-	ok(rc == 0, "rmemd exits 0 (%d)", rc);
-	rmemd_cleanup(&d);
 	free(src);
 	free(dst);
-	return tap_done();
+	return harness_finish(&d);
 }

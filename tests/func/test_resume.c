@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -52,11 +51,9 @@ static uint64_t bound_ms = 8000;
 /* Ends the daemon at once (a stopped one too); the store keeps what it has. */
 static void daemon_kill(struct rmemd *d)
 {
-	if (d->pid <= 0)
-		return;
-	kill(d->pid, SIGKILL);
-	while (waitpid(d->pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	struct child ch = { .pid = d->pid, .rfd = -1 };
+
+	child_end(&ch, SIGKILL);
 	d->pid = 0;
 }
 
@@ -151,29 +148,14 @@ static int connect_opts(const char *ep, const char *tenant, const char *key, int
 /* ---- tenants' keys -------------------------------------------------------------- */
 
 static char keydir[] = "/tmp/test_resume.XXXXXX";
-static char key_daemon[96], key_client[96], key_b[96];
-
-static int make_keys(void)
-{
-	if (!mkdtemp(keydir))
-		return -errno;
-	snprintf(key_daemon, sizeof key_daemon, "%s/a.key", keydir);
-	snprintf(key_client, sizeof key_client, "%s/a-client.key", keydir);
-	snprintf(key_b, sizeof key_b, "%s/b.key", keydir);
-	if (write_file(key_daemon, "tenant A resumes, 0123456789", 0600) < 0 ||
-	    write_file(key_client, "tenant A resumes, 0123456789", 0600) < 0 ||
-	    write_file(key_b, "tenant B, another secret 42", 0600) < 0)
-		return -EIO;
-	return 0;
-}
-
-static void remove_keys(void)
-{
-	unlink(key_daemon);
-	unlink(key_client);
-	unlink(key_b);
-	rmdir(keydir);
-}
+static struct harness_key keys[] = {
+	{ .name = "a.key", .secret = "tenant A resumes, 0123456789", .mode = 0600 },
+	{ .name = "a-client.key", .secret = "tenant A resumes, 0123456789", .mode = 0600 },
+	{ .name = "b.key", .secret = "tenant B, another secret 42", .mode = 0600 },
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+static const char *const key_daemon = keys[0].path, *const key_client = keys[1].path;
+static const char *const key_b = keys[2].path;
 
 /* ---- the sections ------------------------------------------------------------------ */
 
@@ -571,7 +553,7 @@ int main(void)
 	pool_size = pool;
 	if (harness_rdma())
 		bound_ms = 30000;
-	if (make_keys() < 0)
+	if (harness_keys_make(keydir, keys, NKEYS) < 0)
 		tap_skip_all("cannot write the tenants' keys");
 	snprintf(extra, sizeof extra,
 		 "tenants = ( { name = \"A\"; secret_file = \"%s\"; },\n"
@@ -580,7 +562,7 @@ int main(void)
 	 * then started again under the store. */
 	rc = rmemd_start(&w.d, pool, extra);
 	if (rc == -ENOENT) {
-		remove_keys();
+		harness_keys_remove(keydir, keys, NKEYS);
 		tap_skip_all("no rmemd in $RMEM_BUILD");
 	}
 	if (!ok(rc == 0, "rmemd starts (%d)", rc))
@@ -601,9 +583,8 @@ out:
 	rmem_close(w.a2);
 	rmem_close(w.u);
 	rmem_close(w.z);
-	if (w.raw_fd >= 0)
-		close(w.raw_fd);
+	close_fd(w.raw_fd);
 	rmemd_cleanup(&w.d);
-	remove_keys();
+	harness_keys_remove(keydir, keys, NKEYS);
 	return tap_done();
 }

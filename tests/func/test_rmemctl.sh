@@ -92,6 +92,18 @@ settles() {
 	return 1
 }
 
+# ctl_fails TEXT WHAT ARG...: rmemctl ARG... exits 1 saying TEXT on stderr
+# (the assertion WHAT, with the exit code seen).
+ctl_fails() {
+	local text=$1 what=$2 rc
+	shift 2
+	"$RMEMCTL" "$@" > /dev/null 2> "$tmp/err"
+	rc=$?
+	[ $rc -eq 1 ] && grep -q -F "$text" "$tmp/err"
+	ok $? "$what (got $rc)"
+	diag < "$tmp/err"
+}
+
 # ---- no daemon yet ---------------------------------------------------------------
 "$RMEMCTL" -s "$sock" stats > "$tmp/out" 2> "$tmp/err"
 rc=$?
@@ -356,16 +368,10 @@ ok $? "after the namer is killed: no names left, used_bytes 0 and no regions"
 helper_start "$tmp/namer.out" "$tmp/namer.py" "$port" "t/ns"
 grep -q '^ready' "$tmp/namer.out"
 ok $? "a raw client creates t/a, t/ns and t/r again"
-"$RMEMCTL" -c "127.0.0.1:$port" --namespace "" unlink t/ns > /dev/null 2> "$tmp/err"
-rc=$?
-[ $rc -eq 1 ] && grep -q -F "Unix socket" "$tmp/err"
-ok $? "rmemctl -c HOST:PORT --namespace '' unlink: exit 1, refused: admin only (got $rc)"
-diag < "$tmp/err"
-"$RMEMCTL" -s "$sock" --namespace nosuch unlink t/ns > /dev/null 2> "$tmp/err"
-rc=$?
-[ $rc -eq 1 ] && grep -q -F "no tenant 'nosuch'" "$tmp/err"
-ok $? "rmemctl --namespace nosuch unlink t/ns: exit 1, no such tenant (got $rc)"
-diag < "$tmp/err"
+ctl_fails "Unix socket" "rmemctl -c HOST:PORT --namespace '' unlink: exit 1, refused: admin only" \
+	-c "127.0.0.1:$port" --namespace "" unlink t/ns
+ctl_fails "no tenant 'nosuch'" "rmemctl --namespace nosuch unlink t/ns: exit 1, no such tenant" \
+	-s "$sock" --namespace nosuch unlink t/ns
 "$RMEMCTL" -s "$sock" --namespace "" unlink t/a > "$tmp/out" 2> "$tmp/err"
 rc=$?
 [ $rc -eq 0 ] && [ ! -s "$tmp/out" ]
@@ -407,23 +413,16 @@ rmemd_start "$tmp/rmemd2.conf" "$tmp/rmemd2.log"
 rc=$?
 ok $rc "rmemd with tenant alpha starts ($rc)"
 [ $rc -eq 0 ] || tail -20 "$tmp/rmemd2.log" | diag
-"$RMEMCTL" -c "127.0.0.1:$port" -t alpha -k "$tmp/alpha.key" unlink t/a > /dev/null 2> "$tmp/err"
-rc=$?
-[ $rc -eq 1 ] && grep -q -F "no name 't/a' in alpha's namespace" "$tmp/err"
-ok $? "rmemctl -t alpha -k KEY unlink t/a: exit 1, not in alpha's namespace (got $rc)"
-diag < "$tmp/err"
-"$RMEMCTL" -c "127.0.0.1:$port" -t alpha -k "$tmp/wrong.key" unlink t/a > /dev/null 2> "$tmp/err"
-rc=$?
-[ $rc -eq 1 ] && grep -q -F "refused tenant 'alpha'" "$tmp/err"
-ok $? "with the wrong secret: exit 1, the tenant refused (got $rc)"
-diag < "$tmp/err"
+ctl_fails "no name 't/a' in alpha's namespace" \
+	"rmemctl -t alpha -k KEY unlink t/a: exit 1, not in alpha's namespace" \
+	-c "127.0.0.1:$port" -t alpha -k "$tmp/alpha.key" unlink t/a
+ctl_fails "refused tenant 'alpha'" "with the wrong secret: exit 1, the tenant refused" \
+	-c "127.0.0.1:$port" -t alpha -k "$tmp/wrong.key" unlink t/a
 # The admin's unlink in alpha's namespace (rmem_unlink_ns; test_named covers a
 # name that is there).
-"$RMEMCTL" -s "$sock" --namespace alpha unlink t/a > /dev/null 2> "$tmp/err"
-rc=$?
-[ $rc -eq 1 ] && grep -q -F "no name 't/a' in alpha's namespace" "$tmp/err"
-ok $? "rmemctl --namespace alpha unlink t/a: exit 1, not in alpha's namespace (got $rc)"
-diag < "$tmp/err"
+ctl_fails "no name 't/a' in alpha's namespace" \
+	"rmemctl --namespace alpha unlink t/a: exit 1, not in alpha's namespace" \
+	-s "$sock" --namespace alpha unlink t/a
 "$RMEMCTL" -c "127.0.0.1:$port" -t alpha -k "$tmp/alpha.key" --namespace alpha \
 	unlink t/a > /dev/null 2> "$tmp/err"
 rc=$?

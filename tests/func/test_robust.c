@@ -118,12 +118,8 @@ static int raw_read(int fd, uint64_t req_id, const struct raw_region *g, uint64_
 		return rc;
 	if (r.opcode != PROTO_OP_READ || r.req_id != req_id || !(r.flags & PROTO_F_RESPONSE))
 		rc = -EPROTO;
-	else if (r.status == 0 && r.length != PROTO_STATUS_LEN + len)
-		rc = -EPROTO;
 	else
-		rc = r.status;
-	if (rc == 0)
-		memcpy(out, r.payload + PROTO_STATUS_LEN, len);
+		rc = reply_read_data(&r, out, len);
 	raw_reply_release(&r);
 	return rc;
 }
@@ -219,8 +215,7 @@ static void bad_version(const struct rmemd *d)
 	rc = fd >= 0 ? raw_send(fd, f, sizeof f) : fd;
 	ok(rc == 0 && error_then_close(fd, true, EPROTO, 4242, why, sizeof why),
 	   "HELLO of version 2: ERROR frame with status EPROTO, then close (%s)", why);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 
 	/* The same in the middle of a session that holds memory. */
 	fd = raw_session(d, false);
@@ -230,8 +225,7 @@ static void bad_version(const struct rmemd *d)
 	rc = fd >= 0 ? raw_send(fd, f, PROTO_HDR_LEN) : fd;
 	ok(rc == 0 && error_then_close(fd, true, EPROTO, 77, why, sizeof why),
 	   "mid-session frame of version 7: ERROR EPROTO, then close (%s)", why);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 	rc = client_connect(d->tcp_ep, 10000, &c);
 	rc = rc ? rc : stats_wait(c, 0, 0, WAIT_MS, &st);
 	ok(rc == 0, "the dropped session's megabyte went back to the pool (%d)", rc);
@@ -249,8 +243,7 @@ static void truncated_then_close(const struct rmemd *d)
 	put_alloc(f, 5, 4096);
 	rc = fd >= 0 ? raw_send(fd, f, PROTO_HDR_LEN + 5) : fd;
 	ok(rc == 0, "ALLOC cut after 5 payload bytes, then close (%d)", rc);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 
 	fd = raw_session(d, true);
 	rc = fd >= 0 ? raw_alloc(fd, 2, MiB, &g) : fd;
@@ -262,8 +255,7 @@ static void truncated_then_close(const struct rmemd *d)
 		rc = raw_send(fd, w, PROTO_HDR_LEN + PROTO_IO_REQ_LEN + 1000);
 	}
 	ok(rc == 0, "WRITE cut after 1000 of 1 MiB data bytes, then close (%d)", rc);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 	free(w);
 }
 
@@ -314,12 +306,9 @@ static void stalled(const struct rmemd *d)
 	   "while three connections stall, another client allocs/writes/reads/frees 1 MiB "
 	   "in %llu ms (%d)", (unsigned long long)t0, rc);
 	rmem_close(c);
-	if (s1 >= 0)
-		close(s1);
-	if (s2 >= 0)
-		close(s2);
-	if (s3 >= 0)
-		close(s3);
+	close_fd(s1);
+	close_fd(s2);
+	close_fd(s3);
 	free(src);
 	free(dst);
 }
@@ -353,8 +342,7 @@ static void slow_readers(const struct rmemd *d)
 	}
 	rc = rc ? rc : raw_recv(rude, small, sizeof small, WAIT_MS);
 	ok(rc == 0, "another asks for 16 MiB, takes 100 bytes and hangs up (%d)", rc);
-	if (rude >= 0)
-		close(rude);
+	close_fd(rude);
 
 	t0 = now_ms();
 	rc = client_connect(d->tcp_ep, 10000, &c);
@@ -369,8 +357,7 @@ static void slow_readers(const struct rmemd *d)
 	t0 = now_ms() - t0;
 	ok(rc == 0 && t0 < 5000, "meanwhile a third client is served in %llu ms (%d)",
 	   (unsigned long long)t0, rc);
-	if (lazy >= 0)
-		close(lazy);
+	close_fd(lazy);
 	rc = rc ? rc : stats_wait(c, 0, 0, WAIT_MS, &st);
 	ok(rc == 0, "once they are gone, their 32 MiB are back in the pool (%d)", rc);
 	rmem_close(c);
@@ -431,8 +418,7 @@ static void read_then_free(const struct rmemd *d)
 		raw_reply_release(&r2);
 	rmem_close(c);
 out:
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 	free(want);
 	free(junk);
 }
@@ -506,8 +492,7 @@ static void failing_writes(const struct rmemd *d, bool over_unix)
 	ok(rc == 0 && memcmp(got, data, LEN) == 0, "%s: and a READ returns its bytes (%d)", tr,
 	   rc);
 out:
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 	free(data);
 	free(got);
 }
@@ -523,24 +508,21 @@ static void oversize(const struct rmemd *d)
 	rc = fd >= 0 ? raw_send(fd, f, sizeof f) : fd;
 	ok(rc == 0 && error_then_close(fd, false, 0, 0, why, sizeof why),
 	   "ALLOC header claiming 4 GiB of payload: ERROR frame or close (%s)", why);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 
 	fd = raw_session(d, false);
 	raw_hdr(f, PROTO_VERSION, PROTO_OP_STATS, 0, PROTO_MAX_CTL + 1, 32);
 	rc = fd >= 0 ? raw_send(fd, f, sizeof f) : fd;
 	ok(rc == 0 && error_then_close(fd, false, 0, 0, why, sizeof why),
 	   "STATS header with PROTO_MAX_CTL+1 payload: ERROR frame or close (%s)", why);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 
 	fd = raw_session(d, true);
 	raw_hdr(f, PROTO_VERSION, PROTO_OP_WRITE, 0, PROTO_IO_REQ_LEN + PROTO_MAX_IO + 1, 33);
 	rc = fd >= 0 ? raw_send(fd, f, sizeof f) : fd;
 	ok(rc == 0 && error_then_close(fd, false, 0, 0, why, sizeof why),
 	   "WRITE header with PROTO_MAX_IO+1 data bytes: ERROR frame or close (%s)", why);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 }
 
 static void out_of_order(const struct rmemd *d)
@@ -554,15 +536,13 @@ static void out_of_order(const struct rmemd *d)
 	rc = fd >= 0 ? raw_send(fd, f, sizeof f) : fd;
 	ok(rc == 0 && refused(fd, 41, why, sizeof why),
 	   "ALLOC before HELLO is refused (%s)", why);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 
 	fd = raw_session(d, false);
 	raw_hdr(f, PROTO_VERSION, 99, 0, 0, 42);
 	rc = fd >= 0 ? raw_send(fd, f, PROTO_HDR_LEN) : fd;
 	ok(rc == 0 && refused(fd, 42, why, sizeof why), "unknown opcode 99 is refused (%s)", why);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 
 	fd = raw_session(d, false);
 	put_alloc(f, 43, 4096);
@@ -570,16 +550,14 @@ static void out_of_order(const struct rmemd *d)
 	rc = fd >= 0 ? raw_send(fd, f, PROTO_HDR_LEN + 8) : fd;
 	ok(rc == 0 && refused(fd, 43, why, sizeof why),
 	   "ALLOC with an 8-byte payload is refused (%s)", why);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 
 	fd = raw_session(d, false);
 	raw_hdr(f, PROTO_VERSION, PROTO_OP_STATS, PROTO_F_RESPONSE, 0, 44);
 	rc = fd >= 0 ? raw_send(fd, f, PROTO_HDR_LEN) : fd;
 	ok(rc == 0 && refused(fd, 44, why, sizeof why),
 	   "a request flagged as a response is refused (%s)", why);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 }
 
 static void pipelined(const struct rmemd *d, bool over_unix)
@@ -634,8 +612,7 @@ static void pipelined(const struct rmemd *d, bool over_unix)
 	}
 	ok(freed == PIPELINED, "%s: %d pipelined FREEs answered 0, in order (%d)", tr, freed, rc);
 out:
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 	free(frames);
 }
 

@@ -37,34 +37,17 @@
 #define WAIT_MS 10000
 
 static char dir[] = "/tmp/test_tenants.XXXXXX";
-static char key_a[64], key_b[64], key_wrong[64], key_loose[64];
 static const char secret_a[] = "secret of tenant A, 0123456789";
-
-static int make_keys(void)
-{
-	if (!mkdtemp(dir))
-		return -errno;
-	snprintf(key_a, sizeof key_a, "%s/a.key", dir);
-	snprintf(key_b, sizeof key_b, "%s/b.key", dir);
-	snprintf(key_wrong, sizeof key_wrong, "%s/wrong.key", dir);
-	snprintf(key_loose, sizeof key_loose, "%s/loose.key", dir);
-	/* The trailing newline is not part of the secret, on either side. */
-	if (write_file(key_a, "secret of tenant A, 0123456789\n", 0600) < 0 ||
-	    write_file(key_b, "tenant B has its own secret!!", 0600) < 0 ||
-	    write_file(key_wrong, "secret of tenant A, 012345678X", 0600) < 0 ||
-	    write_file(key_loose, "secret of tenant A, 0123456789", 0644) < 0)
-		return -EIO;
-	return 0;
-}
-
-static void remove_keys(void)
-{
-	unlink(key_a);
-	unlink(key_b);
-	unlink(key_wrong);
-	unlink(key_loose);
-	rmdir(dir);
-}
+/* The trailing newline is not part of the secret, on either side. */
+static struct harness_key keys[] = {
+	{ .name = "a.key", .secret = "secret of tenant A, 0123456789\n", .mode = 0600 },
+	{ .name = "b.key", .secret = "tenant B has its own secret!!", .mode = 0600 },
+	{ .name = "wrong.key", .secret = "secret of tenant A, 012345678X", .mode = 0600 },
+	{ .name = "loose.key", .secret = "secret of tenant A, 0123456789", .mode = 0644 },
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+static const char *const key_a = keys[0].path, *const key_b = keys[1].path;
+static const char *const key_wrong = keys[2].path, *const key_loose = keys[3].path;
 
 static uint64_t clients_now(rmem_client *admin)
 {
@@ -319,17 +302,14 @@ static void replay(const struct rmemd *d, rmem_client *admin)
 	ok(fd2 >= 0 && raw_wait_closed(fd2, WAIT_MS) == 0, "and the connection is closed");
 	ok(clients_now(admin) == clients, "no session was created");
 	ok(rmemd_log_count(d, needle) == logged + 1, "the refusal is logged once");
-	if (fd2 >= 0)
-		close(fd2);
+	close_fd(fd2);
 
 	/* An AUTH out of the blue. */
 	fd2 = raw_connect_tcp(d->port);
 	rc = fd2 < 0 ? fd2 : raw_auth(fd2, mac, &opcode);
 	ok(rc == EACCES && opcode == PROTO_OP_ERROR, "AUTH without AUTH_BEGIN: EACCES (%d)", rc);
-	if (fd2 >= 0)
-		close(fd2);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd2);
+	close_fd(fd);
 }
 
 /* ---- the whole ------------------------------------------------------------------ */
@@ -401,8 +381,7 @@ static void foreign_peer(const struct rmemd *d)
 	   "an anonymous peer from elsewhere (%s -> %s) is refused, logged once (%d, "
 	   "opcode %u, status %d)", inet_ntoa(from.sin_addr), daemon_at, rc, r.opcode, r.status);
 	raw_reply_release(&r);
-	if (fd >= 0)
-		close(fd);
+	close_fd(fd);
 }
 
 static void without_tenants(void)
@@ -453,14 +432,14 @@ int main(void)
 
 	if (sodium_init() < 0)
 		tap_skip_all("libsodium does not start");
-	if (make_keys() < 0)
+	if (harness_keys_make(dir, keys, NKEYS) < 0)
 		tap_skip_all("cannot write secret files");
 	snprintf(extra, sizeof extra,
 		 "tenants = ( { name = \"A\"; secret_file = \"%s\"; quota = \"4M\"; },\n"
 		 "            { name = \"B\"; secret_file = \"%s\"; max_regions = %d; } );",
 		 key_a, key_b, MAX_REGIONS_B);
 	if (rmemd_start(&d, "64M", extra) < 0) {
-		remove_keys();
+		harness_keys_remove(dir, keys, NKEYS);
 		tap_skip_all("rmemd did not start");
 	}
 	ok(rmemd_log_contains(&d, "2 tenant(s) configured: network clients must authenticate"),
@@ -495,6 +474,6 @@ int main(void)
 	rmemd_cleanup(&d);
 	without_tenants();
 	loose_secret_file();
-	remove_keys();
+	harness_keys_remove(dir, keys, NKEYS);
 	return tap_done();
 }

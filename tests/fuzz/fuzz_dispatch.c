@@ -42,6 +42,7 @@
 #include "log.h"
 #include "names.h"
 #include "pool.h"
+#include "quarantine.h"
 #include "region.h"
 #include "server.h"
 #include "session.h"
@@ -140,19 +141,20 @@ static void check_idle(void)
 {
 	const struct pool *p = &srv->pools[0];
 	struct alloc_stats a;
+	uint64_t due;
 
 	CHECK(srv->conns == NULL);
 	CHECK(srv->sessions_first == NULL && srv->sessions_last == NULL);
 	CHECK(srv->clients == 0);
 	CHECK(srv->used_bytes == 0);
-	CHECK(srv->quarantine_first == NULL);
+	CHECK(!quarantine_next_due(srv->quarantine, &due));
 	CHECK(region_count(srv->regions) == 0);
 	CHECK(srv->allocs == srv->frees);
-	CHECK(srv->tenant_use[0].bytes == 0 && srv->tenant_use[0].regions == 0);
+	CHECK(srv->tenants.use[0].bytes == 0 && srv->tenants.use[0].regions == 0);
 	/* Every state slot and session charged to a tenant was given back. */
-	CHECK(srv->slots_charged == 0 && srv->admin_clients == 0);
+	CHECK(srv->tenants.slots_charged == 0 && srv->tenants.admin_clients == 0);
 	for (size_t i = 0; i <= CONFIG_MAX_TENANTS; i++)
-		CHECK(srv->tenant_use[i].slots == 0 && srv->tenant_use[i].sessions == 0);
+		CHECK(srv->tenants.use[i].slots == 0 && srv->tenants.use[i].sessions == 0);
 	alloc_get_stats(p->alloc, &a);
 	CHECK(a.used == 0 && a.live == 0 && a.free == a.total);
 	CHECK(a.free_ranges == 1 && a.largest_free == a.total);

@@ -187,8 +187,8 @@ static void check_restored(struct server *srv)
 	session_quarantine_flush(srv);
 	alloc_get_stats(srv->pools[0].alloc, &a);
 	CHECK(a.used == 0 && a.free_ranges == 1 && srv->used_bytes == 0 && srv->clients == 0);
-	CHECK(region_count(srv->regions) == 0 && srv->tenant_use[0].bytes == 0 &&
-	      srv->tenant_use[0].regions == 0);
+	CHECK(region_count(srv->regions) == 0 && srv->tenants.use[0].bytes == 0 &&
+	      srv->tenants.use[0].regions == 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -246,7 +246,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		CHECK(why[0] && srv->clients == 0 && region_count(srv->regions) == 0 &&
 		      names_count(srv->names) == 0 && srv->used_bytes == 0 && !srv->slots &&
-		      srv->tenant_use[0].bytes == 0);
+		      srv->tenants.use[0].bytes == 0);
 	}
 	if (fds.state_fd >= 0)
 		close(fds.state_fd);

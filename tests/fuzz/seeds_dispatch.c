@@ -485,21 +485,9 @@ static void resume_rekey(void)
 	frame(PROTO_OP_REKEY, p, proto_rekey_req_encode(p, &k)); /* freed: ENOENT */
 }
 
-static void garbage_magic(void)
-{
-	hello();
-	any_header(0x12345678, 1, 7, 0, 0, 0);
-}
-
 static void garbage_version(void)
 {
 	any_header(PROTO_MAGIC, 9, 1, 0, 0, 16);
-}
-
-static void garbage_flags(void)
-{
-	hello();
-	any_header(PROTO_MAGIC, 1, 7, 2, 0, 0);
 }
 
 static void garbage_reply(void)
@@ -509,36 +497,27 @@ static void garbage_reply(void)
 	put("\0\0\0\0\0\0\0\0", 8);
 }
 
-static void garbage_reserved(void)
-{
-	hello();
-	any_header(PROTO_MAGIC, 1, 7, 0, 1, 0);
-}
-
-static void garbage_opcode(void)
-{
-	hello();
-	any_header(PROTO_MAGIC, 1, 200, 0, 0, 0);
-}
-
-static void garbage_error(void)
-{
-	hello();
-	any_header(PROTO_MAGIC, 1, PROTO_OP_ERROR, 0, 0, 8);
-}
-
-static void garbage_oversize(void)
-{
-	hello();
-	any_header(PROTO_MAGIC, 1, PROTO_OP_ALLOC, 0, 0, 1u << 30);
-}
-
 static void garbage_stats_payload(void)
 {
 	hello();
 	frame(PROTO_OP_STATS, "x", 1);
 }
 
+
+/* After HELLO, a header wrong in one field each: the daemon must close. */
+static const struct bad_header {
+	const char *name;
+	uint32_t magic;
+	uint16_t version, opcode, flags, reserved;
+	uint32_t length;
+} bad_headers[] = {
+	{ "bad-magic", 0x12345678, 1, 7, 0, 0, 0 },
+	{ "bad-flags", PROTO_MAGIC, 1, 7, 2, 0, 0 },
+	{ "bad-reserved", PROTO_MAGIC, 1, 7, 0, 1, 0 },
+	{ "bad-opcode", PROTO_MAGIC, 1, 200, 0, 0, 0 },
+	{ "error-request", PROTO_MAGIC, 1, PROTO_OP_ERROR, 0, 0, 8 },
+	{ "oversize", PROTO_MAGIC, 1, PROTO_OP_ALLOC, 0, 0, 1u << 30 },
+};
 
 static const struct entry seeds[] = {
 	{ "good-session", 0, good_session },
@@ -560,14 +539,8 @@ static const struct entry seeds[] = {
 	{ "partial-write", 0, partial_write },
 	{ "partial-write-chunk3", 3, partial_write },
 	{ "short-write", 0, short_write },
-	{ "bad-magic", 0, garbage_magic },
 	{ "bad-version", 0, garbage_version },
-	{ "bad-flags", 0, garbage_flags },
 	{ "reply-frame", 0, garbage_reply },
-	{ "bad-reserved", 0, garbage_reserved },
-	{ "bad-opcode", 0, garbage_opcode },
-	{ "error-request", 0, garbage_error },
-	{ "oversize", 0, garbage_oversize },
 	{ "stats-payload", 0, garbage_stats_payload },
 	{ "auth-good-session-tcp", FUZZ_MODE_TCP, good_session },
 	{ "auth-atomics-tcp-chunk5", FUZZ_MODE_TCP | 5, atomics },
@@ -591,6 +564,7 @@ static const struct entry seeds[] = {
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : "tests/fuzz/corpus/dispatch";
+	const size_t nbad = sizeof bad_headers / sizeof bad_headers[0];
 
 	for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
 		begin(seeds[i].mode);
@@ -598,7 +572,16 @@ int main(int argc, char **argv)
 		if (end(dir, seeds[i].name) < 0)
 			return 1;
 	}
+	for (size_t i = 0; i < nbad; i++) {
+		const struct bad_header *b = &bad_headers[i];
+
+		begin(0);
+		hello();
+		any_header(b->magic, b->version, b->opcode, b->flags, b->reserved, b->length);
+		if (end(dir, b->name) < 0)
+			return 1;
+	}
 	raw_out_fini(&sd.out);
-	printf("%zu seeds written to %s\n", sizeof seeds / sizeof seeds[0], dir);
+	printf("%zu seeds written to %s\n", sizeof seeds / sizeof seeds[0] + nbad, dir);
 	return 0;
 }

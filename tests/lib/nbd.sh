@@ -1,5 +1,5 @@
 # nbd.sh - nbdkit with rmem's plugin for the shell tests (tests/func/test_nbd.sh,
-# tests/vm/nbd/test_nbd_dev.sh).  Sourced (bash) after tests/lib/rmemd.sh:
+# tests/func/rdma/test_nbd_dev.sh).  Sourced (bash) after tests/lib/rmemd.sh:
 #
 #   nbd_setup                       skips without nbdkit or the plugin; $PLUGIN
 #   nbd_start SOCK LOG ARGS...      nbdkit -U SOCK with the plugin; $npid

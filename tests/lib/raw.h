@@ -1,6 +1,6 @@
 /*
  * raw.h - the tests' one raw wire client: sockets, frames and the codec of
- * client-lib/proto.h, with nothing of librmem, so that a test can send what
+ * common/proto.h, with nothing of librmem, so that a test can send what
  * librmem never would (bad magic, torn frames, other tenants' keys) and see
  * exactly what rmemd answers.
  *

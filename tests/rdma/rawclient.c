@@ -105,6 +105,34 @@ static int ctl_call(struct rawclient *c, uint16_t opcode, const void *req, size_
 	return rc;
 }
 
+/* A request answered by a status alone: the status, or a negative errno. */
+static int status_call(struct rawclient *c, uint16_t opcode, const void *req, size_t req_len)
+{
+	uint8_t rep[PROTO_MAX_CTL];
+	size_t rep_len = 0;
+	int status = 0;
+	int rc = ctl_call(c, opcode, req, req_len, rep, sizeof rep, &rep_len);
+
+	if (rc == 0)
+		rc = proto_status_decode(rep, rep_len, &status);
+	return rc < 0 ? rc : status;
+}
+
+/* A request answered by a region (ALLOC's reply) into *out: the status, or a
+ * negative errno. */
+static int region_call(struct rawclient *c, uint16_t opcode, const void *req, size_t req_len,
+		       struct proto_region *out)
+{
+	uint8_t rep[PROTO_MAX_CTL];
+	size_t rep_len = 0;
+	int status = 0;
+	int rc = ctl_call(c, opcode, req, req_len, rep, sizeof rep, &rep_len);
+
+	if (rc == 0)
+		rc = proto_alloc_rep_decode(rep, rep_len, &status, out);
+	return rc < 0 ? rc : status;
+}
+
 static int tcp_connect(const char *host, uint16_t port)
 {
 	int fd = raw_connect(host, port), one = 1;
@@ -183,15 +211,9 @@ int rawclient_resume(struct rawclient *c, const char *host, uint16_t port, int t
 int rawclient_rekey(struct rawclient *c, uint64_t id, struct proto_region *out)
 {
 	struct proto_rekey_req req = { .id = id };
-	uint8_t buf[PROTO_REKEY_REQ_LEN], rep[PROTO_MAX_CTL];
-	size_t rep_len = 0;
-	int status = 0, rc;
+	uint8_t buf[PROTO_REKEY_REQ_LEN];
 
-	rc = ctl_call(c, PROTO_OP_REKEY, buf, proto_rekey_req_encode(buf, &req), rep, sizeof rep,
-		      &rep_len);
-	if (rc == 0)
-		rc = proto_alloc_rep_decode(rep, rep_len, &status, out);
-	return rc == 0 ? status : rc;
+	return region_call(c, PROTO_OP_REKEY, buf, proto_rekey_req_encode(buf, &req), out);
 }
 
 static int authenticate(struct rawclient *c, const char *tenant, const uint8_t *secret,
@@ -246,63 +268,39 @@ int rawclient_open_tenant(struct rawclient *c, const char *host, uint16_t port, 
 
 int rawclient_ping(struct rawclient *c)
 {
-	uint8_t rep[PROTO_MAX_CTL];
-	size_t rep_len = 0;
-	int status = 0;
-	int rc = ctl_call(c, PROTO_OP_PING, NULL, 0, rep, sizeof rep, &rep_len);
-
-	if (rc == 0)
-		rc = proto_status_decode(rep, rep_len, &status);
-	return rc < 0 ? rc : status;
+	return status_call(c, PROTO_OP_PING, NULL, 0);
 }
 
 int rawclient_alloc(struct rawclient *c, uint64_t size, struct proto_region *out)
 {
 	struct proto_alloc_req req = { .size = size };
-	uint8_t buf[PROTO_ALLOC_REQ_LEN], rep[PROTO_MAX_CTL];
-	size_t rep_len = 0;
-	int status = 0;
-	int rc = ctl_call(c, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req), rep,
-			  sizeof rep, &rep_len);
+	uint8_t buf[PROTO_ALLOC_REQ_LEN];
 
-	if (rc == 0)
-		rc = proto_alloc_rep_decode(rep, rep_len, &status, out);
-	return rc < 0 ? rc : status;
+	return region_call(c, PROTO_OP_ALLOC, buf, proto_alloc_req_encode(buf, &req), out);
 }
 
 int rawclient_free(struct rawclient *c, const struct proto_region *r)
 {
 	struct proto_free_req req = { .id = r->id, .rkey = r->rkey };
-	uint8_t buf[PROTO_FREE_REQ_LEN], rep[PROTO_MAX_CTL];
-	size_t rep_len = 0;
-	int status = 0;
-	int rc = ctl_call(c, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req), rep,
-			  sizeof rep, &rep_len);
+	uint8_t buf[PROTO_FREE_REQ_LEN];
 
-	if (rc == 0)
-		rc = proto_status_decode(rep, rep_len, &status);
-	return rc < 0 ? rc : status;
+	return status_call(c, PROTO_OP_FREE, buf, proto_free_req_encode(buf, &req));
 }
 
 int rawclient_name(struct rawclient *c, uint16_t opcode, const char *name, uint64_t size,
 		   uint32_t flags, struct proto_region *out)
 {
 	struct proto_name_req req = { .size = size, .flags = flags };
-	uint8_t buf[PROTO_NAME_REQ_FIXED + PROTO_NAME_MAX], rep[PROTO_MAX_CTL];
-	size_t rep_len = 0, len = strlen(name);
-	int status = 0, rc;
+	uint8_t buf[PROTO_NAME_REQ_FIXED + PROTO_NAME_MAX];
+	size_t len = strlen(name), n;
 
 	if (len == 0 || len > PROTO_NAME_MAX)
 		return -EINVAL;
 	req.name_len = (uint16_t)len;
 	memcpy(req.name, name, len);
-	rc = ctl_call(c, opcode, buf, proto_name_req_encode(buf, opcode, &req), rep, sizeof rep,
-		      &rep_len);
-	if (rc == 0 && opcode == PROTO_OP_UNLINK)
-		rc = proto_status_decode(rep, rep_len, &status);
-	else if (rc == 0)
-		rc = proto_alloc_rep_decode(rep, rep_len, &status, out);
-	return rc < 0 ? rc : status;
+	n = proto_name_req_encode(buf, opcode, &req);
+	return opcode == PROTO_OP_UNLINK ? status_call(c, opcode, buf, n) :
+					   region_call(c, opcode, buf, n, out);
 }
 
 int rawclient_stats(struct rawclient *c, struct proto_stats *out)

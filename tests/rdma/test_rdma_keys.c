@@ -7,7 +7,8 @@
  * rawclient.c, which checks nothing on the daemon's behalf.
  *
  *   tests/vm/run-in-vm -- tests/run-tests build/tests/rdma/test_rdma_keys
- *   test_rdma_keys [none|auto|window|region-mr|tenants|stop|device]   one section
+ *   test_rdma_keys [none|region-mr|window|auto|tenants|named|stop|device|restart]
+ *                                                              one section
  *
  * Sections, each against its own rmemd: "none" (listen.rdma = "": HELLO says
  * no RDMA, nothing accepts an attach), "window" and "region-mr" (everything),
@@ -78,6 +79,7 @@ struct suite {
 	const char *addr;       /* RMEM_VM_RDMA_ADDR */
 	const char *dev;        /* RMEM_VM_RDMA_DEV, may be NULL */
 	const char *mode;       /* section name */
+	char name[32];          /* keyed()'s section names */
 	uint8_t key_mode;       /* what HELLO must say */
 	struct rmemd d;
 	struct rawclient obs;   /* a TCP-only session holding nothing: STATS */
@@ -92,6 +94,17 @@ struct suite {
 static const char *wc_name(int rc, enum ibv_wc_status st)
 {
 	return rc < 0 ? strerror(-rc) : ibv_wc_status_str(st);
+}
+
+/* The section what + mode, in key mode key_mode: its name and mode in s, the
+ * config group that asks for that mode in group. */
+static void keyed(struct suite *s, const char *what, const char *mode, uint8_t key_mode,
+		  char *group, size_t len)
+{
+	snprintf(s->name, sizeof s->name, "%s%s", what, mode);
+	s->mode = s->name;
+	s->key_mode = key_mode;
+	snprintf(group, len, "keys = \"%s\";", mode);
 }
 
 static int open_client(struct suite *s, struct rawclient *c)
@@ -1256,7 +1269,7 @@ static void check_hello(struct suite *s, const struct rawclient *c, bool rdma)
 }
 
 /* listen.rdma = "": no RDMA for anyone, and the TCP path unharmed by trying. */
-static void section_none(struct suite *s)
+static void section_none(struct suite *s, const char *mode, uint8_t key_mode)
 {
 	struct proto_attach att;
 	struct bogus b;
@@ -1266,6 +1279,8 @@ static void section_none(struct suite *s)
 	uint16_t port;
 	int rc;
 
+	(void)mode;
+	(void)key_mode;
 	s->mode = "none";
 	s->key_mode = PROTO_KEYS_NONE;
 	if (section_start(s, NULL) < 0)
@@ -1306,13 +1321,15 @@ static void section_none(struct suite *s)
 }
 
 /* keys = "auto" on rxe: region-mr, and the keys hold. */
-static void section_auto(struct suite *s)
+static void section_auto(struct suite *s, const char *mode, uint8_t key_mode)
 {
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	struct proto_region r;
 	struct rawclient a;
 	int rc;
 
+	(void)mode;
+	(void)key_mode;
 	s->mode = "auto";
 	s->key_mode = PROTO_KEYS_REGION_MR;
 	if (section_start(s, "keys = \"auto\";") < 0)
@@ -1338,9 +1355,7 @@ static void section_full(struct suite *s, const char *mode, uint8_t key_mode)
 	struct rawclient a;
 	int rc;
 
-	s->mode = mode;
-	s->key_mode = key_mode;
-	snprintf(group, sizeof group, "keys = \"%s\";", mode);
+	keyed(s, "", mode, key_mode, group, sizeof group);
 	if (section_start(s, group) < 0)
 		return;
 	check_hello(s, &s->obs, true);
@@ -1395,14 +1410,11 @@ static int hold_regions(struct rawclient *h, struct proto_region *r)
 static void section_stop(struct suite *s, const char *mode, uint8_t key_mode)
 {
 	struct proto_region *r = calloc(HOLD_REGIONS, sizeof *r);
-	char group[64], name[32];
+	char group[64];
 	struct rawclient h;
 	int rc;
 
-	snprintf(name, sizeof name, "stop-%s", mode);
-	s->mode = name;
-	s->key_mode = key_mode;
-	snprintf(group, sizeof group, "keys = \"%s\";", mode);
+	keyed(s, "stop-", mode, key_mode, group, sizeof group);
 	if (!r || section_start(s, group) < 0) {
 		free(r);
 		return;
@@ -1432,10 +1444,12 @@ static void section_stop(struct suite *s, const char *mode, uint8_t key_mode)
 
 /* rdma.device: a name that is no device leaves RDMA off (HELLO says so, TCP
  * works); the VM's device by its name ($RMEM_VM_RDMA_DEV) gives RDMA. */
-static void section_device(struct suite *s)
+static void section_device(struct suite *s, const char *mode, uint8_t key_mode)
 {
 	char group[96];
 
+	(void)mode;
+	(void)key_mode;
 	s->mode = "device-nosuch";
 	s->key_mode = PROTO_KEYS_NONE;
 	if (section_start(s, "device = \"nosuch\";") == 0) {
@@ -1610,7 +1624,6 @@ static void named_revoke(struct suite *s, struct rawclient *b, const struct prot
  * then C revokes; in this key mode. */
 static void section_named(struct suite *s, const char *mode, uint8_t key_mode)
 {
-	static char name[32];
 	char group[64];
 	struct proto_region rb, rc_, r;
 	struct rawclient b, c;
@@ -1618,10 +1631,7 @@ static void section_named(struct suite *s, const char *mode, uint8_t key_mode)
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	int rc;
 
-	snprintf(name, sizeof name, "named/%s", mode);
-	s->mode = name;
-	s->key_mode = key_mode;
-	snprintf(group, sizeof group, "keys = \"%s\";", mode);
+	keyed(s, "named/", mode, key_mode, group, sizeof group);
 	if (section_start(s, group) < 0)
 		return;
 	check_hello(s, &s->obs, true);
@@ -1734,18 +1744,14 @@ static void tenants_cross(struct suite *s, struct rawclient *a)
 /* Tenants A and B on one daemon in this key mode. */
 static void section_tenants(struct suite *s, const char *mode, uint8_t key_mode)
 {
-	static char name[32];
 	char group[64], extra[512];
 	struct keydir k;
 	struct rawclient a;
 	int rc;
 
-	snprintf(name, sizeof name, "tenants/%s", mode);
-	s->mode = name;
-	s->key_mode = key_mode;
+	keyed(s, "tenants/", mode, key_mode, group, sizeof group);
 	if (!ok(keydir_make(&k) == 0, "%s: secret files written", s->mode))
 		return;
-	snprintf(group, sizeof group, "keys = \"%s\";", mode);
 	snprintf(extra, sizeof extra, "tenants = ( { name = \"A\"; secret_file = \"%s\"; },\n"
 		 "            { name = \"B\"; secret_file = \"%s\"; } );", k.a, k.b);
 	s->tenant = "A";
@@ -1843,7 +1849,6 @@ static void restart_round(struct suite *s, int sig, uint64_t sid, const uint8_t 
 
 static void section_restart(struct suite *s, const char *mode, uint8_t key_mode)
 {
-	static char name[32];
 	char group[64];
 	uint8_t token[PROTO_RESUME_TOKEN_LEN];
 	struct proto_region reg = { 0 }, nr;
@@ -1852,10 +1857,7 @@ static void section_restart(struct suite *s, const char *mode, uint8_t key_mode)
 	uint64_t sid;
 	int rc;
 
-	snprintf(name, sizeof name, "restart/%s", mode);
-	s->mode = name;
-	s->key_mode = key_mode;
-	snprintf(group, sizeof group, "keys = \"%s\";", mode);
+	keyed(s, "restart/", mode, key_mode, group, sizeof group);
 	if (section_start(s, group) < 0)
 		return;
 	if (named_create(s, 97) < 0)
@@ -1893,6 +1895,29 @@ out:
 	section_end(s);
 }
 
+/* In the order they run; the name runs a section alone.  Those without a mode
+ * choose their keys themselves. */
+static const struct section {
+	const char *name;
+	void (*fn)(struct suite *s, const char *mode, uint8_t key_mode);
+	const char *mode;
+	uint8_t key_mode;
+} sections[] = {
+	{ "none", section_none, NULL, 0 },
+	{ "region-mr", section_full, "region-mr", PROTO_KEYS_REGION_MR },
+	{ "window", section_full, "window", PROTO_KEYS_WINDOW },
+	{ "auto", section_auto, NULL, 0 },
+	{ "tenants", section_tenants, "region-mr", PROTO_KEYS_REGION_MR },
+	{ "tenants", section_tenants, "window", PROTO_KEYS_WINDOW },
+	{ "named", section_named, "region-mr", PROTO_KEYS_REGION_MR },
+	{ "named", section_named, "window", PROTO_KEYS_WINDOW },
+	{ "stop", section_stop, "region-mr", PROTO_KEYS_REGION_MR },
+	{ "stop", section_stop, "window", PROTO_KEYS_WINDOW },
+	{ "device", section_device, NULL, 0 },
+	{ "restart", section_restart, "region-mr", PROTO_KEYS_REGION_MR },
+	{ "restart", section_restart, "window", PROTO_KEYS_WINDOW },
+};
+
 int main(int argc, char **argv)
 {
 	struct suite s = { 0 };
@@ -1912,32 +1937,9 @@ int main(int argc, char **argv)
 	s.got = malloc(BIG);
 	if (!s.want || !s.got)
 		tap_skip_all("no memory for the test buffers");
-	if (!only || !strcmp(only, "none"))
-		section_none(&s);
-	if (!only || !strcmp(only, "region-mr"))
-		section_full(&s, "region-mr", PROTO_KEYS_REGION_MR);
-	if (!only || !strcmp(only, "window"))
-		section_full(&s, "window", PROTO_KEYS_WINDOW);
-	if (!only || !strcmp(only, "auto"))
-		section_auto(&s);
-	if (!only || !strcmp(only, "tenants"))
-		section_tenants(&s, "region-mr", PROTO_KEYS_REGION_MR);
-	if (!only || !strcmp(only, "tenants"))
-		section_tenants(&s, "window", PROTO_KEYS_WINDOW);
-	if (!only || !strcmp(only, "named"))
-		section_named(&s, "region-mr", PROTO_KEYS_REGION_MR);
-	if (!only || !strcmp(only, "named"))
-		section_named(&s, "window", PROTO_KEYS_WINDOW);
-	if (!only || !strcmp(only, "stop"))
-		section_stop(&s, "region-mr", PROTO_KEYS_REGION_MR);
-	if (!only || !strcmp(only, "stop"))
-		section_stop(&s, "window", PROTO_KEYS_WINDOW);
-	if (!only || !strcmp(only, "device"))
-		section_device(&s);
-	if (!only || !strcmp(only, "restart"))
-		section_restart(&s, "region-mr", PROTO_KEYS_REGION_MR);
-	if (!only || !strcmp(only, "restart"))
-		section_restart(&s, "window", PROTO_KEYS_WINDOW);
+	for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+		if (!only || !strcmp(only, sections[i].name))
+			sections[i].fn(&s, sections[i].mode, sections[i].key_mode);
 	free(s.want);
 	free(s.got);
 	return tap_done();

@@ -39,6 +39,35 @@ static int fail(const char *what, int rc)
 	return 1;
 }
 
+/* What a new region r must do: read back zeros, then the bytes out written
+ * to it (in is scratch).  0, or 1 with what failed said. */
+static int check_region(rmem_client *c, const struct rmem_region *r, const unsigned char *out,
+			unsigned char *in, size_t size)
+{
+	int rc = rmem_read(c, r, 0, in, size);
+
+	if (rc < 0)
+		return fail("rmem_read of the new region", rc);
+	for (size_t i = 0; i < size; i++) {
+		if (in[i]) {
+			fprintf(stderr, "rwcheck: the new region is not all zeros (byte %zu is "
+				"0x%02x)\n", i, in[i]);
+			return 1;
+		}
+	}
+	rc = rmem_write(c, r, 0, out, size);
+	if (rc < 0)
+		return fail("rmem_write", rc);
+	rc = rmem_read(c, r, 0, in, size);
+	if (rc < 0)
+		return fail("rmem_read", rc);
+	if (memcmp(in, out, size) != 0) {
+		fprintf(stderr, "rwcheck: the bytes read back differ from those written\n");
+		return 1;
+	}
+	return 0;
+}
+
 /* The round itself; 0 when every byte read back is the one written. */
 static int round_trip(rmem_client *c, size_t size)
 {
@@ -59,34 +88,7 @@ static int round_trip(rmem_client *c, size_t size)
 		ret = fail("rmem_alloc", rc);
 		goto out;
 	}
-	rc = rmem_read(c, &r, 0, in, size);
-	if (rc < 0) {
-		ret = fail("rmem_read of the new region", rc);
-		goto free_region;
-	}
-	for (size_t i = 0; i < size; i++) {
-		if (in[i]) {
-			fprintf(stderr, "rwcheck: the new region is not all zeros (byte %zu is "
-				"0x%02x)\n", i, in[i]);
-			goto free_region;
-		}
-	}
-	rc = rmem_write(c, &r, 0, out, size);
-	if (rc < 0) {
-		ret = fail("rmem_write", rc);
-		goto free_region;
-	}
-	rc = rmem_read(c, &r, 0, in, size);
-	if (rc < 0) {
-		ret = fail("rmem_read", rc);
-		goto free_region;
-	}
-	if (memcmp(in, out, size) != 0) {
-		fprintf(stderr, "rwcheck: the bytes read back differ from those written\n");
-		goto free_region;
-	}
-	ret = 0;
-free_region:
+	ret = check_region(c, &r, out, in, size);
 	rc = rmem_free(c, &r);
 	if (rc < 0)
 		ret = fail("rmem_free", rc);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "randbytes.h"
 #include "tap.h"
 
 static bool stats_equal(const struct alloc_stats *x, const struct alloc_stats *y)
@@ -394,11 +395,7 @@ struct model {
 
 static uint64_t rnd(struct model *m)
 {
-	/* xorshift64* */
-	m->rng ^= m->rng >> 12;
-	m->rng ^= m->rng << 25;
-	m->rng ^= m->rng >> 27;
-	return m->rng * 0x2545f4914f6cdd1dULL;
+	return rand_xorshift(&m->rng);
 }
 
 static uint64_t rnd_below(struct model *m, uint64_t n)
@@ -762,6 +759,20 @@ static void test_claim(void)
 	alloc_free(a);
 }
 
+/* Fisher-Yates over the pairs (a[i], b[i]), i < n, from the LCG at *rng. */
+static void shuffle_pairs(uint64_t *a, uint64_t *b, size_t n, uint64_t *rng)
+{
+	for (size_t i = n; i > 1; i--) {
+		size_t j;
+		uint64_t t;
+
+		*rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		j = (*rng >> 33) % i;
+		t = a[i - 1], a[i - 1] = a[j], a[j] = t;
+		t = b[i - 1], b[i - 1] = b[j], b[j] = t;
+	}
+}
+
 /* Random disjoint ranges claimed in random order, then filled and drained. */
 static void test_claim_random(void)
 {
@@ -797,15 +808,7 @@ static void test_claim_random(void)
 			u += l;
 		}
 		/* In a shuffled order. */
-		for (size_t i = n; i > 1; i--) {
-			size_t j;
-			uint64_t t;
-
-			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-			j = (rng >> 33) % i;
-			t = starts[i - 1], starts[i - 1] = starts[j], starts[j] = t;
-			t = lens[i - 1], lens[i - 1] = lens[j], lens[j] = t;
-		}
+		shuffle_pairs(starts, lens, n, &rng);
 		for (size_t i = 0; i < n; i++) {
 			good &= alloc_claim(a, starts[i] * 64, lens[i] * 64) == 0;
 			memset(busy + starts[i], 1, lens[i]);
@@ -864,15 +867,8 @@ static void test_claim_many(void)
 			start[i] = start[N - 1 - i], start[N - 1 - i] = t;
 			t = len[i], len[i] = len[N - 1 - i], len[N - 1 - i] = t;
 		}
-		for (size_t i = N; order == 2 && i > 1; i--) {
-			size_t j;
-			uint64_t t;
-
-			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-			j = (rng >> 33) % i;
-			t = start[i - 1], start[i - 1] = start[j], start[j] = t;
-			t = len[i - 1], len[i - 1] = len[j], len[j] = t;
-		}
+		if (order == 2)
+			shuffle_pairs(start, len, N, &rng);
 		memset(busy, 0, sizeof busy);
 		for (size_t i = 0; i < N; i++) {
 			good &= alloc_claim(a, start[i] * U, len[i] * U) == 0;

@@ -129,17 +129,17 @@ static void test_pools_tenants(struct server *srv)
 	srv->cfg.tenants[0].quota = 1 << 20;
 	snprintf(srv->cfg.tenants[1].name, sizeof srv->cfg.tenants[1].name, "tb");
 	srv->cfg.tenants[1].max_regions = 5;
-	srv->tenant_use[0].bytes = 4096;
-	srv->tenant_use[1].regions = 2;
+	srv->tenants.use[0].bytes = 4096;
+	srv->tenants.use[1].regions = 2;
 	/* 1000 slots, 10 + 4 + 2 set aside: (1000 - 16) / 3 each. */
 	srv->cfg.state_slots = 1000;
 	srv->cfg.max_clients = 10;
 	srv->clients = 3;
-	srv->slots_charged = 9;
-	srv->tenant_use[1].slots = 7;
-	srv->tenant_use[1].sessions = 2;
-	srv->tenant_use[CONFIG_MAX_TENANTS].slots = 2;
-	srv->tenant_use[CONFIG_MAX_TENANTS].sessions = 1;
+	srv->tenants.slots_charged = 9;
+	srv->tenants.use[1].slots = 7;
+	srv->tenants.use[1].sessions = 2;
+	srv->tenants.use[CONFIG_MAX_TENANTS].slots = 2;
+	srv->tenants.use[CONFIG_MAX_TENANTS].sessions = 1;
 	text = page(srv);
 	if (!ok(text != NULL, "the page with a pool and tenants"))
 		return;

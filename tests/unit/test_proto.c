@@ -1016,6 +1016,27 @@ static void test_name_req_ns(void)
 	   "OPEN with the same bit in its access: still bound to %d bytes", PROTO_NAME_MAX);
 }
 
+static void test_name_len(void)
+{
+	char name[PROTO_NAME_MAX + 2];
+
+	memset(name, 'n', sizeof name - 1);
+	name[sizeof name - 1] = '\0';
+	ok(proto_name_len(name) == -ENAMETOOLONG, "proto_name_len: %d bytes is -ENAMETOOLONG",
+	   PROTO_NAME_MAX + 1);
+	name[PROTO_NAME_MAX - 1] = '\n';
+	ok(proto_name_len(name) == -ENAMETOOLONG, "...whatever the bytes within the limit hold");
+	name[PROTO_NAME_MAX - 1] = 'n';
+	name[PROTO_NAME_MAX] = '\0';
+	ok(proto_name_len(name) == PROTO_NAME_MAX, "proto_name_len: %d bytes is the length",
+	   PROTO_NAME_MAX);
+	ok(proto_name_len("a/b~!") == 5, "proto_name_len: 0x21..0x7e, '/' among them");
+	ok(proto_name_len("") == -EINVAL && proto_name_len(NULL) == -EINVAL,
+	   "proto_name_len: empty and NULL are -EINVAL");
+	ok(proto_name_len("a b") == -EINVAL && proto_name_len("a\x7f") == -EINVAL &&
+	   proto_name_len("\x80") == -EINVAL, "proto_name_len: a space, DEL, a high byte: -EINVAL");
+}
+
 static void test_name_list(void)
 {
 	uint8_t buf[BUF_LEN];
@@ -1175,6 +1196,7 @@ int main(void)
 	test_client_list();
 	test_name_reqs();
 	test_name_req_ns();
+	test_name_len();
 	test_name_list();
 	test_resume();
 	return tap_done();

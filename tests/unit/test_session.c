@@ -20,6 +20,7 @@
 #include "log.h"
 #include "names.h"
 #include "pool.h"
+#include "quarantine.h"
 #include "region.h"
 #include "server.h"
 #include "session.h"
@@ -161,6 +162,14 @@ static void server_down(struct server *srv)
 	free(srv);
 }
 
+/* Whether no range waits in the quarantine. */
+static bool quarantine_is_empty(const struct server *srv)
+{
+	uint64_t due;
+
+	return !quarantine_next_due(srv->quarantine, &due);
+}
+
 static uint64_t pool_free_bytes(struct server *srv)
 {
 	struct alloc_stats a;
@@ -204,7 +213,7 @@ static void test_alloc_free(struct server *srv)
 	ok(rc == 0, "free (%d)", rc);
 	ok(count(DROP) == 1 && stub.ids[1] == id && stub.nlive == 0,
 	   "free dropped that key (%d drops)", count(DROP));
-	ok(srv->used_bytes == 0 && srv->quarantine_first == NULL &&
+	ok(srv->used_bytes == 0 && quarantine_is_empty(srv) &&
 	   pool_free_bytes(srv) == POOL_BYTES,
 	   "a confirmed key: the range is back at once, no quarantine (used %llu)",
 	   (unsigned long long)srv->used_bytes);
@@ -322,16 +331,16 @@ static void test_hold(struct server *srv)
 	ok(rc == 0 && a.ended && b.ended && (a.owes ^ b.owes),
 	   "free: both holds see their region ended, one owes the range (%d)", rc);
 	ok(srv->used_bytes == 4096 && pool_free_bytes(srv) == POOL_BYTES - 4096 &&
-	   srv->quarantine_first == NULL && w2[8] == 0x77,
+	   quarantine_is_empty(srv) && w2[8] == 0x77,
 	   "held: not back, not zeroed, still counted (used %llu)",
 	   (unsigned long long)srv->used_bytes);
 	session_unhold(srv, a.owes ? &a : &b);
 	ok(srv->used_bytes == 4096 && pool_free_bytes(srv) == POOL_BYTES - 4096 &&
-	   (a.owes || b.owes) && srv->quarantine_first == NULL,
+	   (a.owes || b.owes) && quarantine_is_empty(srv),
 	   "the owing hold goes first: the other one owes it now");
 	session_unhold(srv, &a);
 	session_unhold(srv, &b);
-	ok(!srv->holds && srv->quarantine_first && srv->counters.quarantine_bytes == 4096,
+	ok(!srv->holds && !quarantine_is_empty(srv) && srv->counters.quarantine_bytes == 4096,
 	   "the last hold goes: the range enters the quarantine");
 	session_unhold(srv, &a);
 	ok(!srv->holds, "releasing a hold twice does nothing");
@@ -411,7 +420,7 @@ static void test_quarantine(struct server *srv)
 	if (rc == 0)
 		memset((uint8_t *)(uintptr_t)reg.addr, 0xab, reg.length);
 	rc = ctl_free(srv, s, &reg);
-	ok(rc == 0 && srv->quarantine_first && srv->used_bytes >= big,
+	ok(rc == 0 && !quarantine_is_empty(srv) && srv->used_bytes >= big,
 	   "ctl: FREE of an unconfirmed key puts its range in the quarantine (%d)", rc);
 	ok(srv->counters.quarantine_bytes == reg.length,
 	   "counters: the quarantine holds the region's %llu bytes (%llu)",
@@ -432,7 +441,7 @@ static void test_quarantine(struct server *srv)
 	   (unsigned long long)(srv->counters.alloc_failures[COUNTERS_ENOMEM] - enomem));
 	nanosleep(&(struct timespec){ .tv_nsec = (QUARANTINE_MS + 20) * 1000000l }, NULL);
 	rc = ctl_alloc(srv, s, big, true, &rep, &again);
-	ok(rc == 0 && again.length >= big && srv->quarantine_first == NULL,
+	ok(rc == 0 && again.length >= big && quarantine_is_empty(srv),
 	   "ctl: served again once the range is due, it succeeds (%d)", rc);
 	ok(rc == 0 && all_zero_pool(&again), "ctl: the fresh region is zeroes");
 	ok(srv->counters.quarantine_bytes == 0, "counters: the quarantine is empty again (%llu)",
@@ -461,7 +470,7 @@ static void test_quota_wait(struct server *srv)
 	stub.gone = KEY_UNCONFIRMED;
 	rc = ctl_alloc(srv, s, 512u << 10, true, &rep, &reg);
 	rc = rc ? rc : ctl_free(srv, s, &reg);
-	ok(rc == 0 && srv->quarantine_first, "quota: 512 KiB of a 600 KiB quota freed into the "
+	ok(rc == 0 && !quarantine_is_empty(srv), "quota: 512 KiB of a 600 KiB quota freed into the "
 	   "quarantine (%d)", rc);
 	rc = ctl_alloc(srv, s, 512u << 10, true, &rep, &again);
 	ok(rc == 1 && rep.outcome == CTL_WAIT,
@@ -476,9 +485,9 @@ static void test_quota_wait(struct server *srv)
 	session_destroy(srv, s);
 	session_quarantine_flush(srv);
 	rc = session_quarantine_init(srv);
-	ok(rc == 0 && srv->tenant_use[0].bytes == 0 && srv->tenant_use[0].regions == 0,
+	ok(rc == 0 && srv->tenants.use[0].bytes == 0 && srv->tenants.use[0].regions == 0,
 	   "quota: the tenant holds nothing once all is back (%llu bytes)",
-	   (unsigned long long)srv->tenant_use[0].bytes);
+	   (unsigned long long)srv->tenants.use[0].bytes);
 	srv->cfg.ntenants = 0;
 }
 
@@ -698,7 +707,7 @@ static void test_named_quarantine(struct server *srv)
 	rc = ctl_name(srv, a, PROTO_OP_CREATE, "q", 4096, 0, &ra);
 	rc = rc ? rc : ctl_name(srv, a, PROTO_OP_UNLINK, "q", 0, 0, NULL);
 	rc = rc ? rc : ctl_free(srv, a, &ra);
-	ok(rc == 0 && srv->quarantine_first && srv->used_bytes == 4096 &&
+	ok(rc == 0 && !quarantine_is_empty(srv) && srv->used_bytes == 4096 &&
 	   names_count(srv->names) == 0,
 	   "unlinked, last handle freed with an unconfirmed key: quarantined (%d)", rc);
 	session_quarantine_flush(srv);
@@ -713,7 +722,7 @@ static void test_named_quarantine(struct server *srv)
 	stub.gone = KEY_CONFIRMED;
 	rc = rc ? rc : ctl_name(srv, a, PROTO_OP_UNLINK, "q", 0, 0, NULL);
 	rc = rc ? rc : ctl_free(srv, a, &ra);
-	ok(rc == 0 && !srv->quarantine_first && srv->used_bytes == 0,
+	ok(rc == 0 && !!quarantine_is_empty(srv) && srv->used_bytes == 0,
 	   "a key that died unconfirmed a quarantine ago: the range is back at once (%d)", rc);
 	session_destroy(srv, a);
 }
@@ -734,7 +743,7 @@ static void test_named_quota(struct server *srv)
 	stub_reset();
 	rc = ctl_name(srv, a, PROTO_OP_CREATE, "big", 512u << 10, 0, &ra);
 	session_destroy(srv, a);
-	ok(rc == 0 && srv->tenant_use[0].bytes == 512u << 10 && srv->tenant_use[0].regions == 1,
+	ok(rc == 0 && srv->tenants.use[0].bytes == 512u << 10 && srv->tenants.use[0].regions == 1,
 	   "quota: a named region counts after its creator's end (%d)", rc);
 	b = attached(srv);
 	b->tenant = t;
@@ -749,7 +758,7 @@ static void test_named_quota(struct server *srv)
 	b->tenant = t;
 	rc = ctl_name(srv, b, PROTO_OP_UNLINK, "big", 0, 0, NULL);
 	session_destroy(srv, b);
-	ok(rc == 0 && srv->tenant_use[0].bytes == 0 && srv->tenant_use[0].regions == 0,
+	ok(rc == 0 && srv->tenants.use[0].bytes == 0 && srv->tenants.use[0].regions == 0,
 	   "quota: unlinked and released, the tenant holds nothing (%d)", rc);
 	srv->cfg.ntenants = 0;
 }

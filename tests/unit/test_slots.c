@@ -6,6 +6,7 @@
  * one changes nothing; a NULL one is a no-op.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -201,8 +202,22 @@ static void test_mark(void)
 	slots_free(t);
 }
 
+/* A refused table leaves the caller's descriptor and mapping alone. */
+static void test_refused(void)
+{
+	int fd = dup(STDERR_FILENO);
+
+	errno = 0;
+	ok(fd >= 0 && !slots_new(fd, NULL, 2) && errno == ENOMEM,
+	   "fewer than 3 slots: NULL, ENOMEM");
+	ok(fd >= 0 && fcntl(fd, F_GETFD) >= 0, "...and the caller's descriptor is still open");
+	if (fd >= 0)
+		close(fd);
+}
+
 int main(void)
 {
+	test_refused();
 	test_random();
 	test_mark();
 	test_freeze_and_null();

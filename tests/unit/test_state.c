@@ -178,6 +178,20 @@ static bool slot_equal(const struct state_slot *a, const struct state_slot *b)
 
 static void test_slots(void)
 {
+	/* A sample with one field made non-canonical: width bytes at at. */
+	static const struct {
+		size_t sample, at;
+		unsigned width;
+		uint32_t value;
+		const char *what;
+	} bad[] = {
+		{ 3, 28, 4, 1, "REGION: reserved word set" },
+		{ 1, 16 + 10, 1, 'x', "SESSION: a tenant not NUL padded (after \"team-a\")" },
+		{ 5, STATE_SLOT_LEN - 1, 1, 1, "a byte after the body" },
+		{ 5, 16, 2, 300, "NAME: name_len 300" },
+		{ 5, 0, 2, STATE_TYPE_COUNT, "an unknown type, sealed," },
+		{ NSAMPLES - 1, 16, 1, 1, "PENDING: a byte after its object (past the body)" },
+	};
 	struct state_slot out, long_name;
 	bool round = true, flips = true, moved = true;
 
@@ -230,33 +244,34 @@ static void test_slots(void)
 	ok(state_slot_decode(slot, 4, &out) == -EBADMSG, "type 0 with a non-zero head is -EBADMSG");
 
 	/* Field checks behind a good check: non-canonical bytes are refused. */
-	state_slot_encode(slot, 9, &samples[3]);
-	proto_put_u32(slot + 28, 1);
-	reseal(slot, 9);
-	ok(state_slot_decode(slot, 9, &out) == -EBADMSG, "REGION: reserved word set is -EBADMSG");
-	state_slot_encode(slot, 9, &samples[1]);
-	slot[16 + 10] = 'x'; /* after "team-a" and its NUL */
-	reseal(slot, 9);
-	ok(state_slot_decode(slot, 9, &out) == -EBADMSG, "SESSION: a tenant not NUL padded is -EBADMSG");
-	state_slot_encode(slot, 9, &samples[5]);
-	slot[STATE_SLOT_LEN - 1] = 1;
-	reseal(slot, 9);
-	ok(state_slot_decode(slot, 9, &out) == -EBADMSG, "a byte after the body is -EBADMSG");
-	state_slot_encode(slot, 9, &samples[5]);
-	proto_put_u16(slot + 16, 300);
-	reseal(slot, 9);
-	ok(state_slot_decode(slot, 9, &out) == -EBADMSG, "NAME: name_len 300 is -EBADMSG");
-	state_slot_encode(slot, 9, &samples[5]);
-	proto_put_u16(slot, STATE_TYPE_COUNT);
-	reseal(slot, 9);
-	ok(state_slot_decode(slot, 9, &out) == -EBADMSG, "an unknown type, sealed, is -EBADMSG");
-	state_slot_encode(slot, 9, &samples[NSAMPLES - 1]);
-	slot[16] = 1; /* just past the REVOKE body */
-	reseal(slot, 9);
-	ok(state_slot_decode(slot, 9, &out) == -EBADMSG, "PENDING: a byte after its object is -EBADMSG");
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		state_slot_encode(slot, 9, &samples[bad[i].sample]);
+		if (bad[i].width == 4)
+			proto_put_u32(slot + bad[i].at, bad[i].value);
+		else if (bad[i].width == 2)
+			proto_put_u16(slot + bad[i].at, (uint16_t)bad[i].value);
+		else
+			slot[bad[i].at] = (uint8_t)bad[i].value;
+		reseal(slot, 9);
+		ok(state_slot_decode(slot, 9, &out) == -EBADMSG, "%s is -EBADMSG", bad[i].what);
+	}
 	ok(state_slot_encode(slot, 9, &samples[NSAMPLES - 1]) == STATE_SLOT_LEN &&
 	   state_slot_decode(slot, 9, &out) == 0 && out.type == STATE_PENDING &&
 	   out.u.pending.object == 5, "PENDING: one slot names the object being changed");
+}
+
+/* The id restore sorts by and the slot table files under, for each type. */
+static void test_slot_id(void)
+{
+	static const uint64_t want[NSAMPLES] = { 0, UINT64_MAX, 1, 9, 5, 5, 10, 5 };
+	struct state_slot free_slot = { .type = STATE_FREE };
+	bool all = true;
+
+	for (size_t i = 0; i < NSAMPLES; i++)
+		all &= state_slot_id(&samples[i]) == want[i];
+	ok(all, "state_slot_id: COUNTERS 0, a session's, region's, object's own id, "
+	   "the object of a NAME and PENDING, the region of a HANDLE");
+	ok(state_slot_id(&free_slot) == 0, "state_slot_id: FREE is 0");
 }
 
 int main(void)
@@ -264,5 +279,6 @@ int main(void)
 	test_crc();
 	test_hdr();
 	test_slots();
+	test_slot_id();
 	return tap_done();
 }
