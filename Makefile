@@ -642,8 +642,8 @@ fuzz-seeds: $(B)/tests/obj/fuzz/seeds_dispatch.o $(TESTLIB) $(TEST_CODEC)
 # alone") and then the longest first; check-all one by one, as make test
 # always has.
 HOST_TESTS = tests/func/test_install.sh tests/func/test_static.sh
-HOST_TESTS += tests/func/test_hostile_restart.py
-HOST_TESTS += tests/func/test_hostile_cluster.sh tests/func/test_cluster.sh
+HOST_TESTS += tests/func/test_hostile_restart.py tests/func/test_hostile_cluster.sh
+HOST_TESTS += tests/func/test_cluster.sh
 HOST_TESTS += tests/func/test_nbd.sh
 HOST_TESTS += tests/func/test_restart.py
 HOST_TESTS += tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh
