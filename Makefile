@@ -3,6 +3,7 @@
 #   make                 rmemd, librmem.so.1, librmem.a, rmemctl   (build/)
 #   make run             installs missing packages, runs rmemd in the foreground
 #   make test            installs missing packages, runs every test under ASan/UBSan
+#   make check           the host tier: every test but the VM suites, sanitized
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make SANITIZE=address,undefined   sanitized build (build-san/)
 #   make WERROR=0        warnings are not errors (they are by default)
@@ -74,35 +75,25 @@ LIB_LIBS += $(ETCD_LIBS)
 # Redundant regions' parity (client-lib/stripe.c): ISA-L.
 LIB_LIBS += -lisal
 
-# common/: what the daemon, the library and the tests share, built once into
-# one internal archive (as munge's src/libcommon).  Hidden visibility: linked
-# into librmem it stays internal.
-PROTO_SRC := common/proto.c
-COMMON_SRCS := $(PROTO_SRC) common/endpoint.c common/secret.c common/clock.c common/addr.c \
-	common/authmac.c common/etcd_endpoints.c common/state.c common/hash64.c common/tcp_cc.c \
-	common/randbytes.c
-# The etcd client: the pure codec and endpoint list, and the libcurl
-# transport, built like common/ into an archive of its own (libetcd.a).
-# (The endpoint list's parser, pure, is in common/ itself: the config uses it.)
+# Sources by wildcard: a new file joins its part's archive with no list to
+# edit.  Programs link archives, so each takes only the members it calls.
+#
+# The etcd client: the pure codec and record formats, and the libcurl
+# transport, an archive of its own (libetcd.a), so that only what speaks to
+# etcd links libcurl and jansson.  (The endpoint list's parser, pure, is in
+# common/ itself: the config uses it.)
 ETCD_SRCS := common/etcd_codec.c common/etcd_client.c common/cluster_rec.c \
 	common/cluster_name.c common/cluster_json.c
 ETCD_SRCS += common/cluster_layout.c
-LIB_SRCS := client-lib/client.c client-lib/tcp.c client-lib/strerror.c \
-	client-lib/engine.c client-lib/io.c client-lib/verbs_conn.c \
-	client-lib/verbs_post.c client-lib/verbs_regcache.c client-lib/keepalive.c client-lib/auth.c \
-	client-lib/membuf.c client-lib/lock.c client-lib/datapath.c \
-	client-lib/compat.c client-lib/version.c client-lib/named.c client-lib/reclaim.c \
-	client-lib/api.c client-lib/router.c client-lib/router_members.c \
-	client-lib/router_watch.c client-lib/router_poll.c client-lib/router_names.c \
-	client-lib/router_url.c client-lib/pollfd.c
-LIB_SRCS += client-lib/stripe.c client-lib/router_redund.c client-lib/router_redund_make.c
-DAEMON_SRCS := daemon/main.c daemon/log.c daemon/config.c daemon/config_keys.c \
-	daemon/config_dump.c daemon/config_num.c daemon/pool.c daemon/scrub.c \
-	daemon/alloc.c daemon/region.c daemon/names.c daemon/session.c daemon/quarantine.c daemon/conn.c \
-	daemon/ctl.c daemon/listen.c daemon/nic_dev.c daemon/nic_conn.c daemon/nic_key.c \
-	daemon/tenant.c daemon/lease.c daemon/slots.c daemon/persist.c daemon/restore.c daemon/resume.c \
-	daemon/busypoll.c daemon/member.c daemon/metrics.c daemon/metrics_http.c daemon/identity.c \
-	daemon/bindaddr.c
+# common/: the rest, what the daemon, the library and the tests share, built
+# once into one internal archive (libcommon.a, as munge's src/libcommon).
+# Hidden visibility: linked into librmem it stays internal.
+COMMON_SRCS := $(filter-out $(ETCD_SRCS),$(sort $(wildcard common/*.c)))
+LIB_SRCS := $(sort $(wildcard client-lib/*.c))
+# The daemon: main.c, and every other module in libdaemon.a, which tests,
+# fuzzers and benches link (the daemon minus its main()).
+DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
+DAEMON_LIB_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/rmemctl_names.c \
 	client-lib/tools/rmemctl_cluster.c client-lib/tools/rmemctl_sweep.c
 CTL_SRCS += client-lib/tools/rmemctl_redundant.c
@@ -112,10 +103,12 @@ COMMON_LIB := $(B)/libcommon.a
 ETCD_OBJS := $(ETCD_SRCS:%.c=$(B)/c/%.o)
 ETCD_LIB := $(B)/libetcd.a
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/lib/%.o)
-# Every object that goes into librmem.so and librmem.a: the library's own and
-# the internal common archive's.
-LIB_ALL_OBJS = $(LIB_OBJS) $(COMMON_OBJS) $(ETCD_OBJS)
+# What goes into librmem.so and librmem.a: the library's own objects, and
+# from the internal archives only the members they call (no daemon-only
+# state.c, hash64.c, addr.c: tests/func/test_static.sh).
+LIB_LINK = $(LIB_OBJS) $(ETCD_LIB) $(COMMON_LIB)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/d/%.o)
+DAEMON_LIB := $(B)/libdaemon.a
 CTL_OBJS := $(CTL_SRCS:%.c=$(B)/tool/%.o)
 # What `make install` copies to BINDIR: linked by `make`, without an rpath.
 INSTALL_BINS := $(B)/inst/rmemctl $(B)/inst/rmem-perf
@@ -171,8 +164,8 @@ CLUSTER_HELPERS += $(B)/tests/test_redundancy
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
 
 
-.PHONY: all deps run test check unit func headercheck install uninstall clean fuzz bench-tcp \
-	vm-setup vm-smoke
+.PHONY: all deps run test check check-host check-all unit func headercheck install uninstall \
+	clean fuzz bench-tcp vm-setup vm-smoke
 all: $(B)/rmemd $(B)/librmem.so.$(SOMAJOR) $(B)/librmem.a $(B)/rmemctl $(B)/librmem.pc \
 	$(B)/rmem-perf $(INSTALL_BINS) $(B)/rmemd.service python
 
@@ -187,6 +180,10 @@ $(COMMON_LIB): $(COMMON_OBJS)
 
 $(ETCD_OBJS): LIB_CFLAGS += $(ETCD_CFLAGS)
 $(ETCD_LIB): $(ETCD_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(DAEMON_LIB): $(DAEMON_LIB_SRCS:%.c=$(B)/d/%.o)
 	rm -f $@
 	ar rcs $@ $^
 
@@ -205,21 +202,22 @@ $(B)/tool/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(TOOL_INC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 
-$(B)/librmem.so.$(SOMAJOR): $(LIB_ALL_OBJS) client-lib/librmem.map
+$(B)/librmem.so.$(SOMAJOR): $(LIB_LINK) client-lib/librmem.map
 	$(CC) -shared -Wl,-soname,librmem.so.$(SOMAJOR) \
 		-Wl,--version-script=client-lib/librmem.map -Wl,--no-undefined \
-		$(LDFLAGS_ALL) -o $@ $(LIB_ALL_OBJS) $(LIB_LIBS)
+		$(LDFLAGS_ALL) -o $@ $(LIB_LINK) $(LIB_LIBS)
 	ln -sf librmem.so.$(SOMAJOR) $(B)/librmem.so
 
 # One relocatable object with every symbol but the API made local, so that
 # the archive's internals cannot clash with an application's names (nm -g
 # shows only rmem_*, and the compat aliases' reserved __rmem_*).  By name as
 # well as by visibility, so nothing depends on how an object was compiled.
+# ld -r takes from the archives, as the .so's link does, only what is called.
 LD ?= ld
 OBJCOPY ?= objcopy
-$(B)/librmem.a: $(LIB_ALL_OBJS)
+$(B)/librmem.a: $(LIB_LINK)
 	rm -f $@ $(B)/librmem-all.o
-	$(LD) -r -o $(B)/librmem-all.o $^
+	$(LD) -r -o $(B)/librmem-all.o $(LIB_LINK)
 	$(OBJCOPY) --localize-hidden -w --keep-global-symbol='rmem_*' \
 		--keep-global-symbol='__rmem_*' $(B)/librmem-all.o
 	ar rcs $@ $(B)/librmem-all.o
@@ -324,20 +322,18 @@ $(B)/tests/test_alloc_scalar: $(B)/tests/obj/unit/test_alloc.o $(B)/tests/obj/al
 $(B)/tests/obj/alloc-scalar.o: daemon/alloc.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -DALLOC_DEBUG -DALLOC_NO_SIMD -Idaemon $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+# Every unit test is tests/unit/NAME.c, linked with libdaemon.a, libetcd.a,
+# tests/lib and libcommon.a (each takes what it calls) and the daemon's
+# libraries; it sees the daemon's headers and its packages'.
+$(B)/tests/obj/unit/%.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
 # The same allocator as rmemd links it, without ALLOC_DEBUG's checks.
-$(B)/tests/test_alloc_release: $(B)/tests/obj/unit/test_alloc_release.o $(B)/d/daemon/alloc.o
-$(B)/tests/test_scrub: $(B)/tests/obj/unit/test_scrub.o $(B)/d/daemon/scrub.o
-$(B)/tests/obj/unit/test_scrub.o: EXTRA_CPPFLAGS = -Idaemon
-$(B)/tests/test_scrub: EXTRA_LIBS = -lpthread
+$(B)/tests/test_alloc_release: $(B)/tests/obj/unit/test_alloc_release.o
+$(B)/tests/test_scrub: $(B)/tests/obj/unit/test_scrub.o
 # The quarantine module alone, on a libevent loop of its own.
-$(B)/tests/test_quarantine_list: $(B)/tests/obj/unit/test_quarantine_list.o $(B)/d/daemon/quarantine.o
-$(B)/tests/obj/unit/test_quarantine_list.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
-$(B)/tests/test_quarantine_list: EXTRA_LIBS = $(DAEMON_LIBS)
-$(B)/tests/obj/unit/test_alloc_release.o: EXTRA_CPPFLAGS = -Idaemon
+$(B)/tests/test_quarantine_list: $(B)/tests/obj/unit/test_quarantine_list.o
 $(B)/tests/test_proto: $(B)/tests/obj/unit/test_proto.o
 $(B)/tests/test_state: $(B)/tests/obj/unit/test_state.o
-$(B)/tests/test_slots: $(B)/tests/obj/unit/test_slots.o $(B)/d/daemon/slots.o
-$(B)/tests/obj/unit/test_slots.o: EXTRA_CPPFLAGS = -Idaemon
+$(B)/tests/test_slots: $(B)/tests/obj/unit/test_slots.o
 $(B)/tests/test_endpoint: $(B)/tests/obj/unit/test_endpoint.o
 $(B)/tests/test_hash64: $(B)/tests/obj/unit/test_hash64.o
 $(B)/tests/test_stripe: $(B)/tests/obj/unit/test_stripe.o $(B)/lib/client-lib/stripe.o
@@ -346,21 +342,13 @@ $(B)/tests/test_stripe: EXTRA_LIBS = -lisal
 $(B)/tests/test_cluster_layout: $(B)/tests/obj/unit/test_cluster_layout.o $(ETCD_LIB)
 $(B)/tests/test_cluster_layout: EXTRA_LIBS = $(ETCD_LIB) $(ETCD_LIBS)
 $(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
-$(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o $(B)/d/daemon/config.o \
-	$(B)/d/daemon/config_keys.o $(B)/d/daemon/config_dump.o $(B)/d/daemon/config_num.o
-$(B)/tests/obj/unit/test_config.o: EXTRA_CPPFLAGS = -Idaemon
-$(B)/tests/test_config: EXTRA_LIBS = $(CONFIG_LIBS)
-$(B)/tests/test_region: $(B)/tests/obj/unit/test_region.o $(B)/d/daemon/region.o
-$(B)/tests/obj/unit/test_region.o: EXTRA_CPPFLAGS = -Idaemon
-$(B)/tests/test_names: $(B)/tests/obj/unit/test_names.o $(B)/d/daemon/names.o
-$(B)/tests/obj/unit/test_names.o: EXTRA_CPPFLAGS = -Idaemon
+$(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o
+$(B)/tests/test_region: $(B)/tests/obj/unit/test_region.o
+$(B)/tests/test_names: $(B)/tests/obj/unit/test_names.o
 # The etcd codec, the endpoint list and the server record; the etcd fuzzer's
 # corpus replayed (tests/fuzz/fuzz_etcd.c).
-$(B)/tests/test_etcd_codec: $(B)/tests/obj/unit/test_etcd_codec.o $(ETCD_LIB)
-$(B)/tests/test_etcd_codec: EXTRA_LIBS = $(ETCD_LIB) $(ETCD_LIBS)
-$(B)/tests/fuzz_etcd_replay: $(B)/tests/obj/fuzz/fuzz_etcd.o $(B)/tests/obj/fuzz/replay-etcd.o \
-	$(ETCD_LIB)
-$(B)/tests/fuzz_etcd_replay: EXTRA_LIBS = $(ETCD_LIB) $(ETCD_LIBS)
+$(B)/tests/test_etcd_codec: $(B)/tests/obj/unit/test_etcd_codec.o
+$(B)/tests/fuzz_etcd_replay: $(B)/tests/obj/fuzz/fuzz_etcd.o $(B)/tests/obj/fuzz/replay-etcd.o
 $(B)/tests/test_etcd_client: $(B)/tests/obj/func/test_etcd_client.o $(ETCD_LIB) $(TESTLIB) \
 		$(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $< $(TESTLIB) $(ETCD_LIB) $(COMMON_LIB) $(ETCD_LIBS)
@@ -371,41 +359,32 @@ $(B)/tests/obj/fuzz/replay-%.o: tests/fuzz/replay.c
 		$(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 $(B)/tests/fuzz_proto_replay: $(B)/tests/obj/fuzz/fuzz_proto.o $(B)/tests/obj/fuzz/replay-proto.o
 $(B)/tests/fuzz_state_replay: $(B)/tests/obj/fuzz/fuzz_state.o $(B)/tests/obj/fuzz/replay-state.o
-# The in-process server of test_session and the fuzzers (tests/lib/inproc.h).
+# The dispatch fuzzer's corpus against the daemon's own modules.
+# The in-process server of test_session and the two daemon fuzzers
+# (tests/lib/inproc.h), an object of its own: it sees the daemon's headers.
 INPROC_OBJ := $(B)/tests/obj/lib/inproc.o
 $(INPROC_OBJ): EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
-# The dispatch fuzzer's corpus against the daemon's own modules (all but
-# main.c, and the cluster agent, which only main.c calls).
-FUZZ_DAEMON_SRCS := $(filter-out daemon/main.c daemon/member.c,$(DAEMON_SRCS))
 $(B)/tests/fuzz_dispatch_replay: $(B)/tests/obj/fuzz/fuzz_dispatch.o $(INPROC_OBJ) \
-	$(B)/tests/obj/fuzz/replay-dispatch.o $(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
+	$(B)/tests/obj/fuzz/replay-dispatch.o
 $(B)/tests/obj/fuzz/fuzz_dispatch.o: EXTRA_CPPFLAGS = -DFUZZ_REPLAY_MAIN -Idaemon $(DAEMON_CFLAGS)
-$(B)/tests/fuzz_dispatch_replay: EXTRA_LIBS = $(DAEMON_LIBS)
 # The restore against any state memfd (daemon/restore.c and what it calls).
 $(B)/tests/fuzz_restore_replay: $(B)/tests/obj/fuzz/fuzz_restore.o $(INPROC_OBJ) \
-	$(B)/tests/obj/fuzz/replay-restore.o $(FUZZ_DAEMON_SRCS:%.c=$(B)/d/%.o)
+	$(B)/tests/obj/fuzz/replay-restore.o
 $(B)/tests/obj/fuzz/fuzz_restore.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
-$(B)/tests/fuzz_restore_replay: EXTRA_LIBS = $(DAEMON_LIBS)
-# Sessions and handlers over stub NIC keys (keys.h): no conn.c, no nic_*.c.
-SESSION_TEST_SRCS := daemon/session.c daemon/quarantine.c daemon/ctl.c daemon/alloc.c daemon/region.c daemon/names.c \
-	daemon/slots.c daemon/resume.c \
-	daemon/tenant.c daemon/log.c daemon/pool.c daemon/scrub.c daemon/config.c daemon/config_keys.c \
-	daemon/config_dump.c daemon/config_num.c
-$(B)/tests/test_session: $(B)/tests/obj/unit/test_session.o $(INPROC_OBJ) \
-	$(SESSION_TEST_SRCS:%.c=$(B)/d/%.o)
-$(B)/tests/obj/unit/test_session.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
-$(B)/tests/test_session: EXTRA_LIBS = $(DAEMON_LIBS)
+# Sessions and handlers over stub NIC keys (keys.h): test_session.o fills
+# srv->keys with its own table, so no conn.c or nic_*.c is called or linked.
+$(B)/tests/test_session: $(B)/tests/obj/unit/test_session.o $(INPROC_OBJ)
 # The metrics page (metrics.c) from a server the test fills in.
-$(B)/tests/test_metrics_page: $(B)/tests/obj/unit/test_metrics_page.o $(B)/d/daemon/metrics.o \
-	$(B)/d/daemon/alloc.o $(B)/d/daemon/region.o $(B)/d/daemon/names.o $(B)/d/daemon/log.o \
-	$(B)/d/daemon/bindaddr.o $(B)/d/daemon/tenant.o $(B)/d/daemon/slots.o
-$(B)/tests/obj/unit/test_metrics_page.o: EXTRA_CPPFLAGS = -Idaemon $(DAEMON_CFLAGS)
+$(B)/tests/test_metrics_page: $(B)/tests/obj/unit/test_metrics_page.o
 # This test sees only the daemon, common/ and tests/lib.
 $(B)/tests/obj/unit/test_metrics_page.o: TEST_CPPFLAGS = -Itests/lib $(COMMON_INC)
-$(B)/tests/test_metrics_page: EXTRA_LIBS = $(DAEMON_LIBS)
-$(UNIT_BINS): $(TESTLIB) $(COMMON_LIB)
+# Objects named first win over archive members: test_alloc's checked
+# alloc.c, never libdaemon.a's (a member is taken only for a symbol still
+# undefined when the linker reaches the archive).
+UNIT_LINK = $(DAEMON_LIB) $(ETCD_LIB) $(TESTLIB) $(COMMON_LIB) $(DAEMON_LIBS) $(ETCD_LIBS)
+$(UNIT_BINS): $(DAEMON_LIB) $(ETCD_LIB) $(TESTLIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(TESTLIB) $(COMMON_LIB) $(EXTRA_LIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(UNIT_LINK)
 
 # The functional tests: each its own object, the harness (librmem clients,
 # where the daemon listens) and tests/lib.
@@ -448,28 +427,14 @@ $(B)/tests/slowlisten.so $(B)/tests/slowscrub.so: $(B)/tests/%.so: tests/lib/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
 
-# make test: everything, sanitized, ending with "N passed, N failed".
+# Two tiers, both sanitized and ending with "N passed, N failed, N skipped":
+#   make check   every test that runs on this host, no VM (a few minutes);
+#   make test    the packages, then all of it (check-all): the host tests and
+#                the VM suites.  What CI runs (.ci/run).
 test: deps
-	@$(MAKE) -s --no-print-directory SANITIZE=address,undefined check
-
-# The RDMA programs run inside one Soft-RoCE VM (tests/vm/suite), counted with
-# the rest; where qemu cannot run, that one entry is reported as skipped.
-check: all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(CLUSTER_HELPERS) \
-	$(SYSD_BINS) $(RESTORE_HELPERS)
-	@RMEM_BUILD=$(B) RMEM_VM_TESTS="$(RDMA_BINS)" tests/run-tests $(UNIT_BINS) $(FUNC_BINS) \
-		$(CHAOS_BINS) \
-		tests/unit/test_layers.sh tests/unit/test_rawcall.py \
-		tests/func/test_rmemctl.sh tests/func/test_daemon.sh tests/func/test_install.sh \
-		tests/func/test_static.sh tests/func/test_etcd_client.sh tests/func/test_cluster.sh \
-		tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh \
-		tests/func/test_hostile_cluster.sh \
-		tests/func/test_redundancy.sh \
-		tests/func/test_nbd.sh \
-		tests/func/test_starter.py tests/func/test_restart.py \
-		tests/func/test_hostile_restart.py \
-		tests/python/test_python.sh \
-		tests/unit/test_map.sh \
-		tests/vm/suite tests/systemd/suite
+	@$(MAKE) -s --no-print-directory SANITIZE=address,undefined check-all
+check:
+	@$(MAKE) -s --no-print-directory SANITIZE=address,undefined check-host
 
 unit: $(UNIT_BINS)
 	@RMEM_BUILD=$(B) tests/run-tests $(UNIT_BINS)
@@ -573,18 +538,25 @@ bench-rdma: deps
 
 # The allocator alone (with the region table, for metadata), and the timer of
 # rmemd's start to READY=1.  Never part of all or test.
-$(B)/bench/alloc: $(B)/bench/alloc.o $(B)/bench/benchutil.o $(B)/d/daemon/alloc.o \
-		$(B)/d/daemon/region.o $(B)/bench/allocops.o $(B)/bench/bestfit.o $(COMMON_LIB)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^
+# They link the daemon's modules from libdaemon.a, like the unit tests.
+BENCH_DAEMON_LINK = $(DAEMON_LIB) $(COMMON_LIB) $(DAEMON_LIBS)
+$(B)/bench/alloc: $(B)/bench/alloc.o $(B)/bench/benchutil.o $(B)/bench/allocops.o \
+		$(B)/bench/bestfit.o $(DAEMON_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(BENCH_DAEMON_LINK)
 # Fragmentation on two traces and restore-time claims, TLSF against the best
 # fit it replaced (bench/bestfit.c, kept only for these benches).
-$(B)/bench/allocfrag: $(B)/bench/allocfrag.o $(B)/bench/benchutil.o $(B)/d/daemon/alloc.o \
-		$(B)/bench/allocops.o $(B)/bench/bestfit.o
-	$(CC) $(LDFLAGS_ALL) -o $@ $^
+$(B)/bench/allocfrag: $(B)/bench/allocfrag.o $(B)/bench/benchutil.o $(B)/bench/allocops.o \
+		$(B)/bench/bestfit.o $(DAEMON_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(BENCH_DAEMON_LINK)
 # The region table alone: bytes per live region, ns per add/find/free/list.
-$(B)/bench/region: $(B)/bench/region.o $(B)/bench/benchutil.o $(B)/d/daemon/region.o \
-		$(COMMON_LIB)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^
+$(B)/bench/region: $(B)/bench/region.o $(B)/bench/benchutil.o $(DAEMON_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(BENCH_DAEMON_LINK)
+# What make check and make test build of the benches (make bench-*), to keep
+# them building: the libfabric peer only where libfabric is (bench-tcp
+# installs it; no test needs it).
+BENCH_BINS = $(B)/rmem-perf $(B)/bench/alloc $(B)/bench/allocfrag $(B)/bench/region \
+	$(B)/bench/bringup $(B)/bench/cluster $(B)/bench/bw $(NBD_PLUGIN) \
+	$(if $(FABRIC_LIBS),$(B)/bench/fi_rma)
 # The allocator benches look inside the daemon; the others see only rmem.h.
 $(B)/bench/alloc.o $(B)/bench/region.o $(B)/bench/allocops.o $(B)/bench/bestfit.o \
 	$(B)/bench/allocfrag.o: BENCH_INC = -Idaemon
@@ -645,53 +617,46 @@ vm-smoke: vm-setup
 	@tests/vm/run-in-vm -- tests/vm/smoke
 
 # ---- fuzzing (clang + libFuzzer) ---------------------------------------------
+# Every tests/fuzz/fuzz_*.c is a target (tests/fuzz/fuzz.h), linked with the
+# daemon, etcd and common archives built again by clang with coverage; each
+# takes the members it calls.  make check and make test build them all and
+# run each a few seconds (tests/fuzz/test_fuzzers.sh); make fuzz runs each
+# FUZZ_SECONDS on its corpus.
 FUZZ_SECONDS ?= 60
-build-fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(PROTO_SRC)
-	@mkdir -p $(dir $@)
-	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $^
-# fuzz_state: the persistent state codec (a damaged fd store must be refused).
-build-fuzz/fuzz_state: tests/fuzz/fuzz_state.c common/state.c $(PROTO_SRC)
-	@mkdir -p $(dir $@)
-	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $^
-# fuzz_dispatch: the daemon's modules (all but main.c) built with coverage,
-# fed whole client conversations (tests/fuzz/fuzz_dispatch.h).
+FZ := build-fuzz
+FUZZ_TARGETS := $(notdir $(basename $(sort $(wildcard tests/fuzz/fuzz_*.c))))
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FZ)/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all $(WARN)
-build-fuzz/d/%.o: %.c
+FUZZ_LIBS := $(FZ)/libdaemon.a $(FZ)/libetcd.a $(FZ)/libcommon.a
+# Built only where clang is (scripts/install-deps installs it).
+HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo 1)
+$(FZ)/d/%.o: %.c
 	@mkdir -p $(dir $@)
 	clang $(CPPFLAGS_ALL) $(DAEMON_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DAEMON_CFLAGS) \
-		-MMD -MP -c -o $@ $<
-build-fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c tests/lib/inproc.c \
-		$(FUZZ_DAEMON_SRCS:%.c=build-fuzz/d/%.o) \
-		$(COMMON_SRCS:%.c=build-fuzz/d/%.o)
-	clang $(CPPFLAGS_ALL) $(TEST_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) -o $@ $^ \
-		$(DAEMON_LIBS)
-# fuzz_etcd: the etcd gateway codec, the server record and the name record (pure).
-build-fuzz/fuzz_etcd: tests/fuzz/fuzz_etcd.c common/etcd_codec.c common/cluster_rec.c \
-		common/cluster_name.c common/cluster_json.c
+		$(ETCD_CFLAGS) -MMD -MP -c -o $@ $<
+$(FZ)/libdaemon.a: $(DAEMON_LIB_SRCS:%.c=$(FZ)/d/%.o)
+$(FZ)/libetcd.a: $(ETCD_SRCS:%.c=$(FZ)/d/%.o)
+$(FZ)/libcommon.a: $(COMMON_SRCS:%.c=$(FZ)/d/%.o)
+$(FUZZ_LIBS):
+	rm -f $@
+	ar rcs $@ $^
+# The daemon's fuzzers drive the in-process server of tests/lib/inproc.h.
+FZ_INPROC := $(FZ)/d/tests/lib/inproc.o
+$(FZ)/fuzz_dispatch $(FZ)/fuzz_restore: $(FZ_INPROC)
+$(FZ)/fuzz_dispatch $(FZ)/fuzz_restore: FUZZ_OBJS = $(FZ_INPROC)
+$(FUZZ_BINS): $(FZ)/%: tests/fuzz/%.c $(FUZZ_LIBS)
 	@mkdir -p $(dir $@)
-	clang -g -O1 -D_GNU_SOURCE -Icommon -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -o $@ $^ $(shell $(PKG_CONFIG) --libs jansson libsodium)
-build-fuzz/fuzz_restore: tests/fuzz/fuzz_restore.c tests/lib/inproc.c \
-		$(FUZZ_DAEMON_SRCS:%.c=build-fuzz/d/%.o) \
-		$(COMMON_SRCS:%.c=build-fuzz/d/%.o)
 	clang $(CPPFLAGS_ALL) $(TEST_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CFLAGS) \
-		-o $@ $^ $(DAEMON_LIBS)
+		-MMD -MP -o $@ $< $(FUZZ_OBJS) $(FUZZ_LIBS) $(DAEMON_LIBS) $(ETCD_LIBS)
 # Crashes land in build-fuzz/ as crash-*; keep a minimized one in the corpus.
-fuzz: build-fuzz/fuzz_proto build-fuzz/fuzz_dispatch build-fuzz/fuzz_etcd build-fuzz/fuzz_state \
-		build-fuzz/fuzz_restore
-	mkdir -p build-fuzz/corpus-proto build-fuzz/corpus-dispatch build-fuzz/corpus-etcd \
-		build-fuzz/corpus-state build-fuzz/corpus-restore
-	build-fuzz/fuzz_restore -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
-		build-fuzz/corpus-restore tests/fuzz/corpus/restore
-	build-fuzz/fuzz_state -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
-		build-fuzz/corpus-state tests/fuzz/corpus/state
-	build-fuzz/fuzz_proto -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
-		build-fuzz/corpus-proto tests/fuzz/corpus/proto
-	build-fuzz/fuzz_dispatch -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
-		build-fuzz/corpus-dispatch tests/fuzz/corpus/dispatch
-	build-fuzz/fuzz_etcd -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-fuzz/ \
-		build-fuzz/corpus-etcd tests/fuzz/corpus/etcd
+# New inputs go to build-fuzz/corpus-NAME; tests/fuzz/corpus/NAME is read.
+.PHONY: fuzz
+fuzz: $(FUZZ_BINS)
+	@set -e; for t in $(FUZZ_TARGETS); do c=$${t#fuzz_}; mkdir -p $(FZ)/corpus-$$c; \
+		echo "== $$t ($(FUZZ_SECONDS) s)"; \
+		$(FZ)/$$t -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(FZ)/ \
+			$(FZ)/corpus-$$c tests/fuzz/corpus/$$c; done
 
 # Writes the dispatch seeds again (after a protocol change).
 .PHONY: fuzz-seeds
@@ -700,6 +665,45 @@ fuzz-seeds: $(B)/tests/obj/fuzz/seeds_dispatch.o $(TESTLIB) $(TEST_CODEC)
 	$(CC) $(LDFLAGS_ALL) -o $(B)/tests/seeds_dispatch $^ \
 		$(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
 	$(B)/tests/seeds_dispatch tests/fuzz/corpus/dispatch
+
+# ---- the two tiers (make check, make test: see "tests" above) ----------------
+# Here, after every list they name: a rule's prerequisites are expanded
+# when make reads it.
+# The host tier's programs; one per line (HOST_TESTS += x) merges apart.
+# check-host runs them RMEM_TEST_JOBS at a time (4 by default: they mostly
+# wait on leases, etcd and restarts), those that must run alone ("# run-tests-
+# alone") and then the longest first; check-all one by one, as make test
+# always has.
+HOST_TESTS = tests/func/test_install.sh tests/func/test_static.sh
+HOST_TESTS += tests/func/test_hostile_restart.py tests/func/test_hostile_cluster.sh
+HOST_TESTS += tests/func/test_cluster.sh
+HOST_TESTS += tests/func/test_nbd.sh
+HOST_TESTS += tests/func/test_restart.py
+HOST_TESTS += tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh
+HOST_TESTS += $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS)
+HOST_TESTS += tests/unit/test_layers.sh
+HOST_TESTS += tests/unit/test_map.sh
+HOST_TESTS += tests/unit/test_rawcall.py
+HOST_TESTS += tests/func/test_starter.py
+HOST_TESTS += tests/func/test_redundancy.sh
+HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
+HOST_TESTS += tests/func/test_etcd_client.sh
+HOST_TESTS += tests/python/test_python.sh
+HOST_TESTS += tests/fuzz/test_fuzzers.sh
+# What the tests run, and what must build though no test runs it: every
+# benchmark binary a make bench-* target runs (the benches themselves are
+# never run here), and the libFuzzer targets where clang is.
+HOST_PREREQS = all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(CLUSTER_HELPERS) \
+	$(RESTORE_HELPERS) $(BENCH_BINS) $(if $(HAVE_CLANG),$(FUZZ_BINS))
+.PHONY: check-host check-all
+check-host: $(HOST_PREREQS)
+	@RMEM_BUILD=$(B) RMEM_TEST_JOBS=$${RMEM_TEST_JOBS:-4} tests/run-tests $(HOST_TESTS)
+
+# The RDMA programs run inside one Soft-RoCE VM (tests/vm/suite), counted with
+# the rest; where qemu cannot run, that one entry is reported as skipped.
+check-all: $(HOST_PREREQS) $(RDMA_BINS) $(SYSD_BINS)
+	@RMEM_BUILD=$(B) RMEM_VM_TESTS="$(RDMA_BINS)" tests/run-tests $(HOST_TESTS) \
+		tests/vm/suite tests/systemd/suite
 
 # ---- install ----------------------------------------------------------------
 MAN1 := $(wildcard docs/man/*.1)

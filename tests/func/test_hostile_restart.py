@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run-tests-alone: its restore of 60000 names has a time limit (test_many_names).
 # run-tests-timeout: 600
 # test_hostile_restart.py - a restart needs nothing a client controls, and a
 # change is whole or absent after a crash (issue 20, items 2 and 5;

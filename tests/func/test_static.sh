@@ -1,7 +1,10 @@
 #!/bin/bash
+# run-tests-alone: runs make install in this tree (build/).
 # test_static.sh - librmem exports only its API, and links statically.
 #  - nm: librmem.a and librmem.so.1 define no global but rmem_* (and the
 #    reserved __rmem_* of the compat versions; RMEM_1.x version nodes);
+#  - nor any function of common/'s daemon-only modules (state.c, hash64.c,
+#    addr.c): librmem takes from libcommon.a what it calls;
 #  - one version story: rmem.h's RMEM_VERSION_*, the Makefile's VERSION and
 #    the map's newest node agree;
 #  - an application with its own client_lock, proto_encode, rdma_attach
@@ -28,6 +31,25 @@ for f in "$B/librmem.a" "$B/librmem.so.1"; do
 	*) bad=$(nm -D --defined-only "$f" | foreign) ;;
 	esac
 	[ -z "$bad" ]; ok $? "$f defines no global but rmem_*${bad:+ (also: $(echo $bad))}"
+done
+
+# ---- only what the client calls ----
+# librmem links libcommon.a as an archive: common/'s daemon-only modules
+# (the fd store's state codec, the hash table, the address printer) stay
+# out of it.  Looked for by the names each module's own object defines,
+# local or global.  (randbytes.c went in when the router's pick of servers
+# took its rand_xorshift.)
+for m in state hash64 addr; do
+	syms=$(nm --defined-only "$B/c/common/$m.o" 2>/dev/null | awk '$2 ~ /^[TDRB]$/ {print $3}')
+	if [ -z "$syms" ]; then
+		ok 1 "$B/c/common/$m.o is built and defines something"
+		continue
+	fi
+	for f in "$B/librmem.so.1" "$B/librmem.a"; do
+		hit=$(nm --defined-only "$f" 2>/dev/null | awk '{print $3}' | grep -Fx -f <(echo "$syms"))
+		[ -e "$f" ] && [ -z "$hit" ]
+		ok $? "$(basename "$f") has no code of common/$m.c${hit:+ (has: $(echo $hit))}"
+	done
 done
 
 # ---- one version story ----
