@@ -340,7 +340,7 @@ $(B)/tests/test_stripe: $(B)/tests/obj/unit/test_stripe.o $(B)/lib/client-lib/st
 $(B)/tests/obj/unit/test_stripe.o: EXTRA_CPPFLAGS = -Iclient-lib
 $(B)/tests/test_stripe: EXTRA_LIBS = -lisal
 $(B)/tests/test_cluster_layout: $(B)/tests/obj/unit/test_cluster_layout.o $(ETCD_LIB)
-$(B)/tests/test_cluster_layout: EXTRA_LIBS = $(ETCD_LIB) $(ETCD_LIBS)
+# (UNIT_LINK has libetcd.a and its libraries.)
 $(B)/tests/test_raw: $(B)/tests/obj/unit/test_raw.o
 $(B)/tests/test_config: $(B)/tests/obj/unit/test_config.o
 $(B)/tests/test_region: $(B)/tests/obj/unit/test_region.o
@@ -384,7 +384,7 @@ $(B)/tests/obj/unit/test_metrics_page.o: TEST_CPPFLAGS = -Itests/lib $(COMMON_IN
 UNIT_LINK = $(DAEMON_LIB) $(ETCD_LIB) $(TESTLIB) $(COMMON_LIB) $(DAEMON_LIBS) $(ETCD_LIBS)
 $(UNIT_BINS): $(DAEMON_LIB) $(ETCD_LIB) $(TESTLIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(UNIT_LINK)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(UNIT_LINK) $(EXTRA_LIBS)
 
 # The functional tests: each its own object, the harness (librmem clients,
 # where the daemon listens) and tests/lib.
