@@ -19,7 +19,6 @@
 
 static void lane_fini(struct lane *l)
 {
-	poller_stop(l);
 	if (l->c) {
 		/* Ending the session releases its handle. */
 		rmem_close(l->c);
@@ -128,7 +127,7 @@ int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t 
 	}
 	for (i = 0; i < cfg->nlanes; i++) {
 		pthread_mutex_init(&ls->lane[i].mu, NULL);
-		ls->lane[i].wakefd = -1;
+		ls->lane[i].queue_tail = &ls->lane[i].queue;
 		ls->n = i + 1;
 		if ((rc = lane_connect(&ls->lane[i], cfg)) < 0) {
 			snprintf(err, errlen, "cannot connect to %s: %s", cfg->url, rmem_strerror(rc));
@@ -153,13 +152,6 @@ int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t 
 	if (!cfg->name && (rc = rmem_unlink(ls->lane[0].c, name)) < 0) {
 		snprintf(err, errlen, "cannot unlink '%s': %s", name, rmem_strerror(rc));
 		goto fail;
-	}
-	for (i = 0; i < ls->n; i++) {
-		if ((rc = poller_start(&ls->lane[i])) < 0) {
-			snprintf(err, errlen, "cannot start the poller of lane %u: %s", i,
-				 strerror(-rc));
-			goto fail;
-		}
 	}
 	return 0;
 fail:

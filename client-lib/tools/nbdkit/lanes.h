@@ -8,11 +8,11 @@
  * name, unlinked once every lane has opened it, so that it dies with the
  * plugin).
  *
- * A request does not hold its lane: it queues itself and sleeps, and the
- * lane's poller thread (poller.c), the only caller on the client, posts
- * the queued requests (rmem_post_read/rmem_post_write, LANE_DEPTH chunks
- * in flight per request) and wakes each request when its last chunk has
- * completed.
+ * A request does not hold its lane: it queues itself, and one of the
+ * requests waiting on the lane is its poller (poller.c), the only thread
+ * calling on the client, which posts the queued requests
+ * (rmem_post_read/rmem_post_write, LANE_DEPTH chunks in flight per
+ * request) and wakes each when its last chunk has completed.
  *
  * No nbdkit in here: errors are returned as negative errno, with a sentence
  * in the caller's buffer, so that this file can be driven without nbdkit.
@@ -21,7 +21,6 @@
 #define NBDRMEM_LANES_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -48,16 +47,12 @@ struct lanes_cfg {
 struct lane_req;
 
 struct lane {
-	pthread_mutex_t mu;   /* guards queue and sleeping */
+	pthread_mutex_t mu;   /* guards queue and leading */
 	rmem_client *c;
 	struct rmem_region r;
-	/* The poller (poller.c): */
-	bool polled;          /* it runs */
-	pthread_t thread;
-	int wakefd;           /* eventfd: a request queued, or the stop */
-	_Atomic bool stop;
-	bool sleeping;        /* the poller sleeps: a new request wakes it */
+	bool leading;         /* one of the lane's requests is its poller */
 	struct lane_req *queue, **queue_tail;  /* not yet taken by the poller */
+	struct lane_req *active;               /* the poller's: taken, not finished */
 };
 
 struct lanes {

@@ -1,24 +1,31 @@
 /*
- * poller.c - a lane's poller thread (poller.h says why).
+ * poller.c - the requests of one lane, in flight together (poller.h says
+ * why).
+ *
+ * One of the requests waiting on a lane is its poller, the only thread
+ * that calls on the lane's client; the others sleep on their semaphores.
+ * The poller posts what the others queued, takes the completions, wakes
+ * each request that has finished, and when its own has finished hands the
+ * role to a request still waiting (or leaves the lane without one when
+ * none is).  Alone on the lane (one request in flight), a request posts and
+ * polls for itself and nobody is woken: a synchronous round trip.  Many,
+ * and one wake-up of the poller returns every reply that has come.
  */
 #include <errno.h>
-#include <poll.h>
 #include <semaphore.h>
-#include <stdlib.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "poller.h"
 
 /* Longest wait in rmem_poll while chunks are in flight: a request queued
  * meanwhile is posted at the next completion or after this, whichever
- * comes first (replies on loopback come every few microseconds under
+ * comes first (on loopback replies come every few microseconds under
  * load; a 1 MiB chunk's may take a millisecond). */
 #define POLLER_WAIT_MS 1
 
-/* One request, on the stack of the nbdkit thread that waits for it.  The
- * queue fields are the lane's (under its mutex); the rest is the
- * poller's from the time it takes the request until it posts done. */
+/* One request, on the stack of the nbdkit thread that waits for it.  next
+ * is the lane's (under its mutex) while queued, then the poller's; the
+ * rest is the poller's from the time it takes the request until it posts
+ * done. */
 struct lane_req {
 	struct lane_req *next;
 	bool write, same_buf;
@@ -27,17 +34,9 @@ struct lane_req {
 	uint64_t posted;    /* bytes posted so far */
 	unsigned inflight;  /* chunks posted and not completed */
 	int first;          /* the first failure: the request's outcome */
+	bool lead;          /* woken to be the poller, not because it finished */
 	sem_t done;
 };
-
-static void wake(int fd)
-{
-	uint64_t one = 1;
-
-	/* Only fails when the counter would overflow, and then it is
-	 * readable already: the poller wakes either way. */
-	(void)!write(fd, &one, sizeof one);
-}
 
 /* Posts what the request may have in flight.  A post refused at once
  * (a broken session: -ECONNRESET) ends the request's posting. */
@@ -87,104 +86,62 @@ static void reap(struct lane *l, int wait_ms)
 	}
 }
 
-/* Sleeps, with nothing in flight, until a request is queued or the stop. */
-static void nap(struct lane *l)
+/* Wakes q (another request's thread): it has finished, or is to lead.
+ * The semaphore is the last of q this thread touches: once posted, the
+ * request may return and its memory be gone (glibc's sem_post allows
+ * that since 2.21: after the count it only wakes the futex, by address). */
+static void wake(struct lane_req *q, bool lead)
 {
-	struct pollfd pfd = { .fd = l->wakefd, .events = POLLIN };
-	uint64_t n;
-	bool idle;
-
-	pthread_mutex_lock(&l->mu);
-	idle = !l->queue;
-	l->sleeping = idle;
-	pthread_mutex_unlock(&l->mu);
-	if (!idle)
-		return;
-	(void)poll(&pfd, 1, -1);
-	pthread_mutex_lock(&l->mu);
-	l->sleeping = false;
-	pthread_mutex_unlock(&l->mu);
-	(void)!read(l->wakefd, &n, sizeof n); /* non-blocking: resets the count */
+	q->lead = lead;
+	sem_post(&q->done);
 }
 
-static unsigned inflight(const struct lane_req *q)
+/* The poller's work, until its own request (me) has finished. */
+static void lead(struct lane *l, struct lane_req *me)
 {
-	unsigned n = 0;
+	struct lane_req **pp, *q;
 
-	for (; q; q = q->next)
-		n += q->inflight;
-	return n;
-}
+	for (;;) {
+		bool mine = false, inflight = false;
 
-static void *poller_main(void *arg)
-{
-	struct lane *l = arg;
-	struct lane_req *active = NULL, **tail = &active, **pp, *q;
-
-	while (!atomic_load(&l->stop)) {
-		bool more = false;
-
-		/* New requests join the end of the active list. */
+		/* Requests queued since join the end of the active list. */
 		pthread_mutex_lock(&l->mu);
-		*tail = l->queue;
-		if (l->queue)
-			tail = l->queue_tail;
+		for (pp = &l->active; *pp; pp = &(*pp)->next)
+			;
+		*pp = l->queue;
 		l->queue = NULL;
 		l->queue_tail = &l->queue;
 		pthread_mutex_unlock(&l->mu);
 
-		for (q = active; q; q = q->next)
+		for (q = l->active; q; q = q->next) {
 			post_more(l, q);
-		/* Sends what was posted, takes what has come back. */
-		reap(l, inflight(active) ? POLLER_WAIT_MS : 0);
-		/* The semaphore is the last of a request the poller touches:
-		 * once posted, the request returns and its memory is gone
-		 * (glibc's sem_post allows that since 2.21: after the count
-		 * it only wakes the futex, by address). */
-		for (pp = &active; (q = *pp);) {
-			if (finished(q)) {
-				*pp = q->next;
-				sem_post(&q->done);
-			} else {
-				more |= !q->first && q->posted < q->count &&
-					q->inflight < LANE_DEPTH;
-				pp = &q->next;
-			}
+			inflight |= q->inflight > 0;
 		}
-		for (tail = &active; *tail; tail = &(*tail)->next)
-			;
-		if (!more && !inflight(active))
-			nap(l);
+		/* Sends what was posted, takes what has come back. */
+		reap(l, inflight ? POLLER_WAIT_MS : 0);
+		for (pp = &l->active; (q = *pp);) {
+			if (!finished(q)) {
+				pp = &q->next;
+				continue;
+			}
+			*pp = q->next;
+			if (q == me)
+				mine = true;
+			else
+				wake(q, false);
+		}
+		if (!mine)
+			continue;
+		/* Done: the role goes to a request still waiting, if any. */
+		pthread_mutex_lock(&l->mu);
+		q = l->active ? l->active : l->queue;
+		if (q)
+			wake(q, true);
+		else
+			l->leading = false;
+		pthread_mutex_unlock(&l->mu);
+		return;
 	}
-	return NULL;
-}
-
-int poller_start(struct lane *l)
-{
-	int rc;
-
-	l->queue = NULL;
-	l->queue_tail = &l->queue;
-	l->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (l->wakefd < 0)
-		return -errno;
-	if ((rc = pthread_create(&l->thread, NULL, poller_main, l)) != 0)
-		return -rc;
-	l->polled = true;
-	return 0;
-}
-
-void poller_stop(struct lane *l)
-{
-	if (l->polled) {
-		atomic_store(&l->stop, true);
-		wake(l->wakefd);
-		pthread_join(l->thread, NULL);
-		l->polled = false;
-	}
-	if (l->wakefd >= 0)
-		close(l->wakefd);
-	l->wakefd = -1;
 }
 
 int poller_io(struct lane *l, bool write, void *buf, bool same_buf, uint64_t count,
@@ -193,21 +150,23 @@ int poller_io(struct lane *l, bool write, void *buf, bool same_buf, uint64_t cou
 	struct lane_req q = {
 		.write = write, .same_buf = same_buf, .buf = buf, .count = count, .off = off,
 	};
-	bool kick;
+	bool leader;
 
 	if (sem_init(&q.done, 0, 0) < 0)
 		return -errno;
 	pthread_mutex_lock(&l->mu);
 	*l->queue_tail = &q;
 	l->queue_tail = &q.next;
-	kick = l->sleeping;
-	l->sleeping = false;
+	leader = !l->leading;
+	l->leading = true;
 	pthread_mutex_unlock(&l->mu);
-	/* A poller at work takes the queue before it sleeps again. */
-	if (kick)
-		wake(l->wakefd);
-	while (sem_wait(&q.done) < 0 && errno == EINTR)
-		;
+	if (!leader) {
+		while (sem_wait(&q.done) < 0 && errno == EINTR)
+			;
+		leader = q.lead;
+	}
+	if (leader)
+		lead(l, &q);
 	sem_destroy(&q.done);
 	return q.first;
 }

@@ -4,8 +4,8 @@
  *   nbdkit rmem url=tcp://HOST:PORT [name=NAME] [size=SIZE] [create=never] ...
  *
  * This file: nbdkit's side (parameters, callbacks, errors); lanes.c: the
- * sessions with rmemd; poller.c: the thread per session that posts every
- * request and hands back the completions.  Uses only the public library.
+ * sessions with rmemd; poller.c: the requests of a session in flight
+ * together, one of them polling for all.  Uses only the public library.
  * docs/man/nbdkit-rmem-plugin.1 is the user's account; docs/nbd.md has the
  * swap recipe.
  *
@@ -37,8 +37,8 @@
 #define PR_SET_IO_FLUSHER 57 /* Linux 5.6 */
 #endif
 
-/* Each lane's poller keeps any number of requests in flight on it
- * (poller.h); two let two cores work (docs/benchmarks.md, NBD). */
+/* One lane keeps any number of requests in flight (poller.h); two let
+ * two cores poll (docs/benchmarks.md, NBD). */
 #define DEFAULT_LANES 2
 
 static struct lanes_cfg cfg = {
@@ -337,7 +337,7 @@ static struct nbdkit_plugin plugin = {
 		"tenant=<TENANT>    tenant to authenticate as\n"
 		"secret-file=<FILE> the tenant's secret\n"
 		"transport=auto|tcp|rdma  timeout=<MS> resume=<MS> tcp-congestion=<CC>\n"
-		"lanes=<N>          rmem sessions, each with a poller thread (default 2)\n"
+		"lanes=<N>          rmem sessions the requests share (default 2)\n"
 		"swap=true          be fit for swap: I/O flusher, memory locked",
 	.after_fork = rmem_after_fork,
 	.cleanup = rmem_cleanup,
