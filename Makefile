@@ -481,7 +481,8 @@ check-systemd: all $(SYSD_BINS)
 NBDKIT_CFLAGS := $(shell $(PKG_CONFIG) --cflags nbdkit 2>/dev/null)
 NBDKIT_PLUGINDIR ?= $(shell $(PKG_CONFIG) --variable=plugindir nbdkit 2>/dev/null)
 HAVE_NBDKIT := $(shell $(PKG_CONFIG) --exists nbdkit 2>/dev/null && echo 1)
-NBD_SRCS := client-lib/tools/nbdkit/rmem_plugin.c client-lib/tools/nbdkit/lanes.c
+NBD_SRCS := client-lib/tools/nbdkit/rmem_plugin.c client-lib/tools/nbdkit/lanes.c \
+	client-lib/tools/nbdkit/poller.c
 NBD_OBJS := $(NBD_SRCS:%.c=$(B)/tool/%.o)
 $(NBD_OBJS): TOOL_INC += $(NBDKIT_CFLAGS)
 NBD_PLUGIN := $(if $(HAVE_NBDKIT),$(B)/nbdkit-rmem-plugin.so $(B)/inst/nbdkit-rmem-plugin.so)

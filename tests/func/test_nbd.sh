@@ -3,7 +3,8 @@
 # verifying every block it wrote, nbdcopy of 256 MiB in and out, a named disk
 # reopened by a second nbdkit, zero and trim that really zero, and the
 # refusals: a name of the wrong size, create=never on a missing name, and a
-# lost rmemd (errors, never other bytes).  TAP output.
+# lost rmemd (errors, never other bytes), also with many requests of many
+# chunks in flight on one session when it goes.  TAP output.
 # run-tests-timeout: 600
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -111,10 +112,60 @@ nbd_start "$sock" "$tmp/nbdkit-nourl.log" size=16M
 nbd_start "$sock" "$tmp/nbdkit-badkey.log" url="$url" size=16M colour=blue
 [ $? -ne 0 ]; ok $? "an unknown parameter is refused"; nbd_stop
 
+# ---- one session, many requests: lanes=1 -----------------------------------
+# Every request of every connection is queued on the one lane's poller,
+# which keeps them in flight together: small ones beside 20 MiB ones (20
+# chunks, more than one request's window of 16), all verified.
+nbd_start "$sock" "$tmp/nbdkit-onelane.log" url="$url" size=128M lanes=1
+okl $? "$tmp/nbdkit-onelane.log" "nbdkit serves a 128 MiB disk through one rmem session"
+grep -q ', 1 lanes' "$tmp/nbdkit-onelane.log"; ok $? "one lane, as asked"
+fio --name=big --ioengine=nbd --uri="$uri" --rw=randwrite --bs=20m --iodepth=4 --numjobs=2 \
+	--size=40M --offset=48M --offset_increment=40M --verify=crc32c --do_verify=1 \
+	--verify_fatal=1 --verify_state_save=0 --group_reporting \
+	--output="$tmp/fio-onelane-big.out" > /dev/null 2>&1 &
+bigpid=$!
+run_fio onelane 4k 16 4 12M
+rc=$?
+grep -q 'err= 0' "$tmp/fio-onelane.out" && ! grep -qi 'verify:.*bad\|crc32c.*mismatch' "$tmp/fio-onelane.out"
+ok $((rc | $?)) "4 connections x 16 in flight of 4 KiB on one session, all verified"
+[ $rc -eq 0 ] || tail -20 "$tmp/fio-onelane.out" | diag
+wait "$bigpid"
+rc=$?
+grep -q 'err= 0' "$tmp/fio-onelane-big.out" && ! grep -qi 'verify:.*bad\|crc32c.*mismatch' "$tmp/fio-onelane-big.out"
+ok $((rc | $?)) "and beside them 20 MiB writes, 2 x 4 in flight, all verified"
+[ $rc -eq 0 ] || tail -20 "$tmp/fio-onelane-big.out" | diag
+nbd_stop
+okl $? "$tmp/nbdkit-onelane.log" "nbdkit stops cleanly"
+
 # ---- a lost rmemd: errors, never other bytes -------------------------------
-nbd_start "$sock" "$tmp/nbdkit-lost.log" url="$url" name=nbd/disk1 resume=500 timeout=2000
+# One session with 4 connections x 16 reads of 4 MiB (4 chunks each) in
+# flight when rmemd dies: requests some of whose chunks had come back must
+# fail too, and fio's check of every block read must never see other bytes.
+nbd_start "$sock" "$tmp/nbdkit-lost.log" url="$url" name=nbd/disk1 resume=500 timeout=2000 \
+	lanes=1
 okl $? "$tmp/nbdkit-lost.log" "nbdkit opens nbd/disk1 again"
+lost_fio=(fio --name=lost-verify --ioengine=nbd --uri="$uri" --bs=4m --iodepth=16 --numjobs=4
+	--size=64M --offset_increment=64M --verify=crc32c --verify_fatal=1 --verify_state_save=0
+	--group_reporting)
+"${lost_fio[@]}" --rw=write --do_verify=0 --output="$tmp/fio-lost-write.out" > /dev/null 2>&1
+okl $? "$tmp/fio-lost-write.out" "256 MiB written with fio's checksums, through one session"
+# Verified again and again until a pass fails (the last pass's report stays).
+timeout 120 bash -c 'while "$@" > /dev/null 2> "$0"; do :; done; exit 1' "$tmp/fio-lost-read.err" \
+	"${lost_fio[@]}" --rw=read --verify_only --output="$tmp/fio-lost-read.out" &
+fpid=$!
+sleep 2
+kill -0 "$fpid" 2> /dev/null; ok $? "fio is verifying (64 reads of 4 MiB in flight) when rmemd dies"
 rmemd_kill
+wait "$fpid"
+rc=$?
+[ $rc -eq 1 ]; ok $? "fio's reads fail with an error, and do not hang (status $rc)"
+grep -q 'Input/output error\|err= *5[,/]' "$tmp/fio-lost-read.out" "$tmp/fio-lost-read.err"
+okl $? "$tmp/fio-lost-read.out" "an I/O error"
+# fio's verify failures: "verify: bad magic header", "crc32c: verify failed"
+# on stderr, err=84 (EILSEQ) in the report.
+! grep -qi 'verify.*fail\|bad magic\|bad header\|err= *84\|Invalid or incomplete' \
+	"$tmp/fio-lost-read.out" "$tmp/fio-lost-read.err"
+okl $? "$tmp/fio-lost-read.err" "and never a block of other bytes"
 rm -f "$tmp/lost.bin"
 nbdcopy "$uri" "$tmp/lost.bin" 2> "$tmp/nbdcopy-lost.err"
 [ $? -ne 0 ]; ok $? "nbdcopy out after rmemd died fails"

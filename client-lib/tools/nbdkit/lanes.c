@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lanes.h"
+#include "poller.h"
 
 /* Largest rounding a create may apply to a size: rmemd rounds a region up
  * to its pool's alignment, at most a 2 MiB hugepage (rmemd.conf(5)). */
@@ -126,6 +127,7 @@ int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t 
 	}
 	for (i = 0; i < cfg->nlanes; i++) {
 		pthread_mutex_init(&ls->lane[i].mu, NULL);
+		ls->lane[i].queue_tail = &ls->lane[i].queue;
 		ls->n = i + 1;
 		if ((rc = lane_connect(&ls->lane[i], cfg)) < 0) {
 			snprintf(err, errlen, "cannot connect to %s: %s", cfg->url, rmem_strerror(rc));
@@ -170,81 +172,16 @@ void lanes_close(struct lanes *ls)
 
 struct lane *lane_get(struct lanes *ls)
 {
-	/* Each nbdkit worker thread keeps to one lane, spread round-robin:
-	 * with as many lanes as threads no request waits for another. */
+	/* Each nbdkit worker thread keeps to one lane, spread round-robin. */
 	static atomic_uint next;
 	static _Thread_local int mine = -1;
-	struct lane *l;
 
 	if (mine < 0)
 		mine = (int)(atomic_fetch_add(&next, 1) % ls->n);
-	l = &ls->lane[mine];
-	pthread_mutex_lock(&l->mu);
-	return l;
-}
-
-void lane_put(struct lane *l)
-{
-	pthread_mutex_unlock(&l->mu);
-}
-
-/* Waits for one batch of completions; counts them off *inflight. */
-static int lane_reap(struct lane *l, unsigned *inflight, int *first)
-{
-	struct rmem_completion done[LANE_DEPTH];
-	int n, i;
-
-	n = rmem_poll(l->c, done, LANE_DEPTH, -1);
-	if (n < 0) {
-		/* The connection is gone and every operation in flight has
-		 * completed (rmem_poll(3)): nothing is left to wait for. */
-		*inflight = 0;
-		if (!*first)
-			*first = n;
-		return n;
-	}
-	if (n == 0) {
-		/* Only with nothing in flight (rmem_poll(3)). */
-		*inflight = 0;
-		return 0;
-	}
-	for (i = 0; i < n; i++) {
-		if (done[i].status < 0 && !*first)
-			*first = done[i].status;
-	}
-	*inflight -= (unsigned)n > *inflight ? *inflight : (unsigned)n;
-	return 0;
+	return &ls->lane[mine];
 }
 
 int lane_io(struct lane *l, bool write, void *buf, bool same_buf, uint64_t count, uint64_t off)
 {
-	unsigned inflight = 0;
-	uint64_t done = 0;
-	int first = 0, rc;
-
-	if (l->broken)
-		return -ECONNRESET;
-	while (done < count && !first) {
-		size_t len = count - done > LANE_CHUNK ? LANE_CHUNK : (size_t)(count - done);
-		char *p = (char *)buf + (same_buf ? 0 : done);
-
-		if (inflight == LANE_DEPTH && lane_reap(l, &inflight, &first) < 0)
-			break;
-		if (first)
-			break;
-		rc = write ? rmem_post_write(l->c, &l->r, off + done, p, len, done)
-			   : rmem_post_read(l->c, &l->r, off + done, p, len, done);
-		if (rc < 0) {
-			first = rc;
-			break;
-		}
-		inflight++;
-		done += len;
-	}
-	/* Buffers stay the caller's only when nothing is in flight. */
-	while (inflight > 0 && lane_reap(l, &inflight, &first) == 0)
-		;
-	if (first == -ECONNRESET)
-		l->broken = true;
-	return first;
+	return poller_io(l, write, buf, same_buf, count, off);
 }

@@ -3,12 +3,16 @@
  * several rmem sessions ("lanes"), and posted I/O on one lane.
  *
  * rmem.h: calls on one client take turns, and a call that waits holds the
- * client; so parallel NBD requests need several clients.  Each lane is one
- * client with its own handle on the same region (a named region; an
- * "anonymous" disk is a named region under a random name, unlinked once
- * every lane has opened it, so that it dies with the plugin).  A request
- * holds its lane for its whole run and keeps up to LANE_DEPTH chunks in
- * flight on it with rmem_post_read/rmem_post_write.
+ * client.  Each lane is one client with its own handle on the same region
+ * (a named region; an "anonymous" disk is a named region under a random
+ * name, unlinked once every lane has opened it, so that it dies with the
+ * plugin).
+ *
+ * A request does not hold its lane: it queues itself, and one of the
+ * requests waiting on the lane is its poller (poller.c), the only thread
+ * calling on the client, which posts the queued requests
+ * (rmem_post_read/rmem_post_write, LANE_DEPTH chunks in flight per
+ * request) and wakes each when its last chunk has completed.
  *
  * No nbdkit in here: errors are returned as negative errno, with a sentence
  * in the caller's buffer, so that this file can be driven without nbdkit.
@@ -26,6 +30,7 @@
 #define LANES_MAX   64
 #define LANE_CHUNK  (1u << 20) /* bytes per posted operation */
 #define LANE_DEPTH  16         /* posted operations in flight per request */
+#define LANE_REAP   64         /* completions taken per rmem_poll */
 
 enum lanes_create { LANES_CREATE_AUTO, LANES_CREATE_NEVER, LANES_CREATE_ALWAYS };
 
@@ -39,11 +44,15 @@ struct lanes_cfg {
 	unsigned nlanes;
 };
 
+struct lane_req;
+
 struct lane {
-	pthread_mutex_t mu;
+	pthread_mutex_t mu;   /* guards queue and leading */
 	rmem_client *c;
 	struct rmem_region r;
-	bool broken;      /* the session is gone: every later request fails */
+	bool leading;         /* one of the lane's requests is its poller */
+	struct lane_req *queue, **queue_tail;  /* not yet taken by the poller */
+	struct lane_req *active;               /* the poller's: taken, not finished */
 };
 
 struct lanes {
@@ -58,12 +67,12 @@ int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t 
 /* Closes every session (an anonymous disk's memory goes with the last). */
 void lanes_close(struct lanes *ls);
 
-/* The lane for the calling thread, locked; lane_put unlocks it. */
+/* The lane for the calling thread. */
 struct lane *lane_get(struct lanes *ls);
-void lane_put(struct lane *l);
 
-/* Reads or writes count bytes at off through lane l (held), in chunks of
- * LANE_CHUNK with up to LANE_DEPTH in flight.  With same_buf every chunk
+/* Reads or writes count bytes at off through lane l, in chunks of
+ * LANE_CHUNK with up to LANE_DEPTH of them in flight; any number of
+ * threads at once.  With same_buf every chunk
  * writes the same buf (zeroing from one zero buffer of LANE_CHUNK bytes).
  * 0 or the first negative errno; every posted chunk has completed when it
  * returns, whatever the outcome, so buf is the caller's again. */

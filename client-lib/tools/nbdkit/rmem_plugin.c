@@ -4,7 +4,8 @@
  *   nbdkit rmem url=tcp://HOST:PORT [name=NAME] [size=SIZE] [create=never] ...
  *
  * This file: nbdkit's side (parameters, callbacks, errors); lanes.c: the
- * sessions with rmemd and the posted I/O.  Uses only the public library.
+ * sessions with rmemd; poller.c: the requests of a session in flight
+ * together, one of them polling for all.  Uses only the public library.
  * docs/man/nbdkit-rmem-plugin.1 is the user's account; docs/nbd.md has the
  * swap recipe.
  *
@@ -36,7 +37,9 @@
 #define PR_SET_IO_FLUSHER 57 /* Linux 5.6 */
 #endif
 
-#define DEFAULT_LANES 16
+/* One lane keeps any number of requests in flight (poller.h); two let
+ * two cores poll (docs/benchmarks.md, NBD). */
+#define DEFAULT_LANES 2
 
 static struct lanes_cfg cfg = {
 	.size = -1, .timeout_ms = -1, .resume_ms = -1, .nlanes = DEFAULT_LANES,
@@ -274,10 +277,8 @@ static int fail(const char *what, uint64_t count, uint64_t off, int rc)
 static int io(const char *what, bool write, void *buf, bool same_buf, uint64_t count,
 	      uint64_t off)
 {
-	struct lane *l = lane_get(&disk);
-	int rc = lane_io(l, write, buf, same_buf, count, off);
+	int rc = lane_io(lane_get(&disk), write, buf, same_buf, count, off);
 
-	lane_put(l);
 	return rc < 0 ? fail(what, count, off, rc) : 0;
 }
 
@@ -336,7 +337,7 @@ static struct nbdkit_plugin plugin = {
 		"tenant=<TENANT>    tenant to authenticate as\n"
 		"secret-file=<FILE> the tenant's secret\n"
 		"transport=auto|tcp|rdma  timeout=<MS> resume=<MS> tcp-congestion=<CC>\n"
-		"lanes=<N>          rmem sessions for parallel requests (default 16)\n"
+		"lanes=<N>          rmem sessions the requests share (default 2)\n"
 		"swap=true          be fit for swap: I/O flusher, memory locked",
 	.after_fork = rmem_after_fork,
 	.cleanup = rmem_cleanup,
