@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "lanes.h"
-#include "poller.h"
 
 /* Largest rounding a create may apply to a size: rmemd rounds a region up
  * to its pool's alignment, at most a 2 MiB hugepage (rmemd.conf(5)). */

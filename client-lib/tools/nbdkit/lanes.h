@@ -27,10 +27,9 @@
 
 #include <rmem.h>
 
+#include "poller.h"
+
 #define LANES_MAX   64
-#define LANE_CHUNK  (1u << 20) /* bytes per posted operation */
-#define LANE_DEPTH  16         /* posted operations in flight per request */
-#define LANE_REAP   64         /* completions taken per rmem_poll */
 
 enum lanes_create { LANES_CREATE_AUTO, LANES_CREATE_NEVER, LANES_CREATE_ALWAYS };
 
@@ -42,17 +41,6 @@ struct lanes_cfg {
 	const char *tenant, *secret_file, *transport, *tcp_congestion;
 	int timeout_ms, resume_ms;   /* -1: librmem's defaults */
 	unsigned nlanes;
-};
-
-struct lane_req;
-
-struct lane {
-	pthread_mutex_t mu;   /* guards queue and leading */
-	rmem_client *c;
-	struct rmem_region r;
-	bool leading;         /* one of the lane's requests is its poller */
-	struct lane_req *queue, **queue_tail;  /* not yet taken by the poller */
-	struct lane_req *active;               /* the poller's: taken, not finished */
 };
 
 struct lanes {

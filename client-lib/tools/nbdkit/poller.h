@@ -14,10 +14,30 @@
 #ifndef NBDRMEM_POLLER_H
 #define NBDRMEM_POLLER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lanes.h"
+#include <rmem.h>
+
+#define LANE_CHUNK  (1u << 20) /* bytes per posted operation */
+#define LANE_DEPTH  16         /* posted operations in flight per request */
+#define LANE_REAP   64         /* completions taken per rmem_poll */
+
+/* One lane: one rmem client with its handle on the disk's region, and the
+ * requests queued on it (lanes.c makes and closes them; only poller.c
+ * touches the queue). */
+struct lane_req;
+
+struct lane {
+	pthread_mutex_t mu;   /* guards queue and leading */
+	rmem_client *c;
+	struct rmem_region r;
+	bool leading;         /* one of the lane's requests is its poller */
+	struct lane_req *queue, **queue_tail;  /* not yet taken by the poller */
+	struct lane_req *active;               /* the poller's: taken, not finished */
+};
+
 
 /* lane_io: queues the request, and returns when every chunk of it has
  * completed (polling for the lane meanwhile, when its turn comes).  0 or
