@@ -6,12 +6,13 @@
 #   [ "$x" = 1 ]; ok $? "what was checked"
 #   some_command 2>&1 | diag            stdin as "# " comment lines
 #   skip_one "why"
+#   tap_relay FILE                      FILE's TAP lines as assertions of ours
 #   tap_done                            the plan; false when anything failed
 
 t=0
 nfail=0
 
-# ok STATUS TEXT...: one assertion; STATUS 0 passes.
+# ok STATUS TEXT...: one assertion; STATUS 0 passes.  Returns STATUS.
 ok() {
 	local rc=$1
 	shift
@@ -22,6 +23,7 @@ ok() {
 		echo "not ok $t - $*"
 		nfail=$((nfail + 1))
 	fi
+	return "$rc"   # so that `ok $? "what" || diag < log` shows why
 }
 
 diag() {
@@ -36,6 +38,21 @@ skip_one() {
 skip_all() {
 	echo "1..0 # SKIP $*"
 	exit 77
+}
+
+# tap_relay FILE: each "ok"/"not ok" line of FILE (another program's TAP
+# output) becomes one assertion here, numbered anew; its "#" lines pass on.
+tap_relay() {
+	local line st
+	while IFS= read -r line; do
+		case $line in
+		"ok "*|"not ok "*)
+			st=${line%% [0-9]*}
+			[ "$st" = ok ]
+			ok $? "${line#* - }" ;;
+		"#"*) echo "$line" ;;
+		esac
+	done < "$1"
 }
 
 tap_done() {

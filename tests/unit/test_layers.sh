@@ -6,8 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-n=0
-nfail=0
+. tests/lib/tap.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -22,28 +21,12 @@ printf '#include "client.h"\n' > "$tmp/client-lib/tools/tool.c"
 : > "$tmp/client-lib/client.h"
 scripts/check-layers "$tmp" > "$tmp/out" 2>&1
 rc=$?
-n=$((n + 1))
-if [ $rc -ne 0 ] && grep -q 'cycle: daemon/a -> daemon/b -> daemon/a\|cycle: daemon/b -> daemon/a -> daemon/b' "$tmp/out" &&
+[ $rc -ne 0 ] && grep -q 'cycle: daemon/a -> daemon/b -> daemon/a\|cycle: daemon/b -> daemon/a -> daemon/b' "$tmp/out" &&
 	grep -q '^not ok .* the tools include only rmem.h' "$tmp/out" &&
-	grep -q '^ok .* no include cycle among common/' "$tmp/out"; then
-	echo "ok $n - the checker finds a planted cycle and a tool that looks inside the library"
-else
-	echo "not ok $n - the checker finds a planted cycle and a tool that looks inside the library"
-	nfail=$((nfail + 1))
-	sed 's/^/# /' "$tmp/out"
-fi
+	grep -q '^ok .* no include cycle among common/' "$tmp/out"
+ok $? "the checker finds a planted cycle and a tool that looks inside the library" ||
+	diag < "$tmp/out"
 
 scripts/check-layers > "$tmp/real" 2>&1
-while IFS= read -r line; do
-	case $line in
-	"ok "*|"not ok "*)
-		n=$((n + 1))
-		st=${line%% [0-9]*}
-		[ "$st" = ok ] || nfail=$((nfail + 1))
-		echo "$st $n - ${line#* - }" ;;
-	"#"*) echo "$line" ;;
-	esac
-done < "$tmp/real"
-echo "1..$n"
-# A failed assertion fails the program too.
-[ "$nfail" -eq 0 ]
+tap_relay "$tmp/real"
+tap_done

@@ -11,21 +11,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-n=0
-nfail=0
+. tests/lib/tap.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 say() { # say STATUS TEXT [FILE whose lines to show on failure]
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		nfail=$((nfail + 1))
-		[ -n "${3:-}" ] && sed 's/^/# /' "$3"
-	fi
-	return 0
+	ok "$1" "$2" || [ -z "${3:-}" ] || diag < "$3"
 }
 
 # A pristine copy of what the checker reads: the code, the docs, the tests.
@@ -132,17 +123,5 @@ planted "a usage line short of a section, a doc naming one that is none" \
 	'`test_rdma_keys reboot` is no section'
 
 scripts/check-map > "$tmp/real" 2>&1
-while IFS= read -r line; do
-	case $line in
-	"ok "*|"not ok "*)
-		n=$((n + 1))
-		st=${line%% [0-9]*}
-		[ "$st" = ok ] || nfail=$((nfail + 1))
-		echo "$st $n - ${line#* - }" ;;
-	"#"*) echo "$line" ;;
-	esac
-done < "$tmp/real"
-echo "1..$n"
-# The status says it too: run-tests counts a failed assertion under exit 0 as
-# one more failure.
-[ "$nfail" -eq 0 ]
+tap_relay "$tmp/real"
+tap_done
