@@ -33,6 +33,16 @@ pool_pmd_kb() {
 	     inpool && /^ShmemPmdMapped:/ { kb += $2 } END { print kb + 0 }' "/proc/$pid/smaps"
 }
 
+# pool_pages OP WHAT: the assertion WHAT that the pool's kB in 2 MiB pages
+# compares with 0 by OP (-gt, -eq).
+pool_pages() {
+	local kb
+
+	kb=$(pool_pmd_kb)
+	[ "$kb" "$1" 0 ]
+	ok $? "$2 ($kb kB ShmemPmdMapped)"
+}
+
 journal_since() {
 	journalctl -b -u "$UNIT" --no-pager -o cat --since "@$1" 2> /dev/null
 }
@@ -48,8 +58,7 @@ now=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$THP")
 sysd_conf 64M
 t0=$(date +%s)
 sysd_start; ok $? "rmemd.service starts with a 64M pool of 4 KiB pages"
-kb=$(pool_pmd_kb)
-[ "$kb" -gt 0 ]; ok $? "the pool is mapped with 2 MiB pages ($kb kB ShmemPmdMapped)"
+pool_pages -gt "the pool is mapped with 2 MiB pages"
 journal_since "$t0" | grep -q 'pool default: .*4096-byte pages (transparent 2 MiB)'
 ok $? "the journal says the pool has transparent 2 MiB pages"
 "$NC" "$SYSD_TCP_EP" tcp create thp/n1:3000001:41 2>&1 | diag
@@ -60,8 +69,7 @@ systemctl restart "$UNIT" && sysd_wait_active
 ok $? "systemctl restart: active again"
 journal_since "$t0" | grep -q '(transparent 2 MiB), alignment [0-9]* (kept in the fd store)'
 ok $? "the adopted pool has transparent 2 MiB pages"
-kb=$(pool_pmd_kb)
-[ "$kb" -gt 0 ]; ok $? "and is mapped with them after the restart ($kb kB ShmemPmdMapped)"
+pool_pages -gt "and is mapped with them after the restart"
 "$NC" "$SYSD_TCP_EP" tcp verify thp/n1:3000001:41 2>&1 | diag
 ok "${PIPESTATUS[0]}" "the named region's bytes survived the restart"
 sysd_stop
@@ -69,8 +77,7 @@ sysd_stop
 echo never > "$THP"
 t0=$(date +%s)
 sysd_start; ok $? "with shmem_enabled never: rmemd.service starts fresh"
-kb=$(pool_pmd_kb)
-[ "$kb" -eq 0 ]; ok $? "no 2 MiB page in the pool ($kb kB)"
+pool_pages -eq "no 2 MiB page in the pool"
 journal_since "$t0" | grep -q 'no transparent hugepages (shmem_enabled: never).*shmem_enabled makes it cost what clients hold'
 ok $? "the journal names the setting to change"
 sysd_stop
