@@ -65,12 +65,6 @@ fi
 
 . tests/lib/cluster_prog.sh rmem-redundancy test_redundancy
 NAME=rd$$
-TRANSPORT=${RMEM_TEST_TRANSPORT:-tcp}
-HOST=127.0.0.1
-if [ "$TRANSPORT" = rdma ]; then
-	[ -n "${RMEM_VM_RDMA_ADDR:-}" ] || skip_all "RMEM_TEST_TRANSPORT=rdma needs RMEM_VM_RDMA_ADDR"
-	HOST=$RMEM_VM_RDMA_ADDR
-fi
 
 cluster_etcd_up
 

@@ -13,6 +13,8 @@
 #   cluster_etcd_up       a 3-member etcd on loopback (pids in $tmp/pids/etcdK),
 #                         or fail_setup
 #   cluster_url NAME      etcd://H:P,H:P,H:P/NAME of that etcd
+# and $TRANSPORT (RMEM_TEST_TRANSPORT, tcp by default) with $HOST, the
+# address the servers listen on (the VM's rxe address for rdma).
 . tests/lib/tap.sh
 . tests/lib/rmemd.sh
 . tests/lib/etcd.sh
@@ -22,6 +24,12 @@ etcd_setup
 PROG=$B/tests/$2
 [ -x "$PROG" ] || skip_all "$PROG is not built"
 mkdir -p "$tmp/pids"
+TRANSPORT=${RMEM_TEST_TRANSPORT:-tcp}
+HOST=127.0.0.1
+if [ "$TRANSPORT" = rdma ]; then
+	[ -n "${RMEM_VM_RDMA_ADDR:-}" ] || skip_all "RMEM_TEST_TRANSPORT=rdma needs RMEM_VM_RDMA_ADDR"
+	HOST=$RMEM_VM_RDMA_ADDR
+fi
 
 cluster_cleanup() {
 	local f
