@@ -3,13 +3,14 @@
  * (docs/architecture.md, "Redundancy"): a region of K data and R parity
  * pieces, each a plain region on its own server, coded by stripe.c.
  *
- * Reads go to the data pieces a read touches, one call per piece; a piece
- * that is out (its server lost: members_err's -EHOSTDOWN, or a timeout) is
+ * Reads go to the data pieces a read touches, one call per piece, all of
+ * a step's calls at once (pieces_io: one round trip, not one per piece);
+ * a piece that is out (its server lost: members_err's -EHOSTDOWN, or a timeout) is
  * marked so for good and rebuilt, inside the same call, from any K pieces
  * still in.  Writes take the region's writer mutex, and for each data piece
- * they touch: the old bytes (read or rebuilt), delta = old XOR new, the new
- * bytes written, the delta added into every parity piece still in (read,
- * update, write).  The delta is known before any piece is touched, so every
+ * they touch: the old bytes (read or rebuilt) and old parity, together;
+ * delta = old XOR new added into every parity piece still in; the new
+ * bytes and the new parity written, together.  The delta is known before any piece is touched, so every
  * piece that took the write holds the new bytes and every piece that missed
  * it is marked out: what is left decodes to the new bytes.
  *
@@ -53,6 +54,42 @@ int redund_rset_of(struct router *cl, const struct rmem_region *r, struct rset *
 	}
 	pthread_mutex_unlock(&cl->mu);
 	return err;
+}
+
+/* n buffers of REDUND_SEG bytes in one block: the router's kept one when
+ * free and large enough, else a new one.  NULL for want of memory. */
+static unsigned char *scratch_take(struct router *cl, unsigned n)
+{
+	size_t len = (size_t)n * REDUND_SEG;
+	unsigned char *b = NULL;
+
+	pthread_mutex_lock(&cl->mu);
+	if (cl->red_scratch && cl->red_scratch_len >= len) {
+		b = cl->red_scratch;
+		cl->red_scratch = NULL;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	return b ? b : malloc(len);
+}
+
+/* Gives b (n buffers) back: kept when the router keeps none or a smaller
+ * one; freed otherwise. */
+static void scratch_give(struct router *cl, unsigned char *b, unsigned n)
+{
+	size_t len = (size_t)n * REDUND_SEG;
+
+	if (!b)
+		return;
+	pthread_mutex_lock(&cl->mu);
+	if (!cl->red_scratch || cl->red_scratch_len < len) {
+		unsigned char *old = cl->red_scratch;
+
+		cl->red_scratch = b;
+		cl->red_scratch_len = len;
+		b = old;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	free(b);
 }
 
 /* ---- one piece ---------------------------------------------------------------- */
@@ -296,7 +333,7 @@ static int check_range(const struct rset *rs, uint64_t off, const void *buf, siz
 int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
 		size_t len)
 {
-	unsigned char *tmp[STRIPE_K_MAX] = { NULL };
+	unsigned char *tmp[STRIPE_K_MAX] = { NULL }, *block = NULL;
 	uint64_t lo[STRIPE_K_MAX], hi[STRIPE_K_MAX];
 	bool has[STRIPE_K_MAX] = { false };
 	struct rset *rs;
@@ -318,12 +355,10 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 		err = piece_get(cl, rs, last, lo[last], len, buf, &locked);
 		goto out;
 	}
-	for (unsigned j = 0; !err && j < k; j++) {
-		uint64_t n = hi[j] - lo[j] < REDUND_SEG ? hi[j] - lo[j] : REDUND_SEG;
-
-		if (has[j] && !(tmp[j] = malloc(n)))
-			err = -ENOMEM;
-	}
+	if (!err && !(block = scratch_take(cl, k)))
+		err = -ENOMEM;
+	for (unsigned j = 0; !err && j < k; j++)
+		tmp[j] = block + (size_t)j * REDUND_SEG;
 	/* Segment by segment, each piece's segment read at once; a piece
 	 * out is then rebuilt (its survivors gathered at once too). */
 	for (uint64_t s = 0; !err; s += REDUND_SEG) {
@@ -360,8 +395,7 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 out:
 	if (locked)
 		pthread_mutex_unlock(&rs->wmu);
-	for (unsigned j = 0; j < STRIPE_K_MAX; j++)
-		free(tmp[j]);
+	scratch_give(cl, block, k);
 	return err;
 }
 
@@ -498,7 +532,7 @@ static int write_delta(struct router *cl, struct rset *rs, uint64_t a, uint64_t 
 int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		 const void *buf, size_t len)
 {
-	unsigned char *scratch[STRIPE_N_MAX + 2] = { NULL };
+	unsigned char *scratch[STRIPE_N_MAX + 2] = { NULL }, *block = NULL;
 	uint64_t W, fs, fe, end = off + len;
 	unsigned nbufs = 0;
 	struct rset *rs;
@@ -511,9 +545,10 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 	if (err)
 		return err;
 	nbufs = rs->n > 2 + rs->code.r ? rs->n : 2 + rs->code.r;
+	if (!(block = scratch_take(cl, nbufs)))
+		err = -ENOMEM;
 	for (unsigned i = 0; i < nbufs && !err; i++)
-		if (!(scratch[i] = malloc(REDUND_SEG)))
-			err = -ENOMEM;
+		scratch[i] = block + (size_t)i * REDUND_SEG;
 	/* Whole stripes [fs, fe) are encoded afresh; the ends, by delta. */
 	W = (uint64_t)rs->code.k * STRIPE_CHUNK;
 	fs = (off + W - 1) / W * W;
@@ -537,7 +572,6 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		err = err ? err : rc;
 	}
 	pthread_mutex_unlock(&rs->wmu);
-	for (unsigned i = 0; i < nbufs; i++)
-		free(scratch[i]);
+	scratch_give(cl, block, nbufs);
 	return err;
 }
