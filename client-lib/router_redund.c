@@ -5,14 +5,15 @@
  *
  * Reads go to the data pieces a read touches, one call per piece, all of
  * a step's calls at once (pieces_io: one round trip, not one per piece);
- * a piece that is out (its server lost: members_err's -EHOSTDOWN, or a timeout) is
- * marked so for good and rebuilt, inside the same call, from any K pieces
- * still in.  Writes take the region's writer mutex, and for each data piece
- * they touch: the old bytes (read or rebuilt) and old parity, together;
- * delta = old XOR new added into every parity piece still in; the new
- * bytes and the new parity written, together.  The delta is known before any piece is touched, so every
- * piece that took the write holds the new bytes and every piece that missed
- * it is marked out: what is left decodes to the new bytes.
+ * a piece that is out (its server lost: members_err's -EHOSTDOWN, or a
+ * timeout) is marked so for good and rebuilt, inside the same call, from
+ * any K pieces still in (gathered at once too).  Writes take the region's
+ * writer mutex, and for each data piece they touch: the old bytes (read or
+ * rebuilt) and the old parity, together; delta = old XOR new added into
+ * every parity piece still in; the new bytes and the new parity written,
+ * together.  The delta is known before any piece is touched, so every
+ * piece that took the write holds the new bytes and every piece that
+ * missed it is marked out: what is left decodes to the new bytes.
  *
  * Making, opening and freeing them is router_redund_make.c's.
  *
