@@ -174,6 +174,59 @@ int single_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
 	return io_run(c, &job, true, cookie);
 }
 
+/* ---- started and finished (single.h) ------------------------------------------------ */
+
+/* A synchronous transfer, split where io_sync() waits: the op is the
+ * engine's as io_sync()'s is, so its replies are taken by whoever receives
+ * on the stream, and no completion is queued for rmem_poll to hand out. */
+void single_start(struct single_io *io)
+{
+	struct dp_job job = {
+		.opcode = io->write ? PROTO_OP_WRITE : PROTO_OP_READ, .r = io->r, .off = io->off,
+		.src = io->buf, .dst = io->buf, .len = io->len,
+	};
+	struct rmem_region tmp;
+	struct eng_op *op = NULL;
+	int err = check_io(io->c, io->r, io->off, io->buf, io->len);
+
+	io->held = 0;
+	io->op = NULL;
+	if (!err && io->write && !may_write(io->r))
+		err = -EACCES;
+	if (!err && !(op = calloc(1, sizeof(*op))))
+		err = -ENOMEM;
+	if (err) {
+		io->err = err;
+		return;
+	}
+	client_hold(io->c);
+	io->held = 1;
+	io->op = op;
+	err = io->c->eng.broken ? -ECONNRESET : client_region_now(io->c, &job.r, &tmp);
+	if (!err) {
+		err = dp_submit(&io->c->eng, op, &job);
+		eng_seal(&io->c->eng, op);
+	}
+	/* Nothing went out: the outcome is known now.  (After a failed send
+	 * the engine has ended op with the cause.) */
+	io->err = op->sent == 0 ? (err ? err : op->status) : 1;
+}
+
+int single_finish(struct single_io *io)
+{
+	struct eng_op *op = io->op;
+
+	if (io->held) {
+		if (io->err == 1)
+			io->err = dp_wait_op(&io->c->eng, op);
+		client_release(io->c);
+		io->held = 0;
+	}
+	free(op);
+	io->op = NULL;
+	return io->err;
+}
+
 /* ---- posted alloc and free ---------------------------------------------------------- */
 
 /* The caller's struct may be an older, shorter one (compat.c): only

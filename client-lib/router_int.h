@@ -126,6 +126,12 @@ struct router {
 	struct rset **rsets;
 	size_t nrsets;
 	uint64_t rset_ids;
+	/* One scratch block kept between redundant calls (under mu; NULL
+	 * while a call has it): a megabyte or so malloc'd and freed per
+	 * call is given back to the system each time (the heap's top is
+	 * trimmed) and faulted in again, page by page, by the next. */
+	unsigned char *red_scratch;
+	size_t red_scratch_len;
 };
 
 /* ---- router_url.c ------------------------------------------------------------- */

@@ -3,15 +3,17 @@
  * (docs/architecture.md, "Redundancy"): a region of K data and R parity
  * pieces, each a plain region on its own server, coded by stripe.c.
  *
- * Reads go to the data pieces a read touches, one call per piece; a piece
- * that is out (its server lost: members_err's -EHOSTDOWN, or a timeout) is
- * marked so for good and rebuilt, inside the same call, from any K pieces
- * still in.  Writes take the region's writer mutex, and for each data piece
- * they touch: the old bytes (read or rebuilt), delta = old XOR new, the new
- * bytes written, the delta added into every parity piece still in (read,
- * update, write).  The delta is known before any piece is touched, so every
- * piece that took the write holds the new bytes and every piece that missed
- * it is marked out: what is left decodes to the new bytes.
+ * Reads go to the data pieces a read touches, one call per piece, all of
+ * a step's calls at once (pieces_io: one round trip, not one per piece);
+ * a piece that is out (its server lost: members_err's -EHOSTDOWN, or a
+ * timeout) is marked so for good and rebuilt, inside the same call, from
+ * any K pieces still in (gathered at once too).  Writes take the region's
+ * writer mutex, and for each data piece they touch: the old bytes (read or
+ * rebuilt) and the old parity, together; delta = old XOR new added into
+ * every parity piece still in; the new bytes and the new parity written,
+ * together.  The delta is known before any piece is touched, so every
+ * piece that took the write holds the new bytes and every piece that
+ * missed it is marked out: what is left decodes to the new bytes.
  *
  * Making, opening and freeing them is router_redund_make.c's.
  *
@@ -55,6 +57,42 @@ int redund_rset_of(struct router *cl, const struct rmem_region *r, struct rset *
 	return err;
 }
 
+/* n buffers of REDUND_SEG bytes in one block: the router's kept one when
+ * free and large enough, else a new one.  NULL for want of memory. */
+static unsigned char *scratch_take(struct router *cl, unsigned n)
+{
+	size_t len = (size_t)n * REDUND_SEG;
+	unsigned char *b = NULL;
+
+	pthread_mutex_lock(&cl->mu);
+	if (cl->red_scratch && cl->red_scratch_len >= len) {
+		b = cl->red_scratch;
+		cl->red_scratch = NULL;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	return b ? b : malloc(len);
+}
+
+/* Gives b (n buffers) back: kept when the router keeps none or a smaller
+ * one; freed otherwise. */
+static void scratch_give(struct router *cl, unsigned char *b, unsigned n)
+{
+	size_t len = (size_t)n * REDUND_SEG;
+
+	if (!b)
+		return;
+	pthread_mutex_lock(&cl->mu);
+	if (!cl->red_scratch || cl->red_scratch_len < len) {
+		unsigned char *old = cl->red_scratch;
+
+		cl->red_scratch = b;
+		cl->red_scratch_len = len;
+		b = old;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	free(b);
+}
+
 /* ---- one piece ---------------------------------------------------------------- */
 
 static bool piece_in(struct router *cl, struct rset *rs, unsigned i)
@@ -93,6 +131,82 @@ static int piece_io(struct router *cl, struct rset *rs, unsigned i, bool write, 
 	return err;
 }
 
+/* One call of a step, on its own piece. */
+struct piece_call {
+	unsigned i;
+	bool write;
+	uint64_t off;
+	void *buf;
+	size_t len;
+	int err; /* as piece_io()'s */
+};
+
+static void piece_out(struct router *cl, struct rset *rs, unsigned i)
+{
+	pthread_mutex_lock(&cl->mu);
+	rs->state[i] = PIECE_OUT;
+	pthread_mutex_unlock(&cl->mu);
+}
+
+/*
+ * The n calls of one step (each on a different piece) at once: every one
+ * started on its piece's client, then every one waited for, so the step
+ * costs one round trip, not n.  Their clients are taken in slot order
+ * (single_start() holds each until its single_finish()), so that two
+ * steps on other threads never wait on each other in a circle; nothing
+ * else is locked meanwhile but the router's mu, briefly.  Each call's err
+ * is then as piece_io()'s: a call that failed with a connection broken
+ * (or any error but a loss) is made once more by piece_io() itself, which
+ * resumes the client and sends it again as a lone call would.
+ */
+static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc, unsigned n)
+{
+	struct single_io io[STRIPE_N_MAX];
+	unsigned order[STRIPE_N_MAX];
+	bool started[STRIPE_N_MAX] = { false };
+
+	for (unsigned x = 0; x < n; x++) {
+		unsigned y = x;
+
+		/* Insertion sort by slot: n <= STRIPE_N_MAX. */
+		for (; y > 0 && rs->slot[pc[order[y - 1]].i] > rs->slot[pc[x].i]; y--)
+			order[y] = order[y - 1];
+		order[y] = x;
+	}
+	for (unsigned y = 0; y < n; y++) {
+		struct piece_call *p = &pc[order[y]];
+		rmem_client *c;
+
+		if (!piece_in(cl, rs, p->i)) {
+			p->err = -EHOSTDOWN;
+			continue;
+		}
+		p->err = members_client(cl, rs->slot[p->i], &c);
+		if (p->err)
+			continue; /* piece_io() below tells what that means */
+		io[order[y]] = (struct single_io){ .c = c, .r = &rs->piece[p->i], .off = p->off,
+						   .buf = p->buf, .len = p->len, .write = p->write };
+		single_start(&io[order[y]]);
+		started[order[y]] = true;
+	}
+	for (unsigned x = 0; x < n; x++)
+		if (started[x])
+			pc[x].err = single_finish(&io[x]);
+	for (unsigned x = 0; x < n; x++) {
+		int err = pc[x].err;
+
+		if (!err || (err == -EHOSTDOWN && !started[x] && !piece_in(cl, rs, pc[x].i)))
+			continue;
+		if (err == -ETIMEDOUT || err == -ECONNABORTED) {
+			/* Already waited out: not a second time. */
+			piece_out(cl, rs, pc[x].i);
+			pc[x].err = -EHOSTDOWN;
+			continue;
+		}
+		pc[x].err = piece_io(cl, rs, pc[x].i, pc[x].write, pc[x].off, pc[x].buf, pc[x].len);
+	}
+}
+
 /* Piece want's bytes [off, off+len) rebuilt from any K pieces in, into
  * out (len <= REDUND_SEG).  -EHOSTDOWN with fewer than K in. */
 static int piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint64_t off,
@@ -106,6 +220,7 @@ static int piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint
 		if (!(in[i] = malloc(len ? len : 1)))
 			err = -ENOMEM;
 	while (!err) {
+		struct piece_call pc[STRIPE_K_MAX];
 		unsigned nh = 0;
 		bool again = false;
 
@@ -118,12 +233,15 @@ static int piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint
 			err = -EHOSTDOWN;
 			break;
 		}
-		for (unsigned i = 0; i < k && !again && !err; i++) {
-			err = piece_io(cl, rs, have[i], false, off, in[i], len);
-			if (err == -EHOSTDOWN) {
-				err = 0;
+		/* The K survivors gathered at once. */
+		for (unsigned i = 0; i < k; i++)
+			pc[i] = (struct piece_call){ .i = have[i], .off = off, .buf = in[i], .len = len };
+		pieces_io(cl, rs, pc, k);
+		for (unsigned i = 0; i < k && !err; i++) {
+			if (pc[i].err == -EHOSTDOWN)
 				again = true; /* marked out: choose again */
-			}
+			else
+				err = pc[i].err;
 		}
 		if (!again && !err) {
 			err = stripe_rebuild(&rs->code, len, have, in, &want, 1, &out);
@@ -216,38 +334,69 @@ static int check_range(const struct rset *rs, uint64_t off, const void *buf, siz
 int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
 		size_t len)
 {
-	unsigned char *tmp = NULL;
+	unsigned char *tmp[STRIPE_K_MAX] = { NULL }, *block = NULL;
+	uint64_t lo[STRIPE_K_MAX], hi[STRIPE_K_MAX];
+	bool has[STRIPE_K_MAX] = { false };
 	struct rset *rs;
 	bool locked = false;
+	unsigned k = 0, np = 0, last = 0;
 	int err = redund_rset_of(cl, r, &rs);
 
 	if (!err)
 		err = check_range(rs, off, buf, len);
-	for (unsigned j = 0; !err && j < rs->code.k; j++) {
-		uint64_t plo, phi;
-
-		if (!piece_range(rs, j, off, off + len, &plo, &phi))
-			continue;
-		/* Within one chunk (a page read): straight into buf. */
-		if (phi - plo == len) {
-			err = piece_get(cl, rs, j, plo, len, buf, &locked);
-			break;
+	if (!err)
+		k = rs->code.k;
+	for (unsigned j = 0; !err && j < k; j++)
+		if ((has[j] = piece_range(rs, j, off, off + len, &lo[j], &hi[j]))) {
+			np++;
+			last = j;
 		}
-		if (!tmp && !(tmp = malloc(REDUND_SEG))) {
-			err = -ENOMEM;
-			break;
-		}
-		for (uint64_t p = plo; p < phi && !err; p += REDUND_SEG) {
-			uint64_t e = phi - p < REDUND_SEG ? phi : p + REDUND_SEG;
+	/* Within one chunk (a page read): straight into buf. */
+	if (!err && np == 1 && hi[last] - lo[last] == len) {
+		err = piece_get(cl, rs, last, lo[last], len, buf, &locked);
+		goto out;
+	}
+	if (!err && !(block = scratch_take(cl, k)))
+		err = -ENOMEM;
+	for (unsigned j = 0; !err && j < k; j++)
+		tmp[j] = block + (size_t)j * REDUND_SEG;
+	/* Segment by segment, each piece's segment read at once; a piece
+	 * out is then rebuilt (its survivors gathered at once too). */
+	for (uint64_t s = 0; !err; s += REDUND_SEG) {
+		struct piece_call pc[STRIPE_K_MAX];
+		unsigned n = 0;
 
-			err = piece_get(cl, rs, j, p, e - p, tmp, &locked);
+		for (unsigned j = 0; j < k; j++) {
+			uint64_t p = lo[j] + s;
+
+			if (!has[j] || p >= hi[j])
+				continue;
+			pc[n++] = (struct piece_call){
+				.i = j, .off = p, .buf = tmp[j],
+				.len = (size_t)(hi[j] - p < REDUND_SEG ? hi[j] - p : REDUND_SEG) };
+		}
+		if (n == 0)
+			break;
+		pieces_io(cl, rs, pc, n);
+		for (unsigned x = 0; x < n && !err; x++) {
+			err = pc[x].err;
+			if (err == -EHOSTDOWN) {
+				if (!locked) {
+					/* Rebuilds hold the writer mutex. */
+					pthread_mutex_lock(&rs->wmu);
+					locked = true;
+				}
+				err = piece_rebuild(cl, rs, pc[x].i, pc[x].off, pc[x].len, pc[x].buf);
+			}
 			if (!err)
-				piece_copy(rs, j, p, e, tmp, buf, off, true);
+				piece_copy(rs, pc[x].i, pc[x].off, pc[x].off + pc[x].len, pc[x].buf, buf,
+					   off, true);
 		}
 	}
+out:
 	if (locked)
 		pthread_mutex_unlock(&rs->wmu);
-	free(tmp);
+	scratch_give(cl, block, k);
 	return err;
 }
 
@@ -268,28 +417,39 @@ static int write_seg(struct router *cl, struct rset *rs, unsigned j, uint64_t p0
 	unsigned char *delta = scratch[0], *new = scratch[1], *par[STRIPE_R_MAX];
 	unsigned k = rs->code.k, r = rs->code.r;
 	size_t len = (size_t)(p1 - p0);
+	struct piece_call pc[1 + STRIPE_R_MAX];
 	bool locked = true; /* the caller holds wmu */
 	int err;
 
-	for (unsigned p = 0; p < r; p++)
+	/* Old data and old parity at once; a data piece out is rebuilt. */
+	pc[0] = (struct piece_call){ .i = j, .off = p0, .buf = delta, .len = len };
+	for (unsigned p = 0; p < r; p++) {
 		par[p] = scratch[2 + p];
-	err = piece_get(cl, rs, j, p0, len, delta, &locked);
+		pc[1 + p] = (struct piece_call){ .i = k + p, .off = p0, .buf = par[p], .len = len };
+	}
+	pieces_io(cl, rs, pc, 1 + r);
+	err = pc[0].err == -EHOSTDOWN ? piece_get(cl, rs, j, p0, len, delta, &locked) : pc[0].err;
+	for (unsigned p = 0; p < r && !err; p++)
+		if (pc[1 + p].err != -EHOSTDOWN)
+			err = pc[1 + p].err;
 	if (err)
 		return err;
 	piece_copy(rs, j, p0, p1, new, (unsigned char *)buf, a, false);
 	for (size_t i = 0; i < len; i++)
 		delta[i] ^= new[i];
-	/* Every parity piece in: its bytes, plus the delta's share. */
-	for (unsigned p = 0; p < r; p++) {
-		err = piece_io(cl, rs, k + p, false, p0, par[p], len);
-		if (err && err != -EHOSTDOWN)
-			return err;
-	}
+	/* Every parity piece in: its bytes, plus the delta's share (a piece
+	 * out has its buffer updated for nothing: it is not written). */
 	stripe_delta(&rs->code, len, j, delta, par);
-	err = piece_io(cl, rs, j, true, p0, new, len);
-	for (unsigned p = 0; p < r && (!err || err == -EHOSTDOWN); p++)
-		err = piece_io(cl, rs, k + p, true, p0, par[p], len);
-	if (err && err != -EHOSTDOWN)
+	/* New data and new parity at once. */
+	pc[0] = (struct piece_call){ .i = j, .write = true, .off = p0, .buf = new, .len = len };
+	for (unsigned p = 0; p < r; p++)
+		pc[1 + p] = (struct piece_call){ .i = k + p, .write = true, .off = p0, .buf = par[p],
+						 .len = len };
+	pieces_io(cl, rs, pc, 1 + r);
+	for (unsigned x = 0; x < 1 + r && !err; x++)
+		if (pc[x].err != -EHOSTDOWN)
+			err = pc[x].err;
+	if (err)
 		return err;
 	/* Fewer than K pieces took it: no K pieces rebuild these bytes. */
 	return pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
@@ -323,6 +483,7 @@ static int write_full(struct router *cl, struct rset *rs, uint64_t s0, uint64_t 
 		      const void *buf, uint64_t a, unsigned char **bufs)
 {
 	const uint64_t C = STRIPE_CHUNK, per = REDUND_SEG / STRIPE_CHUNK;
+	struct piece_call pc[STRIPE_N_MAX];
 	unsigned k = rs->code.k;
 	int err = 0;
 
@@ -333,9 +494,15 @@ static int write_full(struct router *cl, struct rset *rs, uint64_t s0, uint64_t 
 		for (unsigned j = 0; j < k; j++)
 			piece_copy(rs, j, s * C, e * C, bufs[j], (unsigned char *)buf, a, false);
 		stripe_encode(&rs->code, len, bufs, bufs + k);
-		for (unsigned i = 0; i < rs->n && (!err || err == -EHOSTDOWN); i++)
-			err = piece_io(cl, rs, i, true, s * C, bufs[i], len);
-		if (err && err != -EHOSTDOWN)
+		/* Every piece written at once. */
+		for (unsigned i = 0; i < rs->n; i++)
+			pc[i] = (struct piece_call){ .i = i, .write = true, .off = s * C, .buf = bufs[i],
+						     .len = len };
+		pieces_io(cl, rs, pc, rs->n);
+		for (unsigned i = 0; i < rs->n && !err; i++)
+			if (pc[i].err != -EHOSTDOWN)
+				err = pc[i].err;
+		if (err)
 			return err;
 		err = pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
 	}
@@ -366,7 +533,7 @@ static int write_delta(struct router *cl, struct rset *rs, uint64_t a, uint64_t 
 int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		 const void *buf, size_t len)
 {
-	unsigned char *scratch[STRIPE_N_MAX + 2] = { NULL };
+	unsigned char *scratch[STRIPE_N_MAX + 2] = { NULL }, *block = NULL;
 	uint64_t W, fs, fe, end = off + len;
 	unsigned nbufs = 0;
 	struct rset *rs;
@@ -379,9 +546,10 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 	if (err)
 		return err;
 	nbufs = rs->n > 2 + rs->code.r ? rs->n : 2 + rs->code.r;
+	if (!(block = scratch_take(cl, nbufs)))
+		err = -ENOMEM;
 	for (unsigned i = 0; i < nbufs && !err; i++)
-		if (!(scratch[i] = malloc(REDUND_SEG)))
-			err = -ENOMEM;
+		scratch[i] = block + (size_t)i * REDUND_SEG;
 	/* Whole stripes [fs, fe) are encoded afresh; the ends, by delta. */
 	W = (uint64_t)rs->code.k * STRIPE_CHUNK;
 	fs = (off + W - 1) / W * W;
@@ -405,7 +573,6 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		err = err ? err : rc;
 	}
 	pthread_mutex_unlock(&rs->wmu);
-	for (unsigned i = 0; i < nbufs; i++)
-		free(scratch[i]);
+	scratch_give(cl, block, nbufs);
 	return err;
 }

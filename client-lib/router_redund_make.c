@@ -188,6 +188,8 @@ void redund_fini(struct router *cl)
 	free(cl->rsets);
 	cl->rsets = NULL;
 	cl->nrsets = 0;
+	free(cl->red_scratch);
+	cl->red_scratch = NULL;
 }
 
 /* ---- named redundant regions --------------------------------------------------------- */

@@ -45,6 +45,27 @@ int single_poll(rmem_client *c, struct rmem_completion *out, int max, int timeou
  * itself (completions queued, RDMA transfers in flight, nothing due, a
  * broken stream).  Defined in io.c. */
 int single_wait_fd(rmem_client *c, struct pollfd *pfd);
+/* Not in rmem.h: a read or write started on io->c and waited for by
+ * single_finish(), for a caller with one transfer on each of many clients
+ * (the router's redundant regions: one round trip for all their pieces).
+ * io->c stays held between the two, so a caller starting several takes
+ * their clients in one fixed order, and finishes every one it started
+ * before taking any other lock.  single_start() always leaves io to
+ * single_finish(), which gives the outcome as single_read/_write would
+ * (without their resume-and-send-again: the caller does that with them). */
+struct single_io {
+	rmem_client *c;
+	const struct rmem_region *r;
+	uint64_t off;
+	void *buf;
+	size_t len;
+	int write;
+	/* single_start()'s */
+	int held, err;
+	void *op;
+};
+void single_start(struct single_io *io);
+int single_finish(struct single_io *io);
 int single_register_buf(rmem_client *c, void *buf, size_t len);
 int single_unregister_buf(rmem_client *c, void *buf);
 int single_stats(rmem_client *c, struct rmem_stats *out);
