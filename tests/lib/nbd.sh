@@ -55,9 +55,7 @@ nbd_start() {
 		# The plugin's refusal ends nbdkit (see above for a hung exit).
 		if grep -q '^nbdkit: error:' "$log"; then
 			sleep 0.5
-			kill -KILL "$npid" 2> /dev/null
-			wait "$npid" 2> /dev/null
-			npid=
+			nbd_kill
 			return 1
 		fi
 		if [ -S "$sock" ] && timeout 20 nbdinfo --size "$(nbd_uri "$sock")" > /dev/null 2>&1; then
@@ -67,6 +65,14 @@ nbd_start() {
 		sleep 0.05
 	done
 	return 1
+}
+
+# nbd_kill: nbdkit killed and reaped, after the plugin has said its piece
+# (a refusal, or its unload: see above for a hung exit).
+nbd_kill() {
+	kill -KILL "$npid" 2> /dev/null
+	wait "$npid" 2> /dev/null
+	npid=
 }
 
 # nbd_stop: the status nbdkit exits with after SIGTERM.
@@ -79,9 +85,7 @@ nbd_stop() {
 			kill -0 "$npid" 2> /dev/null || break
 			if grep -q 'debug: rmem: unload plugin' "$log"; then
 				sleep 1
-				kill -KILL "$npid" 2> /dev/null
-				wait "$npid" 2> /dev/null
-				npid=
+				nbd_kill
 				return 0
 			fi
 			sleep 0.05
