@@ -20,7 +20,7 @@ UNITDIR    ?= /lib/systemd/system
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 DESTDIR    ?=
 
-VERSION    := 1.3.0
+VERSION    := 1.4.0
 SOMAJOR    := 1
 
 CC         ?= cc
@@ -233,8 +233,12 @@ $(B)/rmemd.service: systemd/rmemd.service
 	@mkdir -p $(B)
 	@sed 's|@SBINDIR@|$(SBINDIR)|' $< > $@
 
-$(B)/rmemd: $(DAEMON_OBJS) $(ETCD_LIB) $(COMMON_LIB)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(DAEMON_LIBS) $(ETCD_LIBS)
+# The repair agent (daemon/repair_agent.c) is a client of the other members
+# as any program is: rmem.h and librmem.a (whose internals are local to its
+# one object, so they meet none of the daemon's).
+$(B)/d/daemon/repair_agent.o: DAEMON_INC += -Iclient-lib/include
+$(B)/rmemd: $(DAEMON_OBJS) $(B)/librmem.a $(ETCD_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(DAEMON_LIBS) $(LIB_LIBS)
 
 # rmemctl uses the public library, and for `cluster` the internal etcd
 # client and record codec (libetcd.a, libcommon.a): it reads etcd itself.

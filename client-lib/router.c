@@ -267,6 +267,11 @@ int router_faa(struct router *cl, const struct rmem_region *r, uint64_t off, uin
 	return err ? err : members_err(cl, slot, single_faa(c, r, off, add, old));
 }
 
+int router_repair(struct router *cl, const struct rmem_region *r)
+{
+	return redund_is(r) ? redund_repair(cl, r) : -EINVAL;
+}
+
 /* ---- calls on every server ------------------------------------------------------- */
 
 /* Kept here and on every server connected now; members_client registers

@@ -132,6 +132,8 @@ struct router {
 	 * trimmed) and faulted in again, page by page, by the next. */
 	unsigned char *red_scratch;
 	size_t red_scratch_len;
+	/* Bytes of pieces repair rebuilt (router_redund_repair.c; under mu). */
+	uint64_t repaired_bytes;
 };
 
 /* ---- router_url.c ------------------------------------------------------------- */
@@ -218,12 +220,21 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
  * than K, -ENOENT when more than R are unknown to their servers.  unlink
  * unlinks every piece whose server answers. */
 struct cluster_layout;
-/* How a named region's rset tells its record that pieces (bits of mask)
- * are out (router_names.c's names_mark_out). */
-typedef int (*redund_mark_fn)(struct router *cl, const char *name, uint32_t mask);
+struct cluster_piece;
+/* How a named region's rset reaches its record (router_names.c's, handed
+ * down: the redundant modules never call up).  mark: pieces (bits of mask)
+ * are out.  read: the record as it is now.  swap: piece i of the record,
+ * still *old, becomes *new (healthy), layout_gen past new->made; -ESTALE
+ * when piece i is no longer *old (someone else repaired it). */
+struct redund_record_ops {
+	int (*mark)(struct router *cl, const char *name, uint32_t mask);
+	int (*read)(struct router *cl, const char *name, struct cluster_layout *lay);
+	int (*swap)(struct router *cl, const char *name, unsigned i,
+		    const struct cluster_piece *old, const struct cluster_piece *new);
+};
 /* What rmem_free (or rmem_close) of the handle gives back: its writer key. */
 typedef void (*redund_release_fn)(struct router *cl, void *arg);
-void redund_named(struct rset *rs, const char *name, redund_mark_fn mark,
+void redund_named(struct rset *rs, const char *name, const struct redund_record_ops *ops,
 		  redund_release_fn release, void *arg);
 int redund_create(struct router *cl, const char *name, uint64_t size,
 		  struct cluster_layout *lay, struct rset **out);
@@ -233,6 +244,14 @@ int redund_open(struct router *cl, const char *name, const struct cluster_layout
 		uint32_t access, struct rset **rsp);
 int redund_unlink(struct router *cl, const char *name, const struct cluster_layout *lay,
 		  uint32_t flags);
+/* Repair (router_redund_repair.c): every piece of r that is out (or not
+ * healthy in its record) rebuilt from K others onto a server holding no
+ * piece of r, and put in its place (in the record first, for a named
+ * one).  Needs the write right (the writer key, for a named one): writes
+ * wait meanwhile.  0 when every piece is in; -EHOSTDOWN with fewer than K
+ * in, -ENOSPC with no server to take a piece, -EACCES without RMEM_WRITE,
+ * -ESTALE when another repaired the record meanwhile (open it again). */
+int redund_repair(struct router *cl, const struct rmem_region *r);
 /* Frees every redundant region's bookkeeping (not its pieces: the
  * servers free a closed session's regions). */
 void redund_fini(struct router *cl);

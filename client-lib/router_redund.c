@@ -31,10 +31,6 @@
 #include "single.h"
 #include "stripe.h"
 
-/* Piece bytes handled at once per piece: bounds the scratch memory of a
- * large read or write (K+R+2 buffers of this) whatever its length. */
-#define REDUND_SEG (256u * 1024)
-
 int redund_is(const struct rmem_region *r)
 {
 	return r && r->reserved[0] >> 32 == REDUND_REGION_TAG;
@@ -141,7 +137,7 @@ struct piece_call {
 	int err; /* as piece_io()'s */
 };
 
-static void piece_out(struct router *cl, struct rset *rs, unsigned i)
+void redund_piece_out(struct router *cl, struct rset *rs, unsigned i)
 {
 	pthread_mutex_lock(&cl->mu);
 	rs->state[i] = PIECE_OUT;
@@ -199,7 +195,7 @@ static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc,
 			continue;
 		if (err == -ETIMEDOUT || err == -ECONNABORTED) {
 			/* Already waited out: not a second time. */
-			piece_out(cl, rs, pc[x].i);
+			redund_piece_out(cl, rs, pc[x].i);
 			pc[x].err = -EHOSTDOWN;
 			continue;
 		}
@@ -209,7 +205,7 @@ static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc,
 
 /* Piece want's bytes [off, off+len) rebuilt from any K pieces in, into
  * out (len <= REDUND_SEG).  -EHOSTDOWN with fewer than K in. */
-static int piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint64_t off,
+int redund_piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint64_t off,
 			 size_t len, unsigned char *out)
 {
 	unsigned char *in[STRIPE_K_MAX] = { NULL };
@@ -266,7 +262,7 @@ static int piece_get(struct router *cl, struct rset *rs, unsigned j, uint64_t of
 		pthread_mutex_lock(&rs->wmu);
 		*locked = true;
 	}
-	return piece_rebuild(cl, rs, j, off, len, out);
+	return redund_piece_rebuild(cl, rs, j, off, len, out);
 }
 
 /* ---- mapping: the region's bytes of one data piece ------------------------------------ */
@@ -386,7 +382,7 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 					pthread_mutex_lock(&rs->wmu);
 					locked = true;
 				}
-				err = piece_rebuild(cl, rs, pc[x].i, pc[x].off, pc[x].len, pc[x].buf);
+				err = redund_piece_rebuild(cl, rs, pc[x].i, pc[x].off, pc[x].len, pc[x].buf);
 			}
 			if (!err)
 				piece_copy(rs, pc[x].i, pc[x].off, pc[x].off + pc[x].len, pc[x].buf, buf,
@@ -463,14 +459,14 @@ static int record_out(struct router *cl, struct rset *rs)
 	uint32_t mask = 0;
 	int err;
 
-	if (!rs->mark)
+	if (!rs->rec)
 		return 0;
 	for (unsigned i = 0; i < rs->n; i++)
 		if (!piece_in(cl, rs, i) && !(rs->recorded_out & (1u << i)))
 			mask |= 1u << i;
 	if (!mask)
 		return 0;
-	err = rs->mark(cl, rs->name, mask);
+	err = rs->rec->mark(cl, rs->name, mask);
 	if (!err)
 		rs->recorded_out |= mask;
 	return err;

@@ -33,12 +33,29 @@ struct rset {
 	 * through redund_named: this file never calls up). */
 	char name[RMEM_NAME_MAX + 1];
 	uint32_t recorded_out;
-	redund_mark_fn mark;
+	const struct redund_record_ops *rec; /* NULL: anonymous */
 	redund_release_fn release; /* the writer key, when this handle holds it */
 	void *release_arg;
 };
 
 /* The region r's handle names: 0 and *out, or -EINVAL (not one, or freed). */
 int redund_rset_of(struct router *cl, const struct rmem_region *r, struct rset **out);
+
+/* Piece i (len <= REDUND_SEG bytes at off) rebuilt from K pieces in, into
+ * out; -EHOSTDOWN with fewer than K.  Under rs->wmu. */
+int redund_piece_rebuild(struct router *cl, struct rset *rs, unsigned i, uint64_t off,
+			 size_t len, unsigned char *out);
+/* Piece i is out for good (its server lost, or it missed a write). */
+void redund_piece_out(struct router *cl, struct rset *rs, unsigned i);
+/* Piece i on a server none of tried (bits by slot) has, into *piece and
+ * *slot; named pname when not NULL: 0, -ENOSPC, or the call's error. */
+int redund_place(struct router *cl, struct rset *rs, uint64_t *tried, const char *pname,
+		 struct rmem_region *piece, uint32_t *slot);
+/* "<name>~<made>.<i>": 0, or -ENAMETOOLONG. */
+int redund_piece_name(const char *name, uint64_t made, unsigned i, char *out);
+
+/* Piece bytes handled at once per piece: bounds the scratch memory of a
+ * large read, write or repair whatever its length. */
+#define REDUND_SEG (256u * 1024)
 
 #endif /* RMEM_ROUTER_REDUND_H */

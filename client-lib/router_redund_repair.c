@@ -1,0 +1,214 @@
+/*
+ * router_redund_repair.c - a redundant region's lost pieces rebuilt onto
+ * other servers (docs/architecture.md, "Redundancy", repair): each piece
+ * that is out made anew on a server holding no piece of the region, filled
+ * segment by segment from K pieces in, then put in the old one's place (in
+ * the name's record first, by a txn, for a named region).
+ *
+ * The repairer holds the write right (the writer key, for a named region)
+ * and the region's writer mutex throughout: no write can land between a
+ * segment's rebuild and the commit, so the new piece holds exactly what
+ * the K it was rebuilt from hold.  Readers go on meanwhile, around the
+ * piece (it is out until its swap).
+ *
+ * Calls downward only: router_members.c, the single-server calls,
+ * router_redund.c's rebuild; the record through the ops router_names.c
+ * handed down.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "router.h"
+#include "router_int.h"
+#include "router_redund.h"
+#include "cluster_layout.h"
+#include "single.h"
+#include "stripe.h"
+
+/* The new piece's bytes: rebuilt from K others, segment by segment. */
+static int fill(struct router *cl, struct rset *rs, unsigned i, rmem_client *c,
+		const struct rmem_region *np, unsigned char *buf)
+{
+	int err = 0;
+
+	for (uint64_t off = 0; off < rs->piece_len && !err; off += REDUND_SEG) {
+		size_t len = (size_t)(rs->piece_len - off < REDUND_SEG ? rs->piece_len - off :
+									    REDUND_SEG);
+
+		err = redund_piece_rebuild(cl, rs, i, off, len, buf);
+		if (!err)
+			err = single_write(c, np, off, buf, len);
+	}
+	return err;
+}
+
+/* Gives back what the piece it replaced held, where its server still
+ * answers (when it does not, that server gives it back when it returns:
+ * docs/architecture.md, "a member that comes back").  A named one's old
+ * piece is unlinked on the record's server, if that is still the
+ * generation that made it. */
+static void drop_old(struct router *cl, struct rset *rs, uint32_t slot,
+		     const struct rmem_region *old, const struct cluster_piece *oldp,
+		     const char *oldname)
+{
+	rmem_client *c;
+
+	if (old->reserved[0] >> 32 == CLUSTER_REGION_TAG && members_client(cl, slot, &c) == 0 &&
+	    members_err(cl, slot, single_free(c, old)) == 0 && !rs->named)
+		members_placed(cl, slot, rs->piece_len, 1);
+	if (!oldp || members_find(cl, oldp->server, &slot))
+		return;
+	pthread_mutex_lock(&cl->mu);
+	if (!cl->members[slot].present || cl->members[slot].rec.generation != oldp->generation)
+		slot = UINT32_MAX;
+	pthread_mutex_unlock(&cl->mu);
+	if (slot != UINT32_MAX && members_client(cl, slot, &c) == 0)
+		(void)members_err(cl, slot, single_unlink2(c, oldname, RMEM_UNLINK_REVOKE));
+}
+
+/* A repairer that died between placing a piece and its swap left it
+ * under the name this repair would give its own (the record never named
+ * it): unlinked on every server present, before placing ours. */
+static void drop_orphans(struct router *cl, const char *pname)
+{
+	size_t n;
+
+	pthread_mutex_lock(&cl->mu);
+	n = cl->nmembers;
+	pthread_mutex_unlock(&cl->mu);
+	for (uint32_t s = 0; s < n; s++) {
+		rmem_client *c;
+		bool present;
+
+		pthread_mutex_lock(&cl->mu);
+		present = cl->members[s].present;
+		pthread_mutex_unlock(&cl->mu);
+		if (present && members_client(cl, s, &c) == 0)
+			(void)members_err(cl, s, single_unlink2(c, pname, RMEM_UNLINK_REVOKE));
+	}
+}
+
+/* The record's piece for the one placed at slot. */
+static void piece_rec(struct router *cl, uint32_t slot, const struct rmem_region *np,
+		      uint64_t made, struct cluster_piece *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&cl->mu);
+	memcpy(out->server, cl->members[slot].rec.id, sizeof(out->server));
+	out->generation = cl->members[slot].rec.generation;
+	pthread_mutex_unlock(&cl->mu);
+	out->region = np->id;
+	out->made = made;
+	out->state = PIECE_HEALTHY;
+}
+
+/* Piece i made anew and put in place.  lay: the record (named), whose
+ * layout_gen + 1 names the new piece. */
+static int repair_one(struct router *cl, struct rset *rs, unsigned i,
+		      const struct cluster_layout *lay, unsigned char *buf)
+{
+	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
+	char pname[RMEM_NAME_MAX + 1], oldname[RMEM_NAME_MAX + 1];
+	struct rmem_region np, old;
+	struct cluster_piece newp;
+	uint64_t made = lay ? lay->layout_gen + 1 : 0;
+	uint32_t slot, oldslot;
+	rmem_client *c;
+	int err = 0;
+
+	/* Every server holding a piece of it, the lost one's included (it may
+	 * come back, and two pieces of a stripe never share a server): the
+	 * record's servers for a named one (a piece never opened has no
+	 * slot), the handles' for an anonymous one. */
+	for (unsigned x = 0; x < rs->n; x++) {
+		uint32_t s = rs->slot[x];
+
+		if (!lay || members_find(cl, lay->pieces[x].server, &s) == 0)
+			tried[s / 64] |= 1ull << (s % 64);
+	}
+	if (lay) {
+		err = redund_piece_name(rs->name, made, i, pname);
+		if (!err)
+			err = redund_piece_name(rs->name, lay->pieces[i].made, i, oldname);
+	}
+	if (!err && lay)
+		drop_orphans(cl, pname);
+	if (!err)
+		err = redund_place(cl, rs, tried, lay ? pname : NULL, &np, &slot);
+	if (!err)
+		err = members_client(cl, slot, &c);
+	if (!err)
+		err = members_err(cl, slot, fill(cl, rs, i, c, &np, buf));
+	if (!err && lay) {
+		piece_rec(cl, slot, &np, made, &newp);
+		err = rs->rec->swap(cl, rs->name, i, &lay->pieces[i], &newp);
+	}
+	if (err) {
+		/* Made but not in place: given back now (a repair that died
+		 * here leaves it to its server's sweep). */
+		if (err != -ENOSPC && members_client(cl, slot, &c) == 0) {
+			if (lay)
+				(void)single_unlink2(c, pname, RMEM_UNLINK_REVOKE);
+			else if (members_err(cl, slot, single_free(c, &np)) == 0)
+				members_placed(cl, slot, rs->piece_len, 1);
+		}
+		return err;
+	}
+	pthread_mutex_lock(&cl->mu);
+	old = rs->piece[i];
+	oldslot = rs->slot[i];
+	rs->piece[i] = np;
+	rs->slot[i] = slot;
+	rs->state[i] = PIECE_IN;
+	rs->recorded_out &= ~(1u << i);
+	cl->repaired_bytes += rs->piece_len;
+	pthread_mutex_unlock(&cl->mu);
+	drop_old(cl, rs, oldslot, &old, lay ? &lay->pieces[i] : NULL, oldname);
+	return 0;
+}
+
+int redund_repair(struct router *cl, const struct rmem_region *r)
+{
+	struct cluster_layout lay;
+	unsigned char *buf = NULL;
+	struct rset *rs;
+	int err = redund_rset_of(cl, r, &rs);
+
+	if (!err && r->flags && !(r->flags & RMEM_WRITE))
+		err = -EACCES;
+	if (err)
+		return err;
+	if (!(buf = malloc(REDUND_SEG)))
+		return -ENOMEM;
+	pthread_mutex_lock(&rs->wmu);
+	for (unsigned i = 0; i < rs->n && !err; i++) {
+		bool out;
+
+		/* The record as it is now, for each piece: a swap moved it. */
+		if (rs->rec)
+			err = rs->rec->read(cl, rs->name, &lay);
+		if (err)
+			break;
+		if (rs->rec && (lay.k + lay.r != rs->n || lay.size != rs->length)) {
+			err = -ESTALE;
+			break;
+		}
+		pthread_mutex_lock(&cl->mu);
+		out = rs->state[i] != PIECE_IN;
+		pthread_mutex_unlock(&cl->mu);
+		/* A piece the record calls stale or lost is out for us too: it
+		 * may have missed a write of another handle. */
+		if (rs->rec && lay.pieces[i].state != PIECE_HEALTHY) {
+			if (!out)
+				redund_piece_out(cl, rs, i);
+			out = true;
+		}
+		if (out)
+			err = repair_one(cl, rs, i, rs->rec ? &lay : NULL, buf);
+	}
+	pthread_mutex_unlock(&rs->wmu);
+	free(buf);
+	return err;
+}
