@@ -159,6 +159,8 @@ CLUSTER_HELPERS += $(B)/tests/test_cluster_tenants
 CLUSTER_HELPERS += $(B)/tests/hostile_cluster
 # ...and redundant regions, by tests/func/test_redundancy.sh.
 CLUSTER_HELPERS += $(B)/tests/test_redundancy
+# ...and their repair (rmem_repair, rmemd's agent), by tests/func/test_repair.sh.
+CLUSTER_HELPERS += $(B)/tests/test_repair
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # clients those tests run against the installed rmemd.
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
@@ -690,7 +692,7 @@ HOST_TESTS += tests/unit/test_layers.sh
 HOST_TESTS += tests/unit/test_map.sh
 HOST_TESTS += tests/unit/test_rawcall.py
 HOST_TESTS += tests/func/test_starter.py
-HOST_TESTS += tests/func/test_redundancy.sh
+HOST_TESTS += tests/func/test_redundancy.sh tests/func/test_repair.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
 HOST_TESTS += tests/func/test_etcd_client.sh
 HOST_TESTS += tests/python/test_python.sh
