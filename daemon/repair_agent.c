@@ -65,7 +65,12 @@ struct repair_agent {
 	/* The thread's own. */
 	struct etcd_client *etcd;
 	int64_t lease;            /* held while leading; 0: none */
-	int64_t next_keepalive;
+	/* While leading, a keeper thread renews the lease on a client of its
+	 * own, so that a long repair (a blocking call) does not lose it. */
+	struct etcd_client *keeper_etcd;
+	pthread_t keeper;
+	bool keeper_on, keeper_stop;   /* under lock */
+	_Atomic bool lead_lost;
 	rmem_client *clients[CONFIG_MAX_TENANTS + 1];  /* [ntenants]: anonymous */
 	struct seen *seen;
 	size_t nseen;
@@ -99,8 +104,54 @@ static bool nap(struct repair_agent *a, int64_t ms)
 	return !stop;
 }
 
+/* The keeper: renews the lead's lease each third of it until told to
+ * stop, or until etcd says the lease is gone (or does not answer for a
+ * whole lease), which ends the lead. */
+static void *keeper_main(void *arg)
+{
+	struct repair_agent *a = arg;
+	int64_t last_ok = clock_mono_ms();
+
+	for (;;) {
+		struct timespec ts = clock_mono_ts_after(a->lease_ms / 3);
+		int64_t ttl = 0;
+		bool stop;
+		int rc;
+
+		pthread_mutex_lock(&a->lock);
+		while (!a->stop && !a->keeper_stop &&
+		       pthread_cond_timedwait(&a->cond, &a->lock, &ts) == 0)
+			;
+		stop = a->stop || a->keeper_stop;
+		pthread_mutex_unlock(&a->lock);
+		if (stop)
+			return NULL;
+		rc = etcd_lease_keepalive(a->keeper_etcd, a->lease, &ttl);
+		if (rc == 0 && ttl > 0)
+			last_ok = clock_mono_ms();
+		else if ((rc == 0 && ttl <= 0) || clock_mono_ms() - last_ok >= a->lease_ms) {
+			atomic_store(&a->lead_lost, true);
+			return NULL;
+		}
+	}
+}
+
+static void keeper_end(struct repair_agent *a)
+{
+	if (!a->keeper_on)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->keeper_stop = true;
+	pthread_cond_broadcast(&a->cond);
+	pthread_mutex_unlock(&a->lock);
+	pthread_join(a->keeper, NULL);
+	a->keeper_on = false;
+	a->keeper_stop = false;
+}
+
 static void lead_end(struct repair_agent *a, const char *why)
 {
+	keeper_end(a);
 	if (a->lease)
 		(void)etcd_lease_revoke(a->etcd, a->lease);
 	a->lease = 0;
@@ -112,20 +163,15 @@ static void lead_end(struct repair_agent *a, const char *why)
 static bool lead(struct repair_agent *a)
 {
 	char key[KEY_MAX];
-	int64_t ttl_s = (a->lease_ms + 999) / 1000, ttl, now = clock_mono_ms();
+	int64_t ttl_s = (a->lease_ms + 999) / 1000, ttl;
 	struct etcd_kv existing = { 0 };
 	bool created = false;
 	int k, rc;
 
 	if (a->lease) {
-		if (now < a->next_keepalive)
+		if (!atomic_load(&a->lead_lost))
 			return true;
-		rc = etcd_lease_keepalive(a->etcd, a->lease, &ttl);
-		if (rc == 0 && ttl > 0) {
-			a->next_keepalive = now + a->lease_ms / 3;
-			return true;
-		}
-		lead_end(a, rc ? "etcd did not answer" : "the lease ran out");
+		lead_end(a, "the lease could not be renewed");
 		return false;
 	}
 	k = snprintf(key, sizeof key, "%srepair/leader", a->prefix);
@@ -135,7 +181,14 @@ static bool lead(struct repair_agent *a)
 				 &existing);
 	etcd_kv_free(&existing);
 	if (rc == 0 && created) {
-		a->next_keepalive = now + a->lease_ms / 3;
+		atomic_store(&a->lead_lost, false);
+		rc = pthread_create(&a->keeper, NULL, keeper_main, a);
+		if (rc) {
+			log_warn("repair: no thread to keep the lead: %s", strerror(rc));
+			lead_end(a, "no keeper");
+			return false;
+		}
+		a->keeper_on = true;
 		atomic_store(&a->leading, true);
 		log_notice("repair: leading the cluster's repair (grace %u ms)", a->grace_ms);
 		return true;
@@ -413,6 +466,7 @@ static void agent_free(struct repair_agent *a)
 	if (a->timer)
 		event_free(a->timer);
 	etcd_client_free(a->etcd);
+	etcd_client_free(a->keeper_etcd);
 	pthread_cond_destroy(&a->cond);
 	pthread_mutex_destroy(&a->lock);
 	free(a->seen);
@@ -484,6 +538,9 @@ int repair_agent_start(struct server *srv)
 	}
 	rc = etcd_client_new(a->endpoints, a->lease_ms / 3 ? a->lease_ms / 3 : 1, &a->etcd, why,
 			     sizeof why);
+	if (!rc)
+		rc = etcd_client_new(a->endpoints, a->lease_ms / 3 ? a->lease_ms / 3 : 1,
+				     &a->keeper_etcd, why, sizeof why);
 	if (rc) {
 		agent_free(a);
 		return rc;
@@ -509,7 +566,7 @@ void repair_agent_stop(struct server *srv)
 	if (a->started) {
 		pthread_mutex_lock(&a->lock);
 		a->stop = true;
-		pthread_cond_signal(&a->cond);
+		pthread_cond_broadcast(&a->cond);
 		pthread_mutex_unlock(&a->lock);
 		pthread_join(a->thread, NULL);
 	}

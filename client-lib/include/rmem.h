@@ -319,8 +319,8 @@ RMEM_API int rmem_fd(rmem_client *c);
  * writes on this client wait.  Needs the write right (a named region
  * opened RMEM_WRITE, whose writer this client is).  rmemd's repair agent
  * does this by itself for named regions nobody writes (rmemd.conf(5),
- * cluster.repair_grace_ms); a writer repairs its own on its next write
- * once a server has been gone that long, or by calling this.
+ * cluster.repair_grace_ms); a region a client holds as writer (or
+ * allocated) is that client's to repair, by calling this.
  * 0 when every piece is healthy (nothing to do included).  Errors:
  * -EINVAL (not a redundant region of c), -EACCES (opened without
  * RMEM_WRITE), -EHOSTDOWN (fewer than K pieces left), -ENOSPC (no server
