@@ -327,6 +327,16 @@ static int check_range(const struct rset *rs, uint64_t off, const void *buf, siz
 	return 0;
 }
 
+/* Pieces in now. */
+static unsigned pieces_in(struct router *cl, struct rset *rs)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < rs->n; i++)
+		n += piece_in(cl, rs, i);
+	return n;
+}
+
 int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
 		size_t len)
 {
@@ -340,6 +350,12 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 
 	if (!err)
 		err = check_range(rs, off, buf, len);
+	/* Degraded: a repair elsewhere may have moved the lost pieces. */
+	if (!err && rs->rec && pieces_in(cl, rs) < rs->n) {
+		pthread_mutex_lock(&rs->wmu);
+		redund_refresh(cl, rs);
+		pthread_mutex_unlock(&rs->wmu);
+	}
 	if (!err)
 		k = rs->code.k;
 	for (unsigned j = 0; !err && j < k; j++)
@@ -394,16 +410,6 @@ out:
 		pthread_mutex_unlock(&rs->wmu);
 	scratch_give(cl, block, k);
 	return err;
-}
-
-/* Pieces in now. */
-static unsigned pieces_in(struct router *cl, struct rset *rs)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < rs->n; i++)
-		n += piece_in(cl, rs, i);
-	return n;
 }
 
 /* One segment of one data piece: [p0, p1) of piece j from buf. */

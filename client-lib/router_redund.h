@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "router_int.h"
+#include "cluster_layout.h"
 #include "stripe.h"
 
 enum piece_state { PIECE_IN, PIECE_OUT };
@@ -34,6 +35,12 @@ struct rset {
 	char name[RMEM_NAME_MAX + 1];
 	uint32_t recorded_out;
 	const struct redund_record_ops *rec; /* NULL: anonymous */
+	/* A named one's: each piece as the record named it when this handle
+	 * took it (a repair elsewhere moves it: redund_refresh), the access
+	 * new pieces are opened with, when the record was last looked at. */
+	struct cluster_piece recp[STRIPE_N_MAX];
+	uint32_t access;
+	int64_t refreshed_ms;
 	redund_release_fn release; /* the writer key, when this handle holds it */
 	void *release_arg;
 };
@@ -51,6 +58,13 @@ void redund_piece_out(struct router *cl, struct rset *rs, unsigned i);
  * *slot; named pname when not NULL: 0, -ENOSPC, or the call's error. */
 int redund_place(struct router *cl, struct rset *rs, uint64_t *tried, const char *pname,
 		 struct rmem_region *piece, uint32_t *slot);
+/* Piece p's server: its slot, if that server is in the set and of the
+ * piece's generation; -EHOSTDOWN (it lost the piece), -ENOENT. */
+int redund_piece_slot(struct router *cl, const struct cluster_piece *p, uint32_t *slot);
+/* A named region's handle catching up with its record, at most once a
+ * second (router_redund_repair.c): pieces a repair elsewhere moved are
+ * opened where they are now; pieces it calls stale are out.  Under wmu. */
+void redund_refresh(struct router *cl, struct rset *rs);
 /* "<name>~<made>.<i>": 0, or -ENAMETOOLONG. */
 int redund_piece_name(const char *name, uint64_t made, unsigned i, char *out);
 

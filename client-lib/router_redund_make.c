@@ -258,6 +258,8 @@ int redund_create(struct router *cl, const char *name, uint64_t size,
 	if (members_present(cl) < cl->red_k + cl->red_r)
 		return -ENOSPC;
 	rs = rset_new(cl, cl->red_k, cl->red_r, size, &err);
+	if (rs)
+		rs->access = RMEM_READ | RMEM_WRITE;
 	while (!err && placed < rs->n) {
 		err = redund_piece_name(name, 1, placed, pname);
 		if (!err)
@@ -286,6 +288,7 @@ int redund_create(struct router *cl, const char *name, uint64_t size,
 		lay->pieces[i].region = rs->piece[i].id;
 		lay->pieces[i].made = 1;
 		lay->pieces[i].state = PIECE_HEALTHY;
+		rs->recp[i] = lay->pieces[i];
 	}
 	pthread_mutex_unlock(&cl->mu);
 	*out = rs;
@@ -323,9 +326,7 @@ int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem
 	return 0;
 }
 
-/* Piece i of lay on its server: its slot, if that server is in the set
- * and of the piece's generation (else it lost the piece). */
-static int piece_slot(struct router *cl, const struct cluster_piece *p, uint32_t *slot)
+int redund_piece_slot(struct router *cl, const struct cluster_piece *p, uint32_t *slot)
 {
 	int err = members_find(cl, p->server, slot);
 
@@ -352,6 +353,8 @@ int redund_open(struct router *cl, const char *name, const struct cluster_layout
 	rs = rset_new(cl, lay->k, lay->r, lay->size, &err);
 	if (err)
 		return err == -EINVAL ? -EPROTO : err;
+	rs->access = access;
+	memcpy(rs->recp, lay->pieces, rs->n * sizeof(rs->recp[0]));
 	for (unsigned i = 0; i < rs->n && !err; i++) {
 		rmem_client *c;
 		int rc = lay->pieces[i].state == PIECE_HEALTHY ? 0 : -EHOSTDOWN;
@@ -362,7 +365,7 @@ int redund_open(struct router *cl, const char *name, const struct cluster_layout
 		if (!rc)
 			rc = redund_piece_name(name, lay->pieces[i].made, i, pname);
 		if (!rc)
-			rc = piece_slot(cl, &lay->pieces[i], &rs->slot[i]);
+			rc = redund_piece_slot(cl, &lay->pieces[i], &rs->slot[i]);
 		if (!rc)
 			rc = members_client(cl, rs->slot[i], &c);
 		if (!rc)
@@ -402,7 +405,7 @@ int redund_unlink(struct router *cl, const char *name, const struct cluster_layo
 		int rc = redund_piece_name(name, lay->pieces[i].made, i, pname);
 
 		if (!rc)
-			rc = piece_slot(cl, &lay->pieces[i], &slot);
+			rc = redund_piece_slot(cl, &lay->pieces[i], &slot);
 		if (!rc)
 			rc = members_client(cl, slot, &c);
 		if (!rc)

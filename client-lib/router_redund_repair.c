@@ -23,6 +23,7 @@
 #include "router.h"
 #include "router_int.h"
 #include "router_redund.h"
+#include "clock.h"
 #include "cluster_layout.h"
 #include "single.h"
 #include "stripe.h"
@@ -68,10 +69,8 @@ static void drop_old(struct router *cl, struct rset *rs, uint32_t slot,
 		(void)members_err(cl, slot, single_unlink2(c, oldname, RMEM_UNLINK_REVOKE));
 }
 
-/* A repairer that died between placing a piece and its swap left it
- * under the name this repair would give its own (the record never named
- * it): unlinked on every server present, before placing ours. */
-static void drop_orphans(struct router *cl, const char *pname)
+/* Name unlinked (with revoke) on every server present. */
+static void drop_name(struct router *cl, const char *pname)
 {
 	size_t n;
 
@@ -88,6 +87,28 @@ static void drop_orphans(struct router *cl, const char *pname)
 		if (present && members_client(cl, s, &c) == 0)
 			(void)members_err(cl, s, single_unlink2(c, pname, RMEM_UNLINK_REVOKE));
 	}
+}
+
+/* A repairer that died between placing a piece and its swap left it
+ * under "<name>~M.<i>", M the record's layout_gen + 1 as it read it, for
+ * whichever piece i it was at; the record never named it.  Every piece the
+ * record names has made <= the largest made in it, so each name with M in
+ * (that, layout_gen + 1] is such an orphan (a writer's stale marks since
+ * may have moved layout_gen past its M: the last few are tried), unlinked
+ * on every server present before this repair places anything. */
+static void drop_orphans(struct router *cl, struct rset *rs, const struct cluster_layout *lay)
+{
+	char pname[RMEM_NAME_MAX + 1];
+	uint64_t top = 0, from;
+
+	for (unsigned i = 0; i < rs->n; i++)
+		if (lay->pieces[i].made > top)
+			top = lay->pieces[i].made;
+	from = lay->layout_gen + 1 - top > 4 ? lay->layout_gen + 1 - 4 : top + 1;
+	for (uint64_t m = from; m <= lay->layout_gen + 1; m++)
+		for (unsigned i = 0; i < rs->n; i++)
+			if (redund_piece_name(rs->name, m, i, pname) == 0)
+				drop_name(cl, pname);
 }
 
 /* The record's piece for the one placed at slot. */
@@ -133,8 +154,6 @@ static int repair_one(struct router *cl, struct rset *rs, unsigned i,
 		if (!err)
 			err = redund_piece_name(rs->name, lay->pieces[i].made, i, oldname);
 	}
-	if (!err && lay)
-		drop_orphans(cl, pname);
 	if (!err)
 		err = redund_place(cl, rs, tried, lay ? pname : NULL, &np, &slot);
 	if (!err)
@@ -163,16 +182,84 @@ static int repair_one(struct router *cl, struct rset *rs, unsigned i,
 	rs->slot[i] = slot;
 	rs->state[i] = PIECE_IN;
 	rs->recorded_out &= ~(1u << i);
+	if (lay)
+		rs->recp[i] = newp;
 	cl->repaired_bytes += rs->piece_len;
 	pthread_mutex_unlock(&cl->mu);
 	drop_old(cl, rs, oldslot, &old, lay ? &lay->pieces[i] : NULL, oldname);
 	return 0;
 }
 
+static bool same_piece(const struct cluster_piece *a, const struct cluster_piece *b)
+{
+	return !strcmp(a->server, b->server) && a->region == b->region &&
+	       a->generation == b->generation && a->made == b->made;
+}
+
+/* Piece i moved to *p (a repair by another client, or rmemd's): opened
+ * there with the handle's access and put in place of the old one. */
+static void follow(struct router *cl, struct rset *rs, unsigned i, const struct cluster_piece *p)
+{
+	char pname[RMEM_NAME_MAX + 1];
+	struct rmem_region np, old;
+	uint32_t slot, oldslot;
+	rmem_client *c;
+	int rc = redund_piece_name(rs->name, p->made, i, pname);
+
+	if (!rc)
+		rc = redund_piece_slot(cl, p, &slot);
+	if (!rc)
+		rc = members_client(cl, slot, &c);
+	if (!rc)
+		rc = members_err(cl, slot, single_open(c, pname, rs->access, &np));
+	if (rc)
+		return; /* read around it, as before; tried again at the next look */
+	members_tag(&np, slot);
+	pthread_mutex_lock(&cl->mu);
+	old = rs->piece[i];
+	oldslot = rs->slot[i];
+	rs->piece[i] = np;
+	rs->slot[i] = slot;
+	rs->state[i] = PIECE_IN;
+	rs->recp[i] = *p;
+	rs->recorded_out &= ~(1u << i);
+	pthread_mutex_unlock(&cl->mu);
+	/* The old handle closed (its server, if it answers, keeps the piece
+	 * for whoever else holds it). */
+	if (old.reserved[0] >> 32 == CLUSTER_REGION_TAG && members_client(cl, oldslot, &c) == 0)
+		(void)members_err(cl, oldslot, single_free(c, &old));
+}
+
+void redund_refresh(struct router *cl, struct rset *rs)
+{
+	struct cluster_layout lay;
+	int64_t now = clock_mono_ms();
+
+	/* At most once a second: a degraded region's every call would
+	 * otherwise read etcd. */
+	if (!rs->rec || now - rs->refreshed_ms < 1000)
+		return;
+	rs->refreshed_ms = now;
+	if (rs->rec->read(cl, rs->name, &lay) || lay.k + lay.r != rs->n || lay.size != rs->length)
+		return;
+	for (unsigned i = 0; i < rs->n; i++) {
+		const struct cluster_piece *p = &lay.pieces[i];
+
+		if (p->state != PIECE_HEALTHY) {
+			/* Stale in the record: it missed a write of the writer. */
+			redund_piece_out(cl, rs, i);
+			rs->recorded_out |= 1u << i;
+		} else if (!same_piece(p, &rs->recp[i])) {
+			follow(cl, rs, i, p);
+		}
+	}
+}
+
 int redund_repair(struct router *cl, const struct rmem_region *r)
 {
 	struct cluster_layout lay;
 	unsigned char *buf = NULL;
+	bool dropped = false;
 	struct rset *rs;
 	int err = redund_rset_of(cl, r, &rs);
 
@@ -204,6 +291,10 @@ int redund_repair(struct router *cl, const struct rmem_region *r)
 			if (!out)
 				redund_piece_out(cl, rs, i);
 			out = true;
+		}
+		if (out && rs->rec && !dropped) {
+			drop_orphans(cl, rs, &lay);
+			dropped = true;
 		}
 		if (out)
 			err = repair_one(cl, rs, i, rs->rec ? &lay : NULL, buf);

@@ -26,7 +26,8 @@
  *    -EINVAL a plain region or a freed handle) and repairs the writer's
  *    regions; the agent repairs the closed ones (records healthy on live
  *    servers); two more servers holding pieces die: every byte still reads,
- *    from the same client and a fresh one.
+ *    from the same client, a fresh one, and a reader that held a name open
+ *    throughout (it follows the repaired pieces).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <rmem.h>
 
@@ -137,6 +139,12 @@ static bool reads_back(rmem_client *c, const struct rmem_region *r, const unsign
 
 		*rc = rmem_read(c, r, off, buf, n);
 		same = *rc == 0 && !memcmp(buf, want + off, n);
+		for (size_t i = 0; *rc == 0 && !same && i < n; i++)
+			if (buf[i] != want[off + i]) {
+				diag("first wrong byte at %llu of %llu", (unsigned long long)(off + i),
+				     (unsigned long long)len);
+				break;
+			}
 	}
 	free(buf);
 	return same;
@@ -247,11 +255,11 @@ static const char *const nname[2] = { "n1", "n2" };
 static void act_issue(rmem_client *c, const int *dead)
 {
 	unsigned char *nb[2], *wb, *ab;
-	struct rmem_region wr, ar, ro, plain;
+	struct rmem_region wr, ar, ro, plain, held;
 	const uint64_t wlen = 2 * MiB + 77, alen = 3 * MiB;
-	int srv[20], n, kills[4], nk = 0, rc, lead;
+	int srv[20], first[20], n, nfirst, kills[4], nk = 0, rc, lead;
 	char cmd[128];
-	rmem_client *d, *pc;
+	rmem_client *d, *pc, *h;
 
 	for (int i = 0; i < 2; i++) {
 		snprintf(cmd, sizeof cmd, "fresh %d", dead[i]);
@@ -272,8 +280,14 @@ static void act_issue(rmem_client *c, const int *dead)
 	rc = rmem_alloc(c, alen, 0, &ar);
 	ok(rc == 0 && write_all(c, &ar, ab, alen, &rc), "an anonymous 4+2 region filled");
 
+	/* A reader that holds n1 open throughout, in a client of its own. */
+	h = connect_url(base_url, &rc);
+	rc = h ? rmem_open(h, "n1", RMEM_READ, &held) : -1;
+	ok(rc == 0, "another client holds n1 open for reading");
+
 	/* Two servers holding pieces of n1 die (not the leader: that is act 1). */
-	n = pieces_of("n1", srv);
+	n = nfirst = pieces_of("n1", srv);
+	memcpy(first, srv, sizeof first);
 	lead = leader();
 	for (int i = 0; i < n && nk < 2; i++)
 		if (srv[i] != lead)
@@ -323,14 +337,27 @@ static void act_issue(rmem_client *c, const int *dead)
 	}
 	ok(reads_back(c, &wr, wb, wlen, &rc), "w reads whole after its repair, the degraded "
 	   "write included");
+	ok(h && reads_back(h, &held, nb[0], nsize[0], &rc),
+	   "n1 reads whole through the handle held since before the deaths");
+	{
+		/* It looks at the record at most once a second: past that, a
+		 * read follows the repaired pieces. */
+		struct timespec ts = { 1, 200 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	ok(h && reads_back(h, &held, nb[0], nsize[0], &rc),
+	   "n1 reads whole through the held handle after the agent's repair");
 	ok(reads_back(c, &ar, ab, alen, &rc), "the anonymous region reads whole after its repair");
 
-	/* Two more servers holding pieces of n1 die: 4 of 8 are left. */
+	/* Two more servers holding pieces of n1 die: 4 of 8 are left.  Two
+	 * that held pieces before the repair too, so that a handle that did
+	 * not follow it would be left with two. */
 	n = pieces_of("n1", srv);
 	nk = 0;
-	for (int i = 0; i < n && nk < 2; i++)
-		if (!in(kills, 2, srv[i]))
-			kills[2 + nk++] = srv[i];
+	for (int i = 0; i < nfirst && nk < 2; i++)
+		if (!in(kills, 2, first[i]) && in(srv, n, first[i]))
+			kills[2 + nk++] = first[i];
 	for (int i = 2; i < 2 + nk; i++) {
 		snprintf(cmd, sizeof cmd, "kill %d", kills[i]);
 		ok(run_hook(cmd) == 0, "s%d, holding a repaired piece of n1, killed -9", kills[i]);
@@ -339,6 +366,9 @@ static void act_issue(rmem_client *c, const int *dead)
 		ok(named_reads(c, nname[i], nb[i], nsize[i]),
 		   "%s reads whole after a third and fourth death", nname[i]);
 	ok(reads_back(c, &wr, wb, wlen, &rc), "w reads whole after a third and fourth death");
+	ok(h && reads_back(h, &held, nb[0], nsize[0], &rc),
+	   "n1 reads whole through the handle held since before the first death, after four "
+	   "(it followed the repair)");
 	ok(reads_back(c, &ar, ab, alen, &rc),
 	   "the anonymous region reads whole after a third and fourth death");
 	if (d)
@@ -351,6 +381,8 @@ static void act_issue(rmem_client *c, const int *dead)
 		rmem_close(d);
 	if (pc)
 		rmem_close(pc);
+	if (h)
+		rmem_close(h);
 	rmem_free(c, &wr);
 	rmem_free(c, &ar);
 	ok(rmem_repair(c, &ar) == -EINVAL, "rmem_repair of a freed handle: -EINVAL");
