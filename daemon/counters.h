@@ -88,6 +88,7 @@ struct counters_repair {
 	uint64_t bytes;              /* their bytes */
 	uint64_t failures;           /* regions whose repair failed (tried again) */
 	uint64_t scans;              /* looks at every record, while leading */
+	uint64_t given_back;         /* this member's pieces no record names, unlinked */
 	uint64_t healthy, degraded;  /* redundant regions at the last scan (leader's) */
 	uint64_t repairing;          /* regions being repaired now */
 	uint8_t on;                  /* the agent runs (cluster.repair_grace_ms) */

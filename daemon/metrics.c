@@ -365,6 +365,9 @@ static void write_repair(struct page *p, const struct counters_repair *c)
 	    "Regions whose repair failed here (tried again at a later scan).", c->failures);
 	one(p, "rmem_repair_scans_total", "counter",
 	    "Scans of the names' records while leading repair.", c->scans);
+	one(p, "rmem_repair_given_back_total", "counter",
+	    "Pieces this member held that no record names any more (rebuilt elsewhere while "
+	    "it was away, or left by a repairer that died), unlinked.", c->given_back);
 }
 
 int metrics_write(const struct server *srv, struct evbuffer *out)

@@ -55,6 +55,8 @@ struct repair_agent {
 	char url[CONFIG_ETCD_MAX + CONFIG_NAME_MAX + 16];   /* etcd://H:P,.../<cluster> */
 	char prefix[CONFIG_NAME_MAX + 16];                  /* /rmem/<cluster>/ */
 	char id[CONFIG_NAME_MAX];
+	uint64_t generation;
+	char admin[108];          /* this rmemd's admin socket ("": none) */
 	uint32_t lease_ms, grace_ms;
 	struct {
 		char name[CONFIG_NAME_MAX];
@@ -72,11 +74,13 @@ struct repair_agent {
 	bool keeper_on, keeper_stop;   /* under lock */
 	_Atomic bool lead_lost;
 	rmem_client *clients[CONFIG_MAX_TENANTS + 1];  /* [ntenants]: anonymous */
+	rmem_client *self;        /* this rmemd's admin socket, for give_back */
+	int64_t next_give_back;
 	struct seen *seen;
 	size_t nseen;
 
 	/* Written by the thread, copied by the loop (counters.h). */
-	_Atomic uint64_t pieces, bytes, failures, scans;
+	_Atomic uint64_t pieces, bytes, failures, scans, given_back;
 	_Atomic uint64_t healthy, degraded, repairing;
 	_Atomic bool leading;
 
@@ -407,6 +411,120 @@ static int scan(struct repair_agent *a)
 	return 0;
 }
 
+/* ---- a member's own leftovers -------------------------------------------------------- */
+
+/* "<base>~<made>.<i>": true, with base's length, made and i. */
+static bool piece_name_split(const char *name, size_t *base_len, uint64_t *made, unsigned *i)
+{
+	const char *t = strrchr(name, '~');
+	char *end;
+	unsigned long long m;
+	unsigned long x;
+
+	if (!t || t == name || t[1] < '0' || t[1] > '9')
+		return false;
+	m = strtoull(t + 1, &end, 10);
+	if (*end != '.' || end[1] < '0' || end[1] > '9')
+		return false;
+	x = strtoul(end + 1, &end, 10);
+	if (*end || x >= CLUSTER_LAYOUT_PIECES_MAX)
+		return false;
+	*base_len = (size_t)(t - name);
+	*made = m;
+	*i = (unsigned)x;
+	return true;
+}
+
+/* Whether the piece n of this server is one nobody will read again: no
+ * writer key on its base (a create, a repair or a writer would hold it,
+ * and each may hold a piece the record does not name yet), and the record
+ * of its base gone, or naming another piece in its place.  Read in this
+ * order after the listing, so a piece listed before a repair or create
+ * that began since is never judged against it: that one holds the key. */
+static bool leftover(struct repair_agent *a, const struct rmem_name_info *n)
+{
+	char key[KEY_MAX];
+	const char *tenant = n->tenant[0] ? n->tenant : TENANT_ANON;
+	struct cluster_layout l;
+	struct etcd_range r;
+	const struct cluster_piece *p;
+	size_t base;
+	uint64_t made;
+	unsigned i;
+	int k, rc;
+	bool gone;
+
+	if (!piece_name_split(n->name, &base, &made, &i) || (n->flags & RMEM_NAME_UNLINKED))
+		return false;
+	k = snprintf(key, sizeof key, "%swriters/%s/%.*s", a->prefix, tenant, (int)base, n->name);
+	if (k < 0 || k >= (int)sizeof key || etcd_range(a->etcd, key, (size_t)k, false, &r))
+		return false;
+	gone = r.nkvs == 0;
+	etcd_range_free(&r);
+	if (!gone)
+		return false;
+	k = snprintf(key, sizeof key, "%snames/%s/%.*s", a->prefix, tenant, (int)base, n->name);
+	if (k < 0 || k >= (int)sizeof key || etcd_range(a->etcd, key, (size_t)k, false, &r))
+		return false;
+	if (r.nkvs == 0) {
+		etcd_range_free(&r);
+		return true; /* unlinked, or its create died: nobody names it */
+	}
+	rc = cluster_layout_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &l);
+	etcd_range_free(&r);
+	if (rc)
+		return false; /* a plain name's record: not a piece after all */
+	if (i >= l.k + l.r)
+		return true;
+	p = &l.pieces[i];
+	return strcmp(p->server, a->id) || p->made != made || p->generation != a->generation;
+}
+
+/* Each member gives back, on its own, the pieces it holds that no record
+ * names any more: a repair rebuilt them elsewhere while it was away (and
+ * came back with its memory), or a repairer died before its swap. */
+static void give_back(struct repair_agent *a)
+{
+	struct rmem_name_info names[32];
+	uint64_t after = 0;
+	char ep[128];
+	int n = 0;
+
+	if (!a->admin[0])
+		return;
+	if (!a->self) {
+		snprintf(ep, sizeof ep, "unix:%s", a->admin);
+		if (rmem_connect(ep, NULL, &a->self)) {
+			a->self = NULL;
+			return;
+		}
+	}
+	while (!a->stop && (n = rmem_names(a->self, after, names, 32)) > 0) {
+		for (int x = 0; x < n; x++) {
+			int rc;
+
+			after = names[x].id;
+			if (!leftover(a, &names[x]))
+				continue;
+			rc = rmem_unlink_ns(a->self, names[x].tenant, names[x].name,
+					    RMEM_UNLINK_REVOKE);
+			if (rc == 0) {
+				atomic_fetch_add(&a->given_back, 1);
+				log_notice("repair: gave back %s/%s: no record names it",
+					   names[x].tenant[0] ? names[x].tenant : TENANT_ANON,
+					   names[x].name);
+			}
+		}
+		if (n < 32)
+			break;
+	}
+	if (n < 0 && n != -ENOENT) {
+		/* The session may be gone (a restart of ours): again next time. */
+		rmem_close(a->self);
+		a->self = NULL;
+	}
+}
+
 static void *agent_main(void *arg)
 {
 	struct repair_agent *a = arg;
@@ -420,6 +538,11 @@ static void *agent_main(void *arg)
 	while (nap(a, period)) {
 		int rc;
 
+		/* Every member, leading or not, once a grace (at least 1 s). */
+		if (clock_mono_ms() >= a->next_give_back) {
+			give_back(a);
+			a->next_give_back = clock_mono_ms() + (a->grace_ms > 1000 ? a->grace_ms : 1000);
+		}
 		if (!lead(a)) {
 			a->nseen = 0; /* a new lead counts every grace afresh */
 			continue;
@@ -451,6 +574,7 @@ static void on_copy(evutil_socket_t fd, short what, void *arg)
 	c->bytes = atomic_load(&a->bytes);
 	c->failures = atomic_load(&a->failures);
 	c->scans = atomic_load(&a->scans);
+	c->given_back = atomic_load(&a->given_back);
 	c->healthy = atomic_load(&a->healthy);
 	c->degraded = atomic_load(&a->degraded);
 	c->repairing = atomic_load(&a->repairing);
@@ -463,6 +587,8 @@ static void agent_free(struct repair_agent *a)
 	for (size_t t = 0; t <= CONFIG_MAX_TENANTS; t++)
 		if (a->clients[t])
 			rmem_close(a->clients[t]);
+	if (a->self)
+		rmem_close(a->self);
 	if (a->timer)
 		event_free(a->timer);
 	etcd_client_free(a->etcd);
@@ -521,6 +647,8 @@ int repair_agent_start(struct server *srv)
 	snprintf(a->endpoints, sizeof a->endpoints, "%s", cfg->cluster_etcd);
 	snprintf(a->prefix, sizeof a->prefix, "/rmem/%s/", cfg->cluster_name);
 	snprintf(a->id, sizeof a->id, "%s", member_id(srv));
+	a->generation = member_generation(srv);
+	snprintf(a->admin, sizeof a->admin, "%s", cfg->listen_admin);
 	a->lease_ms = cfg->cluster_lease_ms;
 	a->grace_ms = cfg->cluster_repair_grace_ms;
 	for (size_t t = 0; t < cfg->ntenants; t++) {

@@ -7,9 +7,9 @@
  *
  * Environment (the script sets it):
  *   RMEM_CLUSTER_URL   etcd://H:P,H:P,H:P/NAME
- *   RMEM_CLUSTER_HOOK  the script's hook: kill I, fresh I, leader, pieces
+ *   RMEM_CLUSTER_HOOK  the script's hook: kill I, fresh I, start I, leader, pieces
  *                      NAME, healthy NAME [SECONDS], wait-log I TEXT (then
- *                      kill -9 of sI), pieces-held NAME
+ *                      kill -9 of sI), pieces-held NAME [N SECONDS]
  *
  * Checks, in two acts.
  * 1. A repairing member dies mid-repair: a 4+2 region of 48 MiB, named and
@@ -25,7 +25,9 @@
  *    writes go on; rmem_repair refuses what it must (-EACCES read-only,
  *    -EINVAL a plain region or a freed handle) and repairs the writer's
  *    regions; the agent repairs the closed ones (records healthy on live
- *    servers); two more servers holding pieces die: every byte still reads,
+ *    servers); one of the dead comes back with its memory and gives back the
+ *    pieces a repair replaced; two more servers holding pieces die: every
+ *    byte still reads,
  *    from the same client, a fresh one, and a reader that held a name open
  *    throughout (it follows the repaired pieces).
  */
@@ -348,6 +350,16 @@ static void act_issue(rmem_client *c, const int *dead)
 	}
 	ok(h && reads_back(h, &held, nb[0], nsize[0], &rc),
 	   "n1 reads whole through the held handle after the agent's repair");
+
+	/* One of the dead comes back with its memory (its fd store): the
+	 * pieces it held of n1 and n2 were rebuilt elsewhere, so it gives them
+	 * back by itself. */
+	snprintf(cmd, sizeof cmd, "start %d", kills[0]);
+	ok(run_hook(cmd) == 0, "s%d is back with its memory (same generation)", kills[0]);
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof cmd, "pieces-held %s 6 30", nname[i]);
+		ok(run_hook(cmd) == 0, "it gave back its old piece of %s: 6 pieces held", nname[i]);
+	}
 	ok(reads_back(c, &ar, ab, alen, &rc), "the anonymous region reads whole after its repair");
 
 	/* Two more servers holding pieces of n1 die: 4 of 8 are left.  Two

@@ -29,6 +29,8 @@ if [ "${1:-}" = --hook ]; then
 		cluster_keeper "$dir" "$1" kill ;;
 	fresh) # rmemd sI started again with a new generation (its memory gone)
 		cluster_keeper "$dir" "$1" fresh ;;
+	start) # rmemd sI started again from its fd store: memory and generation kept
+		cluster_keeper "$dir" "$1" start && cluster_registered "$NAME" "$1" 150 ;;
 	leader) # the index of the member leading repair
 		for _ in $(seq 100); do
 			v=$(etcdctl_ get "/rmem/$NAME/repair/leader" --print-value-only)
@@ -69,7 +71,15 @@ sys.exit(0 if ok else 1)' "$servers" && exit 0
 			sleep 0.05
 		done
 		exit 1 ;;
-	pieces-held) # how many pieces of name $1 ("$1~M.I") the live servers hold
+	pieces-held) # how many pieces of name $1 ("$1~M.I") the live servers hold;
+		# with $2 and $3: 0 once that is $2, asked for up to $3 seconds
+		if [ -n "${2:-}" ]; then
+			for ((t = 0; t <= $3 * 5; t++)); do
+				[ "$("$0" --hook "$dir" pieces-held "$1")" = "$2" ] && exit 0
+				sleep 0.2
+			done
+			exit 1
+		fi
 		n=0
 		for ((i = 0; i < NSRV; i++)); do
 			p=$(cat "$dir/pids/rmemd$i")

@@ -229,6 +229,7 @@ static void test_repair(struct server *srv)
 	free(text);
 	srv->counters.repair = (struct counters_repair){
 		.on = 1, .leading = 1, .pieces = 4, .bytes = 1 << 20, .failures = 2, .scans = 9,
+		.given_back = 6,
 		.healthy = 5, .degraded = 3, .repairing = 1,
 	};
 	text = page(srv);
@@ -239,6 +240,7 @@ static void test_repair(struct server *srv)
 	   has(text, "rmem_repaired_pieces_total 4") &&
 	   has(text, "rmem_repaired_bytes_total 1048576") &&
 	   has(text, "rmem_repair_failures_total 2") && has(text, "rmem_repair_scans_total 9") &&
+	   has(text, "rmem_repair_given_back_total 6") &&
 	   has(text, "# TYPE rmem_repaired_bytes_total counter"),
 	   "the leader: regions by state (repairing not also degraded), its counts");
 	free(text);
