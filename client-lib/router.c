@@ -91,7 +91,8 @@ int router_connect(const char *url, const struct rmem_opts *o, struct router **o
 	pthread_mutex_init(&cl->names_mu, NULL);
 	pthread_mutex_init(&cl->reg_mu, NULL);
 	err = router_url_parse(url, cl->etcd_list, sizeof cl->etcd_list, cl->name,
-				sizeof cl->name, &cl->claim_ttl_s, &cl->red_k, &cl->red_r);
+				sizeof cl->name, &cl->claim_ttl_s, &cl->red_k, &cl->red_r,
+				&cl->repair_grace_ms);
 	if (!err)
 		err = keep_opts(cl, o);
 	if (!err)

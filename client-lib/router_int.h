@@ -51,6 +51,11 @@
  * third of it while its creator works (router_names.c); the URL's
  * "?claim_ttl=S" sets it, up to the maximum. */
 #define CLUSTER_CLAIM_TTL_S 30
+/* How long a piece of a redundant region this client may write stays out
+ * before its next call repairs the region ("?repair_grace_ms=MS"; 0:
+ * never by itself), as rmemd's cluster.repair_grace_ms by default. */
+#define CLUSTER_REPAIR_GRACE_MS     30000u
+#define CLUSTER_REPAIR_GRACE_MAX_MS 86400000u
 #define CLUSTER_CLAIM_TTL_MAX_S 3600
 /* Anonymous clients' namespace in /rmem/<cluster>/names/: '@' is never
  * part of a tenant's name (rmemd.conf(5): A-Z a-z 0-9 _ . -). */
@@ -118,8 +123,9 @@ struct router {
 	unsigned cur;
 	rmem_client **retired, **draining;
 	size_t nretired, ndraining;
-	/* Redundancy asked for (router_redund.c): K+R, 0 when not. */
-	unsigned red_k, red_r;
+	/* Redundancy asked for (router_redund.c): K+R, 0 when not; how long
+	 * a piece stays out before a call repairs its region. */
+	unsigned red_k, red_r, repair_grace_ms;
 	/* Redundant regions: a handle names its index here (under mu; an
 	 * entry is freed only by rmem_free, which the application does not
 	 * race with calls on the same region). */
@@ -138,12 +144,13 @@ struct router {
 
 /* ---- router_url.c ------------------------------------------------------------- */
 
-/* "etcd://H:P[,H:P...]/NAME[?claim_ttl=S][&redundancy=K+R]" ->
- * "http://H:P,http://H:P", NAME (default "rmem" when there is no path), S
- * (default CLUSTER_CLAIM_TTL_S) and K, R (0, 0 without redundancy).
- * 0 or -EINVAL. */
+/* "etcd://H:P[,H:P...]/NAME[?claim_ttl=S][&redundancy=K+R][&repair_grace_ms=MS]"
+ * -> "http://H:P,http://H:P", NAME (default "rmem" when there is no path), S
+ * (default CLUSTER_CLAIM_TTL_S), K, R (0, 0 without redundancy) and MS
+ * (default CLUSTER_REPAIR_GRACE_MS).  0 or -EINVAL. */
 int router_url_parse(const char *url, char *list, size_t list_len, char *name,
-		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r);
+		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r,
+		      unsigned *grace_ms);
 
 /* ---- router_members.c ----------------------------------------------------------- */
 

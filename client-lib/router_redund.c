@@ -28,6 +28,7 @@
 #include "router.h"
 #include "router_int.h"
 #include "router_redund.h"
+#include "clock.h"
 #include "single.h"
 #include "stripe.h"
 
@@ -119,9 +120,7 @@ static int piece_io(struct router *cl, struct rset *rs, unsigned i, bool write, 
 				  write ? single_write(c, &rs->piece[i], off, buf, len) :
 					  single_read(c, &rs->piece[i], off, buf, len));
 	if (err == -EHOSTDOWN || err == -ETIMEDOUT || err == -ECONNABORTED) {
-		pthread_mutex_lock(&cl->mu);
-		rs->state[i] = PIECE_OUT;
-		pthread_mutex_unlock(&cl->mu);
+		redund_piece_out(cl, rs, i);
 		err = -EHOSTDOWN;
 	}
 	return err;
@@ -137,10 +136,17 @@ struct piece_call {
 	int err; /* as piece_io()'s */
 };
 
+void redund_piece_out_locked(struct rset *rs, unsigned i)
+{
+	if (rs->state[i] == PIECE_IN)
+		rs->out_ms[i] = clock_mono_ms();
+	rs->state[i] = PIECE_OUT;
+}
+
 void redund_piece_out(struct router *cl, struct rset *rs, unsigned i)
 {
 	pthread_mutex_lock(&cl->mu);
-	rs->state[i] = PIECE_OUT;
+	redund_piece_out_locked(rs, i);
 	pthread_mutex_unlock(&cl->mu);
 }
 
@@ -350,10 +356,12 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 
 	if (!err)
 		err = check_range(rs, off, buf, len);
-	/* Degraded: a repair elsewhere may have moved the lost pieces. */
-	if (!err && rs->rec && pieces_in(cl, rs) < rs->n) {
+	/* Degraded: a repair elsewhere may have moved the lost pieces, or it
+	 * is time this client repaired a region it may write. */
+	if (!err && pieces_in(cl, rs) < rs->n) {
 		pthread_mutex_lock(&rs->wmu);
 		redund_refresh(cl, rs);
+		redund_repair_due(cl, rs);
 		pthread_mutex_unlock(&rs->wmu);
 	}
 	if (!err)
@@ -557,6 +565,8 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 	fs = (off + W - 1) / W * W;
 	fe = end / W * W;
 	pthread_mutex_lock(&rs->wmu);
+	if (!err && pieces_in(cl, rs) < rs->n)
+		redund_repair_due(cl, rs);
 	if (!err && fe > fs) {
 		err = write_delta(cl, rs, off, fs, buf, off, scratch);
 		if (!err)

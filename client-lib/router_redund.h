@@ -28,6 +28,8 @@ struct rset {
 	struct rmem_region piece[STRIPE_N_MAX]; /* tagged with their slot */
 	uint32_t slot[STRIPE_N_MAX];
 	uint8_t state[STRIPE_N_MAX];            /* under the router's mu */
+	int64_t out_ms[STRIPE_N_MAX];           /* when each went out (mu) */
+	int64_t auto_ms;                        /* the last repair a call made (wmu) */
 	bool named;                             /* a free closes handles, frees nothing */
 	/* A named one's record: which pieces it already says are not
 	 * healthy, and how to tell it of more (router_names.c's, given
@@ -52,8 +54,16 @@ int redund_rset_of(struct router *cl, const struct rmem_region *r, struct rset *
  * out; -EHOSTDOWN with fewer than K.  Under rs->wmu. */
 int redund_piece_rebuild(struct router *cl, struct rset *rs, unsigned i, uint64_t off,
 			 size_t len, unsigned char *out);
-/* Piece i is out for good (its server lost, or it missed a write). */
+/* Piece i is out for good (its server lost, or it missed a write); under
+ * the router's mu for the second. */
 void redund_piece_out(struct router *cl, struct rset *rs, unsigned i);
+void redund_piece_out_locked(struct rset *rs, unsigned i);
+/* Repair with rs->wmu held (redund_repair's work). */
+int redund_repair_locked(struct router *cl, struct rset *rs);
+/* A call on a region this client may write repairs it first once a piece
+ * has been out for the router's repair_grace_ms (at most once a grace):
+ * the call that does is slower by the repair.  Under wmu. */
+void redund_repair_due(struct router *cl, struct rset *rs);
 /* Piece i on a server none of tried (bits by slot) has, into *piece and
  * *slot; named pname when not NULL: 0, -ENOSPC, or the call's error. */
 int redund_place(struct router *cl, struct rset *rs, uint64_t *tried, const char *pname,

@@ -18,6 +18,7 @@
 #include "router.h"
 #include "router_int.h"
 #include "router_redund.h"
+#include "clock.h"
 #include "cluster_layout.h"
 #include "single.h"
 #include "stripe.h"
@@ -360,6 +361,7 @@ int redund_open(struct router *cl, const char *name, const struct cluster_layout
 		int rc = lay->pieces[i].state == PIECE_HEALTHY ? 0 : -EHOSTDOWN;
 
 		rs->state[i] = PIECE_OUT;
+		rs->out_ms[i] = clock_mono_ms(); /* not opened: out since now */
 		if (rc)
 			rs->recorded_out |= 1u << i;
 		if (!rc)

@@ -255,21 +255,13 @@ void redund_refresh(struct router *cl, struct rset *rs)
 	}
 }
 
-int redund_repair(struct router *cl, const struct rmem_region *r)
+int redund_repair_locked(struct router *cl, struct rset *rs)
 {
 	struct cluster_layout lay;
-	unsigned char *buf = NULL;
+	unsigned char *buf = malloc(REDUND_SEG);
 	bool dropped = false;
-	struct rset *rs;
-	int err = redund_rset_of(cl, r, &rs);
+	int err = buf ? 0 : -ENOMEM;
 
-	if (!err && r->flags && !(r->flags & RMEM_WRITE))
-		err = -EACCES;
-	if (err)
-		return err;
-	if (!(buf = malloc(REDUND_SEG)))
-		return -ENOMEM;
-	pthread_mutex_lock(&rs->wmu);
 	for (unsigned i = 0; i < rs->n && !err; i++) {
 		bool out;
 
@@ -299,7 +291,40 @@ int redund_repair(struct router *cl, const struct rmem_region *r)
 		if (out)
 			err = repair_one(cl, rs, i, rs->rec ? &lay : NULL, buf);
 	}
-	pthread_mutex_unlock(&rs->wmu);
 	free(buf);
+	return err;
+}
+
+void redund_repair_due(struct router *cl, struct rset *rs)
+{
+	int64_t now = clock_mono_ms(), grace = cl->repair_grace_ms;
+	bool due = false;
+
+	if (!grace || (rs->named && !(rs->access & RMEM_WRITE)) || now - rs->auto_ms < grace)
+		return;
+	pthread_mutex_lock(&cl->mu);
+	for (unsigned i = 0; i < rs->n && !due; i++)
+		due = rs->state[i] != PIECE_IN && now - rs->out_ms[i] >= grace;
+	pthread_mutex_unlock(&cl->mu);
+	if (!due)
+		return;
+	/* Once a grace at most, whatever it gave: a repair that cannot be
+	 * made (no server to take a piece) must not slow every call. */
+	rs->auto_ms = now;
+	(void)redund_repair_locked(cl, rs);
+}
+
+int redund_repair(struct router *cl, const struct rmem_region *r)
+{
+	struct rset *rs;
+	int err = redund_rset_of(cl, r, &rs);
+
+	if (!err && r->flags && !(r->flags & RMEM_WRITE))
+		err = -EACCES;
+	if (err)
+		return err;
+	pthread_mutex_lock(&rs->wmu);
+	err = redund_repair_locked(cl, rs);
+	pthread_mutex_unlock(&rs->wmu);
 	return err;
 }

@@ -59,11 +59,30 @@ static int parse_red(const char *v, size_t len, unsigned *k, unsigned *r)
 	return stripe_parse(val, k, r);
 }
 
-/* The parameters, "&" between them, each at most once: "claim_ttl=S",
- * "redundancy=K+R".  0, or -EINVAL for any other, or a repeated one. */
-static int parse_query(const char *q, unsigned *ttl_s, unsigned *red_k, unsigned *red_r)
+/* "repair_grace_ms=MS" (0..CLUSTER_REPAIR_GRACE_MAX_MS). */
+static int parse_grace(const char *v, size_t len, unsigned *ms)
 {
-	bool ttl_seen = false, red_seen = false;
+	char num[12], *end;
+	unsigned long n;
+
+	if (len == 0 || len >= sizeof num || *v < '0' || *v > '9')
+		return -EINVAL;
+	memcpy(num, v, len);
+	num[len] = '\0';
+	n = strtoul(num, &end, 10);
+	if (*end || n > CLUSTER_REPAIR_GRACE_MAX_MS)
+		return -EINVAL;
+	*ms = (unsigned)n;
+	return 0;
+}
+
+/* The parameters, "&" between them, each at most once: "claim_ttl=S",
+ * "redundancy=K+R", "repair_grace_ms=MS".  0, or -EINVAL for any other, or
+ * a repeated one. */
+static int parse_query(const char *q, unsigned *ttl_s, unsigned *red_k, unsigned *red_r,
+		       unsigned *grace_ms)
+{
+	bool ttl_seen = false, red_seen = false, grace_seen = false;
 
 	for (;;) {
 		const char *amp = strchr(q, '&');
@@ -79,6 +98,11 @@ static int parse_query(const char *q, unsigned *ttl_s, unsigned *red_k, unsigned
 			red_seen = true;
 			err = parse_red(q + strlen("redundancy="), len - strlen("redundancy="), red_k,
 					red_r);
+		} else if (len > strlen("repair_grace_ms=") &&
+			   !strncmp(q, "repair_grace_ms=", strlen("repair_grace_ms=")) && !grace_seen) {
+			grace_seen = true;
+			err = parse_grace(q + strlen("repair_grace_ms="),
+					  len - strlen("repair_grace_ms="), grace_ms);
 		}
 		if (err)
 			return err;
@@ -89,7 +113,8 @@ static int parse_query(const char *q, unsigned *ttl_s, unsigned *red_k, unsigned
 }
 
 int router_url_parse(const char *url, char *list, size_t list_len, char *name,
-		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r)
+		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r,
+		      unsigned *grace_ms)
 {
 	const char *hosts, *slash, *p, *query;
 	size_t hlen, nlen, out = 0;
@@ -97,11 +122,12 @@ int router_url_parse(const char *url, char *list, size_t list_len, char *name,
 
 	*claim_ttl_s = CLUSTER_CLAIM_TTL_S;
 	*red_k = *red_r = 0;
+	*grace_ms = CLUSTER_REPAIR_GRACE_MS;
 	if (!url || strncmp(url, CLUSTER_SCHEME, strlen(CLUSTER_SCHEME)))
 		return -EINVAL;
 	hosts = url + strlen(CLUSTER_SCHEME);
 	query = strchr(hosts, '?');
-	if (query && parse_query(query + 1, claim_ttl_s, red_k, red_r) < 0)
+	if (query && parse_query(query + 1, claim_ttl_s, red_k, red_r, grace_ms) < 0)
 		return -EINVAL;
 	slash = memchr(hosts, '/', query ? (size_t)(query - hosts) : strlen(hosts));
 	hlen = slash ? (size_t)(slash - hosts) : query ? (size_t)(query - hosts) : strlen(hosts);

@@ -320,7 +320,9 @@ RMEM_API int rmem_fd(rmem_client *c);
  * opened RMEM_WRITE, whose writer this client is).  rmemd's repair agent
  * does this by itself for named regions nobody writes (rmemd.conf(5),
  * cluster.repair_grace_ms); a region a client holds as writer (or
- * allocated) is that client's to repair, by calling this.
+ * allocated) is that client's: its next call on the region repairs it
+ * once a piece has been lost for the URL's repair_grace_ms (30 s by
+ * default), or it calls this.
  * 0 when every piece is healthy (nothing to do included).  Errors:
  * -EINVAL (not a redundant region of c), -EACCES (opened without
  * RMEM_WRITE), -EHOSTDOWN (fewer than K pieces left), -ENOSPC (no server

@@ -257,9 +257,12 @@ static const char *const nname[2] = { "n1", "n2" };
 static void act_issue(rmem_client *c, const int *dead)
 {
 	unsigned char *nb[2], *wb, *ab;
-	struct rmem_region wr, ar, ro, plain, held;
+	struct rmem_region wr, ar, ro, plain, held, aw;
 	const uint64_t wlen = 2 * MiB + 77, alen = 3 * MiB;
-	int srv[20], first[20], n, nfirst, kills[4], nk = 0, rc, lead;
+	int srv[20], first[20], awsrv[20], n, nfirst, naw, kills[4], nk = 0, rc, lead;
+	char url_auto[1100];
+	unsigned char *awb;
+	rmem_client *c3;
 	char cmd[128];
 	rmem_client *d, *pc, *h;
 
@@ -282,17 +285,28 @@ static void act_issue(rmem_client *c, const int *dead)
 	rc = rmem_alloc(c, alen, 0, &ar);
 	ok(rc == 0 && write_all(c, &ar, ab, alen, &rc), "an anonymous 4+2 region filled");
 
+	/* A writer whose client repairs by itself after half a second. */
+	snprintf(url_auto, sizeof url_auto, "%s&repair_grace_ms=500", url42);
+	c3 = connect_url(url_auto, &rc);
+	awb = malloc(MiB);
+	pattern(awb, MiB, 22);
+	rc = c3 ? rmem_create(c3, "aw", MiB, 0, &aw) : -1;
+	ok(rc == 0 && write_all(c3, &aw, awb, MiB, &rc),
+	   "named aw made and held open by a client with ?repair_grace_ms=500");
+	naw = pieces_of("aw", awsrv);
+
 	/* A reader that holds n1 open throughout, in a client of its own. */
 	h = connect_url(base_url, &rc);
 	rc = h ? rmem_open(h, "n1", RMEM_READ, &held) : -1;
 	ok(rc == 0, "another client holds n1 open for reading");
 
-	/* Two servers holding pieces of n1 die (not the leader: that is act 1). */
+	/* Two servers holding pieces of n1 and of aw die (not the leader:
+	 * that is act 1). */
 	n = nfirst = pieces_of("n1", srv);
 	memcpy(first, srv, sizeof first);
 	lead = leader();
 	for (int i = 0; i < n && nk < 2; i++)
-		if (srv[i] != lead)
+		if (srv[i] != lead && in(awsrv, naw, srv[i]))
 			kills[nk++] = srv[i];
 	for (int i = 0; i < nk; i++) {
 		snprintf(cmd, sizeof cmd, "kill %d", kills[i]);
@@ -312,6 +326,21 @@ static void act_issue(rmem_client *c, const int *dead)
 	pattern(ab + 1000, 5000, 31);
 	rc = rmem_write(c, &ar, 1000, ab + 1000, 5000);
 	ok(rc == 0, "a write to the anonymous region while degraded: %s", rmem_strerror(rc));
+
+	/* aw's client repairs it by itself: a read finds its pieces out, and
+	 * past the grace the next call rebuilds them first. */
+	ok(c3 && reads_back(c3, &aw, awb, MiB, &rc), "aw reads whole, degraded");
+	{
+		struct timespec ts = { 0, 600 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	pattern(awb + 8192, 4096, 23);
+	rc = c3 ? rmem_write(c3, &aw, 8192, awb + 8192, 4096) : -1;
+	ok(rc == 0, "a write to aw past the grace: %s", rmem_strerror(rc));
+	ok(run_hook("healthy aw") == 0,
+	   "that write repaired aw first, unasked: every piece healthy on a live server");
+	ok(c3 && reads_back(c3, &aw, awb, MiB, &rc), "aw reads whole after it");
 
 	/* What rmem_repair refuses. */
 	rc = d ? rmem_open(d, "n2", RMEM_READ, &ro) : -1;
@@ -395,6 +424,9 @@ static void act_issue(rmem_client *c, const int *dead)
 		rmem_close(pc);
 	if (h)
 		rmem_close(h);
+	if (c3)
+		rmem_close(c3);
+	free(awb);
 	rmem_free(c, &wr);
 	rmem_free(c, &ar);
 	ok(rmem_repair(c, &ar) == -EINVAL, "rmem_repair of a freed handle: -EINVAL");
