@@ -238,6 +238,10 @@ struct redund_record_ops {
 	int (*read)(struct router *cl, const char *name, struct cluster_layout *lay);
 	int (*swap)(struct router *cl, const char *name, unsigned i,
 		    const struct cluster_piece *old, const struct cluster_piece *new);
+	/* A repair of name begins (on) or ends: said in etcd for rmemctl,
+	 * under the lease of the writer key hold (the handle's release_arg),
+	 * so that a repairer's death says it ended. */
+	void (*repairing)(struct router *cl, const char *name, void *hold, bool on);
 };
 /* What rmem_free (or rmem_close) of the handle gives back: its writer key. */
 typedef void (*redund_release_fn)(struct router *cl, void *arg);

@@ -371,11 +371,6 @@ static int names_swap(struct router *cl, const char *name, unsigned i,
 	return err ? err : -EAGAIN;
 }
 
-static const struct redund_record_ops record_ops = {
-	.mark = names_mark_out,
-	.read = names_read_layout,
-	.swap = names_swap,
-};
 
 /* One writer per redundant region (docs/architecture.md, "Redundancy",
  * writer rule): /rmem/<cluster>/writers/<tenant>/<name>, made if absent
@@ -434,6 +429,34 @@ static int writer_take(struct router *cl, const char *name, struct writer_hold *
 	*out = h;
 	return 0;
 }
+
+/* /rmem/<cluster>/repairing/<tenant>/<name> while a repair of name runs
+ * (rmemctl cluster redundant's "repairing"), under the writer key's lease:
+ * a repairer that dies takes it along. */
+static void names_repairing(struct router *cl, const char *name, void *hold, bool on)
+{
+	struct writer_hold *h = hold;
+	char key[KEY_MAX];
+	int64_t deleted;
+	int k = snprintf(key, sizeof key, "/rmem/%s/repairing/%s/%s", cl->name,
+			 cl->tenant ? cl->tenant : CLUSTER_ANON_TENANT, name);
+
+	if (!h || k < 0 || k >= (int)sizeof key)
+		return;
+	pthread_mutex_lock(&cl->names_mu);
+	if (on)
+		(void)etcd_put(cl->names_etcd, key, (size_t)k, "1", 1, h->lease);
+	else
+		(void)etcd_delete(cl->names_etcd, key, (size_t)k, false, &deleted);
+	pthread_mutex_unlock(&cl->names_mu);
+}
+
+static const struct redund_record_ops record_ops = {
+	.mark = names_mark_out,
+	.read = names_read_layout,
+	.swap = names_swap,
+	.repairing = names_repairing,
+};
 
 /* Steps 2 and 3 for a redundant region: its K+R pieces, then its layout
  * as the record, over the claim made at rev. */

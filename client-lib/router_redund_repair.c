@@ -285,12 +285,15 @@ int redund_repair_locked(struct router *cl, struct rset *rs)
 			out = true;
 		}
 		if (out && rs->rec && !dropped) {
+			rs->rec->repairing(cl, rs->name, rs->release_arg, true);
 			drop_orphans(cl, rs, &lay);
 			dropped = true;
 		}
 		if (out)
 			err = repair_one(cl, rs, i, rs->rec ? &lay : NULL, buf);
 	}
+	if (dropped)
+		rs->rec->repairing(cl, rs->name, rs->release_arg, false);
 	free(buf);
 	return err;
 }

@@ -9,13 +9,14 @@
  *   RMEM_CLUSTER_URL   etcd://H:P,H:P,H:P/NAME
  *   RMEM_CLUSTER_HOOK  the script's hook: kill I, fresh I, start I, leader, pieces
  *                      NAME, healthy NAME [SECONDS], wait-log I TEXT (then
- *                      kill -9 of sI), pieces-held NAME [N SECONDS]
+ *                      kill -9 of sI), pieces-held NAME [N SECONDS], state
+ *                      NAME STATE (rmemctl cluster redundant says so)
  *
  * Checks, in two acts.
  * 1. A repairing member dies mid-repair: a 4+2 region of 48 MiB, named and
  *    closed; a server holding a piece dies; the repair leader starts
  *    rebuilding and is killed -9 as soon as its log says so: the record is
- *    still degraded then, a new leader finishes (healthy, on live
+ *    still degraded then (rmemctl: repairing), a new leader finishes (healthy, on live
  *    servers), the dead leader's half-made piece is gone (six pieces held,
  *    no orphan), every byte reads from a fresh client.
  * 2. The issue's: both dead servers come back empty (new generations);
@@ -229,8 +230,12 @@ static void act_crash(rmem_client *c, int *dead)
 	ok(run_hook(cmd) == 0, "the leader s%d began rebuilding after the grace, and was killed -9",
 	   lead);
 	ok(run_hook("healthy big") != 0, "the record is still degraded: the repair was cut");
+	ok(run_hook("state big repairing") == 0,
+	   "rmemctl cluster redundant shows it repairing (the dead repairer's key lives out "
+	   "its lease)");
 	ok(run_hook("healthy big 60") == 0,
 	   "a new leader finished it: every piece healthy on a live server");
+	ok(run_hook("state big healthy") == 0, "rmemctl cluster redundant shows it healthy");
 	newlead = leader();
 	ok(newlead >= 0 && newlead != lead && newlead != victim, "the new leader is s%d", newlead);
 	{

@@ -71,6 +71,17 @@ sys.exit(0 if ok else 1)' "$servers" && exit 0
 			sleep 0.05
 		done
 		exit 1 ;;
+	state) # 0 when rmemctl cluster redundant shows name $1 in state $2,
+		# in its table and in --json
+		tab=$("$B/rmemctl" -e "$URL" cluster redundant) || exit 1
+		js=$("$B/rmemctl" -e "$URL" --json cluster redundant) || exit 1
+		echo "$tab" | sed 's/^/# /' >&2
+		grep -q "^$1  *4+2 .* $2 " <<< "$tab" || exit 1
+		python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])["cluster_redundant"]
+sys.exit(0 if [r for r in d["regions"] if r["name"] == sys.argv[2]][0]["state"] == sys.argv[3] else 1)
+' "$js" "$1" "$2" ;;
 	pieces-held) # how many pieces of name $1 ("$1~M.I") the live servers hold;
 		# with $2 and $3: 0 once that is $2, asked for up to $3 seconds
 		if [ -n "${2:-}" ]; then
