@@ -306,8 +306,13 @@ void redund_repair_due(struct router *cl, struct rset *rs)
 	if (!grace || (rs->named && !(rs->access & RMEM_WRITE)) || now - rs->auto_ms < grace)
 		return;
 	pthread_mutex_lock(&cl->mu);
-	for (unsigned i = 0; i < rs->n && !due; i++)
-		due = rs->state[i] != PIECE_IN && now - rs->out_ms[i] >= grace;
+	for (unsigned i = 0; i < rs->n; i++) {
+		/* A piece no call touched (a parity piece, on reads) is out
+		 * from when its server is seen gone from the set. */
+		if (rs->state[i] == PIECE_IN && !cl->members[rs->slot[i]].present)
+			redund_piece_out_locked(rs, i);
+		due = due || (rs->state[i] != PIECE_IN && now - rs->out_ms[i] >= grace);
+	}
 	pthread_mutex_unlock(&cl->mu);
 	if (!due)
 		return;

@@ -492,12 +492,11 @@ static void give_back(struct repair_agent *a)
 
 	if (!a->admin[0])
 		return;
-	if (!a->self) {
-		snprintf(ep, sizeof ep, "unix:%s", a->admin);
-		if (rmem_connect(ep, NULL, &a->self)) {
-			a->self = NULL;
-			return;
-		}
+	/* A session for this pass only: it holds no slot between passes. */
+	snprintf(ep, sizeof ep, "unix:%s", a->admin);
+	if (rmem_connect(ep, NULL, &a->self)) {
+		a->self = NULL;
+		return;
 	}
 	while (!a->stop && (n = rmem_names(a->self, after, names, 32)) > 0) {
 		for (int x = 0; x < n; x++) {
@@ -518,11 +517,8 @@ static void give_back(struct repair_agent *a)
 		if (n < 32)
 			break;
 	}
-	if (n < 0 && n != -ENOENT) {
-		/* The session may be gone (a restart of ours): again next time. */
-		rmem_close(a->self);
-		a->self = NULL;
-	}
+	rmem_close(a->self);
+	a->self = NULL;
 }
 
 static void *agent_main(void *arg)
@@ -535,6 +531,10 @@ static void *agent_main(void *arg)
 
 	if (period < 50)
 		period = 50;
+	/* The first look at this member's own pieces a grace after start: a
+	 * piece it came back with is replaced a grace after its death at the
+	 * earliest, and a pass at start would find nothing to give. */
+	a->next_give_back = clock_mono_ms() + (a->grace_ms > 1000 ? a->grace_ms : 1000);
 	while (nap(a, period)) {
 		int rc;
 

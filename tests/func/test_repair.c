@@ -332,9 +332,13 @@ static void act_issue(rmem_client *c, const int *dead)
 	rc = rmem_write(c, &ar, 1000, ab + 1000, 5000);
 	ok(rc == 0, "a write to the anonymous region while degraded: %s", rmem_strerror(rc));
 
-	/* aw's client repairs it by itself: a read finds its pieces out, and
-	 * past the grace the next call rebuilds them first. */
+	/* aw's client repairs it by itself: a read and a write find its
+	 * pieces out (a read touches data pieces only), and past the grace
+	 * the next call rebuilds them first. */
 	ok(c3 && reads_back(c3, &aw, awb, MiB, &rc), "aw reads whole, degraded");
+	pattern(awb + 4096, 4096, 24);
+	rc = c3 ? rmem_write(c3, &aw, 4096, awb + 4096, 4096) : -1;
+	ok(rc == 0, "a write to aw, degraded: %s", rmem_strerror(rc));
 	{
 		struct timespec ts = { 0, 600 * 1000 * 1000 };
 
