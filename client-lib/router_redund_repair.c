@@ -125,6 +125,24 @@ static void piece_rec(struct router *cl, uint32_t slot, const struct rmem_region
 	out->state = PIECE_HEALTHY;
 }
 
+/* np (at slot; the record's recp, named) takes piece i's place, in: what
+ * it replaced into *old and *oldslot. */
+static void put_piece(struct router *cl, struct rset *rs, unsigned i,
+		      const struct rmem_region *np, uint32_t slot, const struct cluster_piece *recp,
+		      struct rmem_region *old, uint32_t *oldslot)
+{
+	pthread_mutex_lock(&cl->mu);
+	*old = rs->piece[i];
+	*oldslot = rs->slot[i];
+	rs->piece[i] = *np;
+	rs->slot[i] = slot;
+	rs->state[i] = PIECE_IN;
+	rs->recorded_out &= ~(1u << i);
+	if (recp)
+		rs->recp[i] = *recp;
+	pthread_mutex_unlock(&cl->mu);
+}
+
 /* Piece i made anew and put in place.  lay: the record (named), whose
  * layout_gen + 1 names the new piece. */
 static int repair_one(struct router *cl, struct rset *rs, unsigned i,
@@ -175,15 +193,8 @@ static int repair_one(struct router *cl, struct rset *rs, unsigned i,
 		}
 		return err;
 	}
+	put_piece(cl, rs, i, &np, slot, lay ? &newp : NULL, &old, &oldslot);
 	pthread_mutex_lock(&cl->mu);
-	old = rs->piece[i];
-	oldslot = rs->slot[i];
-	rs->piece[i] = np;
-	rs->slot[i] = slot;
-	rs->state[i] = PIECE_IN;
-	rs->recorded_out &= ~(1u << i);
-	if (lay)
-		rs->recp[i] = newp;
 	cl->repaired_bytes += rs->piece_len;
 	pthread_mutex_unlock(&cl->mu);
 	drop_old(cl, rs, oldslot, &old, lay ? &lay->pieces[i] : NULL, oldname);
@@ -215,15 +226,7 @@ static void follow(struct router *cl, struct rset *rs, unsigned i, const struct 
 	if (rc)
 		return; /* read around it, as before; tried again at the next look */
 	members_tag(&np, slot);
-	pthread_mutex_lock(&cl->mu);
-	old = rs->piece[i];
-	oldslot = rs->slot[i];
-	rs->piece[i] = np;
-	rs->slot[i] = slot;
-	rs->state[i] = PIECE_IN;
-	rs->recp[i] = *p;
-	rs->recorded_out &= ~(1u << i);
-	pthread_mutex_unlock(&cl->mu);
+	put_piece(cl, rs, i, &np, slot, p, &old, &oldslot);
 	/* The old handle closed (its server, if it answers, keeps the piece
 	 * for whoever else holds it). */
 	if (old.reserved[0] >> 32 == CLUSTER_REGION_TAG && members_client(cl, oldslot, &c) == 0)

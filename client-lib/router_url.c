@@ -30,10 +30,12 @@ static int name_ok(const char *s, size_t len)
 	return 1;
 }
 
-/* One "claim_ttl=S" (1..CLUSTER_CLAIM_TTL_MAX_S): 0 and *ttl_s, or -EINVAL. */
-static int parse_ttl(const char *v, size_t len, unsigned *ttl_s)
+/* A decimal number of len bytes at v in [min, max]: 0 and *out, or
+ * -EINVAL. */
+static int parse_num(const char *v, size_t len, unsigned long min, unsigned long max,
+		     unsigned *out)
 {
-	char num[8], *end;
+	char num[12], *end;
 	unsigned long n;
 
 	if (len == 0 || len >= sizeof num || *v < '0' || *v > '9')
@@ -41,9 +43,9 @@ static int parse_ttl(const char *v, size_t len, unsigned *ttl_s)
 	memcpy(num, v, len);
 	num[len] = '\0';
 	n = strtoul(num, &end, 10);
-	if (*end || n < 1 || n > CLUSTER_CLAIM_TTL_MAX_S)
+	if (*end || n < min || n > max)
 		return -EINVAL;
-	*ttl_s = (unsigned)n;
+	*out = (unsigned)n;
 	return 0;
 }
 
@@ -57,23 +59,6 @@ static int parse_red(const char *v, size_t len, unsigned *k, unsigned *r)
 	memcpy(val, v, len);
 	val[len] = '\0';
 	return stripe_parse(val, k, r);
-}
-
-/* "repair_grace_ms=MS" (0..CLUSTER_REPAIR_GRACE_MAX_MS). */
-static int parse_grace(const char *v, size_t len, unsigned *ms)
-{
-	char num[12], *end;
-	unsigned long n;
-
-	if (len == 0 || len >= sizeof num || *v < '0' || *v > '9')
-		return -EINVAL;
-	memcpy(num, v, len);
-	num[len] = '\0';
-	n = strtoul(num, &end, 10);
-	if (*end || n > CLUSTER_REPAIR_GRACE_MAX_MS)
-		return -EINVAL;
-	*ms = (unsigned)n;
-	return 0;
 }
 
 /* The parameters, "&" between them, each at most once: "claim_ttl=S",
@@ -92,7 +77,9 @@ static int parse_query(const char *q, unsigned *ttl_s, unsigned *red_k, unsigned
 		if (len > strlen("claim_ttl=") && !strncmp(q, "claim_ttl=", strlen("claim_ttl=")) &&
 		    !ttl_seen) {
 			ttl_seen = true;
-			err = parse_ttl(q + strlen("claim_ttl="), len - strlen("claim_ttl="), ttl_s);
+			/* "claim_ttl=S", 1..CLUSTER_CLAIM_TTL_MAX_S */
+			err = parse_num(q + strlen("claim_ttl="), len - strlen("claim_ttl="), 1,
+					CLUSTER_CLAIM_TTL_MAX_S, ttl_s);
 		} else if (len > strlen("redundancy=") &&
 			   !strncmp(q, "redundancy=", strlen("redundancy=")) && !red_seen) {
 			red_seen = true;
@@ -101,8 +88,9 @@ static int parse_query(const char *q, unsigned *ttl_s, unsigned *red_k, unsigned
 		} else if (len > strlen("repair_grace_ms=") &&
 			   !strncmp(q, "repair_grace_ms=", strlen("repair_grace_ms=")) && !grace_seen) {
 			grace_seen = true;
-			err = parse_grace(q + strlen("repair_grace_ms="),
-					  len - strlen("repair_grace_ms="), grace_ms);
+			err = parse_num(q + strlen("repair_grace_ms="),
+					len - strlen("repair_grace_ms="), 0, CLUSTER_REPAIR_GRACE_MAX_MS,
+					grace_ms);
 		}
 		if (err)
 			return err;
