@@ -20,7 +20,7 @@ UNITDIR    ?= /lib/systemd/system
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 DESTDIR    ?=
 
-VERSION    := 1.3.0
+VERSION    := 1.4.0
 SOMAJOR    := 1
 
 CC         ?= cc
@@ -159,6 +159,8 @@ CLUSTER_HELPERS += $(B)/tests/test_cluster_tenants
 CLUSTER_HELPERS += $(B)/tests/hostile_cluster
 # ...and redundant regions, by tests/func/test_redundancy.sh.
 CLUSTER_HELPERS += $(B)/tests/test_redundancy
+# ...and their repair (rmem_repair, rmemd's agent), by tests/func/test_repair.sh.
+CLUSTER_HELPERS += $(B)/tests/test_repair
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # clients those tests run against the installed rmemd.
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
@@ -233,8 +235,12 @@ $(B)/rmemd.service: systemd/rmemd.service
 	@mkdir -p $(B)
 	@sed 's|@SBINDIR@|$(SBINDIR)|' $< > $@
 
-$(B)/rmemd: $(DAEMON_OBJS) $(ETCD_LIB) $(COMMON_LIB)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(DAEMON_LIBS) $(ETCD_LIBS)
+# The repair agent (daemon/repair_agent.c) is a client of the other members
+# as any program is: rmem.h and librmem.a (whose internals are local to its
+# one object, so they meet none of the daemon's).
+$(B)/d/daemon/repair_agent.o: DAEMON_INC += -Iclient-lib/include
+$(B)/rmemd: $(DAEMON_OBJS) $(B)/librmem.a $(ETCD_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(DAEMON_LIBS) $(LIB_LIBS)
 
 # rmemctl uses the public library, and for `cluster` the internal etcd
 # client and record codec (libetcd.a, libcommon.a): it reads etcd itself.
@@ -686,7 +692,7 @@ HOST_TESTS += tests/unit/test_layers.sh
 HOST_TESTS += tests/unit/test_map.sh
 HOST_TESTS += tests/unit/test_rawcall.py
 HOST_TESTS += tests/func/test_starter.py
-HOST_TESTS += tests/func/test_redundancy.sh
+HOST_TESTS += tests/func/test_redundancy.sh tests/func/test_repair.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
 HOST_TESTS += tests/func/test_etcd_client.sh
 HOST_TESTS += tests/python/test_python.sh

@@ -136,6 +136,13 @@ int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int timeout_
 }
 
 /* A cluster client waits on many servers' streams: no one descriptor (yet). */
+int rmem_repair(rmem_client *c, const struct rmem_region *r)
+{
+	if (!c || !r)
+		return -EINVAL;
+	return CL(c) ? CLUSTER_CALL(c, router_repair(c->router, r)) : -EOPNOTSUPP;
+}
+
 int rmem_fd(rmem_client *c)
 {
 	if (!c)

@@ -91,7 +91,8 @@ int router_connect(const char *url, const struct rmem_opts *o, struct router **o
 	pthread_mutex_init(&cl->names_mu, NULL);
 	pthread_mutex_init(&cl->reg_mu, NULL);
 	err = router_url_parse(url, cl->etcd_list, sizeof cl->etcd_list, cl->name,
-				sizeof cl->name, &cl->claim_ttl_s, &cl->red_k, &cl->red_r);
+				sizeof cl->name, &cl->claim_ttl_s, &cl->red_k, &cl->red_r,
+				&cl->repair_grace_ms);
 	if (!err)
 		err = keep_opts(cl, o);
 	if (!err)
@@ -265,6 +266,11 @@ int router_faa(struct router *cl, const struct rmem_region *r, uint64_t off, uin
 	err = region_client(cl, r, &c, &slot);
 
 	return err ? err : members_err(cl, slot, single_faa(c, r, off, add, old));
+}
+
+int router_repair(struct router *cl, const struct rmem_region *r)
+{
+	return redund_is(r) ? redund_repair(cl, r) : -EINVAL;
 }
 
 /* ---- calls on every server ------------------------------------------------------- */

@@ -48,6 +48,7 @@ int router_faa(struct router *cl, const struct rmem_region *r, uint64_t off, uin
 int router_register_buf(struct router *cl, void *buf, size_t len);
 int router_unregister_buf(struct router *cl, void *buf);
 int router_stats(struct router *cl, struct rmem_stats *out);
+int router_repair(struct router *cl, const struct rmem_region *r);
 
 /* router_poll.c */
 int router_post_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,

@@ -51,6 +51,11 @@
  * third of it while its creator works (router_names.c); the URL's
  * "?claim_ttl=S" sets it, up to the maximum. */
 #define CLUSTER_CLAIM_TTL_S 30
+/* How long a piece of a redundant region this client may write stays out
+ * before its next call repairs the region ("?repair_grace_ms=MS"; 0:
+ * never by itself), as rmemd's cluster.repair_grace_ms by default. */
+#define CLUSTER_REPAIR_GRACE_MS     30000u
+#define CLUSTER_REPAIR_GRACE_MAX_MS 86400000u
 #define CLUSTER_CLAIM_TTL_MAX_S 3600
 /* Anonymous clients' namespace in /rmem/<cluster>/names/: '@' is never
  * part of a tenant's name (rmemd.conf(5): A-Z a-z 0-9 _ . -). */
@@ -118,8 +123,9 @@ struct router {
 	unsigned cur;
 	rmem_client **retired, **draining;
 	size_t nretired, ndraining;
-	/* Redundancy asked for (router_redund.c): K+R, 0 when not. */
-	unsigned red_k, red_r;
+	/* Redundancy asked for (router_redund.c): K+R, 0 when not; how long
+	 * a piece stays out before a call repairs its region. */
+	unsigned red_k, red_r, repair_grace_ms;
 	/* Redundant regions: a handle names its index here (under mu; an
 	 * entry is freed only by rmem_free, which the application does not
 	 * race with calls on the same region). */
@@ -132,16 +138,19 @@ struct router {
 	 * trimmed) and faulted in again, page by page, by the next. */
 	unsigned char *red_scratch;
 	size_t red_scratch_len;
+	/* Bytes of pieces repair rebuilt (router_redund_repair.c; under mu). */
+	uint64_t repaired_bytes;
 };
 
 /* ---- router_url.c ------------------------------------------------------------- */
 
-/* "etcd://H:P[,H:P...]/NAME[?claim_ttl=S][&redundancy=K+R]" ->
- * "http://H:P,http://H:P", NAME (default "rmem" when there is no path), S
- * (default CLUSTER_CLAIM_TTL_S) and K, R (0, 0 without redundancy).
- * 0 or -EINVAL. */
+/* "etcd://H:P[,H:P...]/NAME[?claim_ttl=S][&redundancy=K+R][&repair_grace_ms=MS]"
+ * -> "http://H:P,http://H:P", NAME (default "rmem" when there is no path), S
+ * (default CLUSTER_CLAIM_TTL_S), K, R (0, 0 without redundancy) and MS
+ * (default CLUSTER_REPAIR_GRACE_MS).  0 or -EINVAL. */
 int router_url_parse(const char *url, char *list, size_t list_len, char *name,
-		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r);
+		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r,
+		      unsigned *grace_ms);
 
 /* ---- router_members.c ----------------------------------------------------------- */
 
@@ -218,12 +227,25 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
  * than K, -ENOENT when more than R are unknown to their servers.  unlink
  * unlinks every piece whose server answers. */
 struct cluster_layout;
-/* How a named region's rset tells its record that pieces (bits of mask)
- * are out (router_names.c's names_mark_out). */
-typedef int (*redund_mark_fn)(struct router *cl, const char *name, uint32_t mask);
+struct cluster_piece;
+/* How a named region's rset reaches its record (router_names.c's, handed
+ * down: the redundant modules never call up).  mark: pieces (bits of mask)
+ * are out.  read: the record as it is now.  swap: piece i of the record,
+ * still *old, becomes *new (healthy), layout_gen past new->made; -ESTALE
+ * when piece i is no longer *old (someone else repaired it). */
+struct redund_record_ops {
+	int (*mark)(struct router *cl, const char *name, uint32_t mask);
+	int (*read)(struct router *cl, const char *name, struct cluster_layout *lay);
+	int (*swap)(struct router *cl, const char *name, unsigned i,
+		    const struct cluster_piece *old, const struct cluster_piece *new);
+	/* A repair of name begins (on) or ends: said in etcd for rmemctl,
+	 * under the lease of the writer key hold (the handle's release_arg),
+	 * so that a repairer's death says it ended. */
+	void (*repairing)(struct router *cl, const char *name, void *hold, bool on);
+};
 /* What rmem_free (or rmem_close) of the handle gives back: its writer key. */
 typedef void (*redund_release_fn)(struct router *cl, void *arg);
-void redund_named(struct rset *rs, const char *name, redund_mark_fn mark,
+void redund_named(struct rset *rs, const char *name, const struct redund_record_ops *ops,
 		  redund_release_fn release, void *arg);
 int redund_create(struct router *cl, const char *name, uint64_t size,
 		  struct cluster_layout *lay, struct rset **out);
@@ -233,6 +255,14 @@ int redund_open(struct router *cl, const char *name, const struct cluster_layout
 		uint32_t access, struct rset **rsp);
 int redund_unlink(struct router *cl, const char *name, const struct cluster_layout *lay,
 		  uint32_t flags);
+/* Repair (router_redund_repair.c): every piece of r that is out (or not
+ * healthy in its record) rebuilt from K others onto a server holding no
+ * piece of r, and put in its place (in the record first, for a named
+ * one).  Needs the write right (the writer key, for a named one): writes
+ * wait meanwhile.  0 when every piece is in; -EHOSTDOWN with fewer than K
+ * in, -ENOSPC with no server to take a piece, -EACCES without RMEM_WRITE,
+ * -ESTALE when another repaired the record meanwhile (open it again). */
+int redund_repair(struct router *cl, const struct rmem_region *r);
 /* Frees every redundant region's bookkeeping (not its pieces: the
  * servers free a closed session's regions). */
 void redund_fini(struct router *cl);

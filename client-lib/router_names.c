@@ -310,6 +310,68 @@ static int names_mark_out(struct router *cl, const char *name, uint32_t mask)
 	return err ? err : -EAGAIN;
 }
 
+/* The layout record of name as it is now: 0, -ENOENT (none, or not a
+ * redundant one), or etcd's error. */
+static int names_read_layout(struct router *cl, const char *name, struct cluster_layout *lay)
+{
+	struct cluster_name rec;
+	char key[KEY_MAX];
+	bool is_lay = false;
+	int64_t mod;
+	size_t len;
+	int err = name_key(cl, name, key, &len);
+
+	if (!err)
+		err = read_name(cl, key, len, &rec, &mod, lay, &is_lay);
+	return !err && !is_lay ? -ENOENT : err;
+}
+
+static bool same_piece(const struct cluster_piece *a, const struct cluster_piece *b)
+{
+	return !strcmp(a->server, b->server) && a->region == b->region &&
+	       a->generation == b->generation && a->made == b->made;
+}
+
+/* Repair's commit: piece i, still *old in the record, becomes *new,
+ * healthy, by a txn over the record as read (read again when it changed
+ * meanwhile: a writer marking other pieces out is no conflict).  0,
+ * -ESTALE (piece i is no longer *old), -ENOENT, or etcd's error. */
+static int names_swap(struct router *cl, const char *name, unsigned i,
+		      const struct cluster_piece *old, const struct cluster_piece *new)
+{
+	char key[KEY_MAX];
+	size_t len;
+	int err = name_key(cl, name, key, &len);
+
+	for (int tries = 0; !err && tries < 5; tries++) {
+		struct cluster_layout lay;
+		struct cluster_name rec;
+		bool is_lay;
+		char *value = NULL;
+		int64_t mod;
+
+		err = read_name(cl, key, len, &rec, &mod, &lay, &is_lay);
+		if (!err && !is_lay)
+			err = -ENOENT;
+		if (!err && (i >= lay.k + lay.r || !same_piece(&lay.pieces[i], old)))
+			err = -ESTALE;
+		if (err)
+			break;
+		lay.pieces[i] = *new;
+		lay.pieces[i].state = PIECE_HEALTHY;
+		lay.layout_gen = (lay.layout_gen > new->made ? lay.layout_gen : new->made) + 1;
+		err = cluster_layout_encode(&lay, &value);
+		if (!err)
+			err = write_value(cl, key, len, value, mod);
+		free(value);
+		if (err != -EEXIST)
+			return err;
+		err = 0; /* rewritten since we read it: read again */
+	}
+	return err ? err : -EAGAIN;
+}
+
+
 /* One writer per redundant region (docs/architecture.md, "Redundancy",
  * writer rule): /rmem/<cluster>/writers/<tenant>/<name>, made if absent
  * under a lease of claim_ttl_s that a keeper renews while the handle
@@ -368,6 +430,34 @@ static int writer_take(struct router *cl, const char *name, struct writer_hold *
 	return 0;
 }
 
+/* /rmem/<cluster>/repairing/<tenant>/<name> while a repair of name runs
+ * (rmemctl cluster redundant's "repairing"), under the writer key's lease:
+ * a repairer that dies takes it along. */
+static void names_repairing(struct router *cl, const char *name, void *hold, bool on)
+{
+	struct writer_hold *h = hold;
+	char key[KEY_MAX];
+	int64_t deleted;
+	int k = snprintf(key, sizeof key, "/rmem/%s/repairing/%s/%s", cl->name,
+			 cl->tenant ? cl->tenant : CLUSTER_ANON_TENANT, name);
+
+	if (!h || k < 0 || k >= (int)sizeof key)
+		return;
+	pthread_mutex_lock(&cl->names_mu);
+	if (on)
+		(void)etcd_put(cl->names_etcd, key, (size_t)k, "1", 1, h->lease);
+	else
+		(void)etcd_delete(cl->names_etcd, key, (size_t)k, false, &deleted);
+	pthread_mutex_unlock(&cl->names_mu);
+}
+
+static const struct redund_record_ops record_ops = {
+	.mark = names_mark_out,
+	.read = names_read_layout,
+	.swap = names_swap,
+	.repairing = names_repairing,
+};
+
 /* Steps 2 and 3 for a redundant region: its K+R pieces, then its layout
  * as the record, over the claim made at rev. */
 static int create_redundant(struct router *cl, const char *name, const char *key, size_t len,
@@ -397,7 +487,7 @@ static int create_redundant(struct router *cl, const char *name, const char *key
 		writer_release(cl, hold);
 		return err;
 	}
-	redund_named(rs, name, names_mark_out, writer_release, hold);
+	redund_named(rs, name, &record_ops, writer_release, hold);
 	return redund_enter(cl, rs, RMEM_READ | RMEM_WRITE, out);
 }
 
@@ -543,7 +633,7 @@ int router_open(struct router *cl, const char *name, uint32_t access, struct rme
 		if (!err)
 			err = redund_open(cl, name, &at.lay, access, &rs);
 		if (!err) {
-			redund_named(rs, name, names_mark_out, hold ? writer_release : NULL, hold);
+			redund_named(rs, name, &record_ops, hold ? writer_release : NULL, hold);
 			return redund_enter(cl, rs, access, out);
 		}
 		if (hold)

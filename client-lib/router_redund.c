@@ -28,12 +28,9 @@
 #include "router.h"
 #include "router_int.h"
 #include "router_redund.h"
+#include "clock.h"
 #include "single.h"
 #include "stripe.h"
-
-/* Piece bytes handled at once per piece: bounds the scratch memory of a
- * large read or write (K+R+2 buffers of this) whatever its length. */
-#define REDUND_SEG (256u * 1024)
 
 int redund_is(const struct rmem_region *r)
 {
@@ -123,9 +120,7 @@ static int piece_io(struct router *cl, struct rset *rs, unsigned i, bool write, 
 				  write ? single_write(c, &rs->piece[i], off, buf, len) :
 					  single_read(c, &rs->piece[i], off, buf, len));
 	if (err == -EHOSTDOWN || err == -ETIMEDOUT || err == -ECONNABORTED) {
-		pthread_mutex_lock(&cl->mu);
-		rs->state[i] = PIECE_OUT;
-		pthread_mutex_unlock(&cl->mu);
+		redund_piece_out(cl, rs, i);
 		err = -EHOSTDOWN;
 	}
 	return err;
@@ -141,10 +136,17 @@ struct piece_call {
 	int err; /* as piece_io()'s */
 };
 
-static void piece_out(struct router *cl, struct rset *rs, unsigned i)
+void redund_piece_out_locked(struct rset *rs, unsigned i)
+{
+	if (rs->state[i] == PIECE_IN)
+		rs->out_ms[i] = clock_mono_ms();
+	rs->state[i] = PIECE_OUT;
+}
+
+void redund_piece_out(struct router *cl, struct rset *rs, unsigned i)
 {
 	pthread_mutex_lock(&cl->mu);
-	rs->state[i] = PIECE_OUT;
+	redund_piece_out_locked(rs, i);
 	pthread_mutex_unlock(&cl->mu);
 }
 
@@ -199,7 +201,7 @@ static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc,
 			continue;
 		if (err == -ETIMEDOUT || err == -ECONNABORTED) {
 			/* Already waited out: not a second time. */
-			piece_out(cl, rs, pc[x].i);
+			redund_piece_out(cl, rs, pc[x].i);
 			pc[x].err = -EHOSTDOWN;
 			continue;
 		}
@@ -209,7 +211,7 @@ static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc,
 
 /* Piece want's bytes [off, off+len) rebuilt from any K pieces in, into
  * out (len <= REDUND_SEG).  -EHOSTDOWN with fewer than K in. */
-static int piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint64_t off,
+int redund_piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint64_t off,
 			 size_t len, unsigned char *out)
 {
 	unsigned char *in[STRIPE_K_MAX] = { NULL };
@@ -266,7 +268,7 @@ static int piece_get(struct router *cl, struct rset *rs, unsigned j, uint64_t of
 		pthread_mutex_lock(&rs->wmu);
 		*locked = true;
 	}
-	return piece_rebuild(cl, rs, j, off, len, out);
+	return redund_piece_rebuild(cl, rs, j, off, len, out);
 }
 
 /* ---- mapping: the region's bytes of one data piece ------------------------------------ */
@@ -331,6 +333,16 @@ static int check_range(const struct rset *rs, uint64_t off, const void *buf, siz
 	return 0;
 }
 
+/* Pieces in now. */
+static unsigned pieces_in(struct router *cl, struct rset *rs)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < rs->n; i++)
+		n += piece_in(cl, rs, i);
+	return n;
+}
+
 int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
 		size_t len)
 {
@@ -344,6 +356,14 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 
 	if (!err)
 		err = check_range(rs, off, buf, len);
+	/* Degraded: a repair elsewhere may have moved the lost pieces, or it
+	 * is time this client repaired a region it may write. */
+	if (!err && pieces_in(cl, rs) < rs->n) {
+		pthread_mutex_lock(&rs->wmu);
+		redund_refresh(cl, rs);
+		redund_repair_due(cl, rs);
+		pthread_mutex_unlock(&rs->wmu);
+	}
 	if (!err)
 		k = rs->code.k;
 	for (unsigned j = 0; !err && j < k; j++)
@@ -386,7 +406,7 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 					pthread_mutex_lock(&rs->wmu);
 					locked = true;
 				}
-				err = piece_rebuild(cl, rs, pc[x].i, pc[x].off, pc[x].len, pc[x].buf);
+				err = redund_piece_rebuild(cl, rs, pc[x].i, pc[x].off, pc[x].len, pc[x].buf);
 			}
 			if (!err)
 				piece_copy(rs, pc[x].i, pc[x].off, pc[x].off + pc[x].len, pc[x].buf, buf,
@@ -398,16 +418,6 @@ out:
 		pthread_mutex_unlock(&rs->wmu);
 	scratch_give(cl, block, k);
 	return err;
-}
-
-/* Pieces in now. */
-static unsigned pieces_in(struct router *cl, struct rset *rs)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < rs->n; i++)
-		n += piece_in(cl, rs, i);
-	return n;
 }
 
 /* One segment of one data piece: [p0, p1) of piece j from buf. */
@@ -463,14 +473,14 @@ static int record_out(struct router *cl, struct rset *rs)
 	uint32_t mask = 0;
 	int err;
 
-	if (!rs->mark)
+	if (!rs->rec)
 		return 0;
 	for (unsigned i = 0; i < rs->n; i++)
 		if (!piece_in(cl, rs, i) && !(rs->recorded_out & (1u << i)))
 			mask |= 1u << i;
 	if (!mask)
 		return 0;
-	err = rs->mark(cl, rs->name, mask);
+	err = rs->rec->mark(cl, rs->name, mask);
 	if (!err)
 		rs->recorded_out |= mask;
 	return err;
@@ -555,6 +565,8 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 	fs = (off + W - 1) / W * W;
 	fe = end / W * W;
 	pthread_mutex_lock(&rs->wmu);
+	if (!err && pieces_in(cl, rs) < rs->n)
+		redund_repair_due(cl, rs);
 	if (!err && fe > fs) {
 		err = write_delta(cl, rs, off, fs, buf, off, scratch);
 		if (!err)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "router_int.h"
+#include "cluster_layout.h"
 #include "stripe.h"
 
 enum piece_state { PIECE_IN, PIECE_OUT };
@@ -27,18 +28,58 @@ struct rset {
 	struct rmem_region piece[STRIPE_N_MAX]; /* tagged with their slot */
 	uint32_t slot[STRIPE_N_MAX];
 	uint8_t state[STRIPE_N_MAX];            /* under the router's mu */
+	int64_t out_ms[STRIPE_N_MAX];           /* when each went out (mu) */
+	int64_t auto_ms;                        /* the last repair a call made (wmu) */
 	bool named;                             /* a free closes handles, frees nothing */
 	/* A named one's record: which pieces it already says are not
 	 * healthy, and how to tell it of more (router_names.c's, given
 	 * through redund_named: this file never calls up). */
 	char name[RMEM_NAME_MAX + 1];
 	uint32_t recorded_out;
-	redund_mark_fn mark;
+	const struct redund_record_ops *rec; /* NULL: anonymous */
+	/* A named one's: each piece as the record named it when this handle
+	 * took it (a repair elsewhere moves it: redund_refresh), the access
+	 * new pieces are opened with, when the record was last looked at. */
+	struct cluster_piece recp[STRIPE_N_MAX];
+	uint32_t access;
+	int64_t refreshed_ms;
 	redund_release_fn release; /* the writer key, when this handle holds it */
 	void *release_arg;
 };
 
 /* The region r's handle names: 0 and *out, or -EINVAL (not one, or freed). */
 int redund_rset_of(struct router *cl, const struct rmem_region *r, struct rset **out);
+
+/* Piece i (len <= REDUND_SEG bytes at off) rebuilt from K pieces in, into
+ * out; -EHOSTDOWN with fewer than K.  Under rs->wmu. */
+int redund_piece_rebuild(struct router *cl, struct rset *rs, unsigned i, uint64_t off,
+			 size_t len, unsigned char *out);
+/* Piece i is out for good (its server lost, or it missed a write); under
+ * the router's mu for the second. */
+void redund_piece_out(struct router *cl, struct rset *rs, unsigned i);
+void redund_piece_out_locked(struct rset *rs, unsigned i);
+/* Repair with rs->wmu held (redund_repair's work). */
+int redund_repair_locked(struct router *cl, struct rset *rs);
+/* A call on a region this client may write repairs it first once a piece
+ * has been out for the router's repair_grace_ms (at most once a grace):
+ * the call that does is slower by the repair.  Under wmu. */
+void redund_repair_due(struct router *cl, struct rset *rs);
+/* Piece i on a server none of tried (bits by slot) has, into *piece and
+ * *slot; named pname when not NULL: 0, -ENOSPC, or the call's error. */
+int redund_place(struct router *cl, struct rset *rs, uint64_t *tried, const char *pname,
+		 struct rmem_region *piece, uint32_t *slot);
+/* Piece p's server: its slot, if that server is in the set and of the
+ * piece's generation; -EHOSTDOWN (it lost the piece), -ENOENT. */
+int redund_piece_slot(struct router *cl, const struct cluster_piece *p, uint32_t *slot);
+/* A named region's handle catching up with its record, at most once a
+ * second (router_redund_repair.c): pieces a repair elsewhere moved are
+ * opened where they are now; pieces it calls stale are out.  Under wmu. */
+void redund_refresh(struct router *cl, struct rset *rs);
+/* "<name>~<made>.<i>": 0, or -ENAMETOOLONG. */
+int redund_piece_name(const char *name, uint64_t made, unsigned i, char *out);
+
+/* Piece bytes handled at once per piece: bounds the scratch memory of a
+ * large read, write or repair whatever its length. */
+#define REDUND_SEG (256u * 1024)
 
 #endif /* RMEM_ROUTER_REDUND_H */

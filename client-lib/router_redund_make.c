@@ -18,6 +18,7 @@
 #include "router.h"
 #include "router_int.h"
 #include "router_redund.h"
+#include "clock.h"
 #include "cluster_layout.h"
 #include "single.h"
 #include "stripe.h"
@@ -38,18 +39,15 @@ static void pieces_free(struct router *cl, struct rset *rs, unsigned n)
 	}
 }
 
-/* A piece's name on its server: 0, or -ENAMETOOLONG. */
-static int piece_name(const char *name, uint64_t gen, unsigned i, char *out)
+int redund_piece_name(const char *name, uint64_t made, unsigned i, char *out)
 {
-	int n = snprintf(out, RMEM_NAME_MAX + 1, "%s~%llu.%u", name, (unsigned long long)gen, i);
+	int n = snprintf(out, RMEM_NAME_MAX + 1, "%s~%llu.%u", name, (unsigned long long)made, i);
 
 	return n < 0 || n > RMEM_NAME_MAX ? -ENAMETOOLONG : 0;
 }
 
-/* Piece i on a server holding none of the others (tried has them); named
- * "pname" when not NULL (then a name left there is -EEXIST: the next). */
-static int piece_place(struct router *cl, struct rset *rs, unsigned i, uint64_t *tried,
-		       const char *pname)
+int redund_place(struct router *cl, struct rset *rs, uint64_t *tried, const char *pname,
+		 struct rmem_region *piece, uint32_t *slotp)
 {
 	int last = -ENOSPC;
 	uint32_t slot;
@@ -62,15 +60,16 @@ static int piece_place(struct router *cl, struct rset *rs, unsigned i, uint64_t 
 		err = members_client(cl, slot, &c);
 		if (!err)
 			err = members_err(cl, slot,
-					  pname ? single_create(c, pname, rs->piece_len, 0, &rs->piece[i]) :
-						  single_alloc(c, rs->piece_len, 0, &rs->piece[i]));
+					  pname ? single_create(c, pname, rs->piece_len, 0, piece) :
+						  single_alloc(c, rs->piece_len, 0, piece));
 		members_placed(cl, slot, rs->piece_len, err);
 		if (!err) {
-			members_tag(&rs->piece[i], slot);
-			rs->slot[i] = slot;
-			rs->state[i] = PIECE_IN;
+			members_tag(piece, slot);
+			*slotp = slot;
 			return 0;
 		}
+		/* A name left there (-EEXIST: a repair that died before its
+		 * record) is that server's to give back: the next one. */
 		if (err != -ENOMEM && err != -EHOSTDOWN && err != -EDQUOT && err != -EEXIST)
 			return err;
 		if (err == -EDQUOT)
@@ -79,6 +78,17 @@ static int piece_place(struct router *cl, struct rset *rs, unsigned i, uint64_t 
 	/* Too few servers (present, or able to hold a piece): -ENOSPC, not
 	 * -ENOMEM, since memory need not be what is short. */
 	return last;
+}
+
+/* Piece i on a server holding none of the others (tried has them). */
+static int piece_place(struct router *cl, struct rset *rs, unsigned i, uint64_t *tried,
+		       const char *pname)
+{
+	int err = redund_place(cl, rs, tried, pname, &rs->piece[i], &rs->slot[i]);
+
+	if (!err)
+		rs->state[i] = PIECE_IN;
+	return err;
 }
 
 /* Enters rs in the table: 0 and its index, or -ENOMEM. */
@@ -228,7 +238,7 @@ static void pieces_unlink(struct router *cl, struct rset *rs, const char *name, 
 	for (unsigned i = 0; i < n; i++) {
 		rmem_client *c;
 
-		if (piece_name(name, 1, i, pname) == 0 && members_client(cl, rs->slot[i], &c) == 0 &&
+		if (redund_piece_name(name, 1, i, pname) == 0 && members_client(cl, rs->slot[i], &c) == 0 &&
 		    single_unlink2(c, pname, RMEM_UNLINK_REVOKE) == 0)
 			members_placed(cl, rs->slot[i], rs->piece_len, 1);
 	}
@@ -241,7 +251,7 @@ int redund_create(struct router *cl, const char *name, uint64_t size,
 	char pname[RMEM_NAME_MAX + 1];
 	unsigned placed = 0;
 	struct rset *rs;
-	int err = piece_name(name, 1, STRIPE_N_MAX, pname);
+	int err = redund_piece_name(name, 1, STRIPE_N_MAX, pname);
 
 	*out = NULL;
 	if (err)
@@ -249,8 +259,10 @@ int redund_create(struct router *cl, const char *name, uint64_t size,
 	if (members_present(cl) < cl->red_k + cl->red_r)
 		return -ENOSPC;
 	rs = rset_new(cl, cl->red_k, cl->red_r, size, &err);
+	if (rs)
+		rs->access = RMEM_READ | RMEM_WRITE;
 	while (!err && placed < rs->n) {
-		err = piece_name(name, 1, placed, pname);
+		err = redund_piece_name(name, 1, placed, pname);
 		if (!err)
 			err = piece_place(cl, rs, placed, tried, pname);
 		if (!err)
@@ -277,6 +289,7 @@ int redund_create(struct router *cl, const char *name, uint64_t size,
 		lay->pieces[i].region = rs->piece[i].id;
 		lay->pieces[i].made = 1;
 		lay->pieces[i].state = PIECE_HEALTHY;
+		rs->recp[i] = lay->pieces[i];
 	}
 	pthread_mutex_unlock(&cl->mu);
 	*out = rs;
@@ -289,11 +302,11 @@ void redund_create_undo(struct router *cl, const char *name, struct rset *rs)
 	rset_free(rs);
 }
 
-void redund_named(struct rset *rs, const char *name, redund_mark_fn mark,
+void redund_named(struct rset *rs, const char *name, const struct redund_record_ops *ops,
 		  redund_release_fn release, void *arg)
 {
 	snprintf(rs->name, sizeof rs->name, "%s", name);
-	rs->mark = mark;
+	rs->rec = ops;
 	rs->release = release;
 	rs->release_arg = arg;
 }
@@ -314,9 +327,7 @@ int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem
 	return 0;
 }
 
-/* Piece i of lay on its server: its slot, if that server is in the set
- * and of the piece's generation (else it lost the piece). */
-static int piece_slot(struct router *cl, const struct cluster_piece *p, uint32_t *slot)
+int redund_piece_slot(struct router *cl, const struct cluster_piece *p, uint32_t *slot)
 {
 	int err = members_find(cl, p->server, slot);
 
@@ -343,17 +354,20 @@ int redund_open(struct router *cl, const char *name, const struct cluster_layout
 	rs = rset_new(cl, lay->k, lay->r, lay->size, &err);
 	if (err)
 		return err == -EINVAL ? -EPROTO : err;
+	rs->access = access;
+	memcpy(rs->recp, lay->pieces, rs->n * sizeof(rs->recp[0]));
 	for (unsigned i = 0; i < rs->n && !err; i++) {
 		rmem_client *c;
 		int rc = lay->pieces[i].state == PIECE_HEALTHY ? 0 : -EHOSTDOWN;
 
 		rs->state[i] = PIECE_OUT;
+		rs->out_ms[i] = clock_mono_ms(); /* not opened: out since now */
 		if (rc)
 			rs->recorded_out |= 1u << i;
 		if (!rc)
-			rc = piece_name(name, lay->pieces[i].made, i, pname);
+			rc = redund_piece_name(name, lay->pieces[i].made, i, pname);
 		if (!rc)
-			rc = piece_slot(cl, &lay->pieces[i], &rs->slot[i]);
+			rc = redund_piece_slot(cl, &lay->pieces[i], &rs->slot[i]);
 		if (!rc)
 			rc = members_client(cl, rs->slot[i], &c);
 		if (!rc)
@@ -390,10 +404,10 @@ int redund_unlink(struct router *cl, const char *name, const struct cluster_layo
 	for (unsigned i = 0; i < lay->k + lay->r; i++) {
 		rmem_client *c;
 		uint32_t slot;
-		int rc = piece_name(name, lay->pieces[i].made, i, pname);
+		int rc = redund_piece_name(name, lay->pieces[i].made, i, pname);
 
 		if (!rc)
-			rc = piece_slot(cl, &lay->pieces[i], &slot);
+			rc = redund_piece_slot(cl, &lay->pieces[i], &slot);
 		if (!rc)
 			rc = members_client(cl, slot, &c);
 		if (!rc)

@@ -30,10 +30,12 @@ static int name_ok(const char *s, size_t len)
 	return 1;
 }
 
-/* One "claim_ttl=S" (1..CLUSTER_CLAIM_TTL_MAX_S): 0 and *ttl_s, or -EINVAL. */
-static int parse_ttl(const char *v, size_t len, unsigned *ttl_s)
+/* A decimal number of len bytes at v in [min, max]: 0 and *out, or
+ * -EINVAL. */
+static int parse_num(const char *v, size_t len, unsigned long min, unsigned long max,
+		     unsigned *out)
 {
-	char num[8], *end;
+	char num[12], *end;
 	unsigned long n;
 
 	if (len == 0 || len >= sizeof num || *v < '0' || *v > '9')
@@ -41,9 +43,9 @@ static int parse_ttl(const char *v, size_t len, unsigned *ttl_s)
 	memcpy(num, v, len);
 	num[len] = '\0';
 	n = strtoul(num, &end, 10);
-	if (*end || n < 1 || n > CLUSTER_CLAIM_TTL_MAX_S)
+	if (*end || n < min || n > max)
 		return -EINVAL;
-	*ttl_s = (unsigned)n;
+	*out = (unsigned)n;
 	return 0;
 }
 
@@ -60,10 +62,12 @@ static int parse_red(const char *v, size_t len, unsigned *k, unsigned *r)
 }
 
 /* The parameters, "&" between them, each at most once: "claim_ttl=S",
- * "redundancy=K+R".  0, or -EINVAL for any other, or a repeated one. */
-static int parse_query(const char *q, unsigned *ttl_s, unsigned *red_k, unsigned *red_r)
+ * "redundancy=K+R", "repair_grace_ms=MS".  0, or -EINVAL for any other, or
+ * a repeated one. */
+static int parse_query(const char *q, unsigned *ttl_s, unsigned *red_k, unsigned *red_r,
+		       unsigned *grace_ms)
 {
-	bool ttl_seen = false, red_seen = false;
+	bool ttl_seen = false, red_seen = false, grace_seen = false;
 
 	for (;;) {
 		const char *amp = strchr(q, '&');
@@ -73,12 +77,20 @@ static int parse_query(const char *q, unsigned *ttl_s, unsigned *red_k, unsigned
 		if (len > strlen("claim_ttl=") && !strncmp(q, "claim_ttl=", strlen("claim_ttl=")) &&
 		    !ttl_seen) {
 			ttl_seen = true;
-			err = parse_ttl(q + strlen("claim_ttl="), len - strlen("claim_ttl="), ttl_s);
+			/* "claim_ttl=S", 1..CLUSTER_CLAIM_TTL_MAX_S */
+			err = parse_num(q + strlen("claim_ttl="), len - strlen("claim_ttl="), 1,
+					CLUSTER_CLAIM_TTL_MAX_S, ttl_s);
 		} else if (len > strlen("redundancy=") &&
 			   !strncmp(q, "redundancy=", strlen("redundancy=")) && !red_seen) {
 			red_seen = true;
 			err = parse_red(q + strlen("redundancy="), len - strlen("redundancy="), red_k,
 					red_r);
+		} else if (len > strlen("repair_grace_ms=") &&
+			   !strncmp(q, "repair_grace_ms=", strlen("repair_grace_ms=")) && !grace_seen) {
+			grace_seen = true;
+			err = parse_num(q + strlen("repair_grace_ms="),
+					len - strlen("repair_grace_ms="), 0, CLUSTER_REPAIR_GRACE_MAX_MS,
+					grace_ms);
 		}
 		if (err)
 			return err;
@@ -89,7 +101,8 @@ static int parse_query(const char *q, unsigned *ttl_s, unsigned *red_k, unsigned
 }
 
 int router_url_parse(const char *url, char *list, size_t list_len, char *name,
-		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r)
+		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r,
+		      unsigned *grace_ms)
 {
 	const char *hosts, *slash, *p, *query;
 	size_t hlen, nlen, out = 0;
@@ -97,11 +110,12 @@ int router_url_parse(const char *url, char *list, size_t list_len, char *name,
 
 	*claim_ttl_s = CLUSTER_CLAIM_TTL_S;
 	*red_k = *red_r = 0;
+	*grace_ms = CLUSTER_REPAIR_GRACE_MS;
 	if (!url || strncmp(url, CLUSTER_SCHEME, strlen(CLUSTER_SCHEME)))
 		return -EINVAL;
 	hosts = url + strlen(CLUSTER_SCHEME);
 	query = strchr(hosts, '?');
-	if (query && parse_query(query + 1, claim_ttl_s, red_k, red_r) < 0)
+	if (query && parse_query(query + 1, claim_ttl_s, red_k, red_r, grace_ms) < 0)
 		return -EINVAL;
 	slash = memchr(hosts, '/', query ? (size_t)(query - hosts) : strlen(hosts));
 	hlen = slash ? (size_t)(slash - hosts) : query ? (size_t)(query - hosts) : strlen(hosts);

@@ -124,6 +124,9 @@ static const struct key_desc cluster_keys[] = {
 	  .def = "" },
 	{ .name = "lease_ms", .kind = KIND_U32, FIELD(struct config, cluster_lease_ms),
 	  .min = 1000, .max = 600000, .def = "3000" },
+	{ .name = "repair_grace_ms", .kind = KIND_U32,
+	  FIELD(struct config, cluster_repair_grace_ms), .min = 0, .max = 86400000,
+	  .def = "30000" },
 };
 
 /* Checked against the kernel once loaded (config.c, check_tcp). */

@@ -97,6 +97,10 @@ struct config {
 	char cluster_id[CONFIG_NAME_MAX];   /* "" (default): a random id at each start */
 	char cluster_advertise[128];        /* "" (default): listen.tcp */
 	uint32_t cluster_lease_ms;          /* [1000, 600000], default 3000 */
+	/* How long a redundant region's piece stays lost before the repair
+	 * agent rebuilds it elsewhere (repair_agent.h): 0 turns the agent off;
+	 * [0, 86400000], default 30000 (longer than a systemctl restart). */
+	uint32_t cluster_repair_grace_ms;
 	/* tcp = { congestion = ""; }: TCP_CONGESTION of every client
 	 * connection (common/tcp_cc.h); "" (default) keeps the system's. */
 	char tcp_congestion[16];

@@ -82,6 +82,19 @@ struct counters_cluster {
 	uint8_t etcd_reachable;      /* etcd answered since it was last declared unreachable */
 };
 
+/* The repair agent's (repair_agent.c), copied by the loop. */
+struct counters_repair {
+	uint64_t pieces;             /* pieces rebuilt and put in place */
+	uint64_t bytes;              /* their bytes */
+	uint64_t failures;           /* regions whose repair failed (tried again) */
+	uint64_t scans;              /* looks at every record, while leading */
+	uint64_t given_back;         /* this member's pieces no record names, unlinked */
+	uint64_t healthy, degraded;  /* redundant regions at the last scan (leader's) */
+	uint64_t repairing;          /* regions being repaired now */
+	uint8_t on;                  /* the agent runs (cluster.repair_grace_ms) */
+	uint8_t leading;             /* this member leads repair */
+};
+
 struct counters {
 	uint64_t alloc_failures[COUNTERS_NERRNO];
 	uint64_t auth_failures[COUNTERS_NAUTH];
@@ -95,6 +108,7 @@ struct counters {
 	uint64_t restarts_restored;  /* starts that took their state back */
 	uint64_t quarantine_bytes;   /* a gauge: bytes waiting in the quarantine */
 	struct counters_cluster cluster;
+	struct counters_repair repair;
 	/* Service time per opcode (conn.c): from the complete request to its
 	 * reply queued; a WRITE from its header, so its data's arrival counts. */
 	struct counters_hist requests[PROTO_OP_COUNT];

@@ -16,6 +16,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "member.h"
+#include "repair_agent.h"
 #include "conn.h"
 #include "lease.h"
 #include "listen.h"
@@ -223,7 +224,9 @@ static void server_close(struct server *srv)
 	persist_keep(srv);
 	/* The cluster hears next that we go: on a stop the lease is revoked,
 	 * so that no client places memory here while we close; on a restart
-	 * it is kept for the next start (member.h). */
+	 * it is kept for the next start (member.h).  The repair agent before
+	 * it: it may be a client of this very server. */
+	repair_agent_stop(srv);
 	member_stop(srv);
 	lease_fini(srv);
 	conn_close_all(srv);
@@ -307,6 +310,12 @@ static int serve(struct server *srv)
 	rc = member_start(srv);
 	if (rc < 0) {
 		log_err("cluster: cannot start the agent: %s", strerror(-rc));
+		rc = -1;
+		goto out;
+	}
+	rc = repair_agent_start(srv);
+	if (rc < 0) {
+		log_err("repair: cannot start the agent: %s", strerror(-rc));
 		rc = -1;
 		goto out;
 	}

@@ -591,6 +591,16 @@ void member_stop(struct server *srv)
 	srv->member_state = MEMBER_OFF;
 }
 
+const char *member_id(const struct server *srv)
+{
+	return srv->cluster ? srv->cluster->rec.id : "";
+}
+
+uint64_t member_generation(const struct server *srv)
+{
+	return srv->cluster ? srv->cluster->rec.generation : 0;
+}
+
 enum member_state member_state(const struct server *srv)
 {
 	return srv->cluster ? (enum member_state)atomic_load(&srv->cluster->state) : MEMBER_OFF;

@@ -43,6 +43,10 @@ void member_stop(struct server *srv);
 
 /* The agent's state now (MEMBER_OFF without a cluster). */
 enum member_state member_state(const struct server *srv);
+/* The id this member has in etcd ("" without a cluster), and the
+ * generation of its memory. */
+const char *member_id(const struct server *srv);
+uint64_t member_generation(const struct server *srv);
 
 /* When a change of the free figures is worth a write to etcd: at least
  * max(1 MiB, pool_bytes / 64).  Exposed for the tests. */

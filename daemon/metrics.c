@@ -341,6 +341,35 @@ static void write_cluster(struct page *p, const struct server *srv)
 	write_cluster_counts(p, &srv->counters.cluster);
 }
 
+/* Only where the repair agent runs (repair_agent.h).  The regions' states
+ * are the leader's count at its last scan (0 on the others), so a sum over
+ * the members is the cluster's. */
+static void write_repair(struct page *p, const struct counters_repair *c)
+{
+	if (!c->on)
+		return;
+	one(p, "rmem_repair_leader", "gauge", "1 when this member leads the cluster's repair.",
+	    c->leading);
+	head(p, "rmem_redundant_regions", "gauge",
+	     "Redundant named regions by state, as the repair leader saw them at its last "
+	     "scan (0 on other members): healthy, degraded (a piece lost or stale), repairing.");
+	labelled(p, "rmem_redundant_regions", "state", "healthy", c->leading ? c->healthy : 0);
+	labelled(p, "rmem_redundant_regions", "state", "degraded",
+		 c->leading ? c->degraded - (c->repairing < c->degraded ? c->repairing : c->degraded) : 0);
+	labelled(p, "rmem_redundant_regions", "state", "repairing", c->repairing);
+	one(p, "rmem_repaired_pieces_total", "counter",
+	    "Pieces of redundant regions this member rebuilt and put in place.", c->pieces);
+	one(p, "rmem_repaired_bytes_total", "counter",
+	    "Bytes of the pieces this member rebuilt (repair).", c->bytes);
+	one(p, "rmem_repair_failures_total", "counter",
+	    "Regions whose repair failed here (tried again at a later scan).", c->failures);
+	one(p, "rmem_repair_scans_total", "counter",
+	    "Scans of the names' records while leading repair.", c->scans);
+	one(p, "rmem_repair_given_back_total", "counter",
+	    "Pieces this member held that no record names any more (rebuilt elsewhere while "
+	    "it was away, or left by a repairer that died), unlinked.", c->given_back);
+}
+
 int metrics_write(const struct server *srv, struct evbuffer *out)
 {
 	struct page p = { .b = out, .failed = false };
@@ -375,6 +404,7 @@ int metrics_write(const struct server *srv, struct evbuffer *out)
 	    "Bytes whose NIC key died unconfirmed, waiting before they are zeroed and reused.",
 	    srv->counters.quarantine_bytes);
 	write_cluster(&p, srv);
+	write_repair(&p, &srv->counters.repair);
 	write_slots(&p, srv);
 	write_tenants(&p, srv);
 	write_counters(&p, srv);

@@ -26,6 +26,7 @@ struct event;
 struct quarantine;
 struct names;
 struct member;
+struct repair_agent;
 struct metrics;
 struct slots;
 struct persist_after;
@@ -64,6 +65,7 @@ struct server {
 	struct tenant_books tenants;
 	struct event *lease_timer;   /* the connections' deadlines (lease.c) */
 	struct member *cluster;     /* membership on etcd (member.c); NULL: none */
+	struct repair_agent *repair; /* repair_agent.c's; NULL: none */
 	struct counters counters;    /* for the metrics, bumped where things happen */
 	struct metrics *metrics;     /* the listen.metrics endpoint (metrics.c), or NULL */
 	/* enum member_state (member.h) as the loop last saw it: member.c's

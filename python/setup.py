@@ -38,7 +38,7 @@ else:
 
 setup(
     name="rmem",
-    version="1.3.0",
+    version="1.4.0",
     description="Python binding of librmem, the rmem remote-memory client",
     packages=["rmem"],
     python_requires=">=3.11",

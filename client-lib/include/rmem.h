@@ -37,12 +37,12 @@ extern "C" {
 
 /*
  * The version of this header.  It matches the newest node of the library's
- * symbol map (RMEM_1.3): a release that adds calls adds a node and a minor
+ * symbol map (RMEM_1.4): a release that adds calls adds a node and a minor
  * version; PATCH counts releases that add none.  The major version is the
  * SONAME's (librmem.so.1).  rmem_version() says which library runs.
  */
 #define RMEM_VERSION_MAJOR 1
-#define RMEM_VERSION_MINOR 3
+#define RMEM_VERSION_MINOR 4
 #define RMEM_VERSION_PATCH 0
 /* Packed as rmem_version() returns it: 0x00MMmmpp. */
 #define RMEM_VERSION_PACK(major, minor, patch) \
@@ -309,6 +309,27 @@ RMEM_API int rmem_poll(rmem_client *c, struct rmem_completion *out, int max, int
  * -EMFILE, -ENFILE, -ENOMEM.
  */
 RMEM_API int rmem_fd(rmem_client *c);
+
+/*
+ * Repairs a redundant region (since RMEM_1.4; etcd:// clients with
+ * ?redundancy=K+R, librmem(7) CLUSTER): every piece that is lost or stale
+ * is rebuilt from K others onto a server that holds no piece of the
+ * region, and put in its place (for a named region, in its record first,
+ * so every later opener uses it).  The region stays readable meanwhile;
+ * writes on this client wait.  Needs the write right (a named region
+ * opened RMEM_WRITE, whose writer this client is).  rmemd's repair agent
+ * does this by itself for named regions nobody writes (rmemd.conf(5),
+ * cluster.repair_grace_ms); a region a client holds as writer (or
+ * allocated) is that client's: its next call on the region repairs it
+ * once a piece has been lost for the URL's repair_grace_ms (30 s by
+ * default), or it calls this.
+ * 0 when every piece is healthy (nothing to do included).  Errors:
+ * -EINVAL (not a redundant region of c), -EACCES (opened without
+ * RMEM_WRITE), -EHOSTDOWN (fewer than K pieces left), -ENOSPC (no server
+ * to take a piece), -ESTALE (another repaired it meanwhile: open again),
+ * -EOPNOTSUPP (not a cluster client), or a call's error.
+ */
+RMEM_API int rmem_repair(rmem_client *c, const struct rmem_region *r);
 
 /* How the daemon makes region keys on RDMA (rmem_stats.key_mode); the
  * values are those of rmemd.conf(5)'s rdma.keys and of the wire protocol. */

@@ -7,9 +7,10 @@
  *
  * A piece is usable when the record calls it healthy and its server is in
  * the set at the generation the piece was made on.  A region is "healthy"
- * with every piece usable, "degraded" with K or more, "lost" with fewer
- * (no K pieces rebuild it).  ("repairing" comes with repair.)  Like
- * `cluster`, it reads etcd itself and needs no server to answer.
+ * with every piece usable, "degraded" with K or more, "repairing" when
+ * degraded and a repairer's key is under /rmem/<cluster>/repairing/, "lost"
+ * with fewer than K (no K pieces rebuild it).  Like `cluster`, it reads
+ * etcd itself and needs no server to answer.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -49,9 +50,26 @@ static bool server_at(const struct etcd_range *servers, const char *id, uint64_t
 	return false;
 }
 
+/* Whether a repair of tenant/name runs now: its key under repairing/. */
+static bool repairing(const struct etcd_range *rep, size_t plen, const char *tenant,
+		      const char *name)
+{
+	size_t tl = strlen(tenant), nl = strlen(name);
+
+	for (size_t i = 0; i < rep->nkvs; i++) {
+		const char *k = (const char *)rep->kvs[i].key + plen;
+
+		if (rep->kvs[i].key_len == plen + tl + 1 + nl && !memcmp(k, tenant, tl) &&
+		    k[tl] == '/' && !memcmp(k + tl + 1, name, nl))
+			return true;
+	}
+	return false;
+}
+
 /* The layout records among names, as rows: how many (into *rows). */
 static size_t read_rows(const struct etcd_range *names, size_t plen,
-			const struct etcd_range *servers, struct red_row *rows)
+			const struct etcd_range *servers, const struct etcd_range *rep,
+			size_t rplen, struct red_row *rows)
 {
 	size_t n = 0;
 
@@ -76,7 +94,8 @@ static size_t read_rows(const struct etcd_range *names, size_t plen,
 			r->usable += r->present[p] && pc->state == PIECE_HEALTHY;
 		}
 		r->state = r->usable == r->lay.k + r->lay.r ? "healthy" :
-			   r->usable >= r->lay.k ? "degraded" : "lost";
+			   r->usable < r->lay.k ? "lost" :
+			   repairing(rep, rplen, r->tenant, r->name) ? "repairing" : "degraded";
 		n++;
 	}
 	return n;
@@ -171,17 +190,20 @@ static int print_table(const struct red_row *rows, size_t n)
 
 int cluster_redundant(struct ctl *ctl, struct etcd_client *etcd, const char *cluster)
 {
-	struct etcd_range names = { .nkvs = 0 }, servers = { .nkvs = 0 };
-	char prefix[PREFIX_MAX], sprefix[PREFIX_MAX];
+	struct etcd_range names = { .nkvs = 0 }, servers = { .nkvs = 0 }, rep = { .nkvs = 0 };
+	char prefix[PREFIX_MAX], sprefix[PREFIX_MAX], rprefix[PREFIX_MAX];
 	struct red_row *rows = NULL;
 	size_t n = 0;
 	int rc = 0, err;
 
 	snprintf(prefix, sizeof prefix, "/rmem/%s/names/", cluster);
 	snprintf(sprefix, sizeof sprefix, "/rmem/%s/servers/", cluster);
+	snprintf(rprefix, sizeof rprefix, "/rmem/%s/repairing/", cluster);
 	err = etcd_range(etcd, prefix, strlen(prefix), true, &names);
 	if (err == 0)
 		err = etcd_range(etcd, sprefix, strlen(sprefix), true, &servers);
+	if (err == 0)
+		err = etcd_range(etcd, rprefix, strlen(rprefix), true, &rep);
 	if (err < 0) {
 		fprintf(stderr, "rmemctl: cluster redundant: reading etcd: %s (%s)\n",
 			strerror(-err), etcd_client_error(etcd));
@@ -193,7 +215,7 @@ int cluster_redundant(struct ctl *ctl, struct etcd_client *etcd, const char *clu
 		rc = report(ctl, "cluster redundant", -ENOMEM);
 		goto out;
 	}
-	n = read_rows(&names, strlen(prefix), &servers, rows);
+	n = read_rows(&names, strlen(prefix), &servers, &rep, strlen(rprefix), rows);
 	if (ctl->json)
 		print_json(cluster, rows, n);
 	else if (print_table(rows, n) < 0)
@@ -202,5 +224,6 @@ out:
 	free(rows);
 	etcd_range_free(&names);
 	etcd_range_free(&servers);
+	etcd_range_free(&rep);
 	return rc;
 }

@@ -838,6 +838,16 @@ int main(void)
 		   rmem_connect("etcd://127.0.0.1:1/rmem?claim_ttl=5", &o, &x) == -EHOSTUNREACH &&
 		   rmem_connect("etcd://127.0.0.1:1?claim_ttl=3600", &o, &x) == -EHOSTUNREACH,
 		   "?claim_ttl= takes 1 to 3600 s and nothing else");
+		ok(rmem_connect("etcd://h:1/rmem?repair_grace_ms=86400001", &o, &x) == -EINVAL &&
+		   rmem_connect("etcd://h:1/rmem?repair_grace_ms=", &o, &x) == -EINVAL &&
+		   rmem_connect("etcd://h:1/rmem?repair_grace_ms=-1", &o, &x) == -EINVAL &&
+		   rmem_connect("etcd://h:1/rmem?repair_grace_ms=5&repair_grace_ms=5", &o, &x) ==
+			   -EINVAL &&
+		   rmem_connect("etcd://127.0.0.1:1/rmem?repair_grace_ms=0", &o, &x) ==
+			   -EHOSTUNREACH &&
+		   rmem_connect("etcd://127.0.0.1:1?redundancy=2+1&repair_grace_ms=86400000", &o, &x) ==
+			   -EHOSTUNREACH,
+		   "?repair_grace_ms= takes 0 to 86400000, once");
 	}
 	test_pool(c);
 	test_spread(d);

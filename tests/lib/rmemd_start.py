@@ -152,8 +152,10 @@ class Rmemd:
         if self.cluster:
             c = self.cluster
             cid = ' id = "%s";' % c["id"] if c.get("id") else ""
-            text.append('cluster = { etcd = "%s"; name = "%s";%s lease_ms = %d; };'
-                        % (c["etcd"], c["name"], cid, int(c.get("lease_ms", 3000))))
+            grace = (" repair_grace_ms = %d;" % c["repair_grace_ms"]
+                     if c.get("repair_grace_ms") is not None else "")
+            text.append('cluster = { etcd = "%s"; name = "%s";%s lease_ms = %d;%s };'
+                        % (c["etcd"], c["name"], cid, int(c.get("lease_ms", 3000)), grace))
         if self.extra:
             text.append(self.extra)
         with open(self.conf, "w") as f:
@@ -421,7 +423,8 @@ def main():
     a.add_argument("--max-clients", type=int, default=64)
     a.add_argument("--log-level", default="debug")
     a.add_argument("--extra", default="", help="appended at top level")
-    a.add_argument("--cluster", help="ETCD,NAME,ID,LEASE_MS: a cluster block (ID may be empty)")
+    a.add_argument("--cluster", help="ETCD,NAME,ID,LEASE_MS[,REPAIR_GRACE_MS]: a cluster block "
+                   "(ID may be empty)")
     a.add_argument("--conf", help="config path; an existing file is used as it is")
     a.add_argument("--log", help="rmemd's stdout and stderr")
     a.add_argument("--admin", help="admin socket path")
@@ -437,9 +440,11 @@ def main():
     o = a.parse_args()
     cluster = None
     if o.cluster:
-        etcd, name, cid, lease = o.cluster.split(",")
+        f = o.cluster.split(",")
+        etcd, name, cid, lease = f[:4]
         cluster = {"etcd": etcd.replace(";", ","), "name": name, "id": cid,
-                   "lease_ms": int(lease)}
+                   "lease_ms": int(lease),
+                   "repair_grace_ms": int(f[4]) if len(f) > 4 else None}
     if o.dir:
         os.makedirs(o.dir, exist_ok=True)
     elif o.write_only:

@@ -470,6 +470,10 @@ static const struct bad_case bad_cases[] = {
 	  "cluster.etcd: \"http://a:1,http://b:x\": endpoint 2 does not end in :PORT" },
 	{ "cluster.lease_ms too short", "cluster = {\n\n lease_ms = 999;\n};\n", 3,
 	  "cluster.lease_ms: 999 is out of range [1000, 600000]" },
+	{ "cluster.repair_grace_ms too long", "cluster = {\n repair_grace_ms = 86400001;\n};\n", 2,
+	  "cluster.repair_grace_ms: 86400001 is out of range [0, 86400000]" },
+	{ "cluster.repair_grace_ms negative", "cluster = {\n repair_grace_ms = -1;\n};\n", 2,
+	  "cluster.repair_grace_ms: -1 is out of range [0, 86400000]" },
 	{ "cluster.id with a slash", "cluster = { id = \"a/b\"; };\n", 1,
 	  "cluster.id: \"a/b\": a name is" },
 	{ "cluster.name empty", "cluster = { name = \"\"; };\n", 1, "cluster.name: \"\": a name is" },
@@ -482,7 +486,8 @@ static const struct bad_case bad_cases[] = {
 	  "cluster = { etcd = \"http://127.0.0.1:2379\"; };\n", 2,
 	  "cluster: listen.tcp is off: set cluster.advertise" },
 	{ "unknown key in cluster", "cluster = {\n etcd = \"\";\n ttl = 3;\n};\n", 3,
-	  "cluster.ttl: unknown key (known here: etcd, name, id, advertise, lease_ms)" },
+	  "cluster.ttl: unknown key (known here: etcd, name, id, advertise, lease_ms, "
+	  "repair_grace_ms)" },
 	/* Tried on a socket: no kernel has this one. */
 	{ "tcp.congestion unknown", "tcp = {\n congestion = \"nosuchcc\";\n};\n", 2,
 	  "tcp.congestion: \"nosuchcc\" is not a congestion control this kernel has" },
@@ -738,22 +743,27 @@ static void test_cluster(void)
 
 	config_defaults(&cfg);
 	ok(!cfg.cluster_etcd[0] && !strcmp(cfg.cluster_name, "rmem") && !cfg.cluster_id[0] &&
-	   !cfg.cluster_advertise[0] && cfg.cluster_lease_ms == 3000,
-	   "cluster defaults: no etcd, name rmem, no id, no advertise, lease_ms 3000");
+	   !cfg.cluster_advertise[0] && cfg.cluster_lease_ms == 3000 &&
+	   cfg.cluster_repair_grace_ms == 30000,
+	   "cluster defaults: no etcd, name rmem, no id, no advertise, lease_ms 3000, "
+	   "repair_grace_ms 30000");
 	dump(&cfg, &d);
 	ok(!strstr(d.text, "cluster."), "no cluster, nothing of it in the dump");
 	rc = config_load(&cfg, write_conf("cluster.conf",
 		"listen = { tcp = \"0.0.0.0:7470\"; };\n"
 		"cluster = { etcd = \"http://127.0.0.1:2379,http://[::1]:22379/\"; name = \"rack-1\";\n"
-		"  id = \"mem-a.1\"; advertise = \"10.1.2.3:7470\"; lease_ms = 1500; };\n"),
+		"  id = \"mem-a.1\"; advertise = \"10.1.2.3:7470\"; lease_ms = 1500;\n"
+		"  repair_grace_ms = 0; };\n"),
 		err, sizeof err);
 	ok(rc == 0 && !strcmp(cfg.cluster_etcd, "http://127.0.0.1:2379,http://[::1]:22379/") &&
 	   !strcmp(cfg.cluster_name, "rack-1") && !strcmp(cfg.cluster_id, "mem-a.1") &&
-	   !strcmp(cfg.cluster_advertise, "10.1.2.3:7470") && cfg.cluster_lease_ms == 1500,
+	   !strcmp(cfg.cluster_advertise, "10.1.2.3:7470") && cfg.cluster_lease_ms == 1500 &&
+	   cfg.cluster_repair_grace_ms == 0,
 	   "a cluster block as written (rc %d %s)", rc, err);
 	dump(&cfg, &d);
 	ok(has_line(&d, "cluster.etcd = http://127.0.0.1:2379,http://[::1]:22379/") &&
-	   has_line(&d, "cluster.id = mem-a.1") && has_line(&d, "cluster.lease_ms = 1500"),
+	   has_line(&d, "cluster.id = mem-a.1") && has_line(&d, "cluster.lease_ms = 1500") &&
+	   has_line(&d, "cluster.repair_grace_ms = 0"),
 	   "with a cluster the dump shows it");
 	rc = config_load(&cfg, write_conf("cluster2.conf",
 		"listen = { tcp = \"127.0.0.1:7470\"; };\n"

@@ -218,6 +218,43 @@ static void test_cluster(struct server *srv)
 	srv->member_state = MEMBER_OFF;
 }
 
+/* The repair agent's: absent while it is off; the regions' states only on
+ * the leader (and repairing ones counted once, not also as degraded). */
+static void test_repair(struct server *srv)
+{
+	char *text = page(srv);
+
+	ok(text && !strstr(text, "rmem_repair") && !strstr(text, "rmem_redundant_regions"),
+	   "repair agent off: no repair series");
+	free(text);
+	srv->counters.repair = (struct counters_repair){
+		.on = 1, .leading = 1, .pieces = 4, .bytes = 1 << 20, .failures = 2, .scans = 9,
+		.given_back = 6,
+		.healthy = 5, .degraded = 3, .repairing = 1,
+	};
+	text = page(srv);
+	ok(text && has(text, "rmem_repair_leader 1") &&
+	   has(text, "rmem_redundant_regions{state=\"healthy\"} 5") &&
+	   has(text, "rmem_redundant_regions{state=\"degraded\"} 2") &&
+	   has(text, "rmem_redundant_regions{state=\"repairing\"} 1") &&
+	   has(text, "rmem_repaired_pieces_total 4") &&
+	   has(text, "rmem_repaired_bytes_total 1048576") &&
+	   has(text, "rmem_repair_failures_total 2") && has(text, "rmem_repair_scans_total 9") &&
+	   has(text, "rmem_repair_given_back_total 6") &&
+	   has(text, "# TYPE rmem_repaired_bytes_total counter"),
+	   "the leader: regions by state (repairing not also degraded), its counts");
+	free(text);
+	srv->counters.repair.leading = 0;
+	srv->counters.repair.repairing = 0;
+	text = page(srv);
+	ok(text && has(text, "rmem_repair_leader 0") &&
+	   has(text, "rmem_redundant_regions{state=\"healthy\"} 0") &&
+	   has(text, "rmem_redundant_regions{state=\"degraded\"} 0"),
+	   "another member: states 0, so a sum over members is the cluster's");
+	free(text);
+	memset(&srv->counters.repair, 0, sizeof srv->counters.repair);
+}
+
 int main(void)
 {
 	struct server *srv = calloc(1, sizeof *srv);
@@ -228,6 +265,7 @@ int main(void)
 	test_failures(srv);
 	test_pools_tenants(srv);
 	test_cluster(srv);
+	test_repair(srv);
 	free(srv);
 	return tap_done();
 }

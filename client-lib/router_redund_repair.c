@@ -1,0 +1,341 @@
+/*
+ * router_redund_repair.c - a redundant region's lost pieces rebuilt onto
+ * other servers (docs/architecture.md, "Redundancy", repair): each piece
+ * that is out made anew on a server holding no piece of the region, filled
+ * segment by segment from K pieces in, then put in the old one's place (in
+ * the name's record first, by a txn, for a named region).
+ *
+ * The repairer holds the write right (the writer key, for a named region)
+ * and the region's writer mutex throughout: no write can land between a
+ * segment's rebuild and the commit, so the new piece holds exactly what
+ * the K it was rebuilt from hold.  Readers go on meanwhile, around the
+ * piece (it is out until its swap).
+ *
+ * Calls downward only: router_members.c, the single-server calls,
+ * router_redund.c's rebuild; the record through the ops router_names.c
+ * handed down.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "router.h"
+#include "router_int.h"
+#include "router_redund.h"
+#include "clock.h"
+#include "cluster_layout.h"
+#include "single.h"
+#include "stripe.h"
+
+/* The new piece's bytes: rebuilt from K others, segment by segment. */
+static int fill(struct router *cl, struct rset *rs, unsigned i, rmem_client *c,
+		const struct rmem_region *np, unsigned char *buf)
+{
+	int err = 0;
+
+	for (uint64_t off = 0; off < rs->piece_len && !err; off += REDUND_SEG) {
+		size_t len = (size_t)(rs->piece_len - off < REDUND_SEG ? rs->piece_len - off :
+									    REDUND_SEG);
+
+		err = redund_piece_rebuild(cl, rs, i, off, len, buf);
+		if (!err)
+			err = single_write(c, np, off, buf, len);
+	}
+	return err;
+}
+
+/* Gives back what the piece it replaced held, where its server still
+ * answers (when it does not, that server gives it back when it returns:
+ * docs/architecture.md, "a member that comes back").  A named one's old
+ * piece is unlinked on the record's server, if that is still the
+ * generation that made it. */
+static void drop_old(struct router *cl, struct rset *rs, uint32_t slot,
+		     const struct rmem_region *old, const struct cluster_piece *oldp,
+		     const char *oldname)
+{
+	rmem_client *c;
+
+	if (old->reserved[0] >> 32 == CLUSTER_REGION_TAG && members_client(cl, slot, &c) == 0 &&
+	    members_err(cl, slot, single_free(c, old)) == 0 && !rs->named)
+		members_placed(cl, slot, rs->piece_len, 1);
+	if (!oldp || members_find(cl, oldp->server, &slot))
+		return;
+	pthread_mutex_lock(&cl->mu);
+	if (!cl->members[slot].present || cl->members[slot].rec.generation != oldp->generation)
+		slot = UINT32_MAX;
+	pthread_mutex_unlock(&cl->mu);
+	if (slot != UINT32_MAX && members_client(cl, slot, &c) == 0)
+		(void)members_err(cl, slot, single_unlink2(c, oldname, RMEM_UNLINK_REVOKE));
+}
+
+/* Name unlinked (with revoke) on every server present. */
+static void drop_name(struct router *cl, const char *pname)
+{
+	size_t n;
+
+	pthread_mutex_lock(&cl->mu);
+	n = cl->nmembers;
+	pthread_mutex_unlock(&cl->mu);
+	for (uint32_t s = 0; s < n; s++) {
+		rmem_client *c;
+		bool present;
+
+		pthread_mutex_lock(&cl->mu);
+		present = cl->members[s].present;
+		pthread_mutex_unlock(&cl->mu);
+		if (present && members_client(cl, s, &c) == 0)
+			(void)members_err(cl, s, single_unlink2(c, pname, RMEM_UNLINK_REVOKE));
+	}
+}
+
+/* A repairer that died between placing a piece and its swap left it
+ * under "<name>~M.<i>", M the record's layout_gen + 1 as it read it, for
+ * whichever piece i it was at; the record never named it.  Every piece the
+ * record names has made <= the largest made in it, so each name with M in
+ * (that, layout_gen + 1] is such an orphan (a writer's stale marks since
+ * may have moved layout_gen past its M: the last few are tried), unlinked
+ * on every server present before this repair places anything. */
+static void drop_orphans(struct router *cl, struct rset *rs, const struct cluster_layout *lay)
+{
+	char pname[RMEM_NAME_MAX + 1];
+	uint64_t top = 0, from;
+
+	for (unsigned i = 0; i < rs->n; i++)
+		if (lay->pieces[i].made > top)
+			top = lay->pieces[i].made;
+	from = lay->layout_gen + 1 - top > 4 ? lay->layout_gen + 1 - 4 : top + 1;
+	for (uint64_t m = from; m <= lay->layout_gen + 1; m++)
+		for (unsigned i = 0; i < rs->n; i++)
+			if (redund_piece_name(rs->name, m, i, pname) == 0)
+				drop_name(cl, pname);
+}
+
+/* The record's piece for the one placed at slot. */
+static void piece_rec(struct router *cl, uint32_t slot, const struct rmem_region *np,
+		      uint64_t made, struct cluster_piece *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&cl->mu);
+	memcpy(out->server, cl->members[slot].rec.id, sizeof(out->server));
+	out->generation = cl->members[slot].rec.generation;
+	pthread_mutex_unlock(&cl->mu);
+	out->region = np->id;
+	out->made = made;
+	out->state = PIECE_HEALTHY;
+}
+
+/* np (at slot; the record's recp, named) takes piece i's place, in: what
+ * it replaced into *old and *oldslot. */
+static void put_piece(struct router *cl, struct rset *rs, unsigned i,
+		      const struct rmem_region *np, uint32_t slot, const struct cluster_piece *recp,
+		      struct rmem_region *old, uint32_t *oldslot)
+{
+	pthread_mutex_lock(&cl->mu);
+	*old = rs->piece[i];
+	*oldslot = rs->slot[i];
+	rs->piece[i] = *np;
+	rs->slot[i] = slot;
+	rs->state[i] = PIECE_IN;
+	rs->recorded_out &= ~(1u << i);
+	if (recp)
+		rs->recp[i] = *recp;
+	pthread_mutex_unlock(&cl->mu);
+}
+
+/* Piece i made anew and put in place.  lay: the record (named), whose
+ * layout_gen + 1 names the new piece. */
+static int repair_one(struct router *cl, struct rset *rs, unsigned i,
+		      const struct cluster_layout *lay, unsigned char *buf)
+{
+	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
+	char pname[RMEM_NAME_MAX + 1], oldname[RMEM_NAME_MAX + 1];
+	struct rmem_region np, old;
+	struct cluster_piece newp;
+	uint64_t made = lay ? lay->layout_gen + 1 : 0;
+	uint32_t slot, oldslot;
+	rmem_client *c;
+	int err = 0;
+
+	/* Every server holding a piece of it, the lost one's included (it may
+	 * come back, and two pieces of a stripe never share a server): the
+	 * record's servers for a named one (a piece never opened has no
+	 * slot), the handles' for an anonymous one. */
+	for (unsigned x = 0; x < rs->n; x++) {
+		uint32_t s = rs->slot[x];
+
+		if (!lay || members_find(cl, lay->pieces[x].server, &s) == 0)
+			tried[s / 64] |= 1ull << (s % 64);
+	}
+	if (lay) {
+		err = redund_piece_name(rs->name, made, i, pname);
+		if (!err)
+			err = redund_piece_name(rs->name, lay->pieces[i].made, i, oldname);
+	}
+	if (!err)
+		err = redund_place(cl, rs, tried, lay ? pname : NULL, &np, &slot);
+	if (!err)
+		err = members_client(cl, slot, &c);
+	if (!err)
+		err = members_err(cl, slot, fill(cl, rs, i, c, &np, buf));
+	if (!err && lay) {
+		piece_rec(cl, slot, &np, made, &newp);
+		err = rs->rec->swap(cl, rs->name, i, &lay->pieces[i], &newp);
+	}
+	if (err) {
+		/* Made but not in place: given back now (a repair that died
+		 * here leaves it to its server's sweep). */
+		if (err != -ENOSPC && members_client(cl, slot, &c) == 0) {
+			if (lay)
+				(void)single_unlink2(c, pname, RMEM_UNLINK_REVOKE);
+			else if (members_err(cl, slot, single_free(c, &np)) == 0)
+				members_placed(cl, slot, rs->piece_len, 1);
+		}
+		return err;
+	}
+	put_piece(cl, rs, i, &np, slot, lay ? &newp : NULL, &old, &oldslot);
+	pthread_mutex_lock(&cl->mu);
+	cl->repaired_bytes += rs->piece_len;
+	pthread_mutex_unlock(&cl->mu);
+	drop_old(cl, rs, oldslot, &old, lay ? &lay->pieces[i] : NULL, oldname);
+	return 0;
+}
+
+static bool same_piece(const struct cluster_piece *a, const struct cluster_piece *b)
+{
+	return !strcmp(a->server, b->server) && a->region == b->region &&
+	       a->generation == b->generation && a->made == b->made;
+}
+
+/* Piece i moved to *p (a repair by another client, or rmemd's): opened
+ * there with the handle's access and put in place of the old one. */
+static void follow(struct router *cl, struct rset *rs, unsigned i, const struct cluster_piece *p)
+{
+	char pname[RMEM_NAME_MAX + 1];
+	struct rmem_region np, old;
+	uint32_t slot, oldslot;
+	rmem_client *c;
+	int rc = redund_piece_name(rs->name, p->made, i, pname);
+
+	if (!rc)
+		rc = redund_piece_slot(cl, p, &slot);
+	if (!rc)
+		rc = members_client(cl, slot, &c);
+	if (!rc)
+		rc = members_err(cl, slot, single_open(c, pname, rs->access, &np));
+	if (rc)
+		return; /* read around it, as before; tried again at the next look */
+	members_tag(&np, slot);
+	put_piece(cl, rs, i, &np, slot, p, &old, &oldslot);
+	/* The old handle closed (its server, if it answers, keeps the piece
+	 * for whoever else holds it). */
+	if (old.reserved[0] >> 32 == CLUSTER_REGION_TAG && members_client(cl, oldslot, &c) == 0)
+		(void)members_err(cl, oldslot, single_free(c, &old));
+}
+
+void redund_refresh(struct router *cl, struct rset *rs)
+{
+	struct cluster_layout lay;
+	int64_t now = clock_mono_ms();
+
+	/* At most once a second: a degraded region's every call would
+	 * otherwise read etcd. */
+	if (!rs->rec || now - rs->refreshed_ms < 1000)
+		return;
+	rs->refreshed_ms = now;
+	if (rs->rec->read(cl, rs->name, &lay) || lay.k + lay.r != rs->n || lay.size != rs->length)
+		return;
+	for (unsigned i = 0; i < rs->n; i++) {
+		const struct cluster_piece *p = &lay.pieces[i];
+
+		if (p->state != PIECE_HEALTHY) {
+			/* Stale in the record: it missed a write of the writer. */
+			redund_piece_out(cl, rs, i);
+			rs->recorded_out |= 1u << i;
+		} else if (!same_piece(p, &rs->recp[i])) {
+			follow(cl, rs, i, p);
+		}
+	}
+}
+
+int redund_repair_locked(struct router *cl, struct rset *rs)
+{
+	struct cluster_layout lay;
+	unsigned char *buf = malloc(REDUND_SEG);
+	bool dropped = false;
+	int err = buf ? 0 : -ENOMEM;
+
+	for (unsigned i = 0; i < rs->n && !err; i++) {
+		bool out;
+
+		/* The record as it is now, for each piece: a swap moved it. */
+		if (rs->rec)
+			err = rs->rec->read(cl, rs->name, &lay);
+		if (err)
+			break;
+		if (rs->rec && (lay.k + lay.r != rs->n || lay.size != rs->length)) {
+			err = -ESTALE;
+			break;
+		}
+		pthread_mutex_lock(&cl->mu);
+		out = rs->state[i] != PIECE_IN;
+		pthread_mutex_unlock(&cl->mu);
+		/* A piece the record calls stale or lost is out for us too: it
+		 * may have missed a write of another handle. */
+		if (rs->rec && lay.pieces[i].state != PIECE_HEALTHY) {
+			if (!out)
+				redund_piece_out(cl, rs, i);
+			out = true;
+		}
+		if (out && rs->rec && !dropped) {
+			rs->rec->repairing(cl, rs->name, rs->release_arg, true);
+			drop_orphans(cl, rs, &lay);
+			dropped = true;
+		}
+		if (out)
+			err = repair_one(cl, rs, i, rs->rec ? &lay : NULL, buf);
+	}
+	if (dropped)
+		rs->rec->repairing(cl, rs->name, rs->release_arg, false);
+	free(buf);
+	return err;
+}
+
+void redund_repair_due(struct router *cl, struct rset *rs)
+{
+	int64_t now = clock_mono_ms(), grace = cl->repair_grace_ms;
+	bool due = false;
+
+	if (!grace || (rs->named && !(rs->access & RMEM_WRITE)) || now - rs->auto_ms < grace)
+		return;
+	pthread_mutex_lock(&cl->mu);
+	for (unsigned i = 0; i < rs->n; i++) {
+		/* A piece no call touched (a parity piece, on reads) is out
+		 * from when its server is seen gone from the set. */
+		if (rs->state[i] == PIECE_IN && !cl->members[rs->slot[i]].present)
+			redund_piece_out_locked(rs, i);
+		due = due || (rs->state[i] != PIECE_IN && now - rs->out_ms[i] >= grace);
+	}
+	pthread_mutex_unlock(&cl->mu);
+	if (!due)
+		return;
+	/* Once a grace at most, whatever it gave: a repair that cannot be
+	 * made (no server to take a piece) must not slow every call. */
+	rs->auto_ms = now;
+	(void)redund_repair_locked(cl, rs);
+}
+
+int redund_repair(struct router *cl, const struct rmem_region *r)
+{
+	struct rset *rs;
+	int err = redund_rset_of(cl, r, &rs);
+
+	if (!err && r->flags && !(r->flags & RMEM_WRITE))
+		err = -EACCES;
+	if (err)
+		return err;
+	pthread_mutex_lock(&rs->wmu);
+	err = redund_repair_locked(cl, rs);
+	pthread_mutex_unlock(&rs->wmu);
+	return err;
+}

@@ -1,0 +1,134 @@
+#!/bin/bash
+# test_repair.sh - repair of redundant regions (issue 21): a real 3-member
+# etcd on loopback and eight rmemd of 64 MiB (s0..s7, each under its starter
+# and fd store, lease_ms 1000, cluster.repair_grace_ms 1500), then
+# $B/tests/test_repair, whose TAP stream this is (what it checks is at its
+# top).  It calls this script back as its hook.
+#
+#   RMEM_BUILD=build-san tests/run-tests tests/func/test_repair.sh
+# run-tests-timeout: 400
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+NSRV=8
+
+# ---- the hook: test_repair runs "$0 --hook DIR CMD ARGS" ----------------------------
+if [ "${1:-}" = --hook ]; then
+	dir=$2 cmd=$3
+	shift 3
+	for fd in $(ls /proc/$$/fd); do
+		((fd > 2)) && eval "exec $fd>&-" 2> /dev/null
+	done
+	. tests/lib/etcd.sh
+	. tests/lib/cluster.sh
+	. "$dir/state.sh"
+	for ((k = 0; k < ETCD_N; k++)); do etcd_pids[$k]=$(cat "$dir/pids/etcd$k"); done
+	tmp=$dir
+	record() { etcdctl_ get "/rmem/$NAME/names/@anonymous/$1" --print-value-only; }
+	case $cmd in
+	kill) # kill -9 of rmemd sI (its fd store kept: it may come back)
+		cluster_keeper "$dir" "$1" kill ;;
+	fresh) # rmemd sI started again with a new generation (its memory gone)
+		cluster_keeper "$dir" "$1" fresh ;;
+	start) # rmemd sI started again from its fd store: memory and generation kept
+		cluster_keeper "$dir" "$1" start && cluster_registered "$NAME" "$1" 150 ;;
+	leader) # the index of the member leading repair
+		for _ in $(seq 100); do
+			v=$(etcdctl_ get "/rmem/$NAME/repair/leader" --print-value-only)
+			[ -n "$v" ] && { echo "${v#s}"; exit 0; }
+			sleep 0.1
+		done
+		exit 1 ;;
+	pieces) # the index of the server of each piece of name $1, in order
+		record "$1" | python3 -c '
+import json, sys
+print(" ".join(p["server"][1:] for p in json.load(sys.stdin)["pieces"]))' ;;
+	healthy) # 0 when every piece of name $1 is healthy on a server present
+		# in its generation; $2: seconds to wait for it (default: none)
+		for ((t = 0; t <= ${2:-0} * 10; t++)); do
+			servers=$(etcdctl_ get --prefix "/rmem/$NAME/servers/" --print-value-only)
+			record "$1" | python3 -c '
+import json, sys
+servers = {}
+for line in sys.argv[1].splitlines():
+    if line.strip().startswith("{"):
+        r = json.loads(line)
+        servers[r["id"]] = r["generation"]
+rec = json.load(sys.stdin)
+ok = all(p["state"] == "healthy" and servers.get(p["server"]) == p["generation"]
+         for p in rec["pieces"])
+sys.exit(0 if ok else 1)' "$servers" && exit 0
+			sleep 0.1
+		done
+		record "$1" | sed 's/^/# record: /' >&2
+		exit 1 ;;
+	wait-log) # waits (up to 60 s) for rmemd s$1's log to say $2, then
+		# kill -9 of it at once: exit 0 when both happened
+		for _ in $(seq 1200); do
+			if grep -q "$2" "$dir/r$1.log"; then
+				cluster_keeper "$dir" "$1" kill
+				exit
+			fi
+			sleep 0.05
+		done
+		exit 1 ;;
+	state) # 0 when rmemctl cluster redundant shows name $1 in state $2,
+		# in its table and in --json
+		tab=$("$B/rmemctl" -e "$URL" cluster redundant) || exit 1
+		js=$("$B/rmemctl" -e "$URL" --json cluster redundant) || exit 1
+		echo "$tab" | sed 's/^/# /' >&2
+		grep -q "^$1  *4+2 .* $2 " <<< "$tab" || exit 1
+		python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])["cluster_redundant"]
+sys.exit(0 if [r for r in d["regions"] if r["name"] == sys.argv[2]][0]["state"] == sys.argv[3] else 1)
+' "$js" "$1" "$2" ;;
+	pieces-held) # how many pieces of name $1 ("$1~M.I") the live servers hold;
+		# with $2 and $3: 0 once that is $2, asked for up to $3 seconds
+		if [ -n "${2:-}" ]; then
+			for ((t = 0; t <= $3 * 5; t++)); do
+				[ "$("$0" --hook "$dir" pieces-held "$1")" = "$2" ] && exit 0
+				sleep 0.2
+			done
+			exit 1
+		fi
+		n=0
+		for ((i = 0; i < NSRV; i++)); do
+			p=$(cat "$dir/pids/rmemd$i")
+			kill -0 "$p" 2> /dev/null || continue
+			c=$("$B/rmemctl" -s "$dir/r$i.sock" --json names 2> /dev/null |
+				grep -o "\"$1~[0-9]*\.[0-9]*\"" | wc -l)
+			n=$((n + c))
+		done
+		echo "$n" ;;
+	*) exit 2 ;;
+	esac
+	exit
+fi
+
+. tests/lib/cluster_prog.sh rmem-repair test_repair
+NAME=rp$$
+
+cluster_etcd_up
+
+read -r -a ports <<< "$(free_ports $((2 * NSRV)))"
+for ((i = 0; i < NSRV; i++)); do
+	rdma=""
+	[ "$TRANSPORT" = rdma ] && rdma="$HOST:${ports[$((i + NSRV))]}"
+	cluster_conf "$i" "$NAME" "$HOST:${ports[$i]}" "$rdma" "1000,1500" info
+	cluster_start "$i" || fail_setup "rmemd s$i did not start"
+done
+for ((i = 0; i < NSRV; i++)); do
+	cluster_registered "$NAME" "$i" 150 || fail_setup "rmemd s$i did not register in etcd"
+done
+
+URL=$(cluster_url "$NAME")
+declare -p ETCD_N ETCD_CLUSTER ETCD_BIN ETCDCTL_BIN etcd_cports etcd_pports NAME B URL NSRV \
+	> "$tmp/state.sh"
+
+RMEM_CLUSTER_URL=$URL RMEM_CLUSTER_HOOK="$0 --hook $tmp" "$PROG"
+rc=$?
+for ((i = 0; i < NSRV; i++)); do
+	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
+	grep "repair:" "$tmp/r$i.log" | head -5 | sed "s/^/s$i: /" | diag
+done
+exit $rc
