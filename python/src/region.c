@@ -371,6 +371,30 @@ static PyObject *region_repr(PyObject *self)
 				    ro->freed ? " freed" : "");
 }
 
+PyDoc_STRVAR(repair_doc,
+"repair()\n\nRebuilds a redundant region's lost or stale pieces on other servers\n"
+"(rmem_repair(3)): a cluster client's region, allocated or opened \"rw\".\n"
+"Raises OSError (EINVAL: not a redundant region; EOPNOTSUPP: not a cluster\n"
+"client; EACCES: opened read-only; EHOSTDOWN: fewer than K pieces left).");
+
+static PyObject *region_repair(PyObject *self, PyObject *unused)
+{
+	RegionObject *ro = (RegionObject *)self;
+	struct rmem_region r = ro->r;
+	int rc;
+
+	(void)unused;
+	if (region_enter(ro) < 0)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rc = rmem_repair(ro->client->c, &r);
+	Py_END_ALLOW_THREADS
+	rmempy_leave(ro->client);
+	if (rc < 0)
+		return rmempy_error(rc);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef region_methods[] = {
 	{ "free", region_free, METH_NOARGS, free_doc },
 	{ "__enter__", region_enter_cm, METH_NOARGS, NULL },
@@ -380,6 +404,7 @@ static PyMethodDef region_methods[] = {
 	{ "read_into", region_read_into, METH_VARARGS, read_into_doc },
 	{ "cas", region_cas, METH_VARARGS, cas_doc },
 	{ "faa", region_faa, METH_VARARGS, faa_doc },
+	{ "repair", region_repair, METH_NOARGS, repair_doc },
 	{ "aread", region_aread, METH_VARARGS,
 	  "aread(offset, size) -> awaitable bytes\n\nread() for asyncio (rmem_post_read(3))." },
 	{ "aread_into", region_aread_into, METH_VARARGS,

@@ -172,9 +172,23 @@ def test_register(client):
     reg.close()                # idempotent
 
 
+def test_repair_needs_a_cluster(daemon, transport):
+    # rmem_repair(3) through the binding: a single server's region has no
+    # pieces to rebuild, and the call says so rather than doing nothing.
+    with daemon.connect(transport) as c:
+        r = c.alloc(4096)
+        with pytest.raises(OSError) as e:
+            r.repair()
+        assert e.value.errno == errno.EOPNOTSUPP, e.value
+        r.free()
+        with pytest.raises(ValueError):
+            r.repair()
+
+
 def test_library_version_and_help():
-    assert rmem.library_version() >= (1, 3, 0)
+    assert rmem.library_version() >= (1, 4, 0)
     for obj in (rmem, rmem.connect, rmem.Client, rmem.Region, rmem.Registration,
-                rmem.Client.alloc, rmem.Region.read_into, rmem.Region.aread):
+                rmem.Client.alloc, rmem.Region.read_into, rmem.Region.aread,
+                rmem.Region.repair):
         assert obj.__doc__ and len(obj.__doc__) > 20, obj
     assert rmem.strerror(-errno.ERANGE) == rmem.strerror(errno.ERANGE)
