@@ -101,11 +101,56 @@ static int lane0_region(struct lanes *ls, const struct lanes_cfg *cfg, const cha
 	return 0;
 }
 
+/*
+ * Whether the library posts transfers on lane 0's region: not on a
+ * redundant cluster region, for now (librmem(7), REDUNDANCY: posted calls
+ * there are EOPNOTSUPP).  Nothing in rmem.h tells such a region apart, so
+ * one posted read of its first bytes asks.  1: it posts; 0: synchronous
+ * calls only; or the read's negative errno.
+ */
+static int lane0_posts(struct lane *l)
+{
+	char buf[4096];
+	struct rmem_completion done;
+	size_t len = l->r.length < sizeof buf ? (size_t)l->r.length : sizeof buf;
+	int rc = rmem_post_read(l->c, &l->r, 0, buf, len, 0);
+
+	if (rc == -EOPNOTSUPP)
+		return 0;
+	if (rc < 0)
+		return rc;
+	while ((rc = rmem_poll(l->c, &done, 1, -1)) == 0)
+		;
+	if (rc < 0)
+		return rc;
+	return done.status < 0 ? done.status : 1;
+}
+
+/* Posted calls on every lane, or, where the library takes none, synchronous
+ * calls on one: a redundant region admits one writer (librmem(7)), so a
+ * second session's open for writing would be EBUSY, and the library
+ * serialises one client's writes to it anyway.  *n: the lanes to open. */
+static int lane0_mode(struct lanes *ls, unsigned *n, const char *name, char *err,
+		      size_t errlen)
+{
+	int rc = lane0_posts(&ls->lane[0]);
+
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot read region '%s': %s", name, rmem_strerror(rc));
+		return rc;
+	}
+	if (rc == 0) {
+		ls->lane[0].sync = true;
+		*n = 1;
+	}
+	return 0;
+}
+
 int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t errlen)
 {
 	char anon[96];
 	const char *name = cfg->name;
-	unsigned i;
+	unsigned i, n = cfg->nlanes;
 	int rc;
 
 	memset(ls, 0, sizeof *ls);
@@ -124,7 +169,7 @@ int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t 
 		}
 		name = anon;
 	}
-	for (i = 0; i < cfg->nlanes; i++) {
+	for (i = 0; i < n; i++) {
 		pthread_mutex_init(&ls->lane[i].mu, NULL);
 		ls->lane[i].queue_tail = &ls->lane[i].queue;
 		ls->n = i + 1;
@@ -134,6 +179,8 @@ int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t 
 		}
 		if (i == 0) {
 			rc = lane0_region(ls, cfg, name, !cfg->name, err, errlen);
+			if (rc == 0)
+				rc = lane0_mode(ls, &n, name, err, errlen);
 		} else if ((rc = rmem_open(ls->lane[i].c, name, RMEM_READ | RMEM_WRITE,
 					   &ls->lane[i].r)) < 0) {
 			snprintf(err, errlen, "cannot open region '%s' again: %s", name,
@@ -180,7 +227,30 @@ struct lane *lane_get(struct lanes *ls)
 	return &ls->lane[mine];
 }
 
+/* A region the library does not post to: a synchronous call per chunk;
+ * the client takes the threads' calls in turn (rmem.h). */
+static int sync_io(struct lane *l, bool write, char *buf, bool same_buf, uint64_t count,
+		   uint64_t off)
+{
+	uint64_t done;
+	size_t len;
+	int rc;
+
+	for (done = 0; done < count; done += len) {
+		char *p = buf + (same_buf ? 0 : done);
+
+		len = count - done > LANE_CHUNK ? LANE_CHUNK : (size_t)(count - done);
+		rc = write ? rmem_write(l->c, &l->r, off + done, p, len)
+			   : rmem_read(l->c, &l->r, off + done, p, len);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 int lane_io(struct lane *l, bool write, void *buf, bool same_buf, uint64_t count, uint64_t off)
 {
+	if (l->sync)
+		return sync_io(l, write, buf, same_buf, count, off);
 	return poller_io(l, write, buf, same_buf, count, off);
 }

@@ -14,6 +14,9 @@
  * (rmem_post_read/rmem_post_write, LANE_DEPTH chunks in flight per
  * request) and wakes each when its last chunk has completed.
  *
+ * A region the library does not post to (a redundant cluster region, for
+ * now) is served through one lane with synchronous calls instead.
+ *
  * No nbdkit in here: errors are returned as negative errno, with a sentence
  * in the caller's buffer, so that this file can be driven without nbdkit.
  */
@@ -49,7 +52,8 @@ struct lanes {
 	struct lane lane[LANES_MAX];
 };
 
-/* Connects cfg->nlanes sessions and opens (or creates) the region on each.
+/* Connects cfg->nlanes sessions and opens (or creates) the region on each
+ * (one session for a region the library does not post to: ls->n says).
  * 0, or a negative errno with the reason in err. */
 int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t errlen);
 /* Closes every session (an anonymous disk's memory goes with the last). */

@@ -206,9 +206,10 @@ static int rmem_after_fork(void)
 		return -1;
 	}
 	disk_open = true;
-	nbdkit_debug("rmem: %s region %s of %" PRIu64 " bytes over %s, %u lanes",
+	nbdkit_debug("rmem: %s region %s of %" PRIu64 " bytes over %s, %u lanes, %s calls",
 		     cfg.name ? "named" : "anonymous", cfg.name ? cfg.name : "-", disk.size,
-		     rmem_transport(disk.lane[0].c), disk.n);
+		     rmem_transport(disk.lane[0].c), disk.n,
+		     disk.lane[0].sync ? "synchronous" : "posted");
 	return 0;
 }
 
