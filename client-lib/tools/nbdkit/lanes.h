@@ -3,10 +3,10 @@
  * several rmem sessions ("lanes"), and posted I/O on one lane.
  *
  * rmem.h: calls on one client take turns, and a call that waits holds the
- * client.  Each lane is one client with its own handle on the same region
- * (a named region; an "anonymous" disk is a named region under a random
- * name, unlinked once every lane has opened it, so that it dies with the
- * plugin).
+ * client.  Each lane is one client with its own handle on the same named
+ * region.  An anonymous disk (no name) is a region of lane 0's session
+ * (rmem_alloc), on that one lane: the daemon frees it when the session
+ * ends, however nbdkit ends.
  *
  * A request does not hold its lane: it queues itself, and one of the
  * requests waiting on the lane is its poller (poller.c), the only thread
@@ -53,10 +53,10 @@ struct lanes {
 };
 
 /* Connects cfg->nlanes sessions and opens (or creates) the region on each
- * (one session for a region the library does not post to: ls->n says).
- * 0, or a negative errno with the reason in err. */
+ * (one session for an anonymous disk, or a region the library does not
+ * post to: ls->n says).  0, or a negative errno with the reason in err. */
 int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t errlen);
-/* Closes every session (an anonymous disk's memory goes with the last). */
+/* Closes every session (an anonymous disk's memory goes with its one). */
 void lanes_close(struct lanes *ls);
 
 /* The lane for the calling thread. */
