@@ -55,7 +55,7 @@ uri=$(nbd_uri "$sock")
 
 # ---- a plain cluster disk: posted calls, as on one server -------------------
 head -c 32M /dev/urandom > "$tmp/a.bin"
-nbd_start "$sock" "$tmp/nbdkit-plain.log" url="$url" name=nbd/plain size=32M
+nbd_start "$sock" "$tmp/nbdkit-plain.log" url="$url" name=nbd/plain size=32M lanes=2
 okl $? "$tmp/nbdkit-plain.log" "nbdkit serves a named 32 MiB disk on the cluster (etcd://)"
 grep -q ', 2 lanes, posted calls' "$tmp/nbdkit-plain.log"
 okl $? "$tmp/nbdkit-plain.log" "through 2 lanes of posted calls"
