@@ -40,7 +40,7 @@ read -r -a ports <<< "$(free_ports "$NSRV")"
 for ((i = 0; i < NSRV; i++)); do
 	cluster_conf "$i" "$NAME" "127.0.0.1:${ports[$i]}" "" 3000 info
 	"$RMEMD" -c "$tmp/r$i.conf" > "$tmp/r$i.log" 2>&1 < /dev/null &
-	rpids[$i]=$!
+	rpids[i]=$!
 done
 up=0
 for ((i = 0; i < NSRV; i++)); do
