@@ -684,7 +684,7 @@ fuzz-seeds: $(B)/tests/obj/fuzz/seeds_dispatch.o $(TESTLIB) $(TEST_CODEC)
 HOST_TESTS = tests/func/test_install.sh tests/func/test_static.sh
 HOST_TESTS += tests/func/test_hostile_restart.py tests/func/test_hostile_cluster.sh
 HOST_TESTS += tests/func/test_cluster.sh
-HOST_TESTS += tests/func/test_nbd.sh
+HOST_TESTS += tests/func/test_nbd.sh tests/func/test_nbd_cluster.sh
 HOST_TESTS += tests/func/test_restart.py
 HOST_TESTS += tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh
 HOST_TESTS += $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS)

@@ -217,6 +217,60 @@ grep -q "cannot create region 'nbd/disk2'\|cannot open region 'nbd/disk2'" "$tmp
 okl $? "$tmp/nbdkit-quota.log" "saying which region"
 rm -f "$tmp/t.bin" "$tmp/t.out"
 
+# ---- a crashed nbdkit: its anonymous disk comes back ------------------------
+# kill -9 of nbdkit while it opens its disk (the moment its region first
+# shows in rmemd, with lanes=64 asked for: 63 more sessions to connect), and
+# again while it serves: either way rmemd has the memory back once the
+# sessions' lease (1 s here) has run out, and no name is left behind.
+port=$(free_port)
+url=tcp://127.0.0.1:$port
+python3 "$STARTER" --write-only --conf "$tmp/rmemd3.conf" --port "$port" --pool 256M \
+	--admin "$tmp/rmemd.sock" --metrics-addr "" --lease-ms 1000 --max-clients 128
+rmemd_start "$tmp/rmemd3.conf" "$tmp/rmemd3.log"
+okl $? "$tmp/rmemd3.log" "rmemd starts again, with 1 s leases"
+# used_bytes of rmemd's pool, and the names it has (one line each).
+used() { "$B/rmemctl" -s "$tmp/rmemd.sock" --json stats | python3 -c \
+	'import json, sys; print(json.load(sys.stdin)["stats"]["used_bytes"])'; }
+names() { "$B/rmemctl" -s "$tmp/rmemd.sock" names | tail -n +2; }
+# back_in_pool: 0 once the pool is empty and no name is left (10 s at most).
+back_in_pool() {
+	for _ in $(seq 100); do
+		[ "$(used)" = 0 ] && [ -z "$(names)" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+nbd_start_bg() { # LOG ARGS...: nbdkit, not waited for
+	local log=$1
+	shift
+	nlog=$log
+	rm -f "$sock"
+	LD_PRELOAD=$NBD_PRELOAD ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+		nbdkit -f -v -U "$sock" "$PLUGIN" "$@" > "$log" 2>&1 &
+	npid=$!
+}
+nbd_start_bg "$tmp/nbdkit-crash1.log" url="$url" size=64M lanes=64
+seen=1
+for _ in $(seq 2000); do
+	"$B/rmemctl" -s "$tmp/rmemd.sock" regions | grep -q '64.0 MiB' && { seen=0; break; }
+	kill -0 "$npid" 2> /dev/null || break
+done
+nbd_kill
+ok $seen "nbdkit killed -9 as its anonymous disk's region appears"
+names | diag
+back_in_pool; ok $? "the memory comes back, no name left (used $(used) bytes)"
+names | diag
+nbd_start "$sock" "$tmp/nbdkit-crash2.log" url="$url" size=64M
+okl $? "$tmp/nbdkit-crash2.log" "nbdkit serves an anonymous 64 MiB disk"
+head -c 64M /dev/urandom > "$tmp/c.bin"
+nbdcopy "$tmp/c.bin" "$uri" && nbdcopy "$uri" "$tmp/c.out" && cmp -s "$tmp/c.bin" "$tmp/c.out"
+ok $? "64 MiB in and out"
+[ "$(used)" -ge $((64 << 20)) ]; ok $? "rmemd holds its 64 MiB ($(used) bytes)"
+nbd_kill
+back_in_pool; ok $? "killed -9 while it serves: the memory comes back, no name left"
+names | diag
+rm -f "$tmp/c.bin" "$tmp/c.out"
+
 # Every nbdkit of this test ran the plugin under the sanitizers (make test).
 ! grep -l 'runtime error\|AddressSanitizer\|LeakSanitizer' "$tmp"/nbdkit-*.log 2> /dev/null
 ok $? "no sanitizer report in any nbdkit log"

@@ -1,5 +1,6 @@
 # nbd.sh - nbdkit with rmem's plugin for the shell tests (tests/func/test_nbd.sh,
-# tests/func/rdma/test_nbd_dev.sh).  Sourced (bash) after tests/lib/rmemd.sh:
+# test_nbd_cluster.sh, tests/func/rdma/test_nbd_dev.sh).  Sourced (bash)
+# after tests/lib/rmemd.sh:
 #
 #   nbd_setup                       skips without nbdkit or the plugin; $PLUGIN
 #   nbd_start SOCK LOG ARGS...      nbdkit -U SOCK with the plugin; $npid

@@ -3,12 +3,10 @@
  * one of them (lanes.h says why).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "lanes.h"
 
@@ -44,33 +42,29 @@ static int lane_connect(struct lane *l, const struct lanes_cfg *cfg)
 	return rmem_connect(cfg->url, &o, &l->c);
 }
 
-/* A name no other disk has: the anonymous disk's, unlinked once opened. */
-static int anon_name(char *out, size_t len)
-{
-	uint64_t rnd = 0;
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	if (read(fd, &rnd, sizeof rnd) != (ssize_t)sizeof rnd) {
-		close(fd);
-		return -EIO;
-	}
-	close(fd);
-	snprintf(out, len, "nbdkit-rmem/anon.%ld.%016" PRIx64, (long)getpid(), rnd);
-	return 0;
-}
-
-/* The first lane: creates or opens the region, and decides the disk's size. */
-static int lane0_region(struct lanes *ls, const struct lanes_cfg *cfg, const char *name,
-			bool anon, char *err, size_t errlen)
+/* The first lane: allocates, creates or opens the region. */
+static int lane0_region(struct lanes *ls, const struct lanes_cfg *cfg, char *err,
+			size_t errlen)
 {
 	struct lane *l = &ls->lane[0];
+	const char *name = cfg->name;
 	int rc = -ENOENT;
 
+	/* The anonymous disk is the session's own region: the daemon frees it
+	 * when the session ends, however nbdkit ends (kill -9 included, once
+	 * the session's lease has run out).  A name made for it, to be opened
+	 * on every lane and then unlinked, stayed for ever when nbdkit died
+	 * in between. */
+	if (!name) {
+		rc = rmem_alloc(l->c, (uint64_t)cfg->size, 0, &l->r);
+		if (rc < 0)
+			snprintf(err, errlen, "cannot allocate %" PRId64 " bytes: %s", cfg->size,
+				 rmem_strerror(rc));
+		return rc;
+	}
 	if (cfg->create != LANES_CREATE_NEVER && cfg->size > 0)
 		rc = rmem_create(l->c, name, (uint64_t)cfg->size, 0, &l->r);
-	if (anon || cfg->create == LANES_CREATE_ALWAYS) {
+	if (cfg->create == LANES_CREATE_ALWAYS) {
 		if (rc < 0)
 			snprintf(err, errlen, "cannot create region '%s' of %" PRId64 " bytes: %s",
 				 name, cfg->size, rmem_strerror(rc));
@@ -101,11 +95,54 @@ static int lane0_region(struct lanes *ls, const struct lanes_cfg *cfg, const cha
 	return 0;
 }
 
+/*
+ * Whether the library posts transfers on lane 0's region: not on a
+ * redundant cluster region, for now (librmem(7), REDUNDANCY: posted calls
+ * there are EOPNOTSUPP).  Nothing in rmem.h tells such a region apart, so
+ * one posted read of its first bytes asks.  1: it posts; 0: synchronous
+ * calls only; or the read's negative errno.
+ */
+static int lane0_posts(struct lane *l)
+{
+	char buf[4096];
+	struct rmem_completion done;
+	size_t len = l->r.length < sizeof buf ? (size_t)l->r.length : sizeof buf;
+	int rc = rmem_post_read(l->c, &l->r, 0, buf, len, 0);
+
+	if (rc == -EOPNOTSUPP)
+		return 0;
+	if (rc < 0)
+		return rc;
+	while ((rc = rmem_poll(l->c, &done, 1, -1)) == 0)
+		;
+	if (rc < 0)
+		return rc;
+	return done.status < 0 ? done.status : 1;
+}
+
+/* Posted calls on every lane, or, where the library takes none, synchronous
+ * calls on one: a redundant region admits one writer (librmem(7)), so a
+ * second session's open for writing would be EBUSY, and the library
+ * serialises one client's writes to it anyway.  *n: the lanes to open. */
+static int lane0_mode(struct lanes *ls, unsigned *n, char *err, size_t errlen)
+{
+	int rc = lane0_posts(&ls->lane[0]);
+
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot read the disk's region: %s", rmem_strerror(rc));
+		return rc;
+	}
+	if (rc == 0) {
+		ls->lane[0].sync = true;
+		*n = 1;
+	}
+	return 0;
+}
+
 int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t errlen)
 {
-	char anon[96];
-	const char *name = cfg->name;
-	unsigned i;
+	/* The anonymous disk's region is lane 0's alone (its session's). */
+	unsigned i, n = cfg->name ? cfg->nlanes : 1;
 	int rc;
 
 	memset(ls, 0, sizeof *ls);
@@ -113,18 +150,11 @@ int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t 
 		snprintf(err, errlen, "lanes must be 1 to %d", LANES_MAX);
 		return -EINVAL;
 	}
-	if (!name) {
-		if (cfg->size <= 0) {
-			snprintf(err, errlen, "an anonymous disk (no name=) needs size=");
-			return -EINVAL;
-		}
-		if ((rc = anon_name(anon, sizeof anon)) < 0) {
-			snprintf(err, errlen, "/dev/urandom: %s", strerror(-rc));
-			return rc;
-		}
-		name = anon;
+	if (!cfg->name && cfg->size <= 0) {
+		snprintf(err, errlen, "an anonymous disk (no name=) needs size=");
+		return -EINVAL;
 	}
-	for (i = 0; i < cfg->nlanes; i++) {
+	for (i = 0; i < n; i++) {
 		pthread_mutex_init(&ls->lane[i].mu, NULL);
 		ls->lane[i].queue_tail = &ls->lane[i].queue;
 		ls->n = i + 1;
@@ -133,29 +163,23 @@ int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t 
 			goto fail;
 		}
 		if (i == 0) {
-			rc = lane0_region(ls, cfg, name, !cfg->name, err, errlen);
-		} else if ((rc = rmem_open(ls->lane[i].c, name, RMEM_READ | RMEM_WRITE,
+			rc = lane0_region(ls, cfg, err, errlen);
+			if (rc == 0)
+				rc = lane0_mode(ls, &n, err, errlen);
+		} else if ((rc = rmem_open(ls->lane[i].c, cfg->name, RMEM_READ | RMEM_WRITE,
 					   &ls->lane[i].r)) < 0) {
-			snprintf(err, errlen, "cannot open region '%s' again: %s", name,
+			snprintf(err, errlen, "cannot open region '%s' again: %s", cfg->name,
 				 rmem_strerror(rc));
 		} else if (ls->lane[i].r.length != ls->lane[0].r.length) {
-			snprintf(err, errlen, "region '%s' changed size while opening", name);
+			snprintf(err, errlen, "region '%s' changed size while opening", cfg->name);
 			rc = -ESTALE;
 		}
 		if (rc < 0)
 			goto fail;
 	}
 	ls->size = cfg->size > 0 ? (uint64_t)cfg->size : ls->lane[0].r.length;
-	/* Every lane holds a handle: the anonymous disk's name can go, and its
-	 * memory with the last session. */
-	if (!cfg->name && (rc = rmem_unlink(ls->lane[0].c, name)) < 0) {
-		snprintf(err, errlen, "cannot unlink '%s': %s", name, rmem_strerror(rc));
-		goto fail;
-	}
 	return 0;
 fail:
-	if (!cfg->name && ls->lane[0].c && ls->lane[0].r.length)
-		(void)rmem_unlink(ls->lane[0].c, name);
 	lanes_close(ls);
 	return rc;
 }
@@ -180,7 +204,30 @@ struct lane *lane_get(struct lanes *ls)
 	return &ls->lane[mine];
 }
 
+/* A region the library does not post to: a synchronous call per chunk;
+ * the client takes the threads' calls in turn (rmem.h). */
+static int sync_io(struct lane *l, bool write, char *buf, bool same_buf, uint64_t count,
+		   uint64_t off)
+{
+	uint64_t done;
+	size_t len;
+	int rc;
+
+	for (done = 0; done < count; done += len) {
+		char *p = buf + (same_buf ? 0 : done);
+
+		len = count - done > LANE_CHUNK ? LANE_CHUNK : (size_t)(count - done);
+		rc = write ? rmem_write(l->c, &l->r, off + done, p, len)
+			   : rmem_read(l->c, &l->r, off + done, p, len);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 int lane_io(struct lane *l, bool write, void *buf, bool same_buf, uint64_t count, uint64_t off)
 {
+	if (l->sync)
+		return sync_io(l, write, buf, same_buf, count, off);
 	return poller_io(l, write, buf, same_buf, count, off);
 }

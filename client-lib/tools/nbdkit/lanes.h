@@ -3,16 +3,19 @@
  * several rmem sessions ("lanes"), and posted I/O on one lane.
  *
  * rmem.h: calls on one client take turns, and a call that waits holds the
- * client.  Each lane is one client with its own handle on the same region
- * (a named region; an "anonymous" disk is a named region under a random
- * name, unlinked once every lane has opened it, so that it dies with the
- * plugin).
+ * client.  Each lane is one client with its own handle on the same named
+ * region.  An anonymous disk (no name) is a region of lane 0's session
+ * (rmem_alloc), on that one lane: the daemon frees it when the session
+ * ends, however nbdkit ends.
  *
  * A request does not hold its lane: it queues itself, and one of the
  * requests waiting on the lane is its poller (poller.c), the only thread
  * calling on the client, which posts the queued requests
  * (rmem_post_read/rmem_post_write, LANE_DEPTH chunks in flight per
  * request) and wakes each when its last chunk has completed.
+ *
+ * A region the library does not post to (a redundant cluster region, for
+ * now) is served through one lane with synchronous calls instead.
  *
  * No nbdkit in here: errors are returned as negative errno, with a sentence
  * in the caller's buffer, so that this file can be driven without nbdkit.
@@ -49,10 +52,11 @@ struct lanes {
 	struct lane lane[LANES_MAX];
 };
 
-/* Connects cfg->nlanes sessions and opens (or creates) the region on each.
- * 0, or a negative errno with the reason in err. */
+/* Connects cfg->nlanes sessions and opens (or creates) the region on each
+ * (one session for an anonymous disk, or a region the library does not
+ * post to: ls->n says).  0, or a negative errno with the reason in err. */
 int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t errlen);
-/* Closes every session (an anonymous disk's memory goes with the last). */
+/* Closes every session (an anonymous disk's memory goes with its one). */
 void lanes_close(struct lanes *ls);
 
 /* The lane for the calling thread. */

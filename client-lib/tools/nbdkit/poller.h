@@ -33,6 +33,7 @@ struct lane {
 	pthread_mutex_t mu;   /* guards queue and leading */
 	rmem_client *c;
 	struct rmem_region r;
+	bool sync;            /* the library posts nothing on r: see lanes.c */
 	bool leading;         /* one of the lane's requests is its poller */
 	struct lane_req *queue, **queue_tail;  /* not yet taken by the poller */
 	struct lane_req *active;               /* the poller's: taken, not finished */
