@@ -584,8 +584,9 @@ bench-alloc: deps
 bench-cluster: deps
 	scripts/bench-cluster
 # Redundant regions (4+2) beside plain ones on one cluster of six servers:
-# memory, healthy and degraded reads, writes, coding cost
-# (scripts/bench-redundancy).
+# memory, healthy and degraded reads, writes, coding cost beside ISA-L's
+# own; then a repair timed from a kill -9 on a second cluster of seven
+# (scripts/bench-redundancy; REPAIR_MIB, GRACE_MS, REPAIR_ONLY=1).
 .PHONY: bench-redundancy
 bench-redundancy: deps
 	scripts/bench-redundancy
