@@ -1,20 +1,21 @@
 #!/usr/bin/env python3
 # repair_watch.py - make bench-redundancy's stopwatch for a repair (issue 21).
-# It kills -9 one rmemd holding a data piece of a redundant named
-# region (never the repair leader, whose death would add an election), then
-# times, from that kill: the server's key leaving etcd (its lease), the
+# It kills -9 KILL (default 1) rmemd holding a data piece of a redundant named
+# region at once (never the repair leader, whose death would add an election),
+# then times, from that kill: their keys leaving etcd (their lease), the
 # leader's "repair: ... rebuilding" log line (lease + grace + a scan), its
 # "rebuilt" line, and the name's record healthy again (every piece healthy on
 # a server present in its generation, as test_repair.sh's hook checks it).
 # Polls the logs every 20 ms and etcd's JSON gateway every 100 ms.  Prints
 # one JSON line; exit 1 when the repair did not end within TIMEOUT s.
 #
-#   bench/repair_watch.py ETCD_URL CLUSTER TENANT/NAME DIR TIMEOUT
+#   bench/repair_watch.py ETCD_URL CLUSTER TENANT/NAME DIR TIMEOUT [KILL]
 # DIR holds rI.log and pids/rmemdI for each server sI.
 import base64, glob, json, os, re, signal, sys, time, urllib.request
 
 etcd, cluster, name, d, timeout = sys.argv[1:6]
 timeout = float(timeout)
+nkill = int(sys.argv[6]) if len(sys.argv) > 6 else 1
 pre = "/rmem/%s/" % cluster
 
 
@@ -51,22 +52,25 @@ if not rec:
     sys.exit("repair_watch: no record for " + name)
 lead = (rng(pre + "repair/leader") or [""])[0]
 k = int(rec["redundancy"].split("+")[0])
-victim = next(p["server"] for p in rec["pieces"][:k] if p["server"] != lead)
-vi = int(victim[1:])
-pid = int(open("%s/pids/rmemd%d" % (d, vi)).read())
+victims = [p["server"] for p in rec["pieces"][:k] if p["server"] != lead][:nkill]
+if len(victims) < nkill:
+    sys.exit("repair_watch: fewer than %d data pieces off the leader" % nkill)
+vis = [int(v[1:]) for v in victims]
+pids = [int(open("%s/pids/rmemd%d" % (d, vi)).read()) for vi in vis]
 logs = {int(re.search(r"r(\d+)\.log$", f).group(1)): f for f in glob.glob(d + "/r*.log")}
 seen = {i: os.path.getsize(f) for i, f in logs.items()}
 piece = (rec["size"] + k * rec["chunk"] - 1) // (k * rec["chunk"]) * rec["chunk"]
 
 t = {}
-os.kill(pid, signal.SIGKILL)
+for pid in pids:
+    os.kill(pid, signal.SIGKILL)
 t0 = time.monotonic()
 n = 0
 while time.monotonic() - t0 < timeout and "healthy" not in t:
     time.sleep(0.02)
     now = time.monotonic() - t0
     for i, f in logs.items():
-        if i == vi:
+        if i in vis:
             continue
         with open(f, "rb") as fh:
             fh.seek(seen[i])
@@ -82,7 +86,7 @@ while time.monotonic() - t0 < timeout and "healthy" not in t:
     if n % 5:
         continue
     try:
-        if "gone" not in t and not rng(pre + "servers/" + victim):
+        if "gone" not in t and not any(rng(pre + "servers/" + v) for v in victims):
             t["gone"] = now
         if "rebuilding" in t:
             rec, sv = record(), servers()
@@ -93,12 +97,13 @@ while time.monotonic() - t0 < timeout and "healthy" not in t:
         pass  # etcd slow on a loaded host: asked again next time
 
 ok = "healthy" in t
-out = {"step": "repair", "region_bytes": rec["size"], "piece_bytes": piece, "killed": victim,
+out = {"step": "repair", "region_bytes": rec["size"], "piece_bytes": piece,
+       "rebuilt_bytes": piece * nkill, "killed": ",".join(victims),
        "leader": lead, "repairer": t.get("repairer"), "ok": ok}
 for key in ("gone", "rebuilding", "rebuilt", "healthy"):
     out[key + "_s"] = round(t[key], 3) if key in t else None
 if ok:
     out["rebuild_s"] = round(t["healthy"] - t["rebuilding"], 3)
-    out["mbs"] = round(piece / 1e6 / out["rebuild_s"], 1)
+    out["mbs"] = round(piece * nkill / 1e6 / out["rebuild_s"], 1)
 print(json.dumps(out))
 sys.exit(0 if ok else 1)
