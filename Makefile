@@ -584,8 +584,9 @@ bench-alloc: deps
 bench-cluster: deps
 	scripts/bench-cluster
 # Redundant regions (4+2) beside plain ones on one cluster of six servers:
-# memory, healthy and degraded reads, writes, coding cost
-# (scripts/bench-redundancy).
+# memory, healthy and degraded reads, writes, coding cost beside ISA-L's
+# own; then a repair timed from a kill -9 on a second cluster of seven
+# (scripts/bench-redundancy; REPAIR_MIB, GRACE_MS, REPAIR_ONLY=1).
 .PHONY: bench-redundancy
 bench-redundancy: deps
 	scripts/bench-redundancy
@@ -692,7 +693,7 @@ HOST_TESTS += tests/unit/test_layers.sh
 HOST_TESTS += tests/unit/test_map.sh
 HOST_TESTS += tests/unit/test_rawcall.py
 HOST_TESTS += tests/func/test_starter.py
-HOST_TESTS += tests/func/test_redundancy.sh tests/func/test_repair.sh
+HOST_TESTS += tests/func/test_redundancy.sh tests/func/test_repair.sh tests/func/test_repair_pace.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
 HOST_TESTS += tests/func/test_etcd_client.sh
 HOST_TESTS += tests/python/test_python.sh

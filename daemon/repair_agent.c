@@ -633,6 +633,7 @@ int repair_agent_start(struct server *srv)
 	const struct config *cfg = &srv->cfg;
 	struct timeval tv = { .tv_sec = 0, .tv_usec = 250 * 1000 };
 	struct repair_agent *a;
+	pthread_condattr_t ca;
 	char why[128];
 	int rc;
 
@@ -643,7 +644,14 @@ int repair_agent_start(struct server *srv)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&a->lock, NULL);
-	pthread_cond_init(&a->cond, NULL);
+	/* nap() and the keeper wait until clock_mono_ts_after() deadlines: on
+	 * the default CLOCK_REALTIME those lie decades in the past, and every
+	 * wait returned at once (the keeper renewed its lease, the agent
+	 * scanned or asked for the lead, hundreds of times a second). */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	snprintf(a->endpoints, sizeof a->endpoints, "%s", cfg->cluster_etcd);
 	snprintf(a->prefix, sizeof a->prefix, "/rmem/%s/", cfg->cluster_name);
 	snprintf(a->id, sizeof a->id, "%s", member_id(srv));
