@@ -238,7 +238,7 @@ $(B)/rmemd.service: systemd/rmemd.service
 # The repair agent (daemon/repair_agent.c) is a client of the other members
 # as any program is: rmem.h and librmem.a (whose internals are local to its
 # one object, so they meet none of the daemon's).
-$(B)/d/daemon/repair_agent.o: DAEMON_INC += -Iclient-lib/include
+$(B)/d/daemon/repair_agent.o build-fuzz/d/daemon/repair_agent.o: DAEMON_INC += -Iclient-lib/include
 $(B)/rmemd: $(DAEMON_OBJS) $(B)/librmem.a $(ETCD_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(DAEMON_LIBS) $(LIB_LIBS)
 
