@@ -31,10 +31,6 @@
 #include "single.h"
 #include "stripe.h"
 
-/* Piece bytes handled at once per piece: bounds the scratch memory of a
- * large read or write (K+R+2 buffers of this) whatever its length. */
-#define REDUND_SEG (256u * 1024)
-
 int redund_is(const struct rmem_region *r)
 {
 	return r && r->reserved[0] >> 32 == REDUND_REGION_TAG;
@@ -95,7 +91,7 @@ static void scratch_give(struct router *cl, unsigned char *b, unsigned n)
 
 /* ---- one piece ---------------------------------------------------------------- */
 
-static bool piece_in(struct router *cl, struct rset *rs, unsigned i)
+bool redund_piece_in(struct router *cl, struct rset *rs, unsigned i)
 {
 	bool in;
 
@@ -115,7 +111,7 @@ static int piece_io(struct router *cl, struct rset *rs, unsigned i, bool write, 
 	rmem_client *c;
 	int err;
 
-	if (!piece_in(cl, rs, i))
+	if (!redund_piece_in(cl, rs, i))
 		return -EHOSTDOWN;
 	err = members_client(cl, rs->slot[i], &c);
 	if (!err)
@@ -141,7 +137,7 @@ struct piece_call {
 	int err; /* as piece_io()'s */
 };
 
-static void piece_out(struct router *cl, struct rset *rs, unsigned i)
+void redund_piece_out(struct router *cl, struct rset *rs, unsigned i)
 {
 	pthread_mutex_lock(&cl->mu);
 	rs->state[i] = PIECE_OUT;
@@ -177,7 +173,7 @@ static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc,
 		struct piece_call *p = &pc[order[y]];
 		rmem_client *c;
 
-		if (!piece_in(cl, rs, p->i)) {
+		if (!redund_piece_in(cl, rs, p->i)) {
 			p->err = -EHOSTDOWN;
 			continue;
 		}
@@ -195,11 +191,11 @@ static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc,
 	for (unsigned x = 0; x < n; x++) {
 		int err = pc[x].err;
 
-		if (!err || (err == -EHOSTDOWN && !started[x] && !piece_in(cl, rs, pc[x].i)))
+		if (!err || (err == -EHOSTDOWN && !started[x] && !redund_piece_in(cl, rs, pc[x].i)))
 			continue;
 		if (err == -ETIMEDOUT || err == -ECONNABORTED) {
 			/* Already waited out: not a second time. */
-			piece_out(cl, rs, pc[x].i);
+			redund_piece_out(cl, rs, pc[x].i);
 			pc[x].err = -EHOSTDOWN;
 			continue;
 		}
@@ -209,7 +205,7 @@ static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc,
 
 /* Piece want's bytes [off, off+len) rebuilt from any K pieces in, into
  * out (len <= REDUND_SEG).  -EHOSTDOWN with fewer than K in. */
-static int piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint64_t off,
+int redund_piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint64_t off,
 			 size_t len, unsigned char *out)
 {
 	unsigned char *in[STRIPE_K_MAX] = { NULL };
@@ -227,7 +223,7 @@ static int piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint
 		/* Data pieces first: with only data lost, parity rows are
 		 * few and the others are read as a healthy read would. */
 		for (unsigned i = 0; i < rs->n && nh < k; i++)
-			if (i != want && piece_in(cl, rs, i))
+			if (i != want && redund_piece_in(cl, rs, i))
 				have[nh++] = i;
 		if (nh < k) {
 			err = -EHOSTDOWN;
@@ -266,7 +262,7 @@ static int piece_get(struct router *cl, struct rset *rs, unsigned j, uint64_t of
 		pthread_mutex_lock(&rs->wmu);
 		*locked = true;
 	}
-	return piece_rebuild(cl, rs, j, off, len, out);
+	return redund_piece_rebuild(cl, rs, j, off, len, out);
 }
 
 /* ---- mapping: the region's bytes of one data piece ------------------------------------ */
@@ -275,7 +271,7 @@ static int piece_get(struct router *cl, struct rset *rs, unsigned j, uint64_t of
  * [a, b); false when piece j holds none of them.  A piece's share of a
  * region range is one range of the piece: whole chunks between a partial
  * first and a partial last. */
-static bool piece_range(const struct rset *rs, unsigned j, uint64_t a, uint64_t b,
+bool redund_piece_range(const struct rset *rs, unsigned j, uint64_t a, uint64_t b,
 			uint64_t *plo, uint64_t *phi)
 {
 	const uint64_t C = STRIPE_CHUNK, W = (uint64_t)rs->code.k * C;
@@ -303,7 +299,7 @@ static bool piece_range(const struct rset *rs, unsigned j, uint64_t a, uint64_t 
 
 /* Copies between piece j's bytes [p0, p1) (in tmp) and the region's bytes
  * at buf (whose byte 0 is region offset a): to buf when out, else from. */
-static void piece_copy(const struct rset *rs, unsigned j, uint64_t p0, uint64_t p1,
+void redund_piece_copy(const struct rset *rs, unsigned j, uint64_t p0, uint64_t p1,
 		       unsigned char *tmp, unsigned char *buf, uint64_t a, bool out)
 {
 	const uint64_t C = STRIPE_CHUNK, W = (uint64_t)rs->code.k * C;
@@ -322,7 +318,7 @@ static void piece_copy(const struct rset *rs, unsigned j, uint64_t p0, uint64_t 
 
 /* ---- the calls -------------------------------------------------------------------- */
 
-static int check_range(const struct rset *rs, uint64_t off, const void *buf, size_t len)
+int redund_check_range(const struct rset *rs, uint64_t off, const void *buf, size_t len)
 {
 	if (!buf && len > 0)
 		return -EINVAL;
@@ -343,11 +339,11 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 	int err = redund_rset_of(cl, r, &rs);
 
 	if (!err)
-		err = check_range(rs, off, buf, len);
+		err = redund_check_range(rs, off, buf, len);
 	if (!err)
 		k = rs->code.k;
 	for (unsigned j = 0; !err && j < k; j++)
-		if ((has[j] = piece_range(rs, j, off, off + len, &lo[j], &hi[j]))) {
+		if ((has[j] = redund_piece_range(rs, j, off, off + len, &lo[j], &hi[j]))) {
 			np++;
 			last = j;
 		}
@@ -386,10 +382,10 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 					pthread_mutex_lock(&rs->wmu);
 					locked = true;
 				}
-				err = piece_rebuild(cl, rs, pc[x].i, pc[x].off, pc[x].len, pc[x].buf);
+				err = redund_piece_rebuild(cl, rs, pc[x].i, pc[x].off, pc[x].len, pc[x].buf);
 			}
 			if (!err)
-				piece_copy(rs, pc[x].i, pc[x].off, pc[x].off + pc[x].len, pc[x].buf, buf,
+				redund_piece_copy(rs, pc[x].i, pc[x].off, pc[x].off + pc[x].len, pc[x].buf, buf,
 					   off, true);
 		}
 	}
@@ -406,7 +402,7 @@ static unsigned pieces_in(struct router *cl, struct rset *rs)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < rs->n; i++)
-		n += piece_in(cl, rs, i);
+		n += redund_piece_in(cl, rs, i);
 	return n;
 }
 
@@ -434,7 +430,7 @@ static int write_seg(struct router *cl, struct rset *rs, unsigned j, uint64_t p0
 			err = pc[1 + p].err;
 	if (err)
 		return err;
-	piece_copy(rs, j, p0, p1, new, (unsigned char *)buf, a, false);
+	redund_piece_copy(rs, j, p0, p1, new, (unsigned char *)buf, a, false);
 	for (size_t i = 0; i < len; i++)
 		delta[i] ^= new[i];
 	/* Every parity piece in: its bytes, plus the delta's share (a piece
@@ -466,7 +462,7 @@ static int record_out(struct router *cl, struct rset *rs)
 	if (!rs->mark)
 		return 0;
 	for (unsigned i = 0; i < rs->n; i++)
-		if (!piece_in(cl, rs, i) && !(rs->recorded_out & (1u << i)))
+		if (!redund_piece_in(cl, rs, i) && !(rs->recorded_out & (1u << i)))
 			mask |= 1u << i;
 	if (!mask)
 		return 0;
@@ -492,7 +488,7 @@ static int write_full(struct router *cl, struct rset *rs, uint64_t s0, uint64_t 
 		size_t len = (size_t)((e - s) * C);
 
 		for (unsigned j = 0; j < k; j++)
-			piece_copy(rs, j, s * C, e * C, bufs[j], (unsigned char *)buf, a, false);
+			redund_piece_copy(rs, j, s * C, e * C, bufs[j], (unsigned char *)buf, a, false);
 		stripe_encode(&rs->code, len, bufs, bufs + k);
 		/* Every piece written at once. */
 		for (unsigned i = 0; i < rs->n; i++)
@@ -518,7 +514,7 @@ static int write_delta(struct router *cl, struct rset *rs, uint64_t a, uint64_t 
 	for (unsigned j = 0; !err && j < rs->code.k; j++) {
 		uint64_t plo, phi;
 
-		if (!piece_range(rs, j, a, b, &plo, &phi))
+		if (!redund_piece_range(rs, j, a, b, &plo, &phi))
 			continue;
 		for (uint64_t p = plo; p < phi && !err; p += REDUND_SEG) {
 			uint64_t e = phi - p < REDUND_SEG ? phi : p + REDUND_SEG;
@@ -540,7 +536,7 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 	int err = redund_rset_of(cl, r, &rs);
 
 	if (!err)
-		err = check_range(rs, off, buf, len);
+		err = redund_check_range(rs, off, buf, len);
 	if (!err && r->flags && !(r->flags & RMEM_WRITE))
 		err = -EACCES;
 	if (err)

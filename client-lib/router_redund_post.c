@@ -1,0 +1,277 @@
+/*
+ * router_redund_post.c - posted reads and writes on redundant regions
+ * (docs/architecture.md, "Redundancy", posted calls).
+ *
+ * A posted read is split into parts, one per data piece it touches (its
+ * contiguous range of that piece), which router_poll.c posts on the
+ * pieces' clients at once, so that many reads in flight overlap as plain
+ * ones do.  A part lands in a buffer of the call's own, or straight in the
+ * caller's when the read lies within one chunk.  When the last part has
+ * ended (inside rmem_poll), a part whose piece was lost or marked out
+ * meanwhile is rebuilt from any K pieces, under the writer mutex as a
+ * synchronous read's rebuild is, and the parts are gathered into the
+ * caller's buffer: the completion is success with the right bytes, or an
+ * error, never wrong bytes.
+ *
+ * A posted write is made whole when it is posted, by router_redund.c's
+ * synchronous write (the writer mutex, parity by delta, stale marking
+ * before it ends), and its completion is queued for the next rmem_poll:
+ * writes never overlap on a region, since a parity update is a
+ * read-modify-write that one in flight beside another would get wrong.
+ *
+ * Calls downward only: router_redund.c, router_members.c.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "router_int.h"
+#include "router_redund.h"
+
+struct rpost_part {
+	unsigned j;           /* the data piece */
+	uint64_t lo, hi;      /* its range */
+	unsigned char *buf;   /* where the range lands */
+	int st;               /* the part's status */
+};
+
+struct rpost {
+	struct rmem_region r; /* the handle, looked up again at the end */
+	uint64_t cookie, off;
+	unsigned char *buf;   /* the caller's */
+	size_t len;
+	bool write;
+	int err;              /* a write's outcome, or a read's refusal */
+	unsigned nparts;
+	unsigned left;        /* shares not ended: parts, and the poster's */
+	unsigned char *block; /* the parts' buffers; NULL when straight */
+	struct rpost_part part[STRIPE_K_MAX];
+};
+
+/* Room for one more completion in the queue, for a call now alive. */
+static int alive_add(struct router *cl)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&cl->mu);
+	if (cl->red_alive + 1 > cl->red_cap) {
+		size_t n = cl->red_cap ? cl->red_cap * 2 : 16;
+		struct rmem_completion *v = realloc(cl->red_done, n * sizeof(*v));
+
+		if (v) {
+			cl->red_done = v;
+			cl->red_cap = n;
+		} else {
+			err = -ENOMEM;
+		}
+	}
+	if (!err)
+		cl->red_alive++;
+	pthread_mutex_unlock(&cl->mu);
+	return err;
+}
+
+static void alive_sub(struct router *cl)
+{
+	pthread_mutex_lock(&cl->mu);
+	cl->red_alive--;
+	pthread_mutex_unlock(&cl->mu);
+}
+
+/* The parts of a read of [off, off+len): one per data piece touched. */
+static int read_plan(struct rset *rs, struct rpost *rp)
+{
+	size_t total = 0;
+
+	for (unsigned j = 0; j < rs->code.k; j++) {
+		struct rpost_part *p = &rp->part[rp->nparts];
+
+		if (!redund_piece_range(rs, j, rp->off, rp->off + rp->len, &p->lo, &p->hi))
+			continue;
+		p->j = j;
+		total += (size_t)(p->hi - p->lo);
+		rp->nparts++;
+	}
+	/* Within one chunk (a page read): straight into the caller's buffer. */
+	if (rp->nparts == 1 && total == rp->len) {
+		rp->part[0].buf = rp->buf;
+		return 0;
+	}
+	if (rp->nparts && !(rp->block = malloc(total)))
+		return -ENOMEM;
+	total = 0;
+	for (unsigned x = 0; x < rp->nparts; x++) {
+		rp->part[x].buf = rp->block + total;
+		total += (size_t)(rp->part[x].hi - rp->part[x].lo);
+	}
+	return 0;
+}
+
+int rpost_new(struct router *cl, const struct rmem_region *r, bool write, uint64_t off,
+	      void *buf, size_t len, uint64_t cookie, struct rpost **out, unsigned *nparts)
+{
+	struct rpost *rp = NULL;
+	struct rset *rs;
+	int err = redund_rset_of(cl, r, &rs);
+
+	/* What a plain posted call refuses at once is refused at once. */
+	if (!err)
+		err = redund_check_range(rs, off, buf, len);
+	if (!err && write && r->flags && !(r->flags & RMEM_WRITE))
+		err = -EACCES;
+	if (!err && !(rp = calloc(1, sizeof(*rp))))
+		err = -ENOMEM;
+	if (err)
+		return err;
+	*rp = (struct rpost){ .r = *r, .cookie = cookie, .off = off, .buf = buf, .len = len,
+			      .write = write };
+	err = alive_add(cl);
+	if (err) {
+		free(rp);
+		return err;
+	}
+	if (write)
+		/* Its outcome is the completion's. */
+		rp->err = redund_write(cl, r, off, buf, len);
+	else
+		rp->err = read_plan(rs, rp);
+	if (rp->err)
+		rp->nparts = 0;
+	rp->left = rp->nparts + 1;
+	*nparts = rp->nparts;
+	*out = rp;
+	return 0;
+}
+
+int rpost_part(struct router *cl, struct rpost *rp, unsigned p, uint32_t *slot,
+	       const struct rmem_region **piece, uint64_t *off, void **buf, size_t *len)
+{
+	struct rpost_part *pt = &rp->part[p];
+	struct rset *rs;
+	int err = redund_rset_of(cl, &rp->r, &rs);
+
+	if (err)
+		return err;
+	if (!redund_piece_in(cl, rs, pt->j))
+		return -EHOSTDOWN;
+	*slot = rs->slot[pt->j];
+	*piece = &rs->piece[pt->j];
+	*off = pt->lo;
+	*buf = pt->buf;
+	*len = (size_t)(pt->hi - pt->lo);
+	return 0;
+}
+
+/* A part's status that says its piece is gone (or may have missed a
+ * write): as router_redund.c's piece_io() takes them. */
+static bool lost(int st)
+{
+	return st == -EHOSTDOWN || st == -ETIMEDOUT || st == -ECONNABORTED || st == -ECONNRESET;
+}
+
+/* Every part rebuilt when lost, then gathered: the call's status. */
+static int read_finish(struct router *cl, struct rpost *rp)
+{
+	struct rset *rs;
+	bool locked = false;
+	int err = redund_rset_of(cl, &rp->r, &rs); /* freed meanwhile: -EINVAL */
+
+	/* An error that no rebuild mends ends the call before any rebuild. */
+	for (unsigned x = 0; x < rp->nparts && !err; x++)
+		if (rp->part[x].st && !lost(rp->part[x].st))
+			err = rp->part[x].st;
+	for (unsigned x = 0; x < rp->nparts && !err; x++) {
+		struct rpost_part *pt = &rp->part[x];
+
+		/* A piece marked out since (a write missed it) is never
+		 * served: its bytes are rebuilt as a lost one's. */
+		if (!pt->st && redund_piece_in(cl, rs, pt->j))
+			continue;
+		redund_piece_out(cl, rs, pt->j);
+		if (!locked) {
+			/* Rebuilds hold the writer mutex (router_redund.c). */
+			pthread_mutex_lock(&rs->wmu);
+			locked = true;
+		}
+		for (uint64_t s = pt->lo; s < pt->hi && !err; s += REDUND_SEG) {
+			size_t n = (size_t)(pt->hi - s < REDUND_SEG ? pt->hi - s : REDUND_SEG);
+
+			err = redund_piece_rebuild(cl, rs, pt->j, s, n, pt->buf + (s - pt->lo));
+		}
+	}
+	if (locked)
+		pthread_mutex_unlock(&rs->wmu);
+	for (unsigned x = 0; x < rp->nparts && !err && rp->block; x++)
+		redund_piece_copy(rs, rp->part[x].j, rp->part[x].lo, rp->part[x].hi, rp->part[x].buf,
+				  rp->buf, rp->off, true);
+	return err;
+}
+
+int rpost_end(struct router *cl, struct rpost *rp, unsigned p, int status,
+	      struct rmem_completion *done)
+{
+	if (p < rp->nparts)
+		rp->part[p].st = status;
+	/* The part's status is seen by whoever ends the call. */
+	if (__atomic_sub_fetch(&rp->left, 1, __ATOMIC_ACQ_REL) != 0)
+		return 0;
+	*done = (struct rmem_completion){ .cookie = rp->cookie,
+					  .status = rp->write || rp->err ? rp->err : read_finish(cl, rp) };
+	alive_sub(cl);
+	free(rp->block);
+	free(rp);
+	return 1;
+}
+
+void rpost_queue(struct router *cl, const struct rmem_completion *done)
+{
+	pthread_mutex_lock(&cl->mu);
+	/* (rpost_new kept room: red_ndone < red_alive + 1 <= red_cap.) */
+	if (cl->red_ndone < cl->red_cap) {
+		cl->red_done[cl->red_ndone] = *done;
+		__atomic_store_n(&cl->red_ndone, cl->red_ndone + 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&cl->mu);
+}
+
+int rpost_take(struct router *cl, struct rmem_completion *out, int max)
+{
+	size_t n;
+
+	/* (Looked at without the lock first: every rmem_poll comes here,
+	 * and on a client without redundant calls the queue stays empty.) */
+	if (!__atomic_load_n(&cl->red_ndone, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&cl->mu);
+	n = cl->red_ndone < (size_t)max ? cl->red_ndone : (size_t)max;
+	if (n == 0) {
+		pthread_mutex_unlock(&cl->mu);
+		return 0;
+	}
+	memcpy(out, cl->red_done, n * sizeof(*out));
+	memmove(cl->red_done, cl->red_done + n, (cl->red_ndone - n) * sizeof(*out));
+	__atomic_store_n(&cl->red_ndone, cl->red_ndone - n, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&cl->mu);
+	return (int)n;
+}
+
+void rpost_fini(struct router *cl)
+{
+	/* Each call still in flight has one entry per part not ended; the
+	 * poster's share ended when rmem_post_read returned. */
+	for (size_t i = 0; i < cl->npend; i++) {
+		struct rpost *rp = cl->pend[i].rp;
+
+		if (!cl->pend[i].used || !rp)
+			continue;
+		cl->pend[i].used = false;
+		if (--rp->left == 0) {
+			free(rp->block);
+			free(rp);
+		}
+	}
+	free(cl->red_done);
+	cl->red_done = NULL;
+	cl->red_ndone = cl->red_cap = cl->red_alive = 0;
+}
