@@ -151,12 +151,12 @@ static bool pend_is_part(struct router *cl, uint64_t idx, struct rpost **rp, uns
 
 /*
  * A posted read or write on a redundant region: the call's parts (a
- * read's data pieces) posted at once, each under an entry of its own that
+ * read's data pieces, a write's K+R pieces) posted at once, each under an entry of its own that
  * names the call; a part whose piece is out is ended as lost at once (the
  * end of the call rebuilds it).  The poster's own share ends last here, so
  * that no rmem_poll on another thread ends the call before every part went
- * out; a call that ends here (a write; a read that needed no post) is
- * queued for the next rmem_poll.  A part refused for another reason stops
+ * out; a call that ends here (a write of partial stripes only; a read
+ * that needed no post) is queued for the next rmem_poll.  A part refused for another reason stops
  * the posting: with nothing posted the call is refused, else its
  * completion carries the error.
  */
@@ -179,8 +179,10 @@ static int post_redund(struct router *cl, const struct rmem_region *r, bool writ
 
 		err = perr ? perr : rpost_part(cl, rp, p, &slot, &pr, &poff, &pbuf, &plen);
 		if (!err) {
-			POST(cl, slot, 0, NULL, (pend_part(cl, idx_, rp, p),
-						 single_post_read(c_, pr, poff, pbuf, plen, idx_)));
+			POST(cl, slot, 0, NULL,
+			     (pend_part(cl, idx_, rp, p),
+			      write ? single_post_write(c_, pr, poff, pbuf, plen, idx_) :
+				      single_post_read(c_, pr, poff, pbuf, plen, idx_)));
 			if (!err) {
 				posted++;
 				continue;

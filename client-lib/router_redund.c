@@ -397,7 +397,7 @@ out:
 }
 
 /* Pieces in now. */
-static unsigned pieces_in(struct router *cl, struct rset *rs)
+unsigned redund_pieces_in(struct router *cl, struct rset *rs)
 {
 	unsigned n = 0;
 
@@ -448,13 +448,13 @@ static int write_seg(struct router *cl, struct rset *rs, unsigned j, uint64_t p0
 	if (err)
 		return err;
 	/* Fewer than K pieces took it: no K pieces rebuild these bytes. */
-	return pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
+	return redund_pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
 }
 
 /* A piece out that the record still calls healthy may have missed this
  * write: the record must say so before a server that comes back with its
  * state can serve the piece to a fresh opener.  Under wmu. */
-static int record_out(struct router *cl, struct rset *rs)
+int redund_record_out(struct router *cl, struct rset *rs)
 {
 	uint32_t mask = 0;
 	int err;
@@ -500,7 +500,7 @@ static int write_full(struct router *cl, struct rset *rs, uint64_t s0, uint64_t 
 				err = pc[i].err;
 		if (err)
 			return err;
-		err = pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
+		err = redund_pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
 	}
 	return err;
 }
@@ -564,7 +564,7 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 	/* The bytes are on K pieces; an error here means the record could
 	 * not be told which missed them (tried again at the next write). */
 	if (!err || err == -EHOSTDOWN) {
-		int rc = record_out(cl, rs);
+		int rc = redund_record_out(cl, rs);
 
 		err = err ? err : rc;
 	}

@@ -59,6 +59,11 @@ bool redund_piece_range(const struct rset *rs, unsigned j, uint64_t a, uint64_t 
  * 0 is region offset a): to buf when out, else from it. */
 void redund_piece_copy(const struct rset *rs, unsigned j, uint64_t p0, uint64_t p1,
 		       unsigned char *tmp, unsigned char *buf, uint64_t a, bool out);
+/* How many pieces are in now. */
+unsigned redund_pieces_in(struct router *cl, struct rset *rs);
+/* Tells a named region's record of pieces out that it does not yet call
+ * so (a write's last step, before it is acknowledged).  Under wmu. */
+int redund_record_out(struct router *cl, struct rset *rs);
 /* Piece want's bytes [off, off+len) rebuilt from any K pieces in, into
  * out; the caller holds rs->wmu.  -EHOSTDOWN with fewer than K in. */
 int redund_piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint64_t off,

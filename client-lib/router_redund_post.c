@@ -42,11 +42,12 @@ struct rpost {
 	unsigned char *buf;   /* the caller's */
 	size_t len;
 	bool write;
+	struct rset *wlocked; /* a write's, whose wmu it holds while posting */
 	int err;              /* a write's outcome, or a read's refusal */
 	unsigned nparts;
 	unsigned left;        /* shares not ended: parts, and the poster's */
 	unsigned char *block; /* the parts' buffers; NULL when straight */
-	struct rpost_part part[STRIPE_K_MAX];
+	struct rpost_part part[STRIPE_N_MAX];
 };
 
 /* Room for one more completion in the queue, for a call now alive. */
@@ -108,6 +109,52 @@ static int read_plan(struct rset *rs, struct rpost *rp)
 	return 0;
 }
 
+/*
+ * A write: its partial stripes at each end made now by the synchronous
+ * write (parity by delta needs the old bytes); its whole stripes encoded
+ * here, under the writer mutex, into the call's own buffer, one part per
+ * piece, which the caller posts before the mutex is let go (rpost_end of
+ * the poster's share).  0 with parts planned (wmu held when there are),
+ * or the write's error.
+ */
+static int write_plan(struct router *cl, struct rset *rs, struct rpost *rp)
+{
+	const uint64_t C = STRIPE_CHUNK, W = (uint64_t)rs->code.k * C;
+	uint64_t end = rp->off + rp->len, fs = (rp->off + W - 1) / W * W, fe = end / W * W;
+	unsigned char *bufs[STRIPE_N_MAX];
+	size_t plen;
+	int err = 0;
+
+	if (fe <= fs)
+		return redund_write(cl, &rp->r, rp->off, rp->buf, rp->len);
+	if (fs > rp->off)
+		err = redund_write(cl, &rp->r, rp->off, rp->buf, (size_t)(fs - rp->off));
+	if (!err && end > fe)
+		err = redund_write(cl, &rp->r, fe, rp->buf + (fe - rp->off), (size_t)(end - fe));
+	if (err)
+		return err;
+	plen = (size_t)((fe - fs) / W * C);
+	if (!(rp->block = malloc(plen * rs->n)))
+		return -ENOMEM;
+	for (unsigned i = 0; i < rs->n; i++) {
+		bufs[i] = rp->block + plen * i;
+		rp->part[i] = (struct rpost_part){ .j = i, .lo = fs / W * C, .hi = fe / W * C,
+						   .buf = bufs[i] };
+	}
+	for (unsigned j = 0; j < rs->code.k; j++)
+		redund_piece_copy(rs, j, fs / W * C, fe / W * C, bufs[j], rp->buf + (fs - rp->off),
+				  fs, false);
+	stripe_encode(&rs->code, plen, bufs, bufs + rs->code.k);
+	rp->nparts = rs->n;
+	/* Every part goes out before another write of the region starts, so
+	 * that each piece's server, which serves its connection in order,
+	 * sees this client's writes in one order on every piece: a later
+	 * write's old bytes and old parity are this one's new ones. */
+	pthread_mutex_lock(&rs->wmu);
+	rp->wlocked = rs;
+	return 0;
+}
+
 int rpost_new(struct router *cl, const struct rmem_region *r, bool write, uint64_t off,
 	      void *buf, size_t len, uint64_t cookie, struct rpost **out, unsigned *nparts)
 {
@@ -132,8 +179,8 @@ int rpost_new(struct router *cl, const struct rmem_region *r, bool write, uint64
 		return err;
 	}
 	if (write)
-		/* Its outcome is the completion's. */
-		rp->err = redund_write(cl, r, off, buf, len);
+		/* A refusal from here on is the completion's. */
+		rp->err = write_plan(cl, rs, rp);
 	else
 		rp->err = read_plan(rs, rp);
 	if (rp->err)
@@ -208,16 +255,52 @@ static int read_finish(struct router *cl, struct rpost *rp)
 	return err;
 }
 
+/* A posted write's end: its bytes are on K pieces, or -EHOSTDOWN; the
+ * pieces that missed it are in the record before it is acknowledged (as
+ * a synchronous write's). */
+static int write_finish(struct router *cl, struct rpost *rp)
+{
+	struct rset *rs;
+	int err = rp->err, rc;
+
+	if (err || rp->nparts == 0)
+		return err;
+	err = redund_rset_of(cl, &rp->r, &rs);
+	if (err)
+		return err;
+	pthread_mutex_lock(&rs->wmu);
+	err = redund_pieces_in(cl, rs) < rs->code.k ? -EHOSTDOWN : 0;
+	rc = redund_record_out(cl, rs);
+	pthread_mutex_unlock(&rs->wmu);
+	return err ? err : rc;
+}
+
 int rpost_end(struct router *cl, struct rpost *rp, unsigned p, int status,
 	      struct rmem_completion *done)
 {
-	if (p < rp->nparts)
+	if (p < rp->nparts) {
 		rp->part[p].st = status;
+		/* A piece that may have missed a write is out before anything
+		 * else can read it: at once, under the writer mutex when the
+		 * part never went out (the poster holds it), else as soon as
+		 * its completion comes. */
+		if (rp->write && status) {
+			struct rset *rs;
+
+			if (!redund_rset_of(cl, &rp->r, &rs))
+				redund_piece_out(cl, rs, rp->part[p].j);
+		}
+	} else if (rp->wlocked) {
+		/* Every part went out: the next write may start. */
+		pthread_mutex_unlock(&rp->wlocked->wmu);
+		rp->wlocked = NULL;
+	}
 	/* The part's status is seen by whoever ends the call. */
 	if (__atomic_sub_fetch(&rp->left, 1, __ATOMIC_ACQ_REL) != 0)
 		return 0;
-	*done = (struct rmem_completion){ .cookie = rp->cookie,
-					  .status = rp->write || rp->err ? rp->err : read_finish(cl, rp) };
+	*done = (struct rmem_completion){
+		.cookie = rp->cookie,
+		.status = rp->write ? write_finish(cl, rp) : rp->err ? rp->err : read_finish(cl, rp) };
 	alive_sub(cl);
 	free(rp->block);
 	free(rp);
