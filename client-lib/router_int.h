@@ -145,6 +145,14 @@ struct router {
 	 * for want of memory.  Under mu. */
 	struct rmem_completion *red_done;
 	size_t red_ndone, red_cap, red_alive;
+	/* Their buffers, kept when they end for the next ones (under mu;
+	 * at most RPOST_KEEP of them, RPOST_KEEP_BYTES in all): 16 posted
+	 * 1 MiB writes malloc'd and freed each time left the heap trimmed
+	 * and faulted in again, page by page, by every call. */
+#define RPOST_KEEP 16u
+#define RPOST_KEEP_BYTES (32u << 20)
+	struct { unsigned char *p; size_t len; } red_kept[RPOST_KEEP];
+	size_t red_nkept, red_kept_bytes;
 };
 
 /* ---- router_url.c ------------------------------------------------------------- */

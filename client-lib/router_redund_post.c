@@ -47,8 +47,52 @@ struct rpost {
 	unsigned nparts;
 	unsigned left;        /* shares not ended: parts, and the poster's */
 	unsigned char *block; /* the parts' buffers; NULL when straight */
+	size_t block_cap;
 	struct rpost_part part[STRIPE_N_MAX];
 };
+
+/* A buffer of len bytes: the smallest kept one that is large enough (its
+ * size in *cap), else a new one.  NULL for want of memory. */
+static unsigned char *block_take(struct router *cl, size_t len, size_t *cap)
+{
+	unsigned char *p = NULL;
+	size_t best = 0;
+
+	pthread_mutex_lock(&cl->mu);
+	for (size_t i = 0; i < cl->red_nkept; i++)
+		if (cl->red_kept[i].len >= len &&
+		    (!p || cl->red_kept[i].len < cl->red_kept[best].len)) {
+			p = cl->red_kept[i].p;
+			best = i;
+		}
+	if (p) {
+		*cap = cl->red_kept[best].len;
+		cl->red_kept_bytes -= *cap;
+		cl->red_kept[best] = cl->red_kept[--cl->red_nkept];
+	}
+	pthread_mutex_unlock(&cl->mu);
+	if (!p) {
+		p = malloc(len ? len : 1);
+		*cap = len;
+	}
+	return p;
+}
+
+/* p (cap bytes) kept for the next call, or freed when enough are kept. */
+static void block_give(struct router *cl, unsigned char *p, size_t cap)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&cl->mu);
+	if (cl->red_nkept < RPOST_KEEP && cl->red_kept_bytes + cap <= RPOST_KEEP_BYTES) {
+		cl->red_kept[cl->red_nkept].p = p;
+		cl->red_kept[cl->red_nkept++].len = cap;
+		cl->red_kept_bytes += cap;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	free(p);
+}
 
 /* Room for one more completion in the queue, for a call now alive. */
 static int alive_add(struct router *cl)
@@ -81,7 +125,7 @@ static void alive_sub(struct router *cl)
 }
 
 /* The parts of a read of [off, off+len): one per data piece touched. */
-static int read_plan(struct rset *rs, struct rpost *rp)
+static int read_plan(struct router *cl, struct rset *rs, struct rpost *rp)
 {
 	size_t total = 0;
 
@@ -99,7 +143,7 @@ static int read_plan(struct rset *rs, struct rpost *rp)
 		rp->part[0].buf = rp->buf;
 		return 0;
 	}
-	if (rp->nparts && !(rp->block = malloc(total)))
+	if (rp->nparts && !(rp->block = block_take(cl, total, &rp->block_cap)))
 		return -ENOMEM;
 	total = 0;
 	for (unsigned x = 0; x < rp->nparts; x++) {
@@ -134,7 +178,7 @@ static int write_plan(struct router *cl, struct rset *rs, struct rpost *rp)
 	if (err)
 		return err;
 	plen = (size_t)((fe - fs) / W * C);
-	if (!(rp->block = malloc(plen * rs->n)))
+	if (!(rp->block = block_take(cl, plen * rs->n, &rp->block_cap)))
 		return -ENOMEM;
 	for (unsigned i = 0; i < rs->n; i++) {
 		bufs[i] = rp->block + plen * i;
@@ -182,7 +226,7 @@ int rpost_new(struct router *cl, const struct rmem_region *r, bool write, uint64
 		/* A refusal from here on is the completion's. */
 		rp->err = write_plan(cl, rs, rp);
 	else
-		rp->err = read_plan(rs, rp);
+		rp->err = read_plan(cl, rs, rp);
 	if (rp->err)
 		rp->nparts = 0;
 	rp->left = rp->nparts + 1;
@@ -302,7 +346,7 @@ int rpost_end(struct router *cl, struct rpost *rp, unsigned p, int status,
 		.cookie = rp->cookie,
 		.status = rp->write ? write_finish(cl, rp) : rp->err ? rp->err : read_finish(cl, rp) };
 	alive_sub(cl);
-	free(rp->block);
+	block_give(cl, rp->block, rp->block_cap);
 	free(rp);
 	return 1;
 }
@@ -354,6 +398,9 @@ void rpost_fini(struct router *cl)
 			free(rp);
 		}
 	}
+	for (size_t i = 0; i < cl->red_nkept; i++)
+		free(cl->red_kept[i].p);
+	cl->red_nkept = cl->red_kept_bytes = 0;
 	free(cl->red_done);
 	cl->red_done = NULL;
 	cl->red_ndone = cl->red_cap = cl->red_alive = 0;
