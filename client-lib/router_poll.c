@@ -92,17 +92,6 @@ static struct rmem_completion pend_done(struct router *cl, uint64_t idx, int sta
 	return c;
 }
 
-/* True when idx is an operation in flight on slot. */
-static bool pend_live(struct router *cl, uint64_t idx, uint32_t slot)
-{
-	bool live;
-
-	pthread_mutex_lock(&cl->mu);
-	live = idx < cl->npend && cl->pend[idx].used && cl->pend[idx].slot == slot;
-	pthread_mutex_unlock(&cl->mu);
-	return live;
-}
-
 /* Posts to slot's client with post(); the entry goes if the post fails. */
 #define POST(cl, slot, cookie, out, call)                                         \
 	do {                                                                          \
@@ -127,26 +116,29 @@ static void pend_part(struct router *cl, uint64_t idx, struct rpost *rp, unsigne
 	pthread_mutex_unlock(&cl->mu);
 }
 
-/* Entry idx, when it is a part of a redundant region's posted call, is
- * freed: true, with the call and the part. */
-static bool pend_is_part(struct router *cl, uint64_t idx, struct rpost **rp, unsigned *p)
+/* Entry idx, an operation in flight on slot: 1 when it is a part of a
+ * redundant region's posted call (freed here, *rp and *p set), 0 when it
+ * is the application's own, -1 when it is no longer in flight there
+ * (another thread took it: a part must never be ended twice). */
+static int pend_is_part(struct router *cl, uint64_t idx, uint32_t slot, struct rpost **rp,
+			unsigned *p)
 {
-	bool part;
+	int rc = -1;
 
 	pthread_mutex_lock(&cl->mu);
-	*rp = cl->pend[idx].rp;
-	*p = cl->pend[idx].part;
-	part = *rp != NULL;
-	if (part) {
-		uint32_t slot = cl->pend[idx].slot;
-
+	if (idx < cl->npend && cl->pend[idx].used && cl->pend[idx].slot == slot) {
+		*rp = cl->pend[idx].rp;
+		*p = cl->pend[idx].part;
+		rc = *rp != NULL;
+	}
+	if (rc == 1) {
 		if (cl->members[slot].inflight)
 			cl->members[slot].inflight--;
 		cl->pend[idx].used = false;
 		cl->pend[idx].rp = NULL;
 	}
 	pthread_mutex_unlock(&cl->mu);
-	return part;
+	return rc;
 }
 
 /*
@@ -358,9 +350,11 @@ static int drain_lost(struct router *cl, uint32_t slot, struct rmem_completion *
 		struct rpost *rp;
 		unsigned p;
 
-		if (pend_is_part(cl, idx[i], &rp, &p))
+		int part = pend_is_part(cl, idx[i], slot, &rp, &p);
+
+		if (part == 1)
 			n += rpost_end(cl, rp, p, -EHOSTDOWN, &out[n]);
-		else
+		else if (part == 0)
 			out[n++] = pend_done(cl, idx[i], -EHOSTDOWN);
 	}
 	return n;
@@ -384,7 +378,7 @@ static int poll_one(struct router *cl, uint32_t slot, struct rmem_completion *ou
 	}
 	for (int i = 0; i < n; i++) {
 		uint64_t idx = out[i].cookie;
-		int st = out[i].status;
+		int st = out[i].status, part;
 		struct rpost *rp;
 		unsigned p;
 
@@ -393,11 +387,10 @@ static int poll_one(struct router *cl, uint32_t slot, struct rmem_completion *ou
 		/* An operation already completed for a server found lost
 		 * (drain_lost) is not reported twice.  (out[kept] is written
 		 * only once out[i] is read: kept <= i.) */
-		if (!pend_live(cl, idx, slot))
-			continue;
-		if (pend_is_part(cl, idx, &rp, &p))
+		part = pend_is_part(cl, idx, slot, &rp, &p);
+		if (part == 1)
 			kept += rpost_end(cl, rp, p, st, &out[kept]);
-		else if (!alloc_moved(cl, idx, slot, st))
+		else if (part == 0 && !alloc_moved(cl, idx, slot, st))
 			out[kept++] = pend_done(cl, idx, st);
 	}
 	return kept;

@@ -33,12 +33,12 @@
  * complete once, never with wrong bytes (nor, two deaths being within R,
  * with an error); every byte of every region still reads, and new writes go on
  * and read back; the named region opens in a fresh client and reads
- * whole, takes writes (its record then marks the two dead servers' pieces
- * stale), is unlinked; an alloc with four servers left is
- * -ENOSPC; a third death
- * makes reads -EHOSTDOWN, never wrong bytes.  With six servers and 4+2,
- * every server holds one piece of every region, so each death takes a
- * piece of each.
+ * whole, takes writes, posted and not (its record then marks the two dead
+ * servers' pieces stale, a posted write's by its completion), is
+ * unlinked; an alloc with four servers left is -ENOSPC; a third death
+ * makes reads, synchronous and posted, -EHOSTDOWN, never wrong bytes.
+ * With six servers and 4+2, every server holds one piece of every region,
+ * so each death takes a piece of each.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -793,6 +793,40 @@ int main(void)
 		ok(bad >= NREG - 1 && wrong == 0 && err == -EHOSTDOWN,
 		   "three of six pieces gone: reads that need a rebuild are -EHOSTDOWN (%d of %d:"
 		   " %s), never wrong bytes (%d)", bad, NREG, rmem_strerror(err), wrong);
+	}
+	{
+		unsigned char *got[NREG];
+		unsigned n = 0, down = 0, right = 0, other = 0;
+
+		/* The same, posted: each region whole, at once. */
+		for (int i = 0; i < NREG; i++) {
+			got[i] = malloc(sizes[i]);
+			n += rmem_post_read(c, &reg[i], 0, got[i], sizes[i], 500 + (uint64_t)i) == 0;
+		}
+		for (unsigned d = 0; d < n;) {
+			struct rmem_completion cq[NREG];
+			int m = rmem_poll(c, cq, NREG, 20000);
+
+			if (m <= 0)
+				break;
+			for (int x = 0; x < m; x++, d++) {
+				uint64_t i = cq[x].cookie - 500;
+
+				if (i >= NREG)
+					other++;
+				else if (cq[x].status == -EHOSTDOWN)
+					down++;
+				else if (cq[x].status == 0 && !memcmp(got[i], model[i], sizes[i]))
+					right++;
+				else
+					other++;
+			}
+		}
+		ok(n == NREG && down >= NREG - 1 && down + right == NREG && other == 0,
+		   "and posted reads of every region: -EHOSTDOWN or right bytes, never wrong ones (%u"
+		   " posted, %u -EHOSTDOWN, %u right, %u else)", n, down, right, other);
+		for (int i = 0; i < NREG; i++)
+			free(got[i]);
 	}
 	rc = 0;
 	for (int i = 0; i < NREG; i++)
