@@ -13,11 +13,21 @@
  * caller's buffer: the completion is success with the right bytes, or an
  * error, never wrong bytes.
  *
- * A posted write is made whole when it is posted, by router_redund.c's
- * synchronous write (the writer mutex, parity by delta, stale marking
- * before it ends), and its completion is queued for the next rmem_poll:
- * writes never overlap on a region, since a parity update is a
- * read-modify-write that one in flight beside another would get wrong.
+ * A posted write's partial stripes at each end are made when it is
+ * posted, by router_redund.c's synchronous write (parity by delta needs
+ * the old bytes).  Its whole stripes are encoded into a buffer of the
+ * call's own, one part per piece (K data, R parity), and every part is
+ * posted under the region's writer mutex: each server serves a connection
+ * in order, so the next write's old bytes and parity, and a rebuild's
+ * survivors, are read after this write on every piece, with no wait for
+ * its completions.  A part that fails puts its piece out: at once when
+ * its post fails (under the mutex), else when its completion is taken.
+ * Until then a read may still go to that piece, but what fails a posted
+ * write on a connection (the server lost, the resume failed, the region
+ * gone or revoked) fails a read behind it on the same connection too, so
+ * the read is made around it, or fails: never the piece's old bytes.  The
+ * call's end tells the record of pieces out, as a synchronous write does
+ * before it returns.
  *
  * Calls downward only: router_redund.c, router_members.c.
  */
@@ -156,10 +166,10 @@ static int read_plan(struct router *cl, struct rset *rs, struct rpost *rp)
 /*
  * A write: its partial stripes at each end made now by the synchronous
  * write (parity by delta needs the old bytes); its whole stripes encoded
- * here, under the writer mutex, into the call's own buffer, one part per
- * piece, which the caller posts before the mutex is let go (rpost_end of
- * the poster's share).  0 with parts planned (wmu held when there are),
- * or the write's error.
+ * here into the call's own buffer, one part per piece, which the caller
+ * posts under the writer mutex, taken here and let go by rpost_end of the
+ * poster's share.  0 with parts planned (wmu held when there are), or the
+ * write's error.
  */
 static int write_plan(struct router *cl, struct rset *rs, struct rpost *rp)
 {
