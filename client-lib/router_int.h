@@ -273,9 +273,15 @@ struct rpost;
 int rpost_new(struct router *cl, const struct rmem_region *r, bool write, uint64_t off,
 	      void *buf, size_t len, uint64_t cookie, struct rpost **out, unsigned *nparts);
 /* Where part p goes: 0 and its slot, piece handle, offset, buffer and
- * length; -EHOSTDOWN when its piece is out (then end it so). */
+ * length, and (seg > 0) the runs a spaced read lands in
+ * (single_post_read_spaced); -EHOSTDOWN when its piece is out (then end
+ * it so). */
 int rpost_part(struct router *cl, struct rpost *rp, unsigned p, uint32_t *slot,
-	       const struct rmem_region **piece, uint64_t *off, void **buf, size_t *len);
+	       const struct rmem_region **piece, uint64_t *off, void **buf, size_t *len,
+	       uint32_t *seg, uint32_t *gap, uint32_t *phase);
+/* Part p, whose client cannot take a spaced read, lands in a buffer of
+ * its own instead, gathered at the end: 0 and *buf, or -ENOMEM. */
+int rpost_part_own(struct router *cl, struct rpost *rp, unsigned p, void **buf);
 /* Part p ended with status; p == nparts is the poster's own share, ended
  * once every part was posted or ended.  The call ends with its last share:
  * then a rebuild of any part whose piece was lost, the gather into the

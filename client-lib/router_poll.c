@@ -148,9 +148,9 @@ static int pend_is_part(struct router *cl, uint64_t idx, uint32_t slot, struct r
  * end of the call rebuilds it).  The poster's own share ends last here, so
  * that no rmem_poll on another thread ends the call before every part went
  * out; a call that ends here (a write of partial stripes only; a read
- * that needed no post) is queued for the next rmem_poll.  A part refused for another reason stops
- * the posting: with nothing posted the call is refused, else its
- * completion carries the error.
+ * that needed no post) is queued for the next rmem_poll.  A part refused
+ * for another reason stops the posting: with nothing posted the call is
+ * refused, else its completion carries the error.
  */
 static int post_redund(struct router *cl, const struct rmem_region *r, bool write,
 		       uint64_t off, void *buf, size_t len, uint64_t cookie)
@@ -167,18 +167,29 @@ static int post_redund(struct router *cl, const struct rmem_region *r, bool writ
 		uint64_t poff;
 		void *pbuf;
 		size_t plen;
-		uint32_t slot;
+		uint32_t slot, seg, gap, phase;
+		bool tried = false;
 
-		err = perr ? perr : rpost_part(cl, rp, p, &slot, &pr, &poff, &pbuf, &plen);
-		if (!err) {
+		err = perr ? perr : rpost_part(cl, rp, p, &slot, &pr, &poff, &pbuf, &plen, &seg,
+					       &gap, &phase);
+		if (!err && seg) {
+			/* Straight into the caller's buffer, a chunk at a time;
+			 * an RDMA client cannot: then a buffer of the part's. */
+			POST(cl, slot, 0, NULL,
+			     (pend_part(cl, idx_, rp, p),
+			      single_post_read_spaced(c_, pr, poff, pbuf, plen, seg, gap, phase, idx_)));
+			tried = err != -EOPNOTSUPP;
+			if (!tried)
+				err = rpost_part_own(cl, rp, p, &pbuf);
+		}
+		if (!err && !tried)
 			POST(cl, slot, 0, NULL,
 			     (pend_part(cl, idx_, rp, p),
 			      write ? single_post_write(c_, pr, poff, pbuf, plen, idx_) :
 				      single_post_read(c_, pr, poff, pbuf, plen, idx_)));
-			if (!err) {
-				posted++;
-				continue;
-			}
+		if (!err) {
+			posted++;
+			continue;
 		}
 		if (err != -EHOSTDOWN && !perr)
 			perr = err;

@@ -42,7 +42,10 @@
 struct rpost_part {
 	unsigned j;           /* the data piece */
 	uint64_t lo, hi;      /* its range */
-	unsigned char *buf;   /* where the range lands */
+	unsigned char *buf;   /* where the range lands: in runs when spaced */
+	bool spaced;          /* in the caller's buffer, a chunk at a time */
+	unsigned char *own;   /* else a buffer of the part's own, or NULL */
+	size_t own_cap;
 	int st;               /* the part's status */
 };
 
@@ -56,7 +59,7 @@ struct rpost {
 	int err;              /* a write's outcome, or a read's refusal */
 	unsigned nparts;
 	unsigned left;        /* shares not ended: parts, and the poster's */
-	unsigned char *block; /* the parts' buffers; NULL when straight */
+	unsigned char *block; /* a write's parts, one piece's bytes after another */
 	size_t block_cap;
 	struct rpost_part part[STRIPE_N_MAX];
 };
@@ -134,10 +137,14 @@ static void alive_sub(struct router *cl)
 	pthread_mutex_unlock(&cl->mu);
 }
 
-/* The parts of a read of [off, off+len): one per data piece touched. */
-static int read_plan(struct router *cl, struct rset *rs, struct rpost *rp)
+/* The parts of a read of [off, off+len): one per data piece touched,
+ * each landing straight in the caller's buffer: in one run when the read
+ * lies within one chunk, else a chunk at a time (a spaced read, whose
+ * runs lie K chunks apart), or, where a piece's client cannot (RDMA),
+ * in a buffer of its own gathered at the end (rpost_part_own). */
+static void read_plan(struct rset *rs, struct rpost *rp)
 {
-	size_t total = 0;
+	const uint64_t C = STRIPE_CHUNK, W = (uint64_t)rs->code.k * C;
 
 	for (unsigned j = 0; j < rs->code.k; j++) {
 		struct rpost_part *p = &rp->part[rp->nparts];
@@ -145,22 +152,13 @@ static int read_plan(struct router *cl, struct rset *rs, struct rpost *rp)
 		if (!redund_piece_range(rs, j, rp->off, rp->off + rp->len, &p->lo, &p->hi))
 			continue;
 		p->j = j;
-		total += (size_t)(p->hi - p->lo);
+		/* The region offset of the part's first byte. */
+		p->buf = rp->buf + (p->lo / C * W + j * C + p->lo % C - rp->off);
 		rp->nparts++;
 	}
-	/* Within one chunk (a page read): straight into the caller's buffer. */
-	if (rp->nparts == 1 && total == rp->len) {
-		rp->part[0].buf = rp->buf;
-		return 0;
-	}
-	if (rp->nparts && !(rp->block = block_take(cl, total, &rp->block_cap)))
-		return -ENOMEM;
-	total = 0;
-	for (unsigned x = 0; x < rp->nparts; x++) {
-		rp->part[x].buf = rp->block + total;
-		total += (size_t)(rp->part[x].hi - rp->part[x].lo);
-	}
-	return 0;
+	if (rp->nparts > 1 || (rp->nparts == 1 && rp->part[0].hi - rp->part[0].lo != rp->len))
+		for (unsigned x = 0; x < rp->nparts; x++)
+			rp->part[x].spaced = true;
 }
 
 /*
@@ -236,7 +234,7 @@ int rpost_new(struct router *cl, const struct rmem_region *r, bool write, uint64
 		/* A refusal from here on is the completion's. */
 		rp->err = write_plan(cl, rs, rp);
 	else
-		rp->err = read_plan(cl, rs, rp);
+		read_plan(rs, rp);
 	if (rp->err)
 		rp->nparts = 0;
 	rp->left = rp->nparts + 1;
@@ -246,7 +244,8 @@ int rpost_new(struct router *cl, const struct rmem_region *r, bool write, uint64
 }
 
 int rpost_part(struct router *cl, struct rpost *rp, unsigned p, uint32_t *slot,
-	       const struct rmem_region **piece, uint64_t *off, void **buf, size_t *len)
+	       const struct rmem_region **piece, uint64_t *off, void **buf, size_t *len,
+	       uint32_t *seg, uint32_t *gap, uint32_t *phase)
 {
 	struct rpost_part *pt = &rp->part[p];
 	struct rset *rs;
@@ -261,6 +260,24 @@ int rpost_part(struct router *cl, struct rpost *rp, unsigned p, uint32_t *slot,
 	*off = pt->lo;
 	*buf = pt->buf;
 	*len = (size_t)(pt->hi - pt->lo);
+	*seg = *gap = *phase = 0;
+	if (pt->spaced) {
+		*seg = STRIPE_CHUNK;
+		*gap = (rs->code.k - 1) * STRIPE_CHUNK;
+		*phase = (uint32_t)(pt->lo % STRIPE_CHUNK);
+	}
+	return 0;
+}
+
+int rpost_part_own(struct router *cl, struct rpost *rp, unsigned p, void **buf)
+{
+	struct rpost_part *pt = &rp->part[p];
+
+	pt->own = block_take(cl, (size_t)(pt->hi - pt->lo), &pt->own_cap);
+	if (!pt->own)
+		return -ENOMEM;
+	pt->spaced = false;
+	*buf = pt->own;
 	return 0;
 }
 
@@ -271,6 +288,28 @@ static bool lost(int st)
 	return st == -EHOSTDOWN || st == -ETIMEDOUT || st == -ECONNABORTED || st == -ECONNRESET;
 }
 
+/* Part pt's bytes rebuilt from K other pieces into where they go (its
+ * own buffer, or the caller's through a buffer taken for it).  Under
+ * wmu. */
+static int part_rebuild(struct router *cl, struct rset *rs, struct rpost *rp,
+			struct rpost_part *pt)
+{
+	size_t len = (size_t)(pt->hi - pt->lo), cap = 0;
+	unsigned char *to = pt->own ? pt->own : pt->spaced ? block_take(cl, len, &cap) : pt->buf;
+	int err = to ? 0 : -ENOMEM;
+
+	for (uint64_t s = pt->lo; s < pt->hi && !err; s += REDUND_SEG) {
+		size_t n = (size_t)(pt->hi - s < REDUND_SEG ? pt->hi - s : REDUND_SEG);
+
+		err = redund_piece_rebuild(cl, rs, pt->j, s, n, to + (s - pt->lo));
+	}
+	if (!err && pt->spaced)
+		redund_piece_copy(rs, pt->j, pt->lo, pt->hi, to, rp->buf, rp->off, true);
+	if (cap)
+		block_give(cl, to, cap);
+	return err;
+}
+
 /* Every part rebuilt when lost, then gathered: the call's status. */
 static int read_finish(struct router *cl, struct rpost *rp)
 {
@@ -278,9 +317,11 @@ static int read_finish(struct router *cl, struct rpost *rp)
 	bool locked = false;
 	int err = redund_rset_of(cl, &rp->r, &rs); /* freed meanwhile: -EINVAL */
 
-	/* An error that no rebuild mends ends the call before any rebuild. */
+	/* An error that no rebuild mends ends the call before any rebuild.
+	 * (-EOPNOTSUPP: a spaced read sent again after a resume found the
+	 * client on RDMA; the piece is not at fault, its bytes are rebuilt.) */
 	for (unsigned x = 0; x < rp->nparts && !err; x++)
-		if (rp->part[x].st && !lost(rp->part[x].st))
+		if (rp->part[x].st && !lost(rp->part[x].st) && rp->part[x].st != -EOPNOTSUPP)
 			err = rp->part[x].st;
 	for (unsigned x = 0; x < rp->nparts && !err; x++) {
 		struct rpost_part *pt = &rp->part[x];
@@ -289,23 +330,21 @@ static int read_finish(struct router *cl, struct rpost *rp)
 		 * served: its bytes are rebuilt as a lost one's. */
 		if (!pt->st && redund_piece_in(cl, rs, pt->j))
 			continue;
-		redund_piece_out(cl, rs, pt->j);
+		if (pt->st != -EOPNOTSUPP)
+			redund_piece_out(cl, rs, pt->j);
 		if (!locked) {
 			/* Rebuilds hold the writer mutex (router_redund.c). */
 			pthread_mutex_lock(&rs->wmu);
 			locked = true;
 		}
-		for (uint64_t s = pt->lo; s < pt->hi && !err; s += REDUND_SEG) {
-			size_t n = (size_t)(pt->hi - s < REDUND_SEG ? pt->hi - s : REDUND_SEG);
-
-			err = redund_piece_rebuild(cl, rs, pt->j, s, n, pt->buf + (s - pt->lo));
-		}
+		err = part_rebuild(cl, rs, rp, pt);
 	}
 	if (locked)
 		pthread_mutex_unlock(&rs->wmu);
-	for (unsigned x = 0; x < rp->nparts && !err && rp->block; x++)
-		redund_piece_copy(rs, rp->part[x].j, rp->part[x].lo, rp->part[x].hi, rp->part[x].buf,
-				  rp->buf, rp->off, true);
+	for (unsigned x = 0; x < rp->nparts && !err; x++)
+		if (rp->part[x].own)
+			redund_piece_copy(rs, rp->part[x].j, rp->part[x].lo, rp->part[x].hi,
+					  rp->part[x].own, rp->buf, rp->off, true);
 	return err;
 }
 
@@ -357,6 +396,8 @@ int rpost_end(struct router *cl, struct rpost *rp, unsigned p, int status,
 		.status = rp->write ? write_finish(cl, rp) : rp->err ? rp->err : read_finish(cl, rp) };
 	alive_sub(cl);
 	block_give(cl, rp->block, rp->block_cap);
+	for (unsigned x = 0; x < rp->nparts; x++)
+		block_give(cl, rp->part[x].own, rp->part[x].own_cap);
 	free(rp);
 	return 1;
 }
@@ -405,6 +446,8 @@ void rpost_fini(struct router *cl)
 		cl->pend[i].used = false;
 		if (--rp->left == 0) {
 			free(rp->block);
+			for (unsigned x = 0; x < rp->nparts; x++)
+				free(rp->part[x].own);
 			free(rp);
 		}
 	}

@@ -580,6 +580,69 @@ static void posted_healthy(rmem_client *c)
 		   "a posted page read and a 20 B one across two pieces");
 		ok(rmem_poll(c, cq, 2, 0) == 0, "and nothing more to poll");
 	}
+	{
+		/* Pieces' ranges of a few bytes in two runs (through the
+		 * client's small-reply buffer), and of a run and a half. */
+		static const uint64_t sh[][2] = { { 4095, 16384 + 2 }, { 16383, 16384 + 3 },
+						  { 100, 16384 * 2 + 5000 }, { 4096 * 5 - 1, 4096 * 4 + 2 } };
+		unsigned char b[3][40000];
+		struct rmem_completion cq[3];
+		bool right = true;
+
+		for (size_t t = 0; t < sizeof sh / sizeof sh[0]; t++) {
+			int n = 0, rc = 0;
+
+			memset(b, 0xee, sizeof b);
+			for (int i = 0; i < 3 && !rc; i++)
+				rc = rmem_post_read(c, &reg[i == 1 ? 2 : 3 * (i / 2)], sh[t][0], b[i],
+						    sh[t][1], (uint64_t)i);
+			while (!rc && n < 3) {
+				int m = rmem_poll(c, cq + n, 3 - n, 10000);
+
+				if (m <= 0)
+					break;
+				n += m;
+			}
+			for (int x = 0; x < n; x++) {
+				int i = (int)cq[x].cookie, ri = i == 1 ? 2 : 3 * (i / 2);
+
+				right = right && cq[x].status == 0 &&
+					!memcmp(b[i], model[ri] + sh[t][0], sh[t][1]) &&
+					b[i][sh[t][1]] == 0xee;
+			}
+			right = right && !rc && n == 3;
+		}
+		ok(right, "posted reads whose pieces' ranges are a few bytes in two chunks, or"
+		   " a chunk and a half: every byte right, none past the end");
+	}
+	{
+		/* Over 16 MiB of each piece in one read: the piece's range
+		 * goes in several requests (a daemon's largest is 16 MiB), each
+		 * landing a chunk at a time from the middle of a chunk on. */
+		const size_t big = 68 * MiB + 4096 * 3 + 100, off = 4096 + 7, len = big - off - 11;
+		unsigned char *want = malloc(big), *got = malloc(big);
+		struct rmem_region b;
+		struct rmem_completion cq = { 0 };
+		int rc = want && got ? rmem_alloc(c, big, 0, &b) : -ENOMEM, n = 0;
+
+		if (!rc) {
+			fill(want, big, 61);
+			memset(got, 0xee, big);
+			rc = rmem_write(c, &b, 0, want, big);
+		}
+		if (!rc)
+			rc = rmem_post_read(c, &b, off, got + off, len, 9);
+		if (!rc)
+			n = rmem_poll(c, &cq, 1, 60000);
+		ok(!rc && n == 1 && cq.status == 0 && !memcmp(got + off, want + off, len) &&
+			   got[off - 1] == 0xee && got[off + len] == 0xee,
+		   "a posted read of 68 MiB from the middle of a chunk: every byte right, none"
+		   " past its ends (%s, %d, %s)", rmem_strerror(rc), n, rmem_strerror(cq.status));
+		if (!rc)
+			rmem_free(c, &b);
+		free(want);
+		free(got);
+	}
 }
 
 /* Posted reads of regions 2 and 3 and posted writes of region 3 while
