@@ -14,9 +14,9 @@
  *  - memory: used bytes across the cluster for a region of MIB MiB on each
  *    client, and their ratio to the bytes asked;
  *  - healthy: plain against redundant, alternated round by round: 1 MiB
- *    reads and writes (MB/s, one call at a time: posted calls on redundant
- *    regions are not built yet), 4 KiB reads at random page offsets (p50,
- *    p99 ns);
+ *    reads and writes (MB/s), one call at a time and 16 posted in flight
+ *    (rmem_post_read/_write, rmem_poll; with the client's CPU time per
+ *    MiB), 4 KiB reads at random page offsets (p50, p99 ns);
  *  - degraded: two servers killed; 4 KiB read p50 per data piece (chunk
  *    column), and the worst column's against the healthy p50;
  *  - coding: ns per MiB to encode 4+2 parity, to add a 4 KiB delta, and to
@@ -103,6 +103,58 @@ static double bulk(rmem_client *c, const struct rmem_region *r, unsigned char *b
 			return -1;
 		}
 	}
+	return (double)n * MiB / 1e6 / ((double)(now_ns() - t0) / 1e9);
+}
+
+#define DEPTH 16
+
+static int64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* MB/s of n 1 MiB transfers posted, DEPTH in flight (bufs: DEPTH MiB);
+ * *cpu_us: this process's CPU time per MiB, in us. */
+static double bulk_posted(rmem_client *c, const struct rmem_region *r, unsigned char *bufs,
+			  bool write, unsigned n, double *cpu_us)
+{
+	uint64_t slots = r->length / MiB;
+	unsigned posted = 0, done = 0;
+	int64_t t0 = now_ns(), c0 = cpu_ns();
+
+	while (done < n) {
+		struct rmem_completion cq[DEPTH];
+		int got;
+
+		for (; posted < n && posted - done < DEPTH; posted++) {
+			unsigned b = posted % DEPTH;
+			uint64_t off = (uint64_t)(posted % slots) * MiB;
+			int rc = write ? rmem_post_write(c, r, off, bufs + (size_t)b * MiB, MiB, b) :
+					 rmem_post_read(c, r, off, bufs + (size_t)b * MiB, MiB, b);
+
+			if (rc) {
+				fprintf(stderr, "redundancy: posted 1 MiB %s: %s\n",
+					write ? "write" : "read", rmem_strerror(rc));
+				return -1;
+			}
+		}
+		got = rmem_poll(c, cq, DEPTH, 10000);
+		if (got <= 0) {
+			fprintf(stderr, "redundancy: rmem_poll: %s\n", got ? rmem_strerror(got) : "none");
+			return -1;
+		}
+		for (int i = 0; i < got; i++)
+			if (cq[i].status) {
+				fprintf(stderr, "redundancy: posted 1 MiB: %s\n",
+					rmem_strerror(cq[i].status));
+				return -1;
+			}
+		done += (unsigned)got;
+	}
+	*cpu_us = (double)(cpu_ns() - c0) / 1e3 / n;
 	return (double)n * MiB / 1e6 / ((double)(now_ns() - t0) / 1e9);
 }
 
@@ -354,7 +406,9 @@ int main(int argc, char **argv)
 	unsigned char *buf;
 	uint64_t u0, u1, u2;
 	int64_t *lat;
-	double pr[16], rrd[16], pw[16], rw[16];
+	double pr[16], rrd[16], pw[16], rw[16], pr16[16], rr16[16], pw16[16], rw16[16];
+	double cpr, crr, cpw, crw; /* client CPU us per MiB, 16 in flight */
+	unsigned char *bufs;
 	int64_t pp50[16], rp50[16], pp99[16], rp99[16];
 	const char *fill = NULL, *check = NULL;
 	bool only_coding = false;
@@ -392,9 +446,11 @@ int main(int argc, char **argv)
 	red = connect_to(argv[optind + 1]);
 	buf = malloc(MiB);
 	lat = calloc(npages, sizeof(*lat));
-	if (!plain || !red || !buf || !lat)
+	bufs = malloc(DEPTH * MiB);
+	if (!plain || !red || !buf || !lat || !bufs)
 		return 1;
 	memset(buf, 0x5a, MiB);
+	memset(bufs, 0x3c, DEPTH * MiB);
 	u0 = used(plain);
 	if (rmem_alloc(plain, (uint64_t)mib * MiB, 0, &rp))
 		return 1;
@@ -413,7 +469,12 @@ int main(int argc, char **argv)
 		rrd[r] = bulk(red, &rr, buf, false, nbulk);
 		pw[r] = bulk(plain, &rp, buf, true, nbulk / 2);
 		rw[r] = bulk(red, &rr, buf, true, nbulk / 2);
-		if (pr[r] < 0 || rrd[r] < 0 || pw[r] < 0 || rw[r] < 0 ||
+		pr16[r] = bulk_posted(plain, &rp, bufs, false, nbulk, &cpr);
+		rr16[r] = bulk_posted(red, &rr, bufs, false, nbulk, &crr);
+		pw16[r] = bulk_posted(plain, &rp, bufs, true, nbulk / 2, &cpw);
+		rw16[r] = bulk_posted(red, &rr, bufs, true, nbulk / 2, &crw);
+		if (pr[r] < 0 || rrd[r] < 0 || pw[r] < 0 || rw[r] < 0 || pr16[r] < 0 ||
+		    rr16[r] < 0 || pw16[r] < 0 || rw16[r] < 0 ||
 		    pages(plain, &rp, -1, npages, lat))
 			return 1;
 		pp50[r] = pct(lat, npages, 0.5);
@@ -423,9 +484,15 @@ int main(int argc, char **argv)
 		rp50[r] = pct(lat, npages, 0.5);
 		rp99[r] = pct(lat, npages, 0.99);
 		printf("{\"step\":\"healthy\",\"round\":%u,\"plain_read_mbs\":%.1f,\"red_read_mbs\":%.1f,"
-		       "\"plain_write_mbs\":%.1f,\"red_write_mbs\":%.1f,\"plain_4k_p50_ns\":%" PRId64
+		       "\"plain_write_mbs\":%.1f,\"red_write_mbs\":%.1f,"
+		       "\"plain_read16_mbs\":%.1f,\"red_read16_mbs\":%.1f,"
+		       "\"plain_write16_mbs\":%.1f,\"red_write16_mbs\":%.1f,"
+		       "\"plain_read16_cpu_us_per_mib\":%.0f,\"red_read16_cpu_us_per_mib\":%.0f,"
+		       "\"plain_write16_cpu_us_per_mib\":%.0f,\"red_write16_cpu_us_per_mib\":%.0f,"
+		       "\"plain_4k_p50_ns\":%" PRId64
 		       ",\"red_4k_p50_ns\":%" PRId64 ",\"plain_4k_p99_ns\":%" PRId64
-		       ",\"red_4k_p99_ns\":%" PRId64 "}\n", r, pr[r], rrd[r], pw[r], rw[r], pp50[r],
+		       ",\"red_4k_p99_ns\":%" PRId64 "}\n", r, pr[r], rrd[r], pw[r], rw[r], pr16[r],
+		       rr16[r], pw16[r], rw16[r], cpr, crr, cpw, crw, pp50[r],
 		       rp50[r], pp99[r], rp99[r]);
 	}
 	fflush(stdout);
@@ -458,5 +525,6 @@ int main(int argc, char **argv)
 	rmem_close(plain);
 	free(lat);
 	free(buf);
+	free(bufs);
 	return 0;
 }

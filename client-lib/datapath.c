@@ -159,10 +159,23 @@ static int stream_submit(struct engine *e, struct eng_op *op, const struct dp_jo
 		uint8_t fixed[PROTO_IO_REQ_LEN];
 		int err;
 
+		uint8_t *dst = !write && n ? job->dst + pos : NULL;
+
 		proto_io_req_encode(fixed, job->opcode, &req);
+		if (!write && n && job->seg) {
+			/* This chunk's first byte: which run, where in it. */
+			uint64_t at = job->phase + pos, in = at % job->seg;
+
+			dst = job->dst + (size_t)(at / job->seg * ((uint64_t)job->seg + job->gap) +
+						  in - job->phase);
+			e->post_stride = (struct eng_stride){
+				.first = (uint32_t)(job->seg - in < n ? job->seg - in : n),
+				.seg = job->seg, .gap = job->gap };
+		}
 		err = (op->async ? eng_post : eng_send)(e, op, job->opcode, fixed, sizeof(fixed),
-			       write && n ? job->src + pos : NULL, write ? n : 0,
-			       !write && n ? job->dst + pos : NULL, write ? 0 : n);
+			       write && n ? job->src + pos : NULL, write ? n : 0, dst,
+			       write ? 0 : n);
+		e->post_stride.seg = 0;
 		if (err)
 			return err;
 		pos += n;
@@ -179,6 +192,8 @@ int dp_submit(struct engine *e, struct eng_op *op, const struct dp_job *job)
 
 	if (!dp_carries_data(e))
 		return stream_submit(e, op, job);
+	if (job->seg)
+		return -EOPNOTSUPP;
 	/* This call may wait on the queue pair alone: posts queued on the
 	 * stream go first, as nothing may stay unsent while a call waits. */
 	err = eng_flush(e);

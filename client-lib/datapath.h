@@ -25,6 +25,11 @@ struct dp_job {
 	const uint8_t *src; /* WRITE */
 	uint8_t *dst;       /* READ */
 	size_t len;
+	/* A spaced READ (seg > 0; on the stream only): the bytes land in runs
+	 * of seg, gap bytes apart, the first run seg - phase bytes (phase <
+	 * seg), from dst on: a redundant region's data piece read straight
+	 * into the caller's buffer (router_redund_post.c). */
+	uint32_t seg, gap, phase;
 };
 
 /* True when this machine has an RDMA device (verbs_have_device()). */
@@ -52,7 +57,7 @@ bool dp_carries_data(const struct engine *e);
 /*
  * Sends the job's requests for op on the data path: chunks of e->max_io
  * on the stream (queued when op is async), or work requests on the queue
- * pair.  len 0 still sends one request on the stream, so that the daemon
+ * pair (a spaced READ: -EOPNOTSUPP there, before anything is sent).  len 0 still sends one request on the stream, so that the daemon
  * checks the handle; on RDMA it moves nothing and asks nothing.  0 or the
  * error that stopped the sending (op->sent says whether anything went).
  */

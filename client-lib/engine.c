@@ -78,6 +78,28 @@ static void expect(struct engine *e, enum eng_rx_state state, void *dst, size_t 
 	e->rx_state = state;
 	e->rx_dst = dst;
 	e->rx_left = len;
+	e->rx_seg = 0;
+}
+
+/* n bytes of the current part have landed at rx_dst (within its run). */
+static void rx_took(struct engine *e, size_t n)
+{
+	e->rx_left -= n;
+	e->rx_dst += n;
+	if (!e->rx_seg)
+		return;
+	e->rx_run_left -= n;
+	/* (The gap is skipped only before a run that follows.) */
+	if (e->rx_run_left == 0 && e->rx_left > 0) {
+		e->rx_dst += e->rx_gap;
+		e->rx_run_left = e->rx_seg;
+	}
+}
+
+/* How much of the current part may land at rx_dst at once. */
+static size_t rx_run(const struct engine *e)
+{
+	return e->rx_seg && e->rx_run_left < e->rx_left ? e->rx_run_left : e->rx_left;
 }
 
 static void expect_header(struct engine *e)
@@ -412,6 +434,11 @@ static int on_status(struct engine *e)
 	if (data_len != f->len)
 		return eng_fail(e, -EPROTO);
 	expect(e, RX_DATA, f->dst, data_len);
+	if (f->seg) {
+		e->rx_seg = f->seg;
+		e->rx_gap = f->gap;
+		e->rx_run_left = f->first;
+	}
 	return 0;
 }
 
@@ -462,18 +489,20 @@ static int on_part(struct engine *e)
 static int consume_stage(struct engine *e)
 {
 	while (e->fifo_count > 0) {
-		size_t avail = e->stage_end - e->stage_start;
-		size_t n = avail < e->rx_left ? avail : e->rx_left;
+		size_t avail = e->stage_end - e->stage_start, run = rx_run(e);
+		size_t n = avail < run ? avail : run;
 		int err;
 
 		if (n > 0) {
 			memcpy(e->rx_dst, e->stage + e->stage_start, n);
-			e->rx_dst += n;
-			e->rx_left -= n;
+			rx_took(e, n);
 			e->stage_start += (uint32_t)n;
 		}
-		if (e->rx_left > 0)
+		if (e->rx_left > 0) {
+			if (n > 0 && e->stage_start != e->stage_end)
+				continue; /* the next run of a spaced READ */
 			return 0;
+		}
 		err = on_part(e);
 		if (err)
 			return err;
@@ -546,6 +575,29 @@ static ssize_t recv_more(struct engine *e, bool *drained)
 
 	e->stage_start = e->stage_end = 0;
 	*drained = false;
+	if (e->rx_state == RX_DATA && e->rx_seg) {
+		/* A spaced READ: its runs at once, straight where they go. */
+		struct iovec iov[ENG_RX_IOV];
+		uint8_t *d = e->rx_dst;
+		size_t left = e->rx_left, run = rx_run(e);
+		int cnt = 0;
+
+		for (; left > 0 && cnt < ENG_RX_IOV; cnt++) {
+			iov[cnt] = (struct iovec){ .iov_base = d, .iov_len = run };
+			left -= run;
+			if (left > 0)
+				d += run + e->rx_gap;
+			run = left < e->rx_seg ? left : e->rx_seg;
+		}
+		n = tcp_recvv_some(e->fd, iov, cnt);
+		for (size_t k = n > 0 ? (size_t)n : 0; k > 0;) {
+			size_t t = rx_run(e) < k ? rx_run(e) : k;
+
+			rx_took(e, t);
+			k -= t;
+		}
+		return n;
+	}
 	if (e->rx_state == RX_DATA) {
 		/* Bulk data streams in while we copy: read on until -EAGAIN. */
 		n = tcp_recv_some(e->fd, e->rx_dst, e->rx_left);
@@ -857,6 +909,11 @@ static int eng_queue(struct engine *e, struct eng_op *op, uint16_t opcode,
 		.len = data_len + read_len,
 		.opcode = opcode,
 	};
+	if (opcode == PROTO_OP_READ && e->post_stride.seg) {
+		f->first = e->post_stride.first;
+		f->seg = e->post_stride.seg;
+		f->gap = e->post_stride.gap;
+	}
 	e->bytes_in_flight += f->len;
 	op->frames++;
 	op->sent++;

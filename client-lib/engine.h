@@ -59,6 +59,9 @@
 #define ENG_TX_CAP       (16u << 10)
 #define ENG_TX_COPY_MAX  512u
 #define ENG_TX_IOV       (2 * ENG_BATCH_FRAMES + 4)
+/* Runs of a spaced READ received by one recvmsg() (a 256 KiB piece range
+ * of a redundant region is 64 chunks of 4 KiB). */
+#define ENG_RX_IOV       64
 
 /* One request in flight, in the order sent: the daemon answers in this order. */
 struct eng_frame {
@@ -67,6 +70,16 @@ struct eng_frame {
 	uint8_t *dst;     /* READ: where the data goes */
 	uint32_t len;     /* READ: data bytes expected; WRITE: data bytes sent */
 	uint16_t opcode;
+	/* READ into spaced runs (struct eng_stride): the first run's bytes,
+	 * then runs of seg bytes, each gap bytes after the last; seg 0: one
+	 * run. */
+	uint32_t first, seg, gap;
+};
+
+/* What the next READ frame queued (eng_post, eng_send) scatters into: set
+ * by the data path just before, cleared just after (datapath.c). */
+struct eng_stride {
+	uint32_t first, seg, gap;
 };
 
 /* Where the receiver is within the reply at the head of the FIFO. */
@@ -116,6 +129,11 @@ struct engine {
 	struct proto_hdr rx_hdr;
 	uint8_t *rx_dst;         /* where the current part goes */
 	size_t rx_left;          /* bytes of the current part still due */
+	/* A spaced READ's data (eng_frame.seg): bytes left of the current
+	 * run, the run and the gap after each; rx_seg 0: one run. */
+	size_t rx_run_left;
+	uint32_t rx_seg, rx_gap;
+	struct eng_stride post_stride;
 	uint8_t rx_hdr_buf[PROTO_HDR_LEN];
 	uint8_t rx_status[PROTO_STATUS_LEN];
 	uint32_t stage_start, stage_end;

@@ -100,6 +100,9 @@ static int io_post(struct rmem_client *c, const struct dp_job *job, uint64_t coo
 	op->io.off = job->off;
 	op->io.buf = job->opcode == PROTO_OP_WRITE ? (uint8_t *)job->src : job->dst;
 	op->io.len = job->len;
+	op->io.seg = job->seg;
+	op->io.gap = job->gap;
+	op->io.phase = job->phase;
 	err = dp_submit(&c->eng, op, job);
 	/* (An RDMA transfer of 0 bytes sends nothing and completes at once.) */
 	if (op->sent == 0 && (err || !dp_carries_data(&c->eng)))
@@ -171,6 +174,21 @@ int single_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off,
 		.opcode = PROTO_OP_READ, .r = r, .off = off, .dst = buf, .len = len,
 	};
 
+	return io_run(c, &job, true, cookie);
+}
+
+int single_post_read_spaced(rmem_client *c, const struct rmem_region *r, uint64_t off,
+			    void *buf, size_t len, uint32_t seg, uint32_t gap, uint32_t phase,
+			    uint64_t cookie)
+{
+	struct dp_job job = {
+		.opcode = PROTO_OP_READ, .r = r, .off = off, .dst = buf, .len = len,
+		.seg = seg, .gap = gap, .phase = phase,
+	};
+
+	/* Refused before any I/O, rather than read wrong. */
+	if (!seg || phase >= seg)
+		return -EINVAL;
 	return io_run(c, &job, true, cookie);
 }
 

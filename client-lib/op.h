@@ -45,6 +45,7 @@ struct eng_op {
 		uint64_t region_id, off;
 		uint8_t *buf;
 		size_t len;
+		uint32_t seg, gap, phase; /* a spaced READ's (datapath.h) */
 	} io;
 	/* Parked by a lost connection, waiting for the resume (engine.h). */
 	struct eng_op *next_parked;

@@ -320,7 +320,8 @@ static void resend_parked(struct reclaim *rs)
 		if (!err) {
 			job = (struct dp_job){ .opcode = op->io.opcode, .r = r, .off = op->io.off,
 					       .src = op->io.buf, .dst = op->io.buf,
-					       .len = op->io.len };
+					       .len = op->io.len, .seg = op->io.seg,
+					       .gap = op->io.gap, .phase = op->io.phase };
 			err = dp_submit(e, op, &job);
 		}
 		if (op->sent > 0) {

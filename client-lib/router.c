@@ -129,6 +129,7 @@ void router_close(struct router *cl)
 	redund_fini(cl);
 	members_fini(cl);
 	etcd_client_free(cl->names_etcd);
+	rpost_fini(cl);
 	free(cl->pend);
 	free(cl->transport);
 	free(cl->tenant);

@@ -7,8 +7,10 @@
  * starts and stops router_watch.c, whose thread feeds router_members.c.
  * router_members.c calls only the single-server calls; router_url.c is
  * pure.  Redundant regions: router.c and router_poll.c send a redundant
- * handle's calls to router_redund.c (reads, writes) and
- * router_redund_make.c (alloc, free), router_names.c its names'; both call
+ * handle's calls to router_redund.c (reads, writes),
+ * router_redund_post.c (posted reads and writes, which calls
+ * router_redund.c) and router_redund_make.c (alloc, free), router_names.c
+ * its names'; they call
  * router_members.c, the single-server calls and stripe.c, and reach a
  * name's record only through the function router_names.c gave the region
  * (redund_named).  None calls back up.
@@ -85,6 +87,10 @@ struct router_pend {
 	uint64_t tried[CLUSTER_MAX_SERVERS / 64]; /* servers a posted alloc went to */
 	uint32_t slot;            /* PEND_UNPLACED while a posted alloc looks for one */
 	bool used;
+	/* A part of a posted call on a redundant region (router_redund_post.c):
+	 * its completion goes to rpost_end, not to the application. */
+	struct rpost *rp;
+	unsigned part;
 };
 
 #define PEND_UNPLACED UINT32_MAX
@@ -140,6 +146,21 @@ struct router {
 	size_t red_scratch_len;
 	/* Bytes of pieces repair rebuilt (router_redund_repair.c; under mu). */
 	uint64_t repaired_bytes;
+	/* Completions of posted calls on redundant regions that ended
+	 * outside rmem_poll (a write, made whole when posted; a read whose
+	 * pieces were all out): handed out by the next rmem_poll.  Room for
+	 * one per call alive (red_alive) is kept, so ending one never fails
+	 * for want of memory.  Under mu. */
+	struct rmem_completion *red_done;
+	size_t red_ndone, red_cap, red_alive;
+	/* Their buffers, kept when they end for the next ones (under mu;
+	 * at most RPOST_KEEP of them, RPOST_KEEP_BYTES in all): 16 posted
+	 * 1 MiB writes malloc'd and freed each time left the heap trimmed
+	 * and faulted in again, page by page, by every call. */
+#define RPOST_KEEP 16u
+#define RPOST_KEEP_BYTES (32u << 20)
+	struct { unsigned char *p; size_t len; } red_kept[RPOST_KEEP];
+	size_t red_nkept, red_kept_bytes;
 };
 
 /* ---- router_url.c ------------------------------------------------------------- */
@@ -211,7 +232,8 @@ int redund_is(const struct rmem_region *r);
  * alloc: -ENOSPC with fewer than K+R servers present or able to hold a
  * piece; read: rebuilds around lost pieces, -EHOSTDOWN with fewer than K;
  * write: data and parity by delta, -EHOSTDOWN when fewer than K pieces
- * took it.  Atomics and posted calls: -EOPNOTSUPP. */
+ * took it.  Atomics, posted allocs and frees: -EOPNOTSUPP; posted reads
+ * and writes: router_redund_post.c. */
 int redund_alloc(struct router *cl, uint64_t size, struct rmem_region *out);
 int redund_free(struct router *cl, const struct rmem_region *r);
 int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
@@ -266,6 +288,42 @@ int redund_repair(struct router *cl, const struct rmem_region *r);
 /* Frees every redundant region's bookkeeping (not its pieces: the
  * servers free a closed session's regions). */
 void redund_fini(struct router *cl);
+
+/* ---- router_redund_post.c ------------------------------------------------------- */
+
+/* A posted read or write on a redundant region (docs/architecture.md,
+ * "Redundancy", posted calls).  router_poll.c posts its parts, one per
+ * data piece a read touches, each under a table entry naming the call and
+ * the part, and hands each part's completion to rpost_end; the part that
+ * ends the call gives the application's completion. */
+struct rpost;
+/* A posted call of the application: 0 and *out with *nparts parts to post,
+ * or the error of a call that is refused (no completion will come).  A
+ * write is made here, whole (router_redund.c's rules), and has no parts. */
+int rpost_new(struct router *cl, const struct rmem_region *r, bool write, uint64_t off,
+	      void *buf, size_t len, uint64_t cookie, struct rpost **out, unsigned *nparts);
+/* Where part p goes: 0 and its slot, piece handle, offset, buffer and
+ * length, and (seg > 0) the runs a spaced read lands in
+ * (single_post_read_spaced); -EHOSTDOWN when its piece is out (then end
+ * it so). */
+int rpost_part(struct router *cl, struct rpost *rp, unsigned p, uint32_t *slot,
+	       const struct rmem_region **piece, uint64_t *off, void **buf, size_t *len,
+	       uint32_t *seg, uint32_t *gap, uint32_t *phase);
+/* Part p, whose client cannot take a spaced read, lands in a buffer of
+ * its own instead, gathered at the end: 0 and *buf, or -ENOMEM. */
+int rpost_part_own(struct router *cl, struct rpost *rp, unsigned p, void **buf);
+/* Part p ended with status; p == nparts is the poster's own share, ended
+ * once every part was posted or ended.  The call ends with its last share:
+ * then a rebuild of any part whose piece was lost, the gather into the
+ * caller's buffer, 1 and *done (rp freed).  0 while parts are left. */
+int rpost_end(struct router *cl, struct rpost *rp, unsigned p, int status,
+	      struct rmem_completion *done);
+/* done queued for the next rmem_poll (room kept by rpost_new). */
+void rpost_queue(struct router *cl, const struct rmem_completion *done);
+/* Up to max queued completions: how many. */
+int rpost_take(struct router *cl, struct rmem_completion *out, int max);
+/* At close: every call still in flight forgotten, the queue freed. */
+void rpost_fini(struct router *cl);
 
 /* ---- router_watch.c ------------------------------------------------------------- */
 

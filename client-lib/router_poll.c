@@ -18,6 +18,14 @@
  * the next server it has not tried, from inside rmem_poll, and only the
  * last answer is the completion (as rmem_alloc returns the last).  A
  * server lost for good completes what was posted to it with -EHOSTDOWN.
+ *
+ * On a redundant region a posted read is several parts, one per data
+ * piece, each posted here under an entry that names the call
+ * (router_redund_post.c); their completions go to rpost_end, and the one
+ * that ends the call gives the application's.  A call that ended outside
+ * rmem_poll (a posted write is made when posted) waits in a queue that
+ * rmem_poll hands out first.  No order holds among a redundant region's
+ * completions.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -84,17 +92,6 @@ static struct rmem_completion pend_done(struct router *cl, uint64_t idx, int sta
 	return c;
 }
 
-/* True when idx is an operation in flight on slot. */
-static bool pend_live(struct router *cl, uint64_t idx, uint32_t slot)
-{
-	bool live;
-
-	pthread_mutex_lock(&cl->mu);
-	live = idx < cl->npend && cl->pend[idx].used && cl->pend[idx].slot == slot;
-	pthread_mutex_unlock(&cl->mu);
-	return live;
-}
-
 /* Posts to slot's client with post(); the entry goes if the post fails. */
 #define POST(cl, slot, cookie, out, call)                                         \
 	do {                                                                          \
@@ -110,13 +107,111 @@ static bool pend_live(struct router *cl, uint64_t idx, uint32_t slot)
 		}                                                                     \
 	} while (0)
 
+/* Entry idx is part p of rp (router_redund_post.c). */
+static void pend_part(struct router *cl, uint64_t idx, struct rpost *rp, unsigned p)
+{
+	pthread_mutex_lock(&cl->mu);
+	cl->pend[idx].rp = rp;
+	cl->pend[idx].part = p;
+	pthread_mutex_unlock(&cl->mu);
+}
+
+/* Entry idx, an operation in flight on slot: 1 when it is a part of a
+ * redundant region's posted call (freed here, *rp and *p set), 0 when it
+ * is the application's own, -1 when it is no longer in flight there
+ * (another thread took it: a part must never be ended twice). */
+static int pend_is_part(struct router *cl, uint64_t idx, uint32_t slot, struct rpost **rp,
+			unsigned *p)
+{
+	int rc = -1;
+
+	pthread_mutex_lock(&cl->mu);
+	if (idx < cl->npend && cl->pend[idx].used && cl->pend[idx].slot == slot) {
+		*rp = cl->pend[idx].rp;
+		*p = cl->pend[idx].part;
+		rc = *rp != NULL;
+	}
+	if (rc == 1) {
+		if (cl->members[slot].inflight)
+			cl->members[slot].inflight--;
+		cl->pend[idx].used = false;
+		cl->pend[idx].rp = NULL;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	return rc;
+}
+
+/*
+ * A posted read or write on a redundant region: the call's parts (a
+ * read's data pieces, a write's K+R pieces) posted at once, each under an entry of its own that
+ * names the call; a part whose piece is out is ended as lost at once (the
+ * end of the call rebuilds it).  The poster's own share ends last here, so
+ * that no rmem_poll on another thread ends the call before every part went
+ * out; a call that ends here (a write of partial stripes only; a read
+ * that needed no post) is queued for the next rmem_poll.  A part refused
+ * for another reason stops the posting: with nothing posted the call is
+ * refused, else its completion carries the error.
+ */
+static int post_redund(struct router *cl, const struct rmem_region *r, bool write,
+		       uint64_t off, void *buf, size_t len, uint64_t cookie)
+{
+	struct rmem_completion done;
+	struct rpost *rp;
+	unsigned n = 0, posted = 0;
+	int err = rpost_new(cl, r, write, off, buf, len, cookie, &rp, &n), perr = 0;
+
+	if (err)
+		return err;
+	for (unsigned p = 0; p < n; p++) {
+		const struct rmem_region *pr;
+		uint64_t poff;
+		void *pbuf;
+		size_t plen;
+		uint32_t slot, seg, gap, phase;
+		bool tried = false;
+
+		err = perr ? perr : rpost_part(cl, rp, p, &slot, &pr, &poff, &pbuf, &plen, &seg,
+					       &gap, &phase);
+		if (!err && seg) {
+			/* Straight into the caller's buffer, a chunk at a time;
+			 * an RDMA client cannot: then a buffer of the part's. */
+			POST(cl, slot, 0, NULL,
+			     (pend_part(cl, idx_, rp, p),
+			      single_post_read_spaced(c_, pr, poff, pbuf, plen, seg, gap, phase, idx_)));
+			tried = err != -EOPNOTSUPP;
+			if (!tried)
+				err = rpost_part_own(cl, rp, p, &pbuf);
+		}
+		if (!err && !tried)
+			POST(cl, slot, 0, NULL,
+			     (pend_part(cl, idx_, rp, p),
+			      write ? single_post_write(c_, pr, poff, pbuf, plen, idx_) :
+				      single_post_read(c_, pr, poff, pbuf, plen, idx_)));
+		if (!err) {
+			posted++;
+			continue;
+		}
+		if (err != -EHOSTDOWN && !perr)
+			perr = err;
+		rpost_end(cl, rp, p, err, &done); /* (never the last share) */
+	}
+	if (rpost_end(cl, rp, n, 0, &done)) {
+		if (perr && posted == 0)
+			return perr;
+		rpost_queue(cl, &done);
+	}
+	return 0;
+}
+
 int router_post_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
 		      size_t len, uint64_t cookie)
 {
 	uint32_t slot;
-	/* Redundant regions: synchronous calls only, for now. */
-	int err = redund_is(r) ? -EOPNOTSUPP : members_slot_of(cl, r, &slot);
+	int err;
 
+	if (redund_is(r))
+		return post_redund(cl, r, false, off, buf, len, cookie);
+	err = members_slot_of(cl, r, &slot);
 	if (!err)
 		POST(cl, slot, cookie, NULL, single_post_read(c_, r, off, buf, len, idx_));
 	return err;
@@ -126,9 +221,12 @@ int router_post_write(struct router *cl, const struct rmem_region *r, uint64_t o
 		       const void *buf, size_t len, uint64_t cookie)
 {
 	uint32_t slot;
-	/* Redundant regions: synchronous calls only, for now. */
-	int err = redund_is(r) ? -EOPNOTSUPP : members_slot_of(cl, r, &slot);
+	int err;
 
+	/* (A write only reads buf: the cast keeps one posting path.) */
+	if (redund_is(r))
+		return post_redund(cl, r, true, off, (void *)buf, len, cookie);
+	err = members_slot_of(cl, r, &slot);
 	if (!err)
 		POST(cl, slot, cookie, NULL, single_post_write(c_, r, off, buf, len, idx_));
 	return err;
@@ -259,8 +357,17 @@ static int drain_lost(struct router *cl, uint32_t slot, struct rmem_completion *
 		if (cl->pend[i].used && cl->pend[i].slot == slot)
 			idx[k++] = i;
 	pthread_mutex_unlock(&cl->mu);
-	for (int i = 0; i < k; i++)
-		out[n++] = pend_done(cl, idx[i], -EHOSTDOWN);
+	for (int i = 0; i < k; i++) {
+		struct rpost *rp;
+		unsigned p;
+
+		int part = pend_is_part(cl, idx[i], slot, &rp, &p);
+
+		if (part == 1)
+			n += rpost_end(cl, rp, p, -EHOSTDOWN, &out[n]);
+		else if (part == 0)
+			out[n++] = pend_done(cl, idx[i], -EHOSTDOWN);
+	}
 	return n;
 }
 
@@ -281,14 +388,21 @@ static int poll_one(struct router *cl, uint32_t slot, struct rmem_completion *ou
 		return drain_lost(cl, slot, out, max);
 	}
 	for (int i = 0; i < n; i++) {
-		int st = out[i].status;
+		uint64_t idx = out[i].cookie;
+		int st = out[i].status, part;
+		struct rpost *rp;
+		unsigned p;
 
 		if (st == -ECONNRESET)
 			st = -EHOSTDOWN;
 		/* An operation already completed for a server found lost
-		 * (drain_lost) is not reported twice. */
-		if (pend_live(cl, out[i].cookie, slot) && !alloc_moved(cl, out[i].cookie, slot, st))
-			out[kept++] = pend_done(cl, out[i].cookie, st);
+		 * (drain_lost) is not reported twice.  (out[kept] is written
+		 * only once out[i] is read: kept <= i.) */
+		part = pend_is_part(cl, idx, slot, &rp, &p);
+		if (part == 1)
+			kept += rpost_end(cl, rp, p, st, &out[kept]);
+		else if (part == 0 && !alloc_moved(cl, idx, slot, st))
+			out[kept++] = pend_done(cl, idx, st);
 	}
 	return kept;
 }
@@ -377,8 +491,11 @@ int router_poll(struct router *cl, struct rmem_completion *out, int max, int tim
 	for (;;) {
 		size_t nb = busy_slots(cl, slots, CLUSTER_MAX_SERVERS);
 		bool nofd = false;
-		int n, wait = 0;
+		int n = rpost_take(cl, out, max), wait = 0;
 
+		/* Redundant regions' calls that ended outside rmem_poll. */
+		if (n)
+			return n;
 		if (nb == 0)
 			return 0;
 		/* First what has arrived anywhere, without waiting; then

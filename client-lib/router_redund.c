@@ -92,7 +92,7 @@ static void scratch_give(struct router *cl, unsigned char *b, unsigned n)
 
 /* ---- one piece ---------------------------------------------------------------- */
 
-static bool piece_in(struct router *cl, struct rset *rs, unsigned i)
+bool redund_piece_in(struct router *cl, struct rset *rs, unsigned i)
 {
 	bool in;
 
@@ -112,7 +112,7 @@ static int piece_io(struct router *cl, struct rset *rs, unsigned i, bool write, 
 	rmem_client *c;
 	int err;
 
-	if (!piece_in(cl, rs, i))
+	if (!redund_piece_in(cl, rs, i))
 		return -EHOSTDOWN;
 	err = members_client(cl, rs->slot[i], &c);
 	if (!err)
@@ -179,7 +179,7 @@ static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc,
 		struct piece_call *p = &pc[order[y]];
 		rmem_client *c;
 
-		if (!piece_in(cl, rs, p->i)) {
+		if (!redund_piece_in(cl, rs, p->i)) {
 			p->err = -EHOSTDOWN;
 			continue;
 		}
@@ -197,7 +197,7 @@ static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc,
 	for (unsigned x = 0; x < n; x++) {
 		int err = pc[x].err;
 
-		if (!err || (err == -EHOSTDOWN && !started[x] && !piece_in(cl, rs, pc[x].i)))
+		if (!err || (err == -EHOSTDOWN && !started[x] && !redund_piece_in(cl, rs, pc[x].i)))
 			continue;
 		if (err == -ETIMEDOUT || err == -ECONNABORTED) {
 			/* Already waited out: not a second time. */
@@ -229,7 +229,7 @@ int redund_piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint
 		/* Data pieces first: with only data lost, parity rows are
 		 * few and the others are read as a healthy read would. */
 		for (unsigned i = 0; i < rs->n && nh < k; i++)
-			if (i != want && piece_in(cl, rs, i))
+			if (i != want && redund_piece_in(cl, rs, i))
 				have[nh++] = i;
 		if (nh < k) {
 			err = -EHOSTDOWN;
@@ -277,7 +277,7 @@ static int piece_get(struct router *cl, struct rset *rs, unsigned j, uint64_t of
  * [a, b); false when piece j holds none of them.  A piece's share of a
  * region range is one range of the piece: whole chunks between a partial
  * first and a partial last. */
-static bool piece_range(const struct rset *rs, unsigned j, uint64_t a, uint64_t b,
+bool redund_piece_range(const struct rset *rs, unsigned j, uint64_t a, uint64_t b,
 			uint64_t *plo, uint64_t *phi)
 {
 	const uint64_t C = STRIPE_CHUNK, W = (uint64_t)rs->code.k * C;
@@ -305,7 +305,7 @@ static bool piece_range(const struct rset *rs, unsigned j, uint64_t a, uint64_t 
 
 /* Copies between piece j's bytes [p0, p1) (in tmp) and the region's bytes
  * at buf (whose byte 0 is region offset a): to buf when out, else from. */
-static void piece_copy(const struct rset *rs, unsigned j, uint64_t p0, uint64_t p1,
+void redund_piece_copy(const struct rset *rs, unsigned j, uint64_t p0, uint64_t p1,
 		       unsigned char *tmp, unsigned char *buf, uint64_t a, bool out)
 {
 	const uint64_t C = STRIPE_CHUNK, W = (uint64_t)rs->code.k * C;
@@ -324,23 +324,13 @@ static void piece_copy(const struct rset *rs, unsigned j, uint64_t p0, uint64_t 
 
 /* ---- the calls -------------------------------------------------------------------- */
 
-static int check_range(const struct rset *rs, uint64_t off, const void *buf, size_t len)
+int redund_check_range(const struct rset *rs, uint64_t off, const void *buf, size_t len)
 {
 	if (!buf && len > 0)
 		return -EINVAL;
 	if (len > rs->length || off > rs->length - len)
 		return -ERANGE;
 	return 0;
-}
-
-/* Pieces in now. */
-static unsigned pieces_in(struct router *cl, struct rset *rs)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < rs->n; i++)
-		n += piece_in(cl, rs, i);
-	return n;
 }
 
 int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
@@ -355,10 +345,10 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 	int err = redund_rset_of(cl, r, &rs);
 
 	if (!err)
-		err = check_range(rs, off, buf, len);
+		err = redund_check_range(rs, off, buf, len);
 	/* Degraded: a repair elsewhere may have moved the lost pieces, or it
 	 * is time this client repaired a region it may write. */
-	if (!err && pieces_in(cl, rs) < rs->n) {
+	if (!err && redund_pieces_in(cl, rs) < rs->n) {
 		pthread_mutex_lock(&rs->wmu);
 		redund_refresh(cl, rs);
 		redund_repair_due(cl, rs);
@@ -367,7 +357,7 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 	if (!err)
 		k = rs->code.k;
 	for (unsigned j = 0; !err && j < k; j++)
-		if ((has[j] = piece_range(rs, j, off, off + len, &lo[j], &hi[j]))) {
+		if ((has[j] = redund_piece_range(rs, j, off, off + len, &lo[j], &hi[j]))) {
 			np++;
 			last = j;
 		}
@@ -409,7 +399,7 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 				err = redund_piece_rebuild(cl, rs, pc[x].i, pc[x].off, pc[x].len, pc[x].buf);
 			}
 			if (!err)
-				piece_copy(rs, pc[x].i, pc[x].off, pc[x].off + pc[x].len, pc[x].buf, buf,
+				redund_piece_copy(rs, pc[x].i, pc[x].off, pc[x].off + pc[x].len, pc[x].buf, buf,
 					   off, true);
 		}
 	}
@@ -418,6 +408,16 @@ out:
 		pthread_mutex_unlock(&rs->wmu);
 	scratch_give(cl, block, k);
 	return err;
+}
+
+/* Pieces in now. */
+unsigned redund_pieces_in(struct router *cl, struct rset *rs)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < rs->n; i++)
+		n += redund_piece_in(cl, rs, i);
+	return n;
 }
 
 /* One segment of one data piece: [p0, p1) of piece j from buf. */
@@ -444,7 +444,7 @@ static int write_seg(struct router *cl, struct rset *rs, unsigned j, uint64_t p0
 			err = pc[1 + p].err;
 	if (err)
 		return err;
-	piece_copy(rs, j, p0, p1, new, (unsigned char *)buf, a, false);
+	redund_piece_copy(rs, j, p0, p1, new, (unsigned char *)buf, a, false);
 	for (size_t i = 0; i < len; i++)
 		delta[i] ^= new[i];
 	/* Every parity piece in: its bytes, plus the delta's share (a piece
@@ -462,13 +462,13 @@ static int write_seg(struct router *cl, struct rset *rs, unsigned j, uint64_t p0
 	if (err)
 		return err;
 	/* Fewer than K pieces took it: no K pieces rebuild these bytes. */
-	return pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
+	return redund_pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
 }
 
 /* A piece out that the record still calls healthy may have missed this
  * write: the record must say so before a server that comes back with its
  * state can serve the piece to a fresh opener.  Under wmu. */
-static int record_out(struct router *cl, struct rset *rs)
+int redund_record_out(struct router *cl, struct rset *rs)
 {
 	uint32_t mask = 0;
 	int err;
@@ -476,7 +476,7 @@ static int record_out(struct router *cl, struct rset *rs)
 	if (!rs->rec)
 		return 0;
 	for (unsigned i = 0; i < rs->n; i++)
-		if (!piece_in(cl, rs, i) && !(rs->recorded_out & (1u << i)))
+		if (!redund_piece_in(cl, rs, i) && !(rs->recorded_out & (1u << i)))
 			mask |= 1u << i;
 	if (!mask)
 		return 0;
@@ -502,7 +502,7 @@ static int write_full(struct router *cl, struct rset *rs, uint64_t s0, uint64_t 
 		size_t len = (size_t)((e - s) * C);
 
 		for (unsigned j = 0; j < k; j++)
-			piece_copy(rs, j, s * C, e * C, bufs[j], (unsigned char *)buf, a, false);
+			redund_piece_copy(rs, j, s * C, e * C, bufs[j], (unsigned char *)buf, a, false);
 		stripe_encode(&rs->code, len, bufs, bufs + k);
 		/* Every piece written at once. */
 		for (unsigned i = 0; i < rs->n; i++)
@@ -514,7 +514,7 @@ static int write_full(struct router *cl, struct rset *rs, uint64_t s0, uint64_t 
 				err = pc[i].err;
 		if (err)
 			return err;
-		err = pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
+		err = redund_pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
 	}
 	return err;
 }
@@ -528,7 +528,7 @@ static int write_delta(struct router *cl, struct rset *rs, uint64_t a, uint64_t 
 	for (unsigned j = 0; !err && j < rs->code.k; j++) {
 		uint64_t plo, phi;
 
-		if (!piece_range(rs, j, a, b, &plo, &phi))
+		if (!redund_piece_range(rs, j, a, b, &plo, &phi))
 			continue;
 		for (uint64_t p = plo; p < phi && !err; p += REDUND_SEG) {
 			uint64_t e = phi - p < REDUND_SEG ? phi : p + REDUND_SEG;
@@ -550,7 +550,7 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 	int err = redund_rset_of(cl, r, &rs);
 
 	if (!err)
-		err = check_range(rs, off, buf, len);
+		err = redund_check_range(rs, off, buf, len);
 	if (!err && r->flags && !(r->flags & RMEM_WRITE))
 		err = -EACCES;
 	if (err)
@@ -565,7 +565,7 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 	fs = (off + W - 1) / W * W;
 	fe = end / W * W;
 	pthread_mutex_lock(&rs->wmu);
-	if (!err && pieces_in(cl, rs) < rs->n)
+	if (!err && redund_pieces_in(cl, rs) < rs->n)
 		redund_repair_due(cl, rs);
 	if (!err && fe > fs) {
 		err = write_delta(cl, rs, off, fs, buf, off, scratch);
@@ -580,7 +580,7 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 	/* The bytes are on K pieces; an error here means the record could
 	 * not be told which missed them (tried again at the next write). */
 	if (!err || err == -EHOSTDOWN) {
-		int rc = record_out(cl, rs);
+		int rc = redund_record_out(cl, rs);
 
 		err = err ? err : rc;
 	}

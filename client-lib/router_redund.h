@@ -14,6 +14,10 @@
 #include "cluster_layout.h"
 #include "stripe.h"
 
+/* Piece bytes handled at once per piece: bounds the scratch memory of a
+ * large read or write (K+R+2 buffers of this) whatever its length. */
+#define REDUND_SEG (256u * 1024)
+
 enum piece_state { PIECE_IN, PIECE_OUT };
 
 /* One redundant region, anonymous or named. */
@@ -50,10 +54,6 @@ struct rset {
 /* The region r's handle names: 0 and *out, or -EINVAL (not one, or freed). */
 int redund_rset_of(struct router *cl, const struct rmem_region *r, struct rset **out);
 
-/* Piece i (len <= REDUND_SEG bytes at off) rebuilt from K pieces in, into
- * out; -EHOSTDOWN with fewer than K.  Under rs->wmu. */
-int redund_piece_rebuild(struct router *cl, struct rset *rs, unsigned i, uint64_t off,
-			 size_t len, unsigned char *out);
 /* Piece i is out for good (its server lost, or it missed a write); under
  * the router's mu for the second. */
 void redund_piece_out(struct router *cl, struct rset *rs, unsigned i);
@@ -81,5 +81,27 @@ int redund_piece_name(const char *name, uint64_t made, unsigned i, char *out);
 /* Piece bytes handled at once per piece: bounds the scratch memory of a
  * large read, write or repair whatever its length. */
 #define REDUND_SEG (256u * 1024)
+/* What router_redund_post.c (posted calls) uses of router_redund.c. */
+/* 0, -EINVAL (no buffer), -ERANGE (past the end). */
+int redund_check_range(const struct rset *rs, uint64_t off, const void *buf, size_t len);
+/* Whether piece i is in (may be read); piece i marked out for good. */
+bool redund_piece_in(struct router *cl, struct rset *rs, unsigned i);
+/* The range [*plo, *phi) of data piece j holding region bytes [a, b);
+ * false when it holds none. */
+bool redund_piece_range(const struct rset *rs, unsigned j, uint64_t a, uint64_t b,
+			uint64_t *plo, uint64_t *phi);
+/* Between piece j's bytes [p0, p1) in tmp and the region's at buf (byte
+ * 0 is region offset a): to buf when out, else from it. */
+void redund_piece_copy(const struct rset *rs, unsigned j, uint64_t p0, uint64_t p1,
+		       unsigned char *tmp, unsigned char *buf, uint64_t a, bool out);
+/* How many pieces are in now. */
+unsigned redund_pieces_in(struct router *cl, struct rset *rs);
+/* Tells a named region's record of pieces out that it does not yet call
+ * so (a write's last step, before it is acknowledged).  Under wmu. */
+int redund_record_out(struct router *cl, struct rset *rs);
+/* Piece want's bytes [off, off+len) rebuilt from any K pieces in, into
+ * out; the caller holds rs->wmu.  -EHOSTDOWN with fewer than K in. */
+int redund_piece_rebuild(struct router *cl, struct rset *rs, unsigned want, uint64_t off,
+			 size_t len, unsigned char *out);
 
 #endif /* RMEM_ROUTER_REDUND_H */

@@ -34,6 +34,14 @@ int single_post_read(rmem_client *c, const struct rmem_region *r, uint64_t off, 
 		     size_t len, uint64_t cookie);
 int single_post_write(rmem_client *c, const struct rmem_region *r, uint64_t off,
 		      const void *buf, size_t len, uint64_t cookie);
+/* Not in rmem.h: a posted read whose bytes land in runs of seg bytes,
+ * gap bytes apart in buf, the first run seg - phase bytes (datapath.h's
+ * spaced READ): a redundant region's data piece straight into the
+ * caller's buffer (router_redund_post.c).  As single_post_read, or
+ * -EOPNOTSUPP at once on a client whose data goes on RDMA. */
+int single_post_read_spaced(rmem_client *c, const struct rmem_region *r, uint64_t off,
+			    void *buf, size_t len, uint32_t seg, uint32_t gap, uint32_t phase,
+			    uint64_t cookie);
 int single_post_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out,
 		      uint64_t cookie);
 int single_post_free(rmem_client *c, const struct rmem_region *r, uint64_t cookie);

@@ -243,6 +243,25 @@ ssize_t tcp_recv_some(int fd, void *buf, size_t len)
 	}
 }
 
+ssize_t tcp_recvv_some(int fd, struct iovec *iov, int cnt)
+{
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
+
+	for (;;) {
+		ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT);
+
+		if (n > 0)
+			return n;
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return -EAGAIN;
+		return stream_error(errno);
+	}
+}
+
 int tcp_spin_readable(int fd, int spin_us)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };

@@ -37,6 +37,9 @@ ssize_t tcp_send_some(int fd, const struct iovec *iov, int iovcnt);
 /* One recv() into buf, without waiting: the bytes received (> 0), -EAGAIN
  * when nothing is there, -ECONNRESET at EOF, or a negative errno. */
 ssize_t tcp_recv_some(int fd, void *buf, size_t len);
+/* The same into cnt buffers, in order (recvmsg). */
+struct iovec;
+ssize_t tcp_recvv_some(int fd, struct iovec *iov, int cnt);
 
 /* Waits up to timeout_ms (< 0: forever) for events on fd.  Returns the poll()
  * revents (> 0), 0 when the time ran out, or a negative errno.  A signal

@@ -18,8 +18,10 @@
  * Checks: bad "?redundancy=" values -EINVAL; more pieces than servers
  * -ENOSPC; 4+2 regions of several sizes take (K+R)/K of their bytes across
  * the servers; patterns written whole and in odd pieces across chunk and
- * stripe boundaries read back byte for byte; atomics and posted calls
- * -EOPNOTSUPP; four threads on one client, one region each, writing and
+ * stripe boundaries read back byte for byte; atomics, posted allocs and
+ * frees -EOPNOTSUPP; posted reads (16 at once, 1 MiB, pages, odd shapes)
+ * and writes complete through rmem_poll with their cookies and the right
+ * bytes, -ERANGE and -EINVAL at once; four threads on one client, one region each, writing and
  * reading at once, never hang nor see a wrong byte; a 4+2 named region
  * opened by a fresh client without
  * ?redundancy= (its record carries the layout), listed, -EACCES for a
@@ -27,14 +29,16 @@
  * writer until the first closes; a writer thread going
  * while s0 and s1 die (kill -9):
  * every write it made is whole (old or new, never a mix), the acknowledged
- * ones new; every byte of every region still reads, and new writes go on
+ * ones new; posted reads and writes on another thread meanwhile all
+ * complete once, never with wrong bytes (nor, two deaths being within R,
+ * with an error); every byte of every region still reads, and new writes go on
  * and read back; the named region opens in a fresh client and reads
- * whole, takes writes (its record then marks the two dead servers' pieces
- * stale), is unlinked; an alloc with four servers left is
- * -ENOSPC; a third death
- * makes reads -EHOSTDOWN, never wrong bytes.  With six servers and 4+2,
- * every server holds one piece of every region, so each death takes a
- * piece of each.
+ * whole, takes writes, posted and not (its record then marks the two dead
+ * servers' pieces stale, a posted write's by its completion), is
+ * unlinked; an alloc with four servers left is -ENOSPC; a third death
+ * makes reads, synchronous and posted, -EHOSTDOWN, never wrong bytes.
+ * With six servers and 4+2, every server holds one piece of every region,
+ * so each death takes a piece of each.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -283,11 +287,23 @@ static void named_after(rmem_client *c)
 {
 	ok(fresh_reads("after") == 0, "two servers dead: a fresh client opens the name and reads"
 	   " every byte");
+	{
+		struct rmem_completion cq = { 0 };
+		int n;
+
+		/* Whole stripes only: the write is posted on the pieces, and
+		 * its end (in rmem_poll) tells the record. */
+		fill(nmodel + 16384, 32768, 8);
+		n = rmem_post_write(c, &named, 16384, nmodel + 16384, 32768, 5);
+		n = n ? n : rmem_poll(c, &cq, 1, 10000);
+		ok(n == 1 && cq.status == 0 && cq.cookie == 5 && fresh_reads("posted write") == 0,
+		   "the creator's posted write of whole stripes completes; a fresh opener reads it");
+		ok(run_hook("stale-pieces red/one 2") == 0,
+		   "the record marks the two pieces that missed it stale by its completion");
+	}
 	fill(nmodel + 1000, 50000, 9);
 	ok(rmem_write(c, &named, 1000, nmodel + 1000, 50000) == 0 && fresh_reads("write") == 0,
 	   "the creator's write goes on; a fresh opener reads it");
-	ok(run_hook("stale-pieces red/one 2") == 0,
-	   "the record now marks the two pieces that missed it stale");
 	ok(run_hook("listing red/one degraded 2") == 0,
 	   "rmemctl cluster redundant: degraded, two pieces not usable");
 	ok(rmem_free(c, &named) == 0, "the creator closes its handle");
@@ -374,6 +390,319 @@ static int threads_at_once(rmem_client *c)
 	return t_bad ? -1 : 0;
 }
 
+/* ---- posted reads and writes ------------------------------------------------------- */
+
+/* A small random generator of the test's own (rand() is not thread-safe). */
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* A shape within region i: sometimes 1 MiB, a page, or a few bytes across
+ * a chunk; else any. */
+static void shape(uint64_t *s, int i, uint64_t *off, size_t *len)
+{
+	uint64_t size = sizes[i], l;
+
+	switch (rnd(s) % 4) {
+	case 0: l = MiB; break;
+	case 1: l = 4 * KiB; break;
+	case 2: l = 1 + rnd(s) % 64; break;
+	default: l = 1 + rnd(s) % (256 * KiB); break;
+	}
+	if (l > size)
+		l = size;
+	*off = rnd(s) % (size - l + 1);
+	if (rnd(s) % 2 && l == 4 * KiB && size >= 4 * KiB)
+		*off = *off / (4 * KiB) * (4 * KiB); /* a page: straight into the buffer */
+	*len = (size_t)l;
+}
+
+#define PDEPTH 16
+
+/* While servers die a posted write may fail after some of its bytes
+ * landed: those bytes are then either the old or the new ones.  alt[i]
+ * (when set) holds the new bytes of region i's failed writes; a byte read
+ * is right when it is the model's or alt's. */
+static unsigned char *alt[NREG];
+
+static bool right_bytes(int i, uint64_t off, const unsigned char *got, size_t len)
+{
+	if (!memcmp(got, model[i] + off, len))
+		return true;
+	if (!alt[i])
+		return false;
+	for (size_t b = 0; b < len; b++)
+		if (got[b] != model[i][off + b] && got[b] != alt[i][off + b])
+			return false;
+	return true;
+}
+
+/* One round: PDEPTH reads of region i posted at once, then polled.
+ * Counts completions with wrong bytes, with errors (first in *err), and
+ * cookies that came twice, never or unknown; the number done. */
+struct pstat {
+	unsigned done, wrong, errors, bad_cookie;
+	int err;
+};
+
+static void posted_reads(rmem_client *c, int i, uint64_t *seed, struct pstat *st)
+{
+	unsigned char *buf[PDEPTH];
+	uint64_t off[PDEPTH];
+	size_t len[PDEPTH];
+	bool seen[PDEPTH] = { false };
+	unsigned posted = 0, got = 0;
+
+	for (unsigned d = 0; d < PDEPTH; d++) {
+		shape(seed, i, &off[d], &len[d]);
+		buf[d] = malloc(len[d]);
+		memset(buf[d], 0xee, len[d]);
+		if (rmem_post_read(c, &reg[i], off[d], buf[d], len[d], 1000 + d) == 0) {
+			posted++;
+		} else {
+			seen[d] = true;
+			st->errors++;
+		}
+	}
+	while (got < posted) {
+		struct rmem_completion cq[PDEPTH];
+		int n = rmem_poll(c, cq, PDEPTH, 20000);
+
+		if (n <= 0) {
+			st->bad_cookie += posted - got; /* never came */
+			break;
+		}
+		for (int x = 0; x < n; x++) {
+			uint64_t d = cq[x].cookie - 1000;
+
+			if (d >= PDEPTH || seen[d]) {
+				st->bad_cookie++;
+				continue;
+			}
+			seen[d] = true;
+			got++;
+			st->done++;
+			if (cq[x].status) {
+				st->errors++;
+				if (!st->err)
+					st->err = cq[x].status;
+			} else if (!right_bytes(i, off[d], buf[d], len[d])) {
+				st->wrong++;
+			}
+		}
+	}
+	for (unsigned d = 0; d < PDEPTH; d++)
+		free(buf[d]);
+}
+
+/* PDEPTH/4 writes of region i posted, then polled; each one acknowledged
+ * goes into the model.  The shapes never overlap within a round (a
+ * posted write is not ordered against another): each has its quarter. */
+static void posted_writes(rmem_client *c, int i, uint64_t *seed, unsigned gen, struct pstat *st)
+{
+	enum { N = PDEPTH / 4 };
+	unsigned char *buf[N];
+	uint64_t off[N], part = sizes[i] / N;
+	size_t len[N];
+	unsigned posted = 0, got = 0;
+	bool ok_[N] = { false };
+
+	for (unsigned d = 0; d < N; d++) {
+		len[d] = (size_t)(1 + rnd(seed) % (part < 300000 ? part : 300000));
+		off[d] = d * part + rnd(seed) % (part - len[d] + 1);
+		/* Every other one whole stripes (16 KiB at 4+2), when room:
+		 * those are posted on the pieces, the rest made at once. */
+		if (d % 2 && part >= 32 * KiB) {
+			uint64_t a = (d * part + 16 * KiB - 1) / (16 * KiB) * (16 * KiB);
+
+			len[d] = (size_t)((1 + rnd(seed) % ((part - 16 * KiB) / (16 * KiB))) * 16 * KiB);
+			off[d] = a;
+		}
+		buf[d] = malloc(len[d]);
+		fill(buf[d], len[d], gen * 10 + d);
+		if (rmem_post_write(c, &reg[i], off[d], buf[d], len[d], 2000 + d) == 0)
+			posted++;
+		else
+			st->errors++;
+	}
+	while (got < posted) {
+		struct rmem_completion cq[N];
+		int n = rmem_poll(c, cq, N, 20000);
+
+		if (n <= 0) {
+			st->bad_cookie += posted - got;
+			break;
+		}
+		for (int x = 0; x < n; x++) {
+			uint64_t d = cq[x].cookie - 2000;
+
+			if (d >= N || ok_[d]) {
+				st->bad_cookie++;
+				continue;
+			}
+			got++;
+			st->done++;
+			if (cq[x].status == 0) {
+				ok_[d] = true;
+				memcpy(model[i] + off[d], buf[d], len[d]);
+				if (alt[i])
+					memcpy(alt[i] + off[d], buf[d], len[d]);
+			} else {
+				if (alt[i])
+					memcpy(alt[i] + off[d], buf[d], len[d]);
+				st->errors++;
+				if (!st->err)
+					st->err = cq[x].status;
+			}
+		}
+	}
+	for (unsigned d = 0; d < N; d++)
+		free(buf[d]);
+}
+
+static void posted_healthy(rmem_client *c)
+{
+	struct pstat st = { 0 };
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	int err;
+	unsigned char page[4096], odd[50];
+
+	for (int round = 0; round < 6; round++) {
+		posted_writes(c, round % 2 ? 3 : 0, &seed, 30 + (unsigned)round, &st);
+		posted_reads(c, 3, &seed, &st);
+		posted_reads(c, 0, &seed, &st);
+	}
+	ok(st.done == 6 * (2 * PDEPTH + PDEPTH / 4) && st.errors == 0 && st.wrong == 0 &&
+		   st.bad_cookie == 0,
+	   "posted reads (16 at once: 1 MiB, pages, odd shapes) and writes complete through "
+	   "rmem_poll with their cookies, every byte right (%u done, %u errors, %u wrong, %u bad "
+	   "cookies, %s)", st.done, st.errors, st.wrong, st.bad_cookie, rmem_strerror(st.err));
+	ok(verify_all(c, &err) == 0, "then the regions read as the posted writes left them");
+	ok(rmem_post_read(c, &reg[1], sizes[1] - 10, odd, 11, 1) == -ERANGE &&
+		   rmem_post_write(c, &reg[1], sizes[1], odd, 1, 1) == -ERANGE &&
+		   rmem_post_read(c, &reg[1], 0, NULL, 1, 1) == -EINVAL,
+	   "a posted call past the end is -ERANGE, without a buffer -EINVAL, at once");
+	{
+		struct rmem_completion cq[2];
+		int n1, n2;
+
+		memset(page, 0, sizeof page);
+		n1 = rmem_post_read(c, &reg[0], 8192, page, 4096, 77);
+		n2 = rmem_post_read(c, &reg[2], 4090, odd, 20, 78);
+		n1 = n1 ? n1 : rmem_poll(c, cq, 2, 10000);
+		if (n1 == 1)
+			n1 += rmem_poll(c, cq + 1, 1, 10000);
+		ok(n2 == 0 && n1 == 2 && cq[0].status == 0 && cq[1].status == 0 &&
+			   cq[0].cookie + cq[1].cookie == 77 + 78 &&
+			   !memcmp(page, model[0] + 8192, 4096) && !memcmp(odd, model[2] + 4090, 20),
+		   "a posted page read and a 20 B one across two pieces");
+		ok(rmem_poll(c, cq, 2, 0) == 0, "and nothing more to poll");
+	}
+	{
+		/* Pieces' ranges of a few bytes in two runs (through the
+		 * client's small-reply buffer), and of a run and a half. */
+		static const uint64_t sh[][2] = { { 4095, 16384 + 2 }, { 16383, 16384 + 3 },
+						  { 100, 16384 * 2 + 5000 }, { 4096 * 5 - 1, 4096 * 4 + 2 } };
+		unsigned char b[3][40000];
+		struct rmem_completion cq[3];
+		bool right = true;
+
+		for (size_t t = 0; t < sizeof sh / sizeof sh[0]; t++) {
+			int n = 0, rc = 0;
+
+			memset(b, 0xee, sizeof b);
+			for (int i = 0; i < 3 && !rc; i++)
+				rc = rmem_post_read(c, &reg[i == 1 ? 2 : 3 * (i / 2)], sh[t][0], b[i],
+						    sh[t][1], (uint64_t)i);
+			while (!rc && n < 3) {
+				int m = rmem_poll(c, cq + n, 3 - n, 10000);
+
+				if (m <= 0)
+					break;
+				n += m;
+			}
+			for (int x = 0; x < n; x++) {
+				int i = (int)cq[x].cookie, ri = i == 1 ? 2 : 3 * (i / 2);
+
+				right = right && cq[x].status == 0 &&
+					!memcmp(b[i], model[ri] + sh[t][0], sh[t][1]) &&
+					b[i][sh[t][1]] == 0xee;
+			}
+			right = right && !rc && n == 3;
+		}
+		ok(right, "posted reads whose pieces' ranges are a few bytes in two chunks, or"
+		   " a chunk and a half: every byte right, none past the end");
+	}
+	{
+		/* Over 16 MiB of each piece in one read: the piece's range
+		 * goes in several requests (a daemon's largest is 16 MiB), each
+		 * landing a chunk at a time from the middle of a chunk on. */
+		const size_t big = 68 * MiB + 4096 * 3 + 100, off = 4096 + 7, len = big - off - 11;
+		unsigned char *want = malloc(big), *got = malloc(big);
+		struct rmem_region b;
+		struct rmem_completion cq = { 0 };
+		int rc = want && got ? rmem_alloc(c, big, 0, &b) : -ENOMEM, n = 0;
+
+		if (!rc) {
+			fill(want, big, 61);
+			memset(got, 0xee, big);
+			rc = rmem_write(c, &b, 0, want, big);
+		}
+		if (!rc)
+			rc = rmem_post_read(c, &b, off, got + off, len, 9);
+		if (!rc)
+			n = rmem_poll(c, &cq, 1, 60000);
+		ok(!rc && n == 1 && cq.status == 0 && !memcmp(got + off, want + off, len) &&
+			   got[off - 1] == 0xee && got[off + len] == 0xee,
+		   "a posted read of 68 MiB from the middle of a chunk: every byte right, none"
+		   " past its ends (%s, %d, %s)", rmem_strerror(rc), n, rmem_strerror(cq.status));
+		if (!rc)
+			rmem_free(c, &b);
+		free(want);
+		free(got);
+	}
+}
+
+/* Posted reads of regions 2 and 3, posted writes of region 3 and a
+ * synchronous read of region 3 while servers die (main's writer thread
+ * has region 0). */
+static int p_stop;
+static struct pstat p_st;
+static unsigned p_rounds;
+
+static void *posted_thread(void *arg)
+{
+	rmem_client *c = arg;
+	uint64_t seed = 12345;
+
+	unsigned char *b = malloc(sizes[3]);
+
+	for (unsigned g = 0; !__atomic_load_n(&p_stop, __ATOMIC_ACQUIRE) && b; g++) {
+		/* A synchronous read too, from mid-chunk: its pieces' ranges
+		 * land a chunk at a time, or again through a buffer when a
+		 * server dies under them. */
+		int rc = rmem_read(c, &reg[3], 5, b, sizes[3] - 5);
+
+		p_st.done++;
+		if (rc) {
+			p_st.errors++;
+			p_st.err = p_st.err ? p_st.err : rc;
+		} else if (!right_bytes(3, 5, b, sizes[3] - 5)) {
+			p_st.wrong++;
+		}
+		posted_reads(c, 2 + (int)(g % 2), &seed, &p_st);
+		if (g % 3 == 0)
+			posted_writes(c, 3, &seed, 200 + g, &p_st);
+		__atomic_store_n(&p_rounds, g + 1, __ATOMIC_RELEASE);
+	}
+	free(b);
+	return NULL;
+}
+
 /* ---- a writer while servers die ---------------------------------------------------- */
 
 #define WOFF 20000u   /* crosses chunk 4 KiB boundaries and a stripe's */
@@ -417,7 +746,7 @@ int main(void)
 {
 	rmem_client *c;
 	uint64_t u0, u1, want = 0;
-	pthread_t th;
+	pthread_t th, pth;
 	int rc, err, bad;
 
 	base_url = getenv("RMEM_CLUSTER_URL");
@@ -485,23 +814,46 @@ int main(void)
 		ok(rmem_cas(c, &reg[0], 0, 0, 1, &old) == -EOPNOTSUPP &&
 			   rmem_faa(c, &reg[0], 8, 1, &old) == -EOPNOTSUPP,
 		   "atomics on a redundant region are -EOPNOTSUPP");
-		ok(rmem_post_read(c, &reg[0], 0, &old, 8, 1) == -EOPNOTSUPP &&
-			   rmem_post_write(c, &reg[0], 0, &old, 8, 1) == -EOPNOTSUPP &&
-			   rmem_post_alloc(c, MiB, 0, &x, 1) == -EOPNOTSUPP,
-		   "posted calls on a redundant client are -EOPNOTSUPP");
+		ok(rmem_post_alloc(c, MiB, 0, &x, 1) == -EOPNOTSUPP &&
+			   rmem_post_free(c, &reg[0], 1) == -EOPNOTSUPP,
+		   "posted allocs and frees on a redundant client are -EOPNOTSUPP");
 	}
+	posted_healthy(c);
 	named_before(c);
 
-	/* ---- a writer while s0 and s1 die ---- */
+	/* ---- a writer and posted calls while s0 and s1 die ---- */
 	w_client = c;
 	pthread_create(&th, NULL, writer, NULL);
+	for (int i = 2; i < NREG; i++)
+		if ((alt[i] = malloc(sizes[i])))
+			memcpy(alt[i], model[i], sizes[i]);
+	pthread_create(&pth, NULL, posted_thread, c);
 	wait_writes(20);
-	ok(run_hook("kill-server 0") == 0, "kill -9 of s0 while a writer writes");
+	ok(run_hook("kill-server 0") == 0, "kill -9 of s0 while a writer writes and posted calls"
+	   " are in flight");
 	wait_writes(20);
-	ok(run_hook("kill-server 1") == 0, "kill -9 of s1 while a writer writes");
+	ok(run_hook("kill-server 1") == 0, "kill -9 of s1 while a writer writes and posted calls"
+	   " are in flight");
 	wait_writes(20);
+	{
+		unsigned at = __atomic_load_n(&p_rounds, __ATOMIC_ACQUIRE);
+		struct timespec ms = { 0, 1000000 };
+
+		/* Two more rounds of posted calls with both dead. */
+		for (int t = 0; t < 60000 && __atomic_load_n(&p_rounds, __ATOMIC_ACQUIRE) < at + 2; t++)
+			nanosleep(&ms, NULL);
+	}
 	__atomic_store_n(&w_stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&p_stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
+	pthread_join(pth, NULL);
+	ok(p_st.wrong == 0 && p_st.bad_cookie == 0 && p_st.done > 0,
+	   "posted calls (and reads) through both deaths: every completion came once, none with"
+	   " wrong bytes"
+	   " (a failed write's range may hold its new bytes; %u rounds, %u done, %u wrong, %u"
+	   " errors: %s)", p_rounds, p_st.done, p_st.wrong, p_st.errors, rmem_strerror(p_st.err));
+	ok(p_st.errors == 0, "and none failed: two of six pieces dead is within R (%u errors)",
+	   p_st.errors);
 	ok(w_err == 0, "the writer's writes all succeeded through both deaths (%u writes, %s)",
 	   w_acked, rmem_strerror(w_err));
 	{
@@ -547,13 +899,49 @@ int main(void)
 		   "three of six pieces gone: reads that need a rebuild are -EHOSTDOWN (%d of %d:"
 		   " %s), never wrong bytes (%d)", bad, NREG, rmem_strerror(err), wrong);
 	}
+	{
+		unsigned char *got[NREG];
+		unsigned n = 0, down = 0, right = 0, other = 0;
+
+		/* The same, posted: each region whole, at once. */
+		for (int i = 0; i < NREG; i++) {
+			got[i] = malloc(sizes[i]);
+			n += rmem_post_read(c, &reg[i], 0, got[i], sizes[i], 500 + (uint64_t)i) == 0;
+		}
+		for (unsigned d = 0; d < n;) {
+			struct rmem_completion cq[NREG];
+			int m = rmem_poll(c, cq, NREG, 20000);
+
+			if (m <= 0)
+				break;
+			for (int x = 0; x < m; x++, d++) {
+				uint64_t i = cq[x].cookie - 500;
+
+				if (i >= NREG)
+					other++;
+				else if (cq[x].status == -EHOSTDOWN)
+					down++;
+				else if (cq[x].status == 0 && !memcmp(got[i], model[i], sizes[i]))
+					right++;
+				else
+					other++;
+			}
+		}
+		ok(n == NREG && down >= NREG - 1 && down + right == NREG && other == 0,
+		   "and posted reads of every region: -EHOSTDOWN or right bytes, never wrong ones (%u"
+		   " posted, %u -EHOSTDOWN, %u right, %u else)", n, down, right, other);
+		for (int i = 0; i < NREG; i++)
+			free(got[i]);
+	}
 	rc = 0;
 	for (int i = 0; i < NREG; i++)
 		rc = rc ? rc : rmem_free(c, &reg[i]);
 	ok(rc == 0, "rmem_free of every region");
 	ok(rmem_read(c, &reg[0], 0, &u0, 8) == -EINVAL, "a freed handle is -EINVAL");
 	rmem_close(c);
-	for (int i = 0; i < NREG; i++)
+	for (int i = 0; i < NREG; i++) {
 		free(model[i]);
+		free(alt[i]);
+	}
 	return tap_done();
 }
