@@ -107,13 +107,18 @@ static void block_give(struct router *cl, unsigned char *p, size_t cap)
 	free(p);
 }
 
-/* Room for one more completion in the queue, for a call now alive. */
+/* Room for one more completion in the queue, for a call now alive.  A
+ * call that ended keeps its room until rmem_poll takes its completion, so
+ * the room counts those queued too: calls that end when posted (a partial
+ * stripe's write) pile up there between two polls, and a completion that
+ * found no room was lost, its caller waiting for it for ever (seen: the
+ * nbdkit plugin's 32 posted 4 KiB writes on a 2+1 disk). */
 static int alive_add(struct router *cl)
 {
 	int err = 0;
 
 	pthread_mutex_lock(&cl->mu);
-	if (cl->red_alive + 1 > cl->red_cap) {
+	if (cl->red_alive + cl->red_ndone + 1 > cl->red_cap) {
 		size_t n = cl->red_cap ? cl->red_cap * 2 : 16;
 		struct rmem_completion *v = realloc(cl->red_done, n * sizeof(*v));
 
@@ -405,7 +410,8 @@ int rpost_end(struct router *cl, struct rpost *rp, unsigned p, int status,
 void rpost_queue(struct router *cl, const struct rmem_completion *done)
 {
 	pthread_mutex_lock(&cl->mu);
-	/* (rpost_new kept room: red_ndone < red_alive + 1 <= red_cap.) */
+	/* (alive_add kept room: red_alive + red_ndone <= red_cap, and this
+	 * call was one of red_alive.) */
 	if (cl->red_ndone < cl->red_cap) {
 		cl->red_done[cl->red_ndone] = *done;
 		__atomic_store_n(&cl->red_ndone, cl->red_ndone + 1, __ATOMIC_RELAXED);

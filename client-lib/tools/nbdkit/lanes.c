@@ -96,11 +96,11 @@ static int lane0_region(struct lanes *ls, const struct lanes_cfg *cfg, char *err
 }
 
 /*
- * Whether the library posts transfers on lane 0's region: not on a
- * redundant cluster region, for now (librmem(7), REDUNDANCY: posted calls
- * there are EOPNOTSUPP).  Nothing in rmem.h tells such a region apart, so
- * one posted read of its first bytes asks.  1: it posts; 0: synchronous
- * calls only; or the read's negative errno.
+ * Whether the library posts transfers on lane 0's region: a librmem
+ * before 1.4 did not on a redundant cluster region (EOPNOTSUPP there).
+ * Nothing in rmem.h tells such a region apart, so one posted read of its
+ * first bytes asks.  1: it posts; 0: synchronous calls only; or the read's
+ * negative errno.
  */
 static int lane0_posts(struct lane *l)
 {
@@ -167,7 +167,13 @@ int lanes_open(struct lanes *ls, const struct lanes_cfg *cfg, char *err, size_t 
 			if (rc == 0)
 				rc = lane0_mode(ls, &n, err, errlen);
 		} else if ((rc = rmem_open(ls->lane[i].c, cfg->name, RMEM_READ | RMEM_WRITE,
-					   &ls->lane[i].r)) < 0) {
+					   &ls->lane[i].r)) == -EBUSY) {
+			/* A redundant region admits one writer (librmem(7)):
+			 * the lanes opened so far serve it. */
+			lane_fini(&ls->lane[i]);
+			ls->n = i;
+			break;
+		} else if (rc < 0) {
 			snprintf(err, errlen, "cannot open region '%s' again: %s", cfg->name,
 				 rmem_strerror(rc));
 		} else if (ls->lane[i].r.length != ls->lane[0].r.length) {
