@@ -385,5 +385,10 @@ int router_stats(struct router *cl, struct rmem_stats *out)
 			out->key_mode = s.key_mode;
 		any = true;
 	}
+	pthread_mutex_lock(&cl->mu);
+	out->degraded_reads = cl->degraded_reads;
+	out->parity_updates = cl->parity_updates;
+	out->repaired_bytes = cl->repaired_bytes;
+	pthread_mutex_unlock(&cl->mu);
 	return any ? 0 : err;
 }

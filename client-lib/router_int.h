@@ -144,8 +144,10 @@ struct router {
 	 * trimmed) and faulted in again, page by page, by the next. */
 	unsigned char *red_scratch;
 	size_t red_scratch_len;
-	/* Bytes of pieces repair rebuilt (router_redund_repair.c; under mu). */
-	uint64_t repaired_bytes;
+	/* This client's figures for rmem_stats (under mu): bytes of pieces
+	 * repair rebuilt (router_redund_repair.c), reads that rebuilt a lost
+	 * piece's bytes, parity chunks written (router_redund*.c). */
+	uint64_t repaired_bytes, degraded_reads, parity_updates;
 	/* Completions of posted calls on redundant regions that ended
 	 * outside rmem_poll (a write, made whole when posted; a read whose
 	 * pieces were all out): handed out by the next rmem_poll.  Room for

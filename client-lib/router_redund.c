@@ -136,6 +136,13 @@ struct piece_call {
 	int err; /* as piece_io()'s */
 };
 
+void redund_count(struct router *cl, uint64_t *figure, uint64_t n)
+{
+	pthread_mutex_lock(&cl->mu);
+	*figure += n;
+	pthread_mutex_unlock(&cl->mu);
+}
+
 void redund_piece_out_locked(struct rset *rs, unsigned i)
 {
 	if (rs->state[i] == PIECE_IN)
@@ -404,8 +411,10 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 		}
 	}
 out:
-	if (locked)
+	if (locked) {
 		pthread_mutex_unlock(&rs->wmu);
+		redund_count(cl, &cl->degraded_reads, 1);
+	}
 	scratch_give(cl, block, k);
 	return err;
 }
@@ -450,6 +459,9 @@ static int write_seg(struct router *cl, struct rset *rs, unsigned j, uint64_t p0
 	/* Every parity piece in: its bytes, plus the delta's share (a piece
 	 * out has its buffer updated for nothing: it is not written). */
 	stripe_delta(&rs->code, len, j, delta, par);
+	/* Each parity chunk the segment's chunks touch, once per chunk. */
+	redund_count(cl, &cl->parity_updates,
+		     (uint64_t)r * ((p1 - 1) / STRIPE_CHUNK - p0 / STRIPE_CHUNK + 1));
 	/* New data and new parity at once. */
 	pc[0] = (struct piece_call){ .i = j, .write = true, .off = p0, .buf = new, .len = len };
 	for (unsigned p = 0; p < r; p++)
@@ -504,6 +516,7 @@ static int write_full(struct router *cl, struct rset *rs, uint64_t s0, uint64_t 
 		for (unsigned j = 0; j < k; j++)
 			redund_piece_copy(rs, j, s * C, e * C, bufs[j], (unsigned char *)buf, a, false);
 		stripe_encode(&rs->code, len, bufs, bufs + k);
+		redund_count(cl, &cl->parity_updates, (uint64_t)rs->code.r * (e - s));
 		/* Every piece written at once. */
 		for (unsigned i = 0; i < rs->n; i++)
 			pc[i] = (struct piece_call){ .i = i, .write = true, .off = s * C, .buf = bufs[i],

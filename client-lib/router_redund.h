@@ -14,6 +14,9 @@
 #include "cluster_layout.h"
 #include "stripe.h"
 
+/* n more of a figure of the router's (&cl->degraded_reads...), under mu. */
+void redund_count(struct router *cl, uint64_t *figure, uint64_t n);
+
 /* Piece bytes handled at once per piece: bounds the scratch memory of a
  * large read or write (K+R+2 buffers of this) whatever its length. */
 #define REDUND_SEG (256u * 1024)

@@ -202,6 +202,7 @@ static int write_plan(struct router *cl, struct rset *rs, struct rpost *rp)
 		redund_piece_copy(rs, j, fs / W * C, fe / W * C, bufs[j], rp->buf + (fs - rp->off),
 				  fs, false);
 	stripe_encode(&rs->code, plen, bufs, bufs + rs->code.k);
+	redund_count(cl, &cl->parity_updates, (uint64_t)rs->code.r * (plen / STRIPE_CHUNK));
 	rp->nparts = rs->n;
 	/* Every part goes out before another write of the region starts, so
 	 * that each piece's server, which serves its connection in order,
@@ -344,8 +345,10 @@ static int read_finish(struct router *cl, struct rpost *rp)
 		}
 		err = part_rebuild(cl, rs, rp, pt);
 	}
-	if (locked)
+	if (locked) {
 		pthread_mutex_unlock(&rs->wmu);
+		redund_count(cl, &cl->degraded_reads, 1);
+	}
 	for (unsigned x = 0; x < rp->nparts && !err; x++)
 		if (rp->part[x].own)
 			redund_piece_copy(rs, rp->part[x].j, rp->part[x].lo, rp->part[x].hi,

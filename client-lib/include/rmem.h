@@ -357,10 +357,18 @@ struct rmem_stats {
 	 * their tenants (rmemd.conf(5), limits.state_slots). */
 	uint64_t state_slots_used;
 	uint64_t state_slots_total;
+	/* Since 1.4.0, an etcd:// client's own figures for its redundant
+	 * regions (0 on other clients; librmem(7), REDUNDANCY): reads (posted
+	 * or not) that rebuilt a lost piece's bytes, parity chunks its writes
+	 * updated (by delta or by a whole stripe's encode), and bytes of the
+	 * pieces its repairs rebuilt (rmem_repair(3)). */
+	uint64_t degraded_reads;
+	uint64_t parity_updates;
+	uint64_t repaired_bytes;
 	/* Room to grow (since RMEM_1.2): 0 today.  rmem_stats@RMEM_1.0 writes
 	 * only the fields up to key_mode, for callers built against older
 	 * headers. */
-	uint64_t reserved[4];
+	uint64_t reserved[1];
 };
 
 /* Errors: -EINVAL (NULL) and the connection errors. */

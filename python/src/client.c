@@ -287,7 +287,8 @@ fail:
 PyDoc_STRVAR(stats_doc,
 "stats() -> dict\n\nThe daemon's pool-wide figures (rmem_stats(3)): pool_bytes, used_bytes,\n"
 "free_bytes, largest_free, regions, clients, peak_used, allocs, frees,\n"
-"key_mode, state_slots_used, state_slots_total.");
+"key_mode, state_slots_used, state_slots_total; and an etcd:// client's own\n"
+"degraded_reads, parity_updates, repaired_bytes (redundant regions).");
 
 static PyObject *client_stats(PyObject *self, PyObject *unused)
 {
@@ -305,10 +306,11 @@ static PyObject *client_stats(PyObject *self, PyObject *unused)
 	if (rc < 0)
 		return rmempy_error(rc);
 #define U(f) #f, (unsigned long long)s.f
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", U(pool_bytes),
-			     U(used_bytes), U(free_bytes), U(largest_free), U(regions),
-			     U(clients), U(peak_used), U(allocs), U(frees), U(key_mode),
-			     U(state_slots_used), U(state_slots_total));
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+			     U(pool_bytes), U(used_bytes), U(free_bytes), U(largest_free),
+			     U(regions), U(clients), U(peak_used), U(allocs), U(frees),
+			     U(key_mode), U(state_slots_used), U(state_slots_total),
+			     U(degraded_reads), U(parity_updates), U(repaired_bytes));
 #undef U
 }
 

@@ -349,6 +349,26 @@ static void act_issue(rmem_client *c, const int *dead)
 	ok(rc == 0, "a write to aw past the grace: %s", rmem_strerror(rc));
 	ok(run_hook("healthy aw") == 0,
 	   "that write repaired aw first, unasked: every piece healthy on a live server");
+	{
+		struct rmem_stats st;
+
+		bool data_lost = false;
+
+		/* A read rebuilds only when a data piece (0..3) is lost. */
+		for (int i = 0; i < naw && i < 4; i++)
+			data_lost = data_lost || in(kills, 2, awsrv[i]);
+		rc = c3 ? rmem_stats(c3, &st) : -1;
+		/* 1 MiB of whole 16 KiB stripes (2 parity chunks each), then
+		 * two 4 KiB writes (2 each). */
+		ok(rc == 0 && (data_lost ? st.degraded_reads >= 1 : st.degraded_reads == 0) &&
+			   st.parity_updates == 64 * 2 + 2 * 2 &&
+			   st.repaired_bytes >= (MiB / 4 + 4095) / 4096 * 4096,
+		   "its client's rmem_stats: %llu degraded reads (a data piece lost: %s), %llu "
+		   "parity updates, %llu bytes repaired",
+		   rc ? 0ull : (unsigned long long)st.degraded_reads, data_lost ? "yes" : "no",
+		   rc ? 0ull : (unsigned long long)st.parity_updates,
+		   rc ? 0ull : (unsigned long long)st.repaired_bytes);
+	}
 	ok(c3 && reads_back(c3, &aw, awb, MiB, &rc), "aw reads whole after it");
 
 	/* What rmem_repair refuses. */
