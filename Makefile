@@ -605,6 +605,14 @@ bench-bringup: deps
 bench-nbd: deps
 	scripts/bench-nbd
 
+# The same over RDMA (rxe) in the Soft-RoCE test VM, beside perftest's
+# ib_read_bw / ib_write_bw / ib_read_lat on the same device, in one VM run
+# (TRANSPORT=rdma scripts/bench-nbd; 8 minutes, 18 beside another VM).
+# Never part of test.
+.PHONY: bench-nbd-rdma
+bench-nbd-rdma: deps
+	TRANSPORT=rdma scripts/bench-nbd
+
 # Control-path throughput: alloc+free pairs/s with 16 in flight beside redis
 # GET -P 16, alternated, with met/missed (scripts/bench-ctl; ~1 minute).
 .PHONY: bench-ctl
