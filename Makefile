@@ -224,16 +224,19 @@ $(B)/librmem.a: $(LIB_LINK)
 		--keep-global-symbol='__rmem_*' $(B)/librmem-all.o
 	ar rcs $@ $(B)/librmem-all.o
 
-# Written again on every make: PREFIX and friends may differ from the last run.
-PC_SUBST := sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+# The build's copies, with the default paths; make install writes its own
+# from the same templates with the PREFIX it is given (UNIT_SUBST below), so
+# that it writes nothing in the build tree: the tests install the plain build
+# from several places at once (test_install.sh, the systemd VM's suite).
+PC_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|'
-.PHONY: $(B)/librmem.pc $(B)/rmemd.service
+UNIT_SUBST = sed 's|@SBINDIR@|$(SBINDIR)|'
 $(B)/librmem.pc: client-lib/librmem.pc.in
 	@mkdir -p $(B)
 	@$(PC_SUBST) $< > $@
 $(B)/rmemd.service: systemd/rmemd.service
 	@mkdir -p $(B)
-	@sed 's|@SBINDIR@|$(SBINDIR)|' $< > $@
+	@$(UNIT_SUBST) $< > $@
 
 # The repair agent (daemon/repair_agent.c) is a client of the other members
 # as any program is: rmem.h and librmem.a (whose internals are local to its
@@ -433,6 +436,13 @@ $(B)/tests/slowlisten.so $(B)/tests/slowscrub.so: $(B)/tests/%.so: tests/lib/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
 
+# tests/run-tests runs each program under cputime for its time table (CPU
+# seconds of the program and its daemons).  Plain: it only forks and waits.
+RUN_TOOLS := $(B)/tests/cputime
+$(B)/tests/cputime: tests/lib/cputime.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $<
+
 # Two tiers, both sanitized and ending with "N passed, N failed, N skipped":
 #   make check   every test that runs on this host, no VM (a few minutes);
 #   make test    the packages, then all of it (check-all): the host tests and
@@ -442,7 +452,7 @@ test: deps
 check:
 	@$(MAKE) -s --no-print-directory SANITIZE=address,undefined check-host
 
-unit: $(UNIT_BINS)
+unit: $(UNIT_BINS) $(RUN_TOOLS)
 	@RMEM_BUILD=$(B) tests/run-tests $(UNIT_BINS)
 
 run: deps all
@@ -458,7 +468,7 @@ $(B)/tests/rdma/%: $(B)/tests/obj/rdma/%.o $(RDMA_HELPERS) $(TESTLIB) $(TEST_COD
 	$(CC) $(LDFLAGS_ALL) -o $@ $< $(RDMA_HELPERS) $(TESTLIB) $(TEST_CODEC) $(LIB_LIBS) -lpthread
 
 .PHONY: check-rdma
-check-rdma: $(B)/rmemd $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(B)/rmemctl $(CLUSTER_HELPERS)
+check-rdma: $(RUN_TOOLS) $(B)/rmemd $(FUNC_BINS) $(CHAOS_BINS) $(RDMA_BINS) $(B)/rmemctl $(CLUSTER_HELPERS)
 	@rc=0; RMEM_BUILD=$(B) RMEM_TEST_TIMEOUT=$${RMEM_TEST_TIMEOUT:-1200} \
 		RMEM_VM_TIMEOUT=$${RMEM_VM_TIMEOUT:-3600} \
 		tests/vm/run-in-vm -- tests/run-tests $(RDMA_BINS) || rc=$$?; \
@@ -477,7 +487,7 @@ $(SYSD_BINS): $(B)/tests/systemd/%: $(B)/tests/obj/systemd/%.o $(B)/librmem.so.$
 	$(CC) $(LDFLAGS_ALL) -o $@ $< -L$(B) -lrmem -Wl,-rpath,'$$ORIGIN/../..'
 
 .PHONY: check-systemd
-check-systemd: all $(SYSD_BINS)
+check-systemd: all $(SYSD_BINS) $(RUN_TOOLS)
 	@RMEM_BUILD=$(B) tests/run-tests tests/systemd/suite
 
 # ---- nbdkit-rmem-plugin: an NBD disk in remote memory (docs/nbd.md) ---------
@@ -709,17 +719,23 @@ HOST_TESTS += tests/fuzz/test_fuzzers.sh
 # What the tests run, and what must build though no test runs it: every
 # benchmark binary a make bench-* target runs (the benches themselves are
 # never run here), and the libFuzzer targets where clang is.
-HOST_PREREQS = all headercheck $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(CLUSTER_HELPERS) \
+HOST_PREREQS = all headercheck $(RUN_TOOLS) $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(CLUSTER_HELPERS) \
 	$(RESTORE_HELPERS) $(BENCH_BINS) $(if $(HAVE_CLANG),$(FUZZ_BINS))
 .PHONY: check-host check-all
 check-host: $(HOST_PREREQS)
+	@$(MAKE) -s --no-print-directory SANITIZE= all
 	@RMEM_BUILD=$(B) RMEM_TEST_JOBS=$${RMEM_TEST_JOBS:-4} tests/run-tests $(HOST_TESTS)
 
 # The RDMA programs run inside one Soft-RoCE VM (tests/vm/suite), counted with
 # the rest; where qemu cannot run, that one entry is reported as skipped.
+# The VM suite is the longest and starts first ("# run-tests-first"); the host
+# tests run beside it, four at a time, then the systemd VM.  The plain build
+# that test_install.sh and the systemd suite install is made before, once, so
+# that no two of them build it at once.
 check-all: $(HOST_PREREQS) $(RDMA_BINS) $(SYSD_BINS)
-	@RMEM_BUILD=$(B) RMEM_VM_TESTS="$(RDMA_BINS)" tests/run-tests $(HOST_TESTS) \
-		tests/vm/suite tests/systemd/suite
+	@$(MAKE) -s --no-print-directory SANITIZE= all
+	@RMEM_BUILD=$(B) RMEM_TEST_JOBS=$${RMEM_TEST_JOBS:-5} RMEM_VM_TESTS="$(RDMA_BINS)" \
+		tests/run-tests $(HOST_TESTS) tests/vm/suite tests/systemd/suite
 
 # ---- install ----------------------------------------------------------------
 MAN1 := $(wildcard docs/man/*.1)
@@ -738,11 +754,13 @@ install: all
 	install -m 755 $(B)/librmem.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/librmem.so.$(SOMAJOR)
 	ln -sf librmem.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/librmem.so
 	install -m 644 $(B)/librmem.a $(DESTDIR)$(LIBDIR)/librmem.a
-	install -m 644 $(B)/librmem.pc $(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc
+	$(PC_SUBST) client-lib/librmem.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/librmem.pc
 	install -m 644 client-lib/include/rmem.h $(DESTDIR)$(INCLUDEDIR)/rmem.h
 	test -e $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf || \
 		install -m 644 etc/rmemd.conf $(DESTDIR)$(SYSCONFDIR)/rmemd/rmemd.conf
-	install -m 644 $(B)/rmemd.service $(DESTDIR)$(UNITDIR)/rmemd.service
+	$(UNIT_SUBST) systemd/rmemd.service > $(DESTDIR)$(UNITDIR)/rmemd.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/rmemd.service
 	install -d $(DESTDIR)$(TMPFILESDIR)
 	install -m 644 systemd/rmemd-thp.conf $(DESTDIR)$(TMPFILESDIR)/rmemd-thp.conf
 	$(if $(MAN1),install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1)

@@ -1,5 +1,4 @@
 #!/bin/bash
-# run-tests-alone: runs make install in this tree (build/).
 # make install into a staging DESTDIR, then build a program that includes only
 # <rmem.h> and links through pkg-config librmem, and run it against rmemd.
 # TAP output.

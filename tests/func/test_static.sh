@@ -1,5 +1,4 @@
 #!/bin/bash
-# run-tests-alone: runs make install in this tree (build/).
 # test_static.sh - librmem exports only its API, and links statically.
 #  - nm: librmem.a and librmem.so.1 define no global but rmem_* (and the
 #    reserved __rmem_* of the compat versions; RMEM_1.x version nodes);
