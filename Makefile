@@ -145,6 +145,9 @@ RDMA_BINS += $(CHAOS_TESTS:%=tests/chaos/rdma/%)
 RDMA_BINS += tests/func/rdma/test_cluster.sh tests/func/rdma/test_cluster_lib.sh
 # ...and nbdkit-rmem-plugin as /dev/nbd0 (ext4) and /dev/nbd1 (swap) over rxe.
 RDMA_BINS += tests/func/rdma/test_nbd_dev.sh
+# ...and redundant regions over rdma://, 2+1 on three rmemd, repaired onto a
+# fourth (issue 30).
+RDMA_BINS += tests/func/rdma/test_redundancy.sh
 # ...and the Python binding's pytest suite over rdma:// (tests/python).
 RDMA_BINS += tests/python/rdma/test_python.sh
 RDMA_HELPERS := $(B)/tests/obj/rdma/rawclient.o

@@ -14,6 +14,14 @@
  *                      rmemctl cluster redundant shows NAME in STATE with N
  *                      pieces not usable
  *   RMEM_TEST_TRANSPORT "rdma": every client with transport "rdma"
+ *   RMEM_TEST_REDUNDANCY K+R of the regions (default 4+2; the script starts
+ *                      K+R servers, so that each holds a piece of each)
+ *   RMEM_TEST_SPARE    "1": the hook's "start-server K+R" starts one more
+ *                      server after R deaths, and every region is repaired
+ *                      onto it with rmem_repair, then R more servers die and
+ *                      every byte still reads (the VM's run, over rdma://,
+ *                      at 2+1: a repair over RDMA; the host's repairs are in
+ *                      test_repair.sh)
  *
  * Checks: bad "?redundancy=" values -EINVAL; more pieces than servers
  * -ENOSPC; 4+2 regions of several sizes take (K+R)/K of their bytes across
@@ -38,10 +46,12 @@
  * unlinked; an alloc with four servers left is -ENOSPC; a third death
  * makes reads, synchronous and posted, -EHOSTDOWN, never wrong bytes.
  * With six servers and 4+2, every server holds one piece of every region,
- * so each death takes a piece of each.
+ * so each death takes a piece of each.  The figures above are 4+2's; with
+ * RMEM_TEST_REDUNDANCY they follow K and R (R deaths, then one more).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -59,6 +69,12 @@
 
 static const char *base_url, *hook;
 static char url42[1024];
+/* The layout under test (RMEM_TEST_REDUNDANCY) and its servers. */
+static int K = 4, R = 2, NP = 6;
+static char kr[16] = "4+2";
+static bool spare;
+/* Chunk size: a stripe is K of them. */
+#define CHUNK (4 * KiB)
 
 static struct rmem_opts opts(void)
 {
@@ -90,6 +106,17 @@ static int run_hook(const char *what)
 
 	snprintf(cmd, sizeof cmd, "%s %s", hook, what);
 	return system(cmd);
+}
+
+__attribute__((format(printf, 1, 2))) static int hookf(const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	return run_hook(what);
 }
 
 /* Regions and what they should hold. */
@@ -182,13 +209,14 @@ static void bad_input(void)
 
 		o.redundancy = "3+";
 		ok(rmem_connect(base_url, &o, &x) == -EINVAL && !x, "rmem_opts.redundancy \"3+\" is -EINVAL");
-		o.redundancy = "2+1";
+		o.redundancy = strcmp(kr, "2+1") ? "2+1" : "4+2";
 		ok(rmem_connect(url42, &o, &x) == -EINVAL && !x,
-		   "rmem_opts.redundancy 2+1 against the URL's 4+2 is -EINVAL");
+		   "rmem_opts.redundancy %s against the URL's %s is -EINVAL", o.redundancy, kr);
 		ok(rmem_connect("tcp://127.0.0.1:1", &o, &x) == -EINVAL && !x,
 		   "rmem_opts.redundancy on a single-server endpoint is -EINVAL");
-		o.redundancy = "4+2";
-		ok(rmem_connect(url42, &o, &x) == 0 && x, "rmem_opts.redundancy 4+2 with the URL's 4+2");
+		o.redundancy = kr;
+		ok(rmem_connect(url42, &o, &x) == 0 && x, "rmem_opts.redundancy %s with the URL's %s",
+		   kr, kr);
 		rmem_close(x);
 		x = NULL;
 		o.redundancy = "8+2";
@@ -197,7 +225,7 @@ static void bad_input(void)
 			struct rmem_region r;
 
 			ok(rmem_alloc(x, MiB, 0, &r) == -ENOSPC,
-			   "and its allocations are redundant: 8+2 on six servers is -ENOSPC");
+			   "and its allocations are redundant: 8+2 on %d servers is -ENOSPC", NP);
 			rmem_close(x);
 		}
 	}
@@ -208,7 +236,7 @@ static void bad_input(void)
 		struct rmem_region r;
 
 		ok(rmem_alloc(c, MiB, 0, &r) == -ENOSPC,
-		   "8+2 on six servers: more pieces than servers, rmem_alloc -ENOSPC");
+		   "8+2 on %d servers: more pieces than servers, rmem_alloc -ENOSPC", NP);
 		rmem_close(c);
 	}
 }
@@ -253,7 +281,7 @@ static void named_before(rmem_client *c)
 	int rc = rmem_create(c, "red/one", NLEN, 0, &named), n;
 	bool listed = false;
 
-	ok(rc == 0, "rmem_create of a 4+2 named region: %s", rmem_strerror(rc));
+	ok(rc == 0, "rmem_create of a %s named region: %s", kr, rmem_strerror(rc));
 	nmodel = malloc(NLEN);
 	fill(nmodel, NLEN, 5);
 	ok(rmem_write(c, &named, 0, nmodel, NLEN) == 0, "a pattern written into it");
@@ -264,9 +292,9 @@ static void named_before(rmem_client *c)
 	for (int i = 0; i < n; i++)
 		listed = listed || (!strcmp(ni[i].name, "red/one") && ni[i].length == NLEN);
 	ok(listed, "rmem_names lists it with its size");
-	ok(run_hook("listing red/one healthy 0") == 0,
-	   "rmemctl cluster redundant (table and --json): red/one 4+2 healthy, six pieces");
-	ok(run_hook("sweep-server 3") == 0,
+	ok(hookf("listing red/one healthy 0 %s", kr) == 0,
+	   "rmemctl cluster redundant (table and --json): red/one %s healthy, %d pieces", kr, NP);
+	ok(hookf("sweep-server %d", NP - 1) == 0,
 	   "rmemctl cluster sweep --grace=0 with a member's socket reclaims none of its pieces");
 	{
 		struct rmem_region r, x;
@@ -285,8 +313,8 @@ static void named_before(rmem_client *c)
 
 static void named_after(rmem_client *c)
 {
-	ok(fresh_reads("after") == 0, "two servers dead: a fresh client opens the name and reads"
-	   " every byte");
+	ok(fresh_reads("after") == 0, "%d servers dead: a fresh client opens the name and reads"
+	   " every byte", R);
 	{
 		struct rmem_completion cq = { 0 };
 		int n;
@@ -298,14 +326,14 @@ static void named_after(rmem_client *c)
 		n = n ? n : rmem_poll(c, &cq, 1, 10000);
 		ok(n == 1 && cq.status == 0 && cq.cookie == 5 && fresh_reads("posted write") == 0,
 		   "the creator's posted write of whole stripes completes; a fresh opener reads it");
-		ok(run_hook("stale-pieces red/one 2") == 0,
-		   "the record marks the two pieces that missed it stale by its completion");
+		ok(hookf("stale-pieces red/one %d", R) == 0,
+		   "the record marks the %d pieces that missed it stale by its completion", R);
 	}
 	fill(nmodel + 1000, 50000, 9);
 	ok(rmem_write(c, &named, 1000, nmodel + 1000, 50000) == 0 && fresh_reads("write") == 0,
 	   "the creator's write goes on; a fresh opener reads it");
-	ok(run_hook("listing red/one degraded 2") == 0,
-	   "rmemctl cluster redundant: degraded, two pieces not usable");
+	ok(hookf("listing red/one degraded %d %s", R, kr) == 0,
+	   "rmemctl cluster redundant: degraded, %d pieces not usable", R);
 	ok(rmem_free(c, &named) == 0, "the creator closes its handle");
 	{
 		struct rmem_region w;
@@ -319,7 +347,7 @@ static void named_after(rmem_client *c)
 		rmem_close(f);
 		ok(fresh_reads("second writer") == 0, "a fresh opener reads the second writer's bytes");
 	}
-	ok(rmem_unlink(c, "red/one") == 0, "the name is unlinked with two servers dead");
+	ok(rmem_unlink(c, "red/one") == 0, "the name is unlinked with %d servers dead", R);
 	{
 		struct rmem_region r;
 
@@ -771,22 +799,82 @@ static void *writer(void *arg)
 	return NULL;
 }
 
+/* ---- repair onto a spare server (RMEM_TEST_SPARE) ------------------------------------- */
+
+/* After R deaths: server sNP starts, every region is repaired onto it by
+ * its owner (rmem_repair), then R more of the first servers die and every
+ * byte must still read, from the rebuilt pieces.  The server to kill next. */
+static int repair_onto_spare(rmem_client *c)
+{
+	struct rmem_stats st0, st1;
+	int rc = 0, err, bad, waited = 0;
+
+	ok(hookf("start-server %d", NP) == 0, "s%d starts and registers: a server with room and"
+	   " no piece", NP);
+	rmem_stats(c, &st0);
+	for (int i = 0; i < NREG && !rc; i++) {
+		/* The client learns of the new server through its etcd watch;
+		 * until then no server can take the piece (-ENOSPC): wait for
+		 * that, a minute at most, not for any other error. */
+		for (;;) {
+			rc = rmem_repair(c, &reg[i]);
+			if (rc != -ENOSPC || waited >= 600)
+				break;
+			struct timespec t = { 0, 100000000 };
+			nanosleep(&t, NULL);
+			waited++;
+		}
+	}
+	rmem_stats(c, &st1);
+	ok(rc == 0, "rmem_repair of every region: the %d lost pieces of each rebuilt on s%d (%s;"
+	   " waited %d ms for the client to see it)", R, NP, rmem_strerror(rc), waited * 100);
+	{
+		uint64_t want = 0;
+
+		for (int i = 0; i < NREG; i++)
+			want += (uint64_t)R * ((sizes[i] + K * CHUNK - 1) / (K * CHUNK) * CHUNK);
+		ok(st1.repaired_bytes - st0.repaired_bytes == want,
+		   "rmem_stats: %llu bytes repaired, R pieces of each region (want %llu)",
+		   (unsigned long long)(st1.repaired_bytes - st0.repaired_bytes),
+		   (unsigned long long)want);
+	}
+	bad = verify_all(c, &err);
+	ok(bad == 0, "every byte reads after the repair (%d differ, %s)", bad, rmem_strerror(err));
+	for (int k = R; k < 2 * R; k++)
+		ok(hookf("kill-server %d", k) == 0, "kill -9 of s%d after the repair", k);
+	bad = verify_all(c, &err);
+	ok(bad == 0, "%d more servers dead after the repair: every byte still reads, the rebuilt"
+	   " pieces serving (%d differ, %s)", R, bad, rmem_strerror(err));
+	return 2 * R;
+}
+
 int main(void)
 {
 	rmem_client *c;
 	uint64_t u0, u1, want = 0;
 	pthread_t th, pth;
-	int rc, err, bad;
+	int rc, err, bad, next_kill;
 
 	base_url = getenv("RMEM_CLUSTER_URL");
 	hook = getenv("RMEM_CLUSTER_HOOK");
 	if (!base_url || !hook)
 		tap_skip_all("run by tests/func/test_redundancy.sh");
-	snprintf(url42, sizeof url42, "%s?redundancy=4+2", base_url);
+	if (getenv("RMEM_TEST_REDUNDANCY")) {
+		if (sscanf(getenv("RMEM_TEST_REDUNDANCY"), "%d+%d", &K, &R) != 2 || K < 1 || R < 1 ||
+		    K > 16 || R > 4) {
+			ok(0, "RMEM_TEST_REDUNDANCY is K+R (%s)", getenv("RMEM_TEST_REDUNDANCY"));
+			return tap_done();
+		}
+		NP = K + R;
+		snprintf(kr, sizeof kr, "%d+%d", K, R);
+	}
+	next_kill = R;
+	spare = getenv("RMEM_TEST_SPARE") && !strcmp(getenv("RMEM_TEST_SPARE"), "1");
+	snprintf(url42, sizeof url42, "%s?redundancy=%s", base_url, kr);
 
 	bad_input();
 	c = connect_url(url42, &rc);
-	ok(rc == 0 && c, "rmem_connect(...?redundancy=4+2)");
+	ok(rc == 0 && c, "rmem_connect(...?redundancy=%s)", kr);
 	if (!c)
 		return tap_done();
 
@@ -796,13 +884,13 @@ int main(void)
 	for (int i = 0; i < NREG && !rc; i++) {
 		rc = rmem_alloc(c, sizes[i], 0, &reg[i]);
 		model[i] = calloc(1, sizes[i]);
-		/* each piece: ceil(size / 16 KiB) chunks of 4 KiB */
-		want += 6 * ((sizes[i] + 16 * KiB - 1) / (16 * KiB) * 4 * KiB);
+		/* each piece: ceil(size / K chunks) chunks */
+		want += (uint64_t)NP * ((sizes[i] + K * CHUNK - 1) / (K * CHUNK) * CHUNK);
 	}
 	u1 = used(c);
-	ok(rc == 0, "four 4+2 regions (1 MiB, 4 KiB + 123, 100000 B, 3 MiB + 5)");
-	ok(u1 - u0 == want, "they use %llu bytes across the servers, 6 pieces of 1/4 each (%.3fx"
-	   " the bytes asked)", (unsigned long long)(u1 - u0),
+	ok(rc == 0, "four %s regions (1 MiB, 4 KiB + 123, 100000 B, 3 MiB + 5)", kr);
+	ok(u1 - u0 == want, "they use %llu bytes across the servers, %d pieces of 1/%d each (%.3fx"
+	   " the bytes asked)", (unsigned long long)(u1 - u0), NP, K,
 	   (double)(u1 - u0) / (double)(sizes[0] + sizes[1] + sizes[2] + sizes[3]));
 	ok(reg[1].length == sizes[1], "a redundant region's length is the size asked");
 	bad = verify_all(c, &err);
@@ -850,7 +938,7 @@ int main(void)
 	posted_healthy(c);
 	named_before(c);
 
-	/* ---- a writer and posted calls while s0 and s1 die ---- */
+	/* ---- a writer and posted calls while s0..s(R-1) die ---- */
 	w_client = c;
 	pthread_create(&th, NULL, writer, NULL);
 	for (int i = 2; i < NREG; i++)
@@ -858,17 +946,16 @@ int main(void)
 			memcpy(alt[i], model[i], sizes[i]);
 	pthread_create(&pth, NULL, posted_thread, c);
 	wait_writes(20);
-	ok(run_hook("kill-server 0") == 0, "kill -9 of s0 while a writer writes and posted calls"
-	   " are in flight");
-	wait_writes(20);
-	ok(run_hook("kill-server 1") == 0, "kill -9 of s1 while a writer writes and posted calls"
-	   " are in flight");
-	wait_writes(20);
+	for (int k = 0; k < R; k++) {
+		ok(hookf("kill-server %d", k) == 0, "kill -9 of s%d while a writer writes and posted"
+		   " calls are in flight", k);
+		wait_writes(20);
+	}
 	{
 		unsigned at = __atomic_load_n(&p_rounds, __ATOMIC_ACQUIRE);
 		struct timespec ms = { 0, 1000000 };
 
-		/* Two more rounds of posted calls with both dead. */
+		/* Two more rounds of posted calls with all R dead. */
 		for (int t = 0; t < 60000 && __atomic_load_n(&p_rounds, __ATOMIC_ACQUIRE) < at + 2; t++)
 			nanosleep(&ms, NULL);
 	}
@@ -877,13 +964,13 @@ int main(void)
 	pthread_join(th, NULL);
 	pthread_join(pth, NULL);
 	ok(p_st.wrong == 0 && p_st.bad_cookie == 0 && p_st.done > 0,
-	   "posted calls (and reads) through both deaths: every completion came once, none with"
+	   "posted calls (and reads) through the deaths: every completion came once, none with"
 	   " wrong bytes"
 	   " (a failed write's range may hold its new bytes; %u rounds, %u done, %u wrong, %u"
 	   " errors: %s)", p_rounds, p_st.done, p_st.wrong, p_st.errors, rmem_strerror(p_st.err));
-	ok(p_st.errors == 0, "and none failed: two of six pieces dead is within R (%u errors)",
+	ok(p_st.errors == 0, "and none failed: %d of %d pieces dead is within R (%u errors)", R, NP,
 	   p_st.errors);
-	ok(w_err == 0, "the writer's writes all succeeded through both deaths (%u writes, %s)",
+	ok(w_err == 0, "the writer's writes all succeeded through the deaths (%u writes, %s)",
 	   w_acked, rmem_strerror(w_err));
 	{
 		unsigned char b[WLEN];
@@ -897,7 +984,7 @@ int main(void)
 		memcpy(model[0] + WOFF, b, WLEN);
 	}
 	bad = verify_all(c, &err);
-	ok(bad == 0, "two servers dead: every byte of every region reads (%d differ, %s)", bad,
+	ok(bad == 0, "%d servers dead: every byte of every region reads (%d differ, %s)", R, bad,
 	   rmem_strerror(err));
 	named_after(c);
 	rc = 0;
@@ -907,17 +994,20 @@ int main(void)
 	}
 	for (int i = 0; i < NREG && !rc; i++)
 		rc = odd_writes(c, i, 90 + (unsigned)i);
-	ok(rc == 0, "writes go on with two servers dead (%s)", rmem_strerror(rc));
+	ok(rc == 0, "writes go on with %d servers dead (%s)", R, rmem_strerror(rc));
 	bad = verify_all(c, &err);
 	ok(bad == 0, "and read back (%d differ, %s)", bad, rmem_strerror(err));
 	{
 		struct rmem_region x;
 
-		ok(rmem_alloc(c, MiB, 0, &x) == -ENOSPC, "four servers left: a 4+2 alloc is -ENOSPC");
+		ok(rmem_alloc(c, MiB, 0, &x) == -ENOSPC, "%d servers left: a %s alloc is -ENOSPC",
+		   K, kr);
 	}
+	if (spare)
+		next_kill = repair_onto_spare(c);
 
-	/* ---- a third death: more than R ---- */
-	ok(run_hook("kill-server 2") == 0, "kill -9 of s2");
+	/* ---- one death more: more than R ---- */
+	ok(hookf("kill-server %d", next_kill) == 0, "kill -9 of s%d", next_kill);
 	{
 		int wrong;
 
@@ -925,8 +1015,8 @@ int main(void)
 		 * 4 KiB + 123 one touches two) still reads. */
 		bad = verify_some(c, &err, &wrong);
 		ok(bad >= NREG - 1 && wrong == 0 && err == -EHOSTDOWN,
-		   "three of six pieces gone: reads that need a rebuild are -EHOSTDOWN (%d of %d:"
-		   " %s), never wrong bytes (%d)", bad, NREG, rmem_strerror(err), wrong);
+		   "%d of %d pieces gone: reads that need a rebuild are -EHOSTDOWN (%d of %d:"
+		   " %s), never wrong bytes (%d)", R + 1, NP, bad, NREG, rmem_strerror(err), wrong);
 	}
 	{
 		unsigned char *got[NREG];

@@ -4,12 +4,19 @@
 # (ids s0..s5, lease_ms 3000), then $B/tests/test_redundancy, whose TAP
 # stream this is (what it checks is at its top).  It calls this script back
 # as its hook to kill -9 a server and to read a name's record.
+# RMEM_TEST_REDUNDANCY=K+R (default 4+2) starts K+R servers instead of six;
+# RMEM_TEST_SPARE=1 one more when the program asks for it, onto which it
+# repairs (tests/func/rdma/test_redundancy.sh: 2+1 over RDMA).
 #
 #   RMEM_BUILD=build-san tests/run-tests tests/func/test_redundancy.sh
 # run-tests-timeout: 300
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-NSRV=6
+KR=${RMEM_TEST_REDUNDANCY:-4+2}
+NSRV=$((${KR%+*} + ${KR#*+}))
+# The spare's port and configuration are made with the others.
+NALL=$NSRV
+[ "${RMEM_TEST_SPARE:-}" = 1 ] && NALL=$((NSRV + 1))
 
 # ---- the hook: test_redundancy runs "$0 --hook DIR kill-server I" ---------------------
 if [ "${1:-}" = --hook ]; then
@@ -38,22 +45,40 @@ if [ "${1:-}" = --hook ]; then
 		exit ;;
 	listing)
 		# rmemctl cluster redundant, table and --json: exit 0 when name
-		# $i shows state $5 with $6 pieces not usable (stale or gone)
+		# $i shows state $5 with $6 pieces not usable (stale or gone),
+		# its layout $7 (K+R)
 		. "$dir/state.sh"
 		tab=$("$B/rmemctl" -e "$URL" cluster redundant) || exit 1
 		js=$("$B/rmemctl" -e "$URL" --json cluster redundant) || exit 1
 		echo "$tab" | sed 's/^/# /' >&2
-		grep -q "^$i  *4+2 .* $5 " <<< "$tab" || exit 1
-		python3 - "$js" "$i" "$5" "$6" << 'EOP'
+		grep -q "^$i  *$7 .* $5 " <<< "$tab" || exit 1
+		python3 - "$js" "$i" "$5" "$6" "$7" << 'EOP'
 import json, sys
 d = json.loads(sys.argv[1])["cluster_redundant"]
 r = [x for x in d["regions"] if x["name"] == sys.argv[2]][0]
 bad = [p for p in r["pieces"] if p["state"] != "healthy" or not p["server_present"]]
-ok = (r["state"] == sys.argv[3] and len(bad) == int(sys.argv[4]) and r["redundancy"] == "4+2"
-      and len(r["pieces"]) == 6 and r["usable"] == 6 - len(bad))
+n = sum(int(x) for x in sys.argv[5].split("+"))
+ok = (r["state"] == sys.argv[3] and len(bad) == int(sys.argv[4]) and r["redundancy"] == sys.argv[5]
+      and len(r["pieces"]) == n and r["usable"] == n - len(bad))
 sys.exit(0 if ok else 1)
 EOP
 		exit ;;
+	start-server)
+		# rmemd s$i, its configuration written with the others': exit 0
+		# once it is registered
+		. tests/lib/etcd.sh
+		. "$dir/state.sh"
+		for ((k = 0; k < ETCD_N; k++)); do etcd_pids[$k]=$(cat "$dir/pids/etcd$k"); done
+		"$RMEMD" -c "$dir/r$i.conf" > "$dir/r$i.log" 2>&1 < /dev/null &
+		echo $! > "$dir/pids/rmemd$i"
+		disown
+		for _ in $(seq 600); do
+			[ -n "$(etcdctl_ get "/rmem/$NAME/servers/s$i" --print-value-only 2> /dev/null)" ] &&
+				exit 0
+			kill -0 "$(cat "$dir/pids/rmemd$i")" 2> /dev/null || exit 1
+			sleep 0.1
+		done
+		exit 1 ;;
 	kill-server)
 		p=$(cat "$dir/pids/rmemd$i") || exit 1
 		kill -KILL "$p" || exit 1
@@ -68,11 +93,12 @@ NAME=rd$$
 
 cluster_etcd_up
 
-read -r -a ports <<< "$(free_ports $((2 * NSRV)))"
-for ((i = 0; i < NSRV; i++)); do
+read -r -a ports <<< "$(free_ports $((2 * NALL)))"
+for ((i = 0; i < NALL; i++)); do
 	rdma=""
-	[ "$TRANSPORT" = rdma ] && rdma="$HOST:${ports[$((i + NSRV))]}"
+	[ "$TRANSPORT" = rdma ] && rdma="$HOST:${ports[$((i + NALL))]}"
 	cluster_conf "$i" "$NAME" "$HOST:${ports[$i]}" "$rdma" 3000 info
+	((i < NSRV)) || continue
 	"$RMEMD" -c "$tmp/r$i.conf" > "$tmp/r$i.log" 2>&1 < /dev/null &
 	echo $! > "$tmp/pids/rmemd$i"
 	disown
@@ -83,12 +109,13 @@ done
 
 # What the hook needs of this shell.
 URL=$(cluster_url "$NAME")
-declare -p ETCD_N ETCD_CLUSTER ETCD_BIN ETCDCTL_BIN etcd_cports etcd_pports NAME B URL \
+declare -p ETCD_N ETCD_CLUSTER ETCD_BIN ETCDCTL_BIN etcd_cports etcd_pports NAME B URL RMEMD \
 	> "$tmp/state.sh"
 
 RMEM_CLUSTER_URL=$URL RMEM_CLUSTER_HOOK="$0 --hook $tmp" "$PROG"
 rc=$?
-for ((i = 0; i < NSRV; i++)); do
+for ((i = 0; i < NALL; i++)); do
+	[ -e "$tmp/r$i.log" ] || continue
 	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
 done
 exit $rc
