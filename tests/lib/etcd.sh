@@ -14,8 +14,8 @@
 # Each member has its own data dir under $tmp/etcd/mI, its own client and
 # peer ports (free now), and fast raft timing (heartbeat 50 ms, election
 # 500 ms: a lost leader is replaced in about a second, and leases can be as
-# short as 1 s; ETCD_HEARTBEAT_MS and ETCD_ELECTION_MS override them, as the
-# slow test VM needs).  Members log to $tmp/etcd/mI.log.
+# short as 1 s; 250/2500 in the test VM; ETCD_HEARTBEAT_MS and
+# ETCD_ELECTION_MS override them).  Members log to $tmp/etcd/mI.log.
 
 ETCD_BIN=${ETCD_BIN:-etcd}
 ETCDCTL_BIN=${ETCDCTL_BIN:-etcdctl}
@@ -55,6 +55,12 @@ for _ in range(int(sys.argv[1])):
 print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
 }
 
+# Raft's timing: fast on the host; in the test VM (TCG, everything ten
+# times slower) a 50 ms heartbeat is a third of a vCPU for three idle
+# members and a 500 ms election is missed under load, so there 250/2500
+# (test_cluster.sh asks for its own).
+etcd_heartbeat_ms=50 etcd_election_ms=500
+[ -n "${RMEM_IN_VM:-}" ] && etcd_heartbeat_ms=250 etcd_election_ms=2500
 etcd_member_start() {
 	local i=$1 cluster=$2 state=$3
 	"$ETCD_BIN" --name "m$i" --data-dir "$tmp/etcd/m$i" \
@@ -64,8 +70,8 @@ etcd_member_start() {
 		--initial-advertise-peer-urls "http://127.0.0.1:${etcd_pports[$i]}" \
 		--initial-cluster "$cluster" --initial-cluster-state "$state" \
 		--initial-cluster-token "rmem-test-$$" \
-		--heartbeat-interval "${ETCD_HEARTBEAT_MS:-50}" \
-		--election-timeout "${ETCD_ELECTION_MS:-500}" \
+		--heartbeat-interval "${ETCD_HEARTBEAT_MS:-$etcd_heartbeat_ms}" \
+		--election-timeout "${ETCD_ELECTION_MS:-$etcd_election_ms}" \
 		--snapshot-count 10000 --quota-backend-bytes $((64 << 20)) \
 		--log-level warn --logger zap \
 		>> "$tmp/etcd/m$i.log" 2>&1 &
