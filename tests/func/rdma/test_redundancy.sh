@@ -10,5 +10,5 @@
 # under TCG, this one a third of the servers' CPU.
 # run-tests-timeout: 1200
 root=$(cd "$(dirname "$0")/../../.." && pwd) || exit 1
-exec env RMEM_TEST_TRANSPORT=rdma RMEM_TEST_REDUNDANCY=2+1 RMEM_TEST_SPARE=1 \
+exec env RMEM_TEST_TRANSPORT=rdma RMEM_TEST_REDUNDANCY=2+1 RMEM_TEST_SPARE=1 RMEM_TEST_LIGHT=1 \
 	"$root/tests/func/test_redundancy.sh" "$@"
