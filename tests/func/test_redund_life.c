@@ -195,13 +195,13 @@ static int one_op(struct worker *w, unsigned char *buf, bool *wrong)
 	return -EINVAL;
 }
 
-/* Act 1: until a call that began after the free is refused (or 100,000). */
+/* Act 1: until a call that began after the free is refused. */
 static void *free_worker(void *arg)
 {
 	struct worker *w = arg;
 	unsigned char *buf = malloc(64 * KiB);
 
-	while (buf && w->ops < 100000) {
+	while (buf && w->ops < 10000000) {
 		int after = __atomic_load_n(w->freed, __ATOMIC_ACQUIRE);
 		bool wrong;
 		int rc = one_op(w, buf, &wrong);
@@ -555,6 +555,139 @@ static void act2(void)
 	free(model);
 }
 
+/* ---- act 3: a stalled piece server, calls queued behind one another --------------- */
+
+/* The hook's one line as a number, or -1. */
+static long hook_num(const char *what)
+{
+	char cmd[512], line[64];
+	long v = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof cmd, "%s %s", hook, what);
+	if (!(f = popen(cmd, "r")))
+		return -1;
+	if (fgets(line, sizeof line, f))
+		v = strtol(line, NULL, 10);
+	if (pclose(f) != 0)
+		v = -1;
+	return v;
+}
+
+static rmem_client *connect_timeout(const char *u, int timeout_ms, int *rc)
+{
+	struct rmem_opts o;
+	rmem_client *c = NULL;
+
+	rmem_opts_init(&o, sizeof o);
+	o.resume_ms = 300;
+	o.timeout_ms = timeout_ms;
+	*rc = rmem_connect(u, &o, &c);
+	return c;
+}
+
+static void act3(void)
+{
+	enum { NW = 6 };
+	char url[1024], what[64];
+	unsigned char *model = malloc(SWAP_LEN);
+	struct rmem_region wr, rr;
+	struct worker w[NW];
+	struct repairer rep;
+	rmem_client *W, *R;
+	int stop = 0, rc, srv[8], now[8];
+	long made0, made1 = -1;
+	bool moved = false, moved1 = false, wset = false, rset = false;
+	unsigned long errors = 0, wrong = 0, ops = 0;
+	int64_t end, t0;
+
+	snprintf(url, sizeof url, "%s?redundancy=2+1&repair_grace_ms=0", base_url);
+	/* W gives up on a stalled server sooner than R: W repairs while R's
+	 * calls still wait on the stalled one, and go on with it after. */
+	W = connect_timeout(url, 1000, &rc);
+	R = W ? connect_timeout(base_url, 8000, &rc) : NULL;
+	pattern(model, SWAP_LEN, 7);
+	rc = R ? rmem_create(W, "stall", SWAP_LEN, 0, &wr) : rc;
+	if (!rc)
+		rc = rmem_write(W, &wr, 0, model, SWAP_LEN);
+	if (!rc)
+		rc = rmem_open(R, "stall", RMEM_READ, &rr);
+	if (!ok(rc == 0 && pieces_of("stall", srv) == 3,
+		"a 2+1 named region made by W (timeout 1 s) and opened read-only by R (8 s): %s",
+		rmem_strerror(rc))) {
+		skip(5, "no region");
+		return;
+	}
+	made0 = hook_num("made stall 0");
+	for (unsigned i = 0; i < NW; i++) {
+		static const enum kind kinds[NW] = { PAGES, SPANS, PAGES, PAGES, SPANS, POSTED };
+
+		w[i] = (struct worker){ .c = i < 2 ? W : R, .r = i < 2 ? wr : rr, .model = model,
+					.len = SWAP_LEN, .kind = kinds[i], .seed = 2000 + i,
+					.stop = &stop };
+		pthread_create(&w[i].t, NULL, swap_worker, &w[i]);
+	}
+	rep = (struct repairer){ .c = W, .r = &wr, .stop = &stop };
+	pthread_create(&rep.t, NULL, repair_loop, &rep);
+	nap_ms(300);
+	/* 1. Piece 0's server stalls: W's calls on it time out and W
+	 * repairs it elsewhere; R's wait, and once it goes on R still reads
+	 * its old piece 0, in. */
+	snprintf(what, sizeof what, "stop %d", srv[0]);
+	t0 = now_ms();
+	rc = run_hook(what);
+	for (end = now_ms() + 60000; !rc && !moved && now_ms() < end;) {
+		nap_ms(50);
+		moved = pieces_of("stall", now) == 3 && now[0] != srv[0];
+	}
+	snprintf(what, sizeof what, "cont %d", srv[0]);
+	run_hook(what);
+	diag("s%d stopped for %lld ms; R's degraded reads so far: %llu", srv[0],
+	     (long long)(now_ms() - t0), (unsigned long long)degraded(R));
+	if (moved)
+		wset = settles(W);
+	diag("R's degraded reads before s%d dies: %llu", srv[1], (unsigned long long)degraded(R));
+	/* 2. Piece 1's server dies: R's reads rebuild, so R looks at the
+	 * record and follows it, swapping its piece 0 (in, and read without
+	 * a pause by three threads) and, once W has repaired it, piece 1. */
+	snprintf(what, sizeof what, "kill %d", srv[1]);
+	rc = moved ? run_hook(what) : -1;
+	for (end = now_ms() + 60000; !rc && !moved1 && now_ms() < end;) {
+		nap_ms(100);
+		moved1 = pieces_of("stall", now) == 3 && now[1] != srv[1];
+	}
+	if (moved1) {
+		wset = wset && settles(W);
+		rset = settles(R);
+		made1 = hook_num("made stall 0");
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	pthread_join(rep.t, NULL);
+	for (unsigned i = 0; i < NW; i++) {
+		pthread_join(w[i].t, NULL);
+		ops += w[i].ops;
+		errors += w[i].other;
+		wrong += w[i].wrong;
+	}
+	diag("%lu calls; piece 0 made %ld, then %ld", ops, made0, made1);
+	ok(moved && moved1, "s%d stopped (SIGSTOP), then s%d killed: W repairs pieces 0 (%s) and "
+	   "1 (%s) elsewhere", srv[0], srv[1], moved ? "yes" : "no", moved1 ? "yes" : "no");
+	ok(made1 == made0 + 1, "piece 0 rebuilt once: no call that met the stalled piece put the "
+	   "new one out (made %ld, then %ld)", made0, made1);
+	ok(wset && rset, "both clients end up reading without rebuilding (W %s, R %s)",
+	   wset ? "yes" : "no", rset ? "yes" : "no");
+	ok(errors == 0 && wrong == 0, "no call of W's or R's threads failed (%lu) or read a wrong "
+	   "byte (%lu)", errors, wrong);
+	snprintf(what, sizeof what, "fresh %d", srv[1]);
+	ok(run_hook(what) == 0, "s%d back, empty", srv[1]);
+	rmem_free(R, &rr);
+	rmem_free(W, &wr);
+	rmem_unlink(W, "stall");
+	rmem_close(R);
+	rmem_close(W);
+	free(model);
+}
+
 int main(void)
 {
 	base_url = getenv("RMEM_CLUSTER_URL");
@@ -563,5 +696,6 @@ int main(void)
 		tap_skip_all("RMEM_CLUSTER_URL and RMEM_CLUSTER_HOOK are the script's");
 	act1();
 	act2();
+	act3();
 	return tap_done();
 }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_redund_life.sh - redundant regions against their client's threads (issue 30)
 # What it checks is at the top of tests/func/test_redund_life.c.  The five
-# rmemd (s0..s4, 64 MiB, lease_ms 1000, under starters and fd stores; their
+# rmemd (s0..s4, 64 MiB, lease_ms 3000, under starters and fd stores; their
 # repair agents off, so that only the test's writer repairs) are killed -9
 # and started fresh by the program through this script's hook.
 #
@@ -29,6 +29,12 @@ if [ "${1:-}" = --hook ]; then
 		cluster_keeper "$dir" "$1" kill ;;
 	fresh) # rmemd sI started again with a new generation (its memory gone)
 		cluster_keeper "$dir" "$1" fresh && cluster_registered "$NAME" "$1" 150 ;;
+	stop | cont) # SIGSTOP / SIGCONT of rmemd sI
+		kill -"${cmd^^}" "$(cat "$dir/pids/rmemd$1")" ;;
+	made) # the layout generation that made piece $2 of name $1
+		record "$1" | python3 -c '
+import json, sys
+print(json.load(sys.stdin)["pieces"][int(sys.argv[1])]["made"])' "$2" ;;
 	pieces) # the index of the server of each piece of name $1, in order
 		record "$1" | python3 -c '
 import json, sys
@@ -47,7 +53,7 @@ read -r -a ports <<< "$(free_ports $((2 * NSRV)))"
 for ((i = 0; i < NSRV; i++)); do
 	rdma=""
 	[ "$TRANSPORT" = rdma ] && rdma="$HOST:${ports[$((i + NSRV))]}"
-	cluster_conf "$i" "$NAME" "$HOST:${ports[$i]}" "$rdma" "1000,0" info
+	cluster_conf "$i" "$NAME" "$HOST:${ports[$i]}" "$rdma" "3000,0" info
 	cluster_start "$i" || fail_setup "rmemd s$i did not start"
 done
 for ((i = 0; i < NSRV; i++)); do
