@@ -7,10 +7,12 @@
  * Environment (the script sets it):
  *   RMEM_CLUSTER_URL   etcd://H:P,H:P,H:P/NAME
  *   RMEM_CLUSTER_HOOK  the script's hook: kill I (kill -9 of sI), fresh I
- *                      (sI started again, its memory gone), pieces NAME (the
- *                      index of the server of each piece, in order)
+ *                      (sI started again, its memory gone), stop I and cont I
+ *                      (SIGSTOP, SIGCONT), pieces NAME (the index of the
+ *                      server of each piece, in order), made NAME I (the
+ *                      layout generation that made piece I)
  *
- * Checks, in two acts, as a program with many threads on one client meets
+ * Checks, in three acts, as a program with many threads on one client meets
  * them (rmem.h: any number of threads may call on the same client at once;
  * only rmem_close must not race).
  * 1. rmem_free of a 2+1 region while four threads of the same client read
@@ -32,6 +34,15 @@
  *    dead server starts again empty.  Each time the record moves the
  *    piece and both clients end up reading without rebuilding; no call of
  *    any reader fails or returns a wrong byte.
+ * 3. A stalled piece server: W (timeout 1 s) and R (8 s) on a named 2+1
+ *    region; the server of piece 0 is stopped (SIGSTOP, shorter than its
+ *    3 s lease): W's calls time out and W repairs the piece elsewhere,
+ *    R's wait and go on with the old piece, in; then the server of piece
+ *    1 dies, so that R looks at the record and follows it, swapping the
+ *    piece 0 its three threads read.  W repaired piece 0 once (its made
+ *    moves by one: no call that met the stalled piece put the new one
+ *    out), both clients end up reading without rebuilding, and no call
+ *    failed or read a wrong byte.
  */
 #include <errno.h>
 #include <pthread.h>
