@@ -731,8 +731,18 @@ static int eng_wait(struct engine *e, bool want_out, int64_t deadline)
 	int rc;
 
 	if (until != NO_DEADLINE) {
-		if (now >= stall)
-			return eng_fail(e, -ETIMEDOUT);
+		if (now >= stall) {
+			/* Nothing moved as far as this client looked; but the
+			 * thread may have been away, waiting on another client
+			 * (a redundant region's step ends its pieces' calls one
+			 * after another), while the reply came: the socket is
+			 * asked before the stream is called stuck.  Without
+			 * this a stalled piece failed every piece of its step. */
+			rc = tcp_wait(e->fd, events, 0);
+			if (rc > 0)
+				return 0;
+			return eng_fail(e, rc < 0 ? rc : -ETIMEDOUT);
+		}
 		if (now >= deadline)
 			return 1; /* the caller's turn to decide; no need to ask poll() */
 		left = until - now > INT32_MAX ? INT32_MAX : (int)(until - now);

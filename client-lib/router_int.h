@@ -95,6 +95,8 @@ struct router_pend {
 
 #define PEND_UNPLACED UINT32_MAX
 
+struct retiree;
+
 struct router {
 	pthread_mutex_t mu;
 	struct member *members;   /* CLUSTER_MAX_SERVERS */
@@ -121,20 +123,21 @@ struct router {
 	/* Posted operations (router_poll.c). */
 	struct router_pend *pend;
 	size_t npend;
-	/* Clients of servers that came back, closed once no call that may
-	 * still be inside one is left (router_members.c, members_enter): a
-	 * call counts in calls[cur]; retired ones wait for the next flip of
-	 * cur, then in draining until calls[cur ^ 1] is 0.  Under mu. */
+	/* What a call may still hold, given up once no call that may hold
+	 * it is left (router_members.c, members_enter, members_retire):
+	 * clients of servers that came back, freed redundant regions' state,
+	 * replaced pieces' handles.  A call counts in calls[cur]; retired
+	 * ones wait for the next flip of cur, then in draining until
+	 * calls[cur ^ 1] is 0.  Under mu. */
 	unsigned calls[2];
 	unsigned cur;
-	rmem_client **retired, **draining;
-	size_t nretired, ndraining;
+	struct retiree *retired, *draining;
 	/* Redundancy asked for (router_redund.c): K+R, 0 when not; how long
 	 * a piece stays out before a call repairs its region. */
 	unsigned red_k, red_r, repair_grace_ms;
-	/* Redundant regions: a handle names its index here (under mu; an
-	 * entry is freed only by rmem_free, which the application does not
-	 * race with calls on the same region). */
+	/* Redundant regions: a handle names its index here (under mu).
+	 * rmem_free takes an entry out and retires it (members_retire): the
+	 * application's other threads may still be inside calls on it. */
 	struct rset **rsets;
 	size_t nrsets;
 	uint64_t rset_ids;
@@ -208,6 +211,17 @@ void members_tag(struct rmem_region *r, uint32_t slot);
  * members_enter gave. */
 unsigned members_enter(struct router *cl);
 void members_leave(struct router *cl, unsigned epoch);
+/* Something no new call can reach any more, which calls that began before
+ * may still hold (a replaced client, a freed region's state, a replaced
+ * piece's handle): fn(cl, self) runs once none of them is left, outside
+ * every lock, on the thread of the call that leaves last; fn(NULL, self)
+ * at the router's close, when only memory is to be given back.  Embedded
+ * in what it retires, so that retiring never fails. */
+struct retiree {
+	struct retiree *next;
+	void (*fn)(struct router *cl, struct retiree *self);
+};
+void members_retire(struct router *cl, struct retiree *r);
 /* The member's client, connected now if it was not: 0, -EHOSTDOWN (its key
  * is gone, or its client lost it and it has not come back), or connect's
  * error. */

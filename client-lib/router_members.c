@@ -9,7 +9,8 @@
  * Its client is replaced only when it lost the server for good and the
  * server came back: as a new process (a new start_time_ms in its record),
  * or with its key gone and put again (a new lease); the old one is closed
- * once no call that began before the replacement is left (members_enter),
+ * once no call that began before the replacement is left (members_enter,
+ * members_retire: the redundant regions retire their state the same way),
  * since another thread may still be inside it.
  */
 #include <errno.h>
@@ -20,6 +21,42 @@
 #include "router_int.h"
 #include "randbytes.h"
 #include "single.h"
+
+/* Each of the list's, in the order retired (cl NULL: the router closes). */
+static void retirees_run(struct router *cl, struct retiree *r)
+{
+	struct retiree *rev = NULL;
+
+	/* (Retired onto the head: the oldest last.) */
+	while (r) {
+		struct retiree *next = r->next;
+
+		r->next = rev;
+		rev = r;
+		r = next;
+	}
+	while (rev) {
+		struct retiree *next = rev->next;
+
+		rev->fn(cl, rev);
+		rev = next;
+	}
+}
+
+/* A member's client that was replaced, closed when no call holds it. */
+struct old_client {
+	struct retiree node; /* first: the retiree is the whole */
+	rmem_client *c;
+};
+
+static void old_client_close(struct router *cl, struct retiree *self)
+{
+	struct old_client *o = (struct old_client *)self;
+
+	(void)cl;
+	single_close(o->c);
+	free(o);
+}
 
 int members_init(struct router *cl)
 {
@@ -37,14 +74,12 @@ void members_fini(struct router *cl)
 {
 	if (!cl->members)
 		return;
+	/* No call is left: what they could have held goes now. */
+	retirees_run(NULL, cl->draining);
+	retirees_run(NULL, cl->retired);
+	cl->draining = cl->retired = NULL;
 	for (size_t i = 0; i < cl->nmembers; i++)
 		single_close(cl->members[i].client);
-	for (size_t i = 0; i < cl->nretired; i++)
-		single_close(cl->retired[i]);
-	for (size_t i = 0; i < cl->ndraining; i++)
-		single_close(cl->draining[i]);
-	free(cl->retired);
-	free(cl->draining);
 	for (size_t i = 0; i < CLUSTER_MAX_SERVERS; i++)
 		pthread_mutex_destroy(&cl->members[i].conn_mu);
 	free(cl->members);
@@ -261,6 +296,14 @@ int members_slot_of(struct router *cl, const struct rmem_region *r, uint32_t *sl
 	return 0;
 }
 
+void members_retire(struct router *cl, struct retiree *r)
+{
+	pthread_mutex_lock(&cl->mu);
+	r->next = cl->retired;
+	cl->retired = r;
+	pthread_mutex_unlock(&cl->mu);
+}
+
 unsigned members_enter(struct router *cl)
 {
 	unsigned epoch;
@@ -273,36 +316,29 @@ unsigned members_enter(struct router *cl)
 }
 
 /*
- * A grace period as RCU has it, with two counts: a client retired while
+ * A grace period as RCU has it, with two counts: what is retired while
  * calls of epoch cur may hold it waits for the flip of cur; after the flip
  * new calls count in the other epoch, and once the old epoch's count is 0
- * no call can hold it.  One flip at a time: retired clients wait while
- * another batch drains.
+ * no call can hold it.  One flip at a time: retirees wait while another
+ * batch drains.
  */
 void members_leave(struct router *cl, unsigned epoch)
 {
-	rmem_client **done = NULL;
-	size_t ndone = 0;
+	struct retiree *done = NULL;
 
 	pthread_mutex_lock(&cl->mu);
 	cl->calls[epoch]--;
-	if (!cl->ndraining && cl->nretired) {
+	if (!cl->draining && cl->retired) {
 		cl->draining = cl->retired;
-		cl->ndraining = cl->nretired;
 		cl->retired = NULL;
-		cl->nretired = 0;
 		cl->cur ^= 1;
 	}
-	if (cl->ndraining && cl->calls[cl->cur ^ 1] == 0) {
+	if (cl->draining && cl->calls[cl->cur ^ 1] == 0) {
 		done = cl->draining;
-		ndone = cl->ndraining;
 		cl->draining = NULL;
-		cl->ndraining = 0;
 	}
 	pthread_mutex_unlock(&cl->mu);
-	for (size_t i = 0; i < ndone; i++)
-		single_close(done[i]);
-	free(done);
+	retirees_run(cl, done);
 }
 
 /* Connects slot's client with the cluster's options, and registers the kept
@@ -319,18 +355,18 @@ static int connect_member(struct router *cl, struct member *m, const char *endpo
 	for (size_t i = 0; i < cl->nbufs && !err; i++)
 		err = single_register_buf(c, cl->bufs[i].buf, cl->bufs[i].len);
 	if (!err) {
-		pthread_mutex_lock(&cl->mu);
-		if (m->client) {
-			/* Another thread may be inside the old one: it is closed
-			 * once the calls that began before now have left. */
-			rmem_client **old = realloc(cl->retired, (cl->nretired + 1) * sizeof(*old));
+		/* Another thread may be inside the old one: it is closed
+		 * once the calls that began before now have left. */
+		struct old_client *old = malloc(sizeof(*old));
 
-			if (old) {
-				cl->retired = old;
-				cl->retired[cl->nretired++] = m->client;
-			} else {
-				err = -ENOMEM;
-			}
+		pthread_mutex_lock(&cl->mu);
+		if (m->client && !old) {
+			err = -ENOMEM;
+		} else if (m->client) {
+			*old = (struct old_client){ .node.fn = old_client_close, .c = m->client };
+			old->node.next = cl->retired;
+			cl->retired = &old->node;
+			old = NULL;
 		}
 		if (!err) {
 			m->client = c;
@@ -339,6 +375,7 @@ static int connect_member(struct router *cl, struct member *m, const char *endpo
 			m->conn_start_ms = start_ms;
 		}
 		pthread_mutex_unlock(&cl->mu);
+		free(old);
 	}
 	pthread_mutex_unlock(&cl->reg_mu);
 	if (err)

@@ -102,25 +102,60 @@ bool redund_piece_in(struct router *cl, struct rset *rs, unsigned i)
 	return in;
 }
 
+bool redund_piece_take(struct router *cl, struct rset *rs, unsigned i, struct piece_ref *p)
+{
+	bool in;
+
+	pthread_mutex_lock(&cl->mu);
+	in = rs->state[i] == PIECE_IN;
+	p->h = rs->piece[i];
+	p->slot = rs->slot[i];
+	p->gen = rs->gen[i];
+	pthread_mutex_unlock(&cl->mu);
+	return in;
+}
+
+void redund_piece_lost(struct router *cl, struct rset *rs, unsigned i, uint32_t gen)
+{
+	pthread_mutex_lock(&cl->mu);
+	if (rs->gen[i] == gen)
+		redund_piece_out_locked(rs, i);
+	pthread_mutex_unlock(&cl->mu);
+}
+
+bool redund_dead(struct router *cl, struct rset *rs)
+{
+	bool dead;
+
+	pthread_mutex_lock(&cl->mu);
+	dead = rs->dead;
+	pthread_mutex_unlock(&cl->mu);
+	return dead;
+}
+
 /* One call on piece i: 0, -EHOSTDOWN when the piece is (now) out, or
  * another error of the call.  A lost server, a timeout and an outcome
  * unknown all put the piece out: it may have missed this write, so it is
- * never read again (until repair rebuilds it). */
+ * never read again (until repair rebuilds it).  The piece is the call's
+ * own copy: a repair or a refresh that swaps it meanwhile changes nothing
+ * under the call, and the handle it replaced is given back only once the
+ * call has left (members_retire), so the call never meets it freed. */
 static int piece_io(struct router *cl, struct rset *rs, unsigned i, bool write, uint64_t off,
 		    void *buf, size_t len)
 {
+	struct piece_ref p;
 	rmem_client *c;
 	int err;
 
-	if (!redund_piece_in(cl, rs, i))
+	if (!redund_piece_take(cl, rs, i, &p))
 		return -EHOSTDOWN;
-	err = members_client(cl, rs->slot[i], &c);
+	err = members_client(cl, p.slot, &c);
 	if (!err)
-		err = members_err(cl, rs->slot[i],
-				  write ? single_write(c, &rs->piece[i], off, buf, len) :
-					  single_read(c, &rs->piece[i], off, buf, len));
+		err = members_err(cl, p.slot,
+				  write ? single_write(c, &p.h, off, buf, len) :
+					  single_read(c, &p.h, off, buf, len));
 	if (err == -EHOSTDOWN || err == -ETIMEDOUT || err == -ECONNABORTED) {
-		redund_piece_out(cl, rs, i);
+		redund_piece_lost(cl, rs, i, p.gen);
 		err = -EHOSTDOWN;
 	}
 	return err;
@@ -171,14 +206,18 @@ void redund_piece_out(struct router *cl, struct rset *rs, unsigned i)
 static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc, unsigned n)
 {
 	struct single_io io[STRIPE_N_MAX];
+	struct piece_ref ref[STRIPE_N_MAX];
 	unsigned order[STRIPE_N_MAX];
-	bool started[STRIPE_N_MAX] = { false };
+	bool started[STRIPE_N_MAX] = { false }, in[STRIPE_N_MAX];
 
+	/* Each piece as it is now, copied: the step's calls hold these. */
+	for (unsigned x = 0; x < n; x++)
+		in[x] = redund_piece_take(cl, rs, pc[x].i, &ref[x]);
 	for (unsigned x = 0; x < n; x++) {
 		unsigned y = x;
 
 		/* Insertion sort by slot: n <= STRIPE_N_MAX. */
-		for (; y > 0 && rs->slot[pc[order[y - 1]].i] > rs->slot[pc[x].i]; y--)
+		for (; y > 0 && ref[order[y - 1]].slot > ref[x].slot; y--)
 			order[y] = order[y - 1];
 		order[y] = x;
 	}
@@ -186,14 +225,14 @@ static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc,
 		struct piece_call *p = &pc[order[y]];
 		rmem_client *c;
 
-		if (!redund_piece_in(cl, rs, p->i)) {
+		if (!in[order[y]]) {
 			p->err = -EHOSTDOWN;
 			continue;
 		}
-		p->err = members_client(cl, rs->slot[p->i], &c);
+		p->err = members_client(cl, ref[order[y]].slot, &c);
 		if (p->err)
 			continue; /* piece_io() below tells what that means */
-		io[order[y]] = (struct single_io){ .c = c, .r = &rs->piece[p->i], .off = p->off,
+		io[order[y]] = (struct single_io){ .c = c, .r = &ref[order[y]].h, .off = p->off,
 						   .buf = p->buf, .len = p->len, .write = p->write };
 		single_start(&io[order[y]]);
 		started[order[y]] = true;
@@ -204,11 +243,11 @@ static void pieces_io(struct router *cl, struct rset *rs, struct piece_call *pc,
 	for (unsigned x = 0; x < n; x++) {
 		int err = pc[x].err;
 
-		if (!err || (err == -EHOSTDOWN && !started[x] && !redund_piece_in(cl, rs, pc[x].i)))
+		if (!err || !in[x])
 			continue;
 		if (err == -ETIMEDOUT || err == -ECONNABORTED) {
 			/* Already waited out: not a second time. */
-			redund_piece_out(cl, rs, pc[x].i);
+			redund_piece_lost(cl, rs, pc[x].i, ref[x].gen);
 			pc[x].err = -EHOSTDOWN;
 			continue;
 		}
@@ -346,7 +385,7 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 	unsigned char *tmp[STRIPE_K_MAX] = { NULL }, *block = NULL;
 	uint64_t lo[STRIPE_K_MAX], hi[STRIPE_K_MAX];
 	bool has[STRIPE_K_MAX] = { false };
-	struct rset *rs;
+	struct rset *rs = NULL;
 	bool locked = false;
 	unsigned k = 0, np = 0, last = 0;
 	int err = redund_rset_of(cl, r, &rs);
@@ -357,8 +396,10 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 	 * is time this client repaired a region it may write. */
 	if (!err && redund_pieces_in(cl, rs) < rs->n) {
 		pthread_mutex_lock(&rs->wmu);
-		redund_refresh(cl, rs);
-		redund_repair_due(cl, rs);
+		if (!redund_dead(cl, rs)) {
+			redund_refresh(cl, rs);
+			redund_repair_due(cl, rs);
+		}
 		pthread_mutex_unlock(&rs->wmu);
 	}
 	if (!err)
@@ -416,7 +457,9 @@ out:
 		redund_count(cl, &cl->degraded_reads, 1);
 	}
 	scratch_give(cl, block, k);
-	return err;
+	/* Freed by another thread meanwhile (its pieces with it): the
+	 * handle is stale, as for a call made after the free. */
+	return err && rs && redund_dead(cl, rs) ? -EINVAL : err;
 }
 
 /* Pieces in now. */
@@ -578,6 +621,9 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 	fs = (off + W - 1) / W * W;
 	fe = end / W * W;
 	pthread_mutex_lock(&rs->wmu);
+	/* Freed while this call waited for the mutex: nothing is written. */
+	if (!err && redund_dead(cl, rs))
+		err = -EINVAL;
 	if (!err && redund_pieces_in(cl, rs) < rs->n)
 		redund_repair_due(cl, rs);
 	if (!err && fe > fs) {

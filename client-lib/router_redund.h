@@ -32,8 +32,12 @@ struct rset {
 	struct stripe_code code;
 	uint64_t id, length, piece_len;
 	unsigned n;
+	/* Written under the router's mu and wmu both (a swap: put_piece),
+	 * so read under either; a call without wmu copies a piece under mu
+	 * (redund_piece_take) and holds no pointer into these. */
 	struct rmem_region piece[STRIPE_N_MAX]; /* tagged with their slot */
 	uint32_t slot[STRIPE_N_MAX];
+	uint32_t gen[STRIPE_N_MAX];             /* swaps of each, so far */
 	uint8_t state[STRIPE_N_MAX];            /* under the router's mu */
 	int64_t out_ms[STRIPE_N_MAX];           /* when each went out (mu) */
 	int64_t auto_ms;                        /* the last repair a call made (wmu) */
@@ -52,7 +56,28 @@ struct rset {
 	int64_t refreshed_ms;
 	redund_release_fn release; /* the writer key, when this handle holds it */
 	void *release_arg;
+	/* Freed (rmem_free): set under mu with wmu held; then the rset waits
+	 * as a retiree for the calls that may still hold it.  A call that
+	 * takes wmu and finds it set makes nothing on a server. */
+	bool dead;
+	struct retiree retiree;
 };
+
+/* A piece as a call holds it: copied under the router's mu, so that a
+ * swap (repair, refresh) never changes a piece under a call; gen tells
+ * whether it is still the rset's piece. */
+struct piece_ref {
+	struct rmem_region h;
+	uint32_t slot, gen;
+};
+
+/* Piece i into *p: whether it is in (when not, *p says nothing). */
+bool redund_piece_take(struct router *cl, struct rset *rs, unsigned i, struct piece_ref *p);
+/* The call on piece i as it was at gen met its loss: out, unless it was
+ * swapped since (the piece now there is another's to judge). */
+void redund_piece_lost(struct router *cl, struct rset *rs, unsigned i, uint32_t gen);
+/* Whether rs was freed (a call that overlaps the free returns -EINVAL). */
+bool redund_dead(struct router *cl, struct rset *rs);
 
 /* The region r's handle names: 0 and *out, or -EINVAL (not one, or freed). */
 int redund_rset_of(struct router *cl, const struct rmem_region *r, struct rset **out);

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,21 +169,50 @@ int redund_alloc(struct router *cl, uint64_t size, struct rmem_region *out)
 	return 0;
 }
 
+/* A freed rset, once no call holds it. */
+static void rset_retired(struct router *cl, struct retiree *self)
+{
+	struct rset *rs = (struct rset *)((char *)self - offsetof(struct rset, retiree));
+
+	(void)cl;
+	pthread_mutex_destroy(&rs->wmu);
+	free(rs);
+}
+
+/*
+ * Other threads of the application may be inside calls on the region
+ * (rmem.h lets any number call at once): the rset leaves the table first,
+ * in the same look that finds it, so a second free of the handle is
+ * -EINVAL and a call that begins after it too; then, under wmu (a write,
+ * rebuild or repair under way ends first), it is marked dead, so a call
+ * that took it before and waits for wmu makes nothing on a server; its
+ * pieces and writer key go now; its memory once the calls that may hold
+ * it have left (members_retire, as replaced clients).
+ */
 int redund_free(struct router *cl, const struct rmem_region *r)
 {
-	struct rset *rs;
-	int err = redund_rset_of(cl, r, &rs);
+	struct rset *rs = NULL;
+	uint64_t idx = redund_is(r) ? r->reserved[0] & 0xffffffffu : UINT64_MAX;
 
-	if (err)
-		return err;
 	pthread_mutex_lock(&cl->mu);
-	cl->rsets[r->reserved[0] & 0xffffffffu] = NULL;
+	if (idx < cl->nrsets && cl->rsets[idx] && cl->rsets[idx]->id == r->reserved[1]) {
+		rs = cl->rsets[idx];
+		cl->rsets[idx] = NULL;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	if (!rs)
+		return -EINVAL;
+	pthread_mutex_lock(&rs->wmu);
+	pthread_mutex_lock(&cl->mu);
+	rs->dead = true;
 	pthread_mutex_unlock(&cl->mu);
 	pieces_free(cl, rs, rs->n);
 	if (rs->release)
 		rs->release(cl, rs->release_arg);
-	pthread_mutex_destroy(&rs->wmu);
-	free(rs);
+	rs->release = NULL;
+	pthread_mutex_unlock(&rs->wmu);
+	rs->retiree.fn = rset_retired;
+	members_retire(cl, &rs->retiree);
 	return 0;
 }
 

@@ -47,6 +47,7 @@ struct rpost_part {
 	unsigned char *own;   /* else a buffer of the part's own, or NULL */
 	size_t own_cap;
 	int st;               /* the part's status */
+	struct piece_ref ref; /* the piece it was posted on (a copy) */
 };
 
 struct rpost {
@@ -209,7 +210,12 @@ static int write_plan(struct router *cl, struct rset *rs, struct rpost *rp)
 	 * sees this client's writes in one order on every piece: a later
 	 * write's old bytes and old parity are this one's new ones. */
 	pthread_mutex_lock(&rs->wmu);
-	rp->wlocked = rs;
+	/* Freed meanwhile by another thread: nothing is posted. */
+	if (redund_dead(cl, rs)) {
+		pthread_mutex_unlock(&rs->wmu);
+		return -EINVAL;
+	}
+	__atomic_store_n(&rp->wlocked, rs, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -259,10 +265,11 @@ int rpost_part(struct router *cl, struct rpost *rp, unsigned p, uint32_t *slot,
 
 	if (err)
 		return err;
-	if (!redund_piece_in(cl, rs, pt->j))
+	/* The part's own copy: a swap meanwhile changes nothing under it. */
+	if (!redund_piece_take(cl, rs, pt->j, &pt->ref))
 		return -EHOSTDOWN;
-	*slot = rs->slot[pt->j];
-	*piece = &rs->piece[pt->j];
+	*slot = pt->ref.slot;
+	*piece = &pt->ref.h;
 	*off = pt->lo;
 	*buf = pt->buf;
 	*len = (size_t)(pt->hi - pt->lo);
@@ -336,8 +343,8 @@ static int read_finish(struct router *cl, struct rpost *rp)
 		 * served: its bytes are rebuilt as a lost one's. */
 		if (!pt->st && redund_piece_in(cl, rs, pt->j))
 			continue;
-		if (pt->st != -EOPNOTSUPP)
-			redund_piece_out(cl, rs, pt->j);
+		if (pt->st != -EOPNOTSUPP && pt->st)
+			redund_piece_lost(cl, rs, pt->j, pt->ref.gen);
 		if (!locked) {
 			/* Rebuilds hold the writer mutex (router_redund.c). */
 			pthread_mutex_lock(&rs->wmu);
@@ -388,13 +395,21 @@ int rpost_end(struct router *cl, struct rpost *rp, unsigned p, int status,
 		if (rp->write && status) {
 			struct rset *rs;
 
-			if (!redund_rset_of(cl, &rp->r, &rs))
-				redund_piece_out(cl, rs, rp->part[p].j);
+			/* (While the poster holds wmu no swap can come between:
+			 * a part refused before it took its piece is out too.) */
+			if (!redund_rset_of(cl, &rp->r, &rs)) {
+				if (__atomic_load_n(&rp->wlocked, __ATOMIC_ACQUIRE))
+					redund_piece_out(cl, rs, rp->part[p].j);
+				else
+					redund_piece_lost(cl, rs, rp->part[p].j, rp->part[p].ref.gen);
+			}
 		}
 	} else if (rp->wlocked) {
 		/* Every part went out: the next write may start. */
-		pthread_mutex_unlock(&rp->wlocked->wmu);
-		rp->wlocked = NULL;
+		struct rset *rs = rp->wlocked;
+
+		__atomic_store_n(&rp->wlocked, NULL, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&rs->wmu);
 	}
 	/* The part's status is seen by whoever ends the call. */
 	if (__atomic_sub_fetch(&rp->left, 1, __ATOMIC_ACQ_REL) != 0)

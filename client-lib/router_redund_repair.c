@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,28 +46,74 @@ static int fill(struct router *cl, struct rset *rs, unsigned i, rmem_client *c,
 	return err;
 }
 
+/* What a swap replaced, given back once no call holds it (a reader that
+ * took the piece just before the swap may still be about to use it). */
+struct old_piece {
+	struct retiree node; /* first: the retiree is the whole */
+	uint32_t slot;
+	struct rmem_region h;
+	uint64_t piece_len;
+	bool placed;              /* an anonymous one's: its bytes count free again */
+	bool unlink;              /* a repaired named one's: unlinked too */
+	struct cluster_piece recp;
+	char name[RMEM_NAME_MAX + 1];
+};
+
 /* Gives back what the piece it replaced held, where its server still
  * answers (when it does not, that server gives it back when it returns:
  * docs/architecture.md, "a member that comes back").  A named one's old
  * piece is unlinked on the record's server, if that is still the
  * generation that made it. */
+static void old_piece_give(struct router *cl, const struct old_piece *o)
+{
+	uint32_t slot = o->slot;
+	rmem_client *c;
+
+	if (o->h.reserved[0] >> 32 == CLUSTER_REGION_TAG && members_client(cl, slot, &c) == 0 &&
+	    members_err(cl, slot, single_free(c, &o->h)) == 0 && o->placed)
+		members_placed(cl, slot, o->piece_len, 1);
+	if (!o->unlink || members_find(cl, o->recp.server, &slot))
+		return;
+	pthread_mutex_lock(&cl->mu);
+	if (!cl->members[slot].present || cl->members[slot].rec.generation != o->recp.generation)
+		slot = UINT32_MAX;
+	pthread_mutex_unlock(&cl->mu);
+	if (slot != UINT32_MAX && members_client(cl, slot, &c) == 0)
+		(void)members_err(cl, slot, single_unlink2(c, o->name, RMEM_UNLINK_REVOKE));
+}
+
+/* The retiree's end (cl NULL: the router closes, its sessions with it). */
+static void old_piece_drop(struct router *cl, struct retiree *self)
+{
+	struct old_piece *o = (struct old_piece *)self;
+
+	if (cl)
+		old_piece_give(cl, o);
+	free(o);
+}
+
+/* The piece a swap replaced (old, at slot; oldp and oldname: the record's,
+ * to unlink; NULL for a handle only) given back once no call holds it;
+ * without the memory to wait, at once (a call inside it then fails). */
 static void drop_old(struct router *cl, struct rset *rs, uint32_t slot,
 		     const struct rmem_region *old, const struct cluster_piece *oldp,
 		     const char *oldname)
 {
-	rmem_client *c;
+	struct old_piece now = { .node.fn = old_piece_drop, .slot = slot, .h = *old,
+				 .piece_len = rs->piece_len, .placed = !rs->named,
+				 .unlink = oldp != NULL };
+	struct old_piece *o = malloc(sizeof(*o));
 
-	if (old->reserved[0] >> 32 == CLUSTER_REGION_TAG && members_client(cl, slot, &c) == 0 &&
-	    members_err(cl, slot, single_free(c, old)) == 0 && !rs->named)
-		members_placed(cl, slot, rs->piece_len, 1);
-	if (!oldp || members_find(cl, oldp->server, &slot))
+	if (oldp) {
+		now.recp = *oldp;
+		snprintf(now.name, sizeof now.name, "%s", oldname);
+	}
+	if (!o) {
+		old_piece_give(cl, &now);
 		return;
-	pthread_mutex_lock(&cl->mu);
-	if (!cl->members[slot].present || cl->members[slot].rec.generation != oldp->generation)
-		slot = UINT32_MAX;
-	pthread_mutex_unlock(&cl->mu);
-	if (slot != UINT32_MAX && members_client(cl, slot, &c) == 0)
-		(void)members_err(cl, slot, single_unlink2(c, oldname, RMEM_UNLINK_REVOKE));
+	}
+	*o = now;
+	members_retire(cl, &o->node);
 }
 
 /* Name unlinked (with revoke) on every server present. */
@@ -136,6 +183,7 @@ static void put_piece(struct router *cl, struct rset *rs, unsigned i,
 	*oldslot = rs->slot[i];
 	rs->piece[i] = *np;
 	rs->slot[i] = slot;
+	rs->gen[i]++; /* a call's failure on the old one is not this one's */
 	rs->state[i] = PIECE_IN;
 	rs->recorded_out &= ~(1u << i);
 	if (recp)
@@ -227,10 +275,9 @@ static void follow(struct router *cl, struct rset *rs, unsigned i, const struct 
 		return; /* read around it, as before; tried again at the next look */
 	members_tag(&np, slot);
 	put_piece(cl, rs, i, &np, slot, p, &old, &oldslot);
-	/* The old handle closed (its server, if it answers, keeps the piece
-	 * for whoever else holds it). */
-	if (old.reserved[0] >> 32 == CLUSTER_REGION_TAG && members_client(cl, oldslot, &c) == 0)
-		(void)members_err(cl, oldslot, single_free(c, &old));
+	/* The old handle closed once no call holds it (its server, if it
+	 * answers, keeps the piece for whoever else holds it). */
+	drop_old(cl, rs, oldslot, &old, NULL, NULL);
 }
 
 void redund_refresh(struct router *cl, struct rset *rs)
@@ -240,7 +287,7 @@ void redund_refresh(struct router *cl, struct rset *rs)
 
 	/* At most once a second: a degraded region's every call would
 	 * otherwise read etcd. */
-	if (!rs->rec || now - rs->refreshed_ms < 1000)
+	if (!rs->rec || now - rs->refreshed_ms < 1000 || redund_dead(cl, rs))
 		return;
 	rs->refreshed_ms = now;
 	if (rs->rec->read(cl, rs->name, &lay) || lay.k + lay.r != rs->n || lay.size != rs->length)
@@ -263,7 +310,8 @@ int redund_repair_locked(struct router *cl, struct rset *rs)
 	struct cluster_layout lay;
 	unsigned char *buf = malloc(REDUND_SEG);
 	bool dropped = false;
-	int err = buf ? 0 : -ENOMEM;
+	/* Freed while the caller waited for wmu: nothing is placed. */
+	int err = redund_dead(cl, rs) ? -EINVAL : buf ? 0 : -ENOMEM;
 
 	for (unsigned i = 0; i < rs->n && !err; i++) {
 		bool out;
