@@ -166,6 +166,9 @@ CLUSTER_HELPERS += $(B)/tests/test_redundancy
 CLUSTER_HELPERS += $(B)/tests/test_repair
 # ...and their state against the client's other threads (rmem_free, swaps).
 CLUSTER_HELPERS += $(B)/tests/test_redund_life
+# ...and the repair agent against look-alike names and a forger in etcd, by
+# tests/func/test_repair_hostile.sh.
+CLUSTER_HELPERS += $(B)/tests/test_repair_hostile
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # clients those tests run against the installed rmemd.
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
@@ -718,6 +721,7 @@ HOST_TESTS += tests/unit/test_rawcall.py
 HOST_TESTS += tests/func/test_starter.py
 HOST_TESTS += tests/func/test_redundancy.sh tests/func/test_repair.sh tests/func/test_repair_pace.sh
 HOST_TESTS += tests/func/test_redund_life.sh
+HOST_TESTS += tests/func/test_repair_hostile.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
 HOST_TESTS += tests/func/test_etcd_client.sh
 HOST_TESTS += tests/python/test_python.sh

@@ -22,6 +22,7 @@ _Static_assert(RMEM_READ == PROTO_ACCESS_READ && RMEM_WRITE == PROTO_ACCESS_WRIT
 	       "access bits differ");
 _Static_assert(RMEM_UNLINK_REVOKE == PROTO_UNLINK_REVOKE, "unlink flags differ");
 _Static_assert(RMEM_NAME_UNLINKED == PROTO_NAME_F_UNLINKED, "name flags differ");
+_Static_assert(RMEM_NAME_PIECE == PROTO_NAME_F_PIECE, "name flags differ");
 
 #define ACCESS_ALL (RMEM_READ | RMEM_WRITE)
 
@@ -66,6 +67,18 @@ int single_create(rmem_client *c, const char *name, uint64_t size, uint32_t flag
 {
 	struct proto_name_req req = { .size = size, .flags = flags };
 	int err = client_check_alloc(c, size, flags, out);
+
+	if (!err)
+		err = name_put(name, &req);
+	if (err)
+		return err;
+	return name_call(c, PROTO_OP_CREATE, &req, out);
+}
+
+int single_create_piece(rmem_client *c, const char *name, uint64_t size, struct rmem_region *out)
+{
+	struct proto_name_req req = { .size = size, .flags = PROTO_CREATE_F_PIECE };
+	int err = client_check_alloc(c, size, 0, out);
 
 	if (!err)
 		err = name_put(name, &req);

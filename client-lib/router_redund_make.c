@@ -42,9 +42,18 @@ static void pieces_free(struct router *cl, struct rset *rs, unsigned n)
 
 int redund_piece_name(const char *name, uint64_t made, unsigned i, char *out)
 {
-	int n = snprintf(out, RMEM_NAME_MAX + 1, "%s~%llu.%u", name, (unsigned long long)made, i);
+	return cluster_piece_name(name, made, i, out, RMEM_NAME_MAX + 1);
+}
 
-	return n < 0 || n > RMEM_NAME_MAX ? -ENAMETOOLONG : 0;
+/* A named piece, marked as one: its server's agent may give it back one
+ * day (daemon/repair_agent.c), and never gives back a tenant's region that
+ * only bears a piece's name.  Unmarked on an rmemd older than the mark
+ * (-EINVAL), which judges by the name alone. */
+static int piece_create(rmem_client *c, const char *pname, uint64_t len, struct rmem_region *out)
+{
+	int err = single_create_piece(c, pname, len, out);
+
+	return err == -EINVAL ? single_create(c, pname, len, 0, out) : err;
 }
 
 int redund_place(struct router *cl, struct rset *rs, uint64_t *tried, const char *pname,
@@ -60,9 +69,8 @@ int redund_place(struct router *cl, struct rset *rs, uint64_t *tried, const char
 		tried[slot / 64] |= 1ull << (slot % 64);
 		err = members_client(cl, slot, &c);
 		if (!err)
-			err = members_err(cl, slot,
-					  pname ? single_create(c, pname, rs->piece_len, 0, piece) :
-						  single_alloc(c, rs->piece_len, 0, piece));
+			err = members_err(cl, slot, pname ? piece_create(c, pname, rs->piece_len, piece) :
+							    single_alloc(c, rs->piece_len, 0, piece));
 		members_placed(cl, slot, rs->piece_len, err);
 		if (!err) {
 			members_tag(piece, slot);

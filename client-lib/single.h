@@ -82,6 +82,10 @@ int single_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out,
 int single_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, size_t max);
 int single_create(rmem_client *c, const char *name, uint64_t size, uint32_t flags,
 		  struct rmem_region *out);
+/* single_create of a redundant region's piece (PROTO_CREATE_F_PIECE: its
+ * server marks it so, and gives back only what is marked); -EINVAL from an
+ * rmemd older than the mark. */
+int single_create_piece(rmem_client *c, const char *name, uint64_t size, struct rmem_region *out);
 int single_open(rmem_client *c, const char *name, uint32_t access, struct rmem_region *out);
 int single_unlink(rmem_client *c, const char *name);
 int single_unlink2(rmem_client *c, const char *name, uint32_t flags);

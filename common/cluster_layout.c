@@ -125,3 +125,48 @@ int cluster_layout_decode(const char *text, size_t len, struct cluster_layout *l
 	json_decref(o);
 	return rc;
 }
+
+/* ---- pieces' names ------------------------------------------------------------------ */
+
+int cluster_piece_name(const char *base, uint64_t made, unsigned i, char *out, size_t out_len)
+{
+	int n = snprintf(out, out_len, "%s~%llu.%u", base, (unsigned long long)made, i);
+
+	return n < 0 || (size_t)n >= out_len ? -ENAMETOOLONG : 0;
+}
+
+/* The decimal number in [p, end) without a leading zero, at most max:
+ * whether it is one. */
+static bool decimal(const char *p, const char *end, uint64_t max, uint64_t *v)
+{
+	*v = 0;
+	if (p == end || (*p == '0' && end - p > 1))
+		return false;
+	for (; p < end; p++) {
+		if (*p < '0' || *p > '9' || *v > (max - (uint64_t)(*p - '0')) / 10)
+			return false;
+		*v = *v * 10 + (uint64_t)(*p - '0');
+	}
+	return true;
+}
+
+bool cluster_piece_split(const char *name, size_t len, size_t *base_len, uint64_t *made,
+			 unsigned *i)
+{
+	const char *end = name + len, *t = NULL, *dot;
+	uint64_t m, x;
+
+	for (const char *p = name; p < end; p++)
+		if (*p == '~')
+			t = p;
+	if (!t || t == name)
+		return false;
+	dot = memchr(t, '.', (size_t)(end - t));
+	if (!dot || !decimal(t + 1, dot, INT64_MAX, &m) || m < 1 ||
+	    !decimal(dot + 1, end, CLUSTER_LAYOUT_PIECES_MAX - 1, &x))
+		return false;
+	*base_len = (size_t)(t - name);
+	*made = m;
+	*i = (unsigned)x;
+	return true;
+}

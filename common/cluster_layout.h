@@ -18,6 +18,8 @@
 #ifndef RMEM_CLUSTER_LAYOUT_H
 #define RMEM_CLUSTER_LAYOUT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cluster_rec.h"
@@ -47,5 +49,21 @@ int cluster_layout_encode(const struct cluster_layout *l, char **out);
 /* 0, or -EPROTO (anything malformed: not K+R pieces, an unknown state...),
  * -ENOMEM. */
 int cluster_layout_decode(const char *text, size_t len, struct cluster_layout *l);
+
+/*
+ * A piece's name on its server: "<base>~<made>.<i>", made 1..2^63-1 and i
+ * below CLUSTER_LAYOUT_PIECES_MAX, both decimal without a leading zero.
+ * The one spelling of it: librmem makes pieces under it, rmemd accepts a
+ * CREATE marked as a piece only under it (daemon/names.c), and its repair
+ * agent and rmemctl's sweep split it.
+ *
+ * cluster_piece_name: 0 and out (out_len bytes, NUL-terminated), or
+ * -ENAMETOOLONG when it does not fit.
+ * cluster_piece_split: whether name[0..len) is a piece's name; then the
+ * length of its base (at least 1), made and i.
+ */
+int cluster_piece_name(const char *base, uint64_t made, unsigned i, char *out, size_t out_len);
+bool cluster_piece_split(const char *name, size_t len, size_t *base_len, uint64_t *made,
+			 unsigned *i);
 
 #endif /* RMEM_CLUSTER_LAYOUT_H */

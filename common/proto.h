@@ -509,6 +509,15 @@ static inline uint64_t proto_get_u64(const uint8_t *p)
 #define PROTO_UNLINK_NS      0x100u /* admin: the name is "TENANT:NAME" (above); a
                                     * high bit, apart from the flags rmem_unlink2
                                     * passes through */
+/* CREATE with PROTO_CREATE_F_PIECE (since 1.2, additive): the object is a
+ * piece of a redundant region (docs/architecture.md, "Redundancy"), which
+ * its name must spell as "<base>~<made>.<i>" (cluster_layout.h; else
+ * -EINVAL).  rmemd records it with the object, lists it
+ * (PROTO_NAME_F_PIECE) and keeps it across a restart; its repair agent
+ * gives back only such objects, never an ordinary region of the same name.
+ * It marks the sender's own namespace only.  An older rmemd answers
+ * -EINVAL (CREATE's flags were 0). */
+#define PROTO_CREATE_F_PIECE 0x100u
 /* An UNLINK_NS name: a tenant (at most PROTO_TENANT_LEN - 1), ':', a name. */
 #define PROTO_NAME_NS_MAX    (PROTO_TENANT_LEN + PROTO_NAME_MAX)
 
@@ -536,13 +545,14 @@ int proto_name_req_decode(const uint8_t *in, size_t len, uint16_t opcode,
  * NAMES (admin) request: a struct proto_list_req (after: a name's id).
  * Reply: a listing (PROTO_LIST_HDR_LEN) of PROTO_NAME_REC_LEN records:
  *   id u64, length u64, age_ms u64, handles u32, flags u32
- *   (PROTO_NAME_F_UNLINKED), tenant[32], name[256].
+ *   (PROTO_NAME_F_UNLINKED, PROTO_NAME_F_PIECE), tenant[32], name[256].
  * A name's id is the daemon's, never reused while it runs; the listing goes
  * in id order.  tenant "" is the anonymous namespace.
  */
 #define PROTO_NAME_REC_LEN   320
 _Static_assert(PROTO_NAME_REC_LEN == 32 + PROTO_TENANT_LEN + PROTO_NAME_MAX + 1, "name record");
 #define PROTO_NAME_F_UNLINKED 0x1u  /* unlinked, waiting for its last handle */
+#define PROTO_NAME_F_PIECE    0x2u  /* made by CREATE with PROTO_CREATE_F_PIECE */
 
 struct proto_name_rec {
 	uint64_t id, length, age_ms;

@@ -222,10 +222,12 @@ static size_t put_body(uint8_t *out, const struct state_slot *s)
 		return 104;
 	case STATE_NAME:
 		if (s->u.name.name_len < 1 || s->u.name.name_len > STATE_NAME_MAX ||
-		    memchr(s->u.name.name, 0, s->u.name.name_len))
+		    memchr(s->u.name.name, 0, s->u.name.name_len) ||
+		    (s->u.name.flags & ~STATE_NAME_F_KNOWN))
 			return 0;
 		proto_put_u64(out + 8, s->u.name.object);
 		proto_put_u16(out + 16, s->u.name.name_len);
+		proto_put_u16(out + 18, s->u.name.flags);
 		memcpy(out + 24, s->u.name.name, s->u.name.name_len);
 		return 24 + (size_t)s->u.name.name_len;
 	case STATE_HANDLE:
@@ -297,11 +299,12 @@ static size_t get_body(const uint8_t *in, uint16_t t, struct state_slot *s)
 	case STATE_NAME: {
 		uint16_t n = proto_get_u16(in + 16);
 
-		if (n < 1 || n > STATE_NAME_MAX || proto_get_u16(in + 18) ||
+		if (n < 1 || n > STATE_NAME_MAX || (proto_get_u16(in + 18) & ~STATE_NAME_F_KNOWN) ||
 		    proto_get_u32(in + 20) || memchr(in + 24, 0, n))
 			return 0;
 		s->u.name.object = proto_get_u64(in + 8);
 		s->u.name.name_len = n;
+		s->u.name.flags = proto_get_u16(in + 18);
 		memcpy(s->u.name.name, in + 24, n);
 		s->u.name.name[n] = '\0';
 		return 24 + (size_t)n;

@@ -61,8 +61,14 @@
  *   OBJECT    id u64 @8, pool u32 @16, reserved u32 @20, offset u64 @24,
  *             length u64 @32, ns[32] @40, charged[32] @72 (a named region's
  *             range: its namespace and whose quota holds it)
- *   NAME      object u64 @8, name_len u16 @16, reserved u16 @18,
- *             reserved u32 @20, name[name_len] @24 (1..255 bytes, no NUL)
+ *   NAME      object u64 @8, name_len u16 @16, flags u16 @18,
+ *             reserved u32 @20, name[name_len] @24 (1..255 bytes, no NUL).
+ *             flags: STATE_NAME_F_PIECE, a redundant region's piece
+ *             (PROTO_CREATE_F_PIECE); any other bit is -EBADMSG.  A
+ *             reserved 0 before, without a version change: an older
+ *             state's names are ordinary, as they were made, and an older
+ *             rmemd refuses a state holding a piece as damaged and starts
+ *             fresh, as for a PENDING slot.
  *   HANDLE    region u64 @8, session u64 @16, object u64 @24, access u32 @32,
  *             reserved u32 @36
  *   PENDING   object u64 @8: a change of several slots to that object is
@@ -109,6 +115,9 @@ enum state_type {
 	STATE_TYPE_COUNT
 };
 
+#define STATE_NAME_F_PIECE 0x1u  /* NAME flags: a redundant region's piece */
+#define STATE_NAME_F_KNOWN STATE_NAME_F_PIECE
+
 struct state_pool {
 	char name[STATE_STR_LEN];
 	uint64_t size, alignment;
@@ -148,6 +157,7 @@ struct state_slot {
 			uint64_t object;
 			uint16_t name_len;
 			char name[STATE_NAME_MAX + 1]; /* the decoder NUL-terminates it */
+			uint16_t flags;                /* STATE_NAME_F_* */
 		} name;
 		struct {
 			uint64_t region, session, object;

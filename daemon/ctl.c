@@ -455,7 +455,8 @@ static void do_names(struct server *srv, const struct ctl_req *q, struct ctl_rep
 			.length = o->length,
 			.age_ms = (now - o->created_ns) / 1000000,
 			.handles = o->handles,
-			.flags = o->unlinked ? PROTO_NAME_F_UNLINKED : 0,
+			.flags = (o->unlinked ? PROTO_NAME_F_UNLINKED : 0) |
+				 (o->piece ? PROTO_NAME_F_PIECE : 0),
 		};
 
 		snprintf(rec.tenant, sizeof rec.tenant, "%s", o->ns ? o->ns->name : "");

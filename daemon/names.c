@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "names.h"
+#include "cluster_layout.h"
 #include "dlist.h"
 
 #define HASH_MIN_BITS 6
@@ -67,6 +68,17 @@ int names_valid(const char *name, size_t len)
 	for (size_t i = 0; i < len; i++)
 		if ((uint8_t)name[i] < 0x21 || (uint8_t)name[i] > 0x7e)
 			return -EINVAL;
+	return 0;
+}
+
+int names_piece_valid(const char *name, size_t len)
+{
+	size_t base;
+	uint64_t made;
+	unsigned i;
+
+	if (names_valid(name, len) < 0 || !cluster_piece_split(name, len, &base, &made, &i))
+		return -EINVAL;
 	return 0;
 }
 

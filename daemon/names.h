@@ -39,6 +39,11 @@ struct name_obj {
 	uint32_t handles;                    /* open handles */
 	bool unlinked;                       /* the name is gone; the object waits
 						for its last handle */
+	bool piece;                          /* a redundant region's piece
+						(CREATE with PROTO_CREATE_F_PIECE;
+						kept across a restart): only
+						these are the repair agent's to
+						give back */
 	uint64_t unconfirmed_ns;             /* when a handle's key last died
 						without the NIC's word (0: never):
 						the range waits out the quarantine
@@ -75,6 +80,9 @@ void names_free(struct names *n);
 /* 0 when name[0..len) is a valid name: 1..PROTO_NAME_MAX bytes of 0x21..0x7e
  * ('/' makes namespaces of a caller's own); else -EINVAL. */
 int names_valid(const char *name, size_t len);
+/* 0 when name[0..len) is a valid name that a piece may have:
+ * "<base>~<made>.<i>" (cluster_layout.h); else -EINVAL. */
+int names_piece_valid(const char *name, size_t len);
 /* 0 when access is a valid non-empty set of PROTO_ACCESS_* bits; else -EINVAL. */
 int names_access_valid(uint32_t access);
 

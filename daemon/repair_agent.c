@@ -413,80 +413,127 @@ static int scan(struct repair_agent *a)
 
 /* ---- a member's own leftovers -------------------------------------------------------- */
 
-/* "<base>~<made>.<i>": true, with base's length, made and i. */
-static bool piece_name_split(const char *name, size_t *base_len, uint64_t *made, unsigned *i)
+/* Whether server p (present in its generation) holds tenant's piece pname:
+ * opened on it as that tenant, read-only, and closed.  What only that
+ * tenant (or root) can have made, whatever etcd says: the evidence that
+ * lets a record's word move this server to give a piece back. */
+static bool held_there(struct repair_agent *a, const struct present *p, const char *tenant,
+		       const struct cluster_piece *pc, const char *pname)
 {
-	const char *t = strrchr(name, '~');
-	char *end;
-	unsigned long long m;
-	unsigned long x;
+	const struct cluster_rec *srv = NULL;
+	struct rmem_opts o;
+	struct rmem_region r;
+	rmem_client *c;
+	size_t t = a->ntenants;
+	bool held;
 
-	if (!t || t == name || t[1] < '0' || t[1] > '9')
+	for (size_t s = 0; s < p->n && !srv; s++)
+		if (!strcmp(p->recs[s].id, pc->server) && p->recs[s].generation == pc->generation)
+			srv = &p->recs[s];
+	if (!srv)
+		return false; /* its server is away: nothing to see yet */
+	if (strcmp(tenant, TENANT_ANON)) {
+		for (t = 0; t < a->ntenants && strcmp(a->tenants[t].name, tenant); t++)
+			;
+		if (t == a->ntenants)
+			return false; /* not a tenant of ours: no secret to look with */
+	}
+	rmem_opts_init(&o, sizeof o);
+	o.timeout_ms = (int)a->lease_ms;
+	o.transport = "tcp";
+	if (t < a->ntenants) {
+		o.tenant = a->tenants[t].name;
+		o.secret_file = a->tenants[t].secret_file;
+	}
+	if (rmem_connect(srv->tcp, &o, &c))
 		return false;
-	m = strtoull(t + 1, &end, 10);
-	if (*end != '.' || end[1] < '0' || end[1] > '9')
-		return false;
-	x = strtoul(end + 1, &end, 10);
-	if (*end || x >= CLUSTER_LAYOUT_PIECES_MAX)
-		return false;
-	*base_len = (size_t)(t - name);
-	*made = m;
-	*i = (unsigned)x;
-	return true;
+	held = rmem_open(c, pname, RMEM_READ, &r) == 0;
+	if (held)
+		(void)rmem_free(c, &r);
+	rmem_close(c);
+	return held;
 }
 
-/* Whether the piece n of this server is one nobody will read again: no
- * writer key on its base (a create, a repair or a writer would hold it,
- * and each may hold a piece the record does not name yet), and the record
- * of its base gone, or naming another piece in its place.  Read in this
- * order after the listing, so a piece listed before a repair or create
- * that began since is never judged against it: that one holds the key. */
-static bool leftover(struct repair_agent *a, const struct rmem_name_info *n)
+/*
+ * Whether the piece n of this server is one nobody will read again.  etcd
+ * is not trusted with that alone (whoever writes the cluster's prefix could
+ * make every member unlink any tenant's pieces; docs/operations.md, "Who
+ * may write etcd"), so it needs all of:
+ *  - n was made as a piece (RMEM_NAME_PIECE: rmemd marked it at CREATE),
+ *    so a tenant's ordinary region that only bears a piece's name is never
+ *    judged;
+ *  - no writer key on its base (a create, a repair or a writer would hold
+ *    it, and each may hold a piece the record does not name yet), read
+ *    after the listing, so a piece listed before a repair or create that
+ *    began since is never judged: that one holds the key;
+ *  - a record of its base, in its own tenant's names, that names at its
+ *    index i a newer piece (a larger made: made only grows in a layout)
+ *    on a server present in its generation;
+ *  - and that server holding that piece, in that tenant's namespace (looked
+ *    at as the tenant: held_there), which no other tenant can fake.
+ * A piece whose record is gone, or names no newer piece it could see, is
+ * kept: an unlink or a create that died while this member was away leaves
+ * it, and an operator's `rmemctl cluster sweep -s` reclaims it.
+ */
+static bool leftover(struct repair_agent *a, const struct present *p,
+		     const struct rmem_name_info *n)
 {
-	char key[KEY_MAX];
+	char key[KEY_MAX], pname[RMEM_NAME_MAX + 1], base_name[RMEM_NAME_MAX + 1];
 	const char *tenant = n->tenant[0] ? n->tenant : TENANT_ANON;
 	struct cluster_layout l;
 	struct etcd_range r;
-	const struct cluster_piece *p;
+	const struct cluster_piece *pc;
 	size_t base;
 	uint64_t made;
 	unsigned i;
 	int k, rc;
 	bool gone;
 
-	if (!piece_name_split(n->name, &base, &made, &i) || (n->flags & RMEM_NAME_UNLINKED))
+	if (!(n->flags & RMEM_NAME_PIECE) || (n->flags & RMEM_NAME_UNLINKED) ||
+	    !cluster_piece_split(n->name, strlen(n->name), &base, &made, &i))
 		return false;
-	k = snprintf(key, sizeof key, "%swriters/%s/%.*s", a->prefix, tenant, (int)base, n->name);
+	snprintf(base_name, sizeof base_name, "%.*s", (int)base, n->name);
+	k = snprintf(key, sizeof key, "%swriters/%s/%s", a->prefix, tenant, base_name);
 	if (k < 0 || k >= (int)sizeof key || etcd_range(a->etcd, key, (size_t)k, false, &r))
 		return false;
 	gone = r.nkvs == 0;
 	etcd_range_free(&r);
 	if (!gone)
 		return false;
-	k = snprintf(key, sizeof key, "%snames/%s/%.*s", a->prefix, tenant, (int)base, n->name);
+	k = snprintf(key, sizeof key, "%snames/%s/%s", a->prefix, tenant, base_name);
 	if (k < 0 || k >= (int)sizeof key || etcd_range(a->etcd, key, (size_t)k, false, &r))
 		return false;
 	if (r.nkvs == 0) {
 		etcd_range_free(&r);
-		return true; /* unlinked, or its create died: nobody names it */
+		log_debug("repair: kept %s/%s: no record (an unlink or a create that died while "
+			  "this member was away, or a record deleted behind its owner's back)",
+			  tenant, n->name);
+		return false;
 	}
 	rc = cluster_layout_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &l);
 	etcd_range_free(&r);
-	if (rc)
-		return false; /* a plain name's record: not a piece after all */
-	if (i >= l.k + l.r)
-		return true;
-	p = &l.pieces[i];
-	return strcmp(p->server, a->id) || p->made != made || p->generation != a->generation;
+	if (rc || i >= l.k + l.r)
+		return false; /* a plain name's record, or another shape: not judged */
+	pc = &l.pieces[i];
+	if (pc->made <= made || cluster_piece_name(base_name, pc->made, i, pname, sizeof pname))
+		return false; /* this piece, or none newer in its place */
+	if (!held_there(a, p, tenant, pc, pname)) {
+		log_debug("repair: kept %s/%s: its record names %s on %s, which does not hold it",
+			  tenant, n->name, pname, pc->server);
+		return false;
+	}
+	return true;
 }
 
-/* Each member gives back, on its own, the pieces it holds that no record
- * names any more: a repair rebuilt them elsewhere while it was away (and
- * came back with its memory), or a repairer died before its swap. */
+/* Each member gives back, on its own, the pieces it holds that a newer
+ * piece replaced: a repair rebuilt them elsewhere while it was away (and
+ * came back with its memory). */
 static void give_back(struct repair_agent *a)
 {
 	struct rmem_name_info names[32];
+	struct present p = { 0 };
 	uint64_t after = 0;
+	unsigned pieces = 0, given = 0;
 	char ep[128];
 	int n = 0;
 
@@ -498,18 +545,22 @@ static void give_back(struct repair_agent *a)
 		a->self = NULL;
 		return;
 	}
+	if (present_read(a, &p))
+		goto out;
 	while (!a->stop && (n = rmem_names(a->self, after, names, 32)) > 0) {
 		for (int x = 0; x < n; x++) {
 			int rc;
 
 			after = names[x].id;
-			if (!leftover(a, &names[x]))
+			pieces += (names[x].flags & RMEM_NAME_PIECE) != 0;
+			if (!leftover(a, &p, &names[x]))
 				continue;
 			rc = rmem_unlink_ns(a->self, names[x].tenant, names[x].name,
 					    RMEM_UNLINK_REVOKE);
 			if (rc == 0) {
+				given++;
 				atomic_fetch_add(&a->given_back, 1);
-				log_notice("repair: gave back %s/%s: no record names it",
+				log_notice("repair: gave back %s/%s: a newer piece replaced it",
 					   names[x].tenant[0] ? names[x].tenant : TENANT_ANON,
 					   names[x].name);
 			}
@@ -517,6 +568,10 @@ static void give_back(struct repair_agent *a)
 		if (n < 32)
 			break;
 	}
+	log_debug("repair: looked at my %u piece%s: %u given back", pieces, pieces == 1 ? "" : "s",
+		  given);
+out:
+	free(p.recs);
 	rmem_close(a->self);
 	a->self = NULL;
 }

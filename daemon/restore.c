@@ -579,6 +579,7 @@ static int build_objects(struct server *srv, struct image *im)
 					    r->u.object.length, charged, 0);
 		if (!o)
 			return -errno;
+		o->piece = nm && (nm->s.u.name.flags & STATE_NAME_F_PIECE);
 		im->rec[i].obj = o;
 		tenant_charge_restored(srv, charged, o->length);
 		tenant_slots_restored(srv, charged, 2); /* as record_object charges */

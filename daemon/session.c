@@ -82,6 +82,7 @@ static int record_object(struct server *srv, const struct name_obj *o)
 	r.type = STATE_NAME;
 	r.u.name.object = o->id;
 	r.u.name.name_len = o->name_len;
+	r.u.name.flags = o->piece ? STATE_NAME_F_PIECE : 0;
 	memcpy(r.u.name.name, o->name, o->name_len);
 	rc = slots_put(srv->slots, &r);
 	if (rc < 0) {
@@ -702,7 +703,9 @@ int session_create(struct server *srv, struct session *s, const char *name, size
 	uint64_t off, len;
 	int rc;
 
-	if (!srv->names || names_valid(name, name_len) < 0 || size == 0 || flags != 0)
+	if (!srv->names || names_valid(name, name_len) < 0 || size == 0 ||
+	    (flags & ~PROTO_CREATE_F_PIECE) ||
+	    ((flags & PROTO_CREATE_F_PIECE) && names_piece_valid(name, name_len) < 0))
 		return -EINVAL;
 	/* Before any allocation: an existing name costs nothing, nor waits. */
 	if (names_lookup(srv->names, s->tenant, name, name_len))
@@ -714,6 +717,8 @@ int session_create(struct server *srv, struct session *s, const char *name, size
 		return rc;
 	o = names_add(srv->names, s->tenant, name, name_len, pool->index, off, len, s->tenant,
 		      (uint64_t)clock_mono_ns());
+	if (o)
+		o->piece = flags & PROTO_CREATE_F_PIECE;
 	/* OBJECT, NAME and the creator's HANDLE: whole or absent after a
 	 * crash, as the PENDING slot around them decides. */
 	rc = o ? pending_begin(srv, o->id) : -errno;

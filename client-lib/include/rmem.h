@@ -485,6 +485,8 @@ RMEM_API int rmem_unlink_ns(rmem_client *c, const char *tenant, const char *name
 
 /* Admin (the Unix socket): the named regions of every namespace. */
 #define RMEM_NAME_UNLINKED 0x1u  /* unlinked; waits for its last handle */
+#define RMEM_NAME_PIECE    0x2u  /* a piece of a cluster's redundant region
+				    (librmem made it so; rmem_create cannot) */
 struct rmem_name_info {
 	uint64_t id;                   /* the name's id, for paging */
 	uint64_t length;

@@ -31,7 +31,8 @@ static void name_json(const void *item)
 	json_u64("length", nm->length, true);
 	json_u64("age_ms", nm->age_ms, true);
 	json_u64("handles", nm->handles, true);
-	json_bool("unlinked", nm->flags & RMEM_NAME_UNLINKED, false);
+	json_bool("unlinked", nm->flags & RMEM_NAME_UNLINKED, true);
+	json_bool("piece", nm->flags & RMEM_NAME_PIECE, false);
 }
 
 static void name_row(struct table *t, const void *item, const void *arg)
@@ -51,7 +52,10 @@ static void name_row(struct table *t, const void *item, const void *arg)
 	table_set(t, 3, "%" PRIu64, nm->length);
 	table_set(t, 4, "%s", age);
 	table_set(t, 5, "%" PRIu32, nm->handles);
-	table_set(t, 6, "%s", nm->flags & RMEM_NAME_UNLINKED ? "unlinked" : "linked");
+	/* "piece": linked, and a redundant region's piece (rmemd marked it at
+	 * its create; its repair agent may give it back). */
+	table_set(t, 6, "%s", nm->flags & RMEM_NAME_UNLINKED ? "unlinked" :
+			      nm->flags & RMEM_NAME_PIECE    ? "piece" : "linked");
 	table_set(t, 7, "%s", name);
 }
 

@@ -22,7 +22,11 @@
  *    between making the region and writing its record: it is unlinked
  *    with RMEM_UNLINK_REVOKE.  A cluster member's names are the
  *    cluster's: a name made on it directly by a single-server client is
- *    taken for such a leftover too.
+ *    taken for such a leftover too.  A redundant region's piece (marked
+ *    so by rmemd: RMEM_NAME_PIECE) stays while the name it is a piece of
+ *    has a record; a piece whose record is gone is reclaimed as any
+ *    other name.  The sweep trusts etcd: whoever may write its prefix
+ *    decides what it reclaims (docs/operations.md, "Who may write etcd").
  * Each action is one line on stdout; then one line of totals.
  */
 #include <errno.h>
@@ -32,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cluster_layout.h"
 #include "cluster_name.h"
 #include "cluster_rec.h"
 #include "etcd_client.h"
@@ -159,27 +164,6 @@ static int names_page(rmem_client *c, uint64_t after, void *out, size_t max)
 	return rmem_names(c, after, out, max);
 }
 
-/* The length of name without a redundant piece's "~<made>.<i>" (issue 21:
- * client-lib/router_redund.c names pieces so), or its whole length. */
-static size_t base_len(const char *name)
-{
-	const char *t = strrchr(name, '~'), *p;
-	size_t dots = 0, digits = 0;
-
-	if (!t)
-		return strlen(name);
-	for (p = t + 1; *p; p++) {
-		if (*p == '.')
-			dots++;
-		else if (*p >= '0' && *p <= '9')
-			digits++;
-		else
-			return strlen(name);
-	}
-	return dots == 1 && digits >= 2 && t[1] != '.' && p[-1] != '.' ? (size_t)(t - name) :
-									 strlen(name);
-}
-
 static bool has_key(const struct sweep *s, const struct rmem_name_info *n, size_t name_len)
 {
 	char key[KEY_MAX];
@@ -193,12 +177,21 @@ static bool has_key(const struct sweep *s, const struct rmem_name_info *n, size_
 	return false;
 }
 
-/* Whether etcd has any key (record or claim) for tenant/name, or, when the
- * name looks like a redundant region's piece, for the name it would be a
- * piece of (repair, not a sweep, owns pieces a layout no longer lists). */
+/* Whether etcd has any key (record or claim) for tenant/name, or, when
+ * rmemd marked the name as a redundant region's piece, for the name it is
+ * a piece of (its member's repair agent, not a sweep, owns pieces a layout
+ * replaced).  A tenant's ordinary region that only bears a piece's name is
+ * judged by its own name. */
 static bool has_record(const struct sweep *s, const struct rmem_name_info *n)
 {
-	return has_key(s, n, strlen(n->name)) || has_key(s, n, base_len(n->name));
+	size_t base;
+	uint64_t made;
+	unsigned i;
+
+	return has_key(s, n, strlen(n->name)) ||
+	       ((n->flags & RMEM_NAME_PIECE) &&
+		cluster_piece_split(n->name, strlen(n->name), &base, &made, &i) &&
+		has_key(s, n, base));
 }
 
 /* Part 2: the leftovers on the server of ctl->client. */

@@ -681,6 +681,42 @@ static void raw_unlink_ns_admin(const struct rmemd *d)
 	close(fd);
 }
 
+/* CREATE marked as a redundant region's piece (PROTO_CREATE_F_PIECE): only
+ * under a piece's name, listed as one; an ordinary create of the same
+ * shape of name is not one, so the repair agent never takes it for one
+ * (issue 30, item 4). */
+static void raw_pieces(const struct rmemd *d, int fd)
+{
+	static const char *const bad[] = { "t/raw", "backup~0.1", "backup~2.01", "backup~2.20",
+					   "~2.1", "backup~2.1x" };
+	struct rmem_name_info info;
+	rmem_client *admin = NULL;
+	int rc, all = 1;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if ((rc = raw_name_req(fd, PROTO_OP_CREATE, bad[i], SIZE, PROTO_CREATE_F_PIECE)) !=
+		    EINVAL) {
+			diag("%s: %d", bad[i], rc);
+			all = 0;
+		}
+	ok(all, "%s: raw CREATE marked as a piece under a name that is no piece's: EINVAL", M);
+	rc = raw_name_req(fd, PROTO_OP_CREATE, "backup~2.1", SIZE, 0x200);
+	ok(rc == EINVAL, "%s: raw CREATE with flag 0x200: EINVAL (%d)", M, rc);
+	rc = raw_name_req(fd, PROTO_OP_CREATE, "backup~2.1", SIZE, 0);
+	ok(rc == 0, "%s: a raw ordinary CREATE of \"backup~2.1\" works (%d)", M, rc);
+	rc = raw_name_req(fd, PROTO_OP_CREATE, "db~3.0", SIZE, PROTO_CREATE_F_PIECE);
+	ok(rc == 0, "%s: a raw CREATE of \"db~3.0\" marked as a piece works (%d)", M, rc);
+	rc = client_connect(d->unix_ep, WAIT_MS, &admin);
+	ok(rc == 0 && find_name(admin, "", "backup~2.1", 0, &info) == 1 &&
+		   find_name(admin, "", "db~3.0", RMEM_NAME_PIECE, &info) == 1,
+	   "%s: the admin listing: \"backup~2.1\" ordinary, \"db~3.0\" a piece (%d)", M, rc);
+	if (admin)
+		rmem_close(admin);
+	ok(raw_name_req(fd, PROTO_OP_UNLINK, "backup~2.1", 0, 0) == 0 &&
+		   raw_name_req(fd, PROTO_OP_UNLINK, "db~3.0", 0, 0) == 0,
+	   "%s: both unlinked", M);
+}
+
 static void daemon_checks(const struct rmemd *d)
 {
 	rmem_client *c = NULL;
@@ -712,6 +748,7 @@ static void daemon_checks(const struct rmemd *d)
 	ok(rc == EEXIST, "%s: a raw CREATE of \"t/raw\": EEXIST (%d)", M, rc);
 	rc = raw_name_req(fd, PROTO_OP_UNLINK, "t/raw", 0, 0);
 	ok(rc == 0, "%s: a raw UNLINK of \"t/raw\" works (%d)", M, rc);
+	raw_pieces(d, fd);
 	rc = rmem_free(c, &h);
 	ok(rc == 0, "%s: free the library's handle (%d)", M, rc);
 out:

@@ -67,8 +67,13 @@ def test_restart(tmp, sig, label):
     b.write(n2["id"], n2["key"], 0, pattern(3, 4096))
     _, h2 = c.open("keep/one", 1)
     _, rc_ = c.alloc(65536)
+    # A redundant region's piece (CREATE marked so): the mark outlives the restart.
+    st, _ = b.create("keep/p~1.0", 4096, rmemwire.CREATE_F_PIECE)
     adm = d.adm()
     names_before = adm.names()
+    ok(st == 0 and names_before[("", "keep/p~1.0")][3] == rmemwire.NAME_F_PIECE and
+       names_before[("", "keep/one")][3] == 0,
+       "%s: a piece made, listed as one (flags %s)" % (label, names_before.get(("", "keep/p~1.0"))))
     used_before = adm.stats()["used"]
     adm.close()
     ctl_before = rmemctl_names(d)
@@ -83,7 +88,8 @@ def test_restart(tmp, sig, label):
     ok("restored from the fd store" in log, "%s: the next start restores" % label)
     diag([line for line in log.splitlines() if "restore" in line])
     adm = d.adm()
-    ok(adm.names() == names_before, "%s: NAMES lists the same regions" % label)
+    ok(adm.names() == names_before, "%s: NAMES lists the same regions, the piece's mark "
+       "included" % label)
     ctl_after = rmemctl_names(d)
     ok(ctl_after == ctl_before and any("keep/one" in r for r in ctl_after),
        "%s: rmemctl names lists the same (%d lines)" % (label, len(ctl_after)))

@@ -18,6 +18,7 @@ REGIONS, CREATE, OPEN, UNLINK, NAMES, RESUME, REKEY = (
     OP[n] for n in ("REGIONS", "CREATE", "OPEN", "UNLINK", "NAMES", "RESUME", "REKEY"))
 PING, AUTH_BEGIN, AUTH = OP["PING"], OP["AUTH_BEGIN"], OP["AUTH"]
 F_RESUMABLE = CONST["HELLO_F_RESUMABLE"]
+CREATE_F_PIECE, NAME_F_PIECE = CONST["CREATE_F_PIECE"], CONST["NAME_F_PIECE"]
 
 
 def status(body):
@@ -113,8 +114,8 @@ class Client:
         n = name.encode()
         return self.req(op, struct.pack("<QIHH", size, flags, len(n), 0) + n)
 
-    def create(self, name, size):
-        return self._region(self._name(CREATE, name, size))
+    def create(self, name, size, flags=0):
+        return self._region(self._name(CREATE, name, size, flags))
 
     def open(self, name, access=3):
         return self._region(self._name(OPEN, name, 0, access))

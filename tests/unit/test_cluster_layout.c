@@ -3,7 +3,8 @@
  * (common/cluster_layout.c): a layout round-trips; the plain name record
  * and the layout never pass for each other (an older reader refuses a
  * layout rather than taking one piece for the region); every malformed
- * field is -EPROTO; out-of-range values are refused by the encoder.
+ * field is -EPROTO; out-of-range values are refused by the encoder; a
+ * piece's name is made and split one way only ("<base>~<made>.<i>").
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -85,5 +86,38 @@ int main(void)
 	l.k = 4;
 	l.pieces[3].region = (uint64_t)INT64_MAX + 1;
 	ok(cluster_layout_encode(&l, &out) == -EINVAL && !out, "and a region id >= 2^63");
+
+	/* Pieces' names: what librmem makes, rmemd accepts as a piece. */
+	{
+		char name[32];
+		size_t base;
+		uint64_t made;
+		unsigned i;
+		static const char *notpiece[] = {
+			"backup", "~1.0", "a~0.1", "a~01.1", "a~1.01", "a~1.20", "a~1.", "a~.1",
+			"a~1", "a~1.2.3", "a~1.2x", "a~+1.2", "a~ 1.2", "a~9223372036854775808.1",
+			"a~1.2~", "a~1.99999999999",
+		};
+		int all = 1;
+
+		ok(cluster_piece_name("team/db", 12, 3, name, sizeof name) == 0 &&
+			   !strcmp(name, "team/db~12.3") &&
+			   cluster_piece_split(S(name), &base, &made, &i) && base == 7 && made == 12 &&
+			   i == 3,
+		   "a piece's name round-trips: %s", name);
+		ok(cluster_piece_name("abcdefghij", 1, 0, name, 14) == -ENAMETOOLONG &&
+			   cluster_piece_name("abcdefghij", 1, 0, name, 15) == 0,
+		   "cluster_piece_name: -ENAMETOOLONG when it does not fit, with its NUL");
+		ok(cluster_piece_split(S("a~b~9223372036854775807.19"), &base, &made, &i) &&
+			   base == 3 && made == INT64_MAX && i == 19,
+		   "the last '~' splits; made up to 2^63-1, i up to 19");
+		for (size_t x = 0; x < sizeof notpiece / sizeof notpiece[0]; x++)
+			if (cluster_piece_split(S(notpiece[x]), &base, &made, &i)) {
+				diag("split: %s", notpiece[x]);
+				all = 0;
+			}
+		ok(all, "no base, made 0, leading zeros, i past 19, missing parts, signs, spaces, "
+		   "made past 2^63-1, trailing bytes: none is a piece's name");
+	}
 	return tap_done();
 }

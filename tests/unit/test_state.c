@@ -160,6 +160,7 @@ static const struct state_slot samples[] = {
 	{ .type = STATE_REGION, .u.region = { 9, 3, 15, (1ull << 50) - 64, 1ull << 40 } },
 	{ .type = STATE_OBJECT, .u.object = { 5, 1, 4096, 8192, "", "0123456789012345678901234567890" } },
 	{ .type = STATE_NAME, .u.name = { 5, 3, "a/b" } },
+	{ .type = STATE_NAME, .u.name = { 6, 5, "b~1.0", STATE_NAME_F_PIECE } },
 	{ .type = STATE_HANDLE, .u.handle = { 10, 3, 5, PROTO_ACCESS_READ | PROTO_ACCESS_WRITE } },
 	{ .type = STATE_PENDING, .u.pending = { 5 } },
 };
@@ -189,6 +190,8 @@ static void test_slots(void)
 		{ 1, 16 + 10, 1, 'x', "SESSION: a tenant not NUL padded (after \"team-a\")" },
 		{ 5, STATE_SLOT_LEN - 1, 1, 1, "a byte after the body" },
 		{ 5, 16, 2, 300, "NAME: name_len 300" },
+		{ 6, 18, 2, STATE_NAME_F_PIECE | 0x2, "NAME: a flag it does not know" },
+		{ 5, 20, 4, 1, "NAME: reserved word set" },
 		{ 5, 0, 2, STATE_TYPE_COUNT, "an unknown type, sealed," },
 		{ NSAMPLES - 1, 16, 1, 1, "PENDING: a byte after its object (past the body)" },
 	};
@@ -229,6 +232,13 @@ static void test_slots(void)
 	long_name.u.name.name_len = 4;
 	long_name.u.name.name[1] = '\0';
 	ok(state_slot_encode(slot, 2, &long_name) == 0, "encode refuses a NUL inside a name");
+	out = samples[6];
+	out.u.name.flags = 0x2;
+	ok(state_slot_encode(slot, 2, &out) == 0, "encode refuses a NAME flag it does not know");
+	out.u.name.flags = STATE_NAME_F_PIECE;
+	ok(state_slot_encode(slot, 2, &out) == STATE_SLOT_LEN && state_slot_decode(slot, 2, &out) == 0 &&
+		   out.u.name.flags == STATE_NAME_F_PIECE && proto_get_u16(slot + 18) == STATE_NAME_F_PIECE,
+	   "a piece's NAME keeps its flag, at offset 18 (reserved 0 in older states: ordinary)");
 	out = samples[1];
 	memset(out.u.session.tenant, 't', STATE_STR_LEN);
 	ok(state_slot_encode(slot, 2, &out) == 0, "encode refuses a 32-byte tenant");
@@ -263,7 +273,7 @@ static void test_slots(void)
 /* The id restore sorts by and the slot table files under, for each type. */
 static void test_slot_id(void)
 {
-	static const uint64_t want[NSAMPLES] = { 0, UINT64_MAX, 1, 9, 5, 5, 10, 5 };
+	static const uint64_t want[NSAMPLES] = { 0, UINT64_MAX, 1, 9, 5, 5, 6, 10, 5 };
 	struct state_slot free_slot = { .type = STATE_FREE };
 	bool all = true;
 
