@@ -100,6 +100,11 @@ int router_connect(const char *url, const struct rmem_opts *o, struct router **o
 	if (!err)
 		err = etcd_client_new(cl->etcd_list, CLUSTER_ETCD_TIMEOUT_MS, &cl->names_etcd, why,
 				      sizeof why);
+	/* A name's call is a request like any: it may take the application's
+	 * timeout_ms while etcd elects a leader or is slow, not just one try of
+	 * each member (a slow call is not a death). */
+	if (!err && cl->opts.timeout_ms > 0)
+		etcd_client_set_patience(cl->names_etcd, (unsigned)cl->opts.timeout_ms);
 	if (!err)
 		err = watch_start(cl, CLUSTER_ETCD_TIMEOUT_MS);
 	if (err) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -24,6 +25,7 @@ struct etcd_client {
 	struct etcd_endpoints eps;
 	size_t cur;                 /* the endpoint tried first */
 	unsigned timeout_ms;
+	unsigned patience_ms;       /* etcd_client_set_patience */
 	CURL *curl;
 	struct curl_slist *headers;
 	char error[256];
@@ -163,7 +165,8 @@ static int post_one(struct etcd_client *c, size_t ep, const char *path, const ch
 		snprintf(c->error, sizeof c->error, "%s: %s", c->eps.url[ep], curl_easy_strerror(cc));
 		if (cc == CURLE_OUT_OF_MEMORY || (cc == CURLE_WRITE_ERROR && !s->too_long))
 			return -ENOMEM;
-		*soft_err = -EHOSTUNREACH;
+		/* Reached but slow is not gone: etcd_call may come back to it. */
+		*soft_err = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
 		return 1;
 	}
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -193,26 +196,54 @@ static int post_one(struct etcd_client *c, size_t ep, const char *path, const ch
 	return 0;
 }
 
+void etcd_client_set_patience(struct etcd_client *c, unsigned ms)
+{
+	c->patience_ms = ms;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 int etcd_call(struct etcd_client *c, const char *path, const char *body, char **reply,
 	      size_t *reply_len)
 {
 	struct sink s = { 0 };
 	int rc = 1;
-	bool any_answer = false;
+	bool any_answer = false, slow = true;
+	int64_t start = mono_ms();
 
 	*reply = NULL;
 	*reply_len = 0;
-	for (size_t i = 0; i < c->eps.n && rc == 1; i++) {
-		size_t ep = (c->cur + i) % c->eps.n;
-		int err = -EHOSTUNREACH;
+	/* A pass tries each endpoint once.  Another pass only while one was
+	 * slow or said "not now" (an election, a starved member) and the
+	 * patience lasts; members that all refuse are down, and say so at once. */
+	for (int pass = 0; rc == 1 && slow; pass++) {
+		if (pass) {
+			struct timespec pause = { 0, 100 * 1000 * 1000 };
 
-		rc = post_one(c, ep, path, body, &s, &err);
-		if (rc == 1) {
-			if (err == -EAGAIN)
-				any_answer = true;
-			continue;
+			if (mono_ms() - start + 100 >= (int64_t)c->patience_ms)
+				break;
+			nanosleep(&pause, NULL);
 		}
-		c->cur = ep; /* it answered: start there next time */
+		slow = false;
+		for (size_t i = 0; i < c->eps.n && rc == 1; i++) {
+			size_t ep = (c->cur + i) % c->eps.n;
+			int err = -EHOSTUNREACH;
+
+			rc = post_one(c, ep, path, body, &s, &err);
+			if (rc == 1) {
+				if (err == -EAGAIN)
+					any_answer = true;
+				slow = slow || err == -EAGAIN || err == -ETIMEDOUT;
+				continue;
+			}
+			c->cur = ep; /* it answered: start there next time */
+		}
 	}
 	if (rc == 1)
 		rc = any_answer ? -EAGAIN : -EHOSTUNREACH;

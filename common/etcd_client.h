@@ -7,7 +7,8 @@
  * to the endpoint that answered last; when it cannot be reached (refused,
  * reset, timed out) or answers that it cannot serve now (gRPC UNAVAILABLE or
  * DEADLINE_EXCEEDED: no leader, a member cut off from the others), the call
- * moves to the next endpoint, each tried at most once per call.  Timeouts
+ * moves to the next endpoint, each tried at most once per pass (one pass a
+ * call, unless etcd_client_set_patience allows more).  Timeouts
  * are short (the caller's timeout_ms for a whole request, connect included),
  * so a dead member costs one timeout and the next call starts from the
  * member that answered.
@@ -50,6 +51,13 @@ int etcd_client_new(const char *list, unsigned timeout_ms, struct etcd_client **
 		    char *why, size_t why_len);
 /* Accepts NULL. */
 void etcd_client_free(struct etcd_client *c);
+/* How long a call may keep going round the endpoints while one of them is
+ * slow (timed out) or says "not now" (gRPC UNAVAILABLE: an election), each
+ * tried at most once a pass, 100 ms between passes: 0 (the default) is one
+ * pass.  Endpoints that refuse or reset end the call at the end of the pass
+ * whatever the patience: a dead cluster is told at once, a busy one waited
+ * for.  librmem gives its names client the application's timeout_ms. */
+void etcd_client_set_patience(struct etcd_client *c, unsigned ms);
 
 /* What went wrong in the last call that failed, e.g.
  * "http://127.0.0.1:2379: Couldn't connect to server". */

@@ -14,6 +14,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
 
 #include "etcd_client.h"
 #include "tap.h"
@@ -102,6 +106,98 @@ static void unreachable(void)
 	etcd_client_free(c);
 	rc = etcd_client_new("localhost:2379", 300, &c, why, sizeof why);
 	ok(rc == -EINVAL && !c, "a bad endpoint list is refused: %s", why);
+}
+
+/* ---- patience: a member that is slow for a while ------------------------------------ */
+
+/* A listener that accepts nothing for slow_ms (connections wait in its
+ * backlog and time out, as on a starved member), then answers one lease
+ * grant: a member that came back. */
+struct slowsrv {
+	int fd, slow_ms;
+};
+
+static void *slow_member(void *arg)
+{
+	struct slowsrv *v = arg;
+	static const char body[] = "{\"header\":{\"revision\":\"1\"},\"ID\":\"7\",\"TTL\":\"5\"}";
+	char req[4096], head[128];
+	struct timespec t = { v->slow_ms / 1000, (v->slow_ms % 1000) * 1000000L };
+	int a;
+
+	nanosleep(&t, NULL);
+	snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+		 "Content-Length: %zu\r\nConnection: close\r\n\r\n", sizeof body - 1);
+	/* Every request in the backlog is answered, those the client gave up
+	 * on too (their sends fail quietly), until the test shuts it down. */
+	while ((a = accept(v->fd, NULL, NULL)) >= 0) {
+		ssize_t n = recv(a, req, sizeof req - 1, 0);
+
+		if (n > 0) {
+			req[n] = '\0';
+			if (strstr(req, "\r\n\r\n") &&
+			    send(a, head, strlen(head), MSG_NOSIGNAL) > 0)
+				send(a, body, sizeof body - 1, MSG_NOSIGNAL);
+		}
+		close(a);
+	}
+	return NULL;
+}
+
+static void patience(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof sa;
+	struct slowsrv v = { .slow_ms = 900 };
+	struct etcd_client *c;
+	char list[128], why[128];
+	int64_t id, ttl, t0, dt;
+	pthread_t th;
+	int rc;
+
+	v.fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (v.fd < 0 || bind(v.fd, (struct sockaddr *)&sa, sizeof sa) ||
+	    listen(v.fd, 16) || getsockname(v.fd, (struct sockaddr *)&sa, &sl)) {
+		ok(0, "a listener for the slow member: %s", strerror(errno));
+		return;
+	}
+	snprintf(list, sizeof list, "http://127.0.0.1:%u", ntohs(sa.sin_port));
+
+	/* Without patience: one try, a timeout, -EHOSTUNREACH. */
+	rc = etcd_client_new(list, 200, &c, why, sizeof why);
+	t0 = now_ms();
+	rc = rc ? rc : etcd_lease_grant(c, 5, &id, &ttl);
+	dt = now_ms() - t0;
+	ok(rc == -EHOSTUNREACH && dt < 800, "a member that does not answer, no patience:"
+	   " -EHOSTUNREACH after one 200 ms try (%d, %" PRId64 " ms)", rc, dt);
+	etcd_client_free(c);
+
+	/* With patience: tried again until it answers. */
+	pthread_create(&th, NULL, slow_member, &v);
+	rc = etcd_client_new(list, 200, &c, why, sizeof why);
+	if (!rc)
+		etcd_client_set_patience(c, 5000);
+	t0 = now_ms();
+	rc = rc ? rc : etcd_lease_grant(c, 5, &id, &ttl);
+	dt = now_ms() - t0;
+	ok(rc == 0 && id == 7 && dt >= 600, "the same member slow for 900 ms, patience 5 s: the"
+	   " call goes round again and has its answer (%d, id %" PRId64 ", %" PRId64 " ms)", rc,
+	   id, dt);
+	etcd_client_free(c);
+	shutdown(v.fd, SHUT_RDWR);
+	close(v.fd);
+	pthread_join(th, NULL);
+
+	/* Patience never waits on members that refuse. */
+	rc = etcd_client_new(DEAD ",http://127.0.0.1:2", 300, &c, why, sizeof why);
+	if (!rc)
+		etcd_client_set_patience(c, 5000);
+	t0 = now_ms();
+	rc = rc ? rc : etcd_lease_grant(c, 5, &id, &ttl);
+	dt = now_ms() - t0;
+	ok(rc == -EHOSTUNREACH && dt < 1000, "two members that refuse, patience 5 s:"
+	   " -EHOSTUNREACH at once (%d, %" PRId64 " ms)", rc, dt);
+	etcd_client_free(c);
 }
 
 /* ---- watch ------------------------------------------------------------------------ */
@@ -206,5 +302,6 @@ int main(int argc, char **argv)
 	watch(c);
 	etcd_client_free(c);
 	unreachable();
+	patience();
 	return tap_done();
 }
