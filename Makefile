@@ -125,6 +125,7 @@ FUNC_TESTS := test_basic test_errors test_isolation test_robust test_large test_
 # The hostile suite (issue 20): one line each, so that parts merge apart.
 FUNC_TESTS += test_hostile_slots
 FUNC_TESTS += test_hostile_inflight
+FUNC_TESTS += test_hostile_metrics
 UNIT_BINS := $(UNIT_TESTS:%=$(B)/tests/%)
 FUNC_BINS := $(FUNC_TESTS:%=$(B)/tests/%)
 # The chaos test (tests/chaos): a functional test with pieces of its own.

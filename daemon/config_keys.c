@@ -96,6 +96,8 @@ static const struct key_desc limits_keys[] = {
 	  .min = 1, .max = 16777216, .def = "65536" },
 	{ .name = "state_slots", .kind = KIND_U32, FIELD(struct config, state_slots),
 	  .min = CONFIG_SLOTS_MIN, .max = 16777216, .def = "262144" },
+	{ .name = "metrics_timeout_ms", .kind = KIND_U32,
+	  FIELD(struct config, metrics_timeout_ms), .min = 100, .max = 3600000, .def = "10000" },
 };
 
 static const struct key_desc log_keys[] = {

@@ -86,6 +86,10 @@ struct config {
 	 * (persist.c), each CONFIG_SLOT_BYTES of memory once used; shared out
 	 * among the tenants whether or not the fd store is there (tenant.c). */
 	uint32_t state_slots;           /* [CONFIG_SLOTS_MIN, 16777216], default 262144 */
+	/* limits = { metrics_timeout_ms = 10000; }: a listen.metrics connection
+	 * has this long for its whole request, and as long again for its whole
+	 * reply (metrics_http.c), however it paces its bytes. */
+	uint32_t metrics_timeout_ms;    /* [100, 3600000], default 10000 */
 	/* log = { level = "info"; } */
 	enum config_log_level log_level;
 	struct config_tenant tenants[CONFIG_MAX_TENANTS];

@@ -8,7 +8,12 @@
  * and no hook that sees one of them close, so any number of idle
  * connections could each hold one of the daemon's fds for the timeout.
  * Here at most METRICS_MAX_CONNS are open (metrics_int.h); each must send
- * its request within HTTP_TIMEOUT_S and take its reply within as long.
+ * its whole request within limits.metrics_timeout_ms of its accept, and
+ * take its whole reply within as long again.  Those are deadlines, one timer
+ * per connection armed once per phase: bufferevent timeouts would restart at
+ * every byte, and a scraper that sends or takes a byte now and then would
+ * hold its connection, and with 16 of them the way in, for as long as it
+ * liked.
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -29,13 +34,13 @@
 #include "server.h"
 
 #define BACKLOG          64
-#define HTTP_TIMEOUT_S   10    /* a scraper that stalls, sending or reading, is dropped */
 #define HTTP_MAX_HEADERS 8192  /* request line and headers; a GET has no body */
 #define CONTENT_TYPE     "text/plain; version=0.0.4; charset=utf-8"
 
 struct metrics_conn {
 	struct metrics *m;
 	struct bufferevent *bev;
+	struct event *deadline;  /* of the request, then of the reply */
 	bool answering;          /* its request is in, its reply on the way */
 	struct metrics_conn *prev, *next;
 };
@@ -46,8 +51,29 @@ static void conn_free(struct metrics_conn *c)
 
 	DLIST_REMOVE(m, c);
 	m->nconns--;
+	if (c->deadline)
+		event_free(c->deadline);
 	bufferevent_free(c->bev); /* closes the socket */
 	free(c);
+}
+
+/* (Re)arms c's deadline: limits.metrics_timeout_ms from now, whatever
+ * comes and goes meanwhile. */
+static void deadline_arm(struct metrics_conn *c)
+{
+	uint32_t ms = c->m->srv->cfg.metrics_timeout_ms;
+	const struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	evtimer_add(c->deadline, &tv);
+}
+
+/* The request, or the reply, took too long as a whole: the client is slow or
+ * hostile, and its reply (if any) is cut short. */
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_free(arg);
 }
 
 /* ---- the reply ---------------------------------------------------------------------- */
@@ -67,6 +93,7 @@ static void reply(struct metrics_conn *c, int code, const char *reason, const ch
 	if (body)
 		evbuffer_add_buffer(out, body);
 	c->answering = true;
+	deadline_arm(c);  /* the reply's own, from now */
 	bufferevent_disable(c->bev, EV_READ);
 	bufferevent_enable(c->bev, EV_WRITE);
 }
@@ -157,7 +184,7 @@ static void on_write(struct bufferevent *bev, void *arg)
 		conn_free(c);
 }
 
-/* End of stream, an error or a timeout: nothing more to do for it. */
+/* End of stream or an error: nothing more to do for it. */
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
 	(void)bev;
@@ -168,24 +195,25 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 /* ---- accepting, within the cap ------------------------------------------------------- */
 
 /* Room for one more: the oldest connection that has not sent its request
- * goes.  false when every one is being answered. */
-static bool make_room(struct metrics *m)
+ * goes, else the oldest being answered.  A reply that is still under way
+ * when 16 others came after it is a slow reader's: an honest scraper's page
+ * (tens of KB) goes into the kernel's socket buffer at once, and its
+ * connection is gone as soon as it is written.  So a newcomer always gets
+ * in, and slow readers, even ones that come back as soon as their deadline
+ * drops them, cannot keep Prometheus out. */
+static void make_room(struct metrics *m)
 {
 	struct metrics_conn *c;
 
 	for (c = m->first; c && c->answering; c = c->next)
 		;
-	if (!c)
-		return false;
-	conn_free(c);
-	return true;
+	conn_free(c ? c : m->first);
 }
 
 static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
 		      int salen, void *arg)
 {
 	struct metrics *m = arg;
-	const struct timeval tv = { .tv_sec = HTTP_TIMEOUT_S };
 	struct metrics_conn *c;
 
 	(void)lev;
@@ -193,15 +221,16 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 	(void)salen;
 	if (m->nconns >= METRICS_MAX_CONNS) {
 		m->shed++;
-		if (!make_room(m)) {
-			close(fd);
-			return;
-		}
+		make_room(m);
 	}
 	c = calloc(1, sizeof *c);
 	if (c)
+		c->deadline = evtimer_new(m->srv->base, on_deadline, c);
+	if (c && c->deadline)
 		c->bev = bufferevent_socket_new(m->srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c || !c->bev) {
+		if (c && c->deadline)
+			event_free(c->deadline);
 		free(c);
 		close(fd);
 		return;
@@ -210,7 +239,7 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
 	DLIST_APPEND(m, c);
 	m->nconns++;
 	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-	bufferevent_set_timeouts(c->bev, &tv, &tv);
+	deadline_arm(c);  /* the request's, from its accept */
 	bufferevent_enable(c->bev, EV_READ);
 }
 

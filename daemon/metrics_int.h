@@ -15,8 +15,9 @@ struct metrics_conn;
 /*
  * Connections open at once on listen.metrics: past this many a new one
  * sheds the oldest that has not sent its request yet (or, when every one is
- * being answered, is closed at once), so that idle connections can hold
- * neither the daemon's fds nor the way in for a real scrape.
+ * being answered, the oldest of those), so that neither idle connections
+ * nor slow readers can hold the daemon's fds or the way in for a real
+ * scrape.
  */
 #define METRICS_MAX_CONNS 16
 

@@ -155,15 +155,12 @@ PyDoc_STRVAR(create_doc,
 
 static PyObject *client_create(PyObject *self, PyObject *args)
 {
-	PyObject *name;
+	struct rmempy_cstr name;
 	unsigned long long size;
 
-	if (!PyArg_ParseTuple(args, "UK:create", &name, &size))
+	if (!PyArg_ParseTuple(args, "O&K:create", rmempy_cstr_conv, &name, &size))
 		return NULL;
-	const char *s = PyUnicode_AsUTF8AndSize(name, NULL);
-	if (!s)
-		return NULL;
-	return do_alloc((ClientObject *)self, name, s, size);
+	return do_alloc((ClientObject *)self, name.obj, name.s, size);
 }
 
 PyDoc_STRVAR(open_doc,
@@ -173,13 +170,13 @@ PyDoc_STRVAR(open_doc,
 static PyObject *client_open(PyObject *self, PyObject *args)
 {
 	ClientObject *co = (ClientObject *)self;
-	PyObject *name;
-	const char *mode = "r", *s;
+	struct rmempy_cstr name;
+	const char *mode = "r";
 	struct rmem_region r;
 	uint32_t access;
 	int rc;
 
-	if (!PyArg_ParseTuple(args, "U|s:open", &name, &mode))
+	if (!PyArg_ParseTuple(args, "O&|s:open", rmempy_cstr_conv, &name, &mode))
 		return NULL;
 	if (strcmp(mode, "r") == 0)
 		access = RMEM_READ;
@@ -192,16 +189,15 @@ static PyObject *client_open(PyObject *self, PyObject *args)
 			     PyTuple_GetItem(args, 1));
 		return NULL;
 	}
-	s = PyUnicode_AsUTF8AndSize(name, NULL);
-	if (!s || rmempy_enter(co) < 0)
+	if (rmempy_enter(co) < 0)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	rc = rmem_open(co->c, s, access, &r);
+	rc = rmem_open(co->c, name.s, access, &r);
 	Py_END_ALLOW_THREADS
 	rmempy_leave(co);
 	if (rc < 0)
 		return rmempy_error(rc);
-	return rmempy_region_new(co, &r, name);
+	return rmempy_region_new(co, &r, name.obj);
 }
 
 PyDoc_STRVAR(unlink_doc,
@@ -212,15 +208,16 @@ static PyObject *client_unlink(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { (char *)"name", (char *)"revoke", NULL };
 	ClientObject *co = (ClientObject *)self;
-	const char *name;
+	struct rmempy_cstr name;
 	int revoke = 0, rc;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|p:unlink", kwlist, &name, &revoke))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|p:unlink", kwlist, rmempy_cstr_conv, &name,
+					 &revoke))
 		return NULL;
 	if (rmempy_enter(co) < 0)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	rc = rmem_unlink2(co->c, name, revoke ? RMEM_UNLINK_REVOKE : 0);
+	rc = rmem_unlink2(co->c, name.s, revoke ? RMEM_UNLINK_REVOKE : 0);
 	Py_END_ALLOW_THREADS
 	rmempy_leave(co);
 	if (rc < 0)

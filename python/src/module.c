@@ -36,6 +36,28 @@ int rmempy_u64(PyObject *o, uint64_t *out)
 	return 0;
 }
 
+int rmempy_cstr_conv(PyObject *o, void *out)
+{
+	struct rmempy_cstr *c = out;
+	Py_ssize_t n;
+	const char *s;
+
+	if (!PyUnicode_Check(o)) {
+		PyErr_SetString(PyExc_TypeError, "a str is required");
+		return 0;
+	}
+	s = PyUnicode_AsUTF8AndSize(o, &n);
+	if (!s)
+		return 0;
+	if (strlen(s) != (size_t)n) {
+		PyErr_SetString(PyExc_ValueError, "a name or string for librmem has a NUL character");
+		return 0;
+	}
+	c->obj = o;
+	c->s = s;
+	return 1;
+}
+
 void rmempy_type_free(PyObject *self)
 {
 	PyTypeObject *tp = Py_TYPE(self);
@@ -69,24 +91,25 @@ PyObject *rmempy_aio_call(const char *name, PyObject *args)
 	return res;
 }
 
-/* An optional str keyword into a C string owned by *keep (bytes), or NULL. */
+/* An optional str keyword into a C string, or NULL: a str through
+ * rmempy_cstr_conv (v outlives the call: it is the caller's argument), or
+ * with path a str, bytes or os.PathLike through PyUnicode_FSConverter into
+ * *keep (bytes; it refuses a NUL itself). */
 static int opt_str(PyObject *v, const char **out, PyObject **keep, bool path)
 {
+	struct rmempy_cstr c;
+
 	*out = NULL;
 	if (!v || v == Py_None)
 		return 0;
-	if (path) {
-		if (!PyUnicode_FSConverter(v, keep))
+	if (!path) {
+		if (!rmempy_cstr_conv(v, &c))
 			return -1;
-	} else {
-		if (!PyUnicode_Check(v)) {
-			PyErr_SetString(PyExc_TypeError, "a str is required");
-			return -1;
-		}
-		*keep = PyUnicode_AsUTF8String(v);
-		if (!*keep)
-			return -1;
+		*out = c.s;
+		return 0;
 	}
+	if (!PyUnicode_FSConverter(v, keep))
+		return -1;
 	*out = PyBytes_AsString(*keep);
 	return *out ? 0 : -1;
 }
@@ -128,7 +151,7 @@ static PyObject *py_connect(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { (char *)"endpoint", (char *)"transport", (char *)"timeout_ms", (char *)"tenant", (char *)"secret_file",
 				  (char *)"resume_ms", (char *)"tcp_congestion", NULL };
-	const char *endpoint;
+	struct rmempy_cstr endpoint;
 	PyObject *transport = NULL, *timeout = NULL, *tenant = NULL, *secret = NULL,
 		 *resume = NULL, *cc = NULL;
 	PyObject *k_tr = NULL, *k_te = NULL, *k_se = NULL, *k_cc = NULL, *ret = NULL;
@@ -138,7 +161,8 @@ static PyObject *py_connect(PyObject *self, PyObject *args, PyObject *kw)
 	int rc;
 
 	(void)self;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|$OOOOOO:connect", kwlist, &endpoint,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|$OOOOOO:connect", kwlist,
+					 rmempy_cstr_conv, &endpoint,
 					 &transport, &timeout, &tenant, &secret, &resume, &cc))
 		return NULL;
 	rmem_opts_init(&o, sizeof o);
@@ -150,7 +174,7 @@ static PyObject *py_connect(PyObject *self, PyObject *args, PyObject *kw)
 		goto out;
 
 	Py_BEGIN_ALLOW_THREADS
-	rc = rmem_connect(endpoint, &o, &c);
+	rc = rmem_connect(endpoint.s, &o, &c);
 	Py_END_ALLOW_THREADS
 	if (rc < 0) {
 		rmempy_error(rc);

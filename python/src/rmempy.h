@@ -64,6 +64,21 @@ void rmempy_leave(ClientObject *co);
 /* A uint64 from a Python int, with OverflowError/TypeError.  0 or -1. */
 int rmempy_u64(PyObject *o, uint64_t *out);
 
+/*
+ * Every str that reaches librmem as a C string (a region's name, the
+ * endpoint, connect's tenant, transport and tcp_congestion) comes through
+ * this one converter, for PyArg_Parse's "O&": a str only (TypeError
+ * otherwise; bytes are not taken), its UTF-8 with no NUL in it (ValueError:
+ * C would see "kv\0x" as "kv", another name than the one asked for).  out
+ * is a struct rmempy_cstr; s points into obj's UTF-8 cache and lives as
+ * long as obj (borrowed: the caller's argument).  1 or 0 (exception set).
+ */
+struct rmempy_cstr {
+	PyObject *obj;
+	const char *s;
+};
+int rmempy_cstr_conv(PyObject *o, void *out);
+
 /* A new Region of client co for r; name: str or None (borrowed). */
 PyObject *rmempy_region_new(ClientObject *co, const struct rmem_region *r, PyObject *name);
 

@@ -139,9 +139,13 @@ class Rmemd:
         # for, so that daemons of tests running at once never meet.
         text = ['# written by tests/lib/rmemd_start.py',
                 'listen = { tcp = "%s"; rdma = "%s"; admin = "%s"; metrics = "%s"; };'
-                % (self.host_port, rdma, self.admin, metrics),
-                'pools = ( { name = "default"; size = "%s"; hugepages = "off"; '
-                'alignment = 64; } );' % self.pool]
+                % (self.host_port, rdma, self.admin, metrics)]
+        # Pools "default" and those a test adds after it in extra, as
+        # "more_pools = ( {...}, ... );" (not a key of rmemd.conf: spliced in).
+        more = re.search(r"^more_pools = \((.*?)\);$", self.extra, re.M | re.S)
+        text.append('pools = ( { name = "default"; size = "%s"; hugepages = "off"; '
+                    'alignment = 64; }%s );' % (self.pool, ",\n" + more.group(1) if more else ""))
+        extra = self.extra[:more.start()] + self.extra[more.end():] if more else self.extra
         # A test that sets limits of its own says all of them in extra.
         if "limits" not in self.extra:
             text.append("limits = { max_clients = %d; lease_timeout_ms = %d; };"
@@ -156,8 +160,8 @@ class Rmemd:
                      if c.get("repair_grace_ms") is not None else "")
             text.append('cluster = { etcd = "%s"; name = "%s";%s lease_ms = %d;%s };'
                         % (c["etcd"], c["name"], cid, int(c.get("lease_ms", 3000)), grace))
-        if self.extra:
-            text.append(self.extra)
+        if extra:
+            text.append(extra)
         with open(self.conf, "w") as f:
             f.write("\n".join(text) + "\n")
 

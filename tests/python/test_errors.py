@@ -8,7 +8,7 @@ import threading
 import pytest
 
 import rmem
-from conftest import NET, RDMA, Daemon, QUOTA, MAX_HANDLES, free_port
+from conftest import NET, RDMA, TENANT, Daemon, QUOTA, MAX_HANDLES, free_port
 
 
 def check(excinfo, code, cls=OSError):
@@ -121,6 +121,43 @@ def test_names_errors(client, transport):
     client.unlink(name)
     r.free()
     ro.free()
+
+
+def test_names_with_nul(daemon, client, admin, transport):
+    """A name is a C string to librmem: "a\0b" would reach rmem_create as
+    "a" and "kv\0x" open "kv", another region than the one asked for.
+    Every name argument with a NUL is ValueError, and nothing is made."""
+    base = "py/nul-" + transport
+    keep = client.create(base, 4096)
+    calls = [
+        ("create", lambda n: client.create(n, 4096)),
+        ("open r", lambda n: client.open(n, "r")),
+        ("open rw", lambda n: client.open(n, "rw")),
+        ("unlink", lambda n: client.unlink(n)),
+        ("unlink revoke", lambda n: client.unlink(n, revoke=True)),
+    ]
+    for what, call in calls:
+        for name in (base + "\0x", "\0" + base, base + "\0"):
+            with pytest.raises(ValueError, match="NUL"):
+                call(name)
+            assert not any("\0" in n["name"] for n in admin.names()), what
+        with pytest.raises(TypeError):
+            call(base.encode())          # bytes names are not taken
+    # The prefix before the NUL is untouched: still there, still one handle.
+    mine = [n for n in admin.names() if n["name"] == base]
+    assert len(mine) == 1 and mine[0]["handles"] == 1, mine
+    assert not any(n["name"] == "py" for n in admin.names())
+    # Other strings that name something on the way to librmem: "ml\0x"
+    # would authenticate as tenant ml.
+    ep = daemon.endpoint(NET)
+    for kw in ({"tenant": TENANT + "\0x", "secret_file": daemon.key},
+               {"transport": NET + "\0x"}, {"tcp_congestion": "cubic\0x"}):
+        with pytest.raises(ValueError, match="NUL"):
+            rmem.connect(ep, **kw).close()
+    with pytest.raises(ValueError):
+        rmem.connect(ep + "\0x")
+    client.unlink(base)
+    keep.free()
 
 
 def test_too_many_handles(daemon, transport):

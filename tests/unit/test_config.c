@@ -128,7 +128,7 @@ static void test_defaults(void)
 	ok(cfg.rdma_required == 0, "default rdma.required off (%d)", cfg.rdma_required);
 
 	dump(&cfg, &d);
-	ok(d.lines == 4 + 4 + 3 + 7 + 1, "dump of the defaults has 19 lines (%d)", d.lines);
+	ok(d.lines == 4 + 4 + 3 + 8 + 1, "dump of the defaults has 20 lines (%d)", d.lines);
 	ok(has_line(&d, "rdma.device = auto"), "dump: rdma.device");
 	ok(has_line(&d, "rdma.keys = auto"), "dump: rdma.keys");
 	ok(has_line(&d, "listen.tcp = 0.0.0.0:7470"), "dump: listen.tcp");
@@ -143,6 +143,8 @@ static void test_defaults(void)
 	ok(has_line(&d, "limits.frame_timeout_ms = 5000") &&
 	   has_line(&d, "limits.conn_max_requests = 1024"),
 	   "dump: limits.frame_timeout_ms and conn_max_requests");
+	ok(cfg.metrics_timeout_ms == 10000 && has_line(&d, "limits.metrics_timeout_ms = 10000"),
+	   "dump: limits.metrics_timeout_ms, 10 s by default (%u)", cfg.metrics_timeout_ms);
 	ok(cfg.frame_timeout_ms == 5000 && cfg.conn_max_requests == 1024 &&
 	   cfg.conn_max_buffered == 256 * 1024, "default per-connection limits (%u, %u, %llu)",
 	   cfg.frame_timeout_ms, cfg.conn_max_requests,
@@ -273,7 +275,7 @@ static void test_full_file(void)
 	ok(!strcmp(cfg.rdma_device, "mlx5_0") && cfg.rdma_keys == CONFIG_KEYS_REGION_MR &&
 	   cfg.rdma_required == 1, "rdma: device, keys and required as written");
 	dump(&cfg, &d);
-	ok(d.lines == 4 + 3 * 4 + 3 + 7 + 1, "dump has one line per key and pool (%d)", d.lines);
+	ok(d.lines == 4 + 3 * 4 + 3 + 8 + 1, "dump has one line per key and pool (%d)", d.lines);
 	ok(has_line(&d, "rdma.device = mlx5_0") && has_line(&d, "rdma.keys = region-mr") &&
 	   has_line(&d, "rdma.required = on"), "dump shows the rdma group");
 	ok(has_line(&d, "listen.rdma = \"\"") && has_line(&d, "pools[2].name = c") &&
