@@ -137,7 +137,11 @@ RDMA_TESTS := test_rdma_keys
 RDMA_LIB_TESTS := test_rdma_lib
 # The functional suite once more with its network endpoint over RDMA: each
 # tests/func/rdma/test_X runs $(B)/tests/test_X with RMEM_TEST_TRANSPORT=rdma.
-RDMA_FUNC_TESTS := $(FUNC_TESTS:%=tests/func/rdma/%)
+# Not those whose RDMA run adds no verbs to the host's: the /metrics page's
+# deadlines are HTTP over loopback whatever the endpoint (issue 31: the VM
+# repeats only what real verbs change).
+RDMA_FUNC_SKIP := test_hostile_metrics
+RDMA_FUNC_TESTS := $(patsubst %,tests/func/rdma/%,$(filter-out $(RDMA_FUNC_SKIP),$(FUNC_TESTS)))
 RDMA_BINS := $(RDMA_TESTS:%=$(B)/tests/rdma/%) $(RDMA_LIB_TESTS:%=$(B)/tests/%) \
 	$(RDMA_FUNC_TESTS)
 # ...and the chaos test over RDMA, shorter (tests/chaos/rdma/test_chaos).
