@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-tests-timeout: 900
 # test_tsan.sh - the tests that run threads against librmem and rmemd, once
 # more under ThreadSanitizer (issue 30): the build in build-tsan (make
 # SANITIZE=thread, made by make check's tsan target), every process of them
@@ -25,7 +26,6 @@
 # process maps a large shadow, so only these programs run, not all.
 #
 #   RMEM_TSAN_BUILD=build-tsan tests/run-tests tests/func/test_tsan.sh
-# run-tests-timeout: 900
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 T=${RMEM_TSAN_BUILD:-build-tsan}
@@ -48,6 +48,10 @@ trap 'rm -rf "$logs"' EXIT
 chmod 1777 "$logs"
 export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$logs/tsan:suppressions=$PWD/tests/lib/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 export RMEM_BUILD=$T
+# Every process runs several times slower: test_repair.sh's members get a
+# lease of 5 s instead of 1 s (its lead waits on etcd for a third of it,
+# and a dead repairer's key lives out the claim TTL, as long: check 7).
+export RMEM_REPAIR_LEASE_MS=${RMEM_REPAIR_LEASE_MS:-5000}
 
 # run-tests --tap renumbers every program's assertions into one stream and
 # ends it with its plan, left out here: the check below is one more.
