@@ -696,8 +696,9 @@ TSAN_TARGETS := rmemd rmemctl librmem.so.$(SOMAJOR) python/$(PY_EXT) $(PY_FILES)
 .PHONY: tsan check-tsan
 tsan:
 	@$(MAKE) -s --no-print-directory SANITIZE=thread $(TSAN_TARGETS:%=$(TSAN_B)/%)
+# (check-tsan runs test_repair.sh too: RMEM_TSAN_FULL, see test_tsan.sh.)
 check-tsan: tsan
-	@RMEM_TSAN_BUILD=$(TSAN_B) tests/run-tests tests/func/test_tsan.sh
+	@RMEM_TSAN_BUILD=$(TSAN_B) RMEM_TSAN_FULL=1 tests/run-tests tests/func/test_tsan.sh
 
 # ---- the two tiers (make check, make test: see "tests" above) ----------------
 # Here, after every list they name: a rule's prerequisites are expanded
