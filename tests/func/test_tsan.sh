@@ -18,7 +18,8 @@
 #                         and eight rmemd's agents repairing.  Not in make
 #                         check: 40 to 100 s here, and under TSan its check
 #                         57 (a handle held since before the first death
-#                         follows the repair) failed in 3 of 7 runs: a read
+#                         follows the repair) failed in 2 of 4 runs with the
+#                         5 s lease below (0 of 5 at 1 s and 3 s): a read
 #                         error, no wrong byte and no TSan report; the held
 #                         handle had not followed the repaired pieces (open:
 #                         issue 30's stale-handle and swap items)
