@@ -6,6 +6,7 @@
 #   make check           the host tier: every test but the VM suites, sanitized
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make SANITIZE=address,undefined   sanitized build (build-san/)
+#   make SANITIZE=thread   ThreadSanitizer's build (build-tsan/, make check-tsan)
 #   make WERROR=0        warnings are not errors (they are by default)
 
 PREFIX     ?= /usr/local
@@ -29,7 +30,8 @@ PKG_CONFIG ?= pkg-config
 WERROR     ?= 1
 SANITIZE   ?=
 
-B := build$(if $(SANITIZE),-san)
+# ThreadSanitizer cannot share a process with ASan: its own directory.
+B := build$(if $(SANITIZE),$(if $(filter thread,$(SANITIZE)),-tsan,-san))
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wformat-security -Wpointer-arith -Wcast-align -Wvla \
@@ -705,6 +707,22 @@ fuzz-seeds: $(B)/tests/obj/fuzz/seeds_dispatch.o $(TESTLIB) $(TEST_CODEC)
 		$(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
 	$(B)/tests/seeds_dispatch tests/fuzz/corpus/dispatch
 
+# ---- ThreadSanitizer (tests/func/test_tsan.sh, issue 30) ---------------------
+# The tests that run threads against librmem and rmemd once more, built with
+# -fsanitize=thread in build-tsan (TSan cannot share a process with ASan) by
+# a make of its own; the host tier runs test_tsan.sh with the rest, and
+# `make check-tsan` runs it alone.  Only what it runs is built.
+TSAN_B := build-tsan
+TSAN_TARGETS := rmemd rmemctl librmem.so.$(SOMAJOR) python/$(PY_EXT) $(PY_FILES) \
+	tests/test_redundancy tests/test_repair tests/test_cluster_lib tests/test_resume \
+	tests/test_atomic
+.PHONY: tsan check-tsan
+tsan:
+	@$(MAKE) -s --no-print-directory SANITIZE=thread $(TSAN_TARGETS:%=$(TSAN_B)/%)
+# (check-tsan runs test_repair.sh too: RMEM_TSAN_FULL, see test_tsan.sh.)
+check-tsan: tsan
+	@RMEM_TSAN_BUILD=$(TSAN_B) RMEM_TSAN_FULL=1 tests/run-tests tests/func/test_tsan.sh
+
 # ---- the two tiers (make check, make test: see "tests" above) ----------------
 # Here, after every list they name: a rule's prerequisites are expanded
 # when make reads it.
@@ -716,6 +734,7 @@ fuzz-seeds: $(B)/tests/obj/fuzz/seeds_dispatch.o $(TESTLIB) $(TEST_CODEC)
 HOST_TESTS = tests/func/test_install.sh tests/func/test_static.sh
 HOST_TESTS += tests/func/test_hostile_restart.py tests/func/test_hostile_cluster.sh
 HOST_TESTS += tests/func/test_cluster.sh
+HOST_TESTS += tests/func/test_tsan.sh
 HOST_TESTS += tests/func/test_nbd.sh tests/func/test_nbd_cluster.sh
 HOST_TESTS += tests/func/test_restart.py
 HOST_TESTS += tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh
@@ -736,6 +755,8 @@ HOST_TESTS += tests/fuzz/test_fuzzers.sh
 # never run here), and the libFuzzer targets where clang is.
 HOST_PREREQS = all headercheck $(RUN_TOOLS) $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS) $(CLUSTER_HELPERS) \
 	$(RESTORE_HELPERS) $(BENCH_BINS) $(if $(HAVE_CLANG),$(FUZZ_BINS))
+# ...and test_tsan.sh's build-tsan.
+HOST_PREREQS += tsan
 .PHONY: check-host check-all
 check-host: $(HOST_PREREQS)
 	@$(MAKE) -s --no-print-directory SANITIZE= all
@@ -810,7 +831,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(PYTHONDIR)/rmem
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-tsan build-fuzz
 
--include $(shell find build build-san -name '*.d' 2>/dev/null)
+-include $(shell find build build-san build-tsan -name '*.d' 2>/dev/null)
 -include $(shell find build-fuzz -name '*.d' 2>/dev/null)

@@ -118,6 +118,7 @@ static void tx_reset(struct engine *e)
 void eng_init(struct engine *e, int timeout_ms)
 {
 	e->fd = -1;
+	e->fd_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	e->notify_fd = -1;
 	e->timeout_ms = timeout_ms;
 	e->next_req_id = 1;
@@ -348,16 +349,30 @@ void eng_release(struct engine *e)
 		free(op);
 	}
 	e->op_cached = 0;
+	/* (The keepalive thread, eng_shutdown's one caller, is gone.) */
 	if (e->fd >= 0)
 		close(e->fd);
 	e->fd = -1;
+	pthread_mutex_destroy(&e->fd_mu);
 }
 
 void eng_reopen(struct engine *e, int fd)
 {
-	if (e->fd >= 0)
-		close(e->fd);
+	int old;
+
+	/* rmem_close may shut the stream down meanwhile (eng_shutdown, from
+	 * its thread, while the keepalive thread resumes here): it must see
+	 * the old fd or the new, never a number already closed (and maybe
+	 * reused by the application), and once it has asked, the new stream
+	 * must not wait a whole handshake for an answer. */
+	pthread_mutex_lock(&e->fd_mu);
+	old = e->fd;
 	e->fd = fd;
+	if (fd >= 0 && __atomic_load_n(&e->stop_recover, __ATOMIC_RELAXED))
+		shutdown(fd, SHUT_RDWR);
+	pthread_mutex_unlock(&e->fd_mu);
+	if (old >= 0)
+		close(old);
 	e->reopened++;
 	e->broken = false;
 	e->fail_err = 0;
@@ -1077,9 +1092,13 @@ int eng_ping(struct engine *e)
 
 void eng_shutdown(struct engine *e)
 {
+	/* From another thread than the client's: fd_mu keeps e->fd's number
+	 * from changing under us (eng_reopen). */
+	pthread_mutex_lock(&e->fd_mu);
 	__atomic_store_n(&e->stop_recover, true, __ATOMIC_RELAXED);
 	if (e->fd >= 0)
 		shutdown(e->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&e->fd_mu);
 }
 
 int eng_lease_poke(struct engine *e)

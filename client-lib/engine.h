@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/uio.h>
 
 #include "verbs_regcache.h"
@@ -100,7 +101,11 @@ struct eng_cq {
 struct verbs_conn;
 
 struct engine {
-	int fd;                  /* the stream; -1 before it is open */
+	/* The stream; -1 before it is open.  Read by the thread that holds
+	 * the client; changed only by eng_reopen under fd_mu, which
+	 * eng_shutdown, the one call from another thread, holds too. */
+	int fd;
+	pthread_mutex_t fd_mu;
 	int timeout_ms;          /* longest wait without progress; <= 0 forever */
 	/* Set when the stream state is unknown (timeout, garbage, EOF): every
 	 * later call fails with -ECONNRESET without touching the socket. */
@@ -173,8 +178,9 @@ struct engine {
 	 * sends it again (reads and writes) or ends it (eng_complete).
 	 * fail_err says why the stream broke (the first eng_fail).  recover
 	 * is the resume itself, for the keepalive thread (eng_recover); it is
-	 * the client's, given at connect.  stop_recover (atomic) asks a
-	 * resume in progress to give up: rmem_close() is waiting. */
+	 * the client's, given at connect.  stop_recover (atomic; set under
+	 * fd_mu) asks a resume in progress to give up: rmem_close() is
+	 * waiting. */
 	bool park_lost;
 	int fail_err;
 	/* rmem_fd() (pollfd.c): an eventfd the engine writes when it queues a
@@ -213,7 +219,8 @@ int eng_fail(struct engine *e, int err);
 
 /* Takes a new stream fd in place of the broken one (closed here): the
  * engine is as after eng_init, with its completions, parked operations,
- * request ids and lease kept.  Nothing may be in flight on the stream. */
+ * request ids and lease kept.  Nothing may be in flight on the stream.
+ * Once eng_shutdown has run, the new stream is shut down at once. */
 void eng_reopen(struct engine *e, int fd);
 /* Parks an async op ended by a lost connection (verbs_detach's drop too). */
 void eng_park(struct engine *e, struct eng_op *op);
@@ -310,7 +317,8 @@ bool eng_broken(const struct engine *e);
 int64_t eng_last_send_ms(const struct engine *e);
 /* PING and its reply.  0, or a negative errno (the stream is then broken). */
 int eng_ping(struct engine *e);
-/* Shuts the stream down, from any thread: a call waiting on it ends. */
+/* Shuts the stream down, from any thread: a call waiting on it ends, and
+ * so does a resume in progress (the stream it opens next too). */
 void eng_shutdown(struct engine *e);
 /*
  * For a call that holds the client and waits long without using the stream

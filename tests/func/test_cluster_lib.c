@@ -547,7 +547,7 @@ static void test_names(rmem_client *a, rmem_client **d)
 
 struct streamer {
 	rmem_client *c;
-	volatile int stop;
+	int stop; /* __atomic: set by the main thread, read by the streamer */
 	int ops, fails;
 	double worst;
 };
@@ -562,7 +562,7 @@ static void *stream(void *arg)
 		s->fails++;
 		return NULL;
 	}
-	while (!s->stop) {
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
 		struct rmem_region t;
 		double t0 = now_s(), dt;
 		int bad;
@@ -595,7 +595,7 @@ static void test_leader(rmem_client *c)
 	usleep(500 * 1000);
 	ok(run_hook("kill-leader") == 0, "the etcd leader is killed (kill -9)");
 	usleep(3000 * 1000);
-	s.stop = 1;
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	diag("%d write+read pairs (and allocs) around the leader's death, slowest %.1f ms",
 	     s.ops, s.worst * 1e3);

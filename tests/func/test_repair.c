@@ -8,8 +8,9 @@
  * Environment (the script sets it):
  *   RMEM_CLUSTER_URL   etcd://H:P,H:P,H:P/NAME
  *   RMEM_CLUSTER_HOOK  the script's hook: kill I, fresh I, start I, leader, pieces
- *                      NAME, healthy NAME [SECONDS], wait-log I TEXT (then
- *                      kill -9 of sI), pieces-held NAME [N SECONDS], state
+ *                      NAME, healthy NAME [SECONDS], wait-log I TEXT and
+ *                      wait-repairing I NAME (then kill -9 of sI),
+ *                      pieces-held NAME [N SECONDS], state
  *                      NAME STATE (rmemctl cluster redundant says so)
  *
  * Checks, in two acts.
@@ -226,7 +227,9 @@ static void act_crash(rmem_client *c, int *dead)
 			victim = srv[i];
 	snprintf(cmd, sizeof cmd, "kill %d", victim);
 	ok(run_hook(cmd) == 0, "s%d, holding a piece, killed -9", victim);
-	snprintf(cmd, sizeof cmd, "wait-log %d 'rebuilding'", lead);
+	/* Killed once its repair's key is in etcd: the log line comes before
+	 * the key, and a kill between the two leaves nothing "repairing". */
+	snprintf(cmd, sizeof cmd, "wait-repairing %d big", lead);
 	ok(run_hook(cmd) == 0, "the leader s%d began rebuilding after the grace, and was killed -9",
 	   lead);
 	ok(run_hook("healthy big") != 0, "the record is still degraded: the repair was cut");

@@ -43,8 +43,10 @@ if [ "${1:-}" = --hook ]; then
 import json, sys
 print(" ".join(p["server"][1:] for p in json.load(sys.stdin)["pieces"]))' ;;
 	healthy) # 0 when every piece of name $1 is healthy on a server present
-		# in its generation; $2: seconds to wait for it (default: none)
-		for ((t = 0; t <= ${2:-0} * 10; t++)); do
+		# in its generation; $2: seconds to wait for it (default: none), by
+		# the clock (on a loaded host one look takes far more than 0.1 s)
+		end=$((SECONDS + ${2:-0}))
+		for ((t = 0; t == 0 || SECONDS < end; t++)); do
 			servers=$(etcdctl_ get --prefix "/rmem/$NAME/servers/" --print-value-only)
 			record "$1" | python3 -c '
 import json, sys
@@ -65,6 +67,21 @@ sys.exit(0 if ok else 1)' "$servers" && exit 0
 		# kill -9 of it at once: exit 0 when both happened
 		for _ in $(seq 1200); do
 			if grep -q "$2" "$dir/r$1.log"; then
+				cluster_keeper "$dir" "$1" kill
+				exit
+			fi
+			sleep 0.05
+		done
+		exit 1 ;;
+	wait-repairing) # waits (up to 60 s) until rmemd s$1's log says it is
+		# rebuilding name $2 and the repair's key is in etcd (rmemctl's
+		# "repairing": put once the repair has the region, after the log
+		# line), then kill -9 of it at once: exit 0 when both happened
+		end=$((SECONDS + 60))
+		while ((SECONDS < end)); do
+			if grep -q "rebuilding" "$dir/r$1.log" &&
+				etcdctl_ get --prefix "/rmem/$NAME/repairing/" --keys-only |
+				grep -q "/$2\$"; then
 				cluster_keeper "$dir" "$1" kill
 				exit
 			fi
@@ -106,6 +123,10 @@ sys.exit(0 if [r for r in d["regions"] if r["name"] == sys.argv[2]][0]["state"] 
 fi
 
 . tests/lib/cluster_prog.sh rmem-repair test_repair
+# The members' lease: 1000 ms, or RMEM_REPAIR_LEASE_MS where every process
+# runs several times slower (tests/func/test_tsan.sh: 5000), since the
+# lead's renewals and scans wait on etcd for a third of it.
+LEASE_MS=${RMEM_REPAIR_LEASE_MS:-1000}
 NAME=rp$$
 
 cluster_etcd_up
@@ -114,7 +135,7 @@ read -r -a ports <<< "$(free_ports $((2 * NSRV)))"
 for ((i = 0; i < NSRV; i++)); do
 	rdma=""
 	[ "$TRANSPORT" = rdma ] && rdma="$HOST:${ports[$((i + NSRV))]}"
-	cluster_conf "$i" "$NAME" "$HOST:${ports[$i]}" "$rdma" "1000,1500" info
+	cluster_conf "$i" "$NAME" "$HOST:${ports[$i]}" "$rdma" "$LEASE_MS,1500" info
 	cluster_start "$i" || fail_setup "rmemd s$i did not start"
 done
 for ((i = 0; i < NSRV; i++)); do

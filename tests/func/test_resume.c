@@ -19,7 +19,12 @@
  *   - the raw protocol: a wrong resume token is EACCES, the right one works;
  *   - a wrong tenant secret at the resume, a daemon that restarts without
  *     its store (nothing to resume: ENOENT) and a daemon gone for longer
- *     than resume_ms all end in -ECONNRESET, within resume_ms.
+ *     than resume_ms all end in -ECONNRESET, within resume_ms;
+ *   - rmem_close while the keepalive thread is half way through a resume
+ *     (connected again, waiting on an answer that does not come) returns
+ *     at once: keepalive_stop cuts the resume short without touching the
+ *     engine's fd, which the resume replaces (a race ThreadSanitizer saw:
+ *     tests/func/test_tsan.sh).
  * The client-visible pause (from the kill to the first read that succeeds)
  * is printed as a TAP comment; nothing asserts on it.
  */
@@ -29,6 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -538,6 +546,89 @@ static void gone(struct world *w)
 	ok(rc == 0, "gone: rmemd starts again (%d)", rc);
 }
 
+/* How many TCP connections of this host to 127.0.0.1:port are in state st
+ * (/proc/net/tcp: 1 established, 8 close-wait). */
+static int tcp_count(uint16_t port, unsigned st)
+{
+	FILE *f = fopen("/proc/net/tcp", "r");
+	char line[256];
+	unsigned rport, s;
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		n += sscanf(line, " %*u: %*x:%*x %*x:%x %x", &rport, &s) == 2 && rport == port &&
+		     s == st;
+	fclose(f);
+	return n;
+}
+
+/* A listener on port that never answers: the daemon's place, taken while
+ * it is gone (-1 when the fd store still holds rmemd's own: that one is as
+ * silent). */
+static int silent_listener(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 8) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * rmem_close while the keepalive thread resumes: its daemon (one of its
+ * own, so that the client is the only one on its port) is gone, and the
+ * thread has dialed again, put the new stream in place of the old
+ * (eng_reopen closes the old one: no close-wait connection is left) and
+ * waits for an answer that does not come.  keepalive_stop used to read
+ * the engine's fd without the client's lock to shut it down: a data race
+ * with eng_reopen (ThreadSanitizer, tests/func/test_tsan.sh), and at worst
+ * a shutdown(2) of a descriptor number already closed and reused.
+ */
+static void close_resuming(void)
+{
+	struct rmemd d = { 0 };
+	rmem_client *g = NULL;
+	uint64_t t0, took;
+	int rc = rmemd_start(&d, "16M", NULL), lfd = -1;
+	bool in = false;
+
+	if (!ok(rc == 0, "close: a second rmemd starts (%d)", rc))
+		goto out;
+	rc = connect_opts(d.tcp_ep, NULL, NULL, RESUME_MS, &g);
+	if (!ok(rc == 0, "close: a client with resume_ms = %d connects to it over %s (%d)",
+		RESUME_MS, harness_transport(), rc))
+		goto out;
+	rmemd_kill(&d);
+	lfd = silent_listener(d.port);
+	/* Its keepalive finds the stream broken within a third of the lease
+	 * (10 s), dials again and swaps the streams. */
+	t0 = now_ms();
+	while (!(in = tcp_count(d.port, 1) >= 1 && tcp_count(d.port, 8) == 0) &&
+	       now_ms() - t0 < 20000)
+		usleep(10 * 1000);
+	ok(in, "close: its keepalive has dialed again and waits in the resume (%llu ms)",
+	   (unsigned long long)(now_ms() - t0));
+	t0 = now_ms();
+	rmem_close(g);
+	g = NULL;
+	took = now_ms() - t0;
+	ok(took < 2000, "close: rmem_close cuts the resume short (%llu ms, resume_ms %d)",
+	   (unsigned long long)took, RESUME_MS);
+out:
+	rmem_close(g);
+	close_fd(lfd);
+	rmemd_cleanup(&d);
+}
+
 int main(void)
 {
 	struct world w = { .raw_fd = -1 };
@@ -573,6 +664,7 @@ int main(void)
 	wrong_secret(&w);
 	fresh_start(&w);
 	gone(&w);
+	close_resuming();
 	rc = rmemd_stop(&w.d);
 	ok(rc == 0, "rmemd exits 0 on SIGTERM (%d)", rc);
 out:

@@ -28,6 +28,9 @@ nbd_setup() {
 	NBD_PRELOAD=
 	if nm -D "$PLUGIN" 2> /dev/null | grep -q ' U __asan_'; then
 		NBD_PRELOAD="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
+	elif nm -D "$PLUGIN" 2> /dev/null | grep -q ' U __tsan_'; then
+		# ThreadSanitizer's build (build-tsan, tests/func/test_tsan.sh)
+		NBD_PRELOAD=$(cc -print-file-name=libtsan.so)
 	fi
 }
 

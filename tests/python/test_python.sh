@@ -36,6 +36,11 @@ if ldd "$ext" 2> /dev/null | grep -q libasan; then
 	export LD_PRELOAD="$asan $ubsan"
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 fi
+# A ThreadSanitizer build's (build-tsan, tests/unit/test_tsan.sh) likewise:
+# TSan must be in the process from its start to see every thread.
+if ldd "$ext" 2> /dev/null | grep -q libtsan; then
+	export LD_PRELOAD=$(${CC:-cc} -print-file-name=libtsan.so)
+fi
 export RMEM_BUILD=$B PYTHONPATH=$B/python:$PWD/tests/python PYTHONDONTWRITEBYTECODE=1
 exec 3>&1
 "$PYTHON" -m pytest -p tap_plugin -p no:cacheprovider -rfEs --color=no --durations=8 \
