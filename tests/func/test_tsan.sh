@@ -11,6 +11,9 @@
 # What runs (the threads each exercises):
 #   test_redundancy.sh    redundant regions: readers and writers on many
 #                         threads, the router's poller, claim keeper, watch
+#   test_redund_life.sh   rmem_free of a redundant region under four busy
+#                         threads, pieces swapped by repair and refresh
+#                         under readers (the deferred release)
 #   test_repair_pace.sh   rmemd's repair agent leading: its scan and lead
 #                         keeper threads (daemon/repair_agent.c), and the
 #                         member agent's (daemon/member.c)
@@ -39,7 +42,8 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 T=${RMEM_TSAN_BUILD:-build-tsan}
-PROGS=(tests/func/test_redundancy.sh tests/func/test_repair_pace.sh tests/func/test_cluster_lib.sh
+PROGS=(tests/func/test_redundancy.sh tests/func/test_redund_life.sh tests/func/test_repair_pace.sh
+	tests/func/test_cluster_lib.sh
 	"$T/tests/test_resume" "$T/tests/test_atomic" tests/python/test_python_threads.sh)
 [ "${RMEM_TSAN_FULL:-0}" = 1 ] && PROGS+=(tests/func/test_repair.sh)
 
