@@ -746,6 +746,7 @@ HOST_TESTS += tests/func/test_starter.py
 HOST_TESTS += tests/func/test_redundancy.sh tests/func/test_repair.sh tests/func/test_repair_pace.sh
 HOST_TESTS += tests/func/test_redund_life.sh
 HOST_TESTS += tests/func/test_repair_hostile.sh
+HOST_TESTS += tests/func/test_hostile_writer.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
 HOST_TESTS += tests/func/test_etcd_client.sh
 HOST_TESTS += tests/python/test_python.sh

@@ -1,8 +1,9 @@
 /*
  * hostile_cluster.c - a librmem cluster client driven line by line, for
  * tests/func/test_hostile_cluster.sh, which needs a client it can stop
- * (SIGSTOP) inside a call, and one that lives across server restarts.
- * Not a test itself.
+ * (SIGSTOP) inside a call, and one that lives across server restarts;
+ * and for tests/func/test_hostile_writer.sh, writers of a redundant region
+ * stopped past their claim.  Not a test itself.
  *
  *   hostile_cluster URL
  *
@@ -10,6 +11,7 @@
  * stdout (RC is 0 or a negative errno, as the call returned):
  *   create NAME SIZE    rmem_create; the handle becomes the current one   "create RC"
  *   open NAME           rmem_open read+write; becomes the current one     "open RC"
+ *   openr NAME          rmem_open read only; becomes the current one      "openr RC"
  *   unlink NAME         rmem_unlink                                       "unlink RC"
  *   write CH            4 KiB of byte CH at 0 of the current handle       "write RC"
  *   read                4 KiB at 0 of the current handle: "read RC CH" (CH the first
@@ -113,6 +115,8 @@ int main(int argc, char **argv)
 			printf("create %d\n", rmem_create(c, arg, size, 0, &r));
 		else if (n >= 2 && !strcmp(cmd, "open"))
 			printf("open %d\n", rmem_open(c, arg, RMEM_READ | RMEM_WRITE, &r));
+		else if (n >= 2 && !strcmp(cmd, "openr"))
+			printf("openr %d\n", rmem_open(c, arg, RMEM_READ, &r));
 		else if (n >= 2 && !strcmp(cmd, "unlink"))
 			printf("unlink %d\n", rmem_unlink(c, arg));
 		else if (n >= 2 && !strcmp(cmd, "write")) {

@@ -68,51 +68,7 @@ fresh_s2() {
 	done
 }
 
-# A client: client_start TAG URL (its pid in $tmp/pids/cTAG); ask TAG CMD
-# [SECONDS] prints its answer to CMD (waited for up to SECONDS, 20 s).
-client_start() {
-	mkfifo "$tmp/c$1.in"
-	"$PROG" "$2" < "$tmp/c$1.in" > "$tmp/c$1.out" 2> "$tmp/c$1.err" &
-	echo $! > "$tmp/pids/c$1"
-	eval "exec {fd_$1}> \"$tmp/c$1.in\""
-}
-ask_send() {
-	local fd=fd_$1
-	wc -l < "$tmp/c$1.out" > "$tmp/c$1.n"
-	# A client that exited must not take this shell with it (SIGPIPE).
-	(trap '' PIPE; echo "$2" >&"${!fd}") 2> /dev/null
-	return 0
-}
-ask_wait() {
-	local n _
-	n=$(cat "$tmp/c$1.n")
-	for _ in $(seq $((${2:-20} * 20))); do
-		if [ "$(wc -l < "$tmp/c$1.out")" -gt "$n" ]; then
-			sed -n "$((n + 1))p" "$tmp/c$1.out"
-			return 0
-		fi
-		sleep 0.05
-	done
-	if kill -0 "$(cat "$tmp/pids/c$1")" 2> /dev/null; then
-		echo "(no answer)"
-	else
-		echo "(client $1 exited: $(tr '\n' ' ' < "$tmp/c$1.err"))"
-	fi
-	return 1
-}
-ask() { ask_send "$1" "$2" && ask_wait "$1" "${3:-20}"; }
-# ask_up TAG CMD: ask, again while the answer is -EHOSTDOWN (up to 5 s): a
-# server is out of the client's set until its watch has its new record
-# (or, on a loaded host, while its key blinks with a lease it lost).
-ask_up() {
-	local said _
-	for _ in $(seq 50); do
-		said=$(ask "$1" "$2")
-		[ "${said##* }" != -112 ] && break
-		sleep 0.1
-	done
-	echo "$said"
-}
+. tests/lib/drive.sh
 regions() { ask "$1" "stats 127.0.0.1:${ports[$2]}" | awk '{ print $4 }'; }
 
 URL="$(cluster_url "$NAME")?claim_ttl=2"

@@ -1,0 +1,134 @@
+#!/bin/bash
+# test_hostile_writer.sh - two writers of a redundant region after a stall (issue 30 item 2).
+# A real 3-member etcd on loopback, three rmemd (s0..s2) of one cluster, and
+# clients driven line by line ($B/tests/hostile_cluster) on a 2+1 URL with a
+# claim TTL of 2 s:
+#
+#  1. writer A creates a named redundant region and writes it, then is
+#     stopped (SIGSTOP) past its writer key's TTL; the key goes; writer B
+#     opens the name for writing (0) and writes; A goes on (SIGCONT) and
+#     writes: A's write must be refused (-EACCES: its write right was
+#     taken), B's bytes stay, B still writes, and with the server of the
+#     data piece that holds them killed -9 a fresh reader rebuilds B's
+#     bytes from the other piece and the parity.
+#  2. a writer that cannot know its right went (its key deleted in etcd
+#     under it, its lease still renewed: no clock of its own can tell) is
+#     fenced by the servers: writer D opens for writing and so revokes C's
+#     handles on every piece; C's next write is -EACCES and lands nowhere.
+#
+#   RMEM_BUILD=build-san tests/run-tests tests/func/test_hostile_writer.sh
+# run-tests-timeout: 200
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/cluster_prog.sh rmem-hostile-writer hostile_cluster
+. tests/lib/drive.sh
+NAME=hw$$
+
+cluster_etcd_up
+
+read -r -a ports <<< "$(free_ports 3)"
+for i in 0 1 2; do
+	cluster_conf "$i" "$NAME" "127.0.0.1:${ports[$i]}" "" 6000 info
+	cluster_keeper_start "$i"
+done
+for i in 0 1 2; do
+	cluster_registered "$NAME" "$i" 150 || fail_setup "rmemd s$i did not register in etcd"
+done
+
+URL="$(cluster_url "$NAME")?claim_ttl=2&redundancy=2+1"
+WKEY=/rmem/$NAME/writers/@anonymous
+# piece_server NAME I: the index of the server of piece I of name NAME.
+piece_server() {
+	etcdctl_ get "/rmem/$NAME/names/@anonymous/$1" --print-value-only | python3 -c '
+import json, sys
+print(json.load(sys.stdin)["pieces"][int(sys.argv[1])]["server"][1:])' "$2"
+}
+# key_gone KEY: 0 once KEY is absent from etcd (waited for up to 15 s).
+key_gone() {
+	local _
+	for _ in $(seq 150); do
+		[ -z "$(etcdctl_ get "$1" --print-value-only 2> /dev/null)" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# ---- 1. a writer stopped past its key's TTL -------------------------------------
+client_start a "$URL"
+client_start b "$URL"
+said="$(ask a "create w 65536"), $(ask a "write a")"
+[ "$said" = "create 0, write 0" ]
+ok $? "1: writer A creates the redundant region w and writes it ($said)"
+[ -n "$(etcdctl_ get "$WKEY/w" --print-value-only)" ]
+ok $? "1: A holds w's writer key"
+said=$(ask b "open w")
+[ "$said" = "open -16" ]
+ok $? "1: while A holds it, B's open for writing is -EBUSY ($said)"
+kill -STOP "$(cat "$tmp/pids/ca")"
+key_gone "$WKEY/w"
+ok $? "1: A stopped: its writer key goes with its lease"
+said="$(ask b "open w"), $(ask b "write B")"
+[ "$said" = "open 0, write 0" ]
+ok $? "1: writer B opens w for writing and writes ($said)"
+kill -CONT "$(cat "$tmp/pids/ca")"
+said=$(ask a "write A")
+[ "$said" = "write -13" ]
+ok $? "1: A, resumed, is refused its next write: -EACCES (got: $said)"
+client_start o "$URL"
+said="$(ask o "openr w"), $(ask o read)"
+[ "$said" = "openr 0, read 0 B" ]
+ok $? "1: a fresh reader reads B's bytes ($said)"
+said="$(ask b "write C"), $(ask b read)"
+[ "$said" = "write 0, read 0 C" ]
+ok $? "1: B still writes ($said)"
+dead=$(piece_server w 0)
+cluster_keeper "$tmp" "$dead" kill
+ok $? "1: s$dead, the server of data piece 0 (w's bytes at 0), killed -9"
+client_start r "$URL"
+said="$(ask r "openr w"), $(ask r read 30)"
+[ "$said" = "openr 0, read 0 C" ]
+ok $? "1: a reader rebuilds B's last bytes from piece 1 and the parity ($said)"
+said=$(ask o read 30)
+[ "$said" = "read 0 C" ]
+ok $? "1: the reader that held w open all along rebuilds them too ($said)"
+cluster_keeper "$tmp" "$dead" start && cluster_registered "$NAME" "$dead" 150
+ok $? "1: s$dead back from its fd store"
+
+# ---- 2. a writer whose key went under it: the servers fence it -------------------
+client_start c "$URL"
+client_start d "$URL"
+for _ in $(seq 50); do # until C's set has s$dead again (-ENOSPC without it)
+	said=$(ask c "create v 65536")
+	[ "$said" != "create -28" ] && [ "$said" != "create -112" ] && break
+	sleep 0.1
+done
+said="$said, $(ask c "write c")"
+[ "$said" = "create 0, write 0" ]
+ok $? "2: writer C creates v and writes it ($said)"
+etcdctl_ del "$WKEY/v" > /dev/null
+said="$(ask d "open v"), $(ask d "write D")"
+[ "$said" = "open 0, write 0" ]
+ok $? "2: v's writer key deleted under C; D opens v for writing and writes ($said)"
+said=$(ask c "write C")
+[ "$said" = "write -13" ]
+ok $? "2: C's next write is refused by the servers: -EACCES (got: $said)"
+said=$(ask c "write C")
+[ "$said" = "write -13" ]
+ok $? "2: ... and every one after ($said)"
+client_start e "$URL"
+said="$(ask e "openr v"), $(ask e read)"
+[ "$said" = "openr 0, read 0 D" ]
+ok $? "2: a fresh reader reads D's bytes, none of C's ($said)"
+dead=$(piece_server v 0)
+cluster_keeper "$tmp" "$dead" kill
+said=$(ask e read 30)
+[ "$said" = "read 0 D" ]
+ok $? "2: with s$dead (data piece 0) killed, D's bytes rebuild from the others ($said)"
+
+for i in 0 1 2; do
+	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
+done
+for c in a b o r c d e; do
+	[ -s "$tmp/c$c.err" ] && diag < "$tmp/c$c.err"
+done
+tap_done
