@@ -100,6 +100,28 @@ int single_open(rmem_client *c, const char *name, uint32_t access, struct rmem_r
 	return name_call(c, PROTO_OP_OPEN, &req, out);
 }
 
+int single_open_excl(rmem_client *c, const char *name, uint32_t access, struct rmem_region *out,
+		     bool *fenced)
+{
+	struct proto_name_req req = { .flags = access | PROTO_ACCESS_EXCL };
+	int err;
+
+	*fenced = false;
+	if (!c || !out || !(access & RMEM_WRITE) || (access & ~ACCESS_ALL))
+		return -EINVAL;
+	err = name_put(name, &req);
+	if (err)
+		return err;
+	err = name_call(c, PROTO_OP_OPEN, &req, out);
+	if (err == -EINVAL)
+		return single_open(c, name, access, out); /* a daemon before EXCL */
+	if (!err) {
+		*fenced = out->flags & PROTO_ACCESS_FENCED;
+		out->flags &= ACCESS_ALL;
+	}
+	return err;
+}
+
 int single_unlink2(rmem_client *c, const char *name, uint32_t flags)
 {
 	struct proto_name_req req = { .flags = flags };

@@ -280,6 +280,10 @@ struct redund_record_ops {
 	 * under the lease of the writer key hold (the handle's release_arg),
 	 * so that a repairer's death says it ended. */
 	void (*repairing)(struct router *cl, const char *name, void *hold, bool on);
+	/* Whether the writer key hold (the handle's release_arg) is surely
+	 * still this client's (its last confirmed renewal younger than the
+	 * key's TTL): false, and the handle may no longer write. */
+	bool (*held)(struct router *cl, void *hold);
 };
 /* What rmem_free (or rmem_close) of the handle gives back: its writer key. */
 typedef void (*redund_release_fn)(struct router *cl, void *arg);

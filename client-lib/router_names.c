@@ -164,7 +164,10 @@ static int claim_name(struct router *cl, const char *key, size_t len, uint64_t s
 	return rc;
 }
 
-/* The thread that renews a claim's lease while its creator works. */
+/* The thread that renews a claim's lease while its creator works (or its
+ * writer holds it).  ok_ms is when the last renewal that etcd confirmed
+ * was sent: the lease lives at least claim_ttl_s past it, and no longer
+ * can be assumed (lost: etcd said the lease is gone).  Under mu. */
 struct claim_keeper {
 	struct router *cl;
 	int64_t lease;
@@ -172,6 +175,8 @@ struct claim_keeper {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	bool stop, started;
+	int64_t ok_ms;
+	bool lost;
 };
 
 static void *keep_claim(void *arg)
@@ -187,13 +192,21 @@ static void *keep_claim(void *arg)
 			continue;
 		pthread_mutex_unlock(&k->mu);
 		{
-			int64_t ttl;
+			int64_t ttl, sent = clock_mono_ms();
+			int rc;
 
-			/* A failure needs nothing here: step 3's compare
-			 * finds a claim that was lost. */
+			/* A failure needs nothing more here: step 3's compare
+			 * finds a claim that was lost, and a writer's next
+			 * write finds ok_ms too old. */
 			pthread_mutex_lock(&k->cl->names_mu);
-			etcd_lease_keepalive(k->cl->names_etcd, k->lease, &ttl);
+			rc = etcd_lease_keepalive(k->cl->names_etcd, k->lease, &ttl);
 			pthread_mutex_unlock(&k->cl->names_mu);
+			pthread_mutex_lock(&k->mu);
+			if (rc == 0 && ttl > 0)
+				k->ok_ms = sent;
+			else if (rc == 0)
+				k->lost = true; /* the lease ended: so did the key */
+			pthread_mutex_unlock(&k->mu);
 		}
 		pthread_mutex_lock(&k->mu);
 	}
@@ -202,14 +215,17 @@ static void *keep_claim(void *arg)
 }
 
 /* Without a thread (none to be had) the claim still holds for its TTL,
- * and step 3's compare stays the guard: so this cannot fail. */
-static void keeper_start(struct claim_keeper *k, struct router *cl, int64_t lease)
+ * and step 3's compare stays the guard: so this cannot fail.  granted_ms:
+ * when the lease's grant was sent. */
+static void keeper_start(struct claim_keeper *k, struct router *cl, int64_t lease,
+			 int64_t granted_ms)
 {
 	pthread_condattr_t ca;
 
 	memset(k, 0, sizeof(*k));
 	k->cl = cl;
 	k->lease = lease;
+	k->ok_ms = granted_ms;
 	pthread_mutex_init(&k->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -376,7 +392,10 @@ static int names_swap(struct router *cl, const char *name, unsigned i,
  * writer rule): /rmem/<cluster>/writers/<tenant>/<name>, made if absent
  * under a lease of claim_ttl_s that a keeper renews while the handle
  * lives; rmem_free (or rmem_close) revokes it.  A writer that dies holds
- * it until the lease ends. */
+ * it until the lease ends.  One stopped past the TTL (SIGSTOP, a paused
+ * VM) has lost it without knowing: names_writer_held says so from its
+ * own clock, and the servers fence it once another writer opens (the
+ * pieces' PROTO_ACCESS_EXCL). */
 struct writer_hold {
 	struct claim_keeper keeper;
 	int64_t lease;
@@ -397,7 +416,7 @@ static int writer_take(struct router *cl, const char *name, struct writer_hold *
 	struct writer_hold *h;
 	struct etcd_kv existing;
 	char key[KEY_MAX];
-	int64_t ttl, rev;
+	int64_t ttl, rev, sent;
 	bool created = false;
 	int k, rc;
 
@@ -409,6 +428,7 @@ static int writer_take(struct router *cl, const char *name, struct writer_hold *
 	if (!(h = calloc(1, sizeof(*h))))
 		return -ENOMEM;
 	pthread_mutex_lock(&cl->names_mu);
+	sent = clock_mono_ms();
 	rc = etcd_lease_grant(cl->names_etcd, cl->claim_ttl_s, &h->lease, &ttl);
 	if (rc == 0)
 		rc = etcd_create_rev(cl->names_etcd, key, (size_t)k, "1", 1, h->lease, &created,
@@ -425,9 +445,26 @@ static int writer_take(struct router *cl, const char *name, struct writer_hold *
 		free(h);
 		return rc;
 	}
-	keeper_start(&h->keeper, cl, h->lease);
+	keeper_start(&h->keeper, cl, h->lease, sent);
 	*out = h;
 	return 0;
+}
+
+/* Whether the writer key is surely still ours: etcd confirmed a renewal
+ * sent less than the TTL ago (monotonic clock) and never said the lease
+ * ended.  Past that it may be another's: the writer must not write. */
+static bool names_writer_held(struct router *cl, void *hold)
+{
+	struct writer_hold *h = hold;
+	bool held;
+
+	if (!h)
+		return false;
+	pthread_mutex_lock(&h->keeper.mu);
+	held = !h->keeper.lost &&
+	       clock_mono_ms() - h->keeper.ok_ms < (int64_t)cl->claim_ttl_s * 1000;
+	pthread_mutex_unlock(&h->keeper.mu);
+	return held;
 }
 
 /* /rmem/<cluster>/repairing/<tenant>/<name> while a repair of name runs
@@ -456,6 +493,7 @@ static const struct redund_record_ops record_ops = {
 	.read = names_read_layout,
 	.swap = names_swap,
 	.repairing = names_repairing,
+	.held = names_writer_held,
 };
 
 /* Steps 2 and 3 for a redundant region: its K+R pieces, then its layout
@@ -524,6 +562,7 @@ int router_create(struct router *cl, const char *name, uint64_t size, uint32_t f
 	int64_t lease = 0, rev = 0;
 	uint32_t slot;
 	rmem_client *c;
+	int64_t granted_ms = clock_mono_ms(); /* before the grant is sent */
 	int err;
 
 	if (!out || size == 0 || flags != 0)
@@ -533,7 +572,7 @@ int router_create(struct router *cl, const char *name, uint64_t size, uint32_t f
 		err = claim_name(cl, key, len, size, &lease, &rev);
 	if (err)
 		return err;
-	keeper_start(&keeper, cl, lease);
+	keeper_start(&keeper, cl, lease, granted_ms);
 	if (cl->red_k) {
 		err = create_redundant(cl, name, key, len, size, rev, out);
 		if (err)

@@ -520,6 +520,67 @@ static int write_seg(struct router *cl, struct rset *rs, unsigned j, uint64_t p0
 	return redund_pieces_in(cl, rs) < k ? -EHOSTDOWN : 0;
 }
 
+int redund_may_write(struct router *cl, struct rset *rs)
+{
+	if (!rs->rec || !rs->release)
+		return 0; /* anonymous: this client's alone */
+	if (!rs->fenced && !rs->rec->held(cl, rs->release_arg))
+		rs->fenced = true;
+	return rs->fenced ? -EACCES : 0;
+}
+
+int redund_write_err(struct rset *rs, int err)
+{
+	if (rs->rec && rs->release && (err == -ENOENT || err == -ECANCELED || err == -EACCES))
+		rs->fenced = true;
+	return rs->fenced ? -EACCES : err;
+}
+
+int redund_resync(struct router *cl, struct rset *rs)
+{
+	unsigned k = rs->code.k, r = rs->code.r;
+	unsigned char *block, *bufs[STRIPE_N_MAX];
+	int err = 0;
+
+	for (unsigned j = 0; j < k; j++)
+		if (!redund_piece_in(cl, rs, j))
+			return 0; /* only the parity rebuilds it: left as it is */
+	if (!(block = scratch_take(cl, rs->n)))
+		return -ENOMEM;
+	for (unsigned i = 0; i < rs->n; i++)
+		bufs[i] = block + (size_t)i * REDUND_SEG;
+	for (uint64_t off = 0; off < rs->piece_len && !err; off += REDUND_SEG) {
+		size_t len = (size_t)(rs->piece_len - off < REDUND_SEG ? rs->piece_len - off :
+									 REDUND_SEG);
+		struct piece_call pc[STRIPE_N_MAX];
+
+		for (unsigned j = 0; j < k; j++)
+			pc[j] = (struct piece_call){ .i = j, .off = off, .buf = bufs[j], .len = len };
+		pieces_io(cl, rs, pc, k);
+		for (unsigned j = 0; j < k && !err; j++)
+			err = pc[j].err;
+		if (err == -EHOSTDOWN) {
+			err = 0; /* a data piece went meanwhile: stop here */
+			break;
+		}
+		if (err)
+			break;
+		stripe_encode(&rs->code, len, bufs, bufs + k);
+		for (unsigned p = 0; p < r; p++)
+			pc[p] = (struct piece_call){ .i = k + p, .write = true, .off = off,
+						     .buf = bufs[k + p], .len = len };
+		/* A parity piece that misses it is out (pieces_io), and the
+		 * record is told before the handle is used. */
+		pieces_io(cl, rs, pc, r);
+		for (unsigned p = 0; p < r && !err; p++)
+			err = pc[p].err == -EHOSTDOWN ? 0 : pc[p].err;
+	}
+	if (!err)
+		err = redund_record_out(cl, rs);
+	scratch_give(cl, block, rs->n);
+	return err;
+}
+
 /* A piece out that the record still calls healthy may have missed this
  * write: the record must say so before a server that comes back with its
  * state can serve the piece to a fresh opener.  Under wmu. */
@@ -535,7 +596,11 @@ int redund_record_out(struct router *cl, struct rset *rs)
 			mask |= 1u << i;
 	if (!mask)
 		return 0;
-	err = rs->rec->mark(cl, rs->name, mask);
+	/* A writer whose right is lost tells the record nothing: the pieces
+	 * are the new writer's to judge. */
+	err = redund_may_write(cl, rs);
+	if (!err)
+		err = rs->rec->mark(cl, rs->name, mask);
 	if (!err)
 		rs->recorded_out |= mask;
 	return err;
@@ -624,6 +689,9 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 	/* Freed while this call waited for the mutex: nothing is written. */
 	if (!err && redund_dead(cl, rs))
 		err = -EINVAL;
+	/* Never after the right is lost: another writer may hold it now. */
+	if (!err)
+		err = redund_may_write(cl, rs);
 	if (!err && redund_pieces_in(cl, rs) < rs->n)
 		redund_repair_due(cl, rs);
 	if (!err && fe > fs) {
@@ -643,6 +711,7 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 
 		err = err ? err : rc;
 	}
+	err = redund_write_err(rs, err);
 	pthread_mutex_unlock(&rs->wmu);
 	scratch_give(cl, block, nbufs);
 	return err;

@@ -61,6 +61,14 @@ struct rset {
 	 * takes wmu and finds it set makes nothing on a server. */
 	bool dead;
 	struct retiree retiree;
+	/* The write right is lost for good: the key's renewal is older than
+	 * its TTL, or a server fenced this handle (another writer opened the
+	 * name).  Under wmu. */
+	bool fenced;
+	/* Opening fenced another writer's handles: its last write may have
+	 * left a stripe half-written, so the parity is encoded afresh
+	 * (redund_resync) before the handle is handed out. */
+	bool resync;
 };
 
 /* A piece as a call holds it: copied under the router's mu, so that a
@@ -124,6 +132,20 @@ void redund_piece_copy(const struct rset *rs, unsigned j, uint64_t p0, uint64_t 
 		       unsigned char *tmp, unsigned char *buf, uint64_t a, bool out);
 /* How many pieces are in now. */
 unsigned redund_pieces_in(struct router *cl, struct rset *rs);
+/* 0 when this handle may write now; -EACCES once its write right is lost
+ * (docs/architecture.md, "Writer rule"): a named region's writer whose
+ * key's last confirmed renewal is older than its TTL, or whom a server
+ * fenced.  Under wmu. */
+int redund_may_write(struct router *cl, struct rset *rs);
+/* A write's error as the application sees it: a piece that refused a
+ * writer's call as no longer its own (-ENOENT: its handle revoked;
+ * -ECANCELED: a WRITE in flight dropped) has fenced it: -EACCES, now and
+ * for every write after.  Under wmu. */
+int redund_write_err(struct rset *rs, int err);
+/* Every stripe's parity encoded afresh from the K data pieces (after an
+ * open fenced another writer); nothing done with a data piece out.  Under
+ * wmu.  0, or the error of a piece that is not a loss. */
+int redund_resync(struct router *cl, struct rset *rs);
 /* Tells a named region's record of pieces out that it does not yet call
  * so (a write's last step, before it is acknowledged).  Under wmu. */
 int redund_record_out(struct router *cl, struct rset *rs);

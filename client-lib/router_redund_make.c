@@ -352,7 +352,19 @@ void redund_named(struct rset *rs, const char *name, const struct redund_record_
 int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem_region *out)
 {
 	size_t idx;
-	int err = rset_enter(cl, rs, &idx);
+	int err;
+
+	/* Opening fenced a writer (redund_open): a stripe it left
+	 * half-written gets parity that matches its data again before the
+	 * new writer's first delta.  Best effort: a failure leaves what a
+	 * writer's crash leaves (docs/architecture.md, "Writer rule"). */
+	if (rs->resync) {
+		pthread_mutex_lock(&rs->wmu);
+		(void)redund_resync(cl, rs);
+		rs->resync = false;
+		pthread_mutex_unlock(&rs->wmu);
+	}
+	err = rset_enter(cl, rs, &idx);
 
 	if (err) {
 		pieces_free(cl, rs, rs->n);
@@ -408,8 +420,17 @@ int redund_open(struct router *cl, const char *name, const struct cluster_layout
 			rc = redund_piece_slot(cl, &lay->pieces[i], &rs->slot[i]);
 		if (!rc)
 			rc = members_client(cl, rs->slot[i], &c);
-		if (!rc)
+		/* A writer opens each piece as its one writer: whoever wrote
+		 * before (a writer stopped past its key) is fenced there. */
+		if (!rc && (access & RMEM_WRITE)) {
+			bool fenced;
+
+			rc = members_err(cl, rs->slot[i],
+					 single_open_excl(c, pname, access, &rs->piece[i], &fenced));
+			rs->resync |= fenced;
+		} else if (!rc) {
 			rc = members_err(cl, rs->slot[i], single_open(c, pname, access, &rs->piece[i]));
+		}
 		if (rc == 0) {
 			members_tag(&rs->piece[i], rs->slot[i]);
 			rs->state[i] = PIECE_IN;

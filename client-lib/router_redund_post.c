@@ -210,10 +210,12 @@ static int write_plan(struct router *cl, struct rset *rs, struct rpost *rp)
 	 * sees this client's writes in one order on every piece: a later
 	 * write's old bytes and old parity are this one's new ones. */
 	pthread_mutex_lock(&rs->wmu);
-	/* Freed meanwhile by another thread: nothing is posted. */
-	if (redund_dead(cl, rs)) {
+	/* Freed meanwhile by another thread: nothing is posted; nor by a
+	 * writer whose right is lost. */
+	err = redund_dead(cl, rs) ? -EINVAL : redund_may_write(cl, rs);
+	if (err) {
 		pthread_mutex_unlock(&rs->wmu);
-		return -EINVAL;
+		return err;
 	}
 	__atomic_store_n(&rp->wlocked, rs, __ATOMIC_RELEASE);
 	return 0;
@@ -363,6 +365,13 @@ static int read_finish(struct router *cl, struct rpost *rp)
 	return err;
 }
 
+/* A part's status that says the piece fenced this handle (its handle
+ * revoked: another writer opened the name), not that the piece is lost. */
+static bool fence_sign(int st)
+{
+	return st == -ENOENT || st == -ECANCELED || st == -EACCES;
+}
+
 /* A posted write's end: its bytes are on K pieces, or -EHOSTDOWN; the
  * pieces that missed it are in the record before it is acknowledged (as
  * a synchronous write's). */
@@ -377,6 +386,13 @@ static int write_finish(struct router *cl, struct rpost *rp)
 	if (err)
 		return err;
 	pthread_mutex_lock(&rs->wmu);
+	for (unsigned x = 0; x < rp->nparts && !err; x++)
+		if (fence_sign(rp->part[x].st))
+			err = rp->part[x].st;
+	if (err && (err = redund_write_err(rs, err)) == -EACCES) {
+		pthread_mutex_unlock(&rs->wmu);
+		return err; /* fenced: nothing of the record is ours to say */
+	}
 	err = redund_pieces_in(cl, rs) < rs->code.k ? -EHOSTDOWN : 0;
 	rc = redund_record_out(cl, rs);
 	pthread_mutex_unlock(&rs->wmu);
@@ -396,8 +412,11 @@ int rpost_end(struct router *cl, struct rpost *rp, unsigned p, int status,
 			struct rset *rs;
 
 			/* (While the poster holds wmu no swap can come between:
-			 * a part refused before it took its piece is out too.) */
-			if (!redund_rset_of(cl, &rp->r, &rs)) {
+			 * a part refused before it took its piece is out too.)
+			 * But a piece that refused a named region's writer as
+			 * fenced is in: the new writer's (write_finish). */
+			if (!redund_rset_of(cl, &rp->r, &rs) &&
+			    !(fence_sign(status) && rs->rec && rs->release)) {
 				if (__atomic_load_n(&rp->wlocked, __ATOMIC_ACQUIRE))
 					redund_piece_out(cl, rs, rp->part[p].j);
 				else

@@ -310,8 +310,12 @@ int redund_repair_locked(struct router *cl, struct rset *rs)
 	struct cluster_layout lay;
 	unsigned char *buf = malloc(REDUND_SEG);
 	bool dropped = false;
-	/* Freed while the caller waited for wmu: nothing is placed. */
-	int err = redund_dead(cl, rs) ? -EINVAL : buf ? 0 : -ENOMEM;
+	/* Freed while the caller waited for wmu: nothing is placed; nor
+	 * by a writer whose right is lost, nor swapped into the record. */
+	int err = redund_dead(cl, rs) ? -EINVAL : redund_may_write(cl, rs);
+
+	if (!err && !buf)
+		err = -ENOMEM;
 
 	for (unsigned i = 0; i < rs->n && !err; i++) {
 		bool out;

@@ -11,6 +11,7 @@
 #ifndef RMEM_SINGLE_H
 #define RMEM_SINGLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <poll.h>
@@ -87,6 +88,13 @@ int single_create(rmem_client *c, const char *name, uint64_t size, uint32_t flag
  * rmemd older than the mark. */
 int single_create_piece(rmem_client *c, const char *name, uint64_t size, struct rmem_region *out);
 int single_open(rmem_client *c, const char *name, uint32_t access, struct rmem_region *out);
+/* single_open for writing as the name's one writer (PROTO_ACCESS_EXCL, the
+ * router's redundant pieces): every other handle of the name that may write
+ * is revoked on the server first.  *fenced: whether any was.  A daemon
+ * from before the flag (-EINVAL) is asked again without it: *fenced false,
+ * nothing fenced (docs/architecture.md, "Writer rule"). */
+int single_open_excl(rmem_client *c, const char *name, uint32_t access, struct rmem_region *out,
+		     bool *fenced);
 int single_unlink(rmem_client *c, const char *name);
 int single_unlink2(rmem_client *c, const char *name, uint32_t flags);
 int single_unlink_ns(rmem_client *c, const char *tenant, const char *name, uint32_t flags);

@@ -14,6 +14,8 @@
  *      Resume after a daemon restart (additive, docs/protocol.md 7.13): the
  *      HELLO feature bit PROTO_HELLO_F_RESUMABLE asks for a resume token
  *      (the reply is then PROTO_HELLO_REP_RESUME_LEN bytes); RESUME and REKEY.
+ *      OPEN's PROTO_ACCESS_EXCL (additive, after 1.4.0): the one writer fences
+ *      the others; an older daemon answers it -EINVAL.
  *
  * Frame = header (PROTO_HDR_LEN bytes) + payload (hdr.length bytes).
  * All integers little-endian, fixed width.
@@ -490,7 +492,8 @@ static inline uint64_t proto_get_u64(const uint8_t *p)
  * that is not 0 is -EBADMSG.  What a name may contain, and what access and
  * flags mean, is the daemon's to judge (-EINVAL).
  * CREATE and OPEN are answered like ALLOC (struct proto_region), with
- * flags = the access the handle grants; UNLINK with a status alone.
+ * flags = the access the handle grants (and, to an OPEN with
+ * PROTO_ACCESS_EXCL, PROTO_ACCESS_FENCED); UNLINK with a status alone.
  *
  * UNLINK with PROTO_UNLINK_NS (admin only, since 1.2): the name field is
  * "TENANT:NAME", the namespace of tenant TENANT ("" before the ':' for the
@@ -505,6 +508,15 @@ static inline uint64_t proto_get_u64(const uint8_t *p)
 #define PROTO_NAME_REQ_FIXED 16
 #define PROTO_ACCESS_READ    0x1u  /* RDMA READ, served READ */
 #define PROTO_ACCESS_WRITE   0x2u  /* RDMA WRITE and atomics, served WRITE, CAS, FAA */
+/* OPEN only, with WRITE (additive, after 1.4.0): the name's one writer takes it.  Every
+ * other handle of the name that has WRITE is revoked first, as
+ * PROTO_UNLINK_REVOKE revokes (keys first, data of a WRITE in flight
+ * dropped), so that a writer that lost its right without knowing (stopped
+ * past its claim) cannot land another byte.  The handle itself is granted
+ * READ and WRITE bits only; the reply's flags carry PROTO_ACCESS_FENCED
+ * besides when some handle was revoked. */
+#define PROTO_ACCESS_EXCL    0x4u
+#define PROTO_ACCESS_FENCED  0x8u  /* OPEN's reply: EXCL revoked another writer */
 #define PROTO_UNLINK_REVOKE  0x1u  /* also invalidate every open handle now */
 #define PROTO_UNLINK_NS      0x100u /* admin: the name is "TENANT:NAME" (above); a
                                     * high bit, apart from the flags rmem_unlink2

@@ -387,10 +387,12 @@ static void do_create_open(struct server *srv, const struct ctl_req *q, struct c
 	if (!decoded(proto_name_req_decode(q->payload, q->len, q->h->opcode, &req), rep))
 		return;
 	if (!create) {
-		rc = session_open(srv, q->s, req.name, req.name_len, req.flags, &r);
+		uint32_t granted = 0;
+
+		rc = session_open(srv, q->s, req.name, req.name_len, req.flags, &r, &granted);
 		if (rc < 0)
 			return reply_status(rep, rc);
-		return reply_region(srv, r, req.flags, rep);
+		return reply_region(srv, r, granted, rep);
 	}
 	rc = session_create(srv, q->s, req.name, req.name_len, req.size, req.flags, &r);
 	if (wait_for_quarantine(srv, q, req.size, rc, rep))

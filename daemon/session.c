@@ -337,8 +337,8 @@ void session_unhold(struct server *srv, struct range_hold *h)
 static void hold_take(struct server *srv, struct range_hold *h, const struct region *r)
 {
 	session_unhold(srv, h); /* never linked twice, whatever the caller does */
-	*h = (struct range_hold){ .pool = r->pool, .offset = r->offset, .length = r->length,
-				  .active = true, .next = srv->holds };
+	*h = (struct range_hold){ .region = r->id, .pool = r->pool, .offset = r->offset,
+				  .length = r->length, .active = true, .next = srv->holds };
 	if (srv->holds)
 		srv->holds->prev = h;
 	srv->holds = h;
@@ -744,47 +744,97 @@ int session_create(struct server *srv, struct session *s, const char *name, size
 	return 0;
 }
 
-int session_open(struct server *srv, struct session *s, const char *name, size_t name_len,
-		 uint32_t access, const struct region **out)
+/* A WRITE whose data is still arriving through region id stops landing it
+ * (conn.c's write_check: -ECANCELED), though the range stays: another
+ * handle of the object may still use it. */
+static void holds_end(struct server *srv, uint64_t id)
 {
-	struct name_obj *o;
+	for (struct range_hold *h = srv->holds; h; h = h->next)
+		if (h->region == id)
+			h->ended = true;
+}
 
-	if (!srv->names || names_valid(name, name_len) < 0 || names_access_valid(access) < 0)
-		return -EINVAL;
-	o = names_lookup(srv->names, s->tenant, name, name_len);
-	if (!o)
-		return -ENOENT;
-	return open_handle(srv, s, o, access, out);
+static bool revoked(const struct name_handle *h, bool writers_only)
+{
+	return !writers_only || (h->access & PROTO_ACCESS_WRITE);
 }
 
 /*
- * Every handle of o, whoever holds it: first every key dies (through each
- * holder's own queue pair), so that all of them stop at once, then the
- * entries leave the table (TCP answers -ENOENT from here on).
+ * Every handle of o (writers_only: every one that may write), whoever holds
+ * it: first every key dies (through each holder's own queue pair), so that
+ * all of them stop at once, then the entries leave the table (TCP answers
+ * -ENOENT from here on) and a WRITE still arriving through one drops the
+ * rest of its data.  How many went.
  */
-static void revoke(struct server *srv, struct name_obj *o)
+static unsigned revoke_handles(struct server *srv, struct name_obj *o, bool writers_only)
 {
-	struct name_handle *h;
+	struct name_handle *h, *next;
+	unsigned n = 0;
 
 	for (h = names_handle_first(o); h; h = names_handle_next(h)) {
 		struct session *holder = h->holder;
 
-		if (holder->nic &&
+		if (revoked(h, writers_only) && holder->nic &&
 		    srv->keys->key_drop(holder->nic, names_handle_region(h)) == KEY_UNCONFIRMED)
 			o->unconfirmed_ns = (uint64_t)clock_mono_ns();
 	}
-	while ((h = names_handle_first(o))) {
+	for (h = names_handle_first(o); h; h = next) {
 		struct session *holder = h->holder;
-		struct region *r = region_find(srv->regions, names_handle_region(h));
+		uint64_t id = names_handle_region(h);
+		struct region *r = region_find(srv->regions, id);
 
-		slots_del(srv->slots, STATE_HANDLE, names_handle_region(h));
+		next = names_handle_next(h);
+		if (!revoked(h, writers_only))
+			continue;
+		holds_end(srv, id);
+		slots_del(srv->slots, STATE_HANDLE, id);
 		tenant_slots_give(srv, holder->tenant, 1);
 		names_handle_remove(srv->names, h);
 		holder->nhandles--;
 		if (r)
 			remove_entry(srv, holder, r);
+		n++;
 	}
+	return n;
+}
+
+static void revoke(struct server *srv, struct name_obj *o)
+{
+	revoke_handles(srv, o, false);
 	log_info("named region %llu revoked", (unsigned long long)o->id);
+}
+
+/*
+ * With PROTO_ACCESS_EXCL the new handle is the object's one writer: every
+ * other handle that may write is revoked before it is made (proto.h).  Each
+ * revoked handle's slot goes on its own, with no PENDING slot around them:
+ * a crash half-way restores some of them, and the opener, which had no
+ * answer, opens again and fences them then.
+ */
+int session_open(struct server *srv, struct session *s, const char *name, size_t name_len,
+		 uint32_t access, const struct region **out, uint32_t *granted)
+{
+	bool excl = access & PROTO_ACCESS_EXCL;
+	struct name_obj *o;
+	unsigned fenced = 0;
+	int rc;
+
+	access &= ~PROTO_ACCESS_EXCL;
+	if (!srv->names || names_valid(name, name_len) < 0 || names_access_valid(access) < 0 ||
+	    (excl && !(access & PROTO_ACCESS_WRITE)))
+		return -EINVAL;
+	o = names_lookup(srv->names, s->tenant, name, name_len);
+	if (!o)
+		return -ENOENT;
+	if (s->nhandles >= srv->cfg.max_handles)
+		return -EMFILE; /* before anyone is fenced for nothing */
+	if (excl && (fenced = revoke_handles(srv, o, true)))
+		log_info("named region %llu: %u writer handle(s) fenced by an exclusive open",
+			 (unsigned long long)o->id, fenced);
+	rc = open_handle(srv, s, o, access, out);
+	if (rc == 0)
+		*granted = access | (fenced ? PROTO_ACCESS_FENCED : 0);
+	return rc;
 }
 
 /*

@@ -100,10 +100,12 @@ int session_io(struct server *srv, struct session *s, uint64_t id, uint32_t key,
  * back as it would have (after the quarantine if a NIC key over it died
  * unconfirmed).  ended tells the holder that its region is gone: a WRITE
  * stops writing and fails with -ECANCELED; a READ reply goes on from the
- * held bytes, which nobody else can write.  The owner embeds the struct
+ * held bytes, which nobody else can write.  A handle revoked while its
+ * object lives on (an exclusive open fenced it) ends its holds too.  The owner embeds the struct
  * (zeroed = not held) and must release it before it goes.
  */
 struct range_hold {
+	uint64_t region;          /* the region it was taken through */
 	uint32_t pool;
 	uint64_t offset, length;  /* the region's whole range */
 	bool active;              /* in srv->holds */
@@ -130,13 +132,16 @@ void session_unhold(struct server *srv, struct range_hold *h);
  * session's end release that handle only.  unlink: the name goes at once;
  * the range goes back when the last handle is released, or now with
  * PROTO_UNLINK_REVOKE, which releases every handle, whoever holds it (keys
- * first).  Errors: -EINVAL (a bad name, size, flags or access), -EEXIST,
+ * first).  open with PROTO_ACCESS_EXCL (and WRITE) revokes every other
+ * handle that may write first (proto.h); *granted is the reply's flags:
+ * access, with PROTO_ACCESS_FENCED when it revoked any.
+ * Errors: -EINVAL (a bad name, size, flags or access), -EEXIST,
  * -ENOENT, and session_alloc's.
  */
 int session_create(struct server *srv, struct session *s, const char *name, size_t name_len,
 		   uint64_t size, uint32_t flags, const struct region **out);
 int session_open(struct server *srv, struct session *s, const char *name, size_t name_len,
-		 uint32_t access, const struct region **out);
+		 uint32_t access, const struct region **out, uint32_t *granted);
 int session_unlink(struct server *srv, struct session *s, const char *name, size_t name_len,
 		   uint32_t flags);
 /* The same in namespace ns (NULL: anonymous), for whoever may name it. */

@@ -15,6 +15,9 @@
 #     under it, its lease still renewed: no clock of its own can tell) is
 #     fenced by the servers: writer D opens for writing and so revokes C's
 #     handles on every piece; C's next write is -EACCES and lands nowhere.
+#     A stripe that C left half-written (its parity piece changed alone)
+#     gets its parity encoded afresh by D's open: after a data piece's
+#     server is killed, D's bytes rebuild exactly.
 #
 #   RMEM_BUILD=build-san tests/run-tests tests/func/test_hostile_writer.sh
 # run-tests-timeout: 200
@@ -42,6 +45,14 @@ piece_server() {
 	etcdctl_ get "/rmem/$NAME/names/@anonymous/$1" --print-value-only | python3 -c '
 import json, sys
 print(json.load(sys.stdin)["pieces"][int(sys.argv[1])]["server"][1:])' "$2"
+}
+# piece_of NAME I: piece I of name NAME: its name on its server, and the
+# server's index.
+piece_of() {
+	etcdctl_ get "/rmem/$NAME/names/@anonymous/$1" --print-value-only | python3 -c '
+import json, sys
+p = json.load(sys.stdin)["pieces"][int(sys.argv[2])]
+print("%s~%d.%s %s" % (sys.argv[1], p["made"], sys.argv[2], p["server"][1:]))' "$1" "$2"
 }
 # key_gone KEY: 0 once KEY is absent from etcd (waited for up to 15 s).
 key_gone() {
@@ -106,9 +117,25 @@ said="$said, $(ask c "write c")"
 [ "$said" = "create 0, write 0" ]
 ok $? "2: writer C creates v and writes it ($said)"
 etcdctl_ del "$WKEY/v" > /dev/null
+# A stripe half-written by the writer about to be fenced: its parity
+# piece took bytes its data pieces never did (written straight on its
+# server, as C's write would have been cut between pieces).
+read -r pname pserver <<< "$(piece_of v 2)"
+client_start p "127.0.0.1:${ports[$pserver]}"
+said="$(ask p "open $pname"), $(ask p "write Z")"
+[ "$said" = "open 0, write 0" ]
+ok $? "2: v's key deleted under C; v's stripe 0 half-written: its parity piece $pname on s$pserver changed alone ($said)"
+fences() { cat "$tmp"/r[012].log | grep -c "fenced by an exclusive open"; }
+n0=$(fences)
 said="$(ask d "open v"), $(ask d "write D")"
 [ "$said" = "open 0, write 0" ]
-ok $? "2: v's writer key deleted under C; D opens v for writing and writes ($said)"
+ok $? "2: D opens v for writing and writes ($said)"
+n=$(($(fences) - n0))
+[ "$n" = 3 ]
+ok $? "2: D's open fenced the other writers' handles on all 3 pieces' servers ($n log lines)"
+said=$(ask p "write Y")
+[ "$said" = "write -2" ]
+ok $? "2: the handle written straight on the parity piece is revoked too ($said)"
 said=$(ask c "write C")
 [ "$said" = "write -13" ]
 ok $? "2: C's next write is refused by the servers: -EACCES (got: $said)"
@@ -123,12 +150,12 @@ dead=$(piece_server v 0)
 cluster_keeper "$tmp" "$dead" kill
 said=$(ask e read 30)
 [ "$said" = "read 0 D" ]
-ok $? "2: with s$dead (data piece 0) killed, D's bytes rebuild from the others ($said)"
+ok $? "2: with s$dead (data piece 0) killed, D's bytes rebuild from piece 1 and the parity, which D's open encoded afresh ($said)"
 
 for i in 0 1 2; do
 	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
 done
-for c in a b o r c d e; do
+for c in a b o r c d e p; do
 	[ -s "$tmp/c$c.err" ] && diag < "$tmp/c$c.err"
 done
 tap_done
