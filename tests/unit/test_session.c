@@ -615,6 +615,64 @@ static void test_revoke(struct server *srv)
 	session_destroy(srv, b);
 }
 
+/* OPEN with PROTO_ACCESS_EXCL: every other handle that may write is
+ * revoked (keys first, a WRITE in flight through one ended), readers keep
+ * theirs, the object and its bytes stay; the reply says FENCED. */
+static void test_fence(struct server *srv)
+{
+	struct session *a = attached(srv), *b = attached(srv), *c = attached(srv);
+	struct session *d = attached(srv);
+	struct proto_region ra, rb, rc_, rd, re, tmp;
+	struct range_hold h = { 0 };
+	uint64_t used0 = srv->used_bytes;
+	uint8_t *w = NULL;
+	int rc;
+
+	stub_reset();
+	rc = ctl_name(srv, a, PROTO_OP_CREATE, "f", 4096, 0, &ra);
+	rc = rc ? rc : ctl_name(srv, b, PROTO_OP_OPEN, "f", 0, PROTO_ACCESS_READ, &rb);
+	rc = rc ? rc : ctl_name(srv, c, PROTO_OP_OPEN, "f", 0, PROTO_ACCESS_WRITE, &rc_);
+	rc = rc ? rc : session_io(srv, a, ra.id, ra.rkey, PROTO_ACCESS_WRITE, 0, 8, &w, &h);
+	if (rc == 0)
+		memcpy(w, "pattern", 8);
+	ok(rc == 0, "a creator (a WRITE in flight), a reader and a writer of f (%d)", rc);
+	ok(ctl_name(srv, d, PROTO_OP_OPEN, "f", 0, PROTO_ACCESS_EXCL | PROTO_ACCESS_READ, &tmp) ==
+		   -EINVAL,
+	   "EXCL without WRITE: -EINVAL, nobody fenced");
+	stub.ncalls = 0;
+	rc = ctl_name(srv, d, PROTO_OP_OPEN, "f", 0, RW | PROTO_ACCESS_EXCL, &rd);
+	ok(rc == 0 && rd.flags == (RW | PROTO_ACCESS_FENCED) && count(DROP) == 2 &&
+	   count(NEW) == 1 && stub.access[stub.ncalls - 1] == RW,
+	   "OPEN EXCL: the two writers' keys dropped, a READ|WRITE one made, FENCED said "
+	   "(%d, flags %#x, %d drops)", rc, rd.flags, count(DROP));
+	ok(h.ended, "the creator's WRITE in flight is ended (its data will be dropped)");
+	session_unhold(srv, &h);
+	ok(io(srv, a, &ra, PROTO_ACCESS_WRITE, &w) == -ENOENT &&
+	   io(srv, c, &rc_, PROTO_ACCESS_WRITE, &w) == -ENOENT &&
+	   a->nhandles == 0 && c->nhandles == 0,
+	   "the fenced writers' next requests: -ENOENT; their handles are gone");
+	ok(io(srv, b, &rb, PROTO_ACCESS_READ, &w) == 0 && !memcmp(w, "pattern", 8) &&
+	   io(srv, d, &rd, PROTO_ACCESS_WRITE, &w) == 0 && srv->used_bytes == used0 + 4096 &&
+	   names_count(srv->names) == 1,
+	   "the reader keeps its handle, the new writer writes, the object stays");
+	rc = ctl_name(srv, b, PROTO_OP_OPEN, "f", 0, RW | PROTO_ACCESS_EXCL, &re);
+	ok(rc == 0 && re.flags == (RW | PROTO_ACCESS_FENCED) &&
+	   io(srv, d, &rd, PROTO_ACCESS_READ, &w) == -ENOENT &&
+	   io(srv, b, &rb, PROTO_ACCESS_READ, &w) == 0,
+	   "another EXCL open fences that writer, not its own session's reader (%d)", rc);
+	ok(ctl_free(srv, b, &re) == 0 &&
+	   ctl_name(srv, c, PROTO_OP_OPEN, "f", 0, RW | PROTO_ACCESS_EXCL, &re) == 0 &&
+	   re.flags == RW, "with no other writer: nothing fenced, no FENCED (flags %#x)",
+	   re.flags);
+	ok(ctl_name(srv, c, PROTO_OP_UNLINK, "f", 0, 0, NULL) == 0, "f unlinked");
+	session_destroy(srv, a);
+	session_destroy(srv, b);
+	session_destroy(srv, c);
+	session_destroy(srv, d);
+	ok(srv->used_bytes == used0 && names_count(srv->names) == 0 &&
+	   region_count(srv->regions) == 0, "nothing left");
+}
+
 /* limits.max_handles: per session, -EMFILE past it for OPEN and CREATE
  * (before any range is taken), room again after a FREE; another session
  * has its own. */
@@ -874,6 +932,7 @@ int main(void)
 	test_rights(srv);
 	test_named(srv);
 	test_revoke(srv);
+	test_fence(srv);
 	test_named_key_failure(srv);
 	test_named_quarantine(srv);
 	test_named_quota(srv);
