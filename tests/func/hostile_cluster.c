@@ -14,6 +14,8 @@
  *   openr NAME          rmem_open read only; becomes the current one      "openr RC"
  *   unlink NAME         rmem_unlink                                       "unlink RC"
  *   write CH            4 KiB of byte CH at 0 of the current handle       "write RC"
+ *   pwrite CH LEN       LEN bytes (at most 64 KiB) of byte CH at 0, posted, then
+ *                       polled for (up to 20 s)                           "pwrite RC"
  *   read                4 KiB at 0 of the current handle: "read RC CH" (CH the first
  *                       byte read, '-' when the read failed)
  *   loop MS             reads of the current handle for MS ms, 2 ms apart:
@@ -88,6 +90,30 @@ static void stats(const char *endpoint)
 	printf("stats %d regions %" PRIu64 "\n", rc, st.regions);
 }
 
+/* A posted write's status (its completion's), or the post's error. */
+static int post_write(rmem_client *c, const struct rmem_region *r, char ch,
+		      unsigned long long len)
+{
+	static unsigned char big[65536];
+	struct rmem_completion done;
+	int64_t end = now_ms() + 20000;
+	int rc;
+
+	if (len > sizeof big)
+		return -EINVAL;
+	memset(big, ch, (size_t)len);
+	rc = rmem_post_write(c, r, 0, big, (size_t)len, 7);
+	while (rc == 0 && now_ms() < end) {
+		int n = rmem_poll(c, &done, 1, 100);
+
+		if (n < 0)
+			return n;
+		if (n == 1)
+			return done.status;
+	}
+	return rc ? rc : -ETIMEDOUT;
+}
+
 int main(int argc, char **argv)
 {
 	static unsigned char buf[4096];
@@ -122,6 +148,8 @@ int main(int argc, char **argv)
 		else if (n >= 2 && !strcmp(cmd, "write")) {
 			memset(buf, arg[0], sizeof buf);
 			printf("write %d\n", rmem_write(c, &r, 0, buf, sizeof buf));
+		} else if (n >= 3 && !strcmp(cmd, "pwrite")) {
+			printf("pwrite %d\n", post_write(c, &r, arg[0], size));
 		} else if (n >= 1 && !strcmp(cmd, "read")) {
 			rc = rmem_read(c, &r, 0, buf, sizeof buf);
 			printf("read %d %c\n", rc, rc == 0 && buf[0] > 0x20 && buf[0] < 0x7f ?

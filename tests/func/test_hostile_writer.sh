@@ -18,6 +18,8 @@
 #     A stripe that C left half-written (its parity piece changed alone)
 #     gets its parity encoded afresh by D's open: after a data piece's
 #     server is killed, D's bytes rebuild exactly.
+#  3. the same fence met by a posted write of whole stripes: -EACCES, and
+#     the fenced writer marks no piece out in the record.
 #
 #   RMEM_BUILD=build-san tests/run-tests tests/func/test_hostile_writer.sh
 # run-tests-timeout: 200
@@ -85,6 +87,9 @@ kill -CONT "$(cat "$tmp/pids/ca")"
 said=$(ask a "write A")
 [ "$said" = "write -13" ]
 ok $? "1: A, resumed, is refused its next write: -EACCES (got: $said)"
+said=$(ask a read)
+[ "$said" = "read -2 -" ]
+ok $? "1: A's handles on the pieces were revoked by B's open: its read is -ENOENT ($said)"
 client_start o "$URL"
 said="$(ask o "openr w"), $(ask o read)"
 [ "$said" = "openr 0, read 0 B" ]
@@ -152,10 +157,39 @@ said=$(ask e read 30)
 [ "$said" = "read 0 D" ]
 ok $? "2: with s$dead (data piece 0) killed, D's bytes rebuild from piece 1 and the parity, which D's open encoded afresh ($said)"
 
+# ---- 3. the same through a posted write of whole stripes -------------------------
+cluster_keeper "$tmp" "$dead" start && cluster_registered "$NAME" "$dead" 150 ||
+	diag <<< "s$dead did not come back"
+client_start f "$URL"
+client_start g "$URL"
+for _ in $(seq 50); do
+	said=$(ask f "create u 65536")
+	[ "$said" != "create -28" ] && [ "$said" != "create -112" ] && break
+	sleep 0.1
+done
+said="$said, $(ask f "pwrite f 8192")"
+[ "$said" = "create 0, pwrite 0" ]
+ok $? "3: writer F creates u and writes a whole stripe, posted ($said)"
+etcdctl_ del "$WKEY/u" > /dev/null
+said="$(ask g "open u"), $(ask g "write G")"
+[ "$said" = "open 0, write 0" ]
+ok $? "3: u's key deleted under F; G opens u for writing and writes ($said)"
+said=$(ask f "pwrite F 8192")
+[ "$said" = "pwrite -13" ]
+ok $? "3: F's posted whole-stripe write is refused by the servers: -EACCES (got: $said)"
+states=$(etcdctl_ get "/rmem/$NAME/names/@anonymous/u" --print-value-only | python3 -c '
+import json, sys
+print(" ".join(p["state"] for p in json.load(sys.stdin)["pieces"]))')
+[ "$states" = "healthy healthy healthy" ]
+ok $? "3: the fenced writer marked no piece out in the record ($states)"
+said="$(ask g read)"
+[ "$said" = "read 0 G" ]
+ok $? "3: G's bytes stay ($said)"
+
 for i in 0 1 2; do
 	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
 done
-for c in a b o r c d e p; do
+for c in a b o r c d e p f g; do
 	[ -s "$tmp/c$c.err" ] && diag < "$tmp/c$c.err"
 done
 tap_done
