@@ -270,11 +270,13 @@ struct cluster_piece;
  * down: the redundant modules never call up).  mark: pieces (bits of mask)
  * are out.  read: the record as it is now.  swap: piece i of the record,
  * still *old, becomes *new (healthy), layout_gen past new->made; -ESTALE
- * when piece i is no longer *old (someone else repaired it). */
+ * when piece i is no longer *old (someone else repaired it).  mark and
+ * swap change the record only while hold (the handle's writer key hold,
+ * its release_arg; NULL: none) is still the key it made: -EACCES else. */
 struct redund_record_ops {
-	int (*mark)(struct router *cl, const char *name, uint32_t mask);
+	int (*mark)(struct router *cl, const char *name, void *hold, uint32_t mask);
 	int (*read)(struct router *cl, const char *name, struct cluster_layout *lay);
-	int (*swap)(struct router *cl, const char *name, unsigned i,
+	int (*swap)(struct router *cl, const char *name, void *hold, unsigned i,
 		    const struct cluster_piece *old, const struct cluster_piece *new);
 	/* A repair of name begins (on) or ends: said in etcd for rmemctl,
 	 * under the lease of the writer key hold (the handle's release_arg),

@@ -247,19 +247,56 @@ static void keeper_stop(struct claim_keeper *k)
 	pthread_mutex_destroy(&k->mu);
 }
 
+/* A redundant region's writer key, held (writer_take below): the key, the
+ * revision that created it (its create_revision while it is ours), the
+ * lease it is under and the keeper that renews it. */
+struct writer_hold {
+	struct claim_keeper keeper;
+	int64_t lease, rev;
+	char key[KEY_MAX];
+	size_t key_len;
+};
+
+/* Whether g's key is still the one it made (a txn guarded by it failed:
+ * because of it, or of the record). */
+static bool writer_key_ours(struct router *cl, const struct writer_hold *g)
+{
+	struct etcd_range r = { 0 };
+	bool ours;
+
+	pthread_mutex_lock(&cl->names_mu);
+	ours = etcd_range(cl->names_etcd, g->key, g->key_len, false, &r) != 0 ||
+	       (r.nkvs == 1 && r.kvs[0].create_revision == g->rev);
+	pthread_mutex_unlock(&cl->names_mu);
+	etcd_range_free(&r);
+	return ours; /* etcd out of reach: the record's compare decides */
+}
+
 /* Step 3: the record over the claim made at rev: 0, -EEXIST (another
  * creator holds the name now), -ECANCELED (the claim is gone), or etcd's
- * error. */
+ * error.  With g (a writer's change of a redundant record), only while g's
+ * writer key is still its own: else -EACCES, whatever the writer's clock
+ * said (docs/architecture.md, "Invariant: a writer that lost its key
+ * writes nothing more"). */
 static int write_value(struct router *cl, const char *key, size_t len, char *value,
-		       int64_t rev)
+		       int64_t rev, const struct writer_hold *g)
 {
 	struct etcd_kv now;
 	bool put = false;
 	int err;
 
 	pthread_mutex_lock(&cl->names_mu);
-	err = etcd_put_if(cl->names_etcd, key, len, value, strlen(value), 0, rev, &put, &now);
+	if (g)
+		err = etcd_put_if_guarded(cl->names_etcd, key, len, value, strlen(value), 0, rev,
+					  g->key, g->key_len, g->rev, &put, &now);
+	else
+		err = etcd_put_if(cl->names_etcd, key, len, value, strlen(value), 0, rev, &put,
+				  &now);
 	pthread_mutex_unlock(&cl->names_mu);
+	if (!err && !put && g && !writer_key_ours(cl, g)) {
+		etcd_kv_free(&now);
+		return -EACCES;
+	}
 	/* A txn applied by a member whose answer was lost, then tried again on
 	 * the next: the key is our own record (no other creator's can match:
 	 * it names our server and region). */
@@ -279,7 +316,7 @@ static int write_record(struct router *cl, const char *key, size_t len,
 	int err = cluster_name_encode(rec, &value);
 
 	if (!err)
-		err = write_value(cl, key, len, value, rev);
+		err = write_value(cl, key, len, value, rev, NULL);
 	free(value);
 	return err;
 }
@@ -288,7 +325,7 @@ static int write_record(struct router *cl, const char *key, size_t len,
  * wrote without them: stale in the record, layout_gen + 1, by a txn over
  * the record as read (tried again when it changed meanwhile).  0, -ENOENT
  * (no longer a redundant record), or etcd's error. */
-static int names_mark_out(struct router *cl, const char *name, uint32_t mask)
+static int names_mark_out(struct router *cl, const char *name, void *hold, uint32_t mask)
 {
 	char key[KEY_MAX];
 	size_t len;
@@ -316,7 +353,7 @@ static int names_mark_out(struct router *cl, const char *name, uint32_t mask)
 		lay.layout_gen++;
 		err = cluster_layout_encode(&lay, &value);
 		if (!err)
-			err = write_value(cl, key, len, value, mod);
+			err = write_value(cl, key, len, value, mod, hold);
 		free(value);
 		if (err == -EEXIST)
 			err = 0; /* rewritten since we read it: read again */
@@ -352,7 +389,7 @@ static bool same_piece(const struct cluster_piece *a, const struct cluster_piece
  * healthy, by a txn over the record as read (read again when it changed
  * meanwhile: a writer marking other pieces out is no conflict).  0,
  * -ESTALE (piece i is no longer *old), -ENOENT, or etcd's error. */
-static int names_swap(struct router *cl, const char *name, unsigned i,
+static int names_swap(struct router *cl, const char *name, void *hold, unsigned i,
 		      const struct cluster_piece *old, const struct cluster_piece *new)
 {
 	char key[KEY_MAX];
@@ -378,7 +415,7 @@ static int names_swap(struct router *cl, const char *name, unsigned i,
 		lay.layout_gen = (lay.layout_gen > new->made ? lay.layout_gen : new->made) + 1;
 		err = cluster_layout_encode(&lay, &value);
 		if (!err)
-			err = write_value(cl, key, len, value, mod);
+			err = write_value(cl, key, len, value, mod, hold);
 		free(value);
 		if (err != -EEXIST)
 			return err;
@@ -396,10 +433,6 @@ static int names_swap(struct router *cl, const char *name, unsigned i,
  * VM) has lost it without knowing: names_writer_held says so from its
  * own clock, and the servers fence it once another writer opens (the
  * pieces' PROTO_ACCESS_EXCL). */
-struct writer_hold {
-	struct claim_keeper keeper;
-	int64_t lease;
-};
 
 static void writer_release(struct router *cl, void *arg)
 {
@@ -427,6 +460,8 @@ static int writer_take(struct router *cl, const char *name, struct writer_hold *
 		return -ENAMETOOLONG;
 	if (!(h = calloc(1, sizeof(*h))))
 		return -ENOMEM;
+	memcpy(h->key, key, (size_t)k + 1);
+	h->key_len = (size_t)k;
 	pthread_mutex_lock(&cl->names_mu);
 	sent = clock_mono_ms();
 	rc = etcd_lease_grant(cl->names_etcd, cl->claim_ttl_s, &h->lease, &ttl);
@@ -445,6 +480,7 @@ static int writer_take(struct router *cl, const char *name, struct writer_hold *
 		free(h);
 		return rc;
 	}
+	h->rev = rev; /* the txn's revision: the key's create_revision */
 	keeper_start(&h->keeper, cl, h->lease, sent);
 	*out = h;
 	return 0;
@@ -518,7 +554,7 @@ static int create_redundant(struct router *cl, const char *name, const char *key
 	}
 	err = cluster_layout_encode(&lay, &value);
 	if (!err)
-		err = write_value(cl, key, len, value, rev);
+		err = write_value(cl, key, len, value, rev, NULL);
 	free(value);
 	if (err) {
 		redund_create_undo(cl, name, rs);

@@ -600,7 +600,7 @@ int redund_record_out(struct router *cl, struct rset *rs)
 	 * are the new writer's to judge. */
 	err = redund_may_write(cl, rs);
 	if (!err)
-		err = rs->rec->mark(cl, rs->name, mask);
+		err = rs->rec->mark(cl, rs->name, rs->release_arg, mask);
 	if (!err)
 		rs->recorded_out |= mask;
 	return err;

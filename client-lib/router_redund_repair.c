@@ -228,7 +228,7 @@ static int repair_one(struct router *cl, struct rset *rs, unsigned i,
 		err = members_err(cl, slot, fill(cl, rs, i, c, &np, buf));
 	if (!err && lay) {
 		piece_rec(cl, slot, &np, made, &newp);
-		err = rs->rec->swap(cl, rs->name, i, &lay->pieces[i], &newp);
+		err = rs->rec->swap(cl, rs->name, rs->release_arg, i, &lay->pieces[i], &newp);
 	}
 	if (err) {
 		/* Made but not in place: given back now (a repair that died

@@ -382,6 +382,22 @@ int etcd_put_if(struct etcd_client *c, const void *key, size_t key_len, const vo
 	return rc ? rc : decoded(c, &q, etcd_dec_create(q.reply, q.len, &h, put, existing));
 }
 
+int etcd_put_if_guarded(struct etcd_client *c, const void *key, size_t key_len,
+			const void *value, size_t value_len, int64_t lease, int64_t mod_revision,
+			const void *guard, size_t guard_len, int64_t guard_rev, bool *put,
+			struct etcd_kv *existing)
+{
+	struct req q = { .path = "/v3/kv/txn" };
+	struct etcd_header h;
+	int rc = post(c, &q, etcd_enc_put_if_guarded(key, key_len, value, value_len, lease,
+						     mod_revision, guard, guard_len, guard_rev,
+						     &q.body));
+
+	*put = false;
+	memset(existing, 0, sizeof *existing);
+	return rc ? rc : decoded(c, &q, etcd_dec_create(q.reply, q.len, &h, put, existing));
+}
+
 int etcd_range(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
 	       struct etcd_range *r)
 {

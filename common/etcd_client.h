@@ -95,6 +95,12 @@ int etcd_create_rev(struct etcd_client *c, const void *key, size_t key_len, cons
 int etcd_put_if(struct etcd_client *c, const void *key, size_t key_len, const void *value,
 		size_t value_len, int64_t lease, int64_t mod_revision, bool *put,
 		struct etcd_kv *existing);
+/* etcd_put_if, and only while guard's create_revision is still guard_rev
+ * (etcd_enc_put_if_guarded); *existing as etcd_put_if's. */
+int etcd_put_if_guarded(struct etcd_client *c, const void *key, size_t key_len,
+			const void *value, size_t value_len, int64_t lease, int64_t mod_revision,
+			const void *guard, size_t guard_len, int64_t guard_rev, bool *put,
+			struct etcd_kv *existing);
 int etcd_range(struct etcd_client *c, const void *key, size_t key_len, bool prefix,
 	       struct etcd_range *r);
 int etcd_delete(struct etcd_client *c, const void *key, size_t key_len, bool prefix,

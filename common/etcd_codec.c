@@ -176,31 +176,47 @@ int etcd_enc_delete(const void *key, size_t key_len, bool prefix, char **out)
 	return etcd_enc_range(key, key_len, prefix, out);
 }
 
-/* A txn: if key's target revision (CREATE or MOD) equals rev, put key =
- * value under lease; otherwise read the key. */
-static int enc_put_or_read(const void *key, size_t key_len, const void *value, size_t value_len,
-			   int64_t lease, const char *target, int64_t rev, char **out)
+/* One compare of a txn: key's target revision (CREATE or MOD) == rev. */
+static json_t *compare_rev(const void *key, size_t key_len, const char *target, int64_t rev)
 {
-	json_t *o, *cmp, *put, *get;
+	json_t *cmp = json_object();
+
+	if (set(cmp, "key", b64_string(key, key_len)) && set(cmp, "result", json_string("EQUAL")) &&
+	    set(cmp, "target", json_string(target)) &&
+	    set(cmp, !strcmp(target, "MOD") ? "mod_revision" : "create_revision", i64_string(rev)))
+		return cmp;
+	json_decref(cmp);
+	return NULL;
+}
+
+/* A txn: if key's target revision (CREATE or MOD) equals rev (and, with a
+ * guard, guard's create_revision equals guard_rev), put key = value under
+ * lease; otherwise read the key. */
+static int enc_put_or_read(const void *key, size_t key_len, const void *value, size_t value_len,
+			   int64_t lease, const char *target, int64_t rev, const void *guard,
+			   size_t guard_len, int64_t guard_rev, char **out)
+{
+	json_t *o, *cmp, *gcmp = NULL, *put, *get;
 	bool ok;
 
 	*out = NULL;
-	if (!key_ok(key, key_len) || !value_ok(value, value_len, lease) || rev < 0)
+	if (!key_ok(key, key_len) || !value_ok(value, value_len, lease) || rev < 0 ||
+	    (guard && (!key_ok(guard, guard_len) || guard_rev <= 0)))
 		return -EINVAL;
 	o = json_object();
-	cmp = json_object();
+	cmp = compare_rev(key, key_len, target, rev);
+	if (guard)
+		gcmp = compare_rev(guard, guard_len, "CREATE", guard_rev);
 	put = json_object();
 	get = json_object();
-	ok = set(cmp, "key", b64_string(key, key_len)) && set(cmp, "result", json_string("EQUAL")) &&
-	     set(cmp, "target", json_string(target)) &&
-	     set(cmp, !strcmp(target, "MOD") ? "mod_revision" : "create_revision",
-		 i64_string(rev)) &&
+	ok = cmp && (!guard || gcmp) &&
 	     set(put, "request_put", put_request(key, key_len, value, value_len, lease)) &&
 	     set(get, "request_range", key_selection(key, key_len, false));
 	/* json_pack would be shorter, but its failures cannot be told apart. */
-	ok = ok && set(o, "compare", json_pack("[O]", cmp)) &&
+	ok = ok && set(o, "compare", gcmp ? json_pack("[O,O]", cmp, gcmp) : json_pack("[O]", cmp)) &&
 	     set(o, "success", json_pack("[O]", put)) && set(o, "failure", json_pack("[O]", get));
 	json_decref(cmp);
+	json_decref(gcmp);
 	json_decref(put);
 	json_decref(get);
 	return finish(o, ok, out);
@@ -209,7 +225,7 @@ static int enc_put_or_read(const void *key, size_t key_len, const void *value, s
 int etcd_enc_create(const void *key, size_t key_len, const void *value, size_t value_len,
 		    int64_t lease, char **out)
 {
-	return enc_put_or_read(key, key_len, value, value_len, lease, "CREATE", 0, out);
+	return enc_put_or_read(key, key_len, value, value_len, lease, "CREATE", 0, NULL, 0, 0, out);
 }
 
 int etcd_enc_put_if(const void *key, size_t key_len, const void *value, size_t value_len,
@@ -218,7 +234,19 @@ int etcd_enc_put_if(const void *key, size_t key_len, const void *value, size_t v
 	*out = NULL;
 	if (mod_revision <= 0)
 		return -EINVAL;
-	return enc_put_or_read(key, key_len, value, value_len, lease, "MOD", mod_revision, out);
+	return enc_put_or_read(key, key_len, value, value_len, lease, "MOD", mod_revision, NULL, 0,
+			       0, out);
+}
+
+int etcd_enc_put_if_guarded(const void *key, size_t key_len, const void *value,
+			    size_t value_len, int64_t lease, int64_t mod_revision,
+			    const void *guard, size_t guard_len, int64_t guard_rev, char **out)
+{
+	*out = NULL;
+	if (mod_revision <= 0 || !guard)
+		return -EINVAL;
+	return enc_put_or_read(key, key_len, value, value_len, lease, "MOD", mod_revision, guard,
+			       guard_len, guard_rev, out);
 }
 
 int etcd_enc_watch_create(const void *key, size_t key_len, bool prefix, int64_t start_revision,

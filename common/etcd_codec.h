@@ -133,6 +133,13 @@ int etcd_dec_create(const char *text, size_t len, struct etcd_header *h, bool *c
  */
 int etcd_enc_put_if(const void *key, size_t key_len, const void *value, size_t value_len,
 		    int64_t lease, int64_t mod_revision, char **out);
+/* The same, and only while guard's create_revision is still guard_rev (>
+ * 0): a key the writer made then and holds since (a writer key: gone, or
+ * made again by another, it compares unequal), so that a writer that lost
+ * it cannot write key even if it does not know. */
+int etcd_enc_put_if_guarded(const void *key, size_t key_len, const void *value,
+			    size_t value_len, int64_t lease, int64_t mod_revision,
+			    const void *guard, size_t guard_len, int64_t guard_rev, char **out);
 
 void etcd_kv_free(struct etcd_kv *kv);
 

@@ -20,6 +20,10 @@
 #     server is killed, D's bytes rebuild exactly.
 #  3. the same fence met by a posted write of whole stripes: -EACCES, and
 #     the fenced writer marks no piece out in the record.
+#  4. the record is fenced too: a writer whose key was deleted under it,
+#     whose write misses a piece (its server killed), cannot mark that
+#     piece in the record (a txn that compares the writer key's revision):
+#     -EACCES, the record unchanged.
 #
 #   RMEM_BUILD=build-san tests/run-tests tests/func/test_hostile_writer.sh
 # run-tests-timeout: 200
@@ -186,10 +190,27 @@ said="$(ask g read)"
 [ "$said" = "read 0 G" ]
 ok $? "3: G's bytes stay ($said)"
 
+# ---- 4. a writer without its key never changes the record -----------------------
+client_start h "$URL"
+said="$(ask h "create t 65536"), $(ask h "write h")"
+[ "$said" = "create 0, write 0" ]
+ok $? "4: writer H creates t and writes it ($said)"
+etcdctl_ del "$WKEY/t" > /dev/null
+read -r _ pserver <<< "$(piece_of t 2)"
+cluster_keeper "$tmp" "$pserver" kill
+said=$(ask h "write H" 30)
+[ "$said" = "write -13" ]
+ok $? "4: t's key deleted under H, its parity piece's server s$pserver killed: H's write, which would mark the piece stale, is -EACCES (got: $said)"
+states=$(etcdctl_ get "/rmem/$NAME/names/@anonymous/t" --print-value-only | python3 -c '
+import json, sys
+print(" ".join(p["state"] for p in json.load(sys.stdin)["pieces"]))')
+[ "$states" = "healthy healthy healthy" ]
+ok $? "4: the record is unchanged: a txn guarded by the writer key's revision refused H's mark ($states)"
+
 for i in 0 1 2; do
 	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
 done
-for c in a b o r c d e p f g; do
+for c in a b o r c d e p f g h; do
 	[ -s "$tmp/c$c.err" ] && diag < "$tmp/c$c.err"
 done
 tap_done

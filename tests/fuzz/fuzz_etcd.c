@@ -144,6 +144,8 @@ static void encoders(const uint8_t *data, size_t size)
 	json_decref(load(out));
 	CHECK(etcd_enc_put_if(data, size, data, size, 0, 7, &out) == 0);
 	json_decref(load(out));
+	CHECK(etcd_enc_put_if_guarded(data, size, data, size, 0, 7, data, size, 3, &out) == 0);
+	json_decref(load(out));
 	CHECK(etcd_enc_watch_create(data, size, false, 1, &out) == 0);
 	json_decref(load(out));
 }

@@ -333,6 +333,16 @@ static void names(void)
 	       "compare-and-put txn");
 	ok(etcd_enc_put_if(S("/n"), S("v"), 0, 0, &out) == -EINVAL && !out, "compare-and-put of"
 	   " revision 0: EINVAL");
+	/* A writer's mark in a record: and only while it holds its key. */
+	enc_is(etcd_enc_put_if_guarded(S("/n"), S("v"), 0, 42, S("/w"), 7, &out), &out,
+	       "{\"compare\":[{\"key\":\"L24=\",\"result\":\"EQUAL\",\"target\":\"MOD\","
+	       "\"mod_revision\":\"42\"},{\"key\":\"L3c=\",\"result\":\"EQUAL\","
+	       "\"target\":\"CREATE\",\"create_revision\":\"7\"}],\"success\":[{\"request_put\":"
+	       "{\"key\":\"L24=\",\"value\":\"dg==\"}}],\"failure\":[{\"request_range\":"
+	       "{\"key\":\"L24=\"}}]}", "compare-and-put txn guarded by a writer key");
+	ok(etcd_enc_put_if_guarded(S("/n"), S("v"), 0, 42, S("/w"), 0, &out) == -EINVAL && !out &&
+	   etcd_enc_put_if_guarded(S("/n"), S("v"), 0, 42, NULL, 0, 7, &out) == -EINVAL && !out,
+	   "a guard of revision 0, or none: EINVAL");
 	ok(etcd_dec_txn(S("{" HDR ",\"succeeded\":true,\"responses\":[{\"response_delete_range\":"
 			  "{\"header\":{\"revision\":\"3\"},\"deleted\":\"1\"}}]}"), &h, &done) == 0 &&
 	   done && h.revision == 2, "a txn that succeeded");
