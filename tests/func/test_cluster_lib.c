@@ -672,8 +672,13 @@ static void test_comeback(rmem_client *c, rmem_client **d)
 
 static void test_death(rmem_client *c, rmem_client **d)
 {
-	enum { N = 12 };
-	struct rmem_region r[N], victim, vh, rx;
+	/* At least N regions, and more until some are on the victim's server
+	 * and some elsewhere: placement keeps a client's allocations in runs
+	 * on one server until the servers' free bytes drift an eighth of a
+	 * pool apart (members_pick), so twelve may all land on one.  NMAX is
+	 * past that drift on three pools of 64 MiB. */
+	enum { N = 12, NMAX = 48 };
+	struct rmem_region r[NMAX], victim, vh, rx;
 	int who, rc, bad = 0, others = 0, n = 0;
 	uint32_t vslot;
 	double t0, dt;
@@ -688,14 +693,14 @@ static void test_death(rmem_client *c, rmem_client **d)
 	}
 	vslot = slot_of(&victim);
 	region_fill(c, &victim, 4096, 77);
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < NMAX && (n < N || others == 0 || others == n); i++) {
 		if (rmem_alloc(c, 1 * MiB, 0, &r[i]))
 			break;
 		n++;
 		bad += region_fill(c, &r[i], 8192, 500 + (uint64_t)i) != 0;
 		others += slot_of(&r[i]) != vslot;
 	}
-	ok(n == N && bad == 0 && others > 0 && others < N,
+	ok(n >= N && bad == 0 && others > 0 && others < n,
 	   "%d regions written, %d of them on the other servers", n, others);
 	rmem_close(d[who]);
 	d[who] = NULL;

@@ -564,15 +564,18 @@ static int tcp_count(uint16_t port, unsigned st)
 	return n;
 }
 
-/* A listener on port that never answers: the daemon's place, taken while
- * it is gone (-1 when the fd store still holds rmemd's own: that one is as
- * silent). */
-static int silent_listener(uint16_t port)
+/* A listener on the daemon's address and port that never answers: the
+ * daemon's place, taken while it is gone (-1 when the fd store still holds
+ * rmemd's own: that one is as silent).  The address is the daemon's own,
+ * not the loopback: over rdma it is the VM's RDMA address. */
+static int silent_listener(const char *host, uint16_t port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd, one = 1;
 
+	if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -608,7 +611,8 @@ static void close_resuming(void)
 		RESUME_MS, harness_transport(), rc))
 		goto out;
 	rmemd_kill(&d);
-	lfd = silent_listener(d.port);
+	lfd = silent_listener(d.addr, d.port);
+	ok(lfd >= 0, "close: a silent listener takes %s (%d)", d.host_port, lfd);
 	/* Its keepalive finds the stream broken within a third of the lease
 	 * (10 s), dials again and swaps the streams. */
 	t0 = now_ms();
