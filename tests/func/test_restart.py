@@ -29,8 +29,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import rmemwire                      # noqa: E402
-from restartlib import (B, RMEMD, Daemon, Storm, check_restored, diag, done, ok,  # noqa: E402
-                        pattern)
+from restartlib import (B, RMEMD, STATE_HDR_LEN, STATE_SLOT_LEN, Daemon, Storm,  # noqa: E402
+                        check_restored, diag, done, ok, pattern, state_name_slot)
 
 
 def rmemctl_names(d):
@@ -348,8 +348,15 @@ def damages():
 
     def garble(d):
         fd = d.store.fd("rmem-state")
-        # A used slot: the first after the two counters slots holds data.
-        off = 4096 + 2 * 384 + 20
+        # The slot of precious's NAME record, found by decoding the state: a
+        # fixed slot number held the client's session only when the SIGKILL
+        # came before rmemd had seen the client go (its slot freed, the
+        # garbled byte lay in a free slot, which nothing checks, and all was
+        # restored).  Byte 24 is the name's first: inside the body, under
+        # the check.
+        i = state_name_slot(fd, "precious")
+        ok(i is not None, "garbled slot: precious's NAME record is in the state (slot %s)" % i)
+        off = STATE_HDR_LEN + (i or 0) * STATE_SLOT_LEN + 24
         b = os.pread(fd, 1, off)
         os.pwrite(fd, bytes([b[0] ^ 0x5a]), off)
 

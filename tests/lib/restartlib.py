@@ -240,3 +240,44 @@ def check_restored(d, storm, all_named, label):
     c.close()
     adm.close()
     return problems
+
+
+# ---- the state memfd (common/state.h) -------------------------------------------------
+
+STATE_HDR_LEN, STATE_SLOT_LEN = 4096, 384
+STATE_TYPES = {1: "COUNTERS", 2: "SESSION", 3: "REGION", 4: "OBJECT", 5: "NAME",
+               6: "HANDLE", 7: "PENDING"}
+
+
+def state_slots(fd):
+    """The used slots of a state memfd, as common/state.h lays them out:
+    [(index, type name, record)], record a dict of the fields the tests
+    look at (a NAME's "object", "name" and "flags"; any other record's
+    "id", its first u64).  Nothing is checked here: the daemon's decoder
+    is what decides; this only says where a record is."""
+    hdr = os.pread(fd, STATE_HDR_LEN, 0)
+    nslots = struct.unpack_from("<I", hdr, 16)[0]
+    data = os.pread(fd, nslots * STATE_SLOT_LEN, STATE_HDR_LEN)
+    out = []
+    for i in range(nslots):
+        s = data[i * STATE_SLOT_LEN:(i + 1) * STATE_SLOT_LEN]
+        t = struct.unpack_from("<H", s, 0)[0]
+        if t == 0:
+            continue
+        kind = STATE_TYPES.get(t, "type %d" % t)
+        if kind == "NAME":
+            obj, n, flags = struct.unpack_from("<QHH", s, 8)
+            rec = {"object": obj, "name": s[24:24 + n].decode(errors="replace"),
+                   "flags": flags}
+        else:
+            rec = {"id": struct.unpack_from("<Q", s, 8)[0]}
+        out.append((i, kind, rec))
+    return out
+
+
+def state_name_slot(fd, name):
+    """The index of the slot holding the NAME record of name; None if none."""
+    for i, kind, rec in state_slots(fd):
+        if kind == "NAME" and rec["name"] == name:
+            return i
+    return None
