@@ -173,6 +173,9 @@ CLUSTER_HELPERS += $(B)/tests/test_redundancy
 CLUSTER_HELPERS += $(B)/tests/test_repair
 # ...and their state against the client's other threads (rmem_free, swaps).
 CLUSTER_HELPERS += $(B)/tests/test_redund_life
+# ...and their pieces and record across servers that go and come back with
+# their memory (stale pieces, a double failure), by test_redund_stale.sh.
+CLUSTER_HELPERS += $(B)/tests/test_redund_stale
 # ...and the repair agent against look-alike names and a forger in etcd, by
 # tests/func/test_repair_hostile.sh.
 CLUSTER_HELPERS += $(B)/tests/test_repair_hostile
@@ -744,7 +747,7 @@ HOST_TESTS += tests/unit/test_map.sh
 HOST_TESTS += tests/unit/test_rawcall.py
 HOST_TESTS += tests/func/test_starter.py
 HOST_TESTS += tests/func/test_redundancy.sh tests/func/test_repair.sh tests/func/test_repair_pace.sh
-HOST_TESTS += tests/func/test_redund_life.sh
+HOST_TESTS += tests/func/test_redund_life.sh tests/func/test_redund_stale.sh
 HOST_TESTS += tests/func/test_repair_hostile.sh
 HOST_TESTS += tests/func/test_hostile_writer.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh

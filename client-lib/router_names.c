@@ -713,8 +713,10 @@ int router_open(struct router *cl, const char *name, uint32_t access, struct rme
 		}
 		if (hold)
 			writer_release(cl, hold);
-		if (err == -ENOENT)
-			err = -ESTALE;
+		/* A redundant region's record is never dropped here: pieces
+		 * whose servers are out are unavailable (-EHOSTDOWN), and
+		 * pieces lost beyond parity are -ENODATA, for rmemctl to show
+		 * and rmem_unlink to remove (issue 30 item 5). */
 	} else if (!err) {
 		err = members_err(cl, at.slot, single_open(at.c, name, access, out));
 		if (err == -ENOENT)

@@ -377,15 +377,21 @@ int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem
 	return 0;
 }
 
+/* A server that is not a member now (its key left etcd: stopped, killed
+ * with its memory in the fd store, cut off) is unavailable, -EHOSTDOWN,
+ * never gone: it may come back with every byte (issue 30 item 5).  Only a
+ * member present under another generation (started again without its
+ * memory) has lost the piece for certain: -ENODATA. */
 int redund_piece_slot(struct router *cl, const struct cluster_piece *p, uint32_t *slot)
 {
-	int err = members_find(cl, p->server, slot);
+	int err = members_find(cl, p->server, slot) ? -EHOSTDOWN : 0;
 
 	if (!err) {
 		pthread_mutex_lock(&cl->mu);
-		if (!cl->members[*slot].present ||
-		    cl->members[*slot].rec.generation != p->generation)
+		if (!cl->members[*slot].present)
 			err = -EHOSTDOWN;
+		else if (cl->members[*slot].rec.generation != p->generation)
+			err = -ENODATA;
 		pthread_mutex_unlock(&cl->mu);
 	}
 	return err;
@@ -435,16 +441,17 @@ int redund_open(struct router *cl, const char *name, const struct cluster_layout
 			members_tag(&rs->piece[i], rs->slot[i]);
 			rs->state[i] = PIECE_IN;
 			in++;
-		} else if (rc == -ENOENT) {
-			gone++;
-		} else if (rc != -EHOSTDOWN && rc != -ENOENT && rc != -ETIMEDOUT) {
+		} else if (rc == -ENOENT || rc == -ENODATA) {
+			gone++; /* its live server has no such piece, or lost it */
+		} else if (rc != -EHOSTDOWN && rc != -ETIMEDOUT) {
 			err = rc; /* -EACCES, -ENOMEM...: the caller's answer */
 		}
 	}
 	if (!err && in < rs->code.k)
 		/* More pieces unknown to their live servers than parity can
-		 * cover: the region is gone (unlinked meanwhile). */
-		err = gone > rs->code.r ? -ENOENT : -EHOSTDOWN;
+		 * cover: the data is lost (or an unlink is under way).  The
+		 * caller keeps the record either way: only unlink deletes it. */
+		err = gone > rs->code.r ? -ENODATA : -EHOSTDOWN;
 	if (err) {
 		pieces_free(cl, rs, rs->n);
 		rset_free(rs);
@@ -472,7 +479,7 @@ int redund_unlink(struct router *cl, const char *name, const struct cluster_layo
 		if (!rc)
 			rc = members_err(cl, slot, single_unlink2(c, pname, flags));
 		/* A piece on a server gone stays there; a sweep reclaims it. */
-		if (rc && rc != -EHOSTDOWN && rc != -ENOENT && !err)
+		if (rc && rc != -EHOSTDOWN && rc != -ENOENT && rc != -ENODATA && !err)
 			err = rc;
 	}
 	return err;

@@ -51,6 +51,10 @@ static const char *rmem_meaning(int code)
 	case EHOSTDOWN:
 		return "the cluster server holding this region is gone (its key left etcd, "
 		       "or its connection was lost and could not be resumed)";
+	case ENODATA:
+		return "cluster: more pieces of this redundant region are lost (their servers "
+		       "started again without their memory) than its parity can rebuild; the "
+		       "name stays until rmem_unlink";
 	case EUSERS:
 		return "the daemon serves as many clients as it may";
 	case EEXIST:

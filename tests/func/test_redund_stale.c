@@ -1,0 +1,351 @@
+/*
+ * test_redund_stale.c - a redundant region's pieces and record across servers
+ * that go and come back with their memory (issue 30, items 1 and 5).
+ *
+ * Against a real 3-member etcd and three rmemd (s0..s2, membership lease
+ * 3000 ms, repair agents off) that tests/func/test_redund_stale.sh starts
+ * under fd stores; this program is its TAP stream.  Every region is 2+1, so
+ * each server holds one piece of each.
+ *
+ * Environment (the script sets it):
+ *   RMEM_CLUSTER_URL   etcd://H:P,H:P,H:P/NAME
+ *   RMEM_CLUSTER_HOOK  the script's hook: kill I (kill -9, memory kept in the
+ *                      store), start I (again from the store), fresh I (again,
+ *                      memory gone), stop I / cont I (SIGSTOP / SIGCONT),
+ *                      gone I / registered I (wait for sI's key to leave /
+ *                      come back), stale NAME N, record NAME, listing NAME
+ *                      STATE, pieces NAME
+ *
+ * Checks, as a crash and a stall meet them:
+ * 1. A stale piece is never served to an older handle.  R opens a region
+ *    read-only and reads it; W writes it.  The server of data piece 0 dies
+ *    (kill -9, its memory kept); W writes new bytes over the whole region
+ *    (degraded: the record marks piece 0 stale); the server starts again
+ *    from its store, and R's session to it resumes.  R, which never
+ *    touched the region meanwhile, reads the new bytes, never the old.
+ * 2. The same with a stall instead of a crash: the server of piece 0 is
+ *    stopped (SIGSTOP) until its membership lease ends, W writes, the
+ *    server goes on (SIGCONT) and registers again; R's session to it never
+ *    broke.  R reads the new bytes.
+ * 3. A double failure is not a loss: R+1 = 2 servers of a region die
+ *    (kill -9, memory kept) and stay out until their keys leave etcd.  A
+ *    client that never saw them opens the name: -EHOSTDOWN, and the record
+ *    stays (etcd has it, rmemctl cluster redundant lists it); the servers
+ *    start again from their stores, the open works and every byte reads.
+ * 4. A real loss says so and keeps the record: 2 servers die and start
+ *    fresh (their memory gone): the open is -ENODATA, the record stays and
+ *    rmemctl lists it; rmem_unlink removes it, and the open is -ENOENT.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rmem.h>
+
+#include "tap.h"
+
+#define KiB 1024ull
+#define LEN (512 * KiB)
+
+static const char *base_url, *hook;
+static char url21[1024];
+
+static int run_hook(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run_hook(const char *fmt, ...)
+{
+	char cmd[768], what[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof cmd, "%s %s", hook, what);
+	return system(cmd);
+}
+
+/* The servers of name's pieces, in order: how many. */
+static int pieces_of(const char *name, int *srv)
+{
+	char cmd[512], line[256], *p = line, *end;
+	int n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof cmd, "%s pieces %s", hook, name);
+	if (!(f = popen(cmd, "r")))
+		return 0;
+	if (!fgets(line, sizeof line, f))
+		line[0] = '\0';
+	if (pclose(f) != 0)
+		return 0;
+	while (n < 8 && *p) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		srv[n++] = (int)v;
+		p = end;
+	}
+	return n;
+}
+
+static void pattern(unsigned char *b, uint64_t len, unsigned seed)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 1);
+
+	for (uint64_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		b[i] = (unsigned char)x;
+	}
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void nap_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static rmem_client *connect_url(const char *u, int resume_ms, int timeout_ms, int *rc)
+{
+	struct rmem_opts o;
+	rmem_client *c = NULL;
+
+	rmem_opts_init(&o, sizeof o);
+	o.resume_ms = resume_ms;
+	o.timeout_ms = timeout_ms;
+	*rc = rmem_connect(u, &o, &c);
+	return c;
+}
+
+/* How many bytes of buf are not model's. */
+static uint64_t differ(const unsigned char *buf, const unsigned char *model, uint64_t len)
+{
+	uint64_t n = 0;
+
+	for (uint64_t i = 0; i < len; i++)
+		n += buf[i] != model[i];
+	return n;
+}
+
+/* rmem_open of name until it is not -EHOSTDOWN (a client's view of the
+ * servers lags etcd by its watch), for up to 15 s: its last answer. */
+static int open_settled(rmem_client *c, const char *name, struct rmem_region *out)
+{
+	int rc;
+
+	for (int64_t end = now_ms() + 15000;;) {
+		rc = rmem_open(c, name, RMEM_READ, out);
+		if (rc != -EHOSTDOWN || now_ms() > end)
+			return rc;
+		nap_ms(100);
+	}
+}
+
+/* ---- 1 and 2: an older reader's piece, stale in the record ------------------------- */
+
+/* stall: the server of piece 0 is stopped (SIGSTOP) until its lease ends,
+ * then continued; else killed (-9) and started again from its store. */
+static void stale_reader(const char *name, bool stall)
+{
+	unsigned char *a = malloc(LEN), *b = malloc(LEN), *got = malloc(LEN);
+	struct rmem_region wr, rr;
+	rmem_client *W, *R;
+	int rc, rc2 = -1, srv[8];
+	uint64_t bad = LEN;
+	int64_t t0;
+
+	pattern(a, LEN, stall ? 21 : 11);
+	pattern(b, LEN, stall ? 22 : 12);
+	/* W gives up on a server that is gone at once (resume 300 ms); R
+	 * resumes its sessions for 15 s, so that it is still connected when
+	 * the server comes back with the session in its store. */
+	W = connect_url(url21, 300, 2000, &rc);
+	R = W ? connect_url(base_url, 15000, 5000, &rc) : NULL;
+	if (R)
+		rc = rmem_create(W, name, LEN, 0, &wr);
+	if (!rc)
+		rc = rmem_write(W, &wr, 0, a, LEN);
+	if (!rc)
+		rc = rmem_open(R, name, RMEM_READ, &rr);
+	if (!rc)
+		rc = rmem_read(R, &rr, 0, got, LEN);
+	if (!ok(rc == 0 && !memcmp(got, a, LEN) && pieces_of(name, srv) == 3,
+		"%s: a 2+1 region written by W, opened read-only and read by R: %s", name,
+		rmem_strerror(rc))) {
+		skip(3, "no region");
+		goto out;
+	}
+	t0 = now_ms();
+	if (stall)
+		rc = run_hook("stop %d", srv[0]) || run_hook("gone %d", srv[0]);
+	else
+		rc = run_hook("kill %d", srv[0]);
+	if (!rc)
+		rc = rmem_write(W, &wr, 0, b, LEN);
+	ok(rc == 0 && run_hook("stale %s 1", name) == 0,
+	   "%s: s%d %s; W writes new bytes over the region: %s, and the record marks piece 0 "
+	   "stale", name, srv[0], stall ? "stopped until its key left etcd" : "killed (-9)",
+	   rmem_strerror(rc));
+	if (stall)
+		rc2 = run_hook("cont %d", srv[0]) || run_hook("registered %d", srv[0]);
+	else
+		rc2 = run_hook("start %d", srv[0]);
+	diag("s%d out for %lld ms", srv[0], (long long)(now_ms() - t0));
+	ok(rc2 == 0, "%s: s%d back with its memory (%s)", name, srv[0],
+	   stall ? "SIGCONT" : "started again from its fd store");
+	/* R never touched the region meanwhile: its handle still holds piece 0
+	 * in, and its session to s0 resumes (or never broke). */
+	memset(got, 0, LEN);
+	rc = rmem_read(R, &rr, 0, got, LEN);
+	if (rc == 0)
+		bad = differ(got, b, LEN);
+	if (rc == 0 && bad)
+		diag("%llu bytes differ; %llu of them are the old bytes", (unsigned long long)bad,
+		     (unsigned long long)(LEN - differ(got, a, LEN)));
+	/* Reproduced, not fixed yet (issue 30 item 1): R's handle never
+	 * re-reads the record while all its pieces look in.  The fix to come:
+	 * a member's session epoch (a resume, a key that left etcd) moved
+	 * since the piece was validated forces a refresh of the record before
+	 * that piece serves a read.  A TODO until then, so that it shows in
+	 * every run and turns into a pass the day it is fixed. */
+	todo(rc == 0 && bad == 0, "issue 30 item 1: the old handle still reads the stale piece",
+	   "%s: R reads the new bytes, never the stale piece's old ones (%s, %llu bytes wrong)",
+	   name, rmem_strerror(rc), (unsigned long long)bad);
+	rmem_free(R, &rr);
+	rmem_free(W, &wr);
+	rmem_unlink(W, name);
+out:
+	rmem_close(R);
+	rmem_close(W);
+	free(a);
+	free(b);
+	free(got);
+}
+
+/* ---- 3: two of three servers out for a while ----------------------------------- */
+
+static void double_failure(void)
+{
+	unsigned char *a = malloc(LEN), *got = malloc(LEN);
+	struct rmem_region wr, rr;
+	rmem_client *W, *C = NULL;
+	int rc, srv[8];
+	uint64_t bad = LEN;
+
+	pattern(a, LEN, 31);
+	W = connect_url(url21, 300, 2000, &rc);
+	if (W)
+		rc = rmem_create(W, "dbl", LEN, 0, &wr);
+	if (!rc)
+		rc = rmem_write(W, &wr, 0, a, LEN);
+	if (!rc)
+		rc = rmem_free(W, &wr);
+	if (!ok(rc == 0 && pieces_of("dbl", srv) == 3, "dbl: a 2+1 region written: %s",
+		rmem_strerror(rc))) {
+		skip(5, "no region");
+		goto out;
+	}
+	rc = run_hook("kill %d", srv[0]) || run_hook("kill %d", srv[1]) ||
+	     run_hook("gone %d", srv[0]) || run_hook("gone %d", srv[1]);
+	ok(rc == 0, "dbl: s%d and s%d killed (-9, memory kept) until their keys left etcd",
+	   srv[0], srv[1]);
+	/* A client that never saw them: they are not members at all. */
+	C = connect_url(base_url, 300, 2000, &rc);
+	if (C)
+		rc = rmem_open(C, "dbl", RMEM_READ, &rr);
+	if (rc == 0)
+		rmem_free(C, &rr);
+	ok(rc == -EHOSTDOWN, "dbl: a fresh client's open is -EHOSTDOWN, not gone (%s)",
+	   rmem_strerror(rc));
+	ok(run_hook("record dbl") == 0 && run_hook("listing dbl lost") == 0,
+	   "dbl: the record stays (etcd has it; rmemctl cluster redundant lists it)");
+	rc = run_hook("start %d", srv[0]) || run_hook("start %d", srv[1]);
+	ok(rc == 0, "dbl: s%d and s%d started again from their fd stores", srv[0], srv[1]);
+	rc = C ? open_settled(C, "dbl", &rr) : rc;
+	if (!rc) {
+		memset(got, 0, LEN);
+		rc = rmem_read(C, &rr, 0, got, LEN);
+		if (!rc)
+			bad = differ(got, a, LEN);
+		rmem_free(C, &rr);
+	}
+	ok(rc == 0 && bad == 0, "dbl: the open works and every byte reads back (%s, %llu wrong)",
+	   rmem_strerror(rc), (unsigned long long)bad);
+	rmem_unlink(W, "dbl");
+out:
+	rmem_close(C);
+	rmem_close(W);
+	free(a);
+	free(got);
+}
+
+/* ---- 4: two of three servers' memory lost ----------------------------------------- */
+
+static void real_loss(void)
+{
+	unsigned char *a = malloc(LEN);
+	struct rmem_region wr, rr;
+	rmem_client *W;
+	int rc, srv[8];
+
+	pattern(a, LEN, 41);
+	W = connect_url(url21, 300, 2000, &rc);
+	if (W)
+		rc = rmem_create(W, "lost", LEN, 0, &wr);
+	if (!rc)
+		rc = rmem_write(W, &wr, 0, a, LEN);
+	if (!rc)
+		rc = rmem_free(W, &wr);
+	if (!ok(rc == 0 && pieces_of("lost", srv) == 3, "lost: a 2+1 region written: %s",
+		rmem_strerror(rc))) {
+		skip(3, "no region");
+		goto out;
+	}
+	rc = run_hook("kill %d", srv[0]) || run_hook("kill %d", srv[1]) ||
+	     run_hook("fresh %d", srv[0]) || run_hook("fresh %d", srv[1]);
+	if (!rc)
+		rc = open_settled(W, "lost", &rr);
+	if (rc == 0)
+		rmem_free(W, &rr);
+	ok(rc == -ENODATA, "lost: s%d and s%d start fresh (memory gone): the open is -ENODATA "
+	   "(%d: %s)", srv[0], srv[1], rc, rmem_strerror(rc));
+	ok(run_hook("record lost") == 0 && run_hook("listing lost lost") == 0,
+	   "lost: the record stays for rmemctl and rmem_unlink");
+	rc = rmem_unlink(W, "lost");
+	ok(rc == 0 && run_hook("record lost") != 0 &&
+	   rmem_open(W, "lost", RMEM_READ, &rr) == -ENOENT,
+	   "lost: rmem_unlink removes it (%s); then the record is gone and the open -ENOENT",
+	   rmem_strerror(rc));
+out:
+	rmem_close(W);
+	free(a);
+}
+
+int main(void)
+{
+	base_url = getenv("RMEM_CLUSTER_URL");
+	hook = getenv("RMEM_CLUSTER_HOOK");
+	if (!base_url || !hook)
+		tap_skip_all("RMEM_CLUSTER_URL and RMEM_CLUSTER_HOOK are the script's");
+	snprintf(url21, sizeof url21, "%s?redundancy=2+1&repair_grace_ms=0", base_url);
+	stale_reader("st-kill", false);
+	stale_reader("st-stall", true);
+	double_failure();
+	real_loss();
+	return tap_done();
+}
