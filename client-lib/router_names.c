@@ -41,7 +41,9 @@
  * was lost), the record is deleted, but only if nobody rewrote it since it
  * was read (a compare on its mod_revision), and the call is -ENOENT.  A
  * server that is gone is -EHOSTDOWN and the record stays: the server may
- * come back with its state.
+ * come back with its state.  A redundant region's record is never dropped
+ * by an open: -EHOSTDOWN while too many pieces' servers are out, -ENODATA
+ * once their live servers lost more pieces than parity covers.
  *
  * rmem_unlink unlinks on the server first, then deletes the record (same
  * compare): a failure in between leaves a record whose region is gone,
