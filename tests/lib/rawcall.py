@@ -15,16 +15,19 @@ PROTO_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
                        "proto.h")
 
 
-def read_proto_h(text):
-    """(OP, CONST) of proto.h's text: enum proto_op's members, and every
-    #define PROTO_* whose value is an integer expression of integers and
-    of earlier PROTO_* names."""
+def read_header(text, prefix, enum):
+    """(members, CONST) of a C header's text: enum <enum>'s members as
+    {name without <prefix>OP_-style prefix: number} (the prefix is the
+    members' common one, given as the enum's first member would spell it),
+    and every #define <prefix>* whose value is an integer expression of
+    integers and of earlier <prefix>* names, keyed without <prefix>."""
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
     consts = {}
-    for name, expr in re.findall(r"^[ \t]*#define[ \t]+PROTO_(\w+)[ \t]+(.+)$", text, re.M):
+    for name, expr in re.findall(r"^[ \t]*#define[ \t]+" + prefix + r"(\w+)[ \t]+(.+)$", text,
+                                 re.M):
         expr = re.sub(r"\b(0x[0-9a-fA-F]+|\d+)[uUlL]*\b", r"\1", expr.strip())
-        expr = re.sub(r"\bPROTO_(\w+)\b", lambda m: "(%d)" % consts[m.group(1)]
+        expr = re.sub(r"\b" + prefix + r"(\w+)\b", lambda m: "(%d)" % consts[m.group(1)]
                       if m.group(1) in consts else m.group(0), expr)
         # Only arithmetic on numbers is evaluated; macros with arguments
         # and anything else are left out.
@@ -33,13 +36,23 @@ def read_proto_h(text):
                 consts[name] = int(eval(expr.replace("/", "//"), {"__builtins__": {}}))
             except (SyntaxError, ZeroDivisionError):
                 pass
-    body = re.search(r"enum\s+proto_op\s*\{(.*?)\}", text, re.S)
+    body = re.search(r"enum\s+" + enum + r"\s*\{(.*?)\}", text, re.S)
     if not body:
+        raise ImportError("no enum %s" % enum)
+    members = {}
+    for name, value in re.findall(r"\b" + prefix + r"(\w+)\s*=\s*(\d+)", body.group(1)):
+        members[name] = int(value)
+    return members, consts
+
+
+def read_proto_h(text):
+    """(OP, CONST) of proto.h's text: enum proto_op's members without
+    PROTO_OP_, and the PROTO_* #defines without PROTO_."""
+    try:
+        ops, consts = read_header(text, "PROTO_", "proto_op")
+    except ImportError:
         raise ImportError("common/proto.h: no enum proto_op")
-    ops = {}
-    for name, value in re.findall(r"PROTO_OP_(\w+)\s*=\s*(\d+)", body.group(1)):
-        ops[name] = int(value)
-    return ops, consts
+    return {k[3:]: v for k, v in ops.items() if k.startswith("OP_")}, consts
 
 
 with open(PROTO_H) as _f:

@@ -16,6 +16,7 @@ import time
 
 import rmemwire
 from rmemwire import Client
+import rawcall
 from rawcall import HDR, HDR_LEN, MAGIC, VERSION
 from rmemd_start import B, RMEMD, Rmemd, free_port  # noqa: F401 (for the tests)
 from tap import diag, done, ok  # noqa: F401 (for the tests)
@@ -244,9 +245,13 @@ def check_restored(d, storm, all_named, label):
 
 # ---- the state memfd (common/state.h) -------------------------------------------------
 
-STATE_HDR_LEN, STATE_SLOT_LEN = 4096, 384
-STATE_TYPES = {1: "COUNTERS", 2: "SESSION", 3: "REGION", 4: "OBJECT", 5: "NAME",
-               6: "HANDLE", 7: "PENDING"}
+# Read from common/state.h, as rawcall reads proto.h: no number of the
+# format is written out again here.
+with open(os.path.join(os.path.dirname(rawcall.PROTO_H), "state.h")) as _f:
+    _STATE_ENUM, _STATE_CONST = rawcall.read_header(_f.read(), "STATE_", "state_type")
+STATE_HDR_LEN = _STATE_CONST["HDR_LEN"]
+STATE_SLOT_LEN = _STATE_CONST["SLOT_LEN"]
+STATE_TYPES = {v: k for k, v in _STATE_ENUM.items() if k not in ("FREE", "TYPE_COUNT")}
 
 
 def state_slots(fd):

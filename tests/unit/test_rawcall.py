@@ -51,6 +51,14 @@ try:
 except ImportError:
     ok(True, "a proto.h without enum proto_op is refused")
 
+# The same reader serves common/state.h (tests/lib/restartlib.py).
+with open(os.path.join(os.path.dirname(rawcall.PROTO_H), "state.h")) as f:
+    st_enum, st_const = rawcall.read_header(f.read(), "STATE_", "state_type")
+ok(st_enum.get("FREE") == 0 and st_enum.get("NAME") == 5 and
+   st_const.get("SLOT_LEN") == 384 and st_const.get("HDR_LEN") == 4096,
+   "state.h read by the same reader: %d types, %s-byte slots" %
+   (len(st_enum), st_const.get("SLOT_LEN")))
+
 # No number of the wire written out again beside the import.
 lib = os.path.join(HERE, "..", "lib")
 bad = []
