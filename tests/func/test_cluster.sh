@@ -5,7 +5,7 @@
 # that the figures follow a large allocation but not a tiny one; that
 # killing the etcd leader stops neither a keepalive nor a client's I/O; that
 # a lost lease is replaced; that kill -9 takes the key away within lease_ms
-# + 1 s (the time is printed) and SIGTERM at once (revoked); that rmemctl
+# + 2.5 s (the time is printed) and SIGTERM at once (revoked); that rmemctl
 # cluster lists the servers (table and JSON) and loses a dead one as fast;
 # that with every
 # etcd member down rmemd serves on and says so once, and registers again
@@ -50,7 +50,12 @@ else
 	SCHEME=tcp://
 	FULL=1
 	LEASE_MS=3000
-	SLACK_MS=1000
+	# The bound on a key's end after kill -9 (etcd's lessor checks every
+	# 500 ms, then a raft round) and on SIGTERM's revoke: 1 s was missed
+	# in CI with the VM suites and six other tests beside it, so 2.5 s,
+	# still under the lease itself: a key that outlived its lease by a
+	# whole TTL would fail.
+	SLACK_MS=2500
 	WAIT_S=15
 fi
 TTL_S=$(((LEASE_MS + 999) / 1000))
@@ -197,7 +202,7 @@ for i in 0 1 2; do
 	wait_key "$i" present $WAIT_S
 	ok $? "rmemd s$i registers $(key "$i")"
 done
-wait_state registered 3
+wait_state registered 10
 ok $? "s2's /metrics says rmem_cluster_state{state=\"registered\"} 1"
 sleep 1.5 # a keepalive or more
 python3 -c 'import sys, urllib.request
@@ -342,11 +347,12 @@ release() {
 	wait "${hold_pid[$1]}"
 }
 
-# wait_free I WANT: 0 once server I's free_bytes is WANT (3 s at most);
-# what it was last in $got.
+# wait_free I WANT: 0 once server I's free_bytes is WANT (polled for up to
+# 10 s: the refresh is immediate, the bound is for a loaded host); what it
+# was last in $got.
 wait_free() {
 	got=
-	for _ in $(seq 30); do
+	for _ in $(seq 100); do
 		got=$(value "$1" | json free_bytes)
 		[ "$got" = "$2" ] && return 0
 		sleep 0.1
@@ -364,7 +370,7 @@ hold big "$ep0" $((16 << 20))
 ok $? "a client holds 16 MiB on s0"
 want=$((POOL - (16 << 20) - 4096))
 wait_free 0 "$want"
-ok $? "after a 16 MiB allocation s0's free_bytes follows within 3 s ($got, want $want)"
+ok $? "after a 16 MiB allocation s0's free_bytes follows ($got, want $want)"
 release big
 ok $? "the 16 MiB client frees and exits 0"
 wait_free 0 $((POOL - 4096))
@@ -407,7 +413,7 @@ for _ in $(seq 60); do
 done
 [ -n "$new" ] && [ "$new" != "$old" ] && grep -q "is lost" "$tmp/r2.log"
 ok $? "s2 sees its lease lost and registers again under a new one ($old -> $new)"
-wait_metric rmem_cluster_registrations_total 2 3 &&
+wait_metric rmem_cluster_registrations_total 2 10 &&
 	[ "$(metric rmem_cluster_leases_lost_total)" = 1 ] &&
 	[ "$(metric rmem_cluster_registered)" = 1 ]
 ok $? "s2's /metrics: 1 lease lost, 2 registrations, registered again"
@@ -560,9 +566,9 @@ done
 n=$(grep -c "etcd is reachable again" "$tmp/r2.log")
 [ "$n" = 1 ]
 ok $? "s2 logged once that etcd is back ($n times)"
-wait_state registered 3
+wait_state registered 10
 ok $? "s2's /metrics says registered again"
-wait_metric rmem_cluster_etcd_reachable 1 3 && [ "$(metric rmem_cluster_registered)" = 1 ]
+wait_metric rmem_cluster_etcd_reachable 1 10 && [ "$(metric rmem_cluster_registered)" = 1 ]
 ok $? "s2's /metrics: etcd reachable 1, registered 1 again"
 sleep 1.5
 lease=$(get 2 Lease)
@@ -574,7 +580,7 @@ kill -TERM "${rpids[2]}"
 end_rmemd 2
 ok $? "s2 exits 0 on SIGTERM"
 rpids[2]=
-wait_key 2 absent 2
+wait_key 2 absent 5
 ok $? "s2's key is gone"
 kill -TERM "${rpids[0]}"
 end_rmemd 0
