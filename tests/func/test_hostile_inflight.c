@@ -47,11 +47,57 @@
 #define WSIZE (1 * MiB)
 #define RSIZE (16 * MiB)
 #define WAIT_MS 10000
-#define SETTLE_MS 150 /* for rmemd to take what was sent */
-#define FRAME_MS 400  /* limits.frame_timeout_ms of the daemon */
+#define SETTLE_MS 150 /* for rmemd to take what was sent, where nothing shows it */
+/* limits.frame_timeout_ms of the daemon: x stops mid-WRITE while the test
+ * unlinks and y writes 1 MiB; 400 ms was once too little for that on a
+ * loaded host (x dropped, its WRITE -ECONNRESET). */
+#define FRAME_MS 2000
 
 static uint8_t *xbuf, *ybuf, *got;
 static rmem_client *watch; /* holds nothing: reads the daemon's figures */
+static const struct rmemd *daemon_of; /* for its /metrics */
+
+/* ---- what rmemd has taken: its stream counters ----------------------------------- */
+
+/* rmem_stream_bytes_total{op,transport}: region bytes rmemd moved on the stream
+ * path (a WRITE's as they land in the region, a READ's as its reply is
+ * queued); -1 when the page could not be read. */
+static double streamed(const char *op, bool over_unix)
+{
+	char series[96], *page = NULL;
+	int status = 0;
+	double v = -1;
+
+	snprintf(series, sizeof series, "rmem_stream_bytes_total{op=\"%s\",transport=\"%s\"}", op,
+		 over_unix ? "unix" : "tcp");
+	if (metrics_request(daemon_of, "GET", "/metrics", WAIT_MS, &page, &status) == 0 &&
+	    status == 200)
+		v = metrics_sample(page, series);
+	free(page);
+	return v;
+}
+
+/*
+ * 0 once rmemd has moved want bytes of op past base (streamed() before the
+ * request went out), -ETIMEDOUT after WAIT_MS.  Why not a sleep: a revoke
+ * that reaches rmemd before the transfer it must cut is another case
+ * (the request then names an ended handle), and on a loaded host 150 ms
+ * was once not enough for rmemd to read what x had sent.  A WRITE's data
+ * is not all taken at once (rmemd's SO_RCVLOWAT waits for the rest the
+ * header promised): its first byte in the region is the sign that the
+ * transfer holds its range.  A READ's reply counts whole when queued.
+ */
+static int taken(const char *op, bool over_unix, double base, uint64_t want)
+{
+	uint64_t deadline = now_ms() + WAIT_MS;
+
+	do {
+		if (base >= 0 && streamed(op, over_unix) >= base + (double)want)
+			return 0;
+		sleep_ms(5);
+	} while (now_ms() < deadline);
+	return -ETIMEDOUT;
+}
 
 /* After a case: once its sessions are gone, so is every byte they held,
  * held ranges included. */
@@ -199,16 +245,19 @@ static void revoke_mid_write(const struct rmemd *d, bool x_unix)
 	const char *name = x_unix ? "h/wu" : "h/w";
 	int x = raw_session(d, x_unix), y = raw_session(d, false), z = raw_session(d, false), rc;
 	struct proto_region rx, ry;
+	double base;
 
 	if (!ok(x >= 0 && y >= 0 && z >= 0, "%s: three raw sessions (%d %d %d)", what, x, y, z))
 		goto out;
 	rc = name_req(x, PROTO_OP_CREATE, name, WSIZE, 0, &rx);
 	if (!ok(rc == 0, "%s: x creates %s of 1 MiB (%d)", what, name, rc))
 		goto out;
+	base = streamed("write", x_unix);
 	rc = write_head(x, &rx, WSIZE);
 	rc = rc < 0 ? rc : raw_send(x, xbuf, WSIZE / 2);
 	ok(rc == 0, "%s: x sends the header and half the data (%d)", what, rc);
-	sleep_ms(SETTLE_MS);
+	rc = taken("write", x_unix, base, 1);
+	ok(rc == 0, "%s: rmemd has begun writing it into the region (%d)", what, rc);
 	rc = name_req(z, PROTO_OP_UNLINK, name, 0, PROTO_UNLINK_REVOKE, NULL);
 	ok(rc == 0, "%s: z unlinks it with REVOKE (%d)", what, rc);
 	rc = y_takes(y, WSIZE, &ry, rx.addr);
@@ -238,10 +287,12 @@ static void read_held(const char *what, int x, int y, const struct proto_region 
 		      void (*start)(const char *, int, void *), void *arg)
 {
 	struct proto_region ry;
+	double base = streamed("read", false);
 	int rc = read_send(x, rx, RSIZE);
 
 	ok(rc == 0, "%s: x asks for 16 MiB and reads none of it (%d)", what, rc);
-	sleep_ms(SETTLE_MS);
+	rc = taken("read", false, base, RSIZE);
+	ok(rc == 0, "%s: rmemd has queued the 16 MiB reply (%d)", what, rc);
 	start(what, x, arg);
 	rc = y_takes(y, RSIZE, &ry, rx->addr);
 	ok(rc == 0, "%s: y allocates 16 MiB and writes 'Y' over it (%d)", what, rc);
@@ -296,6 +347,7 @@ static void two_holds(const struct rmemd *d)
 	int x = raw_session(d, false), w = raw_session(d, false), y = raw_session(d, false);
 	int z = raw_session(d, false), rc;
 	struct proto_region rx, rw, ry;
+	double rbase, wbase;
 
 	if (!ok(x >= 0 && w >= 0 && y >= 0 && z >= 0, "%s: four raw sessions", what))
 		goto out;
@@ -304,11 +356,15 @@ static void two_holds(const struct rmemd *d)
 	rc = rc ? rc : name_req(w, PROTO_OP_OPEN, "h/2", 0, PROTO_ACCESS_READ, &rw);
 	if (!ok(rc == 0, "%s: x creates h/2 of 16 MiB, fills it, w opens it (%d)", what, rc))
 		goto out;
+	rbase = streamed("read", false);
+	wbase = streamed("write", false);
 	rc = read_send(w, &rw, RSIZE);
 	rc = rc ? rc : write_head(x, &rx, RSIZE);
 	rc = rc ? rc : raw_send(x, xbuf, RSIZE / 2);
 	ok(rc == 0, "%s: w asks for 16 MiB unread, x sends half a WRITE (%d)", what, rc);
-	sleep_ms(SETTLE_MS);
+	rc = taken("read", false, rbase, RSIZE);
+	rc = rc ? rc : taken("write", false, wbase, 1);
+	ok(rc == 0, "%s: rmemd has queued w's reply and begun x's WRITE (%d)", what, rc);
 	rc = name_req(z, PROTO_OP_UNLINK, "h/2", 0, PROTO_UNLINK_REVOKE, NULL);
 	ok(rc == 0, "%s: z unlinks it with REVOKE (%d)", what, rc);
 	rc = raw_send(x, xbuf + RSIZE / 2, RSIZE / 2);
@@ -448,6 +504,7 @@ out:
 int main(void)
 {
 	char limits[160];
+	struct rmemd_opts o;
 	struct rmemd d;
 	int rc;
 
@@ -460,8 +517,14 @@ int main(void)
 	memset(ybuf, 'Y', RSIZE);
 	snprintf(limits, sizeof limits,
 		 "limits = { lease_timeout_ms = 10000; frame_timeout_ms = %d; };", FRAME_MS);
-	if (!harness_start(&d, "128M", limits))
+	rc = harness_opts(&o, "128M", limits);
+	o.metrics = true; /* its stream counters say what it has taken */
+	rc = rc ? rc : rmemd_start_opts(&d, &o);
+	if (rc == -ENOENT)
+		tap_skip_all("no rmemd in $RMEM_BUILD");
+	if (!ok(rc == 0, "rmemd starts and sends READY=1 (%d)", rc))
 		return tap_done();
+	daemon_of = &d;
 	rc = client_connect(d.tcp_ep, WAIT_MS, &watch);
 	ok(rc == 0, "a librmem client to read the daemon's figures (%d)", rc);
 	revoke_mid_write(&d, false);
