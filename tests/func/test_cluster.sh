@@ -33,10 +33,14 @@ if [ "${RMEM_TEST_TRANSPORT:-tcp}" = rdma ]; then
 	SCHEME=rdma://
 	# Under TCG a raft proposal takes a second or more and etcdctl as long
 	# to start: slower raft timing, a longer lease (and with it each call's
-	# timeout), longer waits, a looser bound on the key's end, and only the
-	# sections that show RDMA in a cluster (endpoints, listing, I/O through
-	# a leader's death, kill -9, SIGTERM); the rest is transport-blind and
-	# runs on the host.
+	# timeout), longer waits, and only what RDMA changes in a cluster: each
+	# server's RDMA endpoint in its key, in rmemctl's listing (table and
+	# JSON) and in the cluster's summed stats, an rdma:// client's I/O on a
+	# member, and SIGTERM's revoke with RDMA sessions up.  The rest (the
+	# /metrics page, the figures' refresh, etcd's leader dying, a lost
+	# lease, kill -9 and the lease's end, bad cluster blocks) is the same
+	# code whatever the transport and runs on the host only (issue 31: the
+	# VM repeats what real verbs change; it took 629 s of a TCG guest).
 	FULL=0
 	LEASE_MS=10000
 	# 5 s was missed once by 0.65 s (15653 ms) on a host loaded by four
@@ -202,6 +206,7 @@ for i in 0 1 2; do
 	wait_key "$i" present $WAIT_S
 	ok $? "rmemd s$i registers $(key "$i")"
 done
+if [ $FULL = 1 ]; then
 wait_state registered 10
 ok $? "s2's /metrics says rmem_cluster_state{state=\"registered\"} 1"
 sleep 1.5 # a keepalive or more
@@ -223,20 +228,25 @@ promtool check metrics < "$tmp/m2.txt" > "$tmp/promtool.out" 2>&1
 rc=$?
 diag < "$tmp/promtool.out"
 ok $rc "promtool check metrics passes on a cluster member's page"
+fi # FULL
 
 # ---- the key, its JSON, its lease --------------------------------------------------------
 now_ms=$(($(date +%s) * 1000))
 for i in 0 1 2; do
 	v=$(value "$i")
 	echo "$v" | diag
-	[ "$(echo "$v" | json id)" = "s$i" ] &&
-		[ "$(echo "$v" | json tcp)" = "$H:${rports[$i]}" ] &&
-		[ "$(echo "$v" | json rdma)" = "$(rdma_of "$i")" ] &&
-		[ "$(echo "$v" | json pool_bytes)" = "$POOL" ] &&
-		[ "$(echo "$v" | json free_bytes)" = "$POOL" ] &&
-		[ "$(echo "$v" | json largest_free)" = "$POOL" ] &&
-		[ "$(echo "$v" | json generation)" -gt 0 ] &&
-		st=$(echo "$v" | json start_time_ms) &&
+	# One python3 for the fields (each start is a second under TCG).
+	{ read -r f_id; read -r f_tcp; read -r f_rdma; read -r f_pool; read -r f_free
+		read -r f_largest; read -r f_gen; read -r st; } < <(echo "$v" | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in ("id", "tcp", "rdma", "pool_bytes", "free_bytes", "largest_free", "generation",
+          "start_time_ms"):
+    print(v[k])' 2> /dev/null)
+	[ "${f_id:-}" = "s$i" ] && [ "${f_tcp:-}" = "$H:${rports[$i]}" ] &&
+		[ "${f_rdma:-}" = "$(rdma_of "$i")" ] && [ "${f_pool:-}" = "$POOL" ] &&
+		[ "${f_free:-}" = "$POOL" ] && [ "${f_largest:-}" = "$POOL" ] &&
+		[ "${f_gen:-0}" -gt 0 ] && [ -n "${st:-}" ] &&
 		((st > now_ms - 3600000 && st <= now_ms + 1000))
 	ok $? "s$i's value: id, tcp endpoint, rdma endpoint (${SCHEME%://}), pool/free/largest = 64 MiB, generation, start time"
 	lease=$(get "$i" Lease)
@@ -314,6 +324,7 @@ diag < "$tmp/ctl.err"
 [ $rc -eq 0 ] && [ "$(python3 -c 'import json, sys
 print(json.load(open(sys.argv[1]))["stats"]["pool_bytes"])' "$tmp/stats.json")" = $((3 * POOL)) ]
 ok $? "rmemctl -e $EURL stats: a cluster client's stats, summed over the three servers"
+if [ $FULL = 1 ]; then
 ctl_exits 2 "needs an etcd endpoint" \
 	"rmemctl -c HOST:PORT cluster: exit 2, 'needs an etcd endpoint'" \
 	-c "127.0.0.1:${rports[0]}" cluster
@@ -376,7 +387,9 @@ ok $? "the 16 MiB client frees and exits 0"
 wait_free 0 $((POOL - 4096))
 ok $? "after the free s0's free_bytes is back ($got)"
 release tiny
+fi # FULL
 
+if [ $FULL = 1 ]; then
 # ---- the etcd leader dies: keepalives and clients' I/O go on ------------------------------
 leases_before="$(get 0 Lease) $(get 1 Lease) $(get 2 Lease)"
 "$CLIENT" "$SCHEME$H:${rports[1]}" io 8 > "$tmp/io.out" 2>&1 &
@@ -399,6 +412,13 @@ etcd_restart "$leader"
 etcd_wait_healthy 20
 ok $? "the killed member rejoins"
 grep -c "etcd is unreachable" "$tmp"/r[012].log | diag
+else
+# ---- an rdma:// client's I/O on a member ----------------------------------------------------
+"$CLIENT" "$SCHEME$H:${rports[1]}" io 4 > "$tmp/io.out" 2>&1
+rc=$?
+diag < "$tmp/io.out"
+ok $rc "a ${SCHEME%://} client of s1 reads and writes, every block verified"
+fi
 
 if [ $FULL = 1 ]; then
 # ---- a lost lease: registered again ---------------------------------------------------------
@@ -417,8 +437,6 @@ wait_metric rmem_cluster_registrations_total 2 10 &&
 	[ "$(metric rmem_cluster_leases_lost_total)" = 1 ] &&
 	[ "$(metric rmem_cluster_registered)" = 1 ]
 ok $? "s2's /metrics: 1 lease lost, 2 registrations, registered again"
-
-fi # FULL
 
 # ---- kill -9: the key goes when the lease ends -------------------------------------------------
 v0_before=$(value 0)
@@ -452,7 +470,6 @@ ok $? "kill -9: s0's key is gone within lease_ms + $((SLACK_MS / 1000)) s ($ms m
 [ $listed = no ] && ((ms_ctl <= LEASE_MS + SLACK_MS)) && [ "$(grep -c "^s[12]  *up " "$tmp/ctl9.txt")" = 2 ]
 ok $? "kill -9: s0 is gone from rmemctl cluster within lease_ms + $((SLACK_MS / 1000)) s ($ms_ctl ms); s1, s2 up"
 
-if [ $FULL = 1 ]; then
 # ---- the same id again: a restarted s0 is s0 ------------------------------------------------------
 gen_before=$(echo "$v0_before" | json generation)
 start_rmemd 0
@@ -590,6 +607,7 @@ grep -h "^<[0-4]>" "$tmp"/r[012].log | grep -v "etcd is unreachable\|is lost\|he
 
 fi # FULL
 
+if [ $FULL = 1 ]; then
 # ---- bad cluster blocks: FILE:LINE ----------------------------------------------------------------
 bad() {
 	local name=$1 line=$2 file=$tmp/bad-$1.conf rc
@@ -616,5 +634,6 @@ printf '%s\n' 'listen = { tcp = "0.0.0.0:7470"; };' \
 	> "$tmp/good.conf"
 "$RMEMD" -t -c "$tmp/good.conf" > /dev/null 2> "$tmp/err"
 ok $? "rmemd -t accepts a cluster block with advertise and id"
+fi # FULL
 
 tap_done
