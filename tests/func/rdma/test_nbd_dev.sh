@@ -66,16 +66,18 @@ okl $? "$tmp/nbd-client0.log" "nbd-client attaches /dev/nbd0"
 mkfs.ext4 -q -F /dev/nbd0 > "$tmp/mkfs.log" 2>&1; okl $? "$tmp/mkfs.log" "mkfs.ext4 /dev/nbd0"
 mkdir -p "$mnt"
 mount /dev/nbd0 "$mnt"; ok $? "mount it"
-for i in $(seq 1 8); do
+# (Sizes for a TCG guest, issue 31: every block crosses nbd, nbdkit and
+# rxe in emulation; 8 files of up to 12 MiB and a 96 MiB swapper took 311 s.)
+for i in $(seq 1 4); do
 	head -c $((i * 1536 * 1024 + 4321)) /dev/urandom > "$mnt/f$i"
 done
 (cd "$mnt" && sha256sum f* > "$tmp/sums")
-umount "$mnt"; ok $? "8 files written (1.5 to 12 MiB), unmounted"
+umount "$mnt"; ok $? "4 files written (1.5 to 6 MiB), unmounted"
 blockdev --flushbufs /dev/nbd0
 echo 3 > /proc/sys/vm/drop_caches
 e2fsck -f -n /dev/nbd0 > "$tmp/fsck.log" 2>&1; okl $? "$tmp/fsck.log" "e2fsck -f finds it clean"
 mount /dev/nbd0 "$mnt"; ok $? "mounted again"
-mountpoint -q "$mnt" && [ "$(wc -l < "$tmp/sums")" = 8 ] && (cd "$mnt" && sha256sum -c --quiet "$tmp/sums")
+mountpoint -q "$mnt" && [ "$(wc -l < "$tmp/sums")" = 4 ] && (cd "$mnt" && sha256sum -c --quiet "$tmp/sums")
 ok $? "every file has its checksum"
 umount "$mnt"
 nbd-client -d /dev/nbd0 > /dev/null 2>&1; ok $? "nbd-client detaches /dev/nbd0"
@@ -95,15 +97,15 @@ grep -q '^/dev/nbd1 ' /proc/swaps; ok $? "/proc/swaps lists it"
 [ "$(stat -f -c %T /sys/fs/cgroup 2> /dev/null)" = cgroup2fs ] || mount -t cgroup2 none /sys/fs/cgroup
 echo +memory > /sys/fs/cgroup/cgroup.subtree_control
 cg=/sys/fs/cgroup/rmem-nbd-swap
-mkdir -p "$cg" && echo 48M > "$cg/memory.max"
-ok $? "a cgroup with memory.max = 48 MiB"
+mkdir -p "$cg" && echo 32M > "$cg/memory.max"
+ok $? "a cgroup with memory.max = 32 MiB"
 vm() { awk -v k="$1" '$1 == k {print $2}' /proc/vmstat; }
 out0=$(vm pswpout)
 in0=$(vm pswpin)
-# 96 MiB of 4 KiB pages, each naming itself, written, then read back twice.
+# 64 MiB of 4 KiB pages, each naming itself, written, then read back twice.
 cat > "$tmp/swapper.py" << 'PY'
 import struct, sys
-n = 96 * 256
+n = 64 * 256
 page = lambda i: struct.pack("<QQ", i, i ^ 0x5A5A5A5A) * 256
 pages = [page(i) for i in range(n)]
 bad = sum(pages[i] != page(i) for _ in range(2) for i in range(n))
