@@ -472,10 +472,11 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 	struct rset *rs = NULL;
 	int err = redund_rset_of(cl, r, &rs);
 
-	if (!err)
-		err = redund_check_range(rs, off, buf, len);
 	if (err)
 		return err;
+	err = redund_check_range(rs, off, buf, len);
+	if (err)
+		return redund_dead(cl, rs) ? -EINVAL : err;
 	/* Degraded: a repair elsewhere may have moved the lost pieces, or it
 	 * is time this client repaired a region it may write. */
 	if (redund_pieces_in(cl, rs) < rs->n) {
