@@ -373,6 +373,11 @@ const char *single_transport(const rmem_client *c)
 	return dp_carries_data(&c->eng) ? "rdma" : c->stream;
 }
 
+uint32_t single_resumes(rmem_client *c)
+{
+	return c ? __atomic_load_n(&c->rs.epoch, __ATOMIC_ACQUIRE) : 0;
+}
+
 /* ---- alloc, free, stats ------------------------------------------------------ */
 
 /* What ALLOC, and CREATE after it (named.c), accept: the one place that says so. */

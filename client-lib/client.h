@@ -128,7 +128,8 @@ static inline int client_once(struct rmem_client *c, int err)
 static inline int client_region_now(struct rmem_client *c, const struct rmem_region **r,
 				    struct rmem_region *tmp)
 {
-	if (__builtin_expect(c->rs.epoch == 0, 1) || (*r)->id >= c->rs.stale_below)
+	if (__builtin_expect(__atomic_load_n(&c->rs.epoch, __ATOMIC_RELAXED) == 0, 1) ||
+	    (*r)->id >= c->rs.stale_below)
 		return 0;
 	return reclaim_region(&c->rs, r, tmp);
 }

@@ -376,7 +376,7 @@ int reclaim_run(struct reclaim *rs)
 	e->timeout_ms = timeout_ms;
 	if (err)
 		return give_up(rs);
-	rs->epoch++;
+	__atomic_store_n(&rs->epoch, rs->epoch + 1, __ATOMIC_RELEASE);
 	rs->stale_below = rs->max_id + 1;
 	map_clear(rs);
 	resend_parked(rs);

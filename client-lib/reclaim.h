@@ -54,7 +54,10 @@ struct reclaim {
 	uint64_t session_id;
 	uint8_t token[PROTO_RESUME_TOKEN_LEN];
 	bool dead;                 /* a resume failed: the client is broken for good */
-	uint32_t epoch;            /* resumes so far; 0: the fast path everywhere */
+	/* Resumes so far; 0: the fast path everywhere.  Written under the
+	 * client's lock, by __atomic stores, so that the router may read it
+	 * without the lock (single_resumes). */
+	uint32_t epoch;
 	uint64_t max_id;           /* highest region id handed to the application */
 	/* Regions with ids below this were handed out before the last resume:
 	 * their keys (and addresses) are in the map, or REKEY fetches them. */

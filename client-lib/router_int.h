@@ -77,6 +77,12 @@ struct member {
 	rmem_client *client;      /* NULL until first used */
 	uint64_t conn_start_ms;   /* rec.start_time_ms when client connected */
 	uint32_t inflight;        /* posted operations not yet polled */
+	int64_t key_rev;          /* its key's create revision in etcd */
+	/* Times its membership moved as this client saw it: its key left
+	 * the set, or came back as another key (another create revision) or
+	 * another process or generation, or its client was (re)connected.
+	 * With its client's resumes, members_epoch_locked. */
+	uint32_t moves;
 };
 
 /* A posted operation: its internal cookie is its index here. */
@@ -182,11 +188,19 @@ int router_url_parse(const char *url, char *list, size_t list_len, char *name,
 
 int members_init(struct router *cl);
 void members_fini(struct router *cl);
-/* The watch's news: a record put, a server's key deleted, or (full read)
- * the whole set, every server not in it gone. */
-void members_put(struct router *cl, const struct cluster_rec *rec);
+/* The watch's news: a record put (key_rev: its key's create revision), a
+ * server's key deleted, or (full read) the whole set, every server not in
+ * it gone. */
+void members_put(struct router *cl, const struct cluster_rec *rec, int64_t key_rev);
 void members_gone(struct router *cl, const char *id);
-void members_only(struct router *cl, const struct cluster_rec *recs, size_t n);
+void members_only(struct router *cl, const struct cluster_rec *recs, const int64_t *key_revs,
+		  size_t n);
+/* Slot's membership epoch: moves whenever this client may have missed
+ * something of the server's (its key left etcd and came back, a new
+ * process, a new connection, its session resumed), so that a redundant
+ * region's handle knows when a piece there must be checked against its
+ * record again (redund_validate).  Under mu. */
+uint64_t members_epoch_locked(struct router *cl, uint32_t slot);
 /* How many servers are present. */
 size_t members_present(struct router *cl);
 /*

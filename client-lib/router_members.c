@@ -99,29 +99,46 @@ static struct member *find_locked(struct router *cl, const char *id, uint32_t *s
 }
 
 /* Under mu.  A server beyond the table's size is not used (it never gets a
- * slot); the others go on. */
-static void put_locked(struct router *cl, const struct cluster_rec *rec)
+ * slot); the others go on.  The slot, or -1. */
+static long put_locked(struct router *cl, const struct cluster_rec *rec, int64_t key_rev)
 {
 	struct member *m = find_locked(cl, rec->id, NULL);
 
 	if (!m) {
 		if (cl->nmembers == CLUSTER_MAX_SERVERS)
-			return;
+			return -1;
 		m = &cl->members[cl->nmembers++];
+	} else if (!m->present || m->key_rev != key_rev ||
+		   m->rec.start_time_ms != rec->start_time_ms ||
+		   m->rec.generation != rec->generation) {
+		/* Back, or another key or process than the one seen last
+		 * (a deletion this client never saw: a full read after a
+		 * compaction): whatever happened meanwhile was missed. */
+		m->moves++;
 	}
 	/* A failed server whose key comes back (a new lease: it restarted,
 	 * or lost etcd for a while) is worth a new connection. */
-	if (m->failed && !m->present)
+	if (m->failed && (!m->present || m->key_rev != key_rev))
 		m->back = true;
 	m->rec = *rec;
 	m->present = true;
+	m->key_rev = key_rev;
 	m->free_est = rec->free_bytes;
+	return m - cl->members;
 }
 
-void members_put(struct router *cl, const struct cluster_rec *rec)
+/* Under mu: m's key left the set. */
+static void gone_locked(struct member *m)
+{
+	if (m->present)
+		m->moves++;
+	m->present = false;
+}
+
+void members_put(struct router *cl, const struct cluster_rec *rec, int64_t key_rev)
 {
 	pthread_mutex_lock(&cl->mu);
-	put_locked(cl, rec);
+	(void)put_locked(cl, rec, key_rev);
 	pthread_mutex_unlock(&cl->mu);
 }
 
@@ -132,18 +149,34 @@ void members_gone(struct router *cl, const char *id)
 	pthread_mutex_lock(&cl->mu);
 	m = find_locked(cl, id, NULL);
 	if (m)
-		m->present = false;
+		gone_locked(m);
 	pthread_mutex_unlock(&cl->mu);
 }
 
-void members_only(struct router *cl, const struct cluster_rec *recs, size_t n)
+void members_only(struct router *cl, const struct cluster_rec *recs, const int64_t *key_revs,
+		  size_t n)
 {
+	bool in[CLUSTER_MAX_SERVERS] = { false };
+
 	pthread_mutex_lock(&cl->mu);
+	for (size_t i = 0; i < n; i++) {
+		long s = put_locked(cl, &recs[i], key_revs[i]);
+
+		if (s >= 0)
+			in[s] = true;
+	}
 	for (size_t i = 0; i < cl->nmembers; i++)
-		cl->members[i].present = false;
-	for (size_t i = 0; i < n; i++)
-		put_locked(cl, &recs[i]);
+		if (!in[i])
+			gone_locked(&cl->members[i]);
 	pthread_mutex_unlock(&cl->mu);
+}
+
+uint64_t members_epoch_locked(struct router *cl, uint32_t slot)
+{
+	const struct member *m = &cl->members[slot];
+
+	/* A new client's resumes start again at 0: its connect moved moves. */
+	return (uint64_t)m->moves << 32 | single_resumes(m->client);
 }
 
 size_t members_present(struct router *cl)
@@ -373,6 +406,7 @@ static int connect_member(struct router *cl, struct member *m, const char *endpo
 			m->failed = false;
 			m->back = false;
 			m->conn_start_ms = start_ms;
+			m->moves++; /* a new session: the old one's past is not its */
 		}
 		pthread_mutex_unlock(&cl->mu);
 		free(old);

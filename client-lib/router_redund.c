@@ -379,31 +379,37 @@ int redund_check_range(const struct rset *rs, uint64_t off, const void *buf, siz
 	return 0;
 }
 
-int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
-		size_t len)
+bool redund_validate(struct router *cl, struct rset *rs)
+{
+	bool moved = false;
+
+	if (!rs->rec)
+		return false; /* anonymous: this client's writes alone, which mark out */
+	pthread_mutex_lock(&cl->mu);
+	for (unsigned i = 0; i < rs->n && !moved; i++)
+		moved = rs->state[i] == PIECE_IN &&
+			members_epoch_locked(cl, rs->slot[i]) != rs->seen[i];
+	pthread_mutex_unlock(&cl->mu);
+	if (!moved)
+		return false;
+	pthread_mutex_lock(&rs->wmu);
+	moved = !redund_dead(cl, rs);
+	if (moved)
+		redund_recheck(cl, rs);
+	pthread_mutex_unlock(&rs->wmu);
+	return moved;
+}
+
+/* One read of [off, off+len) into buf, as the pieces in are now. */
+static int read_once(struct router *cl, struct rset *rs, uint64_t off, void *buf, size_t len)
 {
 	unsigned char *tmp[STRIPE_K_MAX] = { NULL }, *block = NULL;
 	uint64_t lo[STRIPE_K_MAX], hi[STRIPE_K_MAX];
 	bool has[STRIPE_K_MAX] = { false };
-	struct rset *rs = NULL;
 	bool locked = false;
-	unsigned k = 0, np = 0, last = 0;
-	int err = redund_rset_of(cl, r, &rs);
+	unsigned k = rs->code.k, np = 0, last = 0;
+	int err = 0;
 
-	if (!err)
-		err = redund_check_range(rs, off, buf, len);
-	/* Degraded: a repair elsewhere may have moved the lost pieces, or it
-	 * is time this client repaired a region it may write. */
-	if (!err && redund_pieces_in(cl, rs) < rs->n) {
-		pthread_mutex_lock(&rs->wmu);
-		if (!redund_dead(cl, rs)) {
-			redund_refresh(cl, rs);
-			redund_repair_due(cl, rs);
-		}
-		pthread_mutex_unlock(&rs->wmu);
-	}
-	if (!err)
-		k = rs->code.k;
 	for (unsigned j = 0; !err && j < k; j++)
 		if ((has[j] = redund_piece_range(rs, j, off, off + len, &lo[j], &hi[j]))) {
 			np++;
@@ -457,9 +463,39 @@ out:
 		redund_count(cl, &cl->degraded_reads, 1);
 	}
 	scratch_give(cl, block, k);
+	return err;
+}
+
+int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
+		size_t len)
+{
+	struct rset *rs = NULL;
+	int err = redund_rset_of(cl, r, &rs);
+
+	if (err)
+		return err;
+	err = redund_check_range(rs, off, buf, len);
+	if (err)
+		return redund_dead(cl, rs) ? -EINVAL : err;
+	/* Degraded: a repair elsewhere may have moved the lost pieces, or it
+	 * is time this client repaired a region it may write. */
+	if (redund_pieces_in(cl, rs) < rs->n) {
+		pthread_mutex_lock(&rs->wmu);
+		if (!redund_dead(cl, rs)) {
+			redund_refresh(cl, rs);
+			redund_repair_due(cl, rs);
+		}
+		pthread_mutex_unlock(&rs->wmu);
+	}
+	/* Checked after the read: a piece's server that came back through
+	 * a resume did so before its reply (the epoch moved first), so bytes
+	 * it served are never trusted without the record's word. */
+	do
+		err = read_once(cl, rs, off, buf, len);
+	while (!err && redund_validate(cl, rs));
 	/* Freed by another thread meanwhile (its pieces with it): the
 	 * handle is stale, as for a call made after the free. */
-	return err && rs && redund_dead(cl, rs) ? -EINVAL : err;
+	return err && redund_dead(cl, rs) ? -EINVAL : err;
 }
 
 /* Pieces in now. */

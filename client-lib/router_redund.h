@@ -54,6 +54,12 @@ struct rset {
 	struct cluster_piece recp[STRIPE_N_MAX];
 	uint32_t access;
 	int64_t refreshed_ms;
+	/* A named one's: each piece's server's membership epoch
+	 * (members_epoch_locked) when this handle last checked the piece
+	 * against the record; once it moved, the piece is not trusted
+	 * before the record is read again (redund_validate).  Under the
+	 * router's mu. */
+	uint64_t seen[STRIPE_N_MAX];
 	redund_release_fn release; /* the writer key, when this handle holds it */
 	void *release_arg;
 	/* Freed (rmem_free): set under mu with wmu held; then the rset waits
@@ -111,6 +117,23 @@ int redund_piece_slot(struct router *cl, const struct cluster_piece *p, uint32_t
  * second (router_redund_repair.c): pieces a repair elsewhere moved are
  * opened where they are now; pieces it calls stale are out.  Under wmu. */
 void redund_refresh(struct router *cl, struct rset *rs);
+/* A named region's handle checking its record now, whatever the time
+ * (router_redund_repair.c): as redund_refresh, and each piece's seen is
+ * its server's epoch from before the record was read.  A piece whose
+ * server's epoch moved is put out when the record cannot be read (nothing
+ * vouches for it).  Under wmu. */
+void redund_recheck(struct router *cl, struct rset *rs);
+/* Each piece's seen, its server's epoch now.  Under the router's mu. */
+void redund_seen_locked(struct router *cl, struct rset *rs);
+/* A piece declared stale is never served (docs/architecture.md,
+ * invariants): after a read of a named region, whether the server of any
+ * piece in moved since the handle checked that piece (its key left etcd,
+ * a new process, a new connection, a resumed session: it may have missed
+ * a write, and come back with the old bytes); if so, the record is read
+ * again (redund_recheck, under wmu, which the caller must not hold) and
+ * true: the caller reads again.  false, and nothing done, when nothing
+ * moved: a few loads under the router's mu, no etcd. */
+bool redund_validate(struct router *cl, struct rset *rs);
 /* "<name>~<made>.<i>": 0, or -ENAMETOOLONG. */
 int redund_piece_name(const char *name, uint64_t made, unsigned i, char *out);
 

@@ -364,6 +364,11 @@ int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem
 		rs->resync = false;
 		pthread_mutex_unlock(&rs->wmu);
 	}
+	/* Its pieces as the record just named them (redund_open) or as
+	 * made here: checked as of their servers' epochs now. */
+	pthread_mutex_lock(&cl->mu);
+	redund_seen_locked(cl, rs);
+	pthread_mutex_unlock(&cl->mu);
 	err = rset_enter(cl, rs, &idx);
 
 	if (err) {

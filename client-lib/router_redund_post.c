@@ -47,6 +47,7 @@ struct rpost_part {
 	unsigned char *own;   /* else a buffer of the part's own, or NULL */
 	size_t own_cap;
 	int st;               /* the part's status */
+	bool rebuilt;         /* its bytes were rebuilt from other pieces */
 	struct piece_ref ref; /* the piece it was posted on (a copy) */
 };
 
@@ -325,25 +326,28 @@ static int part_rebuild(struct router *cl, struct rset *rs, struct rpost *rp,
 	return err;
 }
 
-/* Every part rebuilt when lost, then gathered: the call's status. */
-static int read_finish(struct router *cl, struct rpost *rp)
+/* Whether part pt's bytes are its piece's, served as they landed: not
+ * when the part failed, was rebuilt, or its piece is out now (a write
+ * missed it, or the record calls it stale) or another one (a repair moved
+ * it). */
+static bool part_good(struct router *cl, struct rset *rs, const struct rpost_part *pt)
 {
-	struct rset *rs;
-	bool locked = false;
-	int err = redund_rset_of(cl, &rp->r, &rs); /* freed meanwhile: -EINVAL */
+	struct piece_ref now;
 
-	/* An error that no rebuild mends ends the call before any rebuild.
-	 * (-EOPNOTSUPP: a spaced read sent again after a resume found the
-	 * client on RDMA; the piece is not at fault, its bytes are rebuilt.) */
-	for (unsigned x = 0; x < rp->nparts && !err; x++)
-		if (rp->part[x].st && !lost(rp->part[x].st) && rp->part[x].st != -EOPNOTSUPP)
-			err = rp->part[x].st;
-	for (unsigned x = 0; x < rp->nparts && !err; x++) {
+	return !pt->st && !pt->rebuilt && redund_piece_take(cl, rs, pt->j, &now) &&
+	       now.gen == pt->ref.gen;
+}
+
+/* Every part that is not good rebuilt from K pieces in: true when any
+ * was.  *err the first rebuild's failure. */
+static bool read_mend(struct router *cl, struct rset *rs, struct rpost *rp, int *err)
+{
+	bool locked = false;
+
+	for (unsigned x = 0; x < rp->nparts && !*err; x++) {
 		struct rpost_part *pt = &rp->part[x];
 
-		/* A piece marked out since (a write missed it) is never
-		 * served: its bytes are rebuilt as a lost one's. */
-		if (!pt->st && redund_piece_in(cl, rs, pt->j))
+		if (part_good(cl, rs, pt))
 			continue;
 		if (pt->st != -EOPNOTSUPP && pt->st)
 			redund_piece_lost(cl, rs, pt->j, pt->ref.gen);
@@ -352,12 +356,40 @@ static int read_finish(struct router *cl, struct rpost *rp)
 			pthread_mutex_lock(&rs->wmu);
 			locked = true;
 		}
-		err = part_rebuild(cl, rs, rp, pt);
+		*err = part_rebuild(cl, rs, rp, pt);
+		pt->rebuilt = true;
 	}
-	if (locked) {
+	if (locked)
 		pthread_mutex_unlock(&rs->wmu);
-		redund_count(cl, &cl->degraded_reads, 1);
+	return locked;
+}
+
+/* Every part rebuilt when lost, then gathered: the call's status. */
+static int read_finish(struct router *cl, struct rpost *rp)
+{
+	struct rset *rs;
+	bool mended = false;
+	int err = redund_rset_of(cl, &rp->r, &rs); /* freed meanwhile: -EINVAL */
+
+	/* An error that no rebuild mends ends the call before any rebuild.
+	 * (-EOPNOTSUPP: a spaced read sent again after a resume found the
+	 * client on RDMA; the piece is not at fault, its bytes are rebuilt.) */
+	for (unsigned x = 0; x < rp->nparts && !err; x++)
+		if (rp->part[x].st && !lost(rp->part[x].st) && rp->part[x].st != -EOPNOTSUPP)
+			err = rp->part[x].st;
+	/* Every part has landed: a piece whose server moved since the
+	 * handle checked it is checked against the record now (as a
+	 * synchronous read's, router_redund.c), and what a rebuild read is
+	 * checked again, until nothing moved. */
+	if (!err)
+		(void)redund_validate(cl, rs);
+	while (!err && read_mend(cl, rs, rp, &err)) {
+		mended = true;
+		if (err || !redund_validate(cl, rs))
+			break;
 	}
+	if (mended)
+		redund_count(cl, &cl->degraded_reads, 1);
 	for (unsigned x = 0; x < rp->nparts && !err; x++)
 		if (rp->part[x].own)
 			redund_piece_copy(rs, rp->part[x].j, rp->part[x].lo, rp->part[x].hi,

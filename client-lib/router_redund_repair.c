@@ -186,6 +186,8 @@ static void put_piece(struct router *cl, struct rset *rs, unsigned i,
 	rs->gen[i]++; /* a call's failure on the old one is not this one's */
 	rs->state[i] = PIECE_IN;
 	rs->recorded_out &= ~(1u << i);
+	/* Checked now: made here, or healthy in the record just read. */
+	rs->seen[i] = members_epoch_locked(cl, slot);
 	if (recp)
 		rs->recp[i] = *recp;
 	pthread_mutex_unlock(&cl->mu);
@@ -271,8 +273,13 @@ static void follow(struct router *cl, struct rset *rs, unsigned i, const struct 
 		rc = members_client(cl, slot, &c);
 	if (!rc)
 		rc = members_err(cl, slot, single_open(c, pname, rs->access, &np));
-	if (rc)
-		return; /* read around it, as before; tried again at the next look */
+	if (rc) {
+		/* Read around it, tried again at the next look: the piece
+		 * this handle holds is one the record gave up (it was out
+		 * when it was repaired), so it is never read again. */
+		redund_piece_out(cl, rs, i);
+		return;
+	}
 	members_tag(&np, slot);
 	put_piece(cl, rs, i, &np, slot, p, &old, &oldslot);
 	/* The old handle closed once no call holds it (its server, if it
@@ -280,18 +287,17 @@ static void follow(struct router *cl, struct rset *rs, unsigned i, const struct 
 	drop_old(cl, rs, oldslot, &old, NULL, NULL);
 }
 
-void redund_refresh(struct router *cl, struct rset *rs)
+/* The record read and followed: 0, or why it could not be (its read's
+ * error; -ESTALE: another region's now). */
+static int refresh_now(struct router *cl, struct rset *rs)
 {
 	struct cluster_layout lay;
-	int64_t now = clock_mono_ms();
+	int err = rs->rec->read(cl, rs->name, &lay);
 
-	/* At most once a second: a degraded region's every call would
-	 * otherwise read etcd. */
-	if (!rs->rec || now - rs->refreshed_ms < 1000 || redund_dead(cl, rs))
-		return;
-	rs->refreshed_ms = now;
-	if (rs->rec->read(cl, rs->name, &lay) || lay.k + lay.r != rs->n || lay.size != rs->length)
-		return;
+	if (err)
+		return err;
+	if (lay.k + lay.r != rs->n || lay.size != rs->length)
+		return -ESTALE;
 	for (unsigned i = 0; i < rs->n; i++) {
 		const struct cluster_piece *p = &lay.pieces[i];
 
@@ -303,6 +309,61 @@ void redund_refresh(struct router *cl, struct rset *rs)
 			follow(cl, rs, i, p);
 		}
 	}
+	return 0;
+}
+
+void redund_refresh(struct router *cl, struct rset *rs)
+{
+	int64_t now = clock_mono_ms();
+
+	/* At most once a second: a degraded region's every call would
+	 * otherwise read etcd. */
+	if (!rs->rec || now - rs->refreshed_ms < 1000 || redund_dead(cl, rs))
+		return;
+	rs->refreshed_ms = now;
+	(void)refresh_now(cl, rs);
+}
+
+void redund_seen_locked(struct router *cl, struct rset *rs)
+{
+	for (unsigned i = 0; i < rs->n; i++)
+		rs->seen[i] = members_epoch_locked(cl, rs->slot[i]);
+}
+
+/*
+ * Issue 30 item 1: a handle that holds every piece in never needed the
+ * record, so a piece a write missed while its server was away (stale in
+ * the record) came back with its old bytes when the server did, and was
+ * served.  The epochs are taken before the record is read: a move after
+ * that is seen by the next redund_validate.
+ */
+void redund_recheck(struct router *cl, struct rset *rs)
+{
+	uint64_t ep[STRIPE_N_MAX];
+	uint32_t gen[STRIPE_N_MAX];
+	int err;
+
+	if (!rs->rec)
+		return;
+	pthread_mutex_lock(&cl->mu);
+	for (unsigned i = 0; i < rs->n; i++) {
+		ep[i] = members_epoch_locked(cl, rs->slot[i]);
+		gen[i] = rs->gen[i];
+	}
+	pthread_mutex_unlock(&cl->mu);
+	rs->refreshed_ms = clock_mono_ms();
+	err = refresh_now(cl, rs);
+	pthread_mutex_lock(&cl->mu);
+	for (unsigned i = 0; i < rs->n; i++) {
+		if (rs->gen[i] != gen[i])
+			continue; /* followed: put_piece set its seen */
+		/* Unchecked (etcd unreachable, the name gone or another's):
+		 * a piece whose server moved may be stale, so it is out. */
+		if (err && rs->state[i] == PIECE_IN && ep[i] != rs->seen[i])
+			redund_piece_out_locked(rs, i);
+		rs->seen[i] = ep[i];
+	}
+	pthread_mutex_unlock(&cl->mu);
 }
 
 int redund_repair_locked(struct router *cl, struct rset *rs)

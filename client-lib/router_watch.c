@@ -64,6 +64,7 @@ static bool rec_of(const struct router_watch *w, const struct etcd_kv *kv,
 static int full_read(struct router_watch *w)
 {
 	struct cluster_rec *recs;
+	int64_t *revs;
 	struct etcd_range r;
 	size_t n = 0;
 	int rc = etcd_range(w->etcd, w->prefix, strlen(w->prefix), true, &r);
@@ -71,16 +72,20 @@ static int full_read(struct router_watch *w)
 	if (rc < 0)
 		return rc;
 	recs = calloc(r.nkvs ? r.nkvs : 1, sizeof(*recs));
-	if (!recs) {
+	revs = calloc(r.nkvs ? r.nkvs : 1, sizeof(*revs));
+	if (!recs || !revs) {
+		free(recs);
+		free(revs);
 		etcd_range_free(&r);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < r.nkvs; i++)
 		if (rec_of(w, &r.kvs[i], &recs[n]))
-			n++;
-	members_only(w->cl, recs, n);
+			revs[n++] = r.kvs[i].create_revision;
+	members_only(w->cl, recs, revs, n);
 	w->next_rev = r.header.revision + 1;
 	free(recs);
+	free(revs);
 	etcd_range_free(&r);
 	return 0;
 }
@@ -101,7 +106,7 @@ static int on_message(void *arg, const struct etcd_watch_msg *m)
 		char id[CLUSTER_ID_MAX];
 
 		if (ev->type == ETCD_EVENT_PUT && rec_of(w, &ev->kv, &rec))
-			members_put(w->cl, &rec);
+			members_put(w->cl, &rec, ev->kv.create_revision);
 		else if (ev->type == ETCD_EVENT_DELETE && key_id(w, &ev->kv, id, sizeof id))
 			members_gone(w->cl, id);
 		if (ev->kv.mod_revision >= w->next_rev)

@@ -21,6 +21,10 @@
 int single_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **out);
 void single_close(rmem_client *c);
 const char *single_transport(const rmem_client *c);
+/* Not in rmem.h: how many times c's session was resumed (reclaim.h) so
+ * far; 0 for NULL.  Any thread, without c's lock: a call on c that came
+ * back through a resume sees it moved once the call has returned. */
+uint32_t single_resumes(rmem_client *c);
 int single_alloc(rmem_client *c, uint64_t size, uint32_t flags, struct rmem_region *out);
 int single_free(rmem_client *c, const struct rmem_region *r);
 int single_write(rmem_client *c, const struct rmem_region *r, uint64_t off, const void *buf,

@@ -22,11 +22,12 @@
  *    (kill -9, its memory kept); W writes new bytes over the whole region
  *    (degraded: the record marks piece 0 stale); the server starts again
  *    from its store, and R's session to it resumes.  R, which never
- *    touched the region meanwhile, reads the new bytes, never the old.
+ *    touched the region meanwhile, reads the new bytes, never the old;
+ *    so does P, another such reader, by a posted read (rmem_post_read).
  * 2. The same with a stall instead of a crash: the server of piece 0 is
  *    stopped (SIGSTOP) until its membership lease ends, W writes, the
  *    server goes on (SIGCONT) and registers again; R's session to it never
- *    broke.  R reads the new bytes.
+ *    broke.  R reads the new bytes, and so does P's posted read.
  * 3. A double failure is not a loss: R+1 = 2 servers of a region die
  *    (kill -9, memory kept) and stay out until their keys leave etcd.  A
  *    client that never saw them opens the name: -EHOSTDOWN, and the record
@@ -158,13 +159,32 @@ static int open_settled(rmem_client *c, const char *name, struct rmem_region *ou
 
 /* ---- 1 and 2: an older reader's piece, stale in the record ------------------------- */
 
+/* A posted read of the whole region into got, polled for up to 20 s: its
+ * status, or the poll's error. */
+static int post_read_all(rmem_client *c, const struct rmem_region *r, unsigned char *got)
+{
+	struct rmem_completion cq;
+	int rc = rmem_post_read(c, r, 0, got, LEN, 7);
+
+	if (rc)
+		return rc;
+	for (int64_t end = now_ms() + 20000; now_ms() < end;) {
+		rc = rmem_poll(c, &cq, 1, 1000);
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			return cq.cookie == 7 ? cq.status : -EBADMSG;
+	}
+	return -ETIME;
+}
+
 /* stall: the server of piece 0 is stopped (SIGSTOP) until its lease ends,
  * then continued; else killed (-9) and started again from its store. */
 static void stale_reader(const char *name, bool stall)
 {
 	unsigned char *a = malloc(LEN), *b = malloc(LEN), *got = malloc(LEN);
-	struct rmem_region wr, rr;
-	rmem_client *W, *R;
+	struct rmem_region wr, rr, pr;
+	rmem_client *W, *R, *P = NULL;
 	int rc, rc2 = -1, srv[8];
 	uint64_t bad = LEN;
 	int64_t t0;
@@ -176,7 +196,8 @@ static void stale_reader(const char *name, bool stall)
 	 * the server comes back with the session in its store. */
 	W = connect_url(url21, 300, 2000, &rc);
 	R = W ? connect_url(base_url, 15000, 5000, &rc) : NULL;
-	if (R)
+	P = R ? connect_url(base_url, 15000, 5000, &rc) : NULL;
+	if (P)
 		rc = rmem_create(W, name, LEN, 0, &wr);
 	if (!rc)
 		rc = rmem_write(W, &wr, 0, a, LEN);
@@ -184,10 +205,16 @@ static void stale_reader(const char *name, bool stall)
 		rc = rmem_open(R, name, RMEM_READ, &rr);
 	if (!rc)
 		rc = rmem_read(R, &rr, 0, got, LEN);
+	if (!rc && memcmp(got, a, LEN))
+		rc = -EBADMSG;
+	if (!rc)
+		rc = rmem_open(P, name, RMEM_READ, &pr);
+	if (!rc)
+		rc = post_read_all(P, &pr, got);
 	if (!ok(rc == 0 && !memcmp(got, a, LEN) && pieces_of(name, srv) == 3,
-		"%s: a 2+1 region written by W, opened read-only and read by R: %s", name,
-		rmem_strerror(rc))) {
-		skip(3, "no region");
+		"%s: a 2+1 region written by W, opened read-only and read by R and by P "
+		"(posted): %s", name, rmem_strerror(rc))) {
+		skip(4, "no region");
 		goto out;
 	}
 	t0 = now_ms();
@@ -217,19 +244,29 @@ static void stale_reader(const char *name, bool stall)
 	if (rc == 0 && bad)
 		diag("%llu bytes differ; %llu of them are the old bytes", (unsigned long long)bad,
 		     (unsigned long long)(LEN - differ(got, a, LEN)));
-	/* Reproduced, not fixed yet (issue 30 item 1): R's handle never
-	 * re-reads the record while all its pieces look in.  The fix to come:
-	 * a member's session epoch (a resume, a key that left etcd) moved
-	 * since the piece was validated forces a refresh of the record before
-	 * that piece serves a read.  A TODO until then, so that it shows in
-	 * every run and turns into a pass the day it is fixed. */
-	todo(rc == 0 && bad == 0, "issue 30 item 1: the old handle still reads the stale piece",
+	/* Issue 30 item 1: R's handle saw every piece in, but s0's
+	 * membership moved under it (a resume, a key that left etcd): it
+	 * reads the record again before it trusts piece 0. */
+	ok(rc == 0 && bad == 0,
 	   "%s: R reads the new bytes, never the stale piece's old ones (%s, %llu bytes wrong)",
 	   name, rmem_strerror(rc), (unsigned long long)bad);
+	memset(got, 0, LEN);
+	bad = LEN;
+	rc = post_read_all(P, &pr, got);
+	if (rc == 0)
+		bad = differ(got, b, LEN);
+	if (rc == 0 && bad)
+		diag("%llu bytes differ; %llu of them are the old bytes", (unsigned long long)bad,
+		     (unsigned long long)(LEN - differ(got, a, LEN)));
+	ok(rc == 0 && bad == 0,
+	   "%s: P's posted read too (%s, %llu bytes wrong)", name, rmem_strerror(rc),
+	   (unsigned long long)bad);
+	rmem_free(P, &pr);
 	rmem_free(R, &rr);
 	rmem_free(W, &wr);
 	rmem_unlink(W, name);
 out:
+	rmem_close(P);
 	rmem_close(R);
 	rmem_close(W);
 	free(a);
