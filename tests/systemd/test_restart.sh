@@ -7,7 +7,7 @@
 # kill -9 survives it; `systemctl stop` + `start` starts fresh (the store is
 # emptied); rmem_restarts_restored_total says 1 after a restore, 0 after a
 # fresh start.  Prints the client-visible pause of a `systemctl restart` of a
-# 1 GiB pool (no assertion on time: the VM is TCG).  TAP output.
+# 256 MiB pool (no assertion on time: the VM is TCG).  TAP output.
 # run-tests-timeout: 900
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -258,16 +258,15 @@ v=$(metric rmem_restarts_restored_total)
 ok $? "rmem_restarts_restored_total is ${v:-missing} after the fresh start"
 systemctl stop "$UNIT"
 
-# ---- the pause of a systemctl restart, 1 GiB pool ------------------------------------
+# ---- the pause of a systemctl restart, a 256 MiB pool -------------------------------
 # The whole pool is pinned (and, in the new process, pinned again) inside the
-# VM's RAM (RMEM_VM_MEM, 2 GiB by default): 1 GiB when the guest has room
-# for it beside the rest, less otherwise, said in the output.
+# VM's RAM.  256 MiB, not 1 GiB (issue 31): under TCG every page of it is
+# faulted in and registered twice, minutes of the guest, and the pause's
+# figures by pool size are bench-restart's (docs/benchmarks.md); what this
+# checks is that systemd's restart of a pool larger than the others keeps
+# the held bytes.  RMEM_SYSD_PAUSE_POOL=1G measures the larger one here.
 mem_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
-PAUSE_POOL=${RMEM_SYSD_PAUSE_POOL:-1G}
-if [ -z "${RMEM_SYSD_PAUSE_POOL:-}" ] && [ "$mem_kb" -lt $((1700 << 10)) ]; then
-	PAUSE_POOL=512M
-	diag "only $((mem_kb >> 10)) MiB of RAM in the VM: the pause is measured with a $PAUSE_POOL pool, not 1 GiB"
-fi
+PAUSE_POOL=${RMEM_SYSD_PAUSE_POOL:-256M}
 HELD=$((64 << 20))
 sysd_conf "$PAUSE_POOL"
 ts=$(date +%s%N)
