@@ -407,43 +407,93 @@ static bool settles(rmem_client *c)
 	return false;
 }
 
+/* W, a 2+1 client, and R, a plain one, on one named region; NSWAP threads
+ * of theirs calling on it, and W's rmem_repair in a loop. */
+enum { NSWAP = 6 };
+
+struct swap {
+	rmem_client *W, *R;
+	struct rmem_region wr, rr;
+	unsigned char *model;
+	struct worker w[NSWAP];
+	struct repairer rep;
+	int stop;
+};
+
+/* W (timeout wt ms) makes name and fills it with seed's pattern; R (rt ms)
+ * opens it read-only: 0, or the first error. */
+static int swap_open(struct swap *s, const char *name, unsigned seed, int wt, int rt)
+{
+	char url[1024];
+	int rc;
+
+	*s = (struct swap){ .model = malloc(SWAP_LEN) };
+	snprintf(url, sizeof url, "%s?redundancy=2+1&repair_grace_ms=0", base_url);
+	s->W = connect_url(url, 300, wt, &rc);
+	s->R = s->W ? connect_url(base_url, 300, rt, &rc) : NULL;
+	pattern(s->model, SWAP_LEN, seed);
+	rc = s->R ? rmem_create(s->W, name, SWAP_LEN, 0, &s->wr) : rc;
+	if (!rc)
+		rc = rmem_write(s->W, &s->wr, 0, s->model, SWAP_LEN);
+	if (!rc)
+		rc = rmem_open(s->R, name, RMEM_READ, &s->rr);
+	return rc;
+}
+
+/* The threads: the first nw of W, calls of kinds[i] seeded seed + i, the
+ * others of R; then W's repairer. */
+static void swap_start(struct swap *s, const enum kind *kinds, unsigned nw, unsigned seed)
+{
+	for (unsigned i = 0; i < NSWAP; i++) {
+		s->w[i] = (struct worker){ .c = i < nw ? s->W : s->R, .r = i < nw ? s->wr : s->rr,
+					   .model = s->model, .len = SWAP_LEN, .kind = kinds[i],
+					   .seed = seed + i, .stop = &s->stop };
+		pthread_create(&s->w[i].t, NULL, swap_worker, &s->w[i]);
+	}
+	s->rep = (struct repairer){ .c = s->W, .r = &s->wr, .stop = &s->stop };
+	pthread_create(&s->rep.t, NULL, repair_loop, &s->rep);
+}
+
+/* Every thread stopped and joined: their calls, failures and wrong reads. */
+static void swap_stop(struct swap *s, unsigned long *ops, unsigned long *errors,
+		      unsigned long *wrong)
+{
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(s->rep.t, NULL);
+	*ops = *errors = *wrong = 0;
+	for (unsigned i = 0; i < NSWAP; i++) {
+		pthread_join(s->w[i].t, NULL);
+		*ops += s->w[i].ops;
+		*errors += s->w[i].other;
+		*wrong += s->w[i].wrong;
+	}
+}
+
+static void swap_close(struct swap *s, const char *name)
+{
+	rmem_free(s->R, &s->rr);
+	rmem_free(s->W, &s->wr);
+	rmem_unlink(s->W, name);
+	rmem_close(s->R);
+	rmem_close(s->W);
+	free(s->model);
+}
+
 static void act2(void)
 {
-	enum { NW = 6 };
-	char url[1024];
-	unsigned char *model = malloc(SWAP_LEN);
-	struct rmem_region wr, rr;
-	struct worker w[NW];
-	struct repairer rep;
-	rmem_client *W, *R;
-	int stop = 0, rc, moved = 0, settled = 0, back = 0;
-	unsigned long errors = 0, wrong = 0, ops = 0;
+	/* W: pages, spans, writes; R: pages, spans, posted reads. */
+	static const enum kind kinds[NSWAP] = { PAGES, SPANS, WRITES, PAGES, SPANS, POSTED };
+	struct swap s;
+	int rc, moved = 0, settled = 0, back = 0;
+	unsigned long errors, wrong, ops;
 
-	snprintf(url, sizeof url, "%s?redundancy=2+1&repair_grace_ms=0", base_url);
-	W = connect_url(url, 300, 5000, &rc);
-	R = W ? connect_url(base_url, 300, 5000, &rc) : NULL;
-	pattern(model, SWAP_LEN, 99);
-	rc = R ? rmem_create(W, "swap", SWAP_LEN, 0, &wr) : rc;
-	if (!rc)
-		rc = rmem_write(W, &wr, 0, model, SWAP_LEN);
-	if (!rc)
-		rc = rmem_open(R, "swap", RMEM_READ, &rr);
+	rc = swap_open(&s, "swap", 99, 5000, 5000);
 	if (!ok(rc == 0, "a 2+1 named region made by W and opened read-only by R: %s",
 		rmem_strerror(rc))) {
 		skip(4, "no region");
 		return;
 	}
-	/* W: pages, spans, writes; R: pages, spans, posted reads. */
-	for (unsigned i = 0; i < NW; i++) {
-		static const enum kind kinds[NW] = { PAGES, SPANS, WRITES, PAGES, SPANS, POSTED };
-
-		w[i] = (struct worker){ .c = i < 3 ? W : R, .r = i < 3 ? wr : rr, .model = model,
-					.len = SWAP_LEN, .kind = kinds[i], .seed = 1000 + i,
-					.stop = &stop };
-		pthread_create(&w[i].t, NULL, swap_worker, &w[i]);
-	}
-	rep = (struct repairer){ .c = W, .r = &wr, .stop = &stop };
-	pthread_create(&rep.t, NULL, repair_loop, &rep);
+	swap_start(&s, kinds, 3, 1000);
 	for (int round = 0; round < 3; round++) {
 		int srv[8], now[8], n = pieces_of("swap", srv, 8), victim = round % 3;
 		uint64_t end = now_ms() + 60000;
@@ -466,61 +516,36 @@ static void act2(void)
 		diag("round %d: piece %d on s%d killed; %s", round, victim, srv[victim],
 		     mv ? "repaired" : "not repaired in 60 s");
 		/* R follows the record (its refresh swaps R's handle). */
-		settled += settles(W) && settles(R);
+		settled += settles(s.W) && settles(s.R);
 		back += run_hook("fresh %d", srv[victim]) == 0;
 	}
-	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-	pthread_join(rep.t, NULL);
-	for (unsigned i = 0; i < NW; i++) {
-		pthread_join(w[i].t, NULL);
-		ops += w[i].ops;
-		errors += w[i].other;
-		wrong += w[i].wrong;
-	}
-	diag("%lu calls; %lu rmem_repair calls", ops, rep.calls);
+	swap_stop(&s, &ops, &errors, &wrong);
+	diag("%lu calls; %lu rmem_repair calls", ops, s.rep.calls);
 	ok(moved == 3 && back == 3, "three times a piece's server killed, the piece repaired "
 	   "elsewhere (%d), the server back empty (%d)", moved, back);
 	ok(settled == 3, "each time both clients end up reading without rebuilding (%d of 3)", settled);
 	ok(errors == 0 && wrong == 0, "no call of W's or R's threads failed (%lu) or read a wrong "
 	   "byte (%lu)", errors, wrong);
-	ok(rep.failed == 0, "rmem_repair in a loop meanwhile: %lu calls, %lu failed (first: %s)",
-	   rep.calls, rep.failed, rmem_strerror(rep.first));
-	rmem_free(R, &rr);
-	rmem_free(W, &wr);
-	rmem_unlink(W, "swap");
-	rmem_close(R);
-	rmem_close(W);
-	free(model);
+	ok(s.rep.failed == 0, "rmem_repair in a loop meanwhile: %lu calls, %lu failed (first: %s)",
+	   s.rep.calls, s.rep.failed, rmem_strerror(s.rep.first));
+	swap_close(&s, "swap");
 }
 
 /* ---- act 3: a stalled piece server, calls queued behind one another --------------- */
 
 static void act3(void)
 {
-	enum { NW = 6 };
-	char url[1024];
-	unsigned char *model = malloc(SWAP_LEN);
-	struct rmem_region wr, rr;
-	struct worker w[NW];
-	struct repairer rep;
-	rmem_client *W, *R;
-	int stop = 0, rc, srv[8], now[8];
+	static const enum kind kinds[NSWAP] = { PAGES, SPANS, PAGES, PAGES, SPANS, POSTED };
+	struct swap s;
+	int rc, srv[8], now[8];
 	long made0, made1 = -1;
 	bool moved = false, moved1 = false, wset = false, rset = false;
-	unsigned long errors = 0, wrong = 0, ops = 0;
+	unsigned long errors, wrong, ops;
 	uint64_t end, t0;
 
-	snprintf(url, sizeof url, "%s?redundancy=2+1&repair_grace_ms=0", base_url);
 	/* W gives up on a stalled server sooner than R: W repairs while R's
 	 * calls still wait on the stalled one, and go on with it after. */
-	W = connect_url(url, 300, 1000, &rc);
-	R = W ? connect_url(base_url, 300, 8000, &rc) : NULL;
-	pattern(model, SWAP_LEN, 7);
-	rc = R ? rmem_create(W, "stall", SWAP_LEN, 0, &wr) : rc;
-	if (!rc)
-		rc = rmem_write(W, &wr, 0, model, SWAP_LEN);
-	if (!rc)
-		rc = rmem_open(R, "stall", RMEM_READ, &rr);
+	rc = swap_open(&s, "stall", 7, 1000, 8000);
 	if (!ok(rc == 0 && pieces_of("stall", srv, 8) == 3,
 		"a 2+1 named region made by W (timeout 1 s) and opened read-only by R (8 s): %s",
 		rmem_strerror(rc))) {
@@ -528,16 +553,7 @@ static void act3(void)
 		return;
 	}
 	made0 = hook_num("made stall 0");
-	for (unsigned i = 0; i < NW; i++) {
-		static const enum kind kinds[NW] = { PAGES, SPANS, PAGES, PAGES, SPANS, POSTED };
-
-		w[i] = (struct worker){ .c = i < 2 ? W : R, .r = i < 2 ? wr : rr, .model = model,
-					.len = SWAP_LEN, .kind = kinds[i], .seed = 2000 + i,
-					.stop = &stop };
-		pthread_create(&w[i].t, NULL, swap_worker, &w[i]);
-	}
-	rep = (struct repairer){ .c = W, .r = &wr, .stop = &stop };
-	pthread_create(&rep.t, NULL, repair_loop, &rep);
+	swap_start(&s, kinds, 2, 2000);
 	sleep_ms(300);
 	/* 1. Piece 0's server stalls: W's calls on it time out and W
 	 * repairs it elsewhere; R's wait, and once it goes on R still reads
@@ -550,10 +566,10 @@ static void act3(void)
 	}
 	run_hook("cont %d", srv[0]);
 	diag("s%d stopped for %lld ms; R's degraded reads so far: %llu", srv[0],
-	     (long long)(now_ms() - t0), (unsigned long long)degraded(R));
+	     (long long)(now_ms() - t0), (unsigned long long)degraded(s.R));
 	if (moved)
-		wset = settles(W);
-	diag("R's degraded reads before s%d dies: %llu", srv[1], (unsigned long long)degraded(R));
+		wset = settles(s.W);
+	diag("R's degraded reads before s%d dies: %llu", srv[1], (unsigned long long)degraded(s.R));
 	/* 2. Piece 1's server dies: R's reads rebuild, so R looks at the
 	 * record and follows it, swapping its piece 0 (in, and read without
 	 * a pause by three threads) and, once W has repaired it, piece 1. */
@@ -563,18 +579,11 @@ static void act3(void)
 		moved1 = pieces_of("stall", now, 8) == 3 && now[1] != srv[1];
 	}
 	if (moved1) {
-		wset = wset && settles(W);
-		rset = settles(R);
+		wset = wset && settles(s.W);
+		rset = settles(s.R);
 		made1 = hook_num("made stall 0");
 	}
-	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-	pthread_join(rep.t, NULL);
-	for (unsigned i = 0; i < NW; i++) {
-		pthread_join(w[i].t, NULL);
-		ops += w[i].ops;
-		errors += w[i].other;
-		wrong += w[i].wrong;
-	}
+	swap_stop(&s, &ops, &errors, &wrong);
 	diag("%lu calls; piece 0 made %ld, then %ld", ops, made0, made1);
 	ok(moved && moved1, "s%d stopped (SIGSTOP), then s%d killed: W repairs pieces 0 (%s) and "
 	   "1 (%s) elsewhere", srv[0], srv[1], moved ? "yes" : "no", moved1 ? "yes" : "no");
@@ -585,12 +594,7 @@ static void act3(void)
 	ok(errors == 0 && wrong == 0, "no call of W's or R's threads failed (%lu) or read a wrong "
 	   "byte (%lu)", errors, wrong);
 	ok(run_hook("fresh %d", srv[1]) == 0, "s%d back, empty", srv[1]);
-	rmem_free(R, &rr);
-	rmem_free(W, &wr);
-	rmem_unlink(W, "stall");
-	rmem_close(R);
-	rmem_close(W);
-	free(model);
+	swap_close(&s, "stall");
 }
 
 int main(void)
