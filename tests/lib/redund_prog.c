@@ -51,14 +51,19 @@ int run_hook(const char *fmt, ...)
 }
 
 __attribute__((format(printf, 3, 0)))
-static int hook_vline(char *out, size_t len, const char *fmt, va_list ap)
+int hook_line(char *out, size_t len, const char *fmt, ...)
 {
 	char cmd[1024];
+	va_list ap;
 	FILE *f;
-	int rc = -1;
+	int rc;
 
-	if (hook_cmd(cmd, sizeof cmd, fmt, ap) || !(f = popen(cmd, "r")))
+	va_start(ap, fmt);
+	rc = hook_cmd(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	if (rc || !(f = popen(cmd, "r")))
 		return -1;
+	rc = -1;
 	if (fgets(out, (int)len, f)) {
 		out[strcspn(out, "\n")] = '\0';
 		rc = 0;
@@ -68,27 +73,11 @@ static int hook_vline(char *out, size_t len, const char *fmt, va_list ap)
 	return rc;
 }
 
-int hook_line(char *out, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	rc = hook_vline(out, len, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-long hook_num(const char *fmt, ...)
+long hook_num(const char *what)
 {
 	char line[64];
-	va_list ap;
-	int rc;
 
-	va_start(ap, fmt);
-	rc = hook_vline(line, sizeof line, fmt, ap);
-	va_end(ap);
-	return rc ? -1 : strtol(line, NULL, 10);
+	return hook_line(line, sizeof line, "%s", what) ? -1 : strtol(line, NULL, 10);
 }
 
 int pieces_of(const char *name, int *srv, int max)

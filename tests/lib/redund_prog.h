@@ -34,9 +34,8 @@ int run_hook(const char *fmt, ...);
  * bytes): 0, or -1 when it printed nothing or failed. */
 __attribute__((format(printf, 3, 4)))
 int hook_line(char *out, size_t len, const char *fmt, ...);
-/* That line as a number, or -1. */
-__attribute__((format(printf, 1, 2)))
-long hook_num(const char *fmt, ...);
+/* The hook's first line for the command what, as a number, or -1. */
+long hook_num(const char *what);
 /* The hook's "pieces NAME": the index of the server of each piece of name,
  * in order, into srv (room for max): how many, 0 when it failed. */
 int pieces_of(const char *name, int *srv, int max);
