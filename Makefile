@@ -325,10 +325,13 @@ $(B)/inst/python/rmem/%.py: python/rmem/%.py
 # touched header rebuilds exactly the test objects that include it.  What the
 # tests share (tests/lib: TAP, the daemon, the raw wire client) is one archive.
 # TEST_CODEC is the internal common archive (the wire codec, clock, MAC...),
-# linked after tests/lib, which uses it.
+# linked after tests/lib, which uses it.  redund_prog.c (the hook and
+# librmem helpers of the redundancy tests) calls librmem: only programs that
+# link it take that member.
 TEST_CPPFLAGS := -Itests/lib $(LIB_INC)
 TEST_CODEC := $(COMMON_LIB)
-TESTLIB_SRCS := tests/lib/tap.c tests/lib/util.c tests/lib/raw.c tests/lib/daemon.c
+TESTLIB_SRCS := tests/lib/tap.c tests/lib/util.c tests/lib/raw.c tests/lib/daemon.c \
+	tests/lib/redund_prog.c
 TESTLIB := $(B)/tests/libtest.a
 $(B)/tests/obj/%.o: tests/%.c
 	@mkdir -p $(dir $@)

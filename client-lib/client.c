@@ -557,8 +557,22 @@ int client_page_call(struct rmem_client *c, uint16_t opcode, uint64_t after, siz
 				count);
 }
 
-static int pools_locked(struct rmem_client *c, struct rmem_pool_info *out, size_t max)
+int client_listing(struct rmem_client *c, const struct client_list_ask *a,
+		   int (*page)(struct rmem_client *c, const struct client_list_ask *a))
 {
+	int err = client_check_list(c, a->out, a->max);
+
+	if (err)
+		return err;
+	client_hold(c);
+	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET : a->max == 0 ? 0 : page(c, a));
+	client_release(c);
+	return err;
+}
+
+static int pools_locked(struct rmem_client *c, const struct client_list_ask *a)
+{
+	struct rmem_pool_info *out = a->out;
 	uint32_t count, i;
 	int err;
 
@@ -566,7 +580,7 @@ static int pools_locked(struct rmem_client *c, struct rmem_pool_info *out, size_
 			PROTO_LIST_MAX(PROTO_POOL_REC_LEN), &count);
 	if (err)
 		return err;
-	for (i = 0; i < count && i < max; i++) {
+	for (i = 0; i < count && i < a->max; i++) {
 		struct proto_pool_rec rec;
 
 		proto_pool_rec_decode(client_list_record(c, PROTO_POOL_REC_LEN, i), &rec);
@@ -587,15 +601,14 @@ static int pools_locked(struct rmem_client *c, struct rmem_pool_info *out, size_
 
 /* A page of REGIONS: entries of stride bytes (the caller's layout of struct
  * rmem_region_info, which grew in RMEM_1.2), with names when named. */
-static int regions_locked(struct rmem_client *c, uint64_t after, void *out, size_t stride,
-			  size_t max, bool named)
+static int regions_locked(struct rmem_client *c, const struct client_list_ask *a)
 {
-	const size_t reclen = named ? PROTO_REGION_NAMED_REC_LEN : PROTO_REGION_REC_LEN;
+	const size_t reclen = a->named ? PROTO_REGION_NAMED_REC_LEN : PROTO_REGION_REC_LEN;
 	uint32_t count;
 	int err;
 
-	err = client_page_call(c, named ? PROTO_OP_REGIONS_NAMED : PROTO_OP_REGIONS, after, max,
-			       reclen, &count);
+	err = client_page_call(c, a->named ? PROTO_OP_REGIONS_NAMED : PROTO_OP_REGIONS, a->after,
+			       a->max, reclen, &count);
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < count; i++) {
@@ -603,7 +616,7 @@ static int regions_locked(struct rmem_client *c, uint64_t after, void *out, size
 		struct proto_region_rec rec;
 		struct rmem_region_info info;
 
-		if (named)
+		if (a->named)
 			proto_region_named_rec_decode(in, &rec);
 		else
 			proto_region_rec_decode(in, &rec);
@@ -619,7 +632,7 @@ static int regions_locked(struct rmem_client *c, uint64_t after, void *out, size
 		};
 		_Static_assert(sizeof(info.name) == sizeof(rec.name), "name sizes differ");
 		memcpy(info.name, rec.name, sizeof(info.name));
-		memcpy((uint8_t *)out + i * stride, &info, stride);
+		memcpy((uint8_t *)a->out + i * a->stride, &info, a->stride);
 	}
 	return (int)count;
 }
@@ -627,24 +640,20 @@ static int regions_locked(struct rmem_client *c, uint64_t after, void *out, size
 int client_regions(struct rmem_client *c, uint64_t after, void *out, size_t stride,
 		   size_t max, bool named)
 {
-	int err = client_check_list(c, out, max);
+	const struct client_list_ask a = { .after = after, .out = out, .max = max,
+					   .stride = stride, .named = named };
 
-	if (err)
-		return err;
-	client_hold(c);
-	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET :
-			     max == 0 ? 0 : regions_locked(c, after, out, stride, max, named));
-	client_release(c);
-	return err;
+	return client_listing(c, &a, regions_locked);
 }
 
-static int clients_locked(struct rmem_client *c, uint64_t after, struct rmem_client_info *out,
-			  size_t max)
+static int clients_locked(struct rmem_client *c, const struct client_list_ask *a)
 {
+	struct rmem_client_info *out = a->out;
 	uint32_t count;
 	int err;
 
-	err = client_page_call(c, PROTO_OP_CLIENTS, after, max, PROTO_CLIENT_REC_LEN, &count);
+	err = client_page_call(c, PROTO_OP_CLIENTS, a->after, a->max, PROTO_CLIENT_REC_LEN,
+			       &count);
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < count; i++) {
@@ -675,15 +684,9 @@ int client_check_list(const rmem_client *c, const void *out, size_t max)
 
 int single_pools(rmem_client *c, struct rmem_pool_info *out, size_t max)
 {
-	int err = client_check_list(c, out, max);
+	const struct client_list_ask a = { .out = out, .max = max };
 
-	if (err)
-		return err;
-	client_hold(c);
-	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET :
-			     max == 0 ? 0 : pools_locked(c, out, max));
-	client_release(c);
-	return err;
+	return client_listing(c, &a, pools_locked);
 }
 
 int single_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out, size_t max)
@@ -693,13 +696,7 @@ int single_regions(rmem_client *c, uint64_t after, struct rmem_region_info *out,
 
 int single_clients(rmem_client *c, uint64_t after, struct rmem_client_info *out, size_t max)
 {
-	int err = client_check_list(c, out, max);
+	const struct client_list_ask a = { .after = after, .out = out, .max = max };
 
-	if (err)
-		return err;
-	client_hold(c);
-	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET :
-			     max == 0 ? 0 : clients_locked(c, after, out, max));
-	client_release(c);
-	return err;
+	return client_listing(c, &a, clients_locked);
 }

@@ -170,6 +170,20 @@ int client_list_call(struct rmem_client *c, uint16_t opcode, const void *req, si
 int client_page_call(struct rmem_client *c, uint16_t opcode, uint64_t after, size_t max,
 		     size_t reclen, uint32_t *count);
 const uint8_t *client_list_record(const struct rmem_client *c, size_t reclen, uint32_t i);
+/* What a listing call asks: up to max entries into out, after id after
+ * (the paged ones); REGIONS: entries of stride bytes (the caller's struct
+ * rmem_region_info), named: REGIONS_NAMED. */
+struct client_list_ask {
+	uint64_t after;
+	void *out;
+	size_t max, stride;
+	bool named;
+};
+/* A listing call as the application makes it: client_check_list, then
+ * page(c, a) under c->lock, retried over a resume (never called for max 0):
+ * page's count, 0, or a negative errno. */
+int client_listing(struct rmem_client *c, const struct client_list_ask *a,
+		   int (*page)(struct rmem_client *c, const struct client_list_ask *a));
 /* rmem_regions for a caller whose struct rmem_region_info is stride bytes
  * (compat.c); named: ask for the named records (RMEM_1.2's fields). */
 int client_regions(struct rmem_client *c, uint64_t after, void *out, size_t stride,

@@ -204,13 +204,13 @@ static void name_info_fill(struct rmem_name_info *out, const struct proto_name_r
 	memcpy(out->name, rec->name, sizeof(out->name));
 }
 
-static int names_locked(struct rmem_client *c, uint64_t after, struct rmem_name_info *out,
-			size_t max)
+static int names_locked(struct rmem_client *c, const struct client_list_ask *a)
 {
+	struct rmem_name_info *out = a->out;
 	uint32_t count;
 	int err;
 
-	err = client_page_call(c, PROTO_OP_NAMES, after, max, PROTO_NAME_REC_LEN, &count);
+	err = client_page_call(c, PROTO_OP_NAMES, a->after, a->max, PROTO_NAME_REC_LEN, &count);
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < count; i++) {
@@ -224,13 +224,7 @@ static int names_locked(struct rmem_client *c, uint64_t after, struct rmem_name_
 
 int single_names(rmem_client *c, uint64_t after, struct rmem_name_info *out, size_t max)
 {
-	int err = client_check_list(c, out, max);
+	const struct client_list_ask a = { .after = after, .out = out, .max = max };
 
-	if (err)
-		return err;
-	client_hold(c);
-	CLIENT_RETRY(c, err, c->eng.broken ? -ECONNRESET :
-			     max == 0 ? 0 : names_locked(c, after, out, max));
-	client_release(c);
-	return err;
+	return client_listing(c, &a, names_locked);
 }

@@ -64,13 +64,21 @@ int cmd_unlink(struct ctl *ctl);
 
 /* ---- rmemctl_cluster.c --------------------------------------------------- */
 
+struct etcd_client;
+struct etcd_range;
+
 /* The servers of the cluster ctl->etcd names, read from etcd (no client);
  * with ctl->arg "sweep", cluster_sweep (ctl->client: -s's, or NULL). */
 int cmd_cluster(struct ctl *ctl);
+/* The keys under /rmem/CLUSTER/WHAT/ into r (etcd_range_free it, whatever
+ * this returns), that prefix's length in *plen (when plen is not NULL): 0,
+ * or a negative errno, said on stderr as "rmemctl: CMD: reading PREFIX
+ * from etcd: ...". */
+int cluster_read(struct etcd_client *etcd, const char *cmd, const char *cluster,
+		 const char *what, struct etcd_range *r, size_t *plen);
 
 /* ---- rmemctl_sweep.c ----------------------------------------------------- */
 
-struct etcd_client;
 /* `cluster sweep` of cluster on etcd: the exit status. */
 int cluster_sweep(struct ctl *ctl, struct etcd_client *etcd, const char *cluster);
 /* `cluster redundant` (rmemctl_redundant.c): each redundant name's layout

@@ -206,14 +206,34 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+int cluster_read(struct etcd_client *etcd, const char *cmd, const char *cluster,
+		 const char *what, struct etcd_range *r, size_t *plen)
+{
+	char prefix[512];
+	int n = snprintf(prefix, sizeof prefix, "/rmem/%s/%s/", cluster, what);
+	int err;
+
+	if (n < 0 || (size_t)n >= sizeof prefix) {
+		fprintf(stderr, "rmemctl: %s: cluster name too long\n", cmd);
+		return -ENAMETOOLONG;
+	}
+	err = etcd_range(etcd, prefix, (size_t)n, true, r);
+	if (err < 0)
+		fprintf(stderr, "rmemctl: %s: reading %s from etcd: %s (%s)\n", cmd, prefix,
+			strerror(-err), etcd_client_error(etcd));
+	if (plen)
+		*plen = (size_t)n;
+	return err < 0 ? err : 0;
+}
+
 int cmd_cluster(struct ctl *ctl)
 {
 	char list[ETCD_MAX_ENDPOINTS * ETCD_ENDPOINT_MAX], name[CLUSTER_NAME_MAX], why[256];
-	char prefix[CLUSTER_NAME_MAX + 32];
+	size_t plen;
 	struct etcd_client *etcd = NULL;
 	struct etcd_range r = { .nkvs = 0 };
 	struct server_row *rows = NULL;
-	int rc, err;
+	int rc;
 
 	if (!ctl->etcd) {
 		fprintf(stderr, "rmemctl: cluster: needs an etcd endpoint, -e "
@@ -232,11 +252,7 @@ int cmd_cluster(struct ctl *ctl)
 						       cluster_sweep(ctl, etcd, name);
 		goto out;
 	}
-	snprintf(prefix, sizeof prefix, "/rmem/%s/servers/", name);
-	err = etcd_range(etcd, prefix, strlen(prefix), true, &r);
-	if (err < 0) {
-		fprintf(stderr, "rmemctl: cluster: reading %s from etcd: %s (%s)\n", prefix,
-			strerror(-err), etcd_client_error(etcd));
+	if (cluster_read(etcd, "cluster", name, "servers", &r, &plen) < 0) {
 		rc = EXIT_FAILURE;
 		goto out;
 	}
@@ -246,7 +262,7 @@ int cmd_cluster(struct ctl *ctl)
 		goto out;
 	}
 	for (size_t i = 0; i < r.nkvs; i++)
-		read_row(etcd, &r.kvs[i], strlen(prefix), &rows[i]);
+		read_row(etcd, &r.kvs[i], plen, &rows[i]);
 	if (ctl->json) {
 		print_json(name, rows, r.nkvs, now_ms());
 		rc = 0;

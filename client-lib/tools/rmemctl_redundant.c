@@ -25,7 +25,6 @@
 #include "rmemctl.h"
 
 #define ANON_TENANT "@anonymous" /* client-lib/router_int.h's CLUSTER_ANON_TENANT */
-#define PREFIX_MAX 128
 
 static const char *const piece_states[] = { "healthy", "stale", "lost" };
 
@@ -191,22 +190,17 @@ static int print_table(const struct red_row *rows, size_t n)
 int cluster_redundant(struct ctl *ctl, struct etcd_client *etcd, const char *cluster)
 {
 	struct etcd_range names = { .nkvs = 0 }, servers = { .nkvs = 0 }, rep = { .nkvs = 0 };
-	char prefix[PREFIX_MAX], sprefix[PREFIX_MAX], rprefix[PREFIX_MAX];
+	static const char cmd[] = "cluster redundant";
 	struct red_row *rows = NULL;
-	size_t n = 0;
+	size_t n = 0, plen, rplen;
 	int rc = 0, err;
 
-	snprintf(prefix, sizeof prefix, "/rmem/%s/names/", cluster);
-	snprintf(sprefix, sizeof sprefix, "/rmem/%s/servers/", cluster);
-	snprintf(rprefix, sizeof rprefix, "/rmem/%s/repairing/", cluster);
-	err = etcd_range(etcd, prefix, strlen(prefix), true, &names);
+	err = cluster_read(etcd, cmd, cluster, "names", &names, &plen);
 	if (err == 0)
-		err = etcd_range(etcd, sprefix, strlen(sprefix), true, &servers);
+		err = cluster_read(etcd, cmd, cluster, "servers", &servers, NULL);
 	if (err == 0)
-		err = etcd_range(etcd, rprefix, strlen(rprefix), true, &rep);
+		err = cluster_read(etcd, cmd, cluster, "repairing", &rep, &rplen);
 	if (err < 0) {
-		fprintf(stderr, "rmemctl: cluster redundant: reading etcd: %s (%s)\n",
-			strerror(-err), etcd_client_error(etcd));
 		rc = EXIT_FAILURE;
 		goto out;
 	}
@@ -215,7 +209,7 @@ int cluster_redundant(struct ctl *ctl, struct etcd_client *etcd, const char *clu
 		rc = report(ctl, "cluster redundant", -ENOMEM);
 		goto out;
 	}
-	n = read_rows(&names, strlen(prefix), &servers, &rep, strlen(rprefix), rows);
+	n = read_rows(&names, plen, &servers, &rep, rplen, rows);
 	if (ctl->json)
 		print_json(cluster, rows, n);
 	else if (print_table(rows, n) < 0)

@@ -226,15 +226,7 @@ static int sweep_regions(struct sweep *s, struct ctl *ctl)
 
 static int read_prefix(struct sweep *s, const char *what, struct etcd_range *r)
 {
-	char prefix[KEY_MAX];
-	int rc;
-
-	snprintf(prefix, sizeof prefix, "/rmem/%s/%s/", s->cluster, what);
-	rc = etcd_range(s->etcd, prefix, strlen(prefix), true, r);
-	if (rc < 0)
-		fprintf(stderr, "rmemctl: cluster sweep: reading %s from etcd: %s (%s)\n", prefix,
-			strerror(-rc), etcd_client_error(s->etcd));
-	return rc;
+	return cluster_read(s->etcd, "cluster sweep", s->cluster, what, r, NULL);
 }
 
 int cluster_sweep(struct ctl *ctl, struct etcd_client *etcd, const char *cluster)

@@ -46,19 +46,27 @@ done
 
 URL="$(cluster_url "$NAME")?claim_ttl=2&redundancy=2+1"
 WKEY=/rmem/$NAME/writers/@anonymous
+# record NAME: name NAME's record in etcd (JSON).
+record() { etcdctl_ get "/rmem/$NAME/names/@anonymous/$1" --print-value-only; }
 # piece_server NAME I: the index of the server of piece I of name NAME.
 piece_server() {
-	etcdctl_ get "/rmem/$NAME/names/@anonymous/$1" --print-value-only | python3 -c '
+	record "$1" | python3 -c '
 import json, sys
 print(json.load(sys.stdin)["pieces"][int(sys.argv[1])]["server"][1:])' "$2"
 }
 # piece_of NAME I: piece I of name NAME: its name on its server, and the
 # server's index.
 piece_of() {
-	etcdctl_ get "/rmem/$NAME/names/@anonymous/$1" --print-value-only | python3 -c '
+	record "$1" | python3 -c '
 import json, sys
 p = json.load(sys.stdin)["pieces"][int(sys.argv[2])]
 print("%s~%d.%s %s" % (sys.argv[1], p["made"], sys.argv[2], p["server"][1:]))' "$1" "$2"
+}
+# piece_states NAME: the state of each piece of name NAME, in order.
+piece_states() {
+	record "$1" | python3 -c '
+import json, sys
+print(" ".join(p["state"] for p in json.load(sys.stdin)["pieces"]))'
 }
 # key_gone KEY: 0 once KEY is absent from etcd (waited for up to 15 s).
 key_gone() {
@@ -184,9 +192,7 @@ ok $? "3: u's key deleted under F; G opens u for writing and writes ($said)"
 said=$(ask f "pwrite F 8192")
 [ "$said" = "pwrite -13" ]
 ok $? "3: F's posted whole-stripe write is refused by the servers: -EACCES (got: $said)"
-states=$(etcdctl_ get "/rmem/$NAME/names/@anonymous/u" --print-value-only | python3 -c '
-import json, sys
-print(" ".join(p["state"] for p in json.load(sys.stdin)["pieces"]))')
+states=$(piece_states u)
 [ "$states" = "healthy healthy healthy" ]
 ok $? "3: the fenced writer marked no piece out in the record ($states)"
 said="$(ask g read)"
@@ -204,9 +210,7 @@ cluster_keeper "$tmp" "$pserver" kill
 said=$(ask h "write H" 30)
 [ "$said" = "write -13" ]
 ok $? "4: t's key deleted under H, its parity piece's server s$pserver killed: H's write, which would mark the piece stale, is -EACCES (got: $said)"
-states=$(etcdctl_ get "/rmem/$NAME/names/@anonymous/t" --print-value-only | python3 -c '
-import json, sys
-print(" ".join(p["state"] for p in json.load(sys.stdin)["pieces"]))')
+states=$(piece_states t)
 [ "$states" = "healthy healthy healthy" ]
 ok $? "4: the record is unchanged: a txn guarded by the writer key's revision refused H's mark ($states)"
 

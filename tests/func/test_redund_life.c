@@ -51,91 +51,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rmem.h>
 
+#include "redund_prog.h"
 #include "tap.h"
+#include "util.h"
 
 #define KiB 1024ull
 #define LEN (512 * KiB)
 #define SWAP_LEN (1024 * KiB)
 #define NWORK 4
 
-static const char *base_url, *hook;
-
-static rmem_client *connect_url(const char *u, int *rc)
-{
-	struct rmem_opts o;
-	rmem_client *c = NULL;
-
-	rmem_opts_init(&o, sizeof o);
-	o.resume_ms = 300;
-	o.timeout_ms = 5000;
-	*rc = rmem_connect(u, &o, &c);
-	return c;
-}
-
-static int run_hook(const char *what)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof cmd, "%s %s", hook, what);
-	return system(cmd);
-}
-
-/* The servers of name's pieces, in order: how many. */
-static int pieces_of(const char *name, int *srv)
-{
-	char cmd[512], line[256], *p = line, *end;
-	int n = 0;
-	FILE *f;
-
-	snprintf(cmd, sizeof cmd, "%s pieces %s", hook, name);
-	if (!(f = popen(cmd, "r")))
-		return 0;
-	if (!fgets(line, sizeof line, f))
-		line[0] = '\0';
-	if (pclose(f) != 0)
-		return 0;
-	while (n < 8 && *p) {
-		long v = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		srv[n++] = (int)v;
-		p = end;
-	}
-	return n;
-}
-
-static void pattern(unsigned char *b, uint64_t len, unsigned seed)
-{
-	uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 1);
-
-	for (uint64_t i = 0; i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		b[i] = (unsigned char)x;
-	}
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void nap_ms(unsigned ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
+static const char *base_url;
 
 /* ---- the workers ------------------------------------------------------------------ */
 
@@ -290,7 +219,7 @@ static int free_round(rmem_client *c, struct rmem_region *r, const unsigned char
 {
 	struct worker w[NWORK];
 	int freed = 0, stop = 0, rc = -1;
-	int64_t until = now_ms() + 30000;
+	uint64_t until = now_ms() + 30000;
 
 	for (unsigned i = 0; i < NWORK; i++) {
 		w[i] = (struct worker){ .c = c, .r = *r, .model = model, .len = LEN,
@@ -300,7 +229,7 @@ static int free_round(rmem_client *c, struct rmem_region *r, const unsigned char
 	}
 	/* Every thread well inside its calls first; the free then lands
 	 * somewhere in the middle of some of them. */
-	for (bool all = false; !all && now_ms() < until; nap_ms(1)) {
+	for (bool all = false; !all && now_ms() < until; sleep_ms(1)) {
 		all = true;
 		for (unsigned i = 0; i < NWORK; i++)
 			all = all && __atomic_load_n(&w[i].ops, __ATOMIC_ACQUIRE) >= 8 + round % 5;
@@ -362,8 +291,8 @@ static void act1(void)
 	int rc, frees_ok = 0, reopen_ok = 0, nnamed = 0;
 
 	snprintf(url, sizeof url, "%s?redundancy=2+1&repair_grace_ms=0", base_url);
-	c = connect_url(url, &rc);
-	o = c ? connect_url(base_url, &rc) : NULL;
+	c = connect_url(url, 300, 5000, &rc);
+	o = c ? connect_url(base_url, 300, 5000, &rc) : NULL;
 	if (!ok(c && o && model, "two cluster clients (2+1 and plain): %s", rmem_strerror(rc))) {
 		skip(5, "no client");
 		return;
@@ -444,7 +373,7 @@ static void *repair_loop(void *arg)
 		 * lease has not ended, so it is still placed on). */
 		if (rc && rc != -EHOSTDOWN && rc != -ENOSPC && !p->failed++)
 			p->first = rc;
-		nap_ms(20);
+		sleep_ms(20);
 	}
 	return NULL;
 }
@@ -459,14 +388,14 @@ static uint64_t degraded(rmem_client *c)
 /* Until c's reads have rebuilt nothing for 1.5 s (at most 30 s): true then. */
 static bool settles(rmem_client *c)
 {
-	int64_t end = now_ms() + 30000;
+	uint64_t end = now_ms() + 30000;
 	uint64_t last = degraded(c);
-	int64_t since = now_ms();
+	uint64_t since = now_ms();
 
 	while (now_ms() < end) {
 		uint64_t d;
 
-		nap_ms(100);
+		sleep_ms(100);
 		d = degraded(c);
 		if (d != last) {
 			last = d;
@@ -478,208 +407,183 @@ static bool settles(rmem_client *c)
 	return false;
 }
 
+/* W, a 2+1 client, and R, a plain one, on one named region; NSWAP threads
+ * of theirs calling on it, and W's rmem_repair in a loop. */
+enum { NSWAP = 6 };
+
+struct swap {
+	rmem_client *W, *R;
+	struct rmem_region wr, rr;
+	unsigned char *model;
+	struct worker w[NSWAP];
+	struct repairer rep;
+	int stop;
+};
+
+/* W (timeout wt ms) makes name and fills it with seed's pattern; R (rt ms)
+ * opens it read-only: 0, or the first error. */
+static int swap_open(struct swap *s, const char *name, unsigned seed, int wt, int rt)
+{
+	char url[1024];
+	int rc;
+
+	*s = (struct swap){ .model = malloc(SWAP_LEN) };
+	snprintf(url, sizeof url, "%s?redundancy=2+1&repair_grace_ms=0", base_url);
+	s->W = connect_url(url, 300, wt, &rc);
+	s->R = s->W ? connect_url(base_url, 300, rt, &rc) : NULL;
+	pattern(s->model, SWAP_LEN, seed);
+	rc = s->R ? rmem_create(s->W, name, SWAP_LEN, 0, &s->wr) : rc;
+	if (!rc)
+		rc = rmem_write(s->W, &s->wr, 0, s->model, SWAP_LEN);
+	if (!rc)
+		rc = rmem_open(s->R, name, RMEM_READ, &s->rr);
+	return rc;
+}
+
+/* The threads: the first nw of W, calls of kinds[i] seeded seed + i, the
+ * others of R; then W's repairer. */
+static void swap_start(struct swap *s, const enum kind *kinds, unsigned nw, unsigned seed)
+{
+	for (unsigned i = 0; i < NSWAP; i++) {
+		s->w[i] = (struct worker){ .c = i < nw ? s->W : s->R, .r = i < nw ? s->wr : s->rr,
+					   .model = s->model, .len = SWAP_LEN, .kind = kinds[i],
+					   .seed = seed + i, .stop = &s->stop };
+		pthread_create(&s->w[i].t, NULL, swap_worker, &s->w[i]);
+	}
+	s->rep = (struct repairer){ .c = s->W, .r = &s->wr, .stop = &s->stop };
+	pthread_create(&s->rep.t, NULL, repair_loop, &s->rep);
+}
+
+/* Every thread stopped and joined: their calls, failures and wrong reads. */
+static void swap_stop(struct swap *s, unsigned long *ops, unsigned long *errors,
+		      unsigned long *wrong)
+{
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(s->rep.t, NULL);
+	*ops = *errors = *wrong = 0;
+	for (unsigned i = 0; i < NSWAP; i++) {
+		pthread_join(s->w[i].t, NULL);
+		*ops += s->w[i].ops;
+		*errors += s->w[i].other;
+		*wrong += s->w[i].wrong;
+	}
+}
+
+static void swap_close(struct swap *s, const char *name)
+{
+	rmem_free(s->R, &s->rr);
+	rmem_free(s->W, &s->wr);
+	rmem_unlink(s->W, name);
+	rmem_close(s->R);
+	rmem_close(s->W);
+	free(s->model);
+}
+
 static void act2(void)
 {
-	enum { NW = 6 };
-	char url[1024], what[64];
-	unsigned char *model = malloc(SWAP_LEN);
-	struct rmem_region wr, rr;
-	struct worker w[NW];
-	struct repairer rep;
-	rmem_client *W, *R;
-	int stop = 0, rc, moved = 0, settled = 0, back = 0;
-	unsigned long errors = 0, wrong = 0, ops = 0;
+	/* W: pages, spans, writes; R: pages, spans, posted reads. */
+	static const enum kind kinds[NSWAP] = { PAGES, SPANS, WRITES, PAGES, SPANS, POSTED };
+	struct swap s;
+	int rc, moved = 0, settled = 0, back = 0;
+	unsigned long errors, wrong, ops;
 
-	snprintf(url, sizeof url, "%s?redundancy=2+1&repair_grace_ms=0", base_url);
-	W = connect_url(url, &rc);
-	R = W ? connect_url(base_url, &rc) : NULL;
-	pattern(model, SWAP_LEN, 99);
-	rc = R ? rmem_create(W, "swap", SWAP_LEN, 0, &wr) : rc;
-	if (!rc)
-		rc = rmem_write(W, &wr, 0, model, SWAP_LEN);
-	if (!rc)
-		rc = rmem_open(R, "swap", RMEM_READ, &rr);
+	rc = swap_open(&s, "swap", 99, 5000, 5000);
 	if (!ok(rc == 0, "a 2+1 named region made by W and opened read-only by R: %s",
 		rmem_strerror(rc))) {
 		skip(4, "no region");
 		return;
 	}
-	/* W: pages, spans, writes; R: pages, spans, posted reads. */
-	for (unsigned i = 0; i < NW; i++) {
-		static const enum kind kinds[NW] = { PAGES, SPANS, WRITES, PAGES, SPANS, POSTED };
-
-		w[i] = (struct worker){ .c = i < 3 ? W : R, .r = i < 3 ? wr : rr, .model = model,
-					.len = SWAP_LEN, .kind = kinds[i], .seed = 1000 + i,
-					.stop = &stop };
-		pthread_create(&w[i].t, NULL, swap_worker, &w[i]);
-	}
-	rep = (struct repairer){ .c = W, .r = &wr, .stop = &stop };
-	pthread_create(&rep.t, NULL, repair_loop, &rep);
+	swap_start(&s, kinds, 3, 1000);
 	for (int round = 0; round < 3; round++) {
-		int srv[8], now[8], n = pieces_of("swap", srv), victim = round % 3;
-		int64_t end = now_ms() + 60000;
+		int srv[8], now[8], n = pieces_of("swap", srv, 8), victim = round % 3;
+		uint64_t end = now_ms() + 60000;
 		bool mv = false;
 
 		if (n != 3) {
 			diag("round %d: the record names %d pieces", round, n);
 			break;
 		}
-		snprintf(what, sizeof what, "kill %d", srv[victim]);
-		if (run_hook(what)) {
-			diag("round %d: %s failed", round, what);
+		if (run_hook("kill %d", srv[victim])) {
+			diag("round %d: kill %d failed", round, srv[victim]);
 			break;
 		}
 		/* W's repair moves the piece (and swaps W's handle of it). */
 		while (!mv && now_ms() < end) {
-			nap_ms(100);
-			mv = pieces_of("swap", now) == 3 && now[victim] != srv[victim];
+			sleep_ms(100);
+			mv = pieces_of("swap", now, 8) == 3 && now[victim] != srv[victim];
 		}
 		moved += mv;
 		diag("round %d: piece %d on s%d killed; %s", round, victim, srv[victim],
 		     mv ? "repaired" : "not repaired in 60 s");
 		/* R follows the record (its refresh swaps R's handle). */
-		settled += settles(W) && settles(R);
-		snprintf(what, sizeof what, "fresh %d", srv[victim]);
-		back += run_hook(what) == 0;
+		settled += settles(s.W) && settles(s.R);
+		back += run_hook("fresh %d", srv[victim]) == 0;
 	}
-	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-	pthread_join(rep.t, NULL);
-	for (unsigned i = 0; i < NW; i++) {
-		pthread_join(w[i].t, NULL);
-		ops += w[i].ops;
-		errors += w[i].other;
-		wrong += w[i].wrong;
-	}
-	diag("%lu calls; %lu rmem_repair calls", ops, rep.calls);
+	swap_stop(&s, &ops, &errors, &wrong);
+	diag("%lu calls; %lu rmem_repair calls", ops, s.rep.calls);
 	ok(moved == 3 && back == 3, "three times a piece's server killed, the piece repaired "
 	   "elsewhere (%d), the server back empty (%d)", moved, back);
 	ok(settled == 3, "each time both clients end up reading without rebuilding (%d of 3)", settled);
 	ok(errors == 0 && wrong == 0, "no call of W's or R's threads failed (%lu) or read a wrong "
 	   "byte (%lu)", errors, wrong);
-	ok(rep.failed == 0, "rmem_repair in a loop meanwhile: %lu calls, %lu failed (first: %s)",
-	   rep.calls, rep.failed, rmem_strerror(rep.first));
-	rmem_free(R, &rr);
-	rmem_free(W, &wr);
-	rmem_unlink(W, "swap");
-	rmem_close(R);
-	rmem_close(W);
-	free(model);
+	ok(s.rep.failed == 0, "rmem_repair in a loop meanwhile: %lu calls, %lu failed (first: %s)",
+	   s.rep.calls, s.rep.failed, rmem_strerror(s.rep.first));
+	swap_close(&s, "swap");
 }
 
 /* ---- act 3: a stalled piece server, calls queued behind one another --------------- */
 
-/* The hook's one line as a number, or -1. */
-static long hook_num(const char *what)
-{
-	char cmd[512], line[64];
-	long v = -1;
-	FILE *f;
-
-	snprintf(cmd, sizeof cmd, "%s %s", hook, what);
-	if (!(f = popen(cmd, "r")))
-		return -1;
-	if (fgets(line, sizeof line, f))
-		v = strtol(line, NULL, 10);
-	if (pclose(f) != 0)
-		v = -1;
-	return v;
-}
-
-static rmem_client *connect_timeout(const char *u, int timeout_ms, int *rc)
-{
-	struct rmem_opts o;
-	rmem_client *c = NULL;
-
-	rmem_opts_init(&o, sizeof o);
-	o.resume_ms = 300;
-	o.timeout_ms = timeout_ms;
-	*rc = rmem_connect(u, &o, &c);
-	return c;
-}
-
 static void act3(void)
 {
-	enum { NW = 6 };
-	char url[1024], what[64];
-	unsigned char *model = malloc(SWAP_LEN);
-	struct rmem_region wr, rr;
-	struct worker w[NW];
-	struct repairer rep;
-	rmem_client *W, *R;
-	int stop = 0, rc, srv[8], now[8];
+	static const enum kind kinds[NSWAP] = { PAGES, SPANS, PAGES, PAGES, SPANS, POSTED };
+	struct swap s;
+	int rc, srv[8], now[8];
 	long made0, made1 = -1;
 	bool moved = false, moved1 = false, wset = false, rset = false;
-	unsigned long errors = 0, wrong = 0, ops = 0;
-	int64_t end, t0;
+	unsigned long errors, wrong, ops;
+	uint64_t end, t0;
 
-	snprintf(url, sizeof url, "%s?redundancy=2+1&repair_grace_ms=0", base_url);
 	/* W gives up on a stalled server sooner than R: W repairs while R's
 	 * calls still wait on the stalled one, and go on with it after. */
-	W = connect_timeout(url, 1000, &rc);
-	R = W ? connect_timeout(base_url, 8000, &rc) : NULL;
-	pattern(model, SWAP_LEN, 7);
-	rc = R ? rmem_create(W, "stall", SWAP_LEN, 0, &wr) : rc;
-	if (!rc)
-		rc = rmem_write(W, &wr, 0, model, SWAP_LEN);
-	if (!rc)
-		rc = rmem_open(R, "stall", RMEM_READ, &rr);
-	if (!ok(rc == 0 && pieces_of("stall", srv) == 3,
+	rc = swap_open(&s, "stall", 7, 1000, 8000);
+	if (!ok(rc == 0 && pieces_of("stall", srv, 8) == 3,
 		"a 2+1 named region made by W (timeout 1 s) and opened read-only by R (8 s): %s",
 		rmem_strerror(rc))) {
 		skip(5, "no region");
 		return;
 	}
 	made0 = hook_num("made stall 0");
-	for (unsigned i = 0; i < NW; i++) {
-		static const enum kind kinds[NW] = { PAGES, SPANS, PAGES, PAGES, SPANS, POSTED };
-
-		w[i] = (struct worker){ .c = i < 2 ? W : R, .r = i < 2 ? wr : rr, .model = model,
-					.len = SWAP_LEN, .kind = kinds[i], .seed = 2000 + i,
-					.stop = &stop };
-		pthread_create(&w[i].t, NULL, swap_worker, &w[i]);
-	}
-	rep = (struct repairer){ .c = W, .r = &wr, .stop = &stop };
-	pthread_create(&rep.t, NULL, repair_loop, &rep);
-	nap_ms(300);
+	swap_start(&s, kinds, 2, 2000);
+	sleep_ms(300);
 	/* 1. Piece 0's server stalls: W's calls on it time out and W
 	 * repairs it elsewhere; R's wait, and once it goes on R still reads
 	 * its old piece 0, in. */
-	snprintf(what, sizeof what, "stop %d", srv[0]);
 	t0 = now_ms();
-	rc = run_hook(what);
+	rc = run_hook("stop %d", srv[0]);
 	for (end = now_ms() + 60000; !rc && !moved && now_ms() < end;) {
-		nap_ms(50);
-		moved = pieces_of("stall", now) == 3 && now[0] != srv[0];
+		sleep_ms(50);
+		moved = pieces_of("stall", now, 8) == 3 && now[0] != srv[0];
 	}
-	snprintf(what, sizeof what, "cont %d", srv[0]);
-	run_hook(what);
+	run_hook("cont %d", srv[0]);
 	diag("s%d stopped for %lld ms; R's degraded reads so far: %llu", srv[0],
-	     (long long)(now_ms() - t0), (unsigned long long)degraded(R));
+	     (long long)(now_ms() - t0), (unsigned long long)degraded(s.R));
 	if (moved)
-		wset = settles(W);
-	diag("R's degraded reads before s%d dies: %llu", srv[1], (unsigned long long)degraded(R));
+		wset = settles(s.W);
+	diag("R's degraded reads before s%d dies: %llu", srv[1], (unsigned long long)degraded(s.R));
 	/* 2. Piece 1's server dies: R's reads rebuild, so R looks at the
 	 * record and follows it, swapping its piece 0 (in, and read without
 	 * a pause by three threads) and, once W has repaired it, piece 1. */
-	snprintf(what, sizeof what, "kill %d", srv[1]);
-	rc = moved ? run_hook(what) : -1;
+	rc = moved ? run_hook("kill %d", srv[1]) : -1;
 	for (end = now_ms() + 60000; !rc && !moved1 && now_ms() < end;) {
-		nap_ms(100);
-		moved1 = pieces_of("stall", now) == 3 && now[1] != srv[1];
+		sleep_ms(100);
+		moved1 = pieces_of("stall", now, 8) == 3 && now[1] != srv[1];
 	}
 	if (moved1) {
-		wset = wset && settles(W);
-		rset = settles(R);
+		wset = wset && settles(s.W);
+		rset = settles(s.R);
 		made1 = hook_num("made stall 0");
 	}
-	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-	pthread_join(rep.t, NULL);
-	for (unsigned i = 0; i < NW; i++) {
-		pthread_join(w[i].t, NULL);
-		ops += w[i].ops;
-		errors += w[i].other;
-		wrong += w[i].wrong;
-	}
+	swap_stop(&s, &ops, &errors, &wrong);
 	diag("%lu calls; piece 0 made %ld, then %ld", ops, made0, made1);
 	ok(moved && moved1, "s%d stopped (SIGSTOP), then s%d killed: W repairs pieces 0 (%s) and "
 	   "1 (%s) elsewhere", srv[0], srv[1], moved ? "yes" : "no", moved1 ? "yes" : "no");
@@ -689,22 +593,13 @@ static void act3(void)
 	   wset ? "yes" : "no", rset ? "yes" : "no");
 	ok(errors == 0 && wrong == 0, "no call of W's or R's threads failed (%lu) or read a wrong "
 	   "byte (%lu)", errors, wrong);
-	snprintf(what, sizeof what, "fresh %d", srv[1]);
-	ok(run_hook(what) == 0, "s%d back, empty", srv[1]);
-	rmem_free(R, &rr);
-	rmem_free(W, &wr);
-	rmem_unlink(W, "stall");
-	rmem_close(R);
-	rmem_close(W);
-	free(model);
+	ok(run_hook("fresh %d", srv[1]) == 0, "s%d back, empty", srv[1]);
+	swap_close(&s, "stall");
 }
 
 int main(void)
 {
-	base_url = getenv("RMEM_CLUSTER_URL");
-	hook = getenv("RMEM_CLUSTER_HOOK");
-	if (!base_url || !hook)
-		tap_skip_all("RMEM_CLUSTER_URL and RMEM_CLUSTER_HOOK are the script's");
+	base_url = redund_env("RMEM_CLUSTER_URL and RMEM_CLUSTER_HOOK are the script's");
 	act1();
 	act2();
 	act3();

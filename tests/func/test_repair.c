@@ -43,157 +43,22 @@
 
 #include <rmem.h>
 
+#include "redund_prog.h"
 #include "tap.h"
 
 #define KiB 1024ull
 #define MiB (1ull << 20)
+/* A dead server is noticed after resume_ms: short, so the test is. */
+#define RESUME_MS 300
 
-static const char *base_url, *hook;
+static const char *base_url;
 static char url42[1024];
-
-static rmem_client *connect_url(const char *u, int *rc)
-{
-	struct rmem_opts o;
-	rmem_client *c = NULL;
-
-	rmem_opts_init(&o, sizeof o);
-	/* A dead server is noticed after this: short, so the test is. */
-	o.resume_ms = 300;
-	o.timeout_ms = 5000;
-	*rc = rmem_connect(u, &o, &c);
-	return c;
-}
-
-static int run_hook(const char *what)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof cmd, "%s %s", hook, what);
-	return system(cmd);
-}
-
-/* The hook's one line of output into out; 0 or -1. */
-static int hook_line(const char *what, char *out, size_t len)
-{
-	char cmd[512];
-	FILE *f;
-	int rc = -1;
-
-	snprintf(cmd, sizeof cmd, "%s %s", hook, what);
-	if (!(f = popen(cmd, "r")))
-		return -1;
-	if (fgets(out, (int)len, f)) {
-		out[strcspn(out, "\n")] = '\0';
-		rc = 0;
-	}
-	if (pclose(f) != 0)
-		rc = -1;
-	return rc;
-}
-
-/* The servers of name's pieces, in order: how many (6 for 4+2). */
-static int pieces_of(const char *name, int *srv)
-{
-	char line[256], *p = line, *end;
-	int n = 0;
-
-	snprintf(line, sizeof line, "pieces %s", name);
-	if (hook_line(line, line, sizeof line))
-		return 0;
-	while (n < 20 && *p) {
-		long v = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		srv[n++] = (int)v;
-		p = end;
-	}
-	return n;
-}
 
 static int leader(void)
 {
 	char line[64];
 
-	return hook_line("leader", line, sizeof line) ? -1 : atoi(line);
-}
-
-static void pattern(unsigned char *b, uint64_t len, unsigned seed)
-{
-	uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 1);
-
-	for (uint64_t i = 0; i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		b[i] = (unsigned char)x;
-	}
-}
-
-/* Every byte of r against want, in reads of 1 MiB. */
-static bool reads_back(rmem_client *c, const struct rmem_region *r, const unsigned char *want,
-		       uint64_t len, int *rc)
-{
-	unsigned char *buf = malloc(MiB);
-	bool same = buf != NULL;
-
-	*rc = 0;
-	for (uint64_t off = 0; same && off < len; off += MiB) {
-		size_t n = (size_t)(len - off < MiB ? len - off : MiB);
-
-		*rc = rmem_read(c, r, off, buf, n);
-		same = *rc == 0 && !memcmp(buf, want + off, n);
-		for (size_t i = 0; *rc == 0 && !same && i < n; i++)
-			if (buf[i] != want[off + i]) {
-				diag("first wrong byte at %llu of %llu", (unsigned long long)(off + i),
-				     (unsigned long long)len);
-				break;
-			}
-	}
-	free(buf);
-	return same;
-}
-
-static bool write_all(rmem_client *c, const struct rmem_region *r, const unsigned char *b,
-		      uint64_t len, int *rc)
-{
-	*rc = 0;
-	for (uint64_t off = 0; *rc == 0 && off < len; off += 4 * MiB)
-		*rc = rmem_write(c, r, off, b + off, (size_t)(len - off < 4 * MiB ? len - off : 4 * MiB));
-	return *rc == 0;
-}
-
-/* A named region made, filled and closed (the agent may then repair it). */
-static bool make_named(rmem_client *c, const char *name, const unsigned char *b, uint64_t len)
-{
-	struct rmem_region r;
-	int rc = rmem_create(c, name, len, 0, &r);
-
-	if (rc) {
-		diag("create %s: %s", name, rmem_strerror(rc));
-		return false;
-	}
-	write_all(c, &r, b, len, &rc);
-	rmem_free(c, &r);
-	return rc == 0;
-}
-
-/* Opened read-only in c, every byte checked, closed. */
-static bool named_reads(rmem_client *c, const char *name, const unsigned char *b, uint64_t len)
-{
-	struct rmem_region r;
-	bool same;
-	int rc = rmem_open(c, name, RMEM_READ, &r);
-
-	if (rc) {
-		diag("open %s: %s", name, rmem_strerror(rc));
-		return false;
-	}
-	same = reads_back(c, &r, b, len, &rc);
-	if (!same)
-		diag("read %s: %s", name, rc ? rmem_strerror(rc) : "wrong bytes");
-	rmem_free(c, &r);
-	return same;
+	return hook_line(line, sizeof line, "leader") ? -1 : atoi(line);
 }
 
 static bool in(const int *v, int n, int x)
@@ -211,7 +76,6 @@ static bool in(const int *v, int n, int x)
 static void act_crash(rmem_client *c, int *dead)
 {
 	unsigned char *big = malloc(BIG);
-	char cmd[128];
 	int srv[20], n, lead, victim = -1, newlead, rc;
 	rmem_client *d;
 
@@ -219,19 +83,17 @@ static void act_crash(rmem_client *c, int *dead)
 		exit(1);
 	pattern(big, BIG, 7);
 	ok(make_named(c, "big", big, BIG), "a 4+2 region of 48 MiB, named, filled, closed");
-	n = pieces_of("big", srv);
+	n = pieces_of("big", srv, 20);
 	lead = leader();
 	ok(n == 6 && lead >= 0, "its record has 6 pieces; s%d leads repair", lead);
 	for (int i = 0; i < n && victim < 0; i++)
 		if (srv[i] != lead)
 			victim = srv[i];
-	snprintf(cmd, sizeof cmd, "kill %d", victim);
-	ok(run_hook(cmd) == 0, "s%d, holding a piece, killed -9", victim);
+	ok(run_hook("kill %d", victim) == 0, "s%d, holding a piece, killed -9", victim);
 	/* Killed once its repair's key is in etcd: the log line comes before
 	 * the key, and a kill between the two leaves nothing "repairing". */
-	snprintf(cmd, sizeof cmd, "wait-repairing %d big", lead);
-	ok(run_hook(cmd) == 0, "the leader s%d began rebuilding after the grace, and was killed -9",
-	   lead);
+	ok(run_hook("wait-repairing %d big", lead) == 0,
+	   "the leader s%d began rebuilding after the grace, and was killed -9", lead);
 	ok(run_hook("healthy big") != 0, "the record is still degraded: the repair was cut");
 	ok(run_hook("state big repairing") == 0,
 	   "rmemctl cluster redundant shows it repairing (the dead repairer's key lives out "
@@ -244,11 +106,11 @@ static void act_crash(rmem_client *c, int *dead)
 	{
 		char line[32];
 
-		ok(hook_line("pieces-held big", line, sizeof line) == 0 && atoi(line) == 6,
+		ok(hook_line(line, sizeof line, "pieces-held big") == 0 && atoi(line) == 6,
 		   "6 pieces of it on the live servers: the cut repair's piece was given back (%s)",
 		   line);
 	}
-	d = connect_url(url42, &rc);
+	d = connect_url(url42, RESUME_MS, 5000, &rc);
 	ok(d && named_reads(d, "big", big, BIG), "every byte of it reads from a fresh client");
 	if (d)
 		rmem_close(d);
@@ -271,12 +133,11 @@ static void act_issue(rmem_client *c, const int *dead)
 	char url_auto[1100];
 	unsigned char *awb;
 	rmem_client *c3;
-	char cmd[128];
 	rmem_client *d, *pc, *h;
 
 	for (int i = 0; i < 2; i++) {
-		snprintf(cmd, sizeof cmd, "fresh %d", dead[i]);
-		ok(run_hook(cmd) == 0, "s%d is back, empty (a new generation)", dead[i]);
+		ok(run_hook("fresh %d", dead[i]) == 0, "s%d is back, empty (a new generation)",
+		   dead[i]);
 	}
 	for (int i = 0; i < 2; i++) {
 		nb[i] = malloc(nsize[i]);
@@ -295,36 +156,36 @@ static void act_issue(rmem_client *c, const int *dead)
 
 	/* A writer whose client repairs by itself after half a second. */
 	snprintf(url_auto, sizeof url_auto, "%s&repair_grace_ms=500", url42);
-	c3 = connect_url(url_auto, &rc);
+	c3 = connect_url(url_auto, RESUME_MS, 5000, &rc);
 	awb = malloc(MiB);
 	pattern(awb, MiB, 22);
 	rc = c3 ? rmem_create(c3, "aw", MiB, 0, &aw) : -1;
 	ok(rc == 0 && write_all(c3, &aw, awb, MiB, &rc),
 	   "named aw made and held open by a client with ?repair_grace_ms=500");
-	naw = pieces_of("aw", awsrv);
+	naw = pieces_of("aw", awsrv, 20);
 
 	/* A reader that holds n1 open throughout, in a client of its own. */
-	h = connect_url(base_url, &rc);
+	h = connect_url(base_url, RESUME_MS, 5000, &rc);
 	rc = h ? rmem_open(h, "n1", RMEM_READ, &held) : -1;
 	ok(rc == 0, "another client holds n1 open for reading");
 
 	/* Two servers holding pieces of n1 and of aw die (not the leader:
 	 * that is act 1). */
-	n = nfirst = pieces_of("n1", srv);
+	n = nfirst = pieces_of("n1", srv, 20);
 	memcpy(first, srv, sizeof first);
 	lead = leader();
 	for (int i = 0; i < n && nk < 2; i++)
 		if (srv[i] != lead && in(awsrv, naw, srv[i]))
 			kills[nk++] = srv[i];
 	for (int i = 0; i < nk; i++) {
-		snprintf(cmd, sizeof cmd, "kill %d", kills[i]);
-		ok(run_hook(cmd) == 0, "s%d, holding a piece of n1, killed -9", kills[i]);
+		ok(run_hook("kill %d", kills[i]) == 0, "s%d, holding a piece of n1, killed -9",
+		   kills[i]);
 	}
 	for (int i = 0; i < 2; i++)
 		ok(named_reads(c, nname[i], nb[i], nsize[i]), "%s reads whole, degraded", nname[i]);
 	ok(reads_back(c, &wr, wb, wlen, &rc), "w reads whole from its writer");
 	ok(reads_back(c, &ar, ab, alen, &rc), "the anonymous region reads whole");
-	d = connect_url(url42, &rc);
+	d = connect_url(url42, RESUME_MS, 5000, &rc);
 	ok(d && named_reads(d, "n1", nb[0], nsize[0]), "n1 reads whole from a fresh client");
 
 	/* Writes go on while degraded. */
@@ -379,7 +240,7 @@ static void act_issue(rmem_client *c, const int *dead)
 	ok(rc == 0 && rmem_repair(d, &ro) == -EACCES, "rmem_repair of a read-only handle: -EACCES");
 	if (rc == 0)
 		rmem_free(d, &ro);
-	pc = connect_url(base_url, &rc);
+	pc = connect_url(base_url, RESUME_MS, 5000, &rc);
 	rc = pc ? rmem_alloc(pc, 4096, 0, &plain) : -1;
 	ok(rc == 0 && rmem_repair(pc, &plain) == -EINVAL, "rmem_repair of a plain region: -EINVAL");
 	if (rc == 0)
@@ -394,9 +255,8 @@ static void act_issue(rmem_client *c, const int *dead)
 	ok(rc == 0, "rmem_repair of the anonymous region: %s", rmem_strerror(rc));
 	ok(rmem_repair(c, &ar) == 0, "a second rmem_repair has nothing to do: 0");
 	for (int i = 0; i < 2; i++) {
-		snprintf(cmd, sizeof cmd, "healthy %s 60", nname[i]);
-		ok(run_hook(cmd) == 0, "the agent repaired %s: every piece healthy on a live server",
-		   nname[i]);
+		ok(run_hook("healthy %s 60", nname[i]) == 0,
+		   "the agent repaired %s: every piece healthy on a live server", nname[i]);
 	}
 	ok(reads_back(c, &wr, wb, wlen, &rc), "w reads whole after its repair, the degraded "
 	   "write included");
@@ -415,25 +275,25 @@ static void act_issue(rmem_client *c, const int *dead)
 	/* One of the dead comes back with its memory (its fd store): the
 	 * pieces it held of n1 and n2 were rebuilt elsewhere, so it gives them
 	 * back by itself. */
-	snprintf(cmd, sizeof cmd, "start %d", kills[0]);
-	ok(run_hook(cmd) == 0, "s%d is back with its memory (same generation)", kills[0]);
+	ok(run_hook("start %d", kills[0]) == 0, "s%d is back with its memory (same generation)",
+	   kills[0]);
 	for (int i = 0; i < 2; i++) {
-		snprintf(cmd, sizeof cmd, "pieces-held %s 6 30", nname[i]);
-		ok(run_hook(cmd) == 0, "it gave back its old piece of %s: 6 pieces held", nname[i]);
+		ok(run_hook("pieces-held %s 6 30", nname[i]) == 0,
+		   "it gave back its old piece of %s: 6 pieces held", nname[i]);
 	}
 	ok(reads_back(c, &ar, ab, alen, &rc), "the anonymous region reads whole after its repair");
 
 	/* Two more servers holding pieces of n1 die: 4 of 8 are left.  Two
 	 * that held pieces before the repair too, so that a handle that did
 	 * not follow it would be left with two. */
-	n = pieces_of("n1", srv);
+	n = pieces_of("n1", srv, 20);
 	nk = 0;
 	for (int i = 0; i < nfirst && nk < 2; i++)
 		if (!in(kills, 2, first[i]) && in(srv, n, first[i]))
 			kills[2 + nk++] = first[i];
 	for (int i = 2; i < 2 + nk; i++) {
-		snprintf(cmd, sizeof cmd, "kill %d", kills[i]);
-		ok(run_hook(cmd) == 0, "s%d, holding a repaired piece of n1, killed -9", kills[i]);
+		ok(run_hook("kill %d", kills[i]) == 0,
+		   "s%d, holding a repaired piece of n1, killed -9", kills[i]);
 	}
 	for (int i = 0; i < 2; i++)
 		ok(named_reads(c, nname[i], nb[i], nsize[i]),
@@ -446,7 +306,7 @@ static void act_issue(rmem_client *c, const int *dead)
 	   "the anonymous region reads whole after a third and fourth death");
 	if (d)
 		rmem_close(d);
-	d = connect_url(url42, &rc);
+	d = connect_url(url42, RESUME_MS, 5000, &rc);
 	for (int i = 0; i < 2; i++)
 		ok(d && named_reads(d, nname[i], nb[i], nsize[i]),
 		   "%s reads whole from a fresh client after four deaths", nname[i]);
@@ -473,12 +333,9 @@ int main(void)
 	rmem_client *c;
 	int rc, dead[2];
 
-	base_url = getenv("RMEM_CLUSTER_URL");
-	hook = getenv("RMEM_CLUSTER_HOOK");
-	if (!base_url || !hook)
-		tap_skip_all("RMEM_CLUSTER_URL and RMEM_CLUSTER_HOOK are set by test_repair.sh");
+	base_url = redund_env("RMEM_CLUSTER_URL and RMEM_CLUSTER_HOOK are set by test_repair.sh");
 	snprintf(url42, sizeof url42, "%s?redundancy=4+2", base_url);
-	c = connect_url(url42, &rc);
+	c = connect_url(url42, RESUME_MS, 5000, &rc);
 	ok(c != NULL, "a 4+2 cluster client: %s", rmem_strerror(rc));
 	if (!c)
 		return tap_done();

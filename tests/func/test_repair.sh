@@ -3,34 +3,20 @@
 # etcd on loopback and eight rmemd of 64 MiB (s0..s7, each under its starter
 # and fd store, lease_ms 1000, cluster.repair_grace_ms 1500), then
 # $B/tests/test_repair, whose TAP stream this is (what it checks is at its
-# top).  It calls this script back as its hook.
+# top).  It calls this script back as its hook (tests/lib/redund_hook.sh).
 #
 #   RMEM_BUILD=build-san tests/run-tests tests/func/test_repair.sh
 # run-tests-timeout: 400
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 NSRV=8
+. tests/lib/redund_hook.sh
 
 # ---- the hook: test_repair runs "$0 --hook DIR CMD ARGS" ----------------------------
-if [ "${1:-}" = --hook ]; then
-	dir=$2 cmd=$3
-	shift 3
-	for fd in $(ls /proc/$$/fd); do
-		((fd > 2)) && eval "exec $fd>&-" 2> /dev/null
-	done
-	. tests/lib/etcd.sh
-	. tests/lib/cluster.sh
-	. "$dir/state.sh"
-	for ((k = 0; k < ETCD_N; k++)); do etcd_pids[$k]=$(cat "$dir/pids/etcd$k"); done
-	tmp=$dir
-	record() { etcdctl_ get "/rmem/$NAME/names/@anonymous/$1" --print-value-only; }
+hook_cmd() {
 	case $cmd in
-	kill) # kill -9 of rmemd sI (its fd store kept: it may come back)
-		cluster_keeper "$dir" "$1" kill ;;
-	fresh) # rmemd sI started again with a new generation (its memory gone)
+	fresh) # rmemd sI started again with a new generation, not waited for
 		cluster_keeper "$dir" "$1" fresh ;;
-	start) # rmemd sI started again from its fd store: memory and generation kept
-		cluster_keeper "$dir" "$1" start && cluster_registered "$NAME" "$1" 150 ;;
 	leader) # the index of the member leading repair
 		for _ in $(seq 100); do
 			v=$(etcdctl_ get "/rmem/$NAME/repair/leader" --print-value-only)
@@ -38,10 +24,6 @@ if [ "${1:-}" = --hook ]; then
 			sleep 0.1
 		done
 		exit 1 ;;
-	pieces) # the index of the server of each piece of name $1, in order
-		record "$1" | python3 -c '
-import json, sys
-print(" ".join(p["server"][1:] for p in json.load(sys.stdin)["pieces"]))' ;;
 	healthy) # 0 when every piece of name $1 is healthy on a server present
 		# in its generation; $2: seconds to wait for it (default: none), by
 		# the clock (on a loaded host one look takes far more than 0.1 s)
@@ -117,10 +99,10 @@ sys.exit(0 if [r for r in d["regions"] if r["name"] == sys.argv[2]][0]["state"] 
 			n=$((n + c))
 		done
 		echo "$n" ;;
-	*) exit 2 ;;
+	*) hook_common "$@" ;;
 	esac
-	exit
-fi
+}
+redund_hook "$@"
 
 . tests/lib/cluster_prog.sh rmem-repair test_repair
 # The members' lease: 1000 ms, or RMEM_REPAIR_LEASE_MS where every process
@@ -129,27 +111,6 @@ fi
 LEASE_MS=${RMEM_REPAIR_LEASE_MS:-1000}
 NAME=rp$$
 
-cluster_etcd_up
-
-read -r -a ports <<< "$(free_ports $((2 * NSRV)))"
-for ((i = 0; i < NSRV; i++)); do
-	rdma=""
-	[ "$TRANSPORT" = rdma ] && rdma="$HOST:${ports[$((i + NSRV))]}"
-	cluster_conf "$i" "$NAME" "$HOST:${ports[$i]}" "$rdma" "$LEASE_MS,1500" info
-	cluster_start "$i" || fail_setup "rmemd s$i did not start"
-done
-for ((i = 0; i < NSRV; i++)); do
-	cluster_registered "$NAME" "$i" 150 || fail_setup "rmemd s$i did not register in etcd"
-done
-
-URL=$(cluster_url "$NAME")
-declare -p ETCD_N ETCD_CLUSTER ETCD_BIN ETCDCTL_BIN etcd_cports etcd_pports NAME B URL NSRV \
-	> "$tmp/state.sh"
-
-RMEM_CLUSTER_URL=$URL RMEM_CLUSTER_HOOK="$0 --hook $tmp" "$PROG"
-rc=$?
-for ((i = 0; i < NSRV; i++)); do
-	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
-	grep "repair:" "$tmp/r$i.log" | head -5 | sed "s/^/s$i: /" | diag
-done
-exit $rc
+redund_up "$LEASE_MS,1500" info
+server_diag() { grep "repair:" "$tmp/r$1.log" | head -5 | sed "s/^/s$1: /" | diag; }
+redund_run

@@ -37,11 +37,12 @@
 
 #include <rmem.h>
 
+#include "redund_prog.h"
 #include "tap.h"
 
 #define KiB 1024ull
 
-static const char *base_url, *hook, *keys;
+static const char *base_url, *keys;
 
 static rmem_client *connect_as(const char *url, const char *tenant, int *rc)
 {
@@ -62,84 +63,6 @@ static rmem_client *connect_as(const char *url, const char *tenant, int *rc)
 	return c;
 }
 
-static int run_hook(const char *what)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof cmd, "%s %s", hook, what);
-	return system(cmd);
-}
-
-/* The hook's one line of output into out; 0 or -1. */
-static int hook_line(const char *what, char *out, size_t len)
-{
-	char cmd[512];
-	FILE *f;
-	int rc = -1;
-
-	snprintf(cmd, sizeof cmd, "%s %s", hook, what);
-	if (!(f = popen(cmd, "r")))
-		return -1;
-	if (fgets(out, (int)len, f)) {
-		out[strcspn(out, "\n")] = '\0';
-		rc = 0;
-	}
-	if (pclose(f) != 0)
-		rc = -1;
-	return rc;
-}
-
-static void pattern(unsigned char *b, uint64_t len, unsigned seed)
-{
-	uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 1);
-
-	for (uint64_t i = 0; i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		b[i] = (unsigned char)x;
-	}
-}
-
-/* A named region made in c, filled with b and closed. */
-static bool make_named(rmem_client *c, const char *name, const unsigned char *b, uint64_t len)
-{
-	struct rmem_region r;
-	int rc = rmem_create(c, name, len, 0, &r);
-
-	if (rc) {
-		diag("create %s: %s", name, rmem_strerror(rc));
-		return false;
-	}
-	rc = rmem_write(c, &r, 0, b, len);
-	if (rc)
-		diag("write %s: %s", name, rmem_strerror(rc));
-	rmem_free(c, &r);
-	return rc == 0;
-}
-
-/* Opened read-only in c, every byte checked, closed. */
-static bool named_reads(rmem_client *c, const char *name, const unsigned char *b, uint64_t len)
-{
-	unsigned char *got = malloc(len);
-	struct rmem_region r;
-	int rc = got ? rmem_open(c, name, RMEM_READ, &r) : -ENOMEM;
-	bool same = false;
-
-	if (rc) {
-		diag("open %s: %s", name, rmem_strerror(rc));
-		free(got);
-		return false;
-	}
-	rc = rmem_read(c, &r, 0, got, len);
-	same = rc == 0 && !memcmp(got, b, len);
-	if (!same)
-		diag("read %s: %s", name, rc ? rmem_strerror(rc) : "wrong bytes");
-	rmem_free(c, &r);
-	free(got);
-	return same;
-}
-
 /* Every member's agent looked at its pieces twice since the mark. */
 static bool two_passes(void)
 {
@@ -148,10 +71,9 @@ static bool two_passes(void)
 
 static int held(const char *name)
 {
-	char what[128], line[32];
+	char line[32];
 
-	snprintf(what, sizeof what, "pieces-held %s", name);
-	return hook_line(what, line, sizeof line) ? -1 : atoi(line);
+	return hook_line(line, sizeof line, "pieces-held %s", name) ? -1 : atoi(line);
 }
 
 /* ---- item 4: ordinary regions with pieces' names ------------------------------------- */
@@ -170,7 +92,7 @@ static void lookalikes(void)
 	c = connect_as(base_url, "ml", &rc);
 	ok(c && make_named(c, "backup~2.1", a, PLAIN),
 	   "ml makes \"backup~2.1\", an ordinary cluster name, and fills it");
-	if (hook_line("endpoint 0", ep, sizeof ep) == 0)
+	if (hook_line(ep, sizeof ep, "endpoint 0") == 0)
 		d = connect_as(ep, "ml", &rc);
 	ok(d && make_named(d, "direct~1.0", b, PLAIN),
 	   "ml makes \"direct~1.0\" on s0 directly (no record in etcd), and fills it");
@@ -197,15 +119,14 @@ static void lookalikes(void)
  * every server: a forged record may name them. */
 static bool decoys(const char *name)
 {
-	char ep[256], pname[64], what[32];
+	char ep[256], pname[64];
 	bool all = true;
 
 	for (int s = 0; s < 4; s++) {
 		rmem_client *w;
 		int rc;
 
-		snprintf(what, sizeof what, "endpoint %d", s);
-		if (hook_line(what, ep, sizeof ep) || !(w = connect_as(ep, "web", &rc)))
+		if (hook_line(ep, sizeof ep, "endpoint %d", s) || !(w = connect_as(ep, "web", &rc)))
 			return false;
 		for (int i = 0; i < 3; i++) {
 			struct rmem_region r;
@@ -227,7 +148,7 @@ static bool decoys(const char *name)
 static void attack(const char *name, const char *how, const char *what, unsigned seed)
 {
 	static unsigned char v[VAULT];
-	char cmd[128], url[1024], line[32];
+	char url[1024], line[32];
 	rmem_client *c;
 	int rc, n;
 
@@ -237,25 +158,23 @@ static void attack(const char *name, const char *how, const char *what, unsigned
 	ok(c && make_named(c, name, v, VAULT), "%s: ml makes it, 2+1, fills and closes it", name);
 	if (c)
 		rmem_close(c);
-	snprintf(cmd, sizeof cmd, "save %s", name);
-	ok(held(name) == 3 && run_hook(cmd) == 0, "%s: its 3 pieces are held; its record saved",
-	   name);
-	snprintf(cmd, sizeof cmd, "pieces-marked %s", name);
-	ok(hook_line(cmd, line, sizeof line) == 0 && atoi(line) == 3,
+	ok(held(name) == 3 && run_hook("save %s", name) == 0,
+	   "%s: its 3 pieces are held; its record saved", name);
+	ok(hook_line(line, sizeof line, "pieces-marked %s", name) == 0 && atoi(line) == 3,
 	   "%s: rmemctl names lists the 3 as pieces (%s)", name, line);
 	if (!strcmp(how, "decoy"))
 		ok(decoys(name), "%s: web makes \"%s~9.0\" .. \"%s~9.2\" in its own namespace on "
 		   "every server", name, name, name);
-	if (!strcmp(how, "del"))
-		snprintf(cmd, sizeof cmd, "del %s", name);
-	else
-		snprintf(cmd, sizeof cmd, "forge %s %s", name, how);
-	ok(run_hook("mark") == 0 && run_hook(cmd) == 0, "%s: the attacker %s", name, what);
+	rc = run_hook("mark");
+	if (rc == 0 && !strcmp(how, "del"))
+		rc = run_hook("del %s", name);
+	else if (rc == 0)
+		rc = run_hook("forge %s %s", name, how);
+	ok(rc == 0, "%s: the attacker %s", name, what);
 	ok(two_passes(), "%s: every member's agent looked at its pieces twice since", name);
 	n = held(name);
 	ok(n == 3, "%s: its 3 pieces are still held (%d)", name, n);
-	snprintf(cmd, sizeof cmd, "restore %s", name);
-	ok(run_hook(cmd) == 0, "%s: its saved record is put back", name);
+	ok(run_hook("restore %s", name) == 0, "%s: its saved record is put back", name);
 	c = connect_as(base_url, "ml", &rc);
 	ok(c && named_reads(c, name, v, VAULT), "%s: every byte reads from a fresh client of ml",
 	   name);
@@ -277,10 +196,9 @@ static void forger(void)
 
 int main(void)
 {
-	base_url = getenv("RMEM_CLUSTER_URL");
-	hook = getenv("RMEM_CLUSTER_HOOK");
+	base_url = redund_env("run by tests/func/test_repair_hostile.sh");
 	keys = getenv("RMEM_TENANT_DIR");
-	if (!base_url || !hook || !keys)
+	if (!keys)
 		tap_skip_all("run by tests/func/test_repair_hostile.sh");
 	lookalikes();
 	forger();

@@ -5,32 +5,24 @@
 # lease_ms 1000, cluster.repair_grace_ms 1000, log level debug: each agent
 # logs its give-back passes), then $B/tests/test_repair_hostile, whose TAP
 # stream this is (what it checks is at its top).  It calls this script
-# back as its hook.
+# back as its hook (tests/lib/redund_hook.sh).
 #
 #   RMEM_BUILD=build-san tests/run-tests tests/func/test_repair_hostile.sh
 # run-tests-timeout: 300
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 NSRV=4
+. tests/lib/redund_hook.sh
 
 # ---- the hook: test_repair_hostile runs "$0 --hook DIR CMD ARGS" --------------------
-if [ "${1:-}" = --hook ]; then
-	dir=$2 cmd=$3
-	shift 3
-	for fd in $(ls /proc/$$/fd); do
-		((fd > 2)) && eval "exec $fd>&-" 2> /dev/null
+key() { echo "/rmem/$NAME/names/ml/$1"; }
+passes() { # each member's give-back passes so far, one a line
+	for ((i = 0; i < NSRV; i++)); do
+		grep -c 'repair: looked at my' "$dir/r$i.log" # 1 for none: not a failure
 	done
-	. tests/lib/etcd.sh
-	. tests/lib/cluster.sh
-	. "$dir/state.sh"
-	for ((k = 0; k < ETCD_N; k++)); do etcd_pids[$k]=$(cat "$dir/pids/etcd$k"); done
-	key() { echo "/rmem/$NAME/names/ml/$1"; }
-	passes() { # each member's give-back passes so far, one a line
-		for ((i = 0; i < NSRV; i++)); do
-			grep -c 'repair: looked at my' "$dir/r$i.log" # 1 for none: not a failure
-		done
-		return 0
-	}
+	return 0
+}
+hook_cmd() {
 	case $cmd in
 	endpoint) # server s$1's stream endpoint, from its key in etcd (asked again
 		# while etcdctl times out on a loaded machine)
@@ -99,10 +91,10 @@ else:
     sys.exit(2)
 print(json.dumps(rec))' "$dir/saved.$1" "$2" "$servers" > "$dir/forged.$1" || exit 1
 		etcdctl_ put "$(key "$1")" < "$dir/forged.$1" > /dev/null ;;
-	*) exit 2 ;;
+	*) hook_common "$@" ;;
 	esac
-	exit
-fi
+}
+redund_hook "$@"
 
 . tests/lib/cluster_prog.sh rmem-repair-hostile test_repair_hostile
 NAME=rh$$
@@ -111,31 +103,18 @@ for k in ml web; do
 	(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$tmp/keys/$k.key")
 done
 
-cluster_etcd_up
-
-read -r -a ports <<< "$(free_ports "$NSRV")"
-for ((i = 0; i < NSRV; i++)); do
-	cluster_conf "$i" "$NAME" "127.0.0.1:${ports[$i]}" "" "1000,1000" debug
-	cat >> "$tmp/r$i.conf" << EOC
+# TCP on loopback, whatever RMEM_TEST_TRANSPORT says: its clients are TCP's.
+TRANSPORT=tcp HOST=127.0.0.1
+tenants() {
+	cat >> "$tmp/r$1.conf" << EOC
 tenants = (
 	{ name = "ml"; secret_file = "$tmp/keys/ml.key"; },
 	{ name = "web"; secret_file = "$tmp/keys/web.key"; }
 );
 EOC
-	cluster_start "$i" || fail_setup "rmemd s$i did not start"
-done
-for ((i = 0; i < NSRV; i++)); do
-	cluster_registered "$NAME" "$i" 150 || fail_setup "rmemd s$i did not register in etcd"
-done
-
-declare -p ETCD_N ETCD_CLUSTER ETCD_BIN ETCDCTL_BIN etcd_cports etcd_pports NAME B NSRV \
-	> "$tmp/state.sh"
-
-RMEM_CLUSTER_URL=$(cluster_url "$NAME") RMEM_TENANT_DIR="$tmp/keys" \
-	RMEM_CLUSTER_HOOK="$0 --hook $tmp" "$PROG"
-rc=$?
-for ((i = 0; i < NSRV; i++)); do
-	grep -i "asan\|runtime error" "$tmp/r$i.log" | head -3 | diag
-	grep "repair: gave back\|repair: kept" "$tmp/r$i.log" | head -8 | sed "s/^/s$i: /" | diag
-done
-exit $rc
+}
+redund_up 1000,1000 debug tenants
+server_diag() {
+	grep "repair: gave back\|repair: kept" "$tmp/r$1.log" | head -8 | sed "s/^/s$1: /" | diag
+}
+redund_run RMEM_TENANT_DIR="$tmp/keys"

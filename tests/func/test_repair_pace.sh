@@ -14,29 +14,8 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
-. tests/lib/tap.sh
-. tests/lib/rmemd.sh
-. tests/lib/etcd.sh
-. tests/lib/cluster.sh
-rmemd_setup rmem-repair-pace
-etcd_setup
-mkdir -p "$tmp/pids"
-cleanup() {
-	local f=$tmp/pids/keeper0
-	[ -s "$f" ] && kill -TERM "$(cat "$f")" 2> /dev/null
-	sleep 0.2
-	f=$tmp/pids/rmemd0
-	[ -s "$f" ] && kill -KILL "$(cat "$f")" 2> /dev/null
-	etcd_cleanup
-	rmemd_cleanup
-}
-trap cleanup EXIT
-fail_setup() {
-	echo "not ok 1 - setup: $*"
-	echo "1..1"
-	exit 1
-}
-etcd_start 3 > "$tmp/etcd-start.out" 2>&1 || fail_setup "a 3-member etcd did not start"
+. tests/lib/cluster_prog.sh rmem-repair-pace
+cluster_etcd_up
 NAME=rpace$$
 read -r -a ports <<< "$(free_ports 2)"
 cluster_conf 0 "$NAME" "127.0.0.1:${ports[0]}" "" "1000,1000" notice

@@ -1,7 +1,8 @@
 # cluster_prog.sh - the frame of a cluster test whose TAP stream is a C
 # program (tests/func/test_cluster_lib.sh, test_cluster_tenants.sh).
 # Sourced (bash) from the checkout's top with the test's name and its
-# program's:
+# program's (none for a test that is its own TAP stream,
+# tests/func/test_repair_pace.sh):
 #
 #   . tests/lib/cluster_prog.sh rmem-cluster-lib test_cluster_lib
 #
@@ -21,8 +22,10 @@
 . tests/lib/cluster.sh
 rmemd_setup "$1"
 etcd_setup
-PROG=$B/tests/$2
-[ -x "$PROG" ] || skip_all "$PROG is not built"
+if [ -n "${2:-}" ]; then
+	PROG=$B/tests/$2
+	[ -x "$PROG" ] || skip_all "$PROG is not built"
+fi
 mkdir -p "$tmp/pids"
 TRANSPORT=${RMEM_TEST_TRANSPORT:-tcp}
 HOST=127.0.0.1
