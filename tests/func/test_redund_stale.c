@@ -38,100 +38,23 @@
  *    rmemctl lists it; rmem_unlink removes it, and the open is -ENOENT.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rmem.h>
 
+#include "redund_prog.h"
 #include "tap.h"
+#include "util.h"
 
 #define KiB 1024ull
 #define LEN (512 * KiB)
 
-static const char *base_url, *hook;
+static const char *base_url;
 static char url21[1024];
-
-static int run_hook(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run_hook(const char *fmt, ...)
-{
-	char cmd[768], what[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof what, fmt, ap);
-	va_end(ap);
-	snprintf(cmd, sizeof cmd, "%s %s", hook, what);
-	return system(cmd);
-}
-
-/* The servers of name's pieces, in order: how many. */
-static int pieces_of(const char *name, int *srv)
-{
-	char cmd[512], line[256], *p = line, *end;
-	int n = 0;
-	FILE *f;
-
-	snprintf(cmd, sizeof cmd, "%s pieces %s", hook, name);
-	if (!(f = popen(cmd, "r")))
-		return 0;
-	if (!fgets(line, sizeof line, f))
-		line[0] = '\0';
-	if (pclose(f) != 0)
-		return 0;
-	while (n < 8 && *p) {
-		long v = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		srv[n++] = (int)v;
-		p = end;
-	}
-	return n;
-}
-
-static void pattern(unsigned char *b, uint64_t len, unsigned seed)
-{
-	uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 1);
-
-	for (uint64_t i = 0; i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		b[i] = (unsigned char)x;
-	}
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void nap_ms(unsigned ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
-static rmem_client *connect_url(const char *u, int resume_ms, int timeout_ms, int *rc)
-{
-	struct rmem_opts o;
-	rmem_client *c = NULL;
-
-	rmem_opts_init(&o, sizeof o);
-	o.resume_ms = resume_ms;
-	o.timeout_ms = timeout_ms;
-	*rc = rmem_connect(u, &o, &c);
-	return c;
-}
 
 /* How many bytes of buf are not model's. */
 static uint64_t differ(const unsigned char *buf, const unsigned char *model, uint64_t len)
@@ -149,11 +72,11 @@ static int open_settled(rmem_client *c, const char *name, struct rmem_region *ou
 {
 	int rc;
 
-	for (int64_t end = now_ms() + 15000;;) {
+	for (uint64_t end = now_ms() + 15000;;) {
 		rc = rmem_open(c, name, RMEM_READ, out);
 		if (rc != -EHOSTDOWN || now_ms() > end)
 			return rc;
-		nap_ms(100);
+		sleep_ms(100);
 	}
 }
 
@@ -168,7 +91,7 @@ static int post_read_all(rmem_client *c, const struct rmem_region *r, unsigned c
 
 	if (rc)
 		return rc;
-	for (int64_t end = now_ms() + 20000; now_ms() < end;) {
+	for (uint64_t end = now_ms() + 20000; now_ms() < end;) {
 		rc = rmem_poll(c, &cq, 1, 1000);
 		if (rc < 0)
 			return rc;
@@ -187,7 +110,7 @@ static void stale_reader(const char *name, bool stall)
 	rmem_client *W, *R, *P = NULL;
 	int rc, rc2 = -1, srv[8];
 	uint64_t bad = LEN;
-	int64_t t0;
+	uint64_t t0;
 
 	pattern(a, LEN, stall ? 21 : 11);
 	pattern(b, LEN, stall ? 22 : 12);
@@ -211,7 +134,7 @@ static void stale_reader(const char *name, bool stall)
 		rc = rmem_open(P, name, RMEM_READ, &pr);
 	if (!rc)
 		rc = post_read_all(P, &pr, got);
-	if (!ok(rc == 0 && !memcmp(got, a, LEN) && pieces_of(name, srv) == 3,
+	if (!ok(rc == 0 && !memcmp(got, a, LEN) && pieces_of(name, srv, 8) == 3,
 		"%s: a 2+1 region written by W, opened read-only and read by R and by P "
 		"(posted): %s", name, rmem_strerror(rc))) {
 		skip(4, "no region");
@@ -292,7 +215,7 @@ static void double_failure(void)
 		rc = rmem_write(W, &wr, 0, a, LEN);
 	if (!rc)
 		rc = rmem_free(W, &wr);
-	if (!ok(rc == 0 && pieces_of("dbl", srv) == 3, "dbl: a 2+1 region written: %s",
+	if (!ok(rc == 0 && pieces_of("dbl", srv, 8) == 3, "dbl: a 2+1 region written: %s",
 		rmem_strerror(rc))) {
 		skip(5, "no region");
 		goto out;
@@ -348,7 +271,7 @@ static void real_loss(void)
 		rc = rmem_write(W, &wr, 0, a, LEN);
 	if (!rc)
 		rc = rmem_free(W, &wr);
-	if (!ok(rc == 0 && pieces_of("lost", srv) == 3, "lost: a 2+1 region written: %s",
+	if (!ok(rc == 0 && pieces_of("lost", srv, 8) == 3, "lost: a 2+1 region written: %s",
 		rmem_strerror(rc))) {
 		skip(3, "no region");
 		goto out;
@@ -375,10 +298,7 @@ out:
 
 int main(void)
 {
-	base_url = getenv("RMEM_CLUSTER_URL");
-	hook = getenv("RMEM_CLUSTER_HOOK");
-	if (!base_url || !hook)
-		tap_skip_all("RMEM_CLUSTER_URL and RMEM_CLUSTER_HOOK are the script's");
+	base_url = redund_env("RMEM_CLUSTER_URL and RMEM_CLUSTER_HOOK are the script's");
 	snprintf(url21, sizeof url21, "%s?redundancy=2+1&repair_grace_ms=0", base_url);
 	stale_reader("st-kill", false);
 	stale_reader("st-stall", true);
