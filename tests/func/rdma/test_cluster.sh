@@ -1,4 +1,5 @@
 #!/bin/sh
+# run-tests-alone: a 3-member etcd in a TCG guest misses its raft deadlines beside another program.
 # test_cluster.sh over RDMA: tests/func/test_cluster.sh with
 # RMEM_TEST_TRANSPORT=rdma, so that its three rmemd listen on the test VM's
 # one rxe device (each with an RDMA port of its own), advertise their RDMA

@@ -1,4 +1,5 @@
 #!/bin/sh
+# run-tests-alone: a 3-member etcd in a TCG guest misses its raft deadlines beside another program.
 # test_cluster_lib.sh over RDMA: librmem's etcd:// cluster client end to end
 # (placement, 150 MiB through one client, names across servers, racing
 # creators, kill -9 -> -EHOSTDOWN, the etcd leader killed under I/O) with

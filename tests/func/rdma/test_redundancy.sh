@@ -1,4 +1,5 @@
 #!/bin/sh
+# run-tests-alone: a 3-member etcd in a TCG guest misses its raft deadlines beside another program.
 # test_redundancy.sh over RDMA: erasure-coded redundant regions with every
 # client's data on rdma:// (never TCP), in its light form: 2+1 on three rmemd
 # of the test VM's one rxe device (the host runs 4+2 on six), anonymous and
