@@ -17,6 +17,7 @@
 #include "router.h"
 #include "router_int.h"
 #include "etcd_client.h"
+#include "etcd_url.h"
 #include "single.h"
 #include "stripe.h"
 
@@ -81,6 +82,7 @@ static int keep_opts(struct router *cl, const struct rmem_opts *o)
 int router_connect(const char *url, const struct rmem_opts *o, struct router **out)
 {
 	struct router *cl = calloc(1, sizeof(*cl));
+	struct etcd_url u;
 	char why[160];
 	int err;
 
@@ -90,16 +92,21 @@ int router_connect(const char *url, const struct rmem_opts *o, struct router **o
 	pthread_mutex_init(&cl->mu, NULL);
 	pthread_mutex_init(&cl->names_mu, NULL);
 	pthread_mutex_init(&cl->reg_mu, NULL);
-	err = router_url_parse(url, cl->etcd_list, sizeof cl->etcd_list, cl->name,
-				sizeof cl->name, &cl->claim_ttl_s, &cl->red_k, &cl->red_r,
-				&cl->repair_grace_ms);
-	if (!err)
+	err = router_url_parse(url, &u, &cl->claim_ttl_s, &cl->red_k, &cl->red_r,
+			       &cl->repair_grace_ms);
+	if (!err) {
+		_Static_assert(sizeof cl->etcd_list == sizeof u.list, "the URL's list fits");
+		_Static_assert(sizeof cl->name == sizeof u.name, "the URL's name fits");
+		memcpy(cl->etcd_list, u.list, sizeof cl->etcd_list);
+		memcpy(cl->name, u.name, sizeof cl->name);
+		cl->etcd_tls = u.tls;
 		err = keep_opts(cl, o);
+	}
 	if (!err)
 		err = members_init(cl);
 	if (!err)
-		err = etcd_client_new(cl->etcd_list, CLUSTER_ETCD_TIMEOUT_MS, &cl->names_etcd, why,
-				      sizeof why);
+		err = etcd_client_new(cl->etcd_list, &cl->etcd_tls, CLUSTER_ETCD_TIMEOUT_MS,
+				      &cl->names_etcd, why, sizeof why);
 	/* A name's call is a request like any: it may take the application's
 	 * timeout_ms while etcd elects a leader or is slow, not just one try of
 	 * each member (a slow call is not a death). */
