@@ -450,6 +450,7 @@ static void usage(FILE *out)
 		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [-s SOCKET] [--grace=S]\n"
 		"               cluster sweep\n"
 		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [--json] cluster redundant\n"
+		"       (etcds://...?etcd_ca=PATH&etcd_cert=PATH&etcd_key=PATH: etcd over TLS)\n"
 		"Shows the state of rmemd, the rmem remote-memory daemon.\n"
 		"\n"
 		"Commands:\n"
