@@ -11,6 +11,7 @@
  * once: it never waits for a server known to be gone.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,36 @@ static char *dup_or_null(const char *s, int *err)
 	if (!d)
 		*err = -ENOMEM;
 	return d;
+}
+
+/* One TLS file of the options into the URL's (field, ETCD_TLS_PATH_MAX
+ * bytes): the same path when both name one.  0 or -EINVAL. */
+static int merge_path(char *field, const char *opt)
+{
+	if (!opt || !opt[0])
+		return 0;
+	if (strlen(opt) >= ETCD_TLS_PATH_MAX || (field[0] && strcmp(field, opt)))
+		return -EINVAL;
+	snprintf(field, ETCD_TLS_PATH_MAX, "%s", opt);
+	return 0;
+}
+
+/* The options' etcd_ca, etcd_cert, etcd_key with the URL's (the etcd
+ * client checks the pairs and the https:// endpoints); the members'
+ * clients never see them (etcd is the router's). */
+static int merge_tls(struct router *cl, struct rmem_opts *d)
+{
+	int err = merge_path(cl->etcd_tls.ca, d->etcd_ca);
+
+	if (!err)
+		err = merge_path(cl->etcd_tls.cert, d->etcd_cert);
+	if (!err)
+		err = merge_path(cl->etcd_tls.key, d->etcd_key);
+	d->etcd_ca = d->etcd_cert = d->etcd_key = NULL;
+	/* TLS asked for with etcd://: never plain HTTP instead. */
+	if (!err && etcd_tls_any(&cl->etcd_tls) && strncmp(cl->etcd_list, "https://", 8))
+		err = -EINVAL;
+	return err;
 }
 
 /* The options every member's client is opened with: the caller's, copied
@@ -69,6 +100,9 @@ static int keep_opts(struct router *cl, const struct rmem_opts *o)
 		cl->red_r = r;
 	}
 	d.redundancy = NULL;
+	err = merge_tls(cl, &d);
+	if (err)
+		return err;
 	cl->transport = dup_or_null(d.transport, &err);
 	cl->tenant = dup_or_null(d.tenant, &err);
 	cl->secret_file = dup_or_null(d.secret_file, &err);

@@ -135,6 +135,17 @@ struct rmem_opts {
 	 * malformed value, or for any value on a single-server endpoint.
 	 * See librmem(7), REDUNDANCY. */
 	const char *redundancy;
+	/* Added after RMEM_1.4 (read only when o->size covers it): etcd over
+	 * TLS for a cluster client, as the etcds:// URL's "?etcd_ca=PATH&
+	 * etcd_cert=PATH&etcd_key=PATH" (where both name one, they must
+	 * agree): the CA file the etcd members' certificates must verify
+	 * against, and the client certificate and key presented to them
+	 * (PEM; both or neither).  NULL or "" (default): none.  Any of them
+	 * with an etcd:// (plain HTTP) or a single-server endpoint is -EINVAL.
+	 * See librmem(7), CLUSTER. */
+	const char *etcd_ca;
+	const char *etcd_cert;
+	const char *etcd_key;
 };
 
 /* Fills *o with defaults.  size is sizeof(*o) as the caller sees it. */

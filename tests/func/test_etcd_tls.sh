@@ -101,6 +101,25 @@ rc=$?
 [ $rc -eq 0 ] && grep -q "io [1-9][0-9]* ops, 0 failures" "$tmp/io.out"
 ok $? "a client over etcds:// allocates, writes and reads back ($(head -1 "$tmp/io.out"))" ||
 	diag < "$tmp/io.out"
+# The same files as rmem_opts' etcd_ca, etcd_cert, etcd_key.
+CLUSTER_CLIENT_ETCD_TLS="$T/ca.pem,$T/client.pem,$T/client.key" \
+	"$CLIENT" "etcds://$HOSTS/$NAME" io 1 > "$tmp/io.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q "io [1-9][0-9]* ops, 0 failures" "$tmp/io.out"
+ok $? "the same with the files in rmem_opts ($(head -1 "$tmp/io.out"))" || diag < "$tmp/io.out"
+CLUSTER_CLIENT_ETCD_TLS="$T/other.pem,," "$CLIENT" "etcds://$HOSTS/$NAME" io 1 \
+	> "$tmp/io.out" 2>&1
+rc1=$?
+CLUSTER_CLIENT_ETCD_TLS="$T/other.pem,," "$CLIENT" "$(url "$GOOD")" io 1 > "$tmp/io2.out" 2>&1
+rc2=$?
+CLUSTER_CLIENT_ETCD_TLS="$T/ca.pem,$T/client.pem,$T/client.key" \
+	"$CLIENT" "etcd://$HOSTS/$NAME" io 1 > "$tmp/io3.out" 2>&1
+rc3=$?
+[ $rc1 -ne 0 ] && grep -q -F "verify against the etcd_ca file" "$tmp/io.out" &&
+	[ $rc2 -ne 0 ] && grep -q -F "invalid argument" "$tmp/io2.out" &&
+	[ $rc3 -ne 0 ] && grep -q -F "invalid argument" "$tmp/io3.out"
+ok $? "rmem_opts: a wrong etcd_ca is refused; one the URL contradicts, or any with etcd://," \
+	"is -EINVAL" || cat "$tmp/io.out" "$tmp/io2.out" "$tmp/io3.out" | diag
 "$RMEMCTL" -e "$(url "$GOOD")" cluster > "$tmp/ctl.out" 2> "$tmp/ctl.err"
 rc=$?
 [ $rc -eq 0 ] && grep -q "^s0 *up *127.0.0.1:${rports[0]}" "$tmp/ctl.out"
