@@ -755,6 +755,7 @@ HOST_TESTS += tests/func/test_repair_hostile.sh
 HOST_TESTS += tests/func/test_hostile_writer.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
 HOST_TESTS += tests/func/test_etcd_client.sh
+HOST_TESTS += tests/func/test_etcd_tls.sh
 HOST_TESTS += tests/python/test_python.sh
 HOST_TESTS += tests/fuzz/test_fuzzers.sh
 # What the tests run, and what must build though no test runs it: every

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "etcd_url.h"
 #include "router.h"
 #include "single.h"
 
@@ -31,7 +32,7 @@ int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_client **
 	struct router *cl;
 	int err;
 
-	if (!endpoint || !out || strncmp(endpoint, CLUSTER_SCHEME, strlen(CLUSTER_SCHEME)))
+	if (!endpoint || !out || !etcd_url_is(endpoint))
 		return single_connect(endpoint, o, out);
 	*out = NULL;
 	err = router_connect(endpoint, o, &cl);

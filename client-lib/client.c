@@ -103,8 +103,13 @@ static int read_opts(const struct rmem_opts *o, struct connect_params *p)
 				return -EINVAL;
 			p->tcp_cc = o->tcp_congestion;
 		}
-		/* Redundancy spans servers: a cluster's alone. */
+		/* Redundancy spans servers, etcd is the cluster's: a cluster's
+		 * alone. */
 		if (OPTS_HAS(o->size, redundancy) && o->redundancy && o->redundancy[0])
+			return -EINVAL;
+		if (OPTS_HAS(o->size, etcd_key) &&
+		    ((o->etcd_ca && o->etcd_ca[0]) || (o->etcd_cert && o->etcd_cert[0]) ||
+		     (o->etcd_key && o->etcd_key[0])))
 			return -EINVAL;
 	}
 	if (!p->tenant != !p->secret_file)

@@ -11,12 +11,14 @@
  * once: it never waits for a server known to be gone.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "router.h"
 #include "router_int.h"
 #include "etcd_client.h"
+#include "etcd_url.h"
 #include "single.h"
 #include "stripe.h"
 
@@ -33,6 +35,36 @@ static char *dup_or_null(const char *s, int *err)
 	if (!d)
 		*err = -ENOMEM;
 	return d;
+}
+
+/* One TLS file of the options into the URL's (field, ETCD_TLS_PATH_MAX
+ * bytes): the same path when both name one.  0 or -EINVAL. */
+static int merge_path(char *field, const char *opt)
+{
+	if (!opt || !opt[0])
+		return 0;
+	if (strlen(opt) >= ETCD_TLS_PATH_MAX || (field[0] && strcmp(field, opt)))
+		return -EINVAL;
+	snprintf(field, ETCD_TLS_PATH_MAX, "%s", opt);
+	return 0;
+}
+
+/* The options' etcd_ca, etcd_cert, etcd_key with the URL's (the etcd
+ * client checks the pairs and the https:// endpoints); the members'
+ * clients never see them (etcd is the router's). */
+static int merge_tls(struct router *cl, struct rmem_opts *d)
+{
+	int err = merge_path(cl->etcd_tls.ca, d->etcd_ca);
+
+	if (!err)
+		err = merge_path(cl->etcd_tls.cert, d->etcd_cert);
+	if (!err)
+		err = merge_path(cl->etcd_tls.key, d->etcd_key);
+	d->etcd_ca = d->etcd_cert = d->etcd_key = NULL;
+	/* TLS asked for with etcd://: never plain HTTP instead. */
+	if (!err && etcd_tls_any(&cl->etcd_tls) && strncmp(cl->etcd_list, "https://", 8))
+		err = -EINVAL;
+	return err;
 }
 
 /* The options every member's client is opened with: the caller's, copied
@@ -68,6 +100,9 @@ static int keep_opts(struct router *cl, const struct rmem_opts *o)
 		cl->red_r = r;
 	}
 	d.redundancy = NULL;
+	err = merge_tls(cl, &d);
+	if (err)
+		return err;
 	cl->transport = dup_or_null(d.transport, &err);
 	cl->tenant = dup_or_null(d.tenant, &err);
 	cl->secret_file = dup_or_null(d.secret_file, &err);
@@ -81,6 +116,7 @@ static int keep_opts(struct router *cl, const struct rmem_opts *o)
 int router_connect(const char *url, const struct rmem_opts *o, struct router **out)
 {
 	struct router *cl = calloc(1, sizeof(*cl));
+	struct etcd_url u;
 	char why[160];
 	int err;
 
@@ -90,16 +126,21 @@ int router_connect(const char *url, const struct rmem_opts *o, struct router **o
 	pthread_mutex_init(&cl->mu, NULL);
 	pthread_mutex_init(&cl->names_mu, NULL);
 	pthread_mutex_init(&cl->reg_mu, NULL);
-	err = router_url_parse(url, cl->etcd_list, sizeof cl->etcd_list, cl->name,
-				sizeof cl->name, &cl->claim_ttl_s, &cl->red_k, &cl->red_r,
-				&cl->repair_grace_ms);
-	if (!err)
+	err = router_url_parse(url, &u, &cl->claim_ttl_s, &cl->red_k, &cl->red_r,
+			       &cl->repair_grace_ms);
+	if (!err) {
+		_Static_assert(sizeof cl->etcd_list == sizeof u.list, "the URL's list fits");
+		_Static_assert(sizeof cl->name == sizeof u.name, "the URL's name fits");
+		memcpy(cl->etcd_list, u.list, sizeof cl->etcd_list);
+		memcpy(cl->name, u.name, sizeof cl->name);
+		cl->etcd_tls = u.tls;
 		err = keep_opts(cl, o);
+	}
 	if (!err)
 		err = members_init(cl);
 	if (!err)
-		err = etcd_client_new(cl->etcd_list, CLUSTER_ETCD_TIMEOUT_MS, &cl->names_etcd, why,
-				      sizeof why);
+		err = etcd_client_new(cl->etcd_list, &cl->etcd_tls, CLUSTER_ETCD_TIMEOUT_MS,
+				      &cl->names_etcd, why, sizeof why);
 	/* A name's call is a request like any: it may take the application's
 	 * timeout_ms while etcd elects a leader or is slow, not just one try of
 	 * each member (a slow call is not a death). */

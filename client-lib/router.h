@@ -24,8 +24,6 @@
 
 #include "rmem.h"
 
-#define CLUSTER_SCHEME "etcd://"
-
 struct router;
 
 int router_connect(const char *url, const struct rmem_opts *o, struct router **out);

@@ -114,6 +114,7 @@ struct router {
 	char name[CLUSTER_NAME_MAX];
 	unsigned claim_ttl_s;
 	char etcd_list[ETCD_MAX_ENDPOINTS * ETCD_ENDPOINT_MAX];
+	struct etcd_tls etcd_tls;  /* the URL's etcd_ca, etcd_cert, etcd_key */
 	/* The options each member's client gets (strings are copies). */
 	struct rmem_opts opts;
 	char *transport, *tenant, *secret_file;
@@ -177,12 +178,13 @@ struct router {
 /* ---- router_url.c ------------------------------------------------------------- */
 
 /* "etcd://H:P[,H:P...]/NAME[?claim_ttl=S][&redundancy=K+R][&repair_grace_ms=MS]"
- * -> "http://H:P,http://H:P", NAME (default "rmem" when there is no path), S
- * (default CLUSTER_CLAIM_TTL_S), K, R (0, 0 without redundancy) and MS
- * (default CLUSTER_REPAIR_GRACE_MS).  0 or -EINVAL. */
-int router_url_parse(const char *url, char *list, size_t list_len, char *name,
-		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r,
-		      unsigned *grace_ms);
+ * (etcds://, and etcd_ca, etcd_cert, etcd_key: common/etcd_url.h) -> *u
+ * ("http[s]://H:P,...", NAME, the TLS files), S (default
+ * CLUSTER_CLAIM_TTL_S), K, R (0, 0 without redundancy) and MS (default
+ * CLUSTER_REPAIR_GRACE_MS).  0 or -EINVAL. */
+struct etcd_url;
+int router_url_parse(const char *url, struct etcd_url *u, unsigned *claim_ttl_s,
+		     unsigned *red_k, unsigned *red_r, unsigned *grace_ms);
 
 /* ---- router_members.c ----------------------------------------------------------- */
 

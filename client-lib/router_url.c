@@ -1,7 +1,7 @@
 /*
- * router_url.c - "etcd://H:P[,H:P...]/NAME" taken apart: the etcd
- * endpoints as common/etcd_endpoints.h writes them, the cluster's name, and
- * the parameters, "?claim_ttl=S&redundancy=K+R" (librmem(7), CLUSTER).
+ * router_url.c - "etcd://H:P[,H:P...]/NAME" (etcds:// over TLS) taken
+ * apart by common/etcd_url.h, and the router's own parameters,
+ * "?claim_ttl=S&redundancy=K+R&repair_grace_ms=MS" (librmem(7), CLUSTER).
  * Pure string work.
  */
 #include <errno.h>
@@ -12,23 +12,8 @@
 
 #include "router.h"
 #include "router_int.h"
-#include "etcd_endpoints.h"
+#include "etcd_url.h"
 #include "stripe.h"
-
-/* A cluster's name as rmemd.conf's cluster.name takes it. */
-static int name_ok(const char *s, size_t len)
-{
-	if (len == 0)
-		return 0;
-	for (size_t i = 0; i < len; i++) {
-		char ch = s[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-'))
-			return 0;
-	}
-	return 1;
-}
 
 /* A decimal number of len bytes at v in [min, max]: 0 and *out, or
  * -EINVAL. */
@@ -61,92 +46,54 @@ static int parse_red(const char *v, size_t len, unsigned *k, unsigned *r)
 	return stripe_parse(val, k, r);
 }
 
-/* The parameters, "&" between them, each at most once: "claim_ttl=S",
- * "redundancy=K+R", "repair_grace_ms=MS".  0, or -EINVAL for any other, or
- * a repeated one. */
-static int parse_query(const char *q, unsigned *ttl_s, unsigned *red_k, unsigned *red_r,
-		       unsigned *grace_ms)
+struct params {
+	unsigned *ttl_s, *red_k, *red_r, *grace_ms;
+	bool ttl_seen, red_seen, grace_seen;
+};
+
+/* "value" of "key=value" (len bytes at p) when p is that key: its length
+ * in *vlen. */
+static const char *value_of(const char *p, size_t len, const char *key, size_t *vlen)
 {
-	bool ttl_seen = false, red_seen = false, grace_seen = false;
+	size_t klen = strlen(key);
 
-	for (;;) {
-		const char *amp = strchr(q, '&');
-		size_t len = amp ? (size_t)(amp - q) : strlen(q);
-		int err = -EINVAL;
-
-		if (len > strlen("claim_ttl=") && !strncmp(q, "claim_ttl=", strlen("claim_ttl=")) &&
-		    !ttl_seen) {
-			ttl_seen = true;
-			/* "claim_ttl=S", 1..CLUSTER_CLAIM_TTL_MAX_S */
-			err = parse_num(q + strlen("claim_ttl="), len - strlen("claim_ttl="), 1,
-					CLUSTER_CLAIM_TTL_MAX_S, ttl_s);
-		} else if (len > strlen("redundancy=") &&
-			   !strncmp(q, "redundancy=", strlen("redundancy=")) && !red_seen) {
-			red_seen = true;
-			err = parse_red(q + strlen("redundancy="), len - strlen("redundancy="), red_k,
-					red_r);
-		} else if (len > strlen("repair_grace_ms=") &&
-			   !strncmp(q, "repair_grace_ms=", strlen("repair_grace_ms=")) && !grace_seen) {
-			grace_seen = true;
-			err = parse_num(q + strlen("repair_grace_ms="),
-					len - strlen("repair_grace_ms="), 0, CLUSTER_REPAIR_GRACE_MAX_MS,
-					grace_ms);
-		}
-		if (err)
-			return err;
-		if (!amp)
-			return 0;
-		q = amp + 1;
-	}
+	if (len <= klen || strncmp(p, key, klen))
+		return NULL;
+	*vlen = len - klen;
+	return p + klen;
 }
 
-int router_url_parse(const char *url, char *list, size_t list_len, char *name,
-		      size_t name_len, unsigned *claim_ttl_s, unsigned *red_k, unsigned *red_r,
-		      unsigned *grace_ms)
+/* One of the router's parameters, each at most once (etcd_url_param_fn). */
+static int router_param(void *arg, const char *p, size_t len)
 {
-	const char *hosts, *slash, *p, *query;
-	size_t hlen, nlen, out = 0;
-	char why[128];
+	struct params *ps = arg;
+	const char *v;
+	size_t vlen;
+
+	if ((v = value_of(p, len, "claim_ttl=", &vlen)) && !ps->ttl_seen) {
+		ps->ttl_seen = true;
+		return parse_num(v, vlen, 1, CLUSTER_CLAIM_TTL_MAX_S, ps->ttl_s);
+	}
+	if ((v = value_of(p, len, "redundancy=", &vlen)) && !ps->red_seen) {
+		ps->red_seen = true;
+		return parse_red(v, vlen, ps->red_k, ps->red_r);
+	}
+	if ((v = value_of(p, len, "repair_grace_ms=", &vlen)) && !ps->grace_seen) {
+		ps->grace_seen = true;
+		return parse_num(v, vlen, 0, CLUSTER_REPAIR_GRACE_MAX_MS, ps->grace_ms);
+	}
+	return -EINVAL;
+}
+
+int router_url_parse(const char *url, struct etcd_url *u, unsigned *claim_ttl_s,
+		     unsigned *red_k, unsigned *red_r, unsigned *grace_ms)
+{
+	struct params ps = { .ttl_s = claim_ttl_s, .red_k = red_k, .red_r = red_r,
+			     .grace_ms = grace_ms };
+	char why[160];
 
 	*claim_ttl_s = CLUSTER_CLAIM_TTL_S;
 	*red_k = *red_r = 0;
 	*grace_ms = CLUSTER_REPAIR_GRACE_MS;
-	if (!url || strncmp(url, CLUSTER_SCHEME, strlen(CLUSTER_SCHEME)))
-		return -EINVAL;
-	hosts = url + strlen(CLUSTER_SCHEME);
-	query = strchr(hosts, '?');
-	if (query && parse_query(query + 1, claim_ttl_s, red_k, red_r, grace_ms) < 0)
-		return -EINVAL;
-	slash = memchr(hosts, '/', query ? (size_t)(query - hosts) : strlen(hosts));
-	hlen = slash ? (size_t)(slash - hosts) : query ? (size_t)(query - hosts) : strlen(hosts);
-	if (slash) {
-		nlen = query ? (size_t)(query - slash - 1) : strlen(slash + 1);
-		if (!name_ok(slash + 1, nlen) || nlen >= name_len)
-			return -EINVAL;
-		memcpy(name, slash + 1, nlen);
-		name[nlen] = '\0';
-	} else {
-		if (name_len < sizeof("rmem"))
-			return -EINVAL;
-		memcpy(name, "rmem", sizeof("rmem"));
-	}
-	if (hlen == 0)
-		return -EINVAL;
-	/* Each HOST:PORT becomes http://HOST:PORT. */
-	for (p = hosts; p < hosts + hlen;) {
-		const char *comma = memchr(p, ',', (size_t)(hosts + hlen - p));
-		size_t one = comma ? (size_t)(comma - p) : (size_t)(hosts + hlen - p);
-		int n;
-
-		if (one == 0)
-			return -EINVAL;
-		n = snprintf(list + out, list_len - out, "%shttp://%.*s", out ? "," : "", (int)one, p);
-		if (n < 0 || (size_t)n >= list_len - out)
-			return -EINVAL;
-		out += (size_t)n;
-		p += one + (comma ? 1 : 0);
-		if (comma && p == hosts + hlen)
-			return -EINVAL;
-	}
-	return etcd_endpoints_parse(list, NULL, why, sizeof why) < 0 ? -EINVAL : 0;
+	return etcd_url_parse(url, u, router_param, &ps, why, sizeof why) < 0 ? -EINVAL : 0;
 }

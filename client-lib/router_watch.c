@@ -196,7 +196,7 @@ int watch_start(struct router *cl, unsigned timeout_ms)
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	snprintf(w->prefix, sizeof w->prefix, "/rmem/%s/servers/", cl->name);
-	rc = etcd_client_new(cl->etcd_list, timeout_ms, &w->etcd, why, sizeof why);
+	rc = etcd_client_new(cl->etcd_list, &cl->etcd_tls, timeout_ms, &w->etcd, why, sizeof why);
 	if (rc == 0)
 		rc = full_read(w);
 	if (rc == 0) {

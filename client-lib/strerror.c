@@ -67,6 +67,17 @@ static const char *rmem_meaning(int code)
 		return "name longer than RMEM_NAME_MAX (255) bytes";
 	case EBADMSG:
 		return "the daemon could not decode a request";
+	case EBADE:
+		return "etcd over TLS: an etcd member's certificate does not verify against "
+		       "the etcd_ca file (another CA, expired, or not made out to the host or "
+		       "IP in the URL), or etcd_ca cannot be read or is no CA certificate";
+	case ENOKEY:
+		return "etcd over TLS: the etcd_cert or etcd_key file cannot be read or used "
+		       "(missing, unreadable, not PEM, or the key is not the certificate's)";
+	case EKEYREJECTED:
+		return "etcd over TLS: the etcd members refused this client's certificate "
+		       "(etcd_cert expired, or not signed by a CA they trust), or want one and "
+		       "no etcd_cert was given";
 	default:
 		return NULL;
 	}

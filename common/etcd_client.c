@@ -9,11 +9,13 @@
  * failover over a handle of its own (a stream holds its connection).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +30,11 @@ struct etcd_client {
 	unsigned patience_ms;       /* etcd_client_set_patience */
 	CURL *curl;
 	struct curl_slist *headers;
-	char error[256];
+	struct etcd_tls tls;        /* "" each: none */
+	bool tls_on;                /* a TLS file is set: https:// only */
+	char curl_err[CURL_ERROR_SIZE];
+	char error[2 * ETCD_TLS_PATH_MAX + 256];
+	char tls_error[2 * ETCD_TLS_PATH_MAX + 256]; /* the last TLS failure's */
 };
 
 /* The reply as it arrives. */
@@ -52,8 +58,32 @@ int etcd_global_init(void)
 	return global_rc == CURLE_OK ? 0 : -ENOMEM;
 }
 
-int etcd_client_new(const char *list, unsigned timeout_ms, struct etcd_client **out,
-		    char *why, size_t why_len)
+/* A TLS file that cannot be opened, or is a directory: err, the file named
+ * in why.  (Whether its content is a certificate is libcurl's to say, on
+ * the first call.) */
+static int check_file(const char *what, const char *path, int err, char *why, size_t why_len)
+{
+	struct stat st;
+	int fd;
+
+	if (!path[0])
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, why_len, "%s %s: %s", what, path, strerror(errno));
+		return err;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(why, why_len, "%s %s: not a file", what, path);
+		close(fd);
+		return err;
+	}
+	close(fd);
+	return 0;
+}
+
+int etcd_client_new(const char *list, const struct etcd_tls *tls, unsigned timeout_ms,
+		    struct etcd_client **out, char *why, size_t why_len)
 {
 	struct etcd_client *c;
 	int rc;
@@ -63,8 +93,21 @@ int etcd_client_new(const char *list, unsigned timeout_ms, struct etcd_client **
 	if (!c)
 		return -ENOMEM;
 	rc = etcd_endpoints_parse(list, &c->eps, why, why_len);
+	if (rc == 0)
+		rc = etcd_tls_check(&c->eps, tls, why, why_len);
 	if (rc < 0)
 		goto fail;
+	if (etcd_tls_any(tls)) {
+		c->tls = *tls;
+		c->tls_on = true;
+		rc = check_file("etcd_ca", c->tls.ca, -EBADE, why, why_len);
+		if (rc == 0)
+			rc = check_file("etcd_cert", c->tls.cert, -ENOKEY, why, why_len);
+		if (rc == 0)
+			rc = check_file("etcd_key", c->tls.key, -ENOKEY, why, why_len);
+		if (rc < 0)
+			goto fail;
+	}
 	rc = -ENOMEM;
 	if (etcd_global_init() < 0)
 		goto fail;
@@ -127,6 +170,89 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+/* What every request of c says about TLS on handle h (errbuf:
+ * CURL_ERROR_SIZE bytes, libcurl's words for a failure). */
+static void tls_opts(const struct etcd_client *c, CURL *h, char *errbuf)
+{
+	errbuf[0] = '\0';
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	/* With TLS files set, plain HTTP is never spoken, whatever a list says. */
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, c->tls_on ? "https" : "http,https");
+	/* libcurl's defaults, said here: an https:// member proves who it is. */
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (c->tls.ca[0])
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->tls.ca);
+	if (c->tls.cert[0]) {
+		curl_easy_setopt(h, CURLOPT_SSLCERT, c->tls.cert);
+		curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+		curl_easy_setopt(h, CURLOPT_SSLKEY, c->tls.key);
+		curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+	}
+}
+
+bool etcd_tls_errno(int err)
+{
+	return err == -EBADE || err == -ENOKEY || err == -EKEYREJECTED;
+}
+
+/*
+ * A transfer to endpoint ep that failed with cc (libcurl's detail): 0 when
+ * it is no TLS failure, else its errno (etcd_client.h), the words in
+ * c->tls_error, *hard when every member would fail the same (this
+ * client's own files).  A member that refuses this client's certificate
+ * does so after TLS 1.3's handshake is over for the client: the refusal
+ * is an alert, or the connection closing before any reply; on a new
+ * connection to an https:// member that is read as the refusal.
+ */
+static int tls_failure(struct etcd_client *c, CURL *h, size_t ep, CURLcode cc,
+		       const char *detail, bool *hard)
+{
+	const char *url = c->eps.url[ep];
+	long fresh = 0;
+
+	*hard = false;
+	if (!*detail)
+		detail = curl_easy_strerror(cc);
+	switch (cc) {
+	case CURLE_SSL_CACERT_BADFILE:
+		*hard = true;
+		snprintf(c->tls_error, sizeof c->tls_error, "etcd_ca %s: not a CA certificate "
+			 "file (%s)", c->tls.ca[0] ? c->tls.ca : "(the system's)", detail);
+		return -EBADE;
+	case CURLE_PEER_FAILED_VERIFICATION:
+		snprintf(c->tls_error, sizeof c->tls_error, "%s: the member's certificate does not "
+			 "verify against %s%s (%s)", url, c->tls.ca[0] ? "etcd_ca " : "",
+			 c->tls.ca[0] ? c->tls.ca : "the system's CAs (no etcd_ca)", detail);
+		return -EBADE;
+	case CURLE_SSL_CERTPROBLEM:
+		*hard = true;
+		snprintf(c->tls_error, sizeof c->tls_error, "etcd_cert %s or etcd_key %s cannot "
+			 "be used (%s)", c->tls.cert, c->tls.key, detail);
+		return -ENOKEY;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+		if (strncmp(url, "https://", 8))
+			return 0;
+		curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &fresh);
+		if (!strstr(detail, " alert ") && (cc == CURLE_SSL_CONNECT_ERROR || !fresh))
+			return 0;
+		if (c->tls.cert[0])
+			snprintf(c->tls_error, sizeof c->tls_error, "%s: the member refused etcd_cert "
+				 "%s (expired, or not signed by a CA it trusts): %s", url, c->tls.cert,
+				 detail);
+		else
+			snprintf(c->tls_error, sizeof c->tls_error, "%s: the member refused the TLS "
+				 "handshake: it wants a client certificate and no etcd_cert was given "
+				 "(%s)", url, detail);
+		return -EKEYREJECTED;
+	default:
+		return 0;
+	}
+}
+
 /*
  * One POST to one endpoint.  Returns 0 with the body (HTTP 200), 1 when the
  * next endpoint should be tried (not reached, or "not now"), or a negative
@@ -146,7 +272,7 @@ static int post_one(struct etcd_client *c, size_t ep, const char *path, const ch
 	curl_easy_setopt(c->curl, CURLOPT_URL, url);
 	/* Threads: no SIGALRM for timeouts (we use the threaded resolver). */
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	tls_opts(c, c->curl, c->curl_err);
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
@@ -162,6 +288,16 @@ static int post_one(struct etcd_client *c, size_t ep, const char *path, const ch
 		return -EPROTO;
 	}
 	if (cc != CURLE_OK) {
+		bool hard;
+		int tls = tls_failure(c, c->curl, ep, cc, c->curl_err, &hard);
+
+		if (tls) {
+			snprintf(c->error, sizeof c->error, "%s", c->tls_error);
+			if (hard)
+				return tls;
+			*soft_err = tls; /* another member may take this client */
+			return 1;
+		}
 		snprintf(c->error, sizeof c->error, "%s: %s", c->eps.url[ep], curl_easy_strerror(cc));
 		if (cc == CURLE_OUT_OF_MEMORY || (cc == CURLE_WRITE_ERROR && !s->too_long))
 			return -ENOMEM;
@@ -213,7 +349,7 @@ int etcd_call(struct etcd_client *c, const char *path, const char *body, char **
 	      size_t *reply_len)
 {
 	struct sink s = { 0 };
-	int rc = 1;
+	int rc = 1, tls_err = 0;
 	bool any_answer = false, slow = true;
 	int64_t start = mono_ms();
 
@@ -239,14 +375,19 @@ int etcd_call(struct etcd_client *c, const char *path, const char *body, char **
 			if (rc == 1) {
 				if (err == -EAGAIN)
 					any_answer = true;
+				if (etcd_tls_errno(err) && !tls_err)
+					tls_err = err;
 				slow = slow || err == -EAGAIN || err == -ETIMEDOUT;
 				continue;
 			}
 			c->cur = ep; /* it answered: start there next time */
 		}
 	}
+	/* No member took the call: a TLS refusal says more than the rest. */
+	if (rc == 1 && tls_err)
+		snprintf(c->error, sizeof c->error, "%s", c->tls_error);
 	if (rc == 1)
-		rc = any_answer ? -EAGAIN : -EHOSTUNREACH;
+		rc = tls_err ? tls_err : any_answer ? -EAGAIN : -EHOSTUNREACH;
 	if (rc < 0) {
 		free(s.data);
 		return rc;
@@ -438,7 +579,9 @@ struct stream {
 	struct sink buf;
 	int rc;          /* 1: go on; 0: stopped by ops; < 0: failed */
 	bool got_any;    /* a message came: the endpoint took the stream */
+	int tls_err;     /* a TLS failure's errno (etcd_tls_errno) */
 	char error[160];
+	char curl_err[CURL_ERROR_SIZE];
 };
 
 /* One line: a message, or a stream error. */
@@ -530,7 +673,7 @@ static int watch_one(struct etcd_client *c, size_t ep, const char *body, struct 
 	snprintf(url, sizeof url, "%s/v3/watch", c->eps.url[ep]);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	tls_opts(c, h, st->curl_err);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
@@ -549,6 +692,16 @@ static int watch_one(struct etcd_client *c, size_t ep, const char *body, struct 
 	curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, on_close);
 	curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, st);
 	cc = curl_easy_perform(h);
+	if (st->rc == 1 && cc != CURLE_OK && !st->got_any) {
+		bool hard;
+
+		st->tls_err = tls_failure(c, h, ep, cc, st->curl_err, &hard);
+		if (st->tls_err) {
+			curl_easy_cleanup(h);
+			snprintf(c->error, sizeof c->error, "%s", c->tls_error);
+			return hard ? st->tls_err : 1;
+		}
+	}
 	curl_easy_cleanup(h);
 	if (st->rc != 1)
 		return st->rc;  /* stopped (0), or what a line said */
@@ -561,13 +714,15 @@ int etcd_watch(struct etcd_client *c, const void *key, size_t key_len, bool pref
 	       int64_t start_revision, const struct etcd_watch_ops *ops)
 {
 	char *body;
-	int rc = etcd_enc_watch_create(key, key_len, prefix, start_revision, &body);
+	int rc = etcd_enc_watch_create(key, key_len, prefix, start_revision, &body), tls_err = 0;
 
 	for (size_t i = 0; rc == 0 && i < c->eps.n; i++) {
 		size_t ep = (c->cur + i) % c->eps.n;
 		struct stream st = { .ops = ops, .rc = 1 };
 
 		rc = watch_one(c, ep, body, &st);
+		if (rc == 1 && st.tls_err && !tls_err)
+			tls_err = st.tls_err;
 		if (st.error[0])
 			snprintf(c->error, sizeof c->error, "%s/v3/watch: %s", c->eps.url[ep],
 				 st.error);
@@ -590,5 +745,7 @@ int etcd_watch(struct etcd_client *c, const void *key, size_t key_len, bool pref
 		return rc;
 	}
 	free(body);
-	return rc < 0 ? rc : -EHOSTUNREACH;
+	if (rc == 0 && tls_err)
+		snprintf(c->error, sizeof c->error, "%s", c->tls_error);
+	return rc < 0 ? rc : tls_err ? tls_err : -EHOSTUNREACH;
 }

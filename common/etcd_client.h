@@ -13,11 +13,22 @@
  * so a dead member costs one timeout and the next call starts from the
  * member that answered.
  *
+ * TLS (https:// endpoints; struct etcd_tls): libcurl verifies the member's
+ * certificate and host name always, against etcd_ca when set, and presents
+ * etcd_cert with etcd_key when set.  With any TLS file set, every endpoint
+ * must be https:// and nothing is ever sent over plain HTTP.
+ *
  * Errors, as negative errno: -EHOSTUNREACH no endpoint answered, -EAGAIN
  * every member that answered said "not now", -ENOENT / -EINVAL / -EPERM /
  * -ENOSPC / -EACCES what etcd said (etcd_grpc_errno), -EPROTO a reply that is
- * not what the gateway sends, -ENOMEM.  etcd_client_error() tells more, for
- * a log line.
+ * not what the gateway sends, -ENOMEM.  TLS: -EBADE a member's certificate
+ * does not verify (against etcd_ca), or etcd_ca is no CA file; -ENOKEY
+ * etcd_cert or etcd_key cannot be read or used; -EKEYREJECTED a member
+ * refused this client's certificate (expired, another CA's) or wanted one
+ * and none was given.  A TLS failure of one member moves on to the next
+ * like an unreachable one, but is the call's error when no member took it;
+ * one of this client's own files is the call's error at once.
+ * etcd_client_error() tells more, for a log line (with the file's path).
  *
  * Retrying a call that failed is not always a no-op: a put or a txn may have
  * been applied by a member whose answer was lost.  Puts are idempotent;
@@ -45,10 +56,15 @@ struct etcd_client;
 /* libcurl's global state, once per process (pthread_once).  0 or -ENOMEM. */
 int etcd_global_init(void);
 
-/* A client over list (checked as etcd_endpoints_parse does); timeout_ms per request and
- * endpoint.  0 and *out, -EINVAL (why as above) or -ENOMEM. */
-int etcd_client_new(const char *list, unsigned timeout_ms, struct etcd_client **out,
-		    char *why, size_t why_len);
+/* A client over list (checked as etcd_endpoints_parse does) with tls (NULL or
+ * every path "": none; checked as etcd_tls_check does, each file it names
+ * opened once); timeout_ms per request and endpoint.  0 and *out, -EINVAL
+ * (why as above), -EBADE (etcd_ca) or -ENOKEY (etcd_cert, etcd_key) for a
+ * file that cannot be opened (why names it), or -ENOMEM. */
+int etcd_client_new(const char *list, const struct etcd_tls *tls, unsigned timeout_ms,
+		    struct etcd_client **out, char *why, size_t why_len);
+/* err is one of the TLS errors above. */
+bool etcd_tls_errno(int err);
 /* Accepts NULL. */
 void etcd_client_free(struct etcd_client *c);
 /* How long a call may keep going round the endpoints while one of them is

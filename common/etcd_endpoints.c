@@ -104,3 +104,30 @@ int etcd_endpoints_parse(const char *list, struct etcd_endpoints *out, char *why
 		*out = tmp;
 	return 0;
 }
+
+bool etcd_tls_any(const struct etcd_tls *tls)
+{
+	return tls && (tls->ca[0] || tls->cert[0] || tls->key[0]);
+}
+
+int etcd_tls_check(const struct etcd_endpoints *e, const struct etcd_tls *tls, char *why,
+		   size_t why_len)
+{
+	if (!etcd_tls_any(tls))
+		return 0;
+	if (!tls->cert[0] != !tls->key[0]) {
+		snprintf(why, why_len, "%s is set without %s (a client certificate needs its key)",
+			 tls->cert[0] ? "etcd_cert" : "etcd_key",
+			 tls->cert[0] ? "etcd_key" : "etcd_cert");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < e->n; i++) {
+		if (strncmp(e->url[i], "https://", 8)) {
+			snprintf(why, why_len, "endpoint %zu (%s) is not https://, and %s is set: "
+				 "TLS files need https:// endpoints (never plain HTTP)", i + 1,
+				 e->url[i], tls->ca[0] ? "etcd_ca" : "etcd_cert");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}

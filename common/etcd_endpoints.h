@@ -7,6 +7,7 @@
 #ifndef RMEM_ETCD_ENDPOINTS_H
 #define RMEM_ETCD_ENDPOINTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define ETCD_MAX_ENDPOINTS 8
@@ -25,5 +26,29 @@ struct etcd_endpoints {
  */
 int etcd_endpoints_parse(const char *list, struct etcd_endpoints *out, char *why,
 			 size_t why_len);
+
+/*
+ * TLS for https:// endpoints (rmemd.conf's cluster.etcd_ca, etcd_cert,
+ * etcd_key; librmem's etcds:// parameters of the same names): the CA file
+ * the members' certificates must verify against ("": the system's CAs), and
+ * this client's certificate and private key (PEM files; both or neither).
+ */
+#define ETCD_TLS_PATH_MAX 256
+struct etcd_tls {
+	char ca[ETCD_TLS_PATH_MAX];
+	char cert[ETCD_TLS_PATH_MAX];
+	char key[ETCD_TLS_PATH_MAX];
+};
+
+/* Any of the three is set (tls may be NULL: none). */
+bool etcd_tls_any(const struct etcd_tls *tls);
+
+/*
+ * The rules, apart from the files themselves: etcd_cert and etcd_key go
+ * together, and with any file set every endpoint of e is https:// (never
+ * plain HTTP with TLS asked for).  0, or -EINVAL with what is wrong in why.
+ */
+int etcd_tls_check(const struct etcd_endpoints *e, const struct etcd_tls *tls, char *why,
+		   size_t why_len);
 
 #endif /* RMEM_ETCD_ENDPOINTS_H */

@@ -319,6 +319,8 @@ static int check_string(struct ctx *ctx, const config_setting_t *s, const char *
 				    "(\"\" disables)", quote(str, q, sizeof q));
 		return 0;
 	case KIND_FILE:
+		if (!len && (k->flags & KEY_EMPTY_OK))
+			return 0;
 		if (!len || str[0] != '/' || str[len - 1] == '/')
 			return fail(ctx, s, path, "\"%s\" is not an absolute path to a file",
 				    quote(str, q, sizeof q));
@@ -638,14 +640,86 @@ static bool wildcard_host(const char *hostport)
 	return !strncmp(hostport, "0.0.0.0:", 8) || !strncmp(hostport, "[::]:", 5);
 }
 
+/* cluster.etcd_ca, etcd_cert, etcd_key as the etcd client takes them. */
+void config_etcd_tls(const struct config *cfg, struct etcd_tls *tls)
+{
+	memset(tls, 0, sizeof *tls);
+	_Static_assert(sizeof tls->ca == sizeof cfg->cluster_etcd_ca, "same paths");
+	memcpy(tls->ca, cfg->cluster_etcd_ca, sizeof tls->ca);
+	memcpy(tls->cert, cfg->cluster_etcd_cert, sizeof tls->cert);
+	memcpy(tls->key, cfg->cluster_etcd_key, sizeof tls->key);
+}
+
+/* A TLS file of the cluster group (key "etcd_ca"...): it opens now, as
+ * rmemd (and the user running rmemd -t) will open it. */
+static int check_tls_file(struct ctx *ctx, const config_setting_t *group, const char *key,
+			  const char *path)
+{
+	const config_setting_t *s = config_setting_get_member(group, key);
+	char name[CONFIG_PATH_MAX_LEN];
+	struct stat st;
+	int fd;
+
+	if (!path[0])
+		return 0;
+	snprintf(name, sizeof name, "cluster.%s", key);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(ctx, s, name, "cannot open \"%s\": %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(ctx, s, name, "\"%s\" is not a file", path);
+	}
+	close(fd);
+	return 0;
+}
+
+/* etcd over TLS: the rules of etcd_tls_check, said at the key they are
+ * about, then each file. */
+static int check_etcd_tls(struct ctx *ctx, const config_setting_t *group,
+			  const struct config *cfg)
+{
+	struct etcd_endpoints e;
+	struct etcd_tls tls;
+	char why[256];
+	const char *key = cfg->cluster_etcd_ca[0] ? "etcd_ca" :
+			  cfg->cluster_etcd_cert[0] ? "etcd_cert" : "etcd_key";
+	int rc;
+
+	config_etcd_tls(cfg, &tls);
+	if (!etcd_tls_any(&tls))
+		return 0;
+	if (!cfg->cluster_etcd[0])
+		return fail(ctx, config_setting_get_member(group, key), "cluster", "cluster.%s is "
+			    "set but cluster.etcd is not", key);
+	if (!tls.cert[0] != !tls.key[0]) {
+		key = tls.cert[0] ? "etcd_cert" : "etcd_key";
+		return fail(ctx, config_setting_get_member(group, key), "cluster", "cluster.%s "
+			    "is set without cluster.%s (a client certificate needs its key)", key,
+			    tls.cert[0] ? "etcd_key" : "etcd_cert");
+	}
+	if (etcd_endpoints_parse(cfg->cluster_etcd, &e, why, sizeof why) < 0 ||
+	    etcd_tls_check(&e, &tls, why, sizeof why) < 0)
+		return fail(ctx, config_setting_get_member(group, "etcd"), "cluster.etcd", "%s",
+			    why);
+	rc = check_tls_file(ctx, group, "etcd_ca", tls.ca);
+	if (rc == 0)
+		rc = check_tls_file(ctx, group, "etcd_cert", tls.cert);
+	return rc < 0 ? rc : check_tls_file(ctx, group, "etcd_key", tls.key);
+}
+
 /* What the other servers and the clients are told must be an address they
  * can reach: cluster.advertise, or listen.tcp when that names one. */
 static int check_cluster(struct ctx *ctx, const config_setting_t *root, const struct config *cfg)
 {
 	const config_setting_t *group = config_setting_get_member(root, "cluster");
+	int rc;
 
-	if (!group || !cfg->cluster_etcd[0] || cfg->cluster_advertise[0])
+	if (!group)
 		return 0;
+	rc = check_etcd_tls(ctx, group, cfg);
+	if (rc < 0 || !cfg->cluster_etcd[0] || cfg->cluster_advertise[0])
+		return rc;
 	if (!cfg->listen_tcp[0])
 		return fail(ctx, group, "cluster", "listen.tcp is off: set cluster.advertise "
 			    "to the HOST:PORT clients reach this server at");

@@ -30,6 +30,11 @@ int config_load(struct config *cfg, const char *path, char *err, size_t errlen);
  * suffix as in "64KiB").  Returns 0 or -EINVAL (syntax) / -ERANGE (overflow). */
 int config_parse_size(const char *s, uint64_t *out);
 
+/* cluster.etcd_ca, etcd_cert and etcd_key as the etcd client takes them
+ * (common/etcd_endpoints.h). */
+struct etcd_tls;
+void config_etcd_tls(const struct config *cfg, struct etcd_tls *tls);
+
 /* Writes the effective configuration as "key = value" lines through the
  * callback, so main can log it at start. */
 void config_dump(const struct config *cfg, void (*line)(void *arg, const char *text), void *arg);

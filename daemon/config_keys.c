@@ -129,6 +129,12 @@ static const struct key_desc cluster_keys[] = {
 	{ .name = "repair_grace_ms", .kind = KIND_U32,
 	  FIELD(struct config, cluster_repair_grace_ms), .min = 0, .max = 86400000,
 	  .def = "30000" },
+	{ .name = "etcd_ca", .kind = KIND_FILE, FIELD(struct config, cluster_etcd_ca),
+	  .flags = KEY_EMPTY_OK, .def = "" },
+	{ .name = "etcd_cert", .kind = KIND_FILE, FIELD(struct config, cluster_etcd_cert),
+	  .flags = KEY_EMPTY_OK, .def = "" },
+	{ .name = "etcd_key", .kind = KIND_FILE, FIELD(struct config, cluster_etcd_key),
+	  .flags = KEY_EMPTY_OK, .def = "" },
 };
 
 /* Checked against the kernel once loaded (config.c, check_tcp). */

@@ -28,7 +28,7 @@ enum key_kind {
 
 #define KEY_POW2       0x1  /* value must be a power of two */
 #define KEY_BOOL_ONOFF 0x2  /* true/false are accepted as "on"/"off" */
-#define KEY_EMPTY_OK   0x4  /* KIND_NAME: "" is allowed too */
+#define KEY_EMPTY_OK   0x4  /* KIND_NAME, KIND_FILE: "" is allowed too */
 
 struct enum_word {
 	const char *word;

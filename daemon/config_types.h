@@ -105,6 +105,14 @@ struct config {
 	 * agent rebuilds it elsewhere (repair_agent.h): 0 turns the agent off;
 	 * [0, 86400000], default 30000 (longer than a systemctl restart). */
 	uint32_t cluster_repair_grace_ms;
+	/* cluster = { etcd_ca = "/etc/rmemd/etcd-ca.pem"; etcd_cert = "...";
+	 *             etcd_key = "..."; }: etcd over TLS (common/etcd_endpoints.h,
+	 * struct etcd_tls); "" (default): none.  With any set every endpoint of
+	 * cluster.etcd is https://; cert and key go together; each file must
+	 * open when the config is loaded (rmemd -t). */
+	char cluster_etcd_ca[256];
+	char cluster_etcd_cert[256];
+	char cluster_etcd_key[256];
 	/* tcp = { congestion = ""; }: TCP_CONGESTION of every client
 	 * connection (common/tcp_cc.h); "" (default) keeps the system's. */
 	char tcp_congestion[16];

@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "member.h"
 #include "cluster_rec.h"
+#include "config.h"
 #include "etcd_client.h"
 #include "identity.h"
 #include "log.h"
@@ -48,6 +49,10 @@ struct member {
 	uint32_t lease_ms;
 	uint64_t step;
 	char endpoints[CONFIG_ETCD_MAX];
+	struct etcd_tls tls;
+	/* Made by member_start (which tried it once under TLS), the agent's
+	 * from its start. */
+	struct etcd_client *etcd;
 
 	/* Written by the loop (publish timer), read by the agent. */
 	_Atomic uint64_t free_bytes, largest_free;
@@ -406,16 +411,10 @@ static void *agent_main(void *arg)
 {
 	struct agent a = { .cl = arg };
 	struct member *cl = a.cl;
-	char why[256];
 	bool keep;
-	/* Short: a member that does not answer costs this much before the next
-	 * is tried, and a keepalive must get through well within the lease. */
-	unsigned timeout_ms = cl->lease_ms / 6 < 200 ? 200 : cl->lease_ms / 6;
 
-	if (etcd_client_new(cl->endpoints, timeout_ms, &a.etcd, why, sizeof why) < 0) {
-		log_err("cluster: no etcd client: %s", why);
-		return NULL;
-	}
+	a.etcd = cl->etcd;
+	cl->etcd = NULL;
 	while (!nap(cl, 0)) {
 		int64_t wait = CHECK_MS, until;
 
@@ -493,6 +492,7 @@ static void member_free(struct member *cl)
 		return;
 	if (cl->timer)
 		event_free(cl->timer);
+	etcd_client_free(cl->etcd);
 	pthread_cond_destroy(&cl->cond);
 	pthread_mutex_destroy(&cl->lock);
 	free(cl);
@@ -536,7 +536,43 @@ static int member_new(struct server *srv, struct member **out)
 	cl->lease_ms = cfg->cluster_lease_ms;
 	cl->step = member_refresh_step(cl->rec.pool_bytes);
 	snprintf(cl->endpoints, sizeof cl->endpoints, "%s", cfg->cluster_etcd);
+	config_etcd_tls(cfg, &cl->tls);
 	*out = cl;
+	return 0;
+}
+
+/*
+ * The agent's etcd client, and under TLS one read of the server's own key
+ * now: a certificate etcd refuses (or a member's this server cannot
+ * verify) is a configuration error, said once and fatal at start, where an
+ * etcd out of reach is not (the agent keeps trying).
+ */
+static int member_client(struct member *cl)
+{
+	/* Short: a member that does not answer costs this much before the next
+	 * is tried, and a keepalive must get through well within the lease. */
+	unsigned timeout_ms = cl->lease_ms / 6 < 200 ? 200 : cl->lease_ms / 6;
+	struct etcd_range r;
+	char why[2 * ETCD_TLS_PATH_MAX + 256];
+	int rc = etcd_client_new(cl->endpoints, &cl->tls, timeout_ms, &cl->etcd, why, sizeof why);
+
+	if (rc < 0) {
+		log_err("cluster: no etcd client: %s", why);
+		return rc;
+	}
+	if (!etcd_tls_any(&cl->tls))
+		return 0;
+	rc = etcd_range(cl->etcd, cl->key, strlen(cl->key), false, &r);
+	if (rc == 0) {
+		etcd_range_free(&r);
+		log_info("cluster: etcd over TLS: %s answered", etcd_client_endpoint(cl->etcd));
+		return 0;
+	}
+	if (etcd_tls_errno(rc)) {
+		log_err("cluster: etcd over TLS: %s", etcd_client_error(cl->etcd));
+		return rc;
+	}
+	log_warn("cluster: etcd over TLS: not checked yet (%s)", etcd_client_error(cl->etcd));
 	return 0;
 }
 
@@ -555,6 +591,9 @@ int member_start(struct server *srv)
 	if (rc < 0)
 		return rc;
 	srv->cluster = cl;
+	rc = member_client(cl);
+	if (rc < 0)
+		return rc;
 	publish(srv, cl);
 	cl->timer = event_new(srv->base, -1, EV_PERSIST, on_publish, srv);
 	if (!cl->timer || event_add(cl->timer, &tv) < 0)

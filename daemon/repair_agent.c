@@ -33,6 +33,8 @@
 #include "counters.h"
 #include "etcd_client.h"
 #include "etcd_endpoints.h"
+#include "etcd_url.h"
+#include "config.h"
 #include "log.h"
 #include "member.h"
 #include "repair_agent.h"
@@ -52,7 +54,8 @@ struct seen {
 struct repair_agent {
 	/* Copied at start; read-only afterwards. */
 	char endpoints[CONFIG_ETCD_MAX];
-	char url[CONFIG_ETCD_MAX + CONFIG_NAME_MAX + 16];   /* etcd://H:P,.../<cluster> */
+	/* etcd://H:P,.../<cluster>?claim_ttl=S (etcds://...&etcd_ca=P...) */
+	char url[CONFIG_ETCD_MAX + CONFIG_NAME_MAX + 3 * 3 * ETCD_TLS_PATH_MAX + 96];
 	char prefix[CONFIG_NAME_MAX + 16];                  /* /rmem/<cluster>/ */
 	char id[CONFIG_NAME_MAX];
 	uint64_t generation;
@@ -654,24 +657,33 @@ static void agent_free(struct repair_agent *a)
 	free(a);
 }
 
-/* cluster.etcd's "http://H:P,..." as librmem's "etcd://H:P,.../<cluster>";
- * -EINVAL for an https:// endpoint (librmem's etcd:// speaks http). */
+/* cluster.etcd's "http://H:P,..." as librmem's "etcd://H:P,.../<cluster>"
+ * ("https://H:P,...": "etcds://", with the TLS files); -EINVAL for a list
+ * of both kinds, which librmem's URL cannot say. */
 static int make_url(const struct config *cfg, char *out, size_t len)
 {
 	struct etcd_endpoints e;
-	char why[128];
+	struct etcd_tls tls;
+	char why[128], query[3 * 3 * ETCD_TLS_PATH_MAX + 64];
 	size_t at;
+	bool tls_on;
 	int rc = etcd_endpoints_parse(cfg->cluster_etcd, &e, why, sizeof why);
 
 	if (rc)
 		return rc;
-	at = (size_t)snprintf(out, len, "etcd://");
+	config_etcd_tls(cfg, &tls);
+	tls_on = !strncmp(e.url[0], "https://", 8);
+	rc = etcd_url_tls_query(&tls, query, sizeof query);
+	if (rc)
+		return rc;
+	at = (size_t)snprintf(out, len, "%s", tls_on ? "etcds://" : "etcd://");
 	for (size_t i = 0; i < e.n; i++) {
+		const char *scheme = tls_on ? "https://" : "http://";
 		const char *hp = e.url[i];
 
-		if (strncmp(hp, "http://", 7))
+		if (strncmp(hp, scheme, strlen(scheme)))
 			return -EINVAL;
-		at += (size_t)snprintf(out + at, len - at, "%s%s", i ? "," : "", hp + 7);
+		at += (size_t)snprintf(out + at, len - at, "%s%s", i ? "," : "", hp + strlen(scheme));
 		if (at >= len)
 			return -ENAMETOOLONG;
 	}
@@ -680,6 +692,8 @@ static int make_url(const struct config *cfg, char *out, size_t len)
 	at += (size_t)snprintf(out + at, len - at, "/%s?claim_ttl=%u", cfg->cluster_name,
 			       cfg->cluster_lease_ms < 2000 ? 2 :
 			       cfg->cluster_lease_ms > 60000 ? 60 : (cfg->cluster_lease_ms + 999) / 1000);
+	if (at < len)
+		at += (size_t)snprintf(out + at, len - at, "%s", query);
 	return at < len ? 0 : -ENAMETOOLONG;
 }
 
@@ -689,7 +703,8 @@ int repair_agent_start(struct server *srv)
 	struct timeval tv = { .tv_sec = 0, .tv_usec = 250 * 1000 };
 	struct repair_agent *a;
 	pthread_condattr_t ca;
-	char why[128];
+	struct etcd_tls tls;
+	char why[2 * ETCD_TLS_PATH_MAX + 256];
 	int rc;
 
 	if (!cfg->cluster_etcd[0] || !cfg->cluster_repair_grace_ms)
@@ -722,15 +737,16 @@ int repair_agent_start(struct server *srv)
 	a->ntenants = cfg->ntenants;
 	rc = make_url(cfg, a->url, sizeof a->url);
 	if (rc) {
-		log_warn("repair: off: cluster.etcd has an https:// endpoint, which librmem's "
-			 "etcd:// client does not speak");
+		log_warn("repair: off: cluster.etcd mixes http:// and https:// endpoints, which "
+			 "librmem's etcd:// or etcds:// URL cannot say");
 		agent_free(a);
 		return 0;
 	}
-	rc = etcd_client_new(a->endpoints, a->lease_ms / 3 ? a->lease_ms / 3 : 1, &a->etcd, why,
-			     sizeof why);
+	config_etcd_tls(cfg, &tls);
+	rc = etcd_client_new(a->endpoints, &tls, a->lease_ms / 3 ? a->lease_ms / 3 : 1, &a->etcd,
+			     why, sizeof why);
 	if (!rc)
-		rc = etcd_client_new(a->endpoints, a->lease_ms / 3 ? a->lease_ms / 3 : 1,
+		rc = etcd_client_new(a->endpoints, &tls, a->lease_ms / 3 ? a->lease_ms / 3 : 1,
 				     &a->keeper_etcd, why, sizeof why);
 	if (rc) {
 		agent_free(a);

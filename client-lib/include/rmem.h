@@ -135,6 +135,17 @@ struct rmem_opts {
 	 * malformed value, or for any value on a single-server endpoint.
 	 * See librmem(7), REDUNDANCY. */
 	const char *redundancy;
+	/* Added after RMEM_1.4 (read only when o->size covers it): etcd over
+	 * TLS for a cluster client, as the etcds:// URL's "?etcd_ca=PATH&
+	 * etcd_cert=PATH&etcd_key=PATH" (where both name one, they must
+	 * agree): the CA file the etcd members' certificates must verify
+	 * against, and the client certificate and key presented to them
+	 * (PEM; both or neither).  NULL or "" (default): none.  Any of them
+	 * with an etcd:// (plain HTTP) or a single-server endpoint is -EINVAL.
+	 * See librmem(7), CLUSTER. */
+	const char *etcd_ca;
+	const char *etcd_cert;
+	const char *etcd_key;
 };
 
 /* Fills *o with defaults.  size is sizeof(*o) as the caller sees it. */
@@ -151,12 +162,19 @@ RMEM_API void rmem_opts_init(struct rmem_opts *o, size_t size);
  *  server, stats are summed, names live in etcd.  Calls on the regions of
  *  a server that is gone fail with -EHOSTDOWN; rmem_pools, rmem_regions,
  *  rmem_clients and rmem_unlink_ns are -EOPNOTSUPP; rmem_names lists the
- *  cluster's names.  librmem(7), CLUSTER.
+ *  cluster's names.  "etcds://..." reaches the etcd members over https://
+ *  (TLS), with "?etcd_ca=PATH&etcd_cert=PATH&etcd_key=PATH" for the CA to
+ *  verify them against and the client certificate to present; these
+ *  parameters need etcds://, never plain HTTP.  librmem(7), CLUSTER.
  *  o: NULL for defaults (a cluster client opens every server with them).
  * On success *out owns the session; release it with rmem_close().
  * Errors: -EINVAL (bad endpoint or options), -ENOTSUP (transport "rdma" or an
  * rdma:// endpoint on a build or machine without RDMA; never a silent fallback),
- * -EHOSTUNREACH (etcd://: no etcd member answered),
+ * -EHOSTUNREACH (etcd://: no etcd member answered), etcds://: -EBADE (a
+ * member's certificate does not verify against etcd_ca, or etcd_ca cannot
+ * be read), -ENOKEY (etcd_cert or etcd_key cannot be read or used),
+ * -EKEYREJECTED (the members refused etcd_cert, or want one and none was
+ * given),
  * -EUSERS (the daemon is at its limits.max_clients), -EACCES (refused: wrong
  * tenant or secret, or anonymous where the daemon wants a tenant; also a
  * daemon that could not prove it knows the secret), -ENOENT and the other

@@ -450,6 +450,7 @@ static void usage(FILE *out)
 		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [-s SOCKET] [--grace=S]\n"
 		"               cluster sweep\n"
 		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [--json] cluster redundant\n"
+		"       (etcds://...?etcd_ca=PATH&etcd_cert=PATH&etcd_key=PATH: etcd over TLS)\n"
 		"Shows the state of rmemd, the rmem remote-memory daemon.\n"
 		"\n"
 		"Commands:\n"
@@ -647,8 +648,9 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 	}
 	if (a->socket_path && a->tcp_endpoint)
 		return usage_error("%s", "-s and -c exclude each other");
-	if (ctl->etcd && strncmp(ctl->etcd, "etcd://", 7) != 0)
-		return usage_error("-e needs an etcd:// endpoint, not '%s'", ctl->etcd);
+	if (ctl->etcd && strncmp(ctl->etcd, "etcd://", 7) != 0 &&
+	    strncmp(ctl->etcd, "etcds://", 8) != 0)
+		return usage_error("-e needs an etcd:// or etcds:// endpoint, not '%s'", ctl->etcd);
 	if (!ctl->tenant != !ctl->secret_file)
 		return usage_error("%s", "-t and -k go together");
 	if (optind >= argc)

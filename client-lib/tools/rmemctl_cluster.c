@@ -25,12 +25,10 @@
 
 #include "cluster_rec.h"
 #include "etcd_client.h"
+#include "etcd_url.h"
 #include "output.h"
 #include "rmemctl.h"
 
-#define ETCD_SCHEME "etcd://"
-#define DEFAULT_CLUSTER "rmem"
-#define CLUSTER_NAME_MAX 64
 #define TIMEOUT_MS 2000
 
 struct server_row {
@@ -42,57 +40,17 @@ struct server_row {
 	char key[CELL_MAX];   /* the key's id part, for a record that does not decode */
 };
 
-/*
- * "etcd://h1:2379,h2:2379/NAME" into "http://h1:2379,http://h2:2379" and
- * NAME ("rmem" when there is no path).  etcd_client_new checks each
- * endpoint.  0, or -EINVAL with why.
- */
-static int parse_url(const char *url, char *list, size_t list_len, char *name, size_t name_len,
-		     char *why, size_t why_len)
+/* librmem's own parameters of an etcd:// URL: taken, and left to it (rmemctl
+ * reads etcd alone). */
+static int lib_param(void *arg, const char *p, size_t len)
 {
-	const char *hosts, *slash, *p;
-	size_t used = 0;
+	static const char *const keys[] = { "claim_ttl=", "redundancy=", "repair_grace_ms=" };
 
-	if (strncmp(url, ETCD_SCHEME, strlen(ETCD_SCHEME)) != 0) {
-		snprintf(why, why_len, "'%s' is not an etcd:// endpoint", url);
-		return -EINVAL;
-	}
-	hosts = url + strlen(ETCD_SCHEME);
-	slash = strchr(hosts, '/');
-	snprintf(name, name_len, "%s", slash && slash[1] ? slash + 1 : DEFAULT_CLUSTER);
-	if (strlen(name) >= name_len - 1 || strchr(name, '/')) {
-		snprintf(why, why_len, "bad cluster name in '%s'", url);
-		return -EINVAL;
-	}
-	list[0] = '\0';
-	for (p = hosts; p < (slash ? slash : hosts + strlen(hosts));) {
-		const char *end = slash ? slash : hosts + strlen(hosts);
-		const char *comma = memchr(p, ',', (size_t)(end - p));
-		size_t n = (size_t)((comma ? comma : end) - p);
-		int w;
-
-		if (n == 0) {
-			snprintf(why, why_len, "an empty host in '%s'", url);
-			return -EINVAL;
-		}
-		w = snprintf(list + used, list_len - used, "%shttp://%.*s", used ? "," : "", (int)n,
-			     p);
-		if (w < 0 || (size_t)w >= list_len - used) {
-			snprintf(why, why_len, "too many hosts in '%s'", url);
-			return -EINVAL;
-		}
-		used += (size_t)w;
-		p += n + (comma ? 1 : 0);
-		if (comma && p == end) {
-			snprintf(why, why_len, "an empty host in '%s'", url);
-			return -EINVAL;
-		}
-	}
-	if (!used) {
-		snprintf(why, why_len, "no host in '%s'", url);
-		return -EINVAL;
-	}
-	return 0;
+	(void)arg;
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (len > strlen(keys[i]) && !strncmp(p, keys[i], strlen(keys[i])))
+			return 0;
+	return -EINVAL;
 }
 
 static const char *lease_state(int64_t ttl_s, int64_t granted_s)
@@ -220,7 +178,8 @@ int cluster_read(struct etcd_client *etcd, const char *cmd, const char *cluster,
 	err = etcd_range(etcd, prefix, (size_t)n, true, r);
 	if (err < 0)
 		fprintf(stderr, "rmemctl: %s: reading %s from etcd: %s (%s)\n", cmd, prefix,
-			strerror(-err), etcd_client_error(etcd));
+			etcd_tls_errno(err) ? rmem_strerror(err) : strerror(-err),
+			etcd_client_error(etcd));
 	if (plen)
 		*plen = (size_t)n;
 	return err < 0 ? err : 0;
@@ -228,12 +187,14 @@ int cluster_read(struct etcd_client *etcd, const char *cmd, const char *cluster,
 
 int cmd_cluster(struct ctl *ctl)
 {
-	char list[ETCD_MAX_ENDPOINTS * ETCD_ENDPOINT_MAX], name[CLUSTER_NAME_MAX], why[256];
-	size_t plen;
+	char why[2 * ETCD_TLS_PATH_MAX + 256];
+	struct etcd_url u;
+	const char *name = u.name;
 	struct etcd_client *etcd = NULL;
 	struct etcd_range r = { .nkvs = 0 };
 	struct server_row *rows = NULL;
-	int rc;
+	size_t plen;
+	int rc, err;
 
 	if (!ctl->etcd) {
 		fprintf(stderr, "rmemctl: cluster: needs an etcd endpoint, -e "
@@ -241,11 +202,22 @@ int cmd_cluster(struct ctl *ctl)
 			"cluster)\n", ctl->endpoint ? ctl->endpoint : "its socket");
 		return EXIT_USAGE;
 	}
-	if (parse_url(ctl->etcd, list, sizeof list, name, sizeof name, why, sizeof why) < 0 ||
-	    etcd_global_init() < 0 ||
-	    etcd_client_new(list, TIMEOUT_MS, &etcd, why, sizeof why) < 0) {
+	if (etcd_url_parse(ctl->etcd, &u, lib_param, NULL, why, sizeof why) < 0) {
+		fprintf(stderr, "rmemctl: cluster: '%s': %s\n", ctl->etcd, why);
+		return EXIT_USAGE;
+	}
+	if (etcd_global_init() < 0) {
+		fprintf(stderr, "rmemctl: cluster: %s\n", strerror(ENOMEM));
+		return EXIT_FAILURE;
+	}
+	err = etcd_client_new(u.list, &u.tls, TIMEOUT_MS, &etcd, why, sizeof why);
+	if (err == -EINVAL) {
 		fprintf(stderr, "rmemctl: cluster: %s\n", why);
 		return EXIT_USAGE;
+	}
+	if (err < 0) {
+		fprintf(stderr, "rmemctl: cluster: %s: %s\n", why, rmem_strerror(err));
+		return EXIT_FAILURE;
 	}
 	if (ctl->arg) {
 		rc = !strcmp(ctl->arg, "redundant") ? cluster_redundant(ctl, etcd, name) :

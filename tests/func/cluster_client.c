@@ -11,6 +11,9 @@
  *                                        prints "io OPS ops, FAIL failures,
  *                                        longest call MS ms"; exits 0 when
  *                                        every block verified
+ *
+ * CLUSTER_CLIENT_ETCD_TLS="CA,CERT,KEY" in the environment puts those paths
+ * in rmem_opts' etcd_ca, etcd_cert, etcd_key (an empty one: NULL).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -86,8 +89,34 @@ static int io(rmem_client *c, int seconds)
 	return failures || !ops;
 }
 
+/* CLUSTER_CLIENT_ETCD_TLS into o (its copy in buf): 0, or -1 when malformed. */
+static int tls_opts(struct rmem_opts *o, char *buf, size_t len)
+{
+	const char *env = getenv("CLUSTER_CLIENT_ETCD_TLS");
+	char *f[3], *comma;
+
+	if (!env)
+		return 0;
+	if (snprintf(buf, len, "%s", env) >= (int)len)
+		return -1;
+	f[0] = buf;
+	for (int i = 1; i < 3; i++) {
+		comma = strchr(f[i - 1], ',');
+		if (!comma)
+			return -1;
+		*comma = '\0';
+		f[i] = comma + 1;
+	}
+	o->etcd_ca = f[0][0] ? f[0] : NULL;
+	o->etcd_cert = f[1][0] ? f[1] : NULL;
+	o->etcd_key = f[2][0] ? f[2] : NULL;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	struct rmem_opts o;
+	char tls[1024];
 	rmem_client *c;
 	int rc;
 
@@ -95,7 +124,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: cluster_client ENDPOINT alloc SIZE | io SECONDS\n");
 		return 2;
 	}
-	rc = rmem_connect(argv[1], NULL, &c);
+	rmem_opts_init(&o, sizeof o);
+	if (tls_opts(&o, tls, sizeof tls) < 0) {
+		fprintf(stderr, "CLUSTER_CLIENT_ETCD_TLS is not CA,CERT,KEY\n");
+		return 2;
+	}
+	rc = rmem_connect(argv[1], &o, &c);
 	if (rc < 0) {
 		fprintf(stderr, "connect %s: %s\n", argv[1], rmem_strerror(rc));
 		return 1;

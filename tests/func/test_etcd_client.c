@@ -93,7 +93,7 @@ static void unreachable(void)
 	int64_t id, ttl, t0;
 	int rc;
 
-	rc = etcd_client_new(DEAD ",http://127.0.0.1:2", 300, &c, why, sizeof why);
+	rc = etcd_client_new(DEAD ",http://127.0.0.1:2", NULL, 300, &c, why, sizeof why);
 	ok(rc == 0, "a client over two dead endpoints (%d)", rc);
 	if (rc < 0)
 		return;
@@ -104,7 +104,7 @@ static void unreachable(void)
 	ok(now_ms() - t0 < 1000, "refused at once, not after timeouts (%" PRId64 " ms)",
 	   now_ms() - t0);
 	etcd_client_free(c);
-	rc = etcd_client_new("localhost:2379", 300, &c, why, sizeof why);
+	rc = etcd_client_new("localhost:2379", NULL, 300, &c, why, sizeof why);
 	ok(rc == -EINVAL && !c, "a bad endpoint list is refused: %s", why);
 }
 
@@ -164,7 +164,7 @@ static void patience(void)
 	snprintf(list, sizeof list, "http://127.0.0.1:%u", ntohs(sa.sin_port));
 
 	/* Without patience: one try, a timeout, -EHOSTUNREACH. */
-	rc = etcd_client_new(list, 200, &c, why, sizeof why);
+	rc = etcd_client_new(list, NULL, 200, &c, why, sizeof why);
 	t0 = now_ms();
 	rc = rc ? rc : etcd_lease_grant(c, 5, &id, &ttl);
 	dt = now_ms() - t0;
@@ -174,7 +174,7 @@ static void patience(void)
 
 	/* With patience: tried again until it answers. */
 	pthread_create(&th, NULL, slow_member, &v);
-	rc = etcd_client_new(list, 200, &c, why, sizeof why);
+	rc = etcd_client_new(list, NULL, 200, &c, why, sizeof why);
 	if (!rc)
 		etcd_client_set_patience(c, 5000);
 	t0 = now_ms();
@@ -189,7 +189,7 @@ static void patience(void)
 	pthread_join(th, NULL);
 
 	/* Patience never waits on members that refuse. */
-	rc = etcd_client_new(DEAD ",http://127.0.0.1:2", 300, &c, why, sizeof why);
+	rc = etcd_client_new(DEAD ",http://127.0.0.1:2", NULL, 300, &c, why, sizeof why);
 	if (!rc)
 		etcd_client_set_patience(c, 5000);
 	t0 = now_ms();
@@ -294,7 +294,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(list, sizeof list, "%s,%s", DEAD, argv[1]);
-	rc = etcd_client_new(list, 1000, &c, why, sizeof why);
+	rc = etcd_client_new(list, NULL, 1000, &c, why, sizeof why);
 	ok(rc == 0, "a client over %s (%d %s)", list, rc, rc ? why : "");
 	if (rc < 0)
 		return tap_done();

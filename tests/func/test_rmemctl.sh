@@ -132,7 +132,7 @@ for args in "unlink" "unlink a b" "--revoke names" "-t x unlink a" "--namespace 
 done
 "$RMEMCTL" -e "tcp://127.0.0.1:$port" cluster > /dev/null 2> "$tmp/err"
 rc=$?
-[ $rc -eq 2 ] && grep -q "needs an etcd:// endpoint" "$tmp/err"
+[ $rc -eq 2 ] && grep -q "needs an etcd:// or etcds:// endpoint" "$tmp/err"
 ok $? "-e with a tcp:// endpoint: usage error, exit 2 (got $rc)"
 
 # ---- start the daemon -----------------------------------------------------------------

@@ -18,14 +18,16 @@ declare -F rmemd_ctl > /dev/null || . tests/lib/rmemd.sh
 # sI of cluster NAME on $ETCD_ENDPOINTS: 64 MiB, TCP on HOST:PORT, RDMA on
 # RDMA (HOST:PORT on the same host; "": off), admin socket $tmp/rI.sock,
 # metrics off (tests that run at once never meet on the default port), log
-# level LEVEL, cluster.id ID (default sI; "": none, the server draws one).
+# level LEVEL, cluster.id ID (default sI; "": none, the server draws one);
+# with CLUSTER_TLS="CA,CERT,KEY" set, cluster.etcd_ca, etcd_cert, etcd_key.
 cluster_conf() {
-	local rdma=() id=${7-s$1}
+	local rdma=() id=${7-s$1} tls=()
 	[ -n "$4" ] && rdma=(--rdma-port "${4##*:}")
+	[ -n "${CLUSTER_TLS:-}" ] && tls=(--cluster-tls "$CLUSTER_TLS")
 	python3 "$STARTER" --write-only --conf "$tmp/r$1.conf" --host "${3%:*}" \
 		--port "${3##*:}" "${rdma[@]}" --admin "$tmp/r$1.sock" --metrics-addr "" \
 		--pool 64M --max-clients 1024 --lease-ms 60000 --log-level "$6" \
-		--cluster "${ETCD_ENDPOINTS//,/;},$2,$id,$5"
+		--cluster "${ETCD_ENDPOINTS//,/;},$2,$id,$5" "${tls[@]}"
 }
 
 # cluster_registered NAME I TRIES: 0 once server sI's key is in etcd, asked

@@ -5,11 +5,19 @@
 #   . tests/lib/etcd.sh
 #   etcd_setup                  skips (77) only where etcd cannot be had
 #   etcd_start 3                members 0..2; $ETCD_ENDPOINTS "http://...,..."
+#                               ("https://...": ETCD_TLS_DIR, below)
 #   free_ports 6                six free ports, for the cluster's rmemd
 #   etcdctl_ get --prefix /rmem/      etcdctl on every member
 #   etcd_leader                 index of the member that leads now
 #   etcd_kill I / etcd_restart I
 #   etcd_stop                   (also from the exit trap: etcd_cleanup)
+#
+# TLS, opt-in (tests/func/test_etcd_tls.sh): etcd_tls_certs DIR makes a
+# private CA and certificates in DIR (openssl); with ETCD_TLS_DIR=DIR set
+# before etcd_start the members serve clients over https:// only with
+# DIR/server.pem (IP 127.0.0.1) and --client-cert-auth (a client certificate
+# signed by DIR/ca.pem, or no answer), $ETCD_ENDPOINTS are https:// and
+# etcdctl_ presents DIR/client.pem.  Unset (the default), nothing changes.
 #
 # Each member has its own data dir under $tmp/etcd/mI, its own client and
 # peer ports (free now), and fast raft timing (heartbeat 50 ms, election
@@ -21,6 +29,7 @@ ETCD_BIN=${ETCD_BIN:-etcd}
 ETCDCTL_BIN=${ETCDCTL_BIN:-etcdctl}
 ETCD_N=0
 ETCD_ENDPOINTS=
+ETCD_TLS_DIR=${ETCD_TLS_DIR:-}
 etcd_pids=()
 etcd_cports=()
 etcd_pports=()
@@ -61,11 +70,55 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
 # (test_cluster.sh asks for its own).
 etcd_heartbeat_ms=50 etcd_election_ms=500
 [ -n "${RMEM_IN_VM:-}" ] && etcd_heartbeat_ms=250 etcd_election_ms=2500
+# The members' client URLs' scheme, and etcd's TLS flags (ETCD_TLS_DIR).
+etcd_scheme() { if [ -n "$ETCD_TLS_DIR" ]; then echo https; else echo http; fi; }
+etcd_tls_flags() {
+	[ -n "$ETCD_TLS_DIR" ] || return 0
+	echo --cert-file "$ETCD_TLS_DIR/server.pem" --key-file "$ETCD_TLS_DIR/server.key" \
+		--trusted-ca-file "$ETCD_TLS_DIR/ca.pem" --client-cert-auth
+}
+etcdctl_tls_flags() {
+	[ -n "$ETCD_TLS_DIR" ] || return 0
+	echo --cacert "$ETCD_TLS_DIR/ca.pem" --cert "$ETCD_TLS_DIR/client.pem" \
+		--key "$ETCD_TLS_DIR/client.key"
+}
+
+# etcd_tls_cert DIR NAME CA DAYS [EXT]: DIR/NAME.key and DIR/NAME.pem (CN
+# NAME) signed by DIR/CA.pem, valid DAYS days from now (negative: expired
+# that long ago: its notAfter before its notBefore, which openssl x509 -req
+# allows and every verifier refuses as expired); EXT a section of
+# DIR/ext.cnf.
+etcd_tls_cert() {
+	local d=$1 n=$2 ca=$3 days=$4 ext=${5:-client}
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-keyout "$d/$n.key" -out "$d/$n.csr" -subj "/CN=$n" 2> "$d/$n.err" &&
+		openssl x509 -req -in "$d/$n.csr" -CA "$d/$ca.pem" -CAkey "$d/$ca.key" \
+			-days "$days" -extfile "$d/ext.cnf" -extensions "$ext" -out "$d/$n.pem" \
+			2>> "$d/$n.err"
+}
+
+# etcd_tls_certs DIR: a private CA (DIR/ca.pem, ca.key), the members'
+# certificate (DIR/server.pem: IP 127.0.0.1, server and client use: the
+# members' gateway dials its own gRPC port with it) and a client's
+# (DIR/client.pem).  0 when openssl made them all.
+etcd_tls_certs() {
+	local d=$1
+	mkdir -p "$d" || return 1
+	printf '%s\n' "[server]" "subjectAltName = IP:127.0.0.1" \
+		"extendedKeyUsage = serverAuth, clientAuth" "[client]" \
+		"extendedKeyUsage = clientAuth" > "$d/ext.cnf"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-keyout "$d/ca.key" -out "$d/ca.pem" -subj "/CN=rmem test CA $$" 2> "$d/ca.err" &&
+		etcd_tls_cert "$d" server ca 2 server && etcd_tls_cert "$d" client ca 2 client
+}
+
 etcd_member_start() {
-	local i=$1 cluster=$2 state=$3
+	local i=$1 cluster=$2 state=$3 sch
+	sch=$(etcd_scheme)
+	# shellcheck disable=SC2046
 	"$ETCD_BIN" --name "m$i" --data-dir "$tmp/etcd/m$i" \
-		--listen-client-urls "http://127.0.0.1:${etcd_cports[$i]}" \
-		--advertise-client-urls "http://127.0.0.1:${etcd_cports[$i]}" \
+		--listen-client-urls "$sch://127.0.0.1:${etcd_cports[$i]}" \
+		--advertise-client-urls "$sch://127.0.0.1:${etcd_cports[$i]}" $(etcd_tls_flags) \
 		--listen-peer-urls "http://127.0.0.1:${etcd_pports[$i]}" \
 		--initial-advertise-peer-urls "http://127.0.0.1:${etcd_pports[$i]}" \
 		--initial-cluster "$cluster" --initial-cluster-state "$state" \
@@ -93,7 +146,7 @@ etcd_start() {
 	ETCD_CLUSTER=$cluster
 	ETCD_ENDPOINTS=
 	for ((i = 0; i < n; i++)); do
-		ETCD_ENDPOINTS+="${ETCD_ENDPOINTS:+,}http://127.0.0.1:${etcd_cports[$i]}"
+		ETCD_ENDPOINTS+="${ETCD_ENDPOINTS:+,}$(etcd_scheme)://127.0.0.1:${etcd_cports[$i]}"
 		etcd_member_start "$i" "$cluster" new
 	done
 	etcd_wait_healthy 20
@@ -116,10 +169,12 @@ etcd_wait_healthy() {
 etcdctl_() {
 	local eps= i
 	for ((i = 0; i < ETCD_N; i++)); do
-		[ -n "${etcd_pids[$i]}" ] && eps+="${eps:+,}http://127.0.0.1:${etcd_cports[$i]}"
+		[ -n "${etcd_pids[$i]}" ] &&
+			eps+="${eps:+,}$(etcd_scheme)://127.0.0.1:${etcd_cports[$i]}"
 	done
+	# shellcheck disable=SC2046
 	ETCDCTL_API=3 "$ETCDCTL_BIN" --endpoints="$eps" --dial-timeout=2s \
-		--command-timeout=3s "$@"
+		--command-timeout=3s $(etcdctl_tls_flags) "$@"
 }
 
 # etcd_leader: the index of the member that leads now (empty if none).
@@ -127,11 +182,13 @@ etcd_leader() {
 	local i
 	for ((i = 0; i < ETCD_N; i++)); do
 		[ -n "${etcd_pids[$i]}" ] || continue
-		if ETCDCTL_API=3 "$ETCDCTL_BIN" --endpoints="http://127.0.0.1:${etcd_cports[$i]}" \
+		# shellcheck disable=SC2046
+		if ETCDCTL_API=3 "$ETCDCTL_BIN" $(etcdctl_tls_flags) \
+			--endpoints="$(etcd_scheme)://127.0.0.1:${etcd_cports[$i]}" \
 			--dial-timeout=2s endpoint status -w fields 2> /dev/null |
 			grep -q '"Leader" : \([0-9]*\)$' &&
-			[ "$(ETCDCTL_API=3 "$ETCDCTL_BIN" \
-				--endpoints="http://127.0.0.1:${etcd_cports[$i]}" --dial-timeout=2s \
+			[ "$(ETCDCTL_API=3 "$ETCDCTL_BIN" $(etcdctl_tls_flags) \
+				--endpoints="$(etcd_scheme)://127.0.0.1:${etcd_cports[$i]}" --dial-timeout=2s \
 				endpoint status -w fields 2> /dev/null |
 				sed -n -e 's/^"MemberID" : //p' -e 's/^"Leader" : //p' | uniq | wc -l)" = 1 ]; then
 			echo "$i"

@@ -158,8 +158,10 @@ class Rmemd:
             cid = ' id = "%s";' % c["id"] if c.get("id") else ""
             grace = (" repair_grace_ms = %d;" % c["repair_grace_ms"]
                      if c.get("repair_grace_ms") is not None else "")
-            text.append('cluster = { etcd = "%s"; name = "%s";%s lease_ms = %d;%s };'
-                        % (c["etcd"], c["name"], cid, int(c.get("lease_ms", 3000)), grace))
+            tls = "".join(' %s = "%s";' % (k, c[k]) for k in ("etcd_ca", "etcd_cert", "etcd_key")
+                          if c.get(k))
+            text.append('cluster = { etcd = "%s"; name = "%s";%s lease_ms = %d;%s%s };'
+                        % (c["etcd"], c["name"], cid, int(c.get("lease_ms", 3000)), grace, tls))
         if extra:
             text.append(extra)
         with open(self.conf, "w") as f:
@@ -429,6 +431,8 @@ def main():
     a.add_argument("--extra", default="", help="appended at top level")
     a.add_argument("--cluster", help="ETCD,NAME,ID,LEASE_MS[,REPAIR_GRACE_MS]: a cluster block "
                    "(ID may be empty)")
+    a.add_argument("--cluster-tls", help="CA,CERT,KEY: the cluster block's etcd_ca, etcd_cert "
+                   "and etcd_key (each may be empty: left out)")
     a.add_argument("--conf", help="config path; an existing file is used as it is")
     a.add_argument("--log", help="rmemd's stdout and stderr")
     a.add_argument("--admin", help="admin socket path")
@@ -449,6 +453,9 @@ def main():
         cluster = {"etcd": etcd.replace(";", ","), "name": name, "id": cid,
                    "lease_ms": int(lease),
                    "repair_grace_ms": int(f[4]) if len(f) > 4 else None}
+        if o.cluster_tls:
+            ca, cert, key = o.cluster_tls.split(",")
+            cluster.update(etcd_ca=ca, etcd_cert=cert, etcd_key=key)
     if o.dir:
         os.makedirs(o.dir, exist_ok=True)
     elif o.write_only:

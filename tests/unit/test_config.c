@@ -489,7 +489,19 @@ static const struct bad_case bad_cases[] = {
 	  "cluster: listen.tcp is off: set cluster.advertise" },
 	{ "unknown key in cluster", "cluster = {\n etcd = \"\";\n ttl = 3;\n};\n", 3,
 	  "cluster.ttl: unknown key (known here: etcd, name, id, advertise, lease_ms, "
-	  "repair_grace_ms)" },
+	  "repair_grace_ms, etcd_ca, etcd_cert, etcd_key)" },
+	{ "cluster.etcd_ca with an http:// endpoint", "listen = { tcp = \"127.0.0.1:1\"; };\n"
+	  "cluster = {\n etcd = \"https://a:1,http://b:2\";\n etcd_ca = \"/etc/passwd\"; };\n", 3,
+	  "cluster.etcd: endpoint 2 (http://b:2) is not https://, and etcd_ca is set" },
+	{ "cluster.etcd_key without etcd_cert", "listen = { tcp = \"127.0.0.1:1\"; };\n"
+	  "cluster = { etcd = \"https://a:1\";\n etcd_key = \"/etc/passwd\"; };\n", 3,
+	  "cluster: cluster.etcd_key is set without cluster.etcd_cert" },
+	{ "cluster.etcd_ca relative", "cluster = { etcd_ca = \"ca.pem\"; };\n", 1,
+	  "cluster.etcd_ca: \"ca.pem\" is not an absolute path to a file" },
+	{ "cluster.etcd_cert missing", "listen = { tcp = \"127.0.0.1:1\"; };\n"
+	  "cluster = { etcd = \"https://a:1\"; etcd_key = \"/etc/passwd\";\n"
+	  " etcd_cert = \"/nonexistent/c.pem\"; };\n", 3,
+	  "cluster.etcd_cert: cannot open \"/nonexistent/c.pem\": No such file or directory" },
 	/* Tried on a socket: no kernel has this one. */
 	{ "tcp.congestion unknown", "tcp = {\n congestion = \"nosuchcc\";\n};\n", 2,
 	  "tcp.congestion: \"nosuchcc\" is not a congestion control this kernel has" },
@@ -770,8 +782,19 @@ static void test_cluster(void)
 	rc = config_load(&cfg, write_conf("cluster2.conf",
 		"listen = { tcp = \"127.0.0.1:7470\"; };\n"
 		"cluster = { etcd = \"http://e:2379\"; id = \"\"; };\n"), err, sizeof err);
-	ok(rc == 0 && !cfg.cluster_id[0] && !cfg.cluster_advertise[0],
-	   "id \"\" (random) and no advertise on a listener with an address (rc %d %s)", rc, err);
+	ok(rc == 0 && !cfg.cluster_id[0] && !cfg.cluster_advertise[0] && !cfg.cluster_etcd_ca[0] &&
+	   !cfg.cluster_etcd_cert[0] && !cfg.cluster_etcd_key[0],
+	   "id \"\" (random) and no advertise on a listener with an address, no TLS (rc %d %s)",
+	   rc, err);
+	rc = config_load(&cfg, write_conf("cluster3.conf",
+		"listen = { tcp = \"127.0.0.1:7470\"; };\n"
+		"cluster = { etcd = \"https://e:2379,https://[::1]:2\"; etcd_ca = \"/etc/passwd\";\n"
+		"  etcd_cert = \"/etc/passwd\"; etcd_key = \"/etc/group\"; };\n"), err, sizeof err);
+	dump(&cfg, &d);
+	ok(rc == 0 && !strcmp(cfg.cluster_etcd_ca, "/etc/passwd") &&
+	   !strcmp(cfg.cluster_etcd_key, "/etc/group") &&
+	   has_line(&d, "cluster.etcd_key = /etc/group"),
+	   "etcd_ca, etcd_cert, etcd_key with https:// endpoints, in the dump (rc %d %s)", rc, err);
 }
 
 /* reno is built into every Linux and always allowed. */

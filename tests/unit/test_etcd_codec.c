@@ -15,6 +15,7 @@
 #include "cluster_rec.h"
 #include "etcd_codec.h"
 #include "etcd_endpoints.h"
+#include "etcd_url.h"
 #include "tap.h"
 
 #define S(x) x, sizeof(x) - 1
@@ -241,6 +242,68 @@ static void endpoints(void)
 	   "nine: %s", why);
 }
 
+/* etcd_url_parse's other parameters: "x=N" taken, counted in *arg. */
+static int take_x(void *arg, const char *p, size_t len)
+{
+	if (len < 3 || strncmp(p, "x=", 2))
+		return -EINVAL;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static void urls(void)
+{
+	struct etcd_endpoints e;
+	struct etcd_tls tls;
+	struct etcd_url u;
+	char why[160], q[256], url[300];
+	int n = 0;
+
+	ok(etcd_url_is("etcd://h:1") && etcd_url_is("etcds://h:1") && !etcd_url_is("etcdx://h:1") &&
+	   !etcd_url_is("tcp://h:1") && !etcd_url_is(NULL), "etcd:// and etcds:// are etcd URLs");
+	ok(etcd_url_parse("etcd://a:1,b:2/c1", &u, NULL, NULL, why, sizeof why) == 0 &&
+	   !strcmp(u.list, "http://a:1,http://b:2") && !strcmp(u.name, "c1") &&
+	   !etcd_tls_any(&u.tls), "etcd://: http://, the name, no TLS");
+	ok(etcd_url_parse("etcds://a:1", &u, NULL, NULL, why, sizeof why) == 0 &&
+	   !strcmp(u.list, "https://a:1") && !strcmp(u.name, "rmem"), "etcds://: https://, rmem");
+	ok(etcd_url_parse("etcds://a:1/n?x=1&etcd_ca=/p/ca.pem&etcd_cert=/p/c%26d.pem&x=2&"
+			  "etcd_key=/k%25", &u, take_x, &n, why, sizeof why) == 0 && n == 2 &&
+	   !strcmp(u.tls.ca, "/p/ca.pem") && !strcmp(u.tls.cert, "/p/c&d.pem") &&
+	   !strcmp(u.tls.key, "/k%"), "the TLS files, %%XX decoded; the others to the caller");
+	ok(etcd_url_parse("etcd://a:1/n?etcd_ca=/ca.pem", &u, NULL, NULL, why, sizeof why) ==
+	   -EINVAL && strstr(why, "etcds://"), "TLS files with etcd://: %s", why);
+	ok(etcd_url_parse("etcds://a:1/n?etcd_cert=/c.pem", &u, NULL, NULL, why, sizeof why) ==
+	   -EINVAL && strstr(why, "etcd_key"), "a certificate without its key: %s", why);
+	ok(etcd_url_parse("etcds://a:1/n?etcd_ca=/a&etcd_ca=/b", &u, NULL, NULL, why, sizeof why) ==
+	   -EINVAL, "etcd_ca twice: %s", why);
+	ok(etcd_url_parse("etcds://a:1/n?etcd_ca=", &u, NULL, NULL, why, sizeof why) == -EINVAL &&
+	   etcd_url_parse("etcds://a:1/n?etcd_ca=/a%2", &u, NULL, NULL, why, sizeof why) == -EINVAL &&
+	   etcd_url_parse("etcds://a:1/n?etcd_ca=/a%00", &u, NULL, NULL, why, sizeof why) == -EINVAL,
+	   "an empty path, a cut %%XX, a NUL byte: refused");
+	ok(etcd_url_parse("etcds://a:1/n?y=1", &u, take_x, &n, why, sizeof why) == -EINVAL &&
+	   etcd_url_parse("etcds://a:1/n?x=1", &u, NULL, NULL, why, sizeof why) == -EINVAL,
+	   "a parameter the caller refuses, or any without a caller: %s", why);
+	ok(etcd_url_parse("etcd://a:1,/n", &u, NULL, NULL, why, sizeof why) == -EINVAL &&
+	   etcd_url_parse("etcd:///n", &u, NULL, NULL, why, sizeof why) == -EINVAL &&
+	   etcd_url_parse("etcd://a:1/n/m", &u, NULL, NULL, why, sizeof why) == -EINVAL &&
+	   etcd_url_parse("etcd://a/n", &u, NULL, NULL, why, sizeof why) == -EINVAL,
+	   "an empty host, no host, a bad name, no port: refused");
+	memset(&tls, 0, sizeof tls);
+	snprintf(tls.ca, sizeof tls.ca, "/a b/%%&c");
+	snprintf(tls.cert, sizeof tls.cert, "/c");
+	snprintf(tls.key, sizeof tls.key, "/k");
+	ok(etcd_url_tls_query(&tls, q, sizeof q) == 0 &&
+	   !strcmp(q, "&etcd_ca=/a%20b/%25%26c&etcd_cert=/c&etcd_key=/k"), "encoded: %s", q);
+	snprintf(url, sizeof url, "etcds://a:1/n?x=1%s", q);
+	ok(etcd_url_parse(url, &u, take_x, &n, why, sizeof why) == 0 &&
+	   !strcmp(u.tls.ca, tls.ca), "and decoded back");
+	ok(etcd_url_tls_query(&tls, q, 20) == -ENAMETOOLONG, "too long: -ENAMETOOLONG");
+	ok(etcd_endpoints_parse("https://a:1,http://b:2", &e, why, sizeof why) == 0 &&
+	   etcd_tls_check(&e, &tls, why, sizeof why) == -EINVAL && strstr(why, "endpoint 2"),
+	   "TLS files and an http:// endpoint: %s", why);
+	ok(etcd_tls_check(&e, NULL, why, sizeof why) == 0, "no TLS: http:// is fine");
+}
+
 /* A good server record with key's value replaced by val (JSON text), or
  * without key when val is NULL: the text (free it), or NULL. */
 static char *rec_with(const char *key, const char *val)
@@ -359,6 +422,7 @@ int main(void)
 	watch();
 	errors();
 	endpoints();
+	urls();
 	records();
 	names();
 	return tap_done();
