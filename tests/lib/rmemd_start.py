@@ -356,6 +356,21 @@ def _sig(name):
     return int(name) if name.isdigit() else getattr(signal, "SIG" + name.upper().replace("SIG", ""))
 
 
+def on_term(d):
+    """SIGTERM: rmemd killed, and out.  Not d.close(): the handler runs
+    between two bytecodes of the main thread, which may be inside
+    Popen.wait() with its lock held (waiting for rmemd to end), and a
+    second wait() here would hang on that lock for ever, rmemd a zombie
+    (seen: test_etcd_tls.sh's cleanup).  The subreaper or init reaps it."""
+    p = d.p
+    if p is not None and p.returncode is None:
+        try:
+            os.kill(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    os._exit(0)
+
+
 def serve(d, out, ready_ms=60000):
     """Commands on stdin, one reply line each on out, until quit or EOF."""
     def say(text):
@@ -472,7 +487,7 @@ def main():
         d.write_conf()
         return 0
     # Our stdout is the reply channel: rmemd never writes to it.
-    signal.signal(signal.SIGTERM, lambda *_: (d.close(), os._exit(0)))
+    signal.signal(signal.SIGTERM, lambda *_: on_term(d))
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     serve(d, sys.stdout, o.ready_ms)
     return 0
