@@ -27,6 +27,19 @@ QUOTA = 4 << 20
 MAX_HANDLES = 16
 
 
+def eventually(check, timeout=10.0):
+    """check() polled until it is true (then True), or False after timeout
+    seconds: for what the daemon does once it hears of something (a session
+    that ended), which a loaded host may take a while to get to."""
+    import time
+    end = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def free_port(host):
     s = socket.socket()
     s.bind((host, 0))
