@@ -738,9 +738,9 @@ check-tsan: tsan
 # alone") and then the longest first; check-all one by one, as make test
 # always has.
 HOST_TESTS = tests/func/test_install.sh tests/func/test_static.sh
+HOST_TESTS += tests/func/test_tsan.sh
 HOST_TESTS += tests/func/test_hostile_restart.py tests/func/test_hostile_cluster.sh
 HOST_TESTS += tests/func/test_cluster.sh
-HOST_TESTS += tests/func/test_tsan.sh
 HOST_TESTS += tests/func/test_nbd.sh tests/func/test_nbd_cluster.sh
 HOST_TESTS += tests/func/test_restart.py
 HOST_TESTS += tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh

@@ -84,6 +84,18 @@ key_gone() {
 	done
 	return 1
 }
+# create_all TAG NAME: TAG's answer to "create NAME 65536", asked again
+# while it is -ENOSPC or -EHOSTDOWN (up to 5 s): a server just back is out
+# of a new client's set until its watch has its new key.
+create_all() {
+	local said _
+	for _ in $(seq 50); do
+		said=$(ask "$1" "create $2 65536")
+		[ "$said" != "create -28" ] && [ "$said" != "create -112" ] && break
+		sleep 0.1
+	done
+	echo "$said"
+}
 
 # ---- 1. a writer stopped past its key's TTL -------------------------------------
 client_start a "$URL"
@@ -135,11 +147,7 @@ ok $? "1: s$dead back from its fd store, registered anew"
 # ---- 2. a writer whose key went under it: the servers fence it -------------------
 client_start c "$URL"
 client_start d "$URL"
-for _ in $(seq 50); do # until C's set has s$dead again (-ENOSPC without it)
-	said=$(ask c "create v 65536")
-	[ "$said" != "create -28" ] && [ "$said" != "create -112" ] && break
-	sleep 0.1
-done
+said=$(create_all c v)
 said="$said, $(ask c "write c")"
 [ "$said" = "create 0, write 0" ]
 ok $? "2: writer C creates v and writes it ($said)"
@@ -186,11 +194,7 @@ ok $? "2: with s$dead (data piece 0) killed, D's bytes rebuild from piece 1 and 
 cluster_back "$dead" || diag <<< "s$dead did not come back"
 client_start f "$URL"
 client_start g "$URL"
-for _ in $(seq 50); do
-	said=$(ask f "create u 65536")
-	[ "$said" != "create -28" ] && [ "$said" != "create -112" ] && break
-	sleep 0.1
-done
+said=$(create_all f u)
 said="$said, $(ask f "pwrite f 8192")"
 [ "$said" = "create 0, pwrite 0" ]
 ok $? "3: writer F creates u and writes a whole stripe, posted ($said)"
@@ -226,11 +230,7 @@ ok $? "4: the record is unchanged: a txn guarded by the writer key's revision re
 # ---- 5. a piece out of the new writer's reach is fenced in the record ------------
 cluster_back "$pserver" || diag <<< "s$pserver did not come back"
 client_start i "$URL"
-for _ in $(seq 50); do
-	said=$(ask i "create x 65536")
-	[ "$said" != "create -28" ] && [ "$said" != "create -112" ] && break
-	sleep 0.1
-done
+said=$(create_all i x)
 said="$said, $(ask i "pwrite x 8192")"
 [ "$said" = "create 0, pwrite 0" ]
 ok $? "5: writer I creates x and writes a whole stripe ($said)"
@@ -246,12 +246,9 @@ ok $? "5: J opens x for writing without s$stopped ($said)"
 states=$(piece_states x)
 [ "$states" = "stale healthy healthy" ]
 ok $? "5: J's open marked the piece it could not fence stale in the record before it returned ($states)"
-n=$(grep -c "cluster: registered" "$tmp/r$stopped.log")
+n=$(cluster_joins "$stopped")
 kill -CONT "$(cat "$tmp/pids/rmemd$stopped")"
-for _ in $(seq 300); do
-	[ "$(grep -c "cluster: registered" "$tmp/r$stopped.log")" -gt "$n" ] && break
-	sleep 0.1
-done
+cluster_joined "$stopped" "$n" || diag <<< "s$stopped did not register again"
 said=$(ask i "pwrite I 8192" 30)
 [ "$said" = "pwrite -13" ]
 ok $? "5: I's late whole-stripe write is refused (-EACCES) by the pieces J fenced ($said)"
