@@ -19,12 +19,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
-. tests/lib/tap.sh
-. tests/lib/rmemd.sh
-. tests/lib/etcd.sh
-. tests/lib/cluster.sh
-rmemd_setup rmem-etcd-tls
-etcd_setup
+. tests/lib/cluster_test.sh rmem-etcd-tls
 command -v openssl > /dev/null ||
 	skip_all "openssl is missing (scripts/install-deps installs it)"
 CLIENT=$B/tests/cluster_client
