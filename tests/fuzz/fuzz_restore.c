@@ -7,7 +7,7 @@
  * them and, when bit 0 of the mode is set, seals every non-free slot (its
  * check computed as the writer would), so that inputs reach the checks
  * behind the CRC: ids, counters, tenants, ranges, overlaps, orphans, names.
- * Then restore_run() must either refuse (RESTORE_FRESH, with nothing of the
+ * Then restore_run() must either refuse (RESTORE_REFUSED, with nothing of the
  * server changed) or restore a state that holds together: the allocator's
  * used bytes are what the regions and named objects hold, every region lies
  * in the pool, and once every session ends and every name is unlinked the
@@ -214,7 +214,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fds.pool_fd[0] = memfd_of("pool", NULL, 0, POOL_BYTES);
 	fds.npool_fds = 1;
 	rc = restore_run(srv, &fds, NULL, why, sizeof why);
-	CHECK(rc == 0 || rc == RESTORE_FRESH);
+	CHECK(rc == 0 || rc == RESTORE_REFUSED);
 	/* FUZZ_TRACE=1: what each input came to, to see what a seed reaches. */
 	if (getenv("FUZZ_TRACE"))
 		fprintf(stderr, "  %s: %llu sessions, %llu regions, %llu names, %llu bytes\n",
