@@ -284,13 +284,23 @@ static void find_orphans(struct server *srv, struct image *im)
 
 /* A saved range: in a pool, and free until now in its allocator (so two
  * ranges that overlap are caught here). */
-static int claim(struct server *srv, uint32_t pool, uint64_t off, uint64_t len,
-		 char *why, size_t whylen)
+static int claim(struct server *srv, const struct image *im, uint32_t pool, uint64_t off,
+		 uint64_t len, char *why, size_t whylen)
 {
+	uint64_t page, kept;
 	int rc;
 
 	if (pool >= srv->npools) {
 		snprintf(why, whylen, "a range in pool %u of %u", pool, srv->npools);
+		return -EBADMSG;
+	}
+	/* Within the size the state gave the pool, not the grown one: a
+	 * range past it was never handed out. */
+	page = srv->pools[pool].page_size;
+	kept = (im->hdr.pools[pool].size + page - 1) / page * page;
+	if (off > kept || len > kept - off) {
+		snprintf(why, whylen, "range [%" PRIu64 ", +%" PRIu64 ") of pool %s is past the %"
+			 PRIu64 " bytes the state gives it", off, len, srv->pools[pool].name, kept);
 		return -EBADMSG;
 	}
 	rc = alloc_claim(srv->pools[pool].alloc, off, len);
@@ -330,7 +340,7 @@ static int check_rec(struct server *srv, const struct image *im, const struct st
 		}
 		return 0;
 	case STATE_REGION:
-		return claim(srv, s->u.region.pool, s->u.region.offset, s->u.region.length, why,
+		return claim(srv, im, s->u.region.pool, s->u.region.offset, s->u.region.length, why,
 			     whylen);
 	case STATE_OBJECT:
 		if (!tenant_of(srv, s->u.object.ns, &t) || !tenant_of(srv, s->u.object.charged, &t)) {
@@ -338,7 +348,7 @@ static int check_rec(struct server *srv, const struct image *im, const struct st
 				 id);
 			return -EBADMSG;
 		}
-		return claim(srv, s->u.object.pool, s->u.object.offset, s->u.object.length, why,
+		return claim(srv, im, s->u.object.pool, s->u.object.offset, s->u.object.length, why,
 			     whylen);
 	case STATE_NAME:
 		if (names_valid(s->u.name.name, s->u.name.name_len) < 0) {

@@ -16,8 +16,9 @@
 #     the grown tail is handed out and kept over a kill -9; a growth cut short
 #     by a crash (memfd grown, header not; a new pool's memfd the header does
 #     not name) restores;
-#   - upgrade and rollback: the previous release (the commit before the one
-#     that set the Makefile's VERSION, or $RMEM_PREV_RELEASE) is built from git
+#   - upgrade and rollback: the previous release ($RMEM_PREV_RELEASE, else the
+#     newest vX.Y.Z tag of another version, else the commit before the one
+#     that set the Makefile's VERSION) is built from git
 #     in a temporary directory; this rmemd restores its state, it restores this
 #     rmemd's state (no redundant pieces), grown pool included.
 import os
@@ -346,6 +347,16 @@ def precious_named(d, name, seed):
 
 # ---- upgrade from the previous release, and rollback to it -------------------------
 
+def newest_other_tag(top):
+    """The newest release tag (vX.Y.Z) of a version other than this tree's
+    Makefile says, or None."""
+    with open(os.path.join(top, "Makefile")) as f:
+        mine = [x.split()[-1] for x in f if x.startswith("VERSION")][0]
+    tags = subprocess.run(["git", "-C", top, "tag", "-l", "v[0-9]*", "--sort=-v:refname"],
+                          capture_output=True, text=True).stdout.split()
+    return next((t for t in tags if t[1:] != mine), None)
+
+
 def previous_release(tmp):
     """The previous release's rmemd built from git, or (None, why)."""
     top = subprocess.run(["git", "-C", HERE, "rev-parse", "--show-toplevel"],
@@ -353,10 +364,10 @@ def previous_release(tmp):
     if top.returncode:
         return None, "not a git checkout"
     top = top.stdout.strip()
-    rev = os.environ.get("RMEM_PREV_RELEASE")
+    rev = os.environ.get("RMEM_PREV_RELEASE") or newest_other_tag(top)
     if not rev:
-        # The commit that set the Makefile's VERSION to what it is: its
-        # parent is the last of the previous release.
+        # Without tags: the commit that set the Makefile's VERSION to what
+        # it is; its parent is the last of the previous release.
         out = subprocess.run(["git", "-C", top, "log", "-1", "--format=%H", "-G",
                               r"^VERSION +:=", "--", "Makefile"], capture_output=True, text=True)
         if out.returncode or not out.stdout.strip():
@@ -425,10 +436,30 @@ def test_releases(tmp):
     d.store.close()
 
 
+def test_no_identity(tmp):
+    """Format 1 as the first codec wrote it: generation and server_id zero."""
+    d = Daemon(tmp)
+    d.start()
+    make_precious(d)
+    d.stop(signal.SIGKILL)
+    fd = d.store.fd("rmem-state")
+    h = bytearray(os.pread(fd, STATE_HDR_LEN, 0))
+    h[24:32] = bytes(8)
+    h[928:960] = bytes(32)
+    struct.pack_into("<I", h, STATE_HDR_LEN - 8, crc32c(bytes(h[:STATE_HDR_LEN - 8])))
+    os.pwrite(fd, bytes(h), 0)
+    up, log = d.try_start()
+    ok(up and "restored from the fd store" in log and "carries no server id" in log and
+       precious_ok(d), "format 1 without an identity (the codec's first step) restores")
+    d.stop()
+    d.store.close()
+
+
 def main():
     cases = [("refused%d" % i, lambda sub, c=c: refused_case(sub, *c))
              for i, c in enumerate(damages())]
-    cases += [("removed", removed_pool), ("grow", test_grow), ("releases", test_releases)]
+    cases += [("removed", removed_pool), ("noid", test_no_identity), ("grow", test_grow),
+              ("releases", test_releases)]
     return run_cases("rmem-keepstate.", cases)
 
 

@@ -1,5 +1,5 @@
-# restartlib.py - what test_restart.py, test_hostile_restart.py and
-# bench/restart.py share: TAP output, rmemd on private paths started through
+# restartlib.py - what test_restart.py, test_hostile_restart.py,
+# test_keepstate.py and bench/restart.py share: TAP output, rmemd on private paths started through
 # the emulated fd store (rmemd_start.py, fdstore.py), the raw pipelining helpers, and the
 # crash loop's storm of clients with the check of what a restart restored
 # against what was acknowledged.
