@@ -436,6 +436,33 @@ def test_releases(tmp):
     d.store.close()
 
 
+def test_range_past(tmp):
+    """A header that gives a pool less than its ranges need (forged with a
+    good check): the growth must not make the ranges past it believable."""
+    d = Daemon(tmp, lease_ms=60000)
+    d.write_conf("64M", 60000)
+    d.start()
+    c = d.tcp()
+    c.hello()
+    _, low = c.create("past/low", 40 * MIB)
+    _, high = c.create("past/high", 4 * MIB)
+    d.stop(signal.SIGKILL)
+    c.close()
+    fd = d.store.fd("rmem-state")
+    h = bytearray(os.pread(fd, STATE_HDR_LEN, 0))
+    struct.pack_into("<Q", h, 32 + 32, 32 * MIB)     # pool 0's size
+    struct.pack_into("<I", h, STATE_HDR_LEN - 8, crc32c(bytes(h[:STATE_HDR_LEN - 8])))
+    os.pwrite(fd, bytes(h), 0)
+    before = store_files(d)
+    up, log = d.try_start()
+    ok(up and "past the 33554432 bytes the state gives it" in log and not listening(d) and
+       store_files(d) == before,
+       "a range past the pool size the state says is refused, the store kept (%s)"
+       % [x[40:150] for x in log.splitlines() if "not restoring" in x])
+    d.stop()
+    d.store.close()
+
+
 def test_no_identity(tmp):
     """Format 1 as the first codec wrote it: generation and server_id zero."""
     d = Daemon(tmp)
@@ -458,7 +485,8 @@ def test_no_identity(tmp):
 def main():
     cases = [("refused%d" % i, lambda sub, c=c: refused_case(sub, *c))
              for i, c in enumerate(damages())]
-    cases += [("removed", removed_pool), ("noid", test_no_identity), ("grow", test_grow),
+    cases += [("removed", removed_pool), ("noid", test_no_identity), ("past", test_range_past),
+              ("grow", test_grow),
               ("releases", test_releases)]
     return run_cases("rmem-keepstate.", cases)
 
