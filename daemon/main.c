@@ -254,6 +254,19 @@ static void server_close(struct server *srv)
 		event_base_free(srv->base);
 }
 
+/* SIGTERM and SIGINT stop the loop (on_signal); the caller frees sigs. */
+static int watch_signals(struct server *srv, struct event **sigs, const int *signos)
+{
+	for (int i = 0; i < 2; i++) {
+		sigs[i] = evsignal_new(srv->base, signos[i], on_signal, srv);
+		if (!sigs[i] || evsignal_add(sigs[i], NULL) < 0) {
+			log_err("cannot watch signal %d", signos[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /*
  * A kept state that cannot be restored (persist.c said why): rmemd stays
  * up and serves nothing, no listener, no cluster agent, until it is
@@ -267,13 +280,8 @@ static void server_close(struct server *srv)
  */
 static int refuse(struct server *srv, struct event **sigs, const int *signos)
 {
-	for (int i = 0; i < 2; i++) {
-		sigs[i] = evsignal_new(srv->base, signos[i], on_signal, srv);
-		if (!sigs[i] || evsignal_add(sigs[i], NULL) < 0) {
-			log_err("cannot watch signal %d", signos[i]);
-			return -1;
-		}
-	}
+	if (watch_signals(srv, sigs, signos) < 0)
+		return -1;
 	sd_notify(0, "READY=1");
 	return event_base_dispatch(srv->base) < 0 ? -1 : 0;
 }
@@ -344,13 +352,8 @@ static int serve(struct server *srv, bool discard)
 		log_err("%s", err);
 		goto out;
 	}
-	for (int i = 0; i < 2; i++) {
-		sigs[i] = evsignal_new(srv->base, signos[i], on_signal, srv);
-		if (!sigs[i] || evsignal_add(sigs[i], NULL) < 0) {
-			log_err("cannot watch signal %d", signos[i]);
-			goto out;
-		}
-	}
+	if (watch_signals(srv, sigs, signos) < 0)
+		goto out;
 	/* After the listeners and the NIC: what it advertises is true now.
 	 * etcd being out of reach is not an error: the agent keeps trying. */
 	rc = member_start(srv);
