@@ -438,6 +438,44 @@ static int check_unique(const struct image *im, char *why, size_t whylen)
 	"pools go after the others), then restart rmemd"
 #define FIX_NONE "nothing can repair it"
 
+/* The state's pools that the config keeps: the first ones. */
+static uint32_t kept_pools(const struct server *srv, const struct state_hdr *h)
+{
+	return h->npools < srv->cfg.npools ? h->npools : srv->cfg.npools;
+}
+
+/* A pool removed from the config (one of the state's last) may go only
+ * empty: a kept range in it would be lost. */
+static int removed_pools(const struct server *srv, struct restore_fds *k, const struct image *im,
+			 char *why, size_t whylen)
+{
+	for (uint32_t p = kept_pools(srv, &im->hdr); p < im->hdr.npools; p++) {
+		uint64_t n = 0, bytes = 0;
+
+		for (size_t i = 0; i < im->n; i++) {
+			const struct state_slot *r = &im->rec[i].s;
+
+			if (im->rec[i].drop)
+				continue;
+			if ((r->type == STATE_REGION && r->u.region.pool == p) ||
+			    (r->type == STATE_OBJECT && r->u.object.pool == p)) {
+				n++;
+				bytes += r->type == STATE_REGION ? r->u.region.length : r->u.object.length;
+			}
+		}
+		if (n) {
+			snprintf(why, whylen, "pool %s is in the state but not in the config, and holds "
+				 "%" PRIu64 " region(s), %" PRIu64 " bytes", im->hdr.pools[p].name, n,
+				 bytes);
+			k->fix = FIX_POOLS;
+			return -EINVAL;
+		}
+		log_notice("pool %s: in the state, not in the config, empty: it goes",
+			   im->hdr.pools[p].name);
+	}
+	return 0;
+}
+
 /* The header against the config: the state's pools first, in the same
  * order, with the same names and alignments, each as large or larger; the
  * config's pools after them are new.  Anything else is refused: a range of
@@ -447,15 +485,12 @@ static int plan_pools(const struct server *srv, struct restore_fds *k, const str
 		      char *why, size_t whylen)
 {
 	k->fix = FIX_POOLS;
-	for (uint32_t i = 0; i < h->npools; i++) {
-		const struct config_pool *pc = i < srv->cfg.npools ? &srv->cfg.pools[i] : NULL;
+	/* The state's pools past the config's are removed: allowed while no
+	 * kept range lies in them (removed_pools, once the slots are read). */
+	for (uint32_t i = 0; i < kept_pools(srv, h); i++) {
+		const struct config_pool *pc = &srv->cfg.pools[i];
 		const struct state_pool *sp = &h->pools[i];
 
-		if (!pc) {
-			snprintf(why, whylen, "pool %s (%" PRIu64 " bytes) is in the state but not in "
-				 "the config", sp->name, sp->size);
-			return -EINVAL;
-		}
 		if (strcmp(sp->name, pc->name) || sp->alignment != pc->alignment) {
 			snprintf(why, whylen, "pool %u is %s (alignment %" PRIu64 ") in the state, %s "
 				 "(alignment %" PRIu64 ") in the config", i, sp->name, sp->alignment,
@@ -495,7 +530,7 @@ static int open_new_pools(struct server *srv, struct restore_fds *k, const struc
 	char err[512];
 	int rc;
 
-	for (uint32_t p = im->hdr.npools; p < srv->cfg.npools; p++) {
+	for (uint32_t p = srv->npools; p < srv->cfg.npools; p++) {
 		rc = pool_open(&srv->pools[p], &srv->cfg.pools[p], p, progress, srv, err, sizeof err);
 		if (rc < 0) {
 			snprintf(why, whylen, "new pool %s: %s", srv->cfg.pools[p].name, err);
@@ -520,7 +555,7 @@ static int open_new_pools(struct server *srv, struct restore_fds *k, const struc
 		k->fix = FIX_NONE;
 		return -EINVAL;
 	}
-	k->kept_npools = im->hdr.npools;
+	k->kept_npools = kept_pools(srv, &im->hdr);
 	k->hdr_changed = memcmp(k->new_hdr, im->base, STATE_HDR_LEN) != 0;
 	return 0;
 }
@@ -587,7 +622,10 @@ static int check_all(struct server *srv, struct restore_fds *k, struct image *im
 		return rc;
 	find_orphans(srv, im);
 	im->ms_pin = clock_mono_ms();
-	for (uint32_t p = 0; p < im->hdr.npools; p++) {
+	rc = removed_pools(srv, k, im, why, whylen);
+	if (rc < 0)
+		return rc;
+	for (uint32_t p = 0; p < kept_pools(srv, &im->hdr); p++) {
 		rc = pool_adopt(&srv->pools[p], &srv->cfg.pools[p], p, k->pool_fd[p],
 				im->hdr.pools[p].size, progress, srv, err, sizeof err);
 		if (rc < 0) {
@@ -787,7 +825,7 @@ static int scrub_free(struct server *srv, const struct image *im)
 		return -ENOMEM;
 	}
 	/* The kept pools only: a new one is zero, pinned whole. */
-	for (uint32_t p = 0; p < im->hdr.npools && rc == 0; p++) {
+	for (uint32_t p = 0; p < kept_pools(srv, &im->hdr) && rc == 0; p++) {
 		size_t n = 0, ng = 0;
 		uint64_t at = 0;
 

@@ -59,9 +59,11 @@ struct restore_fds {
  * half-restored state).
  *
  * What the config may change (docs/architecture.md, "Upgrade and
- * rollback"): a pool's size upwards (its memfd grows, every byte kept) and
- * new pools after the state's; anything else that differs (a pool smaller,
- * removed, renamed, moved or of another alignment) is refused.
+ * rollback"): a pool's size upwards (its memfd grows, every byte kept),
+ * new pools after the state's, and the state's last pools removed while
+ * no kept range lies in them; anything else that differs (a pool smaller,
+ * renamed, moved, of another alignment, or removed holding ranges) is
+ * refused.
  */
 #define RESTORE_REFUSED 1
 int restore_run(struct server *srv, struct restore_fds *fds, pool_progress_fn progress,

@@ -11,6 +11,7 @@
 #     store keeps every fd (the same files, nothing FDSTOREREMOVEd) and every
 #     byte, across a SIGTERM too; the cause undone, the next start restores the
 #     named region's bytes; `--discard-state` then starts fresh, and says so;
+#     a removed pool that holds nothing goes, with the state kept;
 #   - a pool grown in the config, and a pool added, are taken at the restart
 #     with every region's bytes (named, and anonymous through RESUME + REKEY);
 #     the grown tail is handed out and kept over a kill -9; a growth cut short
@@ -223,8 +224,8 @@ def removed_pool(tmp):
     before = store_files(d)
     d.write_conf("8M", 60000)
     up, log = d.try_start()
-    ok(up and "pool second (8388608 bytes) is in the state but not in the config" in log and
-       not listening(d), "removed pool: refused, named, nothing served")
+    ok(up and "pool second is in the state but not in the config, and holds 1 region(s)" in log
+       and not listening(d), "removed pool: refused, named, nothing served")
     d.stop()
     ok(store_files(d) == before, "removed pool: the store keeps both pools and the state")
     d.write_conf("8M", 60000, second)
@@ -233,6 +234,26 @@ def removed_pool(tmp):
     ok(up and "restored from the fd store" in log and len(adm.regions()) == 3,
        "removed pool: put back, the regions are restored")
     adm.close()
+    d.stop()
+    d.store.close()
+    # An empty pool may go: nothing in it is lost.
+    os.mkdir(os.path.join(tmp, "empty"))
+    d = Daemon(os.path.join(tmp, "empty"))
+    d.write_conf("8M", 2000, second)
+    d.start()
+    make_precious(d)
+    d.stop(signal.SIGKILL)
+    d.write_conf("8M")
+    up, log = d.try_start()
+    ok(up and "restored from the fd store" in log and "pool second: in the state, not in the "
+       "config, empty: it goes" in log and precious_ok(d) and
+       d.store.names() == ["rmem-pool-default", "rmem-state"],
+       "removed empty pool: restored without it, its memfd out of the store (%s)"
+       % d.store.names())
+    d.stop(signal.SIGKILL)
+    up, log = d.try_start()
+    ok(up and "restored from the fd store" in log and precious_ok(d),
+       "removed empty pool: the next restart restores, the state names one pool")
     d.stop()
     d.store.close()
 
