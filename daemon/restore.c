@@ -633,7 +633,7 @@ static int check_all(struct server *srv, struct restore_fds *k, struct image *im
 			k->fix = rc == -EINVAL ? FIX_POOLS : NULL;
 			return rc;
 		}
-		if (srv->pools[p].size > im->hdr.pools[p].size)
+		if (srv->cfg.pools[p].size > im->hdr.pools[p].size)
 			log_notice("pool %s: grown from %" PRIu64 " to %" PRIu64 " bytes, every kept "
 				   "byte where it was", srv->pools[p].name, im->hdr.pools[p].size,
 				   srv->pools[p].size);
