@@ -97,6 +97,9 @@
  *   1.2.0  the codec; generation and server_id (once reserved zeros)
  *   1.2.1  PENDING slots
  *   1.4.0  NAME flags (a redundant region's piece)
+ * "Starts fresh" in the notes on each step is what 1.3 and older do with a
+ * state they cannot read; from 1.4 on such a state is refused and kept
+ * (persist.c), never dropped without --discard-state.
  * Pool sizes in the header may grow from one start to the next (rmemd
  * rewrites the header then; the layout is the same), so the header is no
  * longer written only once.  The writer's release is not in these bytes (a
