@@ -45,8 +45,10 @@ REVOKE = 1
 
 def came_back(d, i, bad):
     """d.try_start() after the kill of round i: False, noted in bad with the
-    log's tail, when rmemd did not come up."""
+    log's tail, when rmemd did not come up or refused the kept state."""
     up, log = d.try_start()
+    if up and "not restoring" in log:
+        up = False  # READY=1, but it refused the state and serves nothing
     if not up:
         bad.append("round %d: rmemd did not come back: %s" % (i, log[-300:]))
     return up

@@ -103,6 +103,7 @@ class Rmemd:
         self.notify_out = os.path.join(self.tmp, "notify.out")
         self.store = None             # made at the first start
         self.rmemd = RMEMD
+        self.args = []                # after "-c CONF": --discard-state and the like
         self.p = None
         self.mark = 0
         self.started = 0              # index into store.lines of this life
@@ -206,7 +207,7 @@ class Rmemd:
             self.store = FdStore(self.tmp)
         self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
         self.started = len(self.store.lines)
-        argv = self.prefix + [self.rmemd, "-c", self.conf]
+        argv = self.prefix + [self.rmemd, "-c", self.conf] + self.args
         pre = _die_with_parent if self.die_with_parent else None
         if self.use_store:
             self.p = self.store.start(argv, self.log, env, pre)
