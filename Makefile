@@ -58,11 +58,13 @@ TEST_INC := -Itests/lib $(LIB_INC) -Idaemon
 CFLAGS_ALL := -std=gnu11 $(OPT) $(WARN) -fPIC $(CFLAGS)
 LDFLAGS_ALL := $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
 
-DAEMON_PKGS := libevent libconfig libsystemd libibverbs librdmacm libsodium
+DAEMON_PKGS := libevent libconfig libsystemd libibverbs librdmacm libsodium openssl
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 CONFIG_LIBS := $(shell $(PKG_CONFIG) --libs libconfig 2>/dev/null)
-LIB_PKGS := libibverbs librdmacm libsodium
+# TLS on rmem's stream (common/tls.c): OpenSSL, the TLS library libcurl
+# already brings (libcurl4-openssl-dev), so the project has one.
+LIB_PKGS := libibverbs librdmacm libsodium openssl
 # The etcd client (common/etcd_*.c, cluster membership): libcurl for HTTP,
 # jansson for JSON.  Its own archive, so that only what speaks to etcd
 # (rmemd's cluster agent, later librmem's etcd:// client) links them.

@@ -578,6 +578,8 @@ static const char *transport_name(const struct session *s)
 {
 	if (s->nic)
 		return "rdma";
+	if (s->tls_kind)
+		return s->tls_kind;
 	return s->transport == SESSION_UNIX ? "unix" : "tcp";
 }
 

@@ -32,6 +32,7 @@ struct session {
 	bool hello_done;
 	bool admin_seat;       /* its HELLO took an admin seat (tenant_session_take) */
 	char peer[64];
+	const char *tls_kind;  /* "tls", "ktls"... (common/tls.h, tls_kind), NULL: clear text */
 	uint64_t started_ns, last_ns;
 	uint64_t used_bytes;
 	uint64_t nregions;

@@ -80,7 +80,7 @@ class Rmemd:
                  metrics=False, metrics_addr=None, pool="64M", lease_ms=10000,
                  max_clients=64, log_level="debug", rdma_group=None, extra="",
                  cluster=None, conf=None, log=None, admin=None, checks=(), prefix=(),
-                 rdma_addr=None, die_with_parent=False, store=True):
+                 rdma_addr=None, die_with_parent=False, store=True, listen_tls=None):
         self.tmp = tmp or tempfile.mkdtemp(prefix="rmemt.", dir="/tmp")
         self.host = host
         self.fixed = (port, rdma_port)
@@ -89,6 +89,8 @@ class Rmemd:
         self.pool, self.lease_ms, self.max_clients = pool, lease_ms, max_clients
         self.log_level, self.rdma_group, self.extra = log_level, rdma_group, extra
         self.cluster = cluster        # dict: etcd, name, id (or None: drawn), lease_ms
+        # "CERT,KEY[,CA[,require]]": listen.tls (TLS on listen.tcp), or None
+        self.listen_tls = listen_tls
         # A config the caller wrote is used as it is (its ports are its own).
         self.own_conf = conf is None or not os.path.exists(conf)
         self.conf = conf or os.path.join(self.tmp, "rmemd.conf")
@@ -137,9 +139,17 @@ class Rmemd:
             metrics = hostport(self.host, self.metrics_port) if self.metrics_port else ""
         # listen.metrics is on by default (127.0.0.1:9470): off unless asked
         # for, so that daemons of tests running at once never meet.
+        tls = ""
+        if self.listen_tls:
+            f = self.listen_tls.split(",")
+            keys = ("cert", "key", "ca")
+            tls = " tls = {%s%s };" % ("".join(' %s = "%s";' % (k, v) for k, v in zip(keys, f)
+                                               if v),
+                                       " require_client_cert = true;"
+                                       if len(f) > 3 and f[3] == "require" else "")
         text = ['# written by tests/lib/rmemd_start.py',
-                'listen = { tcp = "%s"; rdma = "%s"; admin = "%s"; metrics = "%s"; };'
-                % (self.host_port, rdma, self.admin, metrics)]
+                'listen = { tcp = "%s"; rdma = "%s"; admin = "%s"; metrics = "%s";%s };'
+                % (self.host_port, rdma, self.admin, metrics, tls)]
         # Pools "default" and those a test adds after it in extra, as
         # "more_pools = ( {...}, ... );" (not a key of rmemd.conf: spliced in).
         more = re.search(r"^more_pools = \((.*?)\);$", self.extra, re.M | re.S)
@@ -448,6 +458,8 @@ def main():
                    "(ID may be empty)")
     a.add_argument("--cluster-tls", help="CA,CERT,KEY: the cluster block's etcd_ca, etcd_cert "
                    "and etcd_key (each may be empty: left out)")
+    a.add_argument("--listen-tls", help="CERT,KEY[,CA[,require]]: listen.tls on listen.tcp "
+                   "(CA: clients' certificates verified; require: and required)")
     a.add_argument("--conf", help="config path; an existing file is used as it is")
     a.add_argument("--log", help="rmemd's stdout and stderr")
     a.add_argument("--admin", help="admin socket path")
@@ -480,7 +492,8 @@ def main():
               pool=o.pool, lease_ms=o.lease_ms, max_clients=o.max_clients,
               log_level=o.log_level, rdma_group=o.rdma_group, extra=o.extra,
               cluster=cluster, conf=o.conf, log=o.log, admin=o.admin, checks=o.check,
-              prefix=o.prefix, die_with_parent=True, store=not o.no_store)
+              prefix=o.prefix, die_with_parent=True, store=not o.no_store,
+              listen_tls=o.listen_tls)
     d.rmemd = o.rmemd
     if o.write_only:
         d.pick_ports()
