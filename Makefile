@@ -181,6 +181,14 @@ CLUSTER_HELPERS += $(B)/tests/test_redund_stale
 # ...and the repair agent against look-alike names and a forger in etcd, by
 # tests/func/test_repair_hostile.sh.
 CLUSTER_HELPERS += $(B)/tests/test_repair_hostile
+# ...and a client that reports a tls:// connect's outcome, by tests/func/test_tls.sh.
+CLUSTER_HELPERS += $(B)/tests/tls_client
+# The functional suite's programs once more over tls:// (issue 33): each
+# tests/func/tls/test_X runs $(B)/tests/test_X with RMEM_TEST_TRANSPORT=tls.
+# Those whose checks use the raw wire client (plain TCP to the port) stay
+# on tcp:// only.
+TLS_FUNC_TESTS := $(patsubst %,tests/func/tls/%,test_basic test_isolation test_large \
+	test_async test_atomic test_membuf test_quarantine)
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # clients those tests run against the installed rmemd.
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
@@ -758,6 +766,7 @@ HOST_TESTS += tests/func/test_hostile_writer.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
 HOST_TESTS += tests/func/test_etcd_client.sh
 HOST_TESTS += tests/func/test_etcd_tls.sh
+HOST_TESTS += tests/func/test_tls.sh $(TLS_FUNC_TESTS)
 HOST_TESTS += tests/python/test_python.sh
 HOST_TESTS += tests/fuzz/test_fuzzers.sh
 # What the tests run, and what must build though no test runs it: every

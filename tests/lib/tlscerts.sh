@@ -1,5 +1,6 @@
 # tlscerts.sh - a private CA and certificates made with openssl, for the
-# tests of TLS (etcd's: tests/lib/etcd.sh; rmem's own: tests/func/tls/over-tls).  Sourced (bash or sh); needs nothing else.
+# tests of TLS (etcd's: tests/lib/etcd.sh; rmem's own: tests/func/test_tls.sh
+# and tests/func/tls/over-tls).  Sourced (bash or sh); needs nothing else.
 #
 #   tls_certs DIR        DIR/ca.pem (ca.key), DIR/server.pem (IP 127.0.0.1,
 #                        DNS localhost) and DIR/client.pem (CN client)

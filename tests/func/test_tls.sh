@@ -1,0 +1,240 @@
+#!/bin/bash
+# test_tls.sh - TLS 1.3 on rmem's own TCP path (issue 33, second part): a
+# private CA made here with openssl (tests/lib/tlscerts.sh), rmemd with
+# listen.tls (client certificates required), a plain rmemd, and one whose
+# own certificate has expired.  Checks that a tls:// client with the
+# right CA and certificate connects and moves bytes, by URL parameters,
+# by rmem_opts and by ?tls=1, and that rmem_transport() and rmemctl
+# clients say tls; that another CA, an expired server certificate and the
+# wrong server name are -EBADE; that no client certificate, an expired
+# one and one of another CA are -EKEYREJECTED, with rmemd's log saying
+# why; that unusable files are -ENOKEY; that a plain client on the TLS
+# port and a tls:// client on the plain port are each -EPROTO at once,
+# never a hang nor clear text; that tls_* parameters without TLS are
+# -EINVAL; that a peer that stalls before or inside the handshake is
+# closed at limits.frame_timeout_ms while others are served; that a
+# recording of the stream (tests/lib/tcprecord.py) holds none of the
+# region's bytes over TLS, and holds them over plain TCP (so the
+# recording would have seen them); that rmemd -t names a bad TLS file
+# with FILE:LINE.  TAP output.
+#
+#   RMEM_BUILD=build tests/func/test_tls.sh
+# run-tests-timeout: 180
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+
+. tests/lib/tap.sh
+. tests/lib/rmemd.sh
+. tests/lib/tlscerts.sh
+rmemd_setup rmem-tls
+command -v openssl > /dev/null ||
+	skip_all "openssl is missing (scripts/install-deps installs it)"
+CLIENT=$B/tests/tls_client
+RMEMCTL=$B/rmemctl
+[ -x "$CLIENT" ] || skip_all "$CLIENT is not built"
+T=$tmp/certs
+PATTERN="rmem-tls-region-bytes-$$-0123456789abcdef"
+
+starters=()
+cleanup_all() {
+	local p
+	for p in "${starters[@]}" "${holder:-}" "${proxy:-}"; do
+		[ -n "$p" ] && kill -TERM "$p" 2> /dev/null
+	done
+	rmemd_cleanup
+}
+trap cleanup_all EXIT
+
+# ---- the certificates ---------------------------------------------------------------------
+# ca: the server's (IP 127.0.0.1, localhost) and a client's; other: a CA
+# nobody trusts, and stranger, a client certificate of it; expired: a
+# client certificate of ca, expired; oldserver: a server certificate of
+# ca, expired.
+tls_certs "$T" && tls_ca "$T" other && tls_cert "$T" stranger other 2 &&
+	tls_cert "$T" expired ca -1 && tls_cert "$T" oldserver ca -1 server
+ok $? "openssl makes a CA, server and client certificates, another CA's, expired ones" ||
+	cat "$T"/*.err | diag
+openssl verify -CAfile "$T/ca.pem" "$T/server.pem" "$T/client.pem" > /dev/null 2>&1 &&
+	! openssl verify -CAfile "$T/ca.pem" "$T/oldserver.pem" > /dev/null 2>&1 &&
+	! openssl verify -CAfile "$T/ca.pem" "$T/stranger.pem" > /dev/null 2>&1
+ok $? "server.pem and client.pem verify against ca.pem; oldserver.pem and stranger.pem do not"
+
+# ---- the daemons ----------------------------------------------------------------------------
+# start NAME ARGS...: an rmemd of its own in $tmp/NAME; its port in
+# port_NAME.  Short frame deadline: the stalled handshakes below.
+LIMITS='limits = { max_clients = 64; lease_timeout_ms = 10000; frame_timeout_ms = 700; };'
+start() {
+	local name=$1
+	shift
+	rmemd_starter "$tmp/$name" --extra "$LIMITS" "$@" || { diag <<< "$REPLY"; return 1; }
+	starters+=("$spid")
+	printf -v "port_$name" '%s' "$(rmemd_field port)"
+}
+start tls --listen-tls "$T/server.pem,$T/server.key,$T/ca.pem,require"
+ok $? "rmemd starts with listen.tls, client certificates required"
+start plain
+ok $? "a plain rmemd starts"
+start old --listen-tls "$T/oldserver.pem,$T/oldserver.key"
+ok $? "an rmemd with an expired certificate of its own starts (it is the clients' to refuse)"
+# shellcheck disable=SC2154
+P=$port_tls
+# shellcheck disable=SC2154
+PLAIN=$port_plain
+# shellcheck disable=SC2154
+OLD=$port_old
+grep -q "listen.tcp: TLS 1.3 only, certificate $T/server.pem, client certificates of $T/ca.pem required" \
+	"$tmp/tls/rmemd.log"
+ok $? "rmemd logs that listen.tcp is TLS 1.3 only and whose certificates it wants"
+
+GOOD="tls_ca=$T/ca.pem&tls_cert=$T/client.pem&tls_key=$T/client.key"
+
+# ---- good ones ------------------------------------------------------------------------------
+# client WHAT EXPECT ENDPOINT [PATTERN]: tls_client's first line is EXPECT...
+client() {
+	local what=$1 want=$2 ep=$3
+	shift 3
+	timeout 20 "$CLIENT" "$ep" "$@" > "$tmp/c.out" 2>&1
+	[[ $(head -1 "$tmp/c.out") == "connect: $want"* ]]
+	ok $? "$what" || diag < "$tmp/c.out"
+}
+
+client "tls:// with the CA, a client certificate and its key in the URL: connects over tls" \
+	"0 tls" "tls://127.0.0.1:$P?$GOOD" "$PATTERN"
+grep -q "^io: ok" "$tmp/c.out"
+ok $? "... and writes and reads 256 KiB back" || diag < "$tmp/c.out"
+TLS_CLIENT_OPTS="$T/ca.pem,$T/client.pem,$T/client.key," \
+	client "the same files as rmem_opts tls_ca, tls_cert, tls_key" "0 tls" "tls://127.0.0.1:$P"
+client "127.0.0.1:PORT?tls=1&...: TLS as tls:// says" "0 tls" "127.0.0.1:$P?tls=1&$GOOD" \
+	"$PATTERN"
+client "tls://localhost:PORT: the name localhost is checked and matches" "0 tls" \
+	"tls://localhost:$P?$GOOD"
+grep -q "client 127.0.0.1:[0-9]*: TLS 1.3 (tls)" "$tmp/tls/rmemd.log"
+ok $? "rmemd logs each session's TLS and which kind (user space here)"
+
+# rmemctl clients on the Unix socket names a TLS session's transport.
+mkfifo "$tmp/hold.in"
+TLS_CLIENT_HOLD=1 "$CLIENT" "tls://127.0.0.1:$P?$GOOD" < "$tmp/hold.in" > "$tmp/hold.out" 2>&1 &
+holder=$!
+exec 9> "$tmp/hold.in"
+for _ in $(seq 100); do grep -q holding "$tmp/hold.out" && break; sleep 0.05; done
+"$RMEMCTL" -s "$tmp/tls/rmemd.sock" clients > "$tmp/clients.out" 2>&1
+grep -qE "^ *[0-9]+ +tls " "$tmp/clients.out"
+ok $? "rmemctl clients shows the tls:// session's transport as tls" ||
+	diag < "$tmp/clients.out"
+exec 9>&-
+wait "$holder"
+holder=
+
+# ---- the server's certificate ------------------------------------------------------------
+client "another CA (tls_ca=other.pem): -EBADE" "-52 EBADE" \
+	"tls://127.0.0.1:$P?tls_ca=$T/other.pem&tls_cert=$T/client.pem&tls_key=$T/client.key"
+client "the system's CAs (no tls_ca) do not know this one: -EBADE" "-52 EBADE" \
+	"tls://127.0.0.1:$P?tls_cert=$T/client.pem&tls_key=$T/client.key"
+client "the wrong server name (tls_name=elsewhere.example): -EBADE" "-52 EBADE" \
+	"tls://127.0.0.1:$P?$GOOD&tls_name=elsewhere.example"
+client "an expired server certificate: -EBADE" "-52 EBADE" "tls://127.0.0.1:$OLD?$GOOD"
+grep -q "TLS handshake failed: .*alert certificate expired" "$tmp/old/rmemd.log"
+ok $? "... the client told it why: rmemd logs its alert, certificate expired" ||
+	grep TLS "$tmp/old/rmemd.log" | diag
+
+# ---- the client's certificate ------------------------------------------------------------
+client "no client certificate where one is required: -EKEYREJECTED" "-129 EKEYREJECTED" \
+	"tls://127.0.0.1:$P?tls_ca=$T/ca.pem"
+client "an expired client certificate: -EKEYREJECTED" "-129 EKEYREJECTED" \
+	"tls://127.0.0.1:$P?tls_ca=$T/ca.pem&tls_cert=$T/expired.pem&tls_key=$T/expired.key"
+client "a client certificate of another CA: -EKEYREJECTED" "-129 EKEYREJECTED" \
+	"tls://127.0.0.1:$P?tls_ca=$T/ca.pem&tls_cert=$T/stranger.pem&tls_key=$T/stranger.key"
+n=$(grep -c "TLS handshake failed" "$tmp/tls/rmemd.log")
+grep -q "TLS handshake failed: .*certificate" "$tmp/tls/rmemd.log" && [ "$n" -ge 3 ]
+ok $? "rmemd logs each refused handshake with OpenSSL's reason ($n)" ||
+	grep "TLS" "$tmp/tls/rmemd.log" | diag
+client "a certificate file that is not there: -ENOKEY" "-126 ENOKEY" \
+	"tls://127.0.0.1:$P?tls_ca=$T/ca.pem&tls_cert=$T/none.pem&tls_key=$T/client.key"
+client "a key that is not the certificate's: -ENOKEY" "-126 ENOKEY" \
+	"tls://127.0.0.1:$P?tls_ca=$T/ca.pem&tls_cert=$T/client.pem&tls_key=$T/server.key"
+client "a CA file that is no CA (a key): -ENOKEY" "-126 ENOKEY" \
+	"tls://127.0.0.1:$P?tls_ca=$T/ca.key&tls_cert=$T/client.pem&tls_key=$T/client.key"
+
+# ---- TLS on one end only ---------------------------------------------------------------------
+s=$SECONDS
+client "a plain client on the TLS port: -EPROTO" "-71 EPROTO" "127.0.0.1:$P"
+client "a tls:// client on the plain port: -EPROTO" "-71 EPROTO" "tls://127.0.0.1:$PLAIN?$GOOD"
+[ $((SECONDS - s)) -le 3 ]
+ok $? "both at once, never a wait for a timeout ($((SECONDS - s)) s)"
+grep -q "a plain rmem client on a TLS port" "$tmp/tls/rmemd.log" &&
+	grep -q "a TLS client on a plain port (listen.tls is off)" "$tmp/plain/rmemd.log"
+ok $? "each rmemd logs which it was"
+client "tls_ca on a plain endpoint: -EINVAL, never clear text" "-22 EINVAL" \
+	"127.0.0.1:$P?tls_ca=$T/ca.pem"
+TLS_CLIENT_OPTS="$T/ca.pem,,," client "rmem_opts tls_ca with tcp://: -EINVAL" "-22 EINVAL" \
+	"tcp://127.0.0.1:$P"
+TLS_CLIENT_OPTS="$T/other.pem,,," client "rmem_opts tls_ca that the URL contradicts: -EINVAL" \
+	"-22 EINVAL" "tls://127.0.0.1:$P?$GOOD"
+
+# ---- stalled handshakes ---------------------------------------------------------------------
+# A peer silent after connecting, and one that stops inside its ClientHello:
+# both closed at limits.frame_timeout_ms (700 ms here), while rmemd serves.
+python3 - "$P" > "$tmp/stall.out" 2>&1 << 'EOF' &
+import socket, sys, time
+port = int(sys.argv[1])
+silent = socket.create_connection(("127.0.0.1", port))
+half = socket.create_connection(("127.0.0.1", port))
+half.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01")
+t0 = time.monotonic()
+for name, s in (("silent", silent), ("half", half)):
+    s.settimeout(10)
+    try:
+        data = s.recv(4096)
+        while data:
+            data = s.recv(4096)
+        print("%s closed after %.1f s" % (name, time.monotonic() - t0))
+    except OSError as e:
+        print("%s: %s after %.1f s" % (name, e, time.monotonic() - t0))
+EOF
+stall=$!
+client "a good client is served while two peers stall their handshakes" "0 tls" \
+	"tls://127.0.0.1:$P?$GOOD" "$PATTERN"
+wait "$stall"
+grep -q "silent closed" "$tmp/stall.out" && grep -q "half closed" "$tmp/stall.out" &&
+	! grep -qE "after ([3-9]|[1-9][0-9])\." "$tmp/stall.out"
+ok $? "both stalled peers are closed within a few seconds" || diag < "$tmp/stall.out"
+grep -q "no TLS handshake within limits.frame_timeout_ms" "$tmp/tls/rmemd.log"
+ok $? "rmemd logs the stalled handshakes"
+
+# ---- what the wire carries ------------------------------------------------------------------
+# record TARGET_PORT OUT: tcprecord.py in front of 127.0.0.1:TARGET_PORT;
+# its port in $rport.
+record() {
+	: > "$2"
+	python3 tests/lib/tcprecord.py "127.0.0.1:$1" "$2" > "$tmp/proxy.port" &
+	proxy=$!
+	for _ in $(seq 100); do [ -s "$tmp/proxy.port" ] && break; sleep 0.05; done
+	rport=$(cat "$tmp/proxy.port")
+}
+record "$P" "$tmp/wire.tls"
+client "through a recording proxy, a tls:// client writes and reads its region" "0 tls" \
+	"tls://127.0.0.1:$rport?$GOOD" "$PATTERN"
+kill -TERM "$proxy"
+wait "$proxy" 2> /dev/null
+record "$PLAIN" "$tmp/wire.plain"
+client "through the same proxy, a plain client does the same" "0 tcp" "127.0.0.1:$rport" \
+	"$PATTERN"
+kill -TERM "$proxy"
+wait "$proxy" 2> /dev/null
+proxy=
+tls_bytes=$(stat -c %s "$tmp/wire.tls")
+[ "$tls_bytes" -gt 524288 ] && ! grep -q -a -F "$PATTERN" "$tmp/wire.tls" &&
+	! grep -q -a -F "${PATTERN:0:16}" "$tmp/wire.tls"
+ok $? "the TLS recording ($tls_bytes bytes) holds no 16 bytes of the region's pattern"
+grep -q -a -F "$PATTERN" "$tmp/wire.plain"
+ok $? "the plain recording holds the pattern (the recording sees region bytes)"
+
+# ---- rmemd -t ---------------------------------------------------------------------------------
+printf '%s\n' 'listen = {' '  tcp = "127.0.0.1:1";' \
+	"  tls = { cert = \"$T/server.pem\"; key = \"$T/none.key\"; };" '};' > "$tmp/bad.conf"
+"$RMEMD" -t -c "$tmp/bad.conf" > "$tmp/t.out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q "$tmp/bad.conf:3: listen.tls.key: cannot open \"$T/none.key\"" "$tmp/t.out"
+ok $? "rmemd -t names a missing listen.tls.key with FILE:LINE (rc $rc)" || diag < "$tmp/t.out"
+
+tap_done
