@@ -659,6 +659,12 @@ bench-nbd-rdma: deps
 .PHONY: bench-ctl
 bench-ctl: deps
 	scripts/bench-ctl
+# TLS 1.3 on the TCP path against plain TCP in one run: 1 MiB at 16 in
+# flight and 64 B latency, ratios and issue 33's targets (scripts/bench-tls;
+# ~1 minute).
+.PHONY: bench-tls
+bench-tls: deps
+	scripts/bench-tls
 
 # The Python binding beside rmem-perf, alternated in one run: 1 MiB asyncio
 # reads and writes at 16 in flight, 64 B synchronous read round trips
