@@ -753,7 +753,8 @@ static int check_listen_tls(struct ctx *ctx, const config_setting_t *root,
 	int rc;
 
 	if (!g || (!cfg->listen_tls_cert[0] && !cfg->listen_tls_key[0] &&
-		   !cfg->listen_tls_ca[0] && !cfg->listen_tls_require_cert))
+		   !cfg->listen_tls_ca[0] && !cfg->listen_tls_require_cert &&
+		   !cfg->listen_tls_cert_tenants))
 		return 0;
 	if (!cfg->listen_tls_cert[0] || !cfg->listen_tls_key[0])
 		return fail(ctx, g, "listen.tls", "listen.tls.%s is missing (TLS needs a "
@@ -762,6 +763,10 @@ static int check_listen_tls(struct ctx *ctx, const config_setting_t *root,
 		return fail(ctx, config_setting_get_member(g, "require_client_cert"),
 			    "listen.tls.require_client_cert", "needs listen.tls.ca, the CA that "
 			    "clients' certificates verify against");
+	if (cfg->listen_tls_cert_tenants && !cfg->listen_tls_ca[0])
+		return fail(ctx, config_setting_get_member(g, "cert_tenants"),
+			    "listen.tls.cert_tenants", "needs listen.tls.ca, the CA that "
+			    "vouches for the certificates' names");
 	if (!cfg->listen_tcp[0])
 		return fail(ctx, g, "listen.tls", "listen.tcp is off: TLS has nothing to serve");
 	rc = check_tls_file(ctx, g, "listen.tls", "cert", cfg->listen_tls_cert);

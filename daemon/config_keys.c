@@ -68,6 +68,9 @@ static const struct key_desc listen_tls_keys[] = {
 	  .words = required_words, .def = "off" },
 	{ .name = "ktls", .kind = KIND_ENUM, FIELD(struct config, listen_tls_ktls),
 	  .words = ktls_words, .def = "auto" },
+	{ .name = "cert_tenants", .kind = KIND_ENUM,
+	  FIELD(struct config, listen_tls_cert_tenants), .flags = KEY_BOOL_ONOFF,
+	  .words = required_words, .def = "off" },
 };
 
 static const struct key_desc listen_keys[] = {

@@ -73,6 +73,8 @@ struct config {
 	char listen_tls_ca[256];        /* clients' certificates verify against it */
 	int listen_tls_require_cert;    /* 1: a client without a good certificate is refused */
 	int listen_tls_ktls;            /* 1 (auto): kernel TLS where the kernel has it */
+	int listen_tls_cert_tenants;    /* 1: a verified client certificate whose subject CN
+					   is a tenant's name proves that tenant (no HMAC) */
 	struct config_pool pools[CONFIG_MAX_POOLS];
 	size_t npools;                  /* >= 1; default one pool as above */
 	/* rdma = { device = "auto"; keys = "auto"; } */

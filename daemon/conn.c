@@ -125,9 +125,22 @@ int conn_accept(struct server *srv, int fd, enum session_transport transport, bo
 	return accept_conn(srv, fd, transport, admin, peer, NULL);
 }
 
-int conn_accept_tls(struct server *srv, int fd, const char *peer, struct tls_conn *t)
+int conn_accept_tls(struct server *srv, int fd, const char *peer, struct tls_conn *t,
+		    const struct config_tenant *tenant)
 {
-	return accept_conn(srv, fd, SESSION_TCP, false, peer, t);
+	int rc = accept_conn(srv, fd, SESSION_TCP, false, peer, t);
+	struct session *s;
+
+	/* As AUTH would have: before HELLO, so the session is charged to it.
+	 * (The new connection is the first of the list.) */
+	if (rc == 0 && tenant) {
+		s = srv->conns->s;
+		s->tenant = tenant;
+		s->cert_tenant = true;
+		snprintf(s->peer + strlen(s->peer), sizeof s->peer - strlen(s->peer),
+			 " tenant=%s(cert)", tenant->name);
+	}
+	return rc;
 }
 
 /* ---- the stream: the socket, or TLS over it ------------------------------------ */

@@ -76,8 +76,12 @@ struct conn {
 int conn_accept(struct server *srv, int fd, enum session_transport transport, bool admin,
 		const char *peer);
 /* The same for a TCP connection whose TLS handshake is done: t is taken
- * too (freed with the connection, or here on failure). */
-int conn_accept_tls(struct server *srv, int fd, const char *peer, struct tls_conn *t);
+ * too (freed with the connection, or here on failure).  tenant: the one
+ * its verified client certificate proves (listen.tls.cert_tenants), or
+ * NULL. */
+struct config_tenant;
+int conn_accept_tls(struct server *srv, int fd, const char *peer, struct tls_conn *t,
+		    const struct config_tenant *tenant);
 /* Closes every connection (at shutdown); their sessions release their regions. */
 void conn_close_all(struct server *srv);
 

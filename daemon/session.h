@@ -42,6 +42,8 @@ struct session {
 	struct nic_peer *nic;    /* our attached queue pair (nic_conn.c), or NULL */
 	/* tenants (tenant.c) */
 	const struct config_tenant *tenant;  /* proven by AUTH; NULL: anonymous */
+	bool cert_tenant;                    /* proven by the TLS client certificate
+						(listen.tls.cert_tenants) instead */
 	struct tenant_auth auth;             /* the handshake in progress */
 	struct session *prev, *next;
 	/* Restart without loss (docs/protocol.md 7.13): the secret that takes

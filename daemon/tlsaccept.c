@@ -14,6 +14,7 @@
 #include "log.h"
 #include "proto.h"
 #include "server.h"
+#include "tenant.h"
 #include "tls.h"
 #include "tlsaccept.h"
 
@@ -117,8 +118,22 @@ static int first_byte(struct tls_pending *p)
 	return 0;
 }
 
+/* listen.tls.cert_tenants: the tenant the verified client certificate's
+ * subject CN names, or NULL (none sent, or a name no tenant has: the
+ * session stays anonymous and may still AUTH). */
+static const struct config_tenant *cert_tenant(struct tls_pending *p)
+{
+	char cn[TLS_NAME_MAX];
+
+	if (!p->srv->cfg.listen_tls_cert_tenants || tls_peer_cn(p->t, cn, sizeof cn) < 0 ||
+	    !cn[0])
+		return NULL;
+	return tenant_find(p->srv, cn, strlen(cn));
+}
+
 static void step(struct tls_pending *p)
 {
+	const struct config_tenant *tenant;
 	char why[256];
 	struct tls_conn *t;
 	short events = 0;
@@ -145,13 +160,15 @@ static void step(struct tls_pending *p)
 		linger(p);
 		return;
 	}
-	log_info("client %s: TLS 1.3 (%s)", p->peer, tls_kind(p->t));
+	tenant = cert_tenant(p);
+	log_info("client %s: TLS 1.3 (%s)%s%s", p->peer, tls_kind(p->t),
+		 tenant ? ", certificate of tenant " : "", tenant ? tenant->name : "");
 	/* conn.c takes the socket and the session from here. */
 	t = p->t;
 	fd = p->fd;
 	p->t = NULL;
 	p->fd = -1;
-	conn_accept_tls(p->srv, fd, p->peer, t);
+	conn_accept_tls(p->srv, fd, p->peer, t, tenant);
 	pending_free(p);
 }
 

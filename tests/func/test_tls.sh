@@ -229,6 +229,43 @@ ok $? "the TLS recording ($tls_bytes bytes) holds no 16 bytes of the region's pa
 grep -q -a -F "$PATTERN" "$tmp/wire.plain"
 ok $? "the plain recording holds the pattern (the recording sees region bytes)"
 
+# ---- a client certificate for a tenant (listen.tls.cert_tenants) ------------------------------
+# rmemd with tenants "client" (client.pem's CN) and "other": a certificate
+# whose CN names a tenant proves it, as HMAC does; a CN that names none
+# leaves the client anonymous, which tenants refuse on the network.
+tls_cert "$T" nobody ca 2 && (umask 077 && echo "client-secret-0123456789" > "$T/client.secret" &&
+	echo "other-secret-0123456789abc" > "$T/other.secret")
+TENANTS="tenants = ( { name = \"client\"; secret_file = \"$T/client.secret\"; },
+  { name = \"other\"; secret_file = \"$T/other.secret\"; } );"
+LIMITS="$LIMITS $TENANTS"
+start ten --listen-tls "$T/server.pem,$T/server.key,$T/ca.pem,cert-tenants"
+ok $? "rmemd starts with tenants and listen.tls.cert_tenants"
+# shellcheck disable=SC2154
+TEN=$port_ten
+client "a certificate whose CN is tenant client: connects as it, no secret" "0 tls" \
+	"tls://127.0.0.1:$TEN?$GOOD" "$PATTERN"
+grep -q "TLS 1.3 (tls), certificate of tenant client" "$tmp/ten/rmemd.log"
+ok $? "rmemd logs the session's tenant from its certificate"
+client "no certificate and no secret: anonymous, refused (-EACCES)" "-13 EACCES" \
+	"tls://127.0.0.1:$TEN?tls_ca=$T/ca.pem"
+client "a certificate whose CN names no tenant: anonymous, refused (-EACCES)" "-13 EACCES" \
+	"tls://127.0.0.1:$TEN?tls_ca=$T/ca.pem&tls_cert=$T/nobody.pem&tls_key=$T/nobody.key"
+TLS_CLIENT_TENANT="client,$T/client.secret" client \
+	"the certificate's tenant proven by HMAC as well: connects" "0 tls" "tls://127.0.0.1:$TEN?$GOOD"
+TLS_CLIENT_TENANT="other,$T/other.secret" client \
+	"HMAC as another tenant than the certificate's: -EACCES" "-13 EACCES" \
+	"tls://127.0.0.1:$TEN?$GOOD"
+grep -q "AUTH as another tenant than the client certificate's (client)" "$tmp/ten/rmemd.log"
+ok $? "rmemd logs why"
+TLS_CLIENT_TENANT="other,$T/other.secret" client \
+	"no certificate, HMAC as tenant other: connects (HMAC beside certificates)" "0 tls" \
+	"tls://127.0.0.1:$TEN?tls_ca=$T/ca.pem"
+# Without cert_tenants, the same certificate proves nothing.
+client "on rmemd without cert_tenants the CN is no tenant: the plain daemon's policy" \
+	"0 tls" "tls://127.0.0.1:$P?$GOOD"
+! grep -q "certificate of tenant" "$tmp/tls/rmemd.log"
+ok $? "... and rmemd with listen.tls but without cert_tenants names no tenant"
+
 # ---- rmemd -t ---------------------------------------------------------------------------------
 printf '%s\n' 'listen = {' '  tcp = "127.0.0.1:1";' \
 	"  tls = { cert = \"$T/server.pem\"; key = \"$T/none.key\"; };" '};' > "$tmp/bad.conf"

@@ -12,6 +12,7 @@
  *
  * TLS_CLIENT_OPTS="CA,CERT,KEY,NAME" in the environment puts those in
  * rmem_opts' tls_ca, tls_cert, tls_key, tls_name (an empty one: NULL).
+ * TLS_CLIENT_TENANT="NAME,SECRET_FILE": rmem_opts' tenant and secret_file.
  * TLS_CLIENT_HOLD=1: once connected (and done), prints "holding" and keeps
  * the session until stdin ends.
  */
@@ -83,6 +84,18 @@ int main(int argc, char **argv)
 	o.timeout_ms = 5000;
 	o.resume_ms = 0;
 	tls_opts(&o, getenv("TLS_CLIENT_OPTS"));
+	if (getenv("TLS_CLIENT_TENANT")) {
+		static char tenant[256];
+		char *comma;
+
+		snprintf(tenant, sizeof tenant, "%s", getenv("TLS_CLIENT_TENANT"));
+		comma = strchr(tenant, ',');
+		if (comma) {
+			*comma = 0;
+			o.tenant = tenant;
+			o.secret_file = comma + 1;
+		}
+	}
 	rc = rmem_connect(argv[1], &o, &c);
 	if (rc < 0) {
 		printf("connect: %d %s (%s)\n", rc, strerrorname_np(-rc) ? strerrorname_np(-rc) : "?",

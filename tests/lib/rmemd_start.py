@@ -90,7 +90,8 @@ class Rmemd:
         self.log_level, self.rdma_group, self.extra = log_level, rdma_group, extra
         self.cluster = cluster        # dict: etcd, name, id (or None: drawn), lease_ms
         # "CERT,KEY[,CA[,FLAG...]]": listen.tls (TLS on listen.tcp), or None;
-        # FLAG "require" (require_client_cert), "ktls-off" (ktls = "off")
+        # FLAG "require" (require_client_cert), "ktls-off" (ktls = "off"),
+        # "cert-tenants" (cert_tenants = true)
         self.listen_tls = listen_tls
         # A config the caller wrote is used as it is (its ports are its own).
         self.own_conf = conf is None or not os.path.exists(conf)
@@ -145,11 +146,13 @@ class Rmemd:
             f = self.listen_tls.split(",")
             keys = ("cert", "key", "ca")
             flags = f[3:]
-            tls = " tls = {%s%s%s };" % ("".join(' %s = "%s";' % (k, v)
-                                                 for k, v in zip(keys, f) if v),
-                                         " require_client_cert = true;"
-                                         if "require" in flags else "",
-                                         ' ktls = "off";' if "ktls-off" in flags else "")
+            tls = " tls = {%s%s%s%s };" % ("".join(' %s = "%s";' % (k, v)
+                                                   for k, v in zip(keys, f) if v),
+                                           " require_client_cert = true;"
+                                           if "require" in flags else "",
+                                           ' ktls = "off";' if "ktls-off" in flags else "",
+                                           " cert_tenants = true;"
+                                           if "cert-tenants" in flags else "")
         text = ['# written by tests/lib/rmemd_start.py',
                 'listen = { tcp = "%s"; rdma = "%s"; admin = "%s"; metrics = "%s";%s };'
                 % (self.host_port, rdma, self.admin, metrics, tls)]
@@ -463,7 +466,7 @@ def main():
                    "and etcd_key (each may be empty: left out)")
     a.add_argument("--listen-tls", help="CERT,KEY[,CA[,FLAG...]]: listen.tls on listen.tcp "
                    "(CA: clients' certificates verified; FLAG require: and required, "
-                   "ktls-off: ktls = \"off\")")
+                   "ktls-off: ktls = \"off\", cert-tenants: cert_tenants = true)")
     a.add_argument("--conf", help="config path; an existing file is used as it is")
     a.add_argument("--log", help="rmemd's stdout and stderr")
     a.add_argument("--admin", help="admin socket path")

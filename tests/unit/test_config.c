@@ -503,7 +503,7 @@ static const struct bad_case bad_cases[] = {
 	  "listen.tls: expected a group { key = value; ... }, got a string" },
 	{ "listen.tls unknown key", "listen = { tls = {\n certfile = \"/x\"; }; };\n", 2,
 	  "listen.tls.certfile: unknown key (known here: cert, key, ca, require_client_cert, "
-	  "ktls)" },
+	  "ktls, cert_tenants)" },
 	{ "listen.tls.cert relative", "listen = { tls = {\n cert = \"c.pem\"; }; };\n", 2,
 	  "listen.tls.cert: \"c.pem\" is not an absolute path to a file" },
 	{ "listen.tls cert without key", "listen = {\n tls = { cert = \"/etc/passwd\"; }; };\n", 2,
@@ -512,6 +512,10 @@ static const struct bad_case bad_cases[] = {
 	  "listen = { tls = { cert = \"/etc/passwd\"; key = \"/etc/passwd\";\n"
 	  " require_client_cert = true; }; };\n", 2,
 	  "listen.tls.require_client_cert: needs listen.tls.ca" },
+	{ "listen.tls.cert_tenants without ca",
+	  "listen = { tls = { cert = \"/etc/passwd\"; key = \"/etc/passwd\";\n"
+	  " cert_tenants = true; }; };\n", 2,
+	  "listen.tls.cert_tenants: needs listen.tls.ca" },
 	{ "listen.tls.ktls bad word", "listen = { tls = {\n ktls = \"on\"; }; };\n", 2,
 	  "listen.tls.ktls: \"on\" is not one of \"auto\", \"off\"" },
 	{ "listen.tls.cert missing file",
