@@ -206,10 +206,11 @@ ok $? "rmemd logs the stalled handshakes"
 # its port in $rport.
 record() {
 	: > "$2"
-	python3 tests/lib/tcprecord.py "127.0.0.1:$1" "$2" > "$tmp/proxy.port" &
+	# A port file of its own: the last proxy's must not be read for this one's.
+	python3 tests/lib/tcprecord.py "127.0.0.1:$1" "$2" > "$2.port" &
 	proxy=$!
-	for _ in $(seq 100); do [ -s "$tmp/proxy.port" ] && break; sleep 0.05; done
-	rport=$(cat "$tmp/proxy.port")
+	for _ in $(seq 200); do [ -s "$2.port" ] && break; sleep 0.05; done
+	rport=$(cat "$2.port")
 }
 record "$P" "$tmp/wire.tls"
 client "through a recording proxy, a tls:// client writes and reads its region" "0 tls" \
