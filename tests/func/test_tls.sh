@@ -113,7 +113,8 @@ ok $? "rmemd logs each session's TLS and which kind (user space here)"
 
 # rmemctl clients on the Unix socket names a TLS session's transport.
 mkfifo "$tmp/hold.in"
-TLS_CLIENT_HOLD=1 "$CLIENT" "tls://127.0.0.1:$P?$GOOD" < "$tmp/hold.in" > "$tmp/hold.out" 2>&1 &
+TLS_CLIENT_HOLD=1 TLS_CLIENT_RESUME_MS=10000 "$CLIENT" "tls://127.0.0.1:$P?$GOOD" "$PATTERN" \
+	< "$tmp/hold.in" > "$tmp/hold.out" 2>&1 &
 holder=$!
 exec 9> "$tmp/hold.in"
 for _ in $(seq 100); do grep -q holding "$tmp/hold.out" && break; sleep 0.05; done
@@ -121,6 +122,21 @@ for _ in $(seq 100); do grep -q holding "$tmp/hold.out" && break; sleep 0.05; do
 grep -qE "^ *[0-9]+ +tls " "$tmp/clients.out"
 ok $? "rmemctl clients shows the tls:// session's transport as tls" ||
 	diag < "$tmp/clients.out"
+
+# A restart (the fd store keeps the memory): the held client resumes over
+# a new TLS session (a new handshake, the same files) and works on.
+rmemd_ctl "$tmp/tls" "restart TERM" && [[ $REPLY == "ready "* ]]
+ok $? "rmemd with listen.tls restarts under the fd store" || diag <<< "$REPLY"
+# The keepalive thread finds the lost stream and resumes (an alloc sent
+# while it does would be -ECONNABORTED: never sent twice).
+for _ in $(seq 200); do grep -q "client [0-9]* (.*) resumed" "$tmp/tls/rmemd.log" && break
+	sleep 0.05; done
+echo io >&9
+for _ in $(seq 200); do grep -q "^transport:" "$tmp/hold.out" && break; sleep 0.05; done
+[ "$(grep -c "^io: ok" "$tmp/hold.out")" -eq 2 ] && grep -q "^transport: tls" "$tmp/hold.out" &&
+	grep -q "client [0-9]* (.*) resumed" "$tmp/tls/rmemd.log"
+ok $? "the held tls:// client resumes after the restart and moves bytes again" ||
+	{ diag < "$tmp/hold.out"; grep -i "resum\|TLS" "$tmp/tls/rmemd.log" | tail -5 | diag; }
 exec 9>&-
 wait "$holder"
 holder=

@@ -14,7 +14,9 @@
  * rmem_opts' tls_ca, tls_cert, tls_key, tls_name (an empty one: NULL).
  * TLS_CLIENT_TENANT="NAME,SECRET_FILE": rmem_opts' tenant and secret_file.
  * TLS_CLIENT_HOLD=1: once connected (and done), prints "holding" and keeps
- * the session until stdin ends.
+ * the session until stdin ends; each line "io" read meanwhile does the I/O
+ * above again (and prints its line).  TLS_CLIENT_RESUME_MS: rmem_opts'
+ * resume_ms (default 0, off).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -82,7 +84,7 @@ int main(int argc, char **argv)
 	}
 	rmem_opts_init(&o, sizeof o);
 	o.timeout_ms = 5000;
-	o.resume_ms = 0;
+	o.resume_ms = getenv("TLS_CLIENT_RESUME_MS") ? atoi(getenv("TLS_CLIENT_RESUME_MS")) : 0;
 	tls_opts(&o, getenv("TLS_CLIENT_OPTS"));
 	if (getenv("TLS_CLIENT_TENANT")) {
 		static char tenant[256];
@@ -110,8 +112,13 @@ int main(int argc, char **argv)
 
 		printf("holding\n");
 		fflush(stdout);
-		while (fgets(line, sizeof line, stdin))
-			;
+		while (fgets(line, sizeof line, stdin)) {
+			if (strncmp(line, "io", 2) || argc != 3)
+				continue;
+			ret |= io(c, argv[2]);
+			printf("transport: %s\n", rmem_transport(c));
+			fflush(stdout);
+		}
 	}
 	rmem_close(c);
 	return ret;
