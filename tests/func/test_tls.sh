@@ -291,4 +291,10 @@ rc=$?
 [ $rc -ne 0 ] && grep -q "$tmp/bad.conf:3: listen.tls.key: cannot open \"$T/none.key\"" "$tmp/t.out"
 ok $? "rmemd -t names a missing listen.tls.key with FILE:LINE (rc $rc)" || diag < "$tmp/t.out"
 
+# Every daemon stops cleanly (under the sanitizers: no leak, no error).
+for name in tls plain old ten; do
+	rmemd_ctl "$tmp/$name" "stop TERM" && [ "$REPLY" = "exit 0" ]
+	ok $? "rmemd $name exits 0 on SIGTERM ($REPLY)" || tail -5 "$tmp/$name/rmemd.log" | diag
+done
+
 tap_done
