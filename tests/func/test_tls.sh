@@ -12,7 +12,9 @@
 # port and a tls:// client on the plain port are each -EPROTO at once,
 # never a hang nor clear text; that tls_* parameters without TLS are
 # -EINVAL; that a peer that stalls before or inside the handshake is
-# closed at limits.frame_timeout_ms while others are served; that a
+# closed at limits.frame_timeout_ms while others are served; that a TLS
+# peer sending garbage, or a record that does not authenticate, is closed
+# while others are served; that a
 # recording of the stream (tests/lib/tcprecord.py) holds none of the
 # region's bytes over TLS, and holds them over plain TCP (so the
 # recording would have seen them); that rmemd -t names a bad TLS file
@@ -216,6 +218,40 @@ grep -q "silent closed" "$tmp/stall.out" && grep -q "half closed" "$tmp/stall.ou
 ok $? "both stalled peers are closed within a few seconds" || diag < "$tmp/stall.out"
 grep -q "no TLS handshake within limits.frame_timeout_ms" "$tmp/tls/rmemd.log"
 ok $? "rmemd logs the stalled handshakes"
+
+# ---- hostile TLS peers ----------------------------------------------------------------------
+# After a good handshake: garbage inside TLS (not an rmem frame), and raw
+# bytes beside TLS (a record that does not authenticate).  Each is closed;
+# the daemon serves the next client.
+python3 - "$P" "$T" > "$tmp/hostile.out" 2>&1 << 'EOF'
+import os, socket, ssl, sys
+port, d = int(sys.argv[1]), sys.argv[2]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.load_verify_locations(d + "/ca.pem")
+ctx.load_cert_chain(d + "/client.pem", d + "/client.key")
+def closed(s):
+    s.settimeout(5)
+    try:
+        while s.recv(4096):
+            pass
+        return "closed"
+    except (ssl.SSLError, OSError) as e:
+        return "closed (%s)" % type(e).__name__
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+s.sendall(b"GET / HTTP/1.0\r\n\r\n" * 4)
+print("garbage inside TLS:", closed(s))
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+raw = socket.socket(fileno=os.dup(s.fileno()))  # the same TCP stream, beside TLS
+raw.sendall(b"\x17\x03\x03\x00\x20" + b"\x00" * 32)
+print("forged record:", closed(raw))
+EOF
+grep -q "^garbage inside TLS: closed" "$tmp/hostile.out" &&
+	grep -q "^forged record: closed" "$tmp/hostile.out"
+ok $? "a TLS peer that sends garbage, or a record that does not authenticate, is closed" ||
+	diag < "$tmp/hostile.out"
+client "... and the next client is served" "0 tls" "tls://127.0.0.1:$P?$GOOD" "$PATTERN"
+grep -q "client 127.0.0.1:[0-9]*: TLS: " "$tmp/tls/rmemd.log"
+ok $? "rmemd logs OpenSSL's reason for the forged record" || grep "TLS" "$tmp/tls/rmemd.log" | diag
 
 # ---- what the wire carries ------------------------------------------------------------------
 # record TARGET_PORT OUT: tcprecord.py in front of 127.0.0.1:TARGET_PORT;
