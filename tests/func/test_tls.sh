@@ -17,8 +17,11 @@
 # while others are served; that a
 # recording of the stream (tests/lib/tcprecord.py) holds none of the
 # region's bytes over TLS, and holds them over plain TCP (so the
-# recording would have seen them); that rmemd -t names a bad TLS file
-# with FILE:LINE.  TAP output.
+# recording would have seen them); that a held client resumes over a new
+# handshake after a restart; that with listen.tls.cert_tenants a client
+# certificate's CN proves its tenant (and nothing else: a CN of no tenant,
+# HMAC as another tenant); that rmemd -t names a bad TLS file with
+# FILE:LINE; that every daemon exits 0.  TAP output.
 #
 #   RMEM_BUILD=build tests/func/test_tls.sh
 # run-tests-timeout: 180
