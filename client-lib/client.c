@@ -253,6 +253,7 @@ static int open_stream(struct rmem_client *c, const struct endpoint *ep)
 	c->stream = tls ? tls_kind(tls) : ep->kind == ENDPOINT_UNIX ? "unix" : "tcp";
 	c->eng.fd = fd;
 	c->eng.tls = tls;
+	c->eng.ktls_tx = tls && tls_kernel_tx(tls);
 	return 0;
 }
 

@@ -373,6 +373,7 @@ void eng_reopen(struct engine *e, int fd, struct tls_conn *tls)
 	old = e->fd;
 	e->fd = fd;
 	e->tls = tls;
+	e->ktls_tx = tls && tls_kernel_tx(tls);
 	if (fd >= 0 && __atomic_load_n(&e->stop_recover, __ATOMIC_RELAXED))
 		shutdown(fd, SHUT_RDWR);
 	pthread_mutex_unlock(&e->fd_mu);
@@ -599,9 +600,12 @@ static ssize_t stream_recvv(struct engine *e, struct iovec *iov, int cnt)
 	return e->tls ? tls_readv(e->tls, iov, cnt) : tcp_recvv_some(e->fd, iov, cnt);
 }
 
+/* Under kernel TLS sendmsg() writes records (MSG_NOSIGNAL, one system
+ * call per batch, the caller's buffers to the kernel with no copy). */
 static ssize_t stream_send(struct engine *e, const struct iovec *iov, int cnt)
 {
-	return e->tls ? tls_writev(e->tls, iov, cnt) : tcp_send_some(e->fd, iov, cnt);
+	return e->tls && !e->ktls_tx ? tls_writev(e->tls, iov, cnt)
+				     : tcp_send_some(e->fd, iov, cnt);
 }
 
 /* Plaintext TLS holds already: poll() on the socket would not see it. */

@@ -108,6 +108,7 @@ struct engine {
 	/* TLS on the stream (common/tls.h), NULL for clear text: changed with
 	 * fd, by eng_reopen; every byte goes through it then. */
 	struct tls_conn *tls;
+	bool ktls_tx;            /* the kernel seals what we send: sendmsg() as on TCP */
 	pthread_mutex_t fd_mu;
 	int timeout_ms;          /* longest wait without progress; <= 0 forever */
 	/* Set when the stream state is unknown (timeout, garbage, EOF): every

@@ -537,6 +537,16 @@ const char *tls_error(const struct tls_conn *t)
 	return t->err[0] ? t->err : "no error";
 }
 
+bool tls_kernel_tx(const struct tls_conn *t)
+{
+#ifndef OPENSSL_NO_KTLS
+	return BIO_get_ktls_send(SSL_get_wbio(t->ssl));
+#else
+	(void)t;
+	return false;
+#endif
+}
+
 const char *tls_kind(const struct tls_conn *t)
 {
 #ifndef OPENSSL_NO_KTLS

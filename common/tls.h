@@ -86,8 +86,13 @@ size_t tls_pending(const struct tls_conn *t);
 const char *tls_error(const struct tls_conn *t);
 
 /* "ktls" when the kernel seals and opens this session's records both ways,
- * else "tls" (user space; only valid after the handshake). */
+ * "ktls-tx" when it seals what we send, else "tls" (user space; only
+ * valid after the handshake). */
 const char *tls_kind(const struct tls_conn *t);
+/* Whether the kernel seals what we send: then plain send()/writev() on
+ * the socket are TLS records too (the kernel keeps the sequence), and
+ * region bytes go from their buffer to the kernel with no copy of ours. */
+bool tls_kernel_tx(const struct tls_conn *t);
 /* The subject CN of the peer's verified certificate into buf ("" when it
  * sent none).  0, or -ENAMETOOLONG. */
 int tls_peer_cn(const struct tls_conn *t, char *buf, size_t len);

@@ -112,6 +112,7 @@ static int accept_conn(struct server *srv, int fd, enum session_transport transp
 	}
 	if (t) {
 		c->s->tls_kind = tls_kind(t);
+		c->ktls_tx = tls_kernel_tx(t);
 		/* The handshake's last record may have brought requests with it. */
 		if (tls_pending(t))
 			event_active(c->ev_read, EV_READ, 0);
@@ -174,7 +175,9 @@ static int conn_send_out(struct conn *c)
 	int cnt;
 	ssize_t n;
 
-	if (!c->tls)
+	/* Kernel TLS seals what writev() hands it: the pool's bytes go out by
+	 * reference as on plain TCP (c->ktls_tx, set once after the handshake). */
+	if (!c->tls || c->ktls_tx)
 		return evbuffer_write(c->out, c->fd);
 	cnt = evbuffer_peek(c->out, -1, NULL, v, 16);
 	if (cnt > 16)

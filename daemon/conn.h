@@ -68,6 +68,7 @@ struct conn {
 	/* TLS (common/tls.h), its handshake done (tlsaccept.c), or NULL: every
 	 * byte in and out goes through conn_recv() and conn_send_out(). */
 	struct tls_conn *tls;
+	bool ktls_tx;           /* the kernel seals what we send (tls_kernel_tx) */
 	struct conn *prev, *next;
 };
 
