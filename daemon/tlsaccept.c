@@ -33,6 +33,7 @@ static void pending_free(struct tls_pending *p)
 {
 	struct server *srv = p->srv;
 
+	srv->tls_pending_n--;
 	if (p->ev)
 		event_free(p->ev);
 	if (p->timer)
@@ -208,18 +209,41 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 	pending_free(p);
 }
 
+/*
+ * At most limits.max_clients handshakes (or lingering failures) at once: a
+ * session in the making costs OpenSSL's state and, once it reads, its
+ * 64 KiB buffer.  Past that the oldest goes, as a peer that holds a slot
+ * longest is the likeliest to be stalling, so a flood cannot keep a real
+ * client out for longer than its own handshake takes.
+ */
+static void make_room(struct server *srv)
+{
+	struct tls_pending *oldest = srv->tls_pending;
+
+	if (srv->tls_pending_n < srv->cfg.max_clients || !oldest)
+		return;
+	while (oldest->next)
+		oldest = oldest->next;
+	log_info("client %s: %u TLS handshakes in progress (limits.max_clients); the oldest "
+		 "is dropped", oldest->peer, srv->tls_pending_n);
+	pending_free(oldest);
+}
+
 void tlsaccept_start(struct server *srv, int fd, const char *peer)
 {
-	struct tls_pending *p = calloc(1, sizeof *p);
 	uint32_t ms = srv->cfg.frame_timeout_ms;
 	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
+	struct tls_pending *p;
 
+	make_room(srv);
+	p = calloc(1, sizeof *p);
 	if (!p) {
 		close(fd);
 		return;
 	}
 	p->srv = srv;
 	p->fd = fd;
+	srv->tls_pending_n++;
 	snprintf(p->peer, sizeof p->peer, "%s", peer);
 	p->next = srv->tls_pending;
 	if (p->next)

@@ -222,6 +222,36 @@ ok $? "both stalled peers are closed within a few seconds" || diag < "$tmp/stall
 grep -q "no TLS handshake within limits.frame_timeout_ms" "$tmp/tls/rmemd.log"
 ok $? "rmemd logs the stalled handshakes"
 
+# A flood of silent peers past limits.max_clients (64 here): the oldest
+# handshakes are dropped at once, before their deadline, so that at most
+# 64 are held; a good client connects in the middle of it.
+python3 - "$P" > "$tmp/flood.out" 2>&1 << 'EOF' &
+import socket, sys, time
+port = int(sys.argv[1])
+socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(80)]
+time.sleep(0.3)  # well inside the 700 ms deadline
+gone = 0
+for s in socks:
+    s.setblocking(False)
+    try:
+        if s.recv(1) == b"":
+            gone += 1
+    except BlockingIOError:
+        pass
+    except OSError:
+        gone += 1
+print("dropped early: %d of %d" % (gone, len(socks)))
+EOF
+flood=$!
+client "a good client connects while 80 silent peers flood the handshakes" "0 tls" \
+	"tls://127.0.0.1:$P?$GOOD"
+wait "$flood"
+n=$(sed -n 's/^dropped early: \([0-9]*\) of 80$/\1/p' "$tmp/flood.out")
+[ -n "$n" ] && [ "$n" -ge 16 ] && grep -q "TLS handshakes in progress (limits.max_clients)" \
+	"$tmp/tls/rmemd.log"
+ok $? "past limits.max_clients the oldest handshakes are dropped before their deadline (${n:-?})" ||
+	diag < "$tmp/flood.out"
+
 # ---- hostile TLS peers ----------------------------------------------------------------------
 # After a good handshake: garbage inside TLS (not an rmem frame), and raw
 # bytes beside TLS (a record that does not authenticate).  Each is closed;
