@@ -769,6 +769,12 @@ static int check_listen_tls(struct ctx *ctx, const config_setting_t *root,
 			    "vouches for the certificates' names");
 	if (!cfg->listen_tcp[0])
 		return fail(ctx, g, "listen.tls", "listen.tcp is off: TLS has nothing to serve");
+	/* The port would be TLS only, and etcd:// clients (the repair agent
+	 * among them) dial servers in clear text: a broken cluster, unless
+	 * said here. */
+	if (cfg->cluster_etcd[0])
+		return fail(ctx, g, "listen.tls", "cluster.etcd is set: cluster clients (etcd://) "
+			    "reach their servers over plain TCP only so far");
 	rc = check_tls_file(ctx, g, "listen.tls", "cert", cfg->listen_tls_cert);
 	if (rc == 0)
 		rc = check_tls_file(ctx, g, "listen.tls", "key", cfg->listen_tls_key);

@@ -524,6 +524,11 @@ static const struct bad_case bad_cases[] = {
 	{ "listen.tls.cert no PEM",
 	  "listen = {\n tls = {\n cert = \"/etc/passwd\";\n key = \"/etc/passwd\"; }; };\n",
 	  2, "listen.tls: certificate \"/etc/passwd\" cannot be used" },
+	{ "listen.tls in a cluster",
+	  "cluster = { etcd = \"http://127.0.0.1:2379\"; advertise = \"127.0.0.1:7470\"; };\n"
+	  "listen = {\n tls = { cert = \"/etc/passwd\"; key = \"/etc/passwd\"; }; };\n", 3,
+	  "listen.tls: cluster.etcd is set: cluster clients (etcd://) reach their servers over "
+	  "plain TCP only" },
 	{ "listen.tls with listen.tcp off",
 	  "listen = { tcp = \"\";\n tls = { cert = \"/etc/passwd\"; key = \"/etc/passwd\"; }; };\n",
 	  2, "listen.tls: listen.tcp is off" },
