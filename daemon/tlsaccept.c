@@ -258,6 +258,28 @@ void tlsaccept_start(struct server *srv, int fd, const char *peer)
 	step(p);
 }
 
+/* What the start's log says of kernel TLS: the kernel lists its TCP ULPs
+ * once their modules are in (the tls module may still load on first use). */
+static void note_ktls(const struct config *cfg)
+{
+	char ulps[128] = "?";
+	FILE *f;
+
+	if (!cfg->listen_tls_ktls) {
+		log_notice("listen.tls.ktls = off: records are sealed in user space");
+		return;
+	}
+	f = fopen("/proc/sys/net/ipv4/tcp_available_ulp", "r");
+	if (f && !fgets(ulps, sizeof ulps, f))
+		snprintf(ulps, sizeof ulps, "?");
+	if (f)
+		fclose(f);
+	ulps[strcspn(ulps, "\n")] = 0;
+	log_notice("listen.tls.ktls = auto: kernel TLS where the kernel has its tls module "
+		   "(tcp_available_ulp: %s)%s", ulps, strstr(ulps, "tls") ? "" :
+		   "; without it, user-space TLS; each session's line says which");
+}
+
 int tlsaccept_open(struct server *srv, char *err, size_t errlen)
 {
 	struct tls_config tc;
@@ -275,6 +297,7 @@ int tlsaccept_open(struct server *srv, char *err, size_t errlen)
 	log_notice("listen.tcp: TLS 1.3 only, certificate %s%s%s%s", tc.cert,
 		   tc.ca[0] ? ", client certificates of " : "", tc.ca,
 		   !tc.ca[0] ? "" : tc.require_peer_cert ? " required" : " verified when sent");
+	note_ktls(&srv->cfg);
 	return 0;
 }
 

@@ -90,6 +90,10 @@ OLD=$port_old
 grep -q "listen.tcp: TLS 1.3 only, certificate $T/server.pem, client certificates of $T/ca.pem required" \
 	"$tmp/tls/rmemd.log"
 ok $? "rmemd logs that listen.tcp is TLS 1.3 only and whose certificates it wants"
+grep -q "listen.tls.ktls = auto: kernel TLS where the kernel has its tls module (tcp_available_ulp: " \
+	"$tmp/tls/rmemd.log"
+ok $? "rmemd logs whether this kernel lists the tls ULP for kernel TLS" ||
+	grep ktls "$tmp/tls/rmemd.log" | diag
 
 GOOD="tls_ca=$T/ca.pem&tls_cert=$T/client.pem&tls_key=$T/client.key"
 
