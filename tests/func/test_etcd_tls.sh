@@ -46,8 +46,7 @@ trap cleanup_all EXIT
 # nobody trusts (other) and a client certificate of it (stranger); a
 # client certificate of ca that expired yesterday (expired).
 etcd_tls_certs "$T" &&
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-keyout "$T/other.key" -out "$T/other.pem" -subj "/CN=another CA" 2> "$T/other.err" &&
+	tls_ca "$T" other &&
 	etcd_tls_cert "$T" stranger other 2 && etcd_tls_cert "$T" expired ca -1
 ok $? "openssl makes a CA, the members' and a client's certificates, another CA's and an" \
 	"expired one" || cat "$T"/*.err | diag
