@@ -782,7 +782,14 @@ HOST_PREREQS = all headercheck $(RUN_TOOLS) $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BI
 	$(RESTORE_HELPERS) $(BENCH_BINS) $(if $(HAVE_CLANG),$(FUZZ_BINS))
 # ...and test_tsan.sh's build-tsan.
 HOST_PREREQS += tsan
-.PHONY: check-host check-all
+# Kernel TLS, which the host's kernel lacks: test_tls.sh in the VM, whose
+# kernel has tls.ko, wanting every session sealed by the kernel.  Not in
+# make test yet: it fails, OpenSSL 3.0.19 never asks for the tls ULP on our
+# sockets (strace shows no TCP_ULP), so kernel TLS is unexercised (issue 33).
+check-ktls: all $(CLUSTER_HELPERS)
+	@tests/vm/setup
+	@RMEM_BUILD=$(B) RMEM_VM_TESTS=tests/func/ktls/test_tls.sh tests/vm/suite
+.PHONY: check-host check-all check-ktls
 check-host: $(HOST_PREREQS)
 	@$(MAKE) -s --no-print-directory SANITIZE= all
 	@RMEM_BUILD=$(B) RMEM_TEST_JOBS=$${RMEM_TEST_JOBS:-4} tests/run-tests $(HOST_TESTS)

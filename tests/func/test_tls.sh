@@ -23,6 +23,10 @@
 # HMAC as another tenant); that rmemd -t names a bad TLS file with
 # FILE:LINE; that every daemon exits 0.  TAP output.
 #
+# With RMEM_TLS_KERNEL=1 (tests/func/ktls/test_tls.sh, in the VM, whose
+# kernel has the tls module) the kernel must be sealing: each check that
+# names the transport wants "ktls" (or "ktls-tx") where it wants "tls".
+#
 #   RMEM_BUILD=build tests/func/test_tls.sh
 # run-tests-timeout: 180
 set -u
@@ -37,6 +41,15 @@ command -v openssl > /dev/null ||
 CLIENT=$B/tests/tls_client
 RMEMCTL=$B/rmemctl
 [ -x "$CLIENT" ] || skip_all "$CLIENT is not built"
+# KIND: what rmem_transport(), rmemctl clients and rmemd's log call a TLS
+# session here (a prefix: kernel TLS is "ktls", or "ktls-tx" when the
+# kernel seals only what is sent).
+KIND=tls
+if [ -n "${RMEM_TLS_KERNEL:-}" ]; then
+	KIND=ktls
+	grep -qw tls /proc/sys/net/ipv4/tcp_available_ulp
+	ok $? "RMEM_TLS_KERNEL: the kernel lists the tls ULP ($(cat /proc/sys/net/ipv4/tcp_available_ulp))"
+fi
 T=$tmp/certs
 PATTERN="rmem-tls-region-bytes-$$-0123456789abcdef"
 
@@ -108,17 +121,17 @@ client() {
 }
 
 client "tls:// with the CA, a client certificate and its key in the URL: connects over tls" \
-	"0 tls" "tls://127.0.0.1:$P?$GOOD" "$PATTERN"
+	"0 $KIND" "tls://127.0.0.1:$P?$GOOD" "$PATTERN"
 grep -q "^io: ok" "$tmp/c.out"
 ok $? "... and writes and reads 256 KiB back" || diag < "$tmp/c.out"
 TLS_CLIENT_OPTS="$T/ca.pem,$T/client.pem,$T/client.key," \
-	client "the same files as rmem_opts tls_ca, tls_cert, tls_key" "0 tls" "tls://127.0.0.1:$P"
-client "127.0.0.1:PORT?tls=1&...: TLS as tls:// says" "0 tls" "127.0.0.1:$P?tls=1&$GOOD" \
+	client "the same files as rmem_opts tls_ca, tls_cert, tls_key" "0 $KIND" "tls://127.0.0.1:$P"
+client "127.0.0.1:PORT?tls=1&...: TLS as tls:// says" "0 $KIND" "127.0.0.1:$P?tls=1&$GOOD" \
 	"$PATTERN"
-client "tls://localhost:PORT: the name localhost is checked and matches" "0 tls" \
+client "tls://localhost:PORT: the name localhost is checked and matches" "0 $KIND" \
 	"tls://localhost:$P?$GOOD"
-grep -q "client 127.0.0.1:[0-9]*: TLS 1.3 (tls)" "$tmp/tls/rmemd.log"
-ok $? "rmemd logs each session's TLS and which kind (user space here)"
+grep -q "client 127.0.0.1:[0-9]*: TLS 1.3 ($KIND" "$tmp/tls/rmemd.log"
+ok $? "rmemd logs each session's TLS and which kind ($KIND here)"
 
 # rmemctl clients on the Unix socket names a TLS session's transport.
 mkfifo "$tmp/hold.in"
@@ -128,7 +141,7 @@ holder=$!
 exec 9> "$tmp/hold.in"
 for _ in $(seq 100); do grep -q holding "$tmp/hold.out" && break; sleep 0.05; done
 "$RMEMCTL" -s "$tmp/tls/rmemd.sock" clients > "$tmp/clients.out" 2>&1
-grep -qE "^ *[0-9]+ +tls " "$tmp/clients.out"
+grep -qE "^ *[0-9]+ +$KIND[^ ]* " "$tmp/clients.out"
 ok $? "rmemctl clients shows the tls:// session's transport as tls" ||
 	diag < "$tmp/clients.out"
 
@@ -142,7 +155,7 @@ for _ in $(seq 200); do grep -q "client [0-9]* (.*) resumed" "$tmp/tls/rmemd.log
 	sleep 0.05; done
 echo io >&9
 for _ in $(seq 200); do grep -q "^transport:" "$tmp/hold.out" && break; sleep 0.05; done
-[ "$(grep -c "^io: ok" "$tmp/hold.out")" -eq 2 ] && grep -q "^transport: tls" "$tmp/hold.out" &&
+[ "$(grep -c "^io: ok" "$tmp/hold.out")" -eq 2 ] && grep -q "^transport: $KIND" "$tmp/hold.out" &&
 	grep -q "client [0-9]* (.*) resumed" "$tmp/tls/rmemd.log"
 ok $? "the held tls:// client resumes after the restart and moves bytes again" ||
 	{ diag < "$tmp/hold.out"; grep -i "resum\|TLS" "$tmp/tls/rmemd.log" | tail -5 | diag; }
@@ -217,7 +230,7 @@ for name, s in (("silent", silent), ("half", half)):
         print("%s: %s after %.1f s" % (name, e, time.monotonic() - t0))
 EOF
 stall=$!
-client "a good client is served while two peers stall their handshakes" "0 tls" \
+client "a good client is served while two peers stall their handshakes" "0 $KIND" \
 	"tls://127.0.0.1:$P?$GOOD" "$PATTERN"
 wait "$stall"
 grep -q "silent closed" "$tmp/stall.out" && grep -q "half closed" "$tmp/stall.out" &&
@@ -247,7 +260,7 @@ for s in socks:
 print("dropped early: %d of %d" % (gone, len(socks)))
 EOF
 flood=$!
-client "a good client connects while 80 silent peers flood the handshakes" "0 tls" \
+client "a good client connects while 80 silent peers flood the handshakes" "0 $KIND" \
 	"tls://127.0.0.1:$P?$GOOD"
 wait "$flood"
 n=$(sed -n 's/^dropped early: \([0-9]*\) of 80$/\1/p' "$tmp/flood.out")
@@ -286,7 +299,7 @@ grep -q "^garbage inside TLS: closed" "$tmp/hostile.out" &&
 	grep -q "^forged record: closed" "$tmp/hostile.out"
 ok $? "a TLS peer that sends garbage, or a record that does not authenticate, is closed" ||
 	diag < "$tmp/hostile.out"
-client "... and the next client is served" "0 tls" "tls://127.0.0.1:$P?$GOOD" "$PATTERN"
+client "... and the next client is served" "0 $KIND" "tls://127.0.0.1:$P?$GOOD" "$PATTERN"
 grep -q "client 127.0.0.1:[0-9]*: TLS: " "$tmp/tls/rmemd.log"
 ok $? "rmemd logs OpenSSL's reason for the forged record" || grep "TLS" "$tmp/tls/rmemd.log" | diag
 
@@ -302,7 +315,7 @@ record() {
 	rport=$(cat "$2.port")
 }
 record "$P" "$tmp/wire.tls"
-client "through a recording proxy, a tls:// client writes and reads its region" "0 tls" \
+client "through a recording proxy, a tls:// client writes and reads its region" "0 $KIND" \
 	"tls://127.0.0.1:$rport?$GOOD" "$PATTERN"
 kill -TERM "$proxy"
 wait "$proxy" 2> /dev/null
@@ -332,27 +345,27 @@ start ten --listen-tls "$T/server.pem,$T/server.key,$T/ca.pem,cert-tenants"
 ok $? "rmemd starts with tenants and listen.tls.cert_tenants"
 # shellcheck disable=SC2154
 TEN=$port_ten
-client "a certificate whose CN is tenant client: connects as it, no secret" "0 tls" \
+client "a certificate whose CN is tenant client: connects as it, no secret" "0 $KIND" \
 	"tls://127.0.0.1:$TEN?$GOOD" "$PATTERN"
-grep -q "TLS 1.3 (tls), certificate of tenant client" "$tmp/ten/rmemd.log"
+grep -qE "TLS 1.3 \($KIND[^)]*\), certificate of tenant client" "$tmp/ten/rmemd.log"
 ok $? "rmemd logs the session's tenant from its certificate"
 client "no certificate and no secret: anonymous, refused (-EACCES)" "-13 EACCES" \
 	"tls://127.0.0.1:$TEN?tls_ca=$T/ca.pem"
 client "a certificate whose CN names no tenant: anonymous, refused (-EACCES)" "-13 EACCES" \
 	"tls://127.0.0.1:$TEN?tls_ca=$T/ca.pem&tls_cert=$T/nobody.pem&tls_key=$T/nobody.key"
 TLS_CLIENT_TENANT="client,$T/client.secret" client \
-	"the certificate's tenant proven by HMAC as well: connects" "0 tls" "tls://127.0.0.1:$TEN?$GOOD"
+	"the certificate's tenant proven by HMAC as well: connects" "0 $KIND" "tls://127.0.0.1:$TEN?$GOOD"
 TLS_CLIENT_TENANT="other,$T/other.secret" client \
 	"HMAC as another tenant than the certificate's: -EACCES" "-13 EACCES" \
 	"tls://127.0.0.1:$TEN?$GOOD"
 grep -q "AUTH as another tenant than the client certificate's (client)" "$tmp/ten/rmemd.log"
 ok $? "rmemd logs why"
 TLS_CLIENT_TENANT="other,$T/other.secret" client \
-	"no certificate, HMAC as tenant other: connects (HMAC beside certificates)" "0 tls" \
+	"no certificate, HMAC as tenant other: connects (HMAC beside certificates)" "0 $KIND" \
 	"tls://127.0.0.1:$TEN?tls_ca=$T/ca.pem"
 # Without cert_tenants, the same certificate proves nothing.
 client "on rmemd without cert_tenants the CN is no tenant: the plain daemon's policy" \
-	"0 tls" "tls://127.0.0.1:$P?$GOOD"
+	"0 $KIND" "tls://127.0.0.1:$P?$GOOD"
 ! grep -q "certificate of tenant" "$tmp/tls/rmemd.log"
 ok $? "... and rmemd with listen.tls but without cert_tenants names no tenant"
 
