@@ -98,7 +98,7 @@ DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
 DAEMON_LIB_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/rmemctl_names.c \
 	client-lib/tools/rmemctl_cluster.c client-lib/tools/rmemctl_sweep.c
-CTL_SRCS += client-lib/tools/rmemctl_redundant.c
+CTL_SRCS += client-lib/tools/rmemctl_redundant.c client-lib/tools/rmemctl_drain.c
 
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
 COMMON_LIB := $(B)/libcommon.a
@@ -179,6 +179,8 @@ CLUSTER_HELPERS += $(B)/tests/test_redund_stale
 # ...and the repair agent against look-alike names and a forger in etcd, by
 # tests/func/test_repair_hostile.sh.
 CLUSTER_HELPERS += $(B)/tests/test_repair_hostile
+# ...and a member drained under a writer and a reader, by tests/func/test_drain.sh.
+CLUSTER_HELPERS += $(B)/tests/test_drain
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # clients those tests run against the installed rmemd.
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
@@ -270,6 +272,7 @@ $(B)/rmemd: $(DAEMON_OBJS) $(B)/librmem.a $(ETCD_LIB) $(COMMON_LIB)
 $(B)/tool/client-lib/tools/rmemctl_cluster.o: TOOL_INC += $(COMMON_INC)
 $(B)/tool/client-lib/tools/rmemctl_sweep.o: TOOL_INC += $(COMMON_INC)
 $(B)/tool/client-lib/tools/rmemctl_redundant.o: TOOL_INC += $(COMMON_INC)
+$(B)/tool/client-lib/tools/rmemctl_drain.o: TOOL_INC += $(COMMON_INC)
 CTL_LINK = $(CTL_OBJS) -L$(B) -lrmem $(ETCD_LIB) $(COMMON_LIB) $(ETCD_LIBS)
 $(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR) $(ETCD_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_LINK) -Wl,-rpath,'$$ORIGIN'
@@ -752,6 +755,7 @@ HOST_TESTS += tests/func/test_starter.py
 HOST_TESTS += tests/func/test_redundancy.sh tests/func/test_repair.sh tests/func/test_repair_pace.sh
 HOST_TESTS += tests/func/test_redund_life.sh tests/func/test_redund_stale.sh
 HOST_TESTS += tests/func/test_repair_hostile.sh
+HOST_TESTS += tests/func/test_drain.sh
 HOST_TESTS += tests/func/test_hostile_writer.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
 HOST_TESTS += tests/func/test_etcd_client.sh

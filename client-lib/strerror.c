@@ -67,6 +67,9 @@ static const char *rmem_meaning(int code)
 		return "name longer than RMEM_NAME_MAX (255) bytes";
 	case EBADMSG:
 		return "the daemon could not decode a request";
+	case ESHUTDOWN:
+		return "the server is draining (rmemctl cluster drain): it takes no new "
+		       "regions or names; a cluster client places them on the others";
 	case EBADE:
 		return "etcd over TLS: an etcd member's certificate does not verify against "
 		       "the etcd_ca file (another CA, expired, or not made out to the host or "

@@ -1,0 +1,356 @@
+/*
+ * test_drain.c - draining a member (issue 32, first part): against a real
+ * 3-member etcd and four rmemd (s0..s3, 64 MiB, lease_ms 1000, repair agents
+ * on) that tests/func/test_drain.sh starts; this program is its TAP stream.
+ *
+ * Environment (the script sets it):
+ *   RMEM_CLUSTER_URL   etcd://H:P,H:P,H:P/NAME
+ *   RMEM_CLUSTER_HOOK  the script's hook: tcp I, record-free I, drain-refused I,
+ *                      drain I ARGS, undrain I ARGS, key I, listed I, metric NAME,
+ *                      promcheck, regions I, pieces NAME
+ *
+ * Checks, in three acts.
+ * 1. Refused for room: s0 holds 24 MiB, s1..s3 have 6 MiB free each;
+ *    rmemctl cluster drain s0 exits 1 naming both figures, and writes no
+ *    drain key.
+ * 2. The drain under a writer and a reader: 2+1 named regions closed (the
+ *    agent moves them), one held by a writer whose thread rewrites it
+ *    round after round and read by another client's thread all along,
+ *    each read checked word by word against the rounds acknowledged before
+ *    it began (never an older one); s0 drained with --wait: it ends with
+ *    nothing on s0; while draining, s0 refuses ALLOC and CREATE from a
+ *    single-server client (-ESHUTDOWN), cluster clients place nothing
+ *    there, rmemctl cluster lists it draining (table and JSON), its
+ *    /metrics says rmem_cluster_draining 1 (promtool check passes); after:
+ *    no piece of any region on s0, the reader and the writer saw no error
+ *    and no old word, every byte reads from a fresh client.
+ * 3. Undrain: s0 takes allocations again, from a single-server client and
+ *    from cluster clients' placement.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rmem.h>
+
+#include "redund_prog.h"
+#include "tap.h"
+
+#define MiB (1ull << 20)
+#define RESUME_MS 300
+#define NCLOSED 6
+#define NSIZE (2 * MiB)
+#define WSIZE MiB
+
+static const char *base_url;
+static char url21[1024];
+
+/* sI's own endpoint, as its record says: a client that is no cluster's,
+ * which placement and the records never steer. */
+static rmem_client *single(int i)
+{
+	char ep[160];
+	rmem_client *c = NULL;
+	int rc;
+
+	if (hook_line(ep, sizeof ep, "tcp %d", i))
+		return NULL;
+	rc = rmem_connect(ep, NULL, &c);
+	if (rc)
+		diag("connect %s: %s", ep, rmem_strerror(rc));
+	return rc ? NULL : c;
+}
+
+/* Waits (up to 10 s) until sI's record says at most max (at_most) or at
+ * least min free bytes. */
+static bool record_free(int i, bool at_most, long bytes)
+{
+	char what[64];
+
+	snprintf(what, sizeof what, "record-free %d", i);
+	for (int t = 0; t < 100; t++) {
+		long f = hook_num(what);
+
+		if (f >= 0 && (at_most ? f <= bytes : f >= bytes))
+			return true;
+		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+	}
+	return false;
+}
+
+/* ---- act 1: too little room elsewhere --------------------------------------------- */
+
+static void act_room(void)
+{
+	rmem_client *s[4] = { NULL };
+	struct rmem_region r[4];
+	bool made = true;
+
+	for (int i = 0; i < 4; i++) {
+		s[i] = single(i);
+		made = made && s[i] && rmem_alloc(s[i], i ? 58 * MiB : 24 * MiB, 0, &r[i]) == 0;
+	}
+	ok(made, "s0 holds 24 MiB, s1..s3 58 MiB each (single-server clients)");
+	ok(record_free(0, true, 40 * MiB) && record_free(1, true, 6 * MiB) &&
+	   record_free(2, true, 6 * MiB) && record_free(3, true, 6 * MiB),
+	   "their records say so");
+	ok(run_hook("drain-refused 0") == 0,
+	   "rmemctl cluster drain s0: refused, exit 1, 'refused: s0 holds 24.0 MiB ... the other "
+	   "members have 18.0 MiB free', and no drain key written");
+	for (int i = 0; i < 4; i++)
+		if (s[i])
+			rmem_close(s[i]);
+	ok(record_free(0, false, 64 * MiB) && record_free(1, false, 64 * MiB) &&
+	   record_free(2, false, 64 * MiB) && record_free(3, false, 64 * MiB),
+	   "freed again: every record says 64 MiB free");
+}
+
+/* ---- act 2: the drain under a writer and a reader ----------------------------------- */
+
+/* Word w of round v: the round above, the word's index below, so a word
+ * from an older round, or from another place, is seen as such. */
+static uint64_t word(uint64_t v, uint64_t w)
+{
+	return v << 32 | w;
+}
+
+struct traffic {
+	rmem_client *wc, *rc;
+	struct rmem_region w, r;
+	_Atomic uint64_t acked;        /* the last round whose write returned 0 */
+	_Atomic bool stop;
+	/* the writer's and the reader's, read after the join */
+	uint64_t rounds, reads, old_words, bad_words, write_errs, read_errs;
+	int first_write_err, first_read_err;
+};
+
+static void *writer_main(void *arg)
+{
+	struct traffic *t = arg;
+	uint64_t *b = malloc(WSIZE);
+
+	for (uint64_t v = atomic_load(&t->acked) + 1; b && !atomic_load(&t->stop); v++) {
+		int rc;
+
+		for (uint64_t i = 0; i < WSIZE / 8; i++)
+			b[i] = word(v, i);
+		rc = rmem_write(t->wc, &t->w, 0, b, WSIZE);
+		if (rc) {
+			if (!t->write_errs++)
+				t->first_write_err = rc;
+			continue;
+		}
+		atomic_store(&t->acked, v);
+		t->rounds++;
+	}
+	free(b);
+	return NULL;
+}
+
+static void *reader_main(void *arg)
+{
+	struct traffic *t = arg;
+	uint64_t *b = malloc(WSIZE);
+
+	while (b && !atomic_load(&t->stop)) {
+		uint64_t before = atomic_load(&t->acked), after;
+		int rc = rmem_read(t->rc, &t->r, 0, b, WSIZE);
+
+		after = atomic_load(&t->acked);
+		if (rc) {
+			if (!t->read_errs++)
+				t->first_read_err = rc;
+			continue;
+		}
+		t->reads++;
+		for (uint64_t i = 0; i < WSIZE / 8; i++) {
+			uint64_t v = b[i] >> 32;
+
+			if ((b[i] & 0xffffffffu) != i || v > after + 1)
+				t->bad_words++;
+			else if (v < before)
+				t->old_words++; /* acknowledged over before the read began */
+		}
+	}
+	free(b);
+	return NULL;
+}
+
+static int on_s0(const char *name)
+{
+	int srv[8], n = pieces_of(name, srv, 8), k = 0;
+
+	for (int i = 0; i < n; i++)
+		k += srv[i] == 0;
+	return n ? k : -1;
+}
+
+static void act_drain(rmem_client *c)
+{
+	unsigned char *nb[NCLOSED];
+	char nname[NCLOSED][16];
+	struct traffic t = { .stop = false };
+	pthread_t wt, rt;
+	rmem_client *s0, *p, *d;
+	struct rmem_region x;
+	int before = 0, rc, after;
+	bool all;
+
+	for (int i = 0; i < NCLOSED; i++) {
+		nb[i] = malloc(NSIZE);
+		if (!nb[i])
+			exit(1);
+		pattern(nb[i], NSIZE, 40 + i);
+		snprintf(nname[i], sizeof nname[i], "n%d", i);
+		ok(make_named(c, nname[i], nb[i], NSIZE), "%s: 2+1, 2 MiB, named, filled, closed",
+		   nname[i]);
+		before += on_s0(nname[i]) > 0;
+	}
+	t.wc = connect_url(url21, RESUME_MS, 5000, &rc);
+	t.rc = connect_url(url21, RESUME_MS, 5000, &rc);
+	/* The held one must have a piece on s0: made until it has. */
+	for (int tries = 0; tries < 8; tries++) {
+		if (t.wc && rmem_create(t.wc, "w", WSIZE, 0, &t.w) == 0 && on_s0("w") > 0)
+			break;
+		if (t.wc && rmem_unlink(t.wc, "w") == 0)
+			rmem_free(t.wc, &t.w);
+	}
+	ok(on_s0("w") > 0 && before > 0,
+	   "w (2+1, 1 MiB) held by a writer, with a piece on s0; %d of the %d closed have one too",
+	   before, NCLOSED);
+	ok(t.rc && rmem_open(t.rc, "w", RMEM_READ, &t.r) == 0, "another client opens w read-only");
+	{
+		/* Round 1 before the reader starts: zeros are no round. */
+		uint64_t *b = malloc(WSIZE);
+
+		for (uint64_t i = 0; b && i < WSIZE / 8; i++)
+			b[i] = word(1, i);
+		ok(b && rmem_write(t.wc, &t.w, 0, b, WSIZE) == 0, "the writer writes round 1");
+		free(b);
+	}
+	t.acked = 1;
+	pthread_create(&wt, NULL, writer_main, &t);
+	pthread_create(&rt, NULL, reader_main, &t);
+	nanosleep(&(struct timespec){ .tv_nsec = 300000000 }, NULL);
+
+	ok(run_hook("drain 0 --wait --timeout 90") == 0,
+	   "rmemctl cluster drain s0 --wait: ends, saying nothing is left on s0");
+	ok(run_hook("key 0") == 0, "the drain key of s0 is in etcd");
+	ok(run_hook("listed 0") == 0, "rmemctl cluster lists s0 draining, in its table and --json");
+	ok(hook_num("metric rmem_cluster_draining") == 1, "s0's /metrics: rmem_cluster_draining 1");
+	ok(run_hook("promcheck") == 0, "promtool check metrics passes on s0's page");
+	ok(hook_num("regions 0") == 0, "s0 holds no region (rmemctl regions on its socket)");
+	all = true;
+	for (int i = 0; i < NCLOSED; i++)
+		all = all && on_s0(nname[i]) == 0;
+	ok(all && on_s0("w") == 0, "no record places a piece on s0 any more");
+
+	s0 = single(0);
+	ok(s0 && rmem_alloc(s0, MiB, 0, &x) == -ESHUTDOWN,
+	   "a single-server client's ALLOC on s0: -ESHUTDOWN (%s)", rmem_strerror(-ESHUTDOWN));
+	ok(s0 && rmem_create(s0, "plain-on-s0", MiB, 0, &x) == -ESHUTDOWN,
+	   "its CREATE on s0: -ESHUTDOWN");
+	p = connect_url(base_url, RESUME_MS, 5000, &rc);
+	all = p != NULL;
+	for (int i = 0; i < 12 && all; i++)
+		all = rmem_alloc(p, MiB, 0, &x) == 0;
+	ok(all && rmem_create(p, "plain", MiB, 0, &x) == 0 && hook_num("regions 0") == 0,
+	   "a cluster client's 12 allocations and a create: none on s0");
+
+	/* Some more rounds after the move, then the traffic ends. */
+	nanosleep(&(struct timespec){ .tv_nsec = 500000000 }, NULL);
+	atomic_store(&t.stop, true);
+	pthread_join(wt, NULL);
+	pthread_join(rt, NULL);
+	diag("writer: %llu rounds, %llu errors (first %s); reader: %llu reads, %llu errors "
+	     "(first %s), %llu old words, %llu wrong words",
+	     (unsigned long long)t.rounds, (unsigned long long)t.write_errs,
+	     rmem_strerror(t.first_write_err), (unsigned long long)t.reads,
+	     (unsigned long long)t.read_errs, rmem_strerror(t.first_read_err),
+	     (unsigned long long)t.old_words, (unsigned long long)t.bad_words);
+	ok(t.rounds > 2 && t.write_errs == 0, "the writer wrote on through the drain without an error");
+	ok(t.reads > 2 && t.read_errs == 0,
+	   "the reader read on through the drain without an error (it followed the moved piece)");
+	ok(t.old_words == 0 && t.bad_words == 0,
+	   "no read returned a word older than the last round acknowledged before it began");
+	d = connect_url(url21, RESUME_MS, 5000, &rc);
+	all = d != NULL;
+	for (int i = 0; i < NCLOSED && all; i++)
+		all = named_reads(d, nname[i], nb[i], NSIZE);
+	ok(all, "every byte of the closed regions reads from a fresh client");
+	{
+		uint64_t *b = malloc(WSIZE), v = atomic_load(&t.acked);
+		struct rmem_region w;
+		bool same = b && d && rmem_open(d, "w", RMEM_READ, &w) == 0 &&
+			    rmem_read(d, &w, 0, b, WSIZE) == 0;
+
+		for (uint64_t i = 0; same && i < WSIZE / 8; i++)
+			same = b[i] == word(v, i);
+		ok(same, "w reads its last round (%llu) whole from a fresh client",
+		   (unsigned long long)v);
+		free(b);
+	}
+	after = (int)hook_num("regions 0");
+	ok(after == 0, "s0 still holds nothing");
+	if (d)
+		rmem_close(d);
+	if (p)
+		rmem_close(p);
+	if (s0)
+		rmem_close(s0);
+	rmem_close(t.rc);
+	rmem_close(t.wc);
+	for (int i = 0; i < NCLOSED; i++)
+		free(nb[i]);
+}
+
+/* ---- act 3: undrain ------------------------------------------------------------------ */
+
+static void act_undrain(void)
+{
+	rmem_client *s0, *p;
+	struct rmem_region x;
+	int rc;
+
+	ok(run_hook("undrain 0 --wait --timeout 20") == 0,
+	   "rmemctl cluster undrain s0 --wait: s0's record says it takes regions again");
+	ok(run_hook("key 0") != 0, "the drain key is gone");
+	ok(hook_num("metric rmem_cluster_draining") == 0, "s0's /metrics: rmem_cluster_draining 0");
+	s0 = single(0);
+	ok(s0 && rmem_alloc(s0, MiB, 0, &x) == 0 && rmem_free(s0, &x) == 0,
+	   "a single-server client allocates on s0 again");
+	p = connect_url(base_url, RESUME_MS, 5000, &rc);
+	/* s0 has the most room: placement by free bytes goes there first. */
+	for (int i = 0; p && i < 12; i++)
+		(void)rmem_alloc(p, MiB, 0, &x);
+	ok(hook_num("regions 0") > 0, "a cluster client's 12 allocations: some on s0 again (%ld)",
+	   hook_num("regions 0"));
+	if (p)
+		rmem_close(p);
+	if (s0)
+		rmem_close(s0);
+}
+
+int main(void)
+{
+	rmem_client *c;
+	int rc;
+
+	base_url = redund_env("RMEM_CLUSTER_URL and RMEM_CLUSTER_HOOK are set by test_drain.sh");
+	snprintf(url21, sizeof url21, "%s?redundancy=2+1", base_url);
+	act_room();
+	c = connect_url(url21, RESUME_MS, 5000, &rc);
+	ok(c != NULL, "a 2+1 cluster client: %s", rmem_strerror(rc));
+	if (!c)
+		return tap_done();
+	act_drain(c);
+	rmem_close(c);
+	act_undrain();
+	return tap_done();
+}

@@ -1,0 +1,82 @@
+#!/bin/bash
+# test_drain.sh - draining a member (issue 32, first part): a real 3-member
+# etcd on loopback and four rmemd of 64 MiB (s0..s3, each under its starter
+# and fd store, lease_ms 1000, cluster.repair_grace_ms 1500; s0 serves
+# /metrics), then $B/tests/test_drain, whose TAP stream this is (what it
+# checks is at its top).  It calls this script back as its hook
+# (tests/lib/redund_hook.sh).
+#
+#   RMEM_BUILD=build-san tests/run-tests tests/func/test_drain.sh
+# run-tests-timeout: 300
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+NSRV=4
+. tests/lib/redund_hook.sh
+
+# sI's record field $2.
+field() {
+	server_key "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
+}
+# s0's /metrics page.
+page() { python3 -c 'import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen("http://%s/metrics" % sys.argv[1], timeout=3).read().decode())' \
+	"$(cat "$dir/metrics0")"; }
+
+# ---- the hook: test_drain runs "$0 --hook DIR CMD ARGS" -----------------------------
+hook_cmd() {
+	case $cmd in
+	tcp) field "$1" tcp ;;
+	record-free) field "$1" free_bytes ;;
+	drain | undrain) # rmemctl cluster drain|undrain sI ARGS..., its output as comments
+		i=$1
+		shift
+		"$B/rmemctl" -e "$URL" cluster "$cmd" "s$i" "$@" > "$dir/ctl.out" 2>&1
+		rc=$?
+		sed 's/^/# rmemctl: /' "$dir/ctl.out" >&2
+		[ $rc = 0 ] || exit $rc
+		[ "$cmd" = undrain ] || grep -q "^s$i: drained: nothing is left on it$" "$dir/ctl.out" ;;
+	drain-refused) # rmemctl cluster drain sI: exit 1 with the figures, no key
+		"$B/rmemctl" -e "$URL" cluster drain "s$1" > "$dir/ctl.out" 2>&1
+		rc=$?
+		sed 's/^/# rmemctl: /' "$dir/ctl.out" >&2
+		[ $rc = 1 ] &&
+			grep -q "refused: s$1 holds 24.0 MiB .*; the other members have 18.0 MiB free" \
+				"$dir/ctl.out" &&
+			[ -z "$(etcdctl_ get "/rmem/$NAME/drain/s$1" --print-value-only)" ] ;;
+	key) [ -n "$(etcdctl_ get "/rmem/$NAME/drain/s$1" --print-value-only)" ] ;;
+	listed) # rmemctl cluster shows sI draining, as a table and as JSON
+		"$B/rmemctl" -e "$URL" cluster > "$dir/ctl.out" || exit 1
+		sed 's/^/# /' "$dir/ctl.out" >&2
+		grep -q "^s$1  .* draining$" "$dir/ctl.out" || exit 1
+		"$B/rmemctl" -e "$URL" --json cluster | python3 -c '
+import json, sys
+s = {x["id"]: x for x in json.load(sys.stdin)["servers"]}
+sys.exit(0 if s[sys.argv[1]]["draining"] is True and
+         all(not v["draining"] for k, v in s.items() if k != sys.argv[1]) else 1)' "s$1" ;;
+	metric) page | awk -v m="$1" '$1 == m { print $2 }' ;;
+	promcheck)
+		page > "$dir/m0.txt" || exit 1
+		promtool check metrics < "$dir/m0.txt" > "$dir/promtool.out" 2>&1
+		rc=$?
+		sed 's/^/# promtool: /' "$dir/promtool.out" >&2
+		exit $rc ;;
+	regions) # how many regions sI holds (its admin socket)
+		"$B/rmemctl" -s "$dir/r$1.sock" --json regions |
+			python3 -c 'import json, sys; print(len(json.load(sys.stdin)["regions"]))' ;;
+	*) hook_common "$@" ;;
+	esac
+}
+redund_hook "$@"
+
+. tests/lib/cluster_prog.sh rmem-drain test_drain
+command -v promtool > /dev/null || skip_all "promtool is not installed"
+NAME=dr$$
+# s0 serves /metrics on a port of its own.
+metrics0() {
+	[ "$1" = 0 ] || return 0
+	echo "127.0.0.1:$(free_port)" > "$tmp/metrics0"
+	sed -i "s|metrics = \"\"|metrics = \"$(cat "$tmp/metrics0")\"|" "$tmp/r0.conf"
+}
+redund_up 1000,1500 info metrics0
+server_diag() { grep "repair:\|draining" "$tmp/r$1.log" | head -8 | sed "s/^/s$1: /" | diag; }
+redund_run
