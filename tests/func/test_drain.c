@@ -120,15 +120,39 @@ static uint64_t word(uint64_t v, uint64_t w)
 	return v << 32 | w;
 }
 
+#define NANON 4
+#define ASIZE (512 * 1024)
+
 struct traffic {
-	rmem_client *wc, *rc;
-	struct rmem_region w, r;
+	rmem_client *wc, *rc, *pc;
+	struct rmem_region w, r, p;
+	/* The reader's client's own anonymous 2+1 regions, which only it
+	 * can move (its next calls do), read back each round. */
+	struct rmem_region anon[NANON];
+	unsigned char *ab[NANON];
 	_Atomic uint64_t acked;        /* the last round whose write returned 0 */
 	_Atomic bool stop;
 	/* the writer's and the reader's, read after the join */
 	uint64_t rounds, reads, old_words, bad_words, write_errs, read_errs;
 	int first_write_err, first_read_err;
+	uint64_t anon_reads, anon_bad, posted, posted_old, posted_bad, posted_errs;
+	int first_posted_err;
 };
+
+/* Every word of a read of w (b) against the rounds acknowledged before
+ * it began and after it ended: adds to *old and *bad. */
+static void words_check(const uint64_t *b, uint64_t before, uint64_t after, uint64_t *old,
+			uint64_t *bad)
+{
+	for (uint64_t i = 0; i < WSIZE / 8; i++) {
+		uint64_t v = b[i] >> 32;
+
+		if ((b[i] & 0xffffffffu) != i || v > after + 1)
+			++*bad;
+		else if (v < before)
+			++*old; /* acknowledged over before the read began */
+	}
+}
 
 static void *writer_main(void *arg)
 {
@@ -169,14 +193,39 @@ static void *reader_main(void *arg)
 			continue;
 		}
 		t->reads++;
-		for (uint64_t i = 0; i < WSIZE / 8; i++) {
-			uint64_t v = b[i] >> 32;
-
-			if ((b[i] & 0xffffffffu) != i || v > after + 1)
-				t->bad_words++;
-			else if (v < before)
-				t->old_words++; /* acknowledged over before the read began */
+		words_check(b, before, after, &t->old_words, &t->bad_words);
+		for (int a = 0; a < NANON; a++) {
+			rc = rmem_read(t->rc, &t->anon[a], 0, b, ASIZE);
+			t->anon_reads++;
+			t->anon_bad += rc != 0 || memcmp(b, t->ab[a], ASIZE) != 0;
 		}
+	}
+	free(b);
+	return NULL;
+}
+
+/* The same reads of w, posted, on a client of their own. */
+static void *posted_main(void *arg)
+{
+	struct traffic *t = arg;
+	uint64_t *b = malloc(WSIZE);
+
+	while (b && !atomic_load(&t->stop)) {
+		uint64_t before = atomic_load(&t->acked), after;
+		struct rmem_completion done;
+		int rc = rmem_post_read(t->pc, &t->p, 0, b, WSIZE, 7);
+
+		while (rc == 0 && (rc = rmem_poll(t->pc, &done, 1, 5000)) == 0)
+			;
+		rc = rc == 1 ? done.status : rc < 0 ? rc : -ETIMEDOUT;
+		after = atomic_load(&t->acked);
+		if (rc) {
+			if (!t->posted_errs++)
+				t->first_posted_err = rc;
+			continue;
+		}
+		t->posted++;
+		words_check(b, before, after, &t->posted_old, &t->posted_bad);
 	}
 	free(b);
 	return NULL;
@@ -205,7 +254,7 @@ static void act_drain(rmem_client *c)
 	unsigned char *nb[NCLOSED];
 	char nname[NCLOSED][16];
 	struct traffic t = { .stop = false };
-	pthread_t wt, rt;
+	pthread_t wt, rt, pt;
 	rmem_client *s0, *p, *d;
 	struct rmem_region x;
 	int before = 0, rc, after;
@@ -235,6 +284,20 @@ static void act_drain(rmem_client *c)
 	   "w (2+1, 1 MiB) held by a writer, with a data piece on s0; %d of the %d closed have "
 	   "a piece there too", before, NCLOSED);
 	ok(t.rc && rmem_open(t.rc, "w", RMEM_READ, &t.r) == 0, "another client opens w read-only");
+	t.pc = connect_url(url21, RESUME_MS, 5000, &rc);
+	ok(t.pc && rmem_open(t.pc, "w", RMEM_READ, &t.p) == 0,
+	   "a third opens it read-only, for posted reads");
+	all = true;
+	for (int a = 0; a < NANON; a++) {
+		all = all && (t.ab[a] = malloc(ASIZE)) != NULL;
+		if (!all)
+			break;
+		pattern(t.ab[a], ASIZE, 80 + a);
+		all = rmem_alloc(t.rc, ASIZE, 0, &t.anon[a]) == 0 &&
+		      rmem_write(t.rc, &t.anon[a], 0, t.ab[a], ASIZE) == 0;
+	}
+	ok(all, "the reader's client allocates %d anonymous 2+1 regions of 512 KiB, filled",
+	   NANON);
 	{
 		/* Round 1 before the reader starts: zeros are no round. */
 		uint64_t *b = malloc(WSIZE);
@@ -247,6 +310,7 @@ static void act_drain(rmem_client *c)
 	t.acked = 1;
 	pthread_create(&wt, NULL, writer_main, &t);
 	pthread_create(&rt, NULL, reader_main, &t);
+	pthread_create(&pt, NULL, posted_main, &t);
 	nanosleep(&(struct timespec){ .tv_nsec = 300000000 }, NULL);
 
 	ok(run_hook("drain 0 --wait --timeout 90") == 0,
@@ -278,6 +342,13 @@ static void act_drain(rmem_client *c)
 	atomic_store(&t.stop, true);
 	pthread_join(wt, NULL);
 	pthread_join(rt, NULL);
+	pthread_join(pt, NULL);
+	diag("posted reader: %llu reads, %llu errors (first %s), %llu old words, %llu wrong; "
+	     "anonymous regions: %llu reads, %llu wrong or failed",
+	     (unsigned long long)t.posted, (unsigned long long)t.posted_errs,
+	     rmem_strerror(t.first_posted_err), (unsigned long long)t.posted_old,
+	     (unsigned long long)t.posted_bad, (unsigned long long)t.anon_reads,
+	     (unsigned long long)t.anon_bad);
 	diag("writer: %llu rounds, %llu errors (first %s); reader: %llu reads, %llu errors "
 	     "(first %s), %llu old words, %llu wrong words",
 	     (unsigned long long)t.rounds, (unsigned long long)t.write_errs,
@@ -289,6 +360,10 @@ static void act_drain(rmem_client *c)
 	   "the reader read on through the drain without an error (it followed the moved piece)");
 	ok(t.old_words == 0 && t.bad_words == 0,
 	   "no read returned a word older than the last round acknowledged before it began");
+	ok(t.posted > 2 && t.posted_errs == 0 && t.posted_old == 0 && t.posted_bad == 0,
+	   "the posted reads too: none failed, none returned an old word");
+	ok(t.anon_reads > 2 && t.anon_bad == 0,
+	   "the anonymous regions, moved by their own client's reads, read whole every time");
 	d = connect_url(url21, RESUME_MS, 5000, &rc);
 	all = d != NULL;
 	for (int i = 0; i < NCLOSED && all; i++)
@@ -314,8 +389,11 @@ static void act_drain(rmem_client *c)
 		rmem_close(p);
 	if (s0)
 		rmem_close(s0);
+	rmem_close(t.pc);
 	rmem_close(t.rc);
 	rmem_close(t.wc);
+	for (int a = 0; a < NANON; a++)
+		free(t.ab[a]);
 	for (int i = 0; i < NCLOSED; i++)
 		free(nb[i]);
 }
