@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include <event2/event.h>
+#include <systemd/sd-daemon.h>
 
 #include "alloc.h"
 #include "clock.h"
@@ -74,6 +75,9 @@ struct member {
 	_Atomic bool reachable;
 
 	struct event *timer;                 /* the loop's publish timer */
+	/* The loop's own: what STATUS= last said of the drain (regions left
+	 * + 1; 0: nothing, not draining). */
+	uint64_t drain_shown;
 	pthread_t thread;
 	bool thread_started;
 	pthread_mutex_t lock;                /* guards stop; the agent sleeps on cond */
@@ -125,6 +129,22 @@ static void copy_counts(struct server *srv, struct member *cl)
 	c->registered = srv->member_state == MEMBER_REGISTERED;
 }
 
+/* systemd's STATUS= says how far a drain is (systemctl status rmemd), at
+ * its start, at each change of the regions left, and at its end. */
+static void drain_status(const struct server *srv, struct member *cl)
+{
+	uint64_t n = atomic_load_explicit(&cl->regions, memory_order_relaxed);
+
+	if (srv->draining && cl->drain_shown != n + 1) {
+		sd_notifyf(0, "STATUS=serving; draining: %" PRIu64 " region%s left", n,
+			   n == 1 ? "" : "s");
+		cl->drain_shown = n + 1;
+	} else if (!srv->draining && cl->drain_shown) {
+		sd_notify(0, "STATUS=serving");
+		cl->drain_shown = 0;
+	}
+}
+
 static void on_publish(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
@@ -135,6 +155,7 @@ static void on_publish(evutil_socket_t fd, short what, void *arg)
 	/* For the metrics page, which runs on this loop too. */
 	srv->member_state = atomic_load(&srv->cluster->state);
 	srv->draining = atomic_load(&srv->cluster->draining);
+	drain_status(srv, srv->cluster);
 	copy_counts(srv, srv->cluster);
 }
 

@@ -7,7 +7,7 @@
  *   RMEM_CLUSTER_URL   etcd://H:P,H:P,H:P/NAME
  *   RMEM_CLUSTER_HOOK  the script's hook: tcp I, record-free I, drain-refused I,
  *                      drain I ARGS, undrain I ARGS, key I, listed I, metric NAME,
- *                      promcheck, regions I, pieces NAME
+ *                      promcheck, regions I, status I TEXT, pieces NAME
  *
  * Checks, in three acts.
  * 1. Refused for room: s0 holds 24 MiB, s1..s3 have 6 MiB free each;
@@ -21,7 +21,8 @@
  *    nothing on s0; while draining, s0 refuses ALLOC and CREATE from a
  *    single-server client (-ESHUTDOWN), cluster clients place nothing
  *    there, rmemctl cluster lists it draining (table and JSON), its
- *    /metrics says rmem_cluster_draining 1 (promtool check passes); after:
+ *    /metrics says rmem_cluster_draining 1 (promtool check passes), its
+ *    STATUS= to systemd the regions left; after:
  *    no piece of any region on s0, the reader and the writer saw no error
  *    and no old word, every byte reads from a fresh client.
  * 3. Undrain: s0 takes allocations again, from a single-server client and
@@ -319,6 +320,8 @@ static void act_drain(rmem_client *c)
 	ok(run_hook("listed 0") == 0, "rmemctl cluster lists s0 draining, in its table and --json");
 	ok(hook_num("metric rmem_cluster_draining") == 1, "s0's /metrics: rmem_cluster_draining 1");
 	ok(run_hook("promcheck") == 0, "promtool check metrics passes on s0's page");
+	ok(run_hook("status 0 'serving; draining: 0 regions left'") == 0,
+	   "s0's last STATUS= to systemd: 'serving; draining: 0 regions left'");
 	ok(hook_num("regions 0") == 0, "s0 holds no region (rmemctl regions on its socket)");
 	all = true;
 	for (int i = 0; i < NCLOSED; i++)
@@ -410,6 +413,7 @@ static void act_undrain(void)
 	   "rmemctl cluster undrain s0 --wait: s0's record says it takes regions again");
 	ok(run_hook("key 0") != 0, "the drain key is gone");
 	ok(hook_num("metric rmem_cluster_draining") == 0, "s0's /metrics: rmem_cluster_draining 0");
+	ok(run_hook("status 0 serving") == 0, "s0's last STATUS=: 'serving' again");
 	s0 = single(0);
 	ok(s0 && rmem_alloc(s0, MiB, 0, &x) == 0 && rmem_free(s0, &x) == 0,
 	   "a single-server client allocates on s0 again");

@@ -63,6 +63,13 @@ sys.exit(0 if s[sys.argv[1]]["draining"] is True and
 	regions) # how many regions sI holds (its admin socket)
 		"$B/rmemctl" -s "$dir/r$1.sock" --json regions |
 			python3 -c 'import json, sys; print(len(json.load(sys.stdin)["regions"]))' ;;
+	status) # 0 once sI's starter got STATUS=$2 (its notify.out), within 10 s
+		for _ in $(seq 100); do
+			tail -1 "$dir/s$1/notify.out" 2> /dev/null | grep -qxF "msg STATUS=$2" && exit 0
+			sleep 0.1
+		done
+		grep STATUS "$dir/s$1/notify.out" | tail -3 | sed 's/^/# notify: /' >&2
+		exit 1 ;;
 	*) hook_common "$@" ;;
 	esac
 }
