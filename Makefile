@@ -724,7 +724,7 @@ fuzz-seeds: $(B)/tests/obj/fuzz/seeds_dispatch.o $(TESTLIB) $(TEST_CODEC)
 TSAN_B := build-tsan
 TSAN_TARGETS := rmemd rmemctl librmem.so.$(SOMAJOR) python/$(PY_EXT) $(PY_FILES) \
 	tests/test_redundancy tests/test_repair tests/test_cluster_lib tests/test_resume \
-	tests/test_atomic tests/test_redund_life tests/cputime
+	tests/test_atomic tests/test_redund_life tests/test_drain tests/cputime
 .PHONY: tsan check-tsan
 tsan:
 	@$(MAKE) -s --no-print-directory SANITIZE=thread $(TSAN_TARGETS:%=$(TSAN_B)/%)

@@ -84,6 +84,8 @@ metrics0() {
 	echo "127.0.0.1:$(free_port)" > "$tmp/metrics0"
 	sed -i "s|metrics = \"\"|metrics = \"$(cat "$tmp/metrics0")\"|" "$tmp/r0.conf"
 }
-redund_up 1000,1500 info metrics0
+# The members' lease: 1000 ms, or RMEM_REPAIR_LEASE_MS where every process
+# runs several times slower (tests/func/test_tsan.sh: 5000).
+redund_up "${RMEM_REPAIR_LEASE_MS:-1000},1500" info metrics0
 server_diag() { grep "repair:\|draining" "$tmp/r$1.log" | head -8 | sed "s/^/s$1: /" | diag; }
 redund_run
