@@ -246,6 +246,7 @@ static void repair_region(struct repair_agent *a, const char *tenant, const char
 {
 	rmem_client *c = client_of(a, tenant);
 	struct rmem_region r;
+	int64_t t0, ms;
 	int rc;
 
 	if (!c) {
@@ -270,7 +271,9 @@ static void repair_region(struct repair_agent *a, const char *tenant, const char
 	else
 		log_info("repair: %s/%s: rebuilding %u piece%s of %" PRIu64 " bytes", tenant, name,
 			 bad, bad == 1 ? "" : "s", piece_len);
+	t0 = clock_mono_ms();
 	rc = rmem_repair(c, &r);
+	ms = clock_mono_ms() - t0;
 	atomic_fetch_sub(&a->repairing, 1);
 	(void)rmem_free(c, &r);
 	if (rc) {
@@ -280,8 +283,10 @@ static void repair_region(struct repair_agent *a, const char *tenant, const char
 	}
 	atomic_fetch_add(&a->pieces, bad);
 	atomic_fetch_add(&a->bytes, (uint64_t)bad * piece_len);
-	log_notice("repair: %s/%s: %u piece%s of %" PRIu64 " bytes %s", tenant, name, bad,
-		   bad == 1 ? "" : "s", piece_len, bad == moving ? "moved" : "rebuilt");
+	log_notice("repair: %s/%s: %u piece%s of %" PRIu64 " bytes %s in %" PRId64 " ms "
+		   "(%.1f MB/s)", tenant, name, bad, bad == 1 ? "" : "s", piece_len,
+		   bad == moving ? "moved" : "rebuilt", ms,
+		   ms > 0 ? (double)bad * (double)piece_len / 1e3 / (double)ms : 0.0);
 }
 
 /* ---- the scan ------------------------------------------------------------------------ */

@@ -27,6 +27,9 @@
  *    and no old word, every byte reads from a fresh client.
  * 3. Undrain: s0 takes allocations again, from a single-server client and
  *    from cluster clients' placement.
+ *
+ * RMEM_DRAIN_BENCH_MIB=N adds a closed region of N MiB to move and a plain
+ * copy of its piece's bytes, both timed, as comments (bench_mib below).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -42,6 +45,7 @@
 
 #include "redund_prog.h"
 #include "tap.h"
+#include "util.h"
 
 #define MiB (1ull << 20)
 #define RESUME_MS 300
@@ -250,6 +254,44 @@ static int on_s0(const char *name)
 	return n ? k : -1;
 }
 
+/*
+ * With RMEM_DRAIN_BENCH_MIB=N: a closed 2+1 region of N MiB ("big") is made
+ * before the drain, so that the drain's time says something of the move's
+ * rate; and the same bytes are then copied plainly, rmem_read from s1 and
+ * rmem_write to s2 in 256 KiB steps (as a move copies), for the ratio.
+ * Comments only: no check depends on a rate.
+ */
+static uint64_t bench_mib(void)
+{
+	const char *v = getenv("RMEM_DRAIN_BENCH_MIB");
+
+	return v ? strtoull(v, NULL, 10) : 0;
+}
+
+/* ms of a plain copy of bytes, s1 to s2, in 256 KiB steps; 0 on failure. */
+static uint64_t plain_copy_ms(uint64_t bytes)
+{
+	rmem_client *a = single(1), *b = single(2);
+	struct rmem_region ra, rb;
+	unsigned char *buf = malloc(256 * 1024);
+	uint64_t t0 = now_ms(), ms = 0;
+	bool good = a && b && buf && rmem_alloc(a, bytes, 0, &ra) == 0 &&
+		    rmem_alloc(b, bytes, 0, &rb) == 0;
+
+	t0 = now_ms();
+	for (uint64_t off = 0; good && off < bytes; off += 256 * 1024)
+		good = rmem_read(a, &ra, off, buf, 256 * 1024) == 0 &&
+		       rmem_write(b, &rb, off, buf, 256 * 1024) == 0;
+	if (good)
+		ms = now_ms() - t0;
+	free(buf);
+	if (a)
+		rmem_close(a);
+	if (b)
+		rmem_close(b);
+	return ms ? ms : good;
+}
+
 static void act_drain(rmem_client *c)
 {
 	unsigned char *nb[NCLOSED];
@@ -270,6 +312,22 @@ static void act_drain(rmem_client *c)
 		ok(make_named(c, nname[i], nb[i], NSIZE), "%s: 2+1, 2 MiB, named, filled, closed",
 		   nname[i]);
 		before += on_s0(nname[i]) > 0;
+	}
+	if (bench_mib()) {
+		unsigned char *bb = malloc(bench_mib() * MiB);
+		bool made = false;
+
+		if (bb)
+			pattern(bb, bench_mib() * MiB, 99);
+		/* Made until a piece of it is on s0. */
+		for (int tries = 0; bb && tries < 16 && !made; tries++) {
+			made = make_named(c, "big", bb, bench_mib() * MiB) && on_s0("big") > 0;
+			if (!made)
+				(void)rmem_unlink(c, "big");
+		}
+		diag("bench: a %llu MiB 2+1 region \"big\" with a piece on s0: %s",
+		     (unsigned long long)bench_mib(), made ? "made" : "not made");
+		free(bb);
 	}
 	t.wc = connect_url(url21, RESUME_MS, 5000, &rc);
 	t.rc = connect_url(url21, RESUME_MS, 5000, &rc);
@@ -314,8 +372,22 @@ static void act_drain(rmem_client *c)
 	pthread_create(&pt, NULL, posted_main, &t);
 	nanosleep(&(struct timespec){ .tv_nsec = 300000000 }, NULL);
 
-	ok(run_hook("drain 0 --wait --timeout 90") == 0,
-	   "rmemctl cluster drain s0 --wait: ends, saying nothing is left on s0");
+	{
+		uint64_t t0 = now_ms(), ms;
+
+		ok(run_hook("drain 0 --wait --timeout 90") == 0,
+		   "rmemctl cluster drain s0 --wait: ends, saying nothing is left on s0");
+		ms = now_ms() - t0;
+		diag("the drain took %llu ms", (unsigned long long)ms);
+		if (bench_mib()) {
+			uint64_t piece = bench_mib() * MiB / 2, plain = plain_copy_ms(piece);
+
+			diag("bench: %llu MiB of big's piece moved within %llu ms (with the drain's "
+			     "polls); a plain copy of as many bytes: %llu ms",
+			     (unsigned long long)(piece / MiB), (unsigned long long)ms,
+			     (unsigned long long)plain);
+		}
+	}
 	ok(run_hook("key 0") == 0, "the drain key of s0 is in etcd");
 	ok(run_hook("listed 0") == 0, "rmemctl cluster lists s0 draining, in its table and --json");
 	ok(hook_num("metric rmem_cluster_draining") == 1, "s0's /metrics: rmem_cluster_draining 1");
