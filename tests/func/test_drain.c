@@ -7,7 +7,8 @@
  *   RMEM_CLUSTER_URL   etcd://H:P,H:P,H:P/NAME
  *   RMEM_CLUSTER_HOOK  the script's hook: tcp I, record-free I, drain-refused I,
  *                      drain I ARGS, undrain I ARGS, key I, listed I, metric NAME,
- *                      promcheck, regions I, status I TEXT, pieces NAME
+ *                      promcheck, regions I, status I TEXT, pieces NAME,
+ *                      kill-moving NAME, held NAME, healthy NAME S, start I
  *
  * Checks, in three acts.
  * 1. Refused for room: s0 holds 24 MiB, s1..s3 have 6 MiB free each;
@@ -27,6 +28,12 @@
  *    and no old word, every byte reads from a fresh client.
  * 3. Undrain: s0 takes allocations again, from a single-server client and
  *    from cluster clients' placement.
+ *
+ * 4. The draining member killed -9 as the repair leader begins moving a
+ *    48 MiB region's piece off it: once its key is gone, the record ends
+ *    healthy on live servers (a repair rebuilt the piece), every byte reads; started again from its fd store, the member is still
+ *    draining, gives back the piece the move replaced, and --wait ends with
+ *    nothing on it: three pieces, each in one place.
  *
  * RMEM_DRAIN_BENCH_MIB=N adds a closed region of N MiB to move and a plain
  * copy of its piece's bytes, both timed, as comments (bench_mib below).
@@ -501,6 +508,49 @@ static void act_undrain(void)
 		rmem_close(s0);
 }
 
+/* ---- act 4: the draining member killed mid-move ------------------------------------ */
+
+#define BIG2 (48 * MiB)
+
+static void act_crash(rmem_client *c)
+{
+	unsigned char *b = malloc(BIG2);
+	bool made = false;
+	rmem_client *d;
+	char line[32];
+	int rc;
+
+	if (!b)
+		exit(1);
+	pattern(b, BIG2, 123);
+	for (int tries = 0; tries < 16 && !made; tries++) {
+		made = make_named(c, "big2", b, BIG2) && on_s0("big2") > 0;
+		if (!made)
+			(void)rmem_unlink(c, "big2");
+	}
+	ok(made, "big2: 2+1, 48 MiB (pieces of 24 MiB), named, closed, a piece on s0");
+	ok(run_hook("drain 0") == 0 && run_hook("kill-moving big2") == 0,
+	   "s0 drained again, and killed -9 as soon as the repair leader began moving big2");
+	ok(run_hook("gone 0") == 0, "s0's key left etcd (its lease ended)");
+	ok(run_hook("healthy big2 60") == 0,
+	   "big2's record is healthy on live servers, s0 not among them: the cut move left the "
+	   "record as it was, and a repair rebuilt the piece elsewhere");
+	d = connect_url(url21, RESUME_MS, 5000, &rc);
+	ok(d && named_reads(d, "big2", b, BIG2), "every byte of big2 reads from a fresh client");
+	ok(run_hook("start 0") == 0, "s0 started again from its fd store (its memory kept)");
+	ok(run_hook("listed 0") == 0 && hook_num("metric rmem_cluster_draining") == 1,
+	   "it came back draining: the drain key outlived it");
+	ok(run_hook("drain 0 --wait --timeout 60") == 0,
+	   "drain --wait ends: s0 gave back what the move replaced, nothing is left on it");
+	ok(hook_line(line, sizeof line, "held big2") == 0 && atoi(line) == 3 && on_s0("big2") == 0,
+	   "3 pieces of big2 on the servers (%s), none on s0: in one place each, none lost", line);
+	ok(d && named_reads(d, "big2", b, BIG2), "big2 reads whole again");
+	ok(run_hook("undrain 0") == 0, "s0 undrained");
+	if (d)
+		rmem_close(d);
+	free(b);
+}
+
 int main(void)
 {
 	rmem_client *c;
@@ -514,7 +564,8 @@ int main(void)
 	if (!c)
 		return tap_done();
 	act_drain(c);
-	rmem_close(c);
 	act_undrain();
+	act_crash(c);
+	rmem_close(c);
 	return tap_done();
 }

@@ -27,14 +27,17 @@ hook_cmd() {
 	case $cmd in
 	tcp) field "$1" tcp ;;
 	record-free) field "$1" free_bytes ;;
-	drain | undrain) # rmemctl cluster drain|undrain sI ARGS..., its output as comments
+	drain | undrain) # rmemctl cluster drain|undrain sI ARGS..., its output as
+		# comments; a drain --wait must end saying nothing is left
 		i=$1
 		shift
 		"$B/rmemctl" -e "$URL" cluster "$cmd" "s$i" "$@" > "$dir/ctl.out" 2>&1
 		rc=$?
 		sed 's/^/# rmemctl: /' "$dir/ctl.out" >&2
 		[ $rc = 0 ] || exit $rc
-		[ "$cmd" = undrain ] || grep -q "^s$i: drained: nothing is left on it$" "$dir/ctl.out" ;;
+		case "$cmd $*" in
+		"drain "*--wait*) grep -q "^s$i: drained: nothing is left on it$" "$dir/ctl.out" ;;
+		esac ;;
 	drain-refused) # rmemctl cluster drain sI: exit 1 with the figures, no key
 		"$B/rmemctl" -e "$URL" cluster drain "s$1" > "$dir/ctl.out" 2>&1
 		rc=$?
@@ -63,6 +66,48 @@ sys.exit(0 if s[sys.argv[1]]["draining"] is True and
 	regions) # how many regions sI holds (its admin socket)
 		"$B/rmemctl" -s "$dir/r$1.sock" --json regions |
 			python3 -c 'import json, sys; print(len(json.load(sys.stdin)["regions"]))' ;;
+	kill-moving) # once the repair leader's log says it is moving name $1
+		# (within 60 s), kill -9 of s0 at once: 0 when both happened
+		lead=$(etcdctl_ get "/rmem/$NAME/repair/leader" --print-value-only)
+		lead=${lead#s}
+		[ -n "$lead" ] || exit 1
+		for _ in $(seq 1200); do
+			if grep -q "moving .* $1 \|/$1: moving" "$dir/r$lead.log"; then
+				cluster_keeper "$dir" 0 kill
+				echo "# s$lead led the move; s0 killed -9" >&2
+				exit
+			fi
+			sleep 0.05
+		done
+		exit 1 ;;
+	held) # how many pieces of name $1 ("$1~M.I") the live servers hold
+		n=0
+		for ((i = 0; i < NSRV; i++)); do
+			kill -0 "$(cat "$dir/pids/rmemd$i")" 2> /dev/null || continue
+			c=$("$B/rmemctl" -s "$dir/r$i.sock" --json names 2> /dev/null |
+				grep -o "\"$1~[0-9]*\.[0-9]*\"" | wc -l)
+			n=$((n + c))
+		done
+		echo "$n" ;;
+	healthy) # 0 once every piece of name $1 is healthy on a server present in
+		# its generation, within $2 seconds
+		end=$((SECONDS + $2))
+		while ((SECONDS <= end)); do
+			servers=$(etcdctl_ get --prefix "/rmem/$NAME/servers/" --print-value-only)
+			record "$1" | python3 -c '
+import json, sys
+gens = {}
+for line in sys.argv[1].splitlines():
+    if line.strip().startswith("{"):
+        r = json.loads(line)
+        gens[r["id"]] = r["generation"]
+rec = json.load(sys.stdin)
+sys.exit(0 if all(p["state"] == "healthy" and gens.get(p["server"]) == p["generation"]
+                  for p in rec["pieces"]) else 1)' "$servers" && exit 0
+			sleep 0.2
+		done
+		record "$1" | sed 's/^/# record: /' >&2
+		exit 1 ;;
 	status) # 0 once sI's starter got STATUS=$2 (its notify.out), within 10 s
 		for _ in $(seq 100); do
 			tail -1 "$dir/s$1/notify.out" 2> /dev/null | grep -qxF "msg STATUS=$2" && exit 0
