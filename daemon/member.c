@@ -7,9 +7,10 @@
  * as blocking calls on a thread of its own it reads in order, and nothing it
  * does, however slow etcd is, can delay a client's request.  The price is
  * one thread that sleeps almost all the time, and a boundary that must stay
- * narrow: the loop writes three atomics (the figures) from a timer; the
- * agent reads them and never touches struct server; the agent's own state is
- * the agent's alone.  The only lock is the one the agent sleeps on, which
+ * narrow: the loop writes its figures (free bytes, largest free, regions)
+ * into atomics from a timer; the agent reads them and never touches struct
+ * server; the agent's own state (its registration, whether the drain key is
+ * there) is the agent's alone, and the loop copies what it needs.  The only lock is the one the agent sleeps on, which
  * main.c's thread takes only to stop it.
  */
 #include <errno.h>
