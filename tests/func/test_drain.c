@@ -8,9 +8,10 @@
  *   RMEM_CLUSTER_HOOK  the script's hook: tcp I, record-free I, drain-refused I,
  *                      drain I ARGS, undrain I ARGS, key I, listed I, metric NAME,
  *                      promcheck, regions I, status I TEXT, pieces NAME,
- *                      kill-moving NAME, held NAME, healthy NAME S, start I
+ *                      kill-moving NAME, held NAME, healthy NAME S, kill I,
+ *                      gone I, start I
  *
- * Checks, in three acts.
+ * Checks, in five acts.
  * 1. Refused for room: s0 holds 24 MiB, s1..s3 have 6 MiB free each;
  *    rmemctl cluster drain s0 exits 1 naming both figures, and writes no
  *    drain key.
@@ -34,6 +35,11 @@
  *    healthy on live servers (a repair rebuilt the piece), every byte reads; started again from its fd store, the member is still
  *    draining, gives back the piece the move replaced, and --wait ends with
  *    nothing on it: three pieces, each in one place.
+ *
+ * 5. A drain while a repair is due: a 1+1 mirror; one of its two members
+ *    killed -9 and gone, the other drained with --wait: one repair rebuilds
+ *    the lost piece and moves the other, the record ends healthy on the two
+ *    other members, every byte reads.
  *
  * RMEM_DRAIN_BENCH_MIB=N adds a closed region of N MiB to move and a plain
  * copy of its piece's bytes, both timed, as comments (bench_mib below).
@@ -79,18 +85,21 @@ static rmem_client *single(int i)
 	return rc ? NULL : c;
 }
 
-/* Waits (up to 10 s) until sI's record says at most max (at_most) or at
+/* Waits (up to 20 s) until sI's record says at most max (at_most) or at
  * least min free bytes. */
 static bool record_free(int i, bool at_most, long bytes)
 {
 	char what[64];
 
 	snprintf(what, sizeof what, "record-free %d", i);
-	for (int t = 0; t < 100; t++) {
+	for (int t = 0; t < 200; t++) {
 		long f = hook_num(what);
 
 		if (f >= 0 && (at_most ? f <= bytes : f >= bytes))
 			return true;
+		if (t == 199)
+			diag("s%d's record says %ld bytes free, not %s %ld", i, f,
+			     at_most ? "at most" : "at least", bytes);
 		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
 	}
 	return false;
@@ -551,6 +560,46 @@ static void act_crash(rmem_client *c)
 	free(b);
 }
 
+/* ---- act 5: a drain while a repair is due -------------------------------------------- */
+
+#define MIRROR (8 * MiB)
+
+static void act_repair(void)
+{
+	char url11[1024];
+	unsigned char *b = malloc(MIRROR);
+	bool made;
+	rmem_client *c, *d;
+	int srv[4] = { -1, -1 }, at[4], dr, dead, rc;
+
+	snprintf(url11, sizeof url11, "%s?redundancy=1+1", base_url);
+	c = connect_url(url11, RESUME_MS, 5000, &rc);
+	if (!b || !c)
+		exit(1);
+	pattern(b, MIRROR, 321);
+	made = make_named(c, "m", b, MIRROR) && pieces_of("m", at, 4) == 2;
+	/* One of its members is drained, the other dies. */
+	dr = made ? at[0] : 0;
+	dead = made ? at[1] : 1;
+	ok(made, "m: a 1+1 mirror of 8 MiB, named, closed, on s%d and s%d", dr, dead);
+	ok(run_hook("kill %d", dead) == 0 && run_hook("gone %d", dead) == 0,
+	   "s%d killed -9 and gone from etcd: m is degraded", dead);
+	ok(run_hook("drain %d --wait --timeout 60", dr) == 0,
+	   "s%d drained with --wait while m's repair is due: nothing is left on it", dr);
+	made = run_hook("healthy m 30") == 0 && pieces_of("m", srv, 4) == 2;
+	ok(made && srv[0] != dr && srv[0] != dead && srv[1] != dr && srv[1] != dead,
+	   "m's record: healthy, on s%d and s%d (the lost piece rebuilt, the drained one's "
+	   "moved, in one repair)", srv[0], srv[1]);
+	d = connect_url(url11, RESUME_MS, 5000, &rc);
+	ok(d && named_reads(d, "m", b, MIRROR), "every byte of m reads from a fresh client");
+	ok(run_hook("start %d", dead) == 0 && run_hook("undrain %d", dr) == 0,
+	   "s%d started again from its fd store, s%d undrained", dead, dr);
+	if (d)
+		rmem_close(d);
+	rmem_close(c);
+	free(b);
+}
+
 int main(void)
 {
 	rmem_client *c;
@@ -567,5 +616,6 @@ int main(void)
 	act_undrain();
 	act_crash(c);
 	rmem_close(c);
+	act_repair();
 	return tap_done();
 }
