@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "router.h"
 #include "router_int.h"
@@ -404,20 +405,25 @@ bool redund_followed(struct router *cl, struct rset *rs)
 {
 	uint32_t gen[STRIPE_N_MAX];
 	bool moved = false;
+	int err = 0;
 
 	pthread_mutex_lock(&rs->wmu);
 	if (!redund_dead(cl, rs)) {
 		pthread_mutex_lock(&cl->mu);
 		memcpy(gen, rs->gen, sizeof gen);
 		pthread_mutex_unlock(&cl->mu);
-		redund_recheck(cl, rs);
+		err = redund_recheck(cl, rs);
 		pthread_mutex_lock(&cl->mu);
 		for (unsigned i = 0; i < rs->n && !moved; i++)
 			moved = rs->gen[i] != gen[i];
 		pthread_mutex_unlock(&cl->mu);
 	}
 	pthread_mutex_unlock(&rs->wmu);
-	return moved;
+	if (moved || !err || err == -ENOENT || err == -ESTALE || err == -EPROTO)
+		return moved;
+	/* The record could not be read: not a word that nothing moved. */
+	nanosleep(&(struct timespec){ .tv_nsec = REDUND_MOVE_PAUSE_MS * 1000000L }, NULL);
+	return true;
 }
 
 /* One read of [off, off+len) into buf, as the pieces in are now. */

@@ -130,8 +130,9 @@ void redund_refresh(struct router *cl, struct rset *rs);
  * (router_redund_repair.c): as redund_refresh, and each piece's seen is
  * its server's epoch from before the record was read.  A piece whose
  * server's epoch moved is put out when the record cannot be read (nothing
- * vouches for it).  Under wmu. */
-void redund_recheck(struct router *cl, struct rset *rs);
+ * vouches for it).  0, or why the record could not be read or followed
+ * (refresh_now's error).  Under wmu. */
+int redund_recheck(struct router *cl, struct rset *rs);
 /* Each piece's seen, its server's epoch now.  Under the router's mu. */
 void redund_seen_locked(struct router *cl, struct rset *rs);
 /* A piece declared stale is never served (docs/architecture.md,
@@ -146,11 +147,15 @@ bool redund_validate(struct router *cl, struct rset *rs);
 /* A named handle's read met -ENOENT on a piece: the record read again
  * (redund_recheck, under wmu, which the caller must not hold); true when
  * a piece moved (a drain's move, docs/architecture.md "Drain": the caller
- * reads again, from the new piece), false when nothing did (the name was
- * unlinked with revoke: the caller's -ENOENT stands). */
+ * reads again, from the new piece), or when the record could not be read
+ * (etcd slow or away: after a pause, the caller tries again); false when
+ * nothing moved (the name was unlinked with revoke, its record gone or
+ * another's: the caller's -ENOENT stands). */
 bool redund_followed(struct router *cl, struct rset *rs);
-/* How many such looks one read makes at most. */
+/* How many such looks one read makes at most, and the pause after a look
+ * that could not read the record. */
 #define REDUND_MOVE_LOOKS 4
+#define REDUND_MOVE_PAUSE_MS 100
 /* "<name>~<made>.<i>": 0, or -ENAMETOOLONG. */
 int redund_piece_name(const char *name, uint64_t made, unsigned i, char *out);
 

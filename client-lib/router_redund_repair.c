@@ -370,14 +370,14 @@ void redund_seen_locked(struct router *cl, struct rset *rs)
  * served.  The epochs are taken before the record is read: a move after
  * that is seen by the next redund_validate.
  */
-void redund_recheck(struct router *cl, struct rset *rs)
+int redund_recheck(struct router *cl, struct rset *rs)
 {
 	uint64_t ep[STRIPE_N_MAX];
 	uint32_t gen[STRIPE_N_MAX];
 	int err;
 
 	if (!rs->rec)
-		return;
+		return 0;
 	pthread_mutex_lock(&cl->mu);
 	for (unsigned i = 0; i < rs->n; i++) {
 		ep[i] = members_epoch_locked(cl, rs->slot[i]);
@@ -397,6 +397,7 @@ void redund_recheck(struct router *cl, struct rset *rs)
 		rs->seen[i] = ep[i];
 	}
 	pthread_mutex_unlock(&cl->mu);
+	return err;
 }
 
 int redund_repair_locked(struct router *cl, struct rset *rs)
