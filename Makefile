@@ -58,11 +58,13 @@ TEST_INC := -Itests/lib $(LIB_INC) -Idaemon
 CFLAGS_ALL := -std=gnu11 $(OPT) $(WARN) -fPIC $(CFLAGS)
 LDFLAGS_ALL := $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
 
-DAEMON_PKGS := libevent libconfig libsystemd libibverbs librdmacm libsodium
+DAEMON_PKGS := libevent libconfig libsystemd libibverbs librdmacm libsodium openssl
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 CONFIG_LIBS := $(shell $(PKG_CONFIG) --libs libconfig 2>/dev/null)
-LIB_PKGS := libibverbs librdmacm libsodium
+# TLS on rmem's stream (common/tls.c): OpenSSL, the TLS library libcurl
+# already brings (libcurl4-openssl-dev), so the project has one.
+LIB_PKGS := libibverbs librdmacm libsodium openssl
 # The etcd client (common/etcd_*.c, cluster membership): libcurl for HTTP,
 # jansson for JSON.  Its own archive, so that only what speaks to etcd
 # (rmemd's cluster agent, later librmem's etcd:// client) links them.
@@ -181,6 +183,14 @@ CLUSTER_HELPERS += $(B)/tests/test_redund_stale
 CLUSTER_HELPERS += $(B)/tests/test_repair_hostile
 # ...and a member drained under a writer and a reader, by tests/func/test_drain.sh.
 CLUSTER_HELPERS += $(B)/tests/test_drain
+# ...and a client that reports a tls:// connect's outcome, by tests/func/test_tls.sh.
+CLUSTER_HELPERS += $(B)/tests/tls_client
+# The functional suite's programs once more over tls:// (issue 33): each
+# tests/func/tls/test_X runs $(B)/tests/test_X with RMEM_TEST_TRANSPORT=tls.
+# Those whose checks use the raw wire client (plain TCP to the port) stay
+# on tcp:// only.
+TLS_FUNC_TESTS := $(patsubst %,tests/func/tls/%,test_basic test_isolation test_large \
+	test_async test_atomic test_membuf test_quarantine)
 # The unit under real systemd, in the test VM (tests/systemd/README.md): the
 # clients those tests run against the installed rmemd.
 SYSD_BINS := $(B)/tests/systemd/rwcheck $(B)/tests/systemd/namedcheck $(B)/tests/systemd/holder
@@ -652,6 +662,12 @@ bench-nbd-rdma: deps
 .PHONY: bench-ctl
 bench-ctl: deps
 	scripts/bench-ctl
+# TLS 1.3 on the TCP path against plain TCP in one run: 1 MiB at 16 in
+# flight and 64 B latency, ratios and issue 33's targets (scripts/bench-tls;
+# ~1 minute).
+.PHONY: bench-tls
+bench-tls: deps
+	scripts/bench-tls
 
 # The Python binding beside rmem-perf, alternated in one run: 1 MiB asyncio
 # reads and writes at 16 in flight, 64 B synchronous read round trips
@@ -741,11 +757,11 @@ check-tsan: tsan
 # alone") and then the longest first; check-all one by one, as make test
 # always has.
 HOST_TESTS = tests/func/test_install.sh tests/func/test_static.sh
+HOST_TESTS += tests/func/test_tsan.sh
 HOST_TESTS += tests/func/test_hostile_restart.py tests/func/test_hostile_cluster.sh
 HOST_TESTS += tests/func/test_cluster.sh
-HOST_TESTS += tests/func/test_tsan.sh
 HOST_TESTS += tests/func/test_nbd.sh tests/func/test_nbd_cluster.sh
-HOST_TESTS += tests/func/test_restart.py
+HOST_TESTS += tests/func/test_restart.py tests/func/test_keepstate.py
 HOST_TESTS += tests/func/test_cluster_lib.sh tests/func/test_cluster_tenants.sh
 HOST_TESTS += $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BINS)
 HOST_TESTS += tests/unit/test_layers.sh
@@ -760,6 +776,7 @@ HOST_TESTS += tests/func/test_hostile_writer.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
 HOST_TESTS += tests/func/test_etcd_client.sh
 HOST_TESTS += tests/func/test_etcd_tls.sh
+HOST_TESTS += tests/func/test_tls.sh $(TLS_FUNC_TESTS)
 HOST_TESTS += tests/python/test_python.sh
 HOST_TESTS += tests/fuzz/test_fuzzers.sh
 # What the tests run, and what must build though no test runs it: every
@@ -769,7 +786,14 @@ HOST_PREREQS = all headercheck $(RUN_TOOLS) $(UNIT_BINS) $(FUNC_BINS) $(CHAOS_BI
 	$(RESTORE_HELPERS) $(BENCH_BINS) $(if $(HAVE_CLANG),$(FUZZ_BINS))
 # ...and test_tsan.sh's build-tsan.
 HOST_PREREQS += tsan
-.PHONY: check-host check-all
+# Kernel TLS, which the host's kernel lacks: test_tls.sh in the VM, whose
+# kernel has tls.ko, wanting every session sealed by the kernel.  Not in
+# make test yet: it fails, OpenSSL 3.0.19 never asks for the tls ULP on our
+# sockets (strace shows no TCP_ULP), so kernel TLS is unexercised (issue 33).
+check-ktls: all $(CLUSTER_HELPERS)
+	@tests/vm/setup
+	@RMEM_BUILD=$(B) RMEM_VM_TESTS=tests/func/ktls/test_tls.sh tests/vm/suite
+.PHONY: check-host check-all check-ktls
 check-host: $(HOST_PREREQS)
 	@$(MAKE) -s --no-print-directory SANITIZE= all
 	@RMEM_BUILD=$(B) RMEM_TEST_JOBS=$${RMEM_TEST_JOBS:-4} tests/run-tests $(HOST_TESTS)

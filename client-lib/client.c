@@ -24,6 +24,7 @@
 #include "keepalive.h"
 #include "tcp.h"
 #include "tcp_cc.h"
+#include "tls.h"
 
 /* True when a caller's struct of opts_size bytes contains field. */
 #define OPTS_HAS(opts_size, field) \
@@ -36,6 +37,8 @@ struct connect_params {
 	const char *tenant;      /* NULL: anonymous */
 	const char *secret_file;
 	const char *tcp_cc;      /* NULL: the system's congestion control */
+	/* tls_ca, tls_cert, tls_key, tls_name; NULL each when not given */
+	const char *tls[4];
 };
 
 /* ---- options --------------------------------------------------------------- */
@@ -84,6 +87,7 @@ static int read_opts(const struct rmem_opts *o, struct connect_params *p)
 	p->tenant = NULL;
 	p->secret_file = NULL;
 	p->tcp_cc = NULL;
+	memset(p->tls, 0, sizeof p->tls);
 	if (o) {
 		if (!OPTS_HAS(o->size, size))
 			return -EINVAL;
@@ -111,10 +115,51 @@ static int read_opts(const struct rmem_opts *o, struct connect_params *p)
 		    ((o->etcd_ca && o->etcd_ca[0]) || (o->etcd_cert && o->etcd_cert[0]) ||
 		     (o->etcd_key && o->etcd_key[0])))
 			return -EINVAL;
+		if (OPTS_HAS(o->size, tls_name)) {
+			p->tls[0] = o->tls_ca;
+			p->tls[1] = o->tls_cert;
+			p->tls[2] = o->tls_key;
+			p->tls[3] = o->tls_name;
+		}
 	}
 	if (!p->tenant != !p->secret_file)
 		return -EINVAL;
 	return parse_transport(transport, &p->choice);
+}
+
+/*
+ * The options' tls_* with the URL's: a value given once is taken, one given
+ * by both must agree; any with an endpoint that is not TLS is -EINVAL, as
+ * is half a client certificate.
+ */
+static int merge_tls(struct endpoint *ep, const struct connect_params *p)
+{
+	char *field[4] = { ep->tls_ca, ep->tls_cert, ep->tls_key, ep->tls_name };
+
+	for (int i = 0; i < 4; i++) {
+		const char *v = p->tls[i];
+
+		if (!v || !v[0])
+			continue;
+		if (!ep->tls || strlen(v) >= ENDPOINT_TLS_MAX)
+			return -EINVAL;
+		if (field[i][0] && strcmp(field[i], v))
+			return -EINVAL;
+		memcpy(field[i], v, strlen(v) + 1);
+	}
+	return !ep->tls_cert[0] != !ep->tls_key[0] ? -EINVAL : 0;
+}
+
+/* The client's TLS context, for the connect and every resume. */
+static int open_tls(struct reclaim *rs)
+{
+	const struct tls_config tc = {
+		.ca = rs->ep.tls_ca, .cert = rs->ep.tls_cert, .key = rs->ep.tls_key, .ktls = true,
+	};
+
+	if (!rs->ep.tls)
+		return 0;
+	return tls_ctx_new(&tc, &rs->tls, NULL, 0);
 }
 
 /*
@@ -134,9 +179,10 @@ static int check_path(const struct endpoint *ep, enum transport_choice *choice)
 		*choice = CHOICE_RDMA;
 		break;
 	case ENDPOINT_TCP:
-		if (ep->explicit_scheme && *choice == CHOICE_RDMA)
+		/* TLS seals the stream only: data on the NIC would pass it by. */
+		if ((ep->explicit_scheme || ep->tls) && *choice == CHOICE_RDMA)
 			return -EINVAL;
-		if (ep->explicit_scheme)
+		if (ep->explicit_scheme || ep->tls)
 			*choice = CHOICE_TCP;
 		break;
 	case ENDPOINT_UNIX:
@@ -199,18 +245,15 @@ static int say_hello(struct rmem_client *c, struct hello_rdma *hr)
 
 static int open_stream(struct rmem_client *c, const struct endpoint *ep)
 {
-	int fd;
+	struct tls_conn *tls;
+	int fd = reclaim_dial(&c->rs, c->eng.timeout_ms, &tls);
 
-	if (ep->kind == ENDPOINT_UNIX) {
-		fd = tcp_connect_unix(ep->path, c->eng.timeout_ms);
-		c->stream = "unix";
-	} else {
-		fd = tcp_connect_host(ep->host, ep->port, c->eng.timeout_ms, c->rs.tcp_cc);
-		c->stream = "tcp";
-	}
 	if (fd < 0)
 		return fd;
+	c->stream = tls ? tls_kind(tls) : ep->kind == ENDPOINT_UNIX ? "unix" : "tcp";
 	c->eng.fd = fd;
+	c->eng.tls = tls;
+	c->eng.ktls_tx = tls && tls_kernel_tx(tls);
 	return 0;
 }
 
@@ -278,6 +321,9 @@ int single_connect(const char *endpoint, const struct rmem_opts *o, rmem_client 
 	err = endpoint_parse(endpoint, &ep);
 	if (err)
 		return err;
+	err = merge_tls(&ep, &params);
+	if (err)
+		return err;
 	err = check_path(&ep, &params.choice);
 	if (err)
 		return err;
@@ -297,12 +343,14 @@ int single_connect(const char *endpoint, const struct rmem_opts *o, rmem_client 
 	if (params.tcp_cc)
 		memcpy(c->rs.tcp_cc, params.tcp_cc, strlen(params.tcp_cc) + 1);
 	if (!err)
+		err = open_tls(&c->rs);
+	if (!err)
 		err = open_session(c, &params, &hr);
 	/* A daemon from before RESUME takes the feature bit for garbage: the
 	 * client goes on without resuming, on a new stream. */
 	if (err == -EBADMSG && c->rs.resume_ms) {
 		c->rs.resume_ms = 0;
-		eng_reopen(&c->eng, -1);
+		eng_reopen(&c->eng, -1, NULL);
 		err = open_session(c, &params, &hr);
 	}
 	if (!err)

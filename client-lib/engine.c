@@ -32,6 +32,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "tcp.h"
+#include "tls.h"
 
 #define NO_DEADLINE INT64_MAX
 #define FIFO_MASK (ENG_MAX_FRAMES - 1)
@@ -350,14 +351,17 @@ void eng_release(struct engine *e)
 	}
 	e->op_cached = 0;
 	/* (The keepalive thread, eng_shutdown's one caller, is gone.) */
+	tls_conn_free(e->tls);
+	e->tls = NULL;
 	if (e->fd >= 0)
 		close(e->fd);
 	e->fd = -1;
 	pthread_mutex_destroy(&e->fd_mu);
 }
 
-void eng_reopen(struct engine *e, int fd)
+void eng_reopen(struct engine *e, int fd, struct tls_conn *tls)
 {
+	struct tls_conn *old_tls = e->tls;
 	int old;
 
 	/* rmem_close may shut the stream down meanwhile (eng_shutdown, from
@@ -368,9 +372,14 @@ void eng_reopen(struct engine *e, int fd)
 	pthread_mutex_lock(&e->fd_mu);
 	old = e->fd;
 	e->fd = fd;
+	e->tls = tls;
+	e->ktls_tx = tls && tls_kernel_tx(tls);
 	if (fd >= 0 && __atomic_load_n(&e->stop_recover, __ATOMIC_RELAXED))
 		shutdown(fd, SHUT_RDWR);
 	pthread_mutex_unlock(&e->fd_mu);
+	/* The old session's close_notify cannot reach a broken stream: no
+	 * wait for it (tls_conn_free never waits). */
+	tls_conn_free(old_tls);
 	if (old >= 0)
 		close(old);
 	e->reopened++;
@@ -579,6 +588,39 @@ static size_t stage_want(struct engine *e)
 	return want < ENG_STAGE_CAP ? want : ENG_STAGE_CAP;
 }
 
+/* ---- the stream: the socket, or TLS over it ------------------------------------- */
+
+static ssize_t stream_recv(struct engine *e, void *buf, size_t len)
+{
+	return e->tls ? tls_read(e->tls, buf, len) : tcp_recv_some(e->fd, buf, len);
+}
+
+static ssize_t stream_recvv(struct engine *e, struct iovec *iov, int cnt)
+{
+	return e->tls ? tls_readv(e->tls, iov, cnt) : tcp_recvv_some(e->fd, iov, cnt);
+}
+
+/* Under kernel TLS sendmsg() writes records (MSG_NOSIGNAL, one system
+ * call per batch, the caller's buffers to the kernel with no copy). */
+static ssize_t stream_send(struct engine *e, const struct iovec *iov, int cnt)
+{
+	return e->tls && !e->ktls_tx ? tls_writev(e->tls, iov, cnt)
+				     : tcp_send_some(e->fd, iov, cnt);
+}
+
+/* Plaintext TLS holds already: poll() on the socket would not see it. */
+static bool stream_pending(const struct engine *e)
+{
+	return e->tls && tls_pending(e->tls);
+}
+
+static int stream_wait(struct engine *e, short events, int timeout_ms)
+{
+	if ((events & POLLIN) && stream_pending(e))
+		return POLLIN;
+	return tcp_wait(e->fd, events, timeout_ms);
+}
+
 /* One recv(): READ data straight into the caller's buffer, anything else into
  * the (empty) stage.  Returns tcp_recv_some()'s result; *drained tells
  * whether a receive into the stage took less than it asked for: the socket
@@ -604,7 +646,7 @@ static ssize_t recv_more(struct engine *e, bool *drained)
 				d += run + e->rx_gap;
 			run = left < e->rx_seg ? left : e->rx_seg;
 		}
-		n = tcp_recvv_some(e->fd, iov, cnt);
+		n = stream_recvv(e, iov, cnt);
 		for (size_t k = n > 0 ? (size_t)n : 0; k > 0;) {
 			size_t t = rx_run(e) < k ? rx_run(e) : k;
 
@@ -615,7 +657,7 @@ static ssize_t recv_more(struct engine *e, bool *drained)
 	}
 	if (e->rx_state == RX_DATA) {
 		/* Bulk data streams in while we copy: read on until -EAGAIN. */
-		n = tcp_recv_some(e->fd, e->rx_dst, e->rx_left);
+		n = stream_recv(e, e->rx_dst, e->rx_left);
 		if (n > 0) {
 			e->rx_dst += n;
 			e->rx_left -= (size_t)n;
@@ -623,7 +665,7 @@ static ssize_t recv_more(struct engine *e, bool *drained)
 		return n;
 	}
 	want = stage_want(e);
-	n = tcp_recv_some(e->fd, e->stage, want);
+	n = stream_recv(e, e->stage, want);
 	if (n > 0)
 		e->stage_end = (uint32_t)n;
 	*drained = n > 0 && (size_t)n < want;
@@ -675,7 +717,7 @@ static int spin_first(struct engine *e)
 
 	if (e->spin_credit == 0 && ++e->spin_probe % ENG_SPIN_PROBE != 0)
 		return 0;
-	rc = tcp_spin_readable(e->fd, ENG_SPIN_US);
+	rc = stream_pending(e) ? POLLIN : tcp_spin_readable(e->fd, ENG_SPIN_US);
 	if (rc > 0)
 		e->spin_credit = ENG_SPIN_CREDIT;
 	else if (e->spin_credit > 0)
@@ -709,7 +751,9 @@ static bool rx_lowat(struct engine *e, short events)
 {
 	size_t want = 1;
 
-	if ((events & POLLIN) && e->rx_state == RX_DATA && e->rx_left > 1) {
+	/* A mark counts bytes on the wire; TLS's records are longer than the
+	 * plaintext they hold, and what TLS has buffered the mark cannot see. */
+	if ((events & POLLIN) && e->rx_state == RX_DATA && e->rx_left > 1 && !e->tls) {
 		/* The queued tail of the FIFO has not gone out yet. */
 		uint32_t sent = e->fifo_count - e->tx_frames;
 
@@ -753,7 +797,7 @@ static int eng_wait(struct engine *e, bool want_out, int64_t deadline)
 			 * after another), while the reply came: the socket is
 			 * asked before the stream is called stuck.  Without
 			 * this a stalled piece failed every piece of its step. */
-			rc = tcp_wait(e->fd, events, 0);
+			rc = stream_wait(e, events, 0);
 			if (rc > 0)
 				return 0;
 			return eng_fail(e, rc < 0 ? rc : -ETIMEDOUT);
@@ -772,7 +816,7 @@ static int eng_wait(struct engine *e, bool want_out, int64_t deadline)
 	rc = events == POLLIN && (e->fifo_count == 1 || e->bytes_in_flight <= ENG_BATCH_BYTES)
 		     ? spin_first(e) : 0;
 	if (rc == 0)
-		rc = tcp_wait(e->fd, events, left);
+		rc = stream_wait(e, events, left);
 	if (rc < 0)
 		return eng_fail(e, rc);
 	if (rc > 0)
@@ -835,7 +879,7 @@ static void iov_advance(struct iovec **iov, int *iovcnt, size_t n)
 static int send_iov(struct engine *e, struct iovec *iov, int iovcnt, int64_t now)
 {
 	while (iovcnt > 0) {
-		ssize_t n = tcp_send_some(e->fd, iov, iovcnt);
+		ssize_t n = stream_send(e, iov, iovcnt);
 		int err;
 
 		if (n > 0) {
@@ -1033,7 +1077,8 @@ int eng_wait_fd(const struct engine *e, struct pollfd *pfd)
 	 * ever waited for.  Under a low-water mark (a READ's data streaming
 	 * in) the socket wakes poll() late for anything else: eng_wait()
 	 * knows how to handle that, a bare poll() does not. */
-	if (e->broken || e->fd < 0 || e->fifo_count == 0 || e->cq.count || e->rcvlowat > 1)
+	if (e->broken || e->fd < 0 || e->fifo_count == 0 || e->cq.count || e->rcvlowat > 1 ||
+	    stream_pending(e))
 		return 0;
 	*pfd = (struct pollfd){ .fd = e->fd, .events = POLLIN };
 	return 1;

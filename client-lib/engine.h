@@ -105,6 +105,10 @@ struct engine {
 	 * the client; changed only by eng_reopen under fd_mu, which
 	 * eng_shutdown, the one call from another thread, holds too. */
 	int fd;
+	/* TLS on the stream (common/tls.h), NULL for clear text: changed with
+	 * fd, by eng_reopen; every byte goes through it then. */
+	struct tls_conn *tls;
+	bool ktls_tx;            /* the kernel seals what we send: sendmsg() as on TCP */
 	pthread_mutex_t fd_mu;
 	int timeout_ms;          /* longest wait without progress; <= 0 forever */
 	/* Set when the stream state is unknown (timeout, garbage, EOF): every
@@ -221,7 +225,7 @@ int eng_fail(struct engine *e, int err);
  * engine is as after eng_init, with its completions, parked operations,
  * request ids and lease kept.  Nothing may be in flight on the stream.
  * Once eng_shutdown has run, the new stream is shut down at once. */
-void eng_reopen(struct engine *e, int fd);
+void eng_reopen(struct engine *e, int fd, struct tls_conn *tls);
 /* Parks an async op ended by a lost connection (verbs_detach's drop too). */
 void eng_park(struct engine *e, struct eng_op *op);
 /* A zeroed operation for a post, from the engine's cache when it holds

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "datapath.h"
 #include "tcp.h"
+#include "tls.h"
 
 /* The backoff between attempts: from BACKOFF_MIN_MS, doubling, at most
  * BACKOFF_MAX_MS, so that a daemon back after 2 s is found within a
@@ -55,6 +56,7 @@ void reclaim_fini(struct reclaim *rs)
 	free(rs->tenant);
 	free(rs->secret_file);
 	free(rs->map);
+	tls_ctx_free(rs->tls);
 	*rs = (struct reclaim){ 0 };
 }
 
@@ -196,11 +198,28 @@ static bool loss_resumable(int err)
 	return err == -ECONNRESET || err == -EPIPE || err == -ENOTCONN;
 }
 
-static int dial(const struct reclaim *rs, int timeout_ms)
+int reclaim_dial(const struct reclaim *rs, int timeout_ms, struct tls_conn **tls)
 {
+	int64_t deadline = timeout_ms > 0 ? clock_mono_ms() + timeout_ms : CLOCK_NO_DEADLINE;
+	const char *name = rs->ep.tls_name[0] ? rs->ep.tls_name : rs->ep.host;
+	int fd, err;
+
+	*tls = NULL;
 	if (rs->ep.kind == ENDPOINT_UNIX)
 		return tcp_connect_unix(rs->ep.path, timeout_ms);
-	return tcp_connect_host(rs->ep.host, rs->ep.port, timeout_ms, rs->tcp_cc);
+	fd = tcp_connect_host(rs->ep.host, rs->ep.port, timeout_ms, rs->tcp_cc);
+	if (fd < 0 || !rs->tls)
+		return fd;
+	/* The handshake shares the connect's bound. */
+	err = tls_conn_new(rs->tls, fd, name, tls);
+	if (!err)
+		err = tls_handshake_wait(*tls, timeout_ms > 0 ? clock_ms_until(deadline) + 1 : 0);
+	if (!err)
+		return fd;
+	tls_conn_free(*tls);
+	*tls = NULL;
+	close(fd);
+	return err;
 }
 
 /* RESUME on the fresh stream: 0 and *rep, or a negative errno (the
@@ -254,14 +273,15 @@ static int attempt(struct reclaim *rs, int64_t deadline, int timeout_ms)
 {
 	int left = clock_ms_until(deadline);
 	struct proto_hello_rep rep;
+	struct tls_conn *tls;
 	int fd, err;
 
 	if (left <= 0)
 		return -ETIMEDOUT;
-	fd = dial(rs, left);
+	fd = reclaim_dial(rs, left, &tls);
 	if (fd < 0)
 		return fd;
-	eng_reopen(rs->eng, fd);
+	eng_reopen(rs->eng, fd, tls);
 	/* No wait of the handshake may outlast the bound. */
 	rs->eng->timeout_ms = timeout_ms > 0 && timeout_ms < left ? timeout_ms : left;
 	err = rs->tenant ? auth_tenant(rs->eng, rs->tenant, rs->secret_file) : 0;

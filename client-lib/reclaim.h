@@ -49,6 +49,7 @@ struct reclaim {
 	struct engine *eng;        /* the client's */
 	struct endpoint ep;        /* where to connect again */
 	char tcp_cc[16];           /* and how: TCP_CONGESTION, "" the system's (tcp_cc.h) */
+	struct tls_ctx *tls;       /* ep.tls: the TLS context (common/tls.h), owned */
 	enum transport_choice choice;
 	char *tenant, *secret_file; /* copies; NULL: anonymous */
 	uint64_t session_id;
@@ -74,6 +75,12 @@ int reclaim_init(struct reclaim *rs, struct engine *e, const struct endpoint *ep
 		const char *secret_file);
 /* Frees what rs holds; accepts a zeroed or half-built one. */
 void reclaim_fini(struct reclaim *rs);
+
+/* A new stream to rs->ep within timeout_ms: the socket, and over TLS (rs->tls)
+ * its handshake done, the session in *tls (NULL for clear text).  The
+ * socket, or a negative errno (tcp.h's, and tls.h's for TLS). */
+struct tls_conn;
+int reclaim_dial(const struct reclaim *rs, int timeout_ms, struct tls_conn **tls);
 
 /*
  * Takes the session back after the stream broke, within rs.resume_ms:

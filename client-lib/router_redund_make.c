@@ -358,18 +358,24 @@ int redund_enter(struct router *cl, struct rset *rs, uint32_t flags, struct rmem
 	 * half-written gets parity that matches its data again before the
 	 * new writer's first delta.  Best effort: a failure leaves what a
 	 * writer's crash leaves (docs/architecture.md, "Writer rule"). */
-	if (rs->resync) {
-		pthread_mutex_lock(&rs->wmu);
+	pthread_mutex_lock(&rs->wmu);
+	if (rs->resync)
 		(void)redund_resync(cl, rs);
-		rs->resync = false;
-		pthread_mutex_unlock(&rs->wmu);
-	}
+	rs->resync = false;
+	/* A piece whose server this writer could not reach was not fenced
+	 * there: a writer that lost its key may still write it.  The record
+	 * calls it out before this handle exists, so no reader takes what
+	 * lands there as current (issue 30 item 2, test_hostile_writer 5). */
+	err = rs->access & RMEM_WRITE ? redund_record_out(cl, rs) : 0;
+	pthread_mutex_unlock(&rs->wmu);
 	/* Its pieces as the record just named them (redund_open) or as
 	 * made here: checked as of their servers' epochs now. */
-	pthread_mutex_lock(&cl->mu);
-	redund_seen_locked(cl, rs);
-	pthread_mutex_unlock(&cl->mu);
-	err = rset_enter(cl, rs, &idx);
+	if (!err) {
+		pthread_mutex_lock(&cl->mu);
+		redund_seen_locked(cl, rs);
+		pthread_mutex_unlock(&cl->mu);
+		err = rset_enter(cl, rs, &idx);
+	}
 
 	if (err) {
 		pieces_free(cl, rs, rs->n);

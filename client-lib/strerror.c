@@ -32,7 +32,9 @@ static const char *rmem_meaning(int code)
 		       "machine, a request the daemon is too old for (named regions), or "
 		       "one daemon's admin call on a cluster client";
 	case EPROTO:
-		return "peer speaks another protocol version or sent garbage";
+		return "peer speaks another protocol version or sent garbage, or TLS on one end "
+		       "only (a tls:// client on a plain port, a plain client on a listen.tls "
+		       "port)";
 	case ENOMEM:
 		return "no pool can hold that size";
 	case ECONNREFUSED:
@@ -71,16 +73,18 @@ static const char *rmem_meaning(int code)
 		return "the server is draining (rmemctl cluster drain): it takes no new "
 		       "regions or names; a cluster client places them on the others";
 	case EBADE:
-		return "etcd over TLS: an etcd member's certificate does not verify against "
-		       "the etcd_ca file (another CA, expired, or not made out to the host or "
-		       "IP in the URL), or etcd_ca cannot be read or is no CA certificate";
+		return "TLS: the peer's certificate does not verify against the etcd_ca file "
+		       "(tls://: tls_ca; rmemd: listen.tls.ca) (another CA, expired, or not made "
+		       "out to the host or IP in the URL, or tls_name), or the CA file cannot be "
+		       "read or is no CA certificate";
 	case ENOKEY:
-		return "etcd over TLS: the etcd_cert or etcd_key file cannot be read or used "
-		       "(missing, unreadable, not PEM, or the key is not the certificate's)";
+		return "TLS: the etcd_cert or etcd_key file cannot be read or used (tls://: "
+		       "tls_cert, tls_key or tls_ca) (missing, unreadable, not PEM, or the key "
+		       "is not the certificate's)";
 	case EKEYREJECTED:
-		return "etcd over TLS: the etcd members refused this client's certificate "
-		       "(etcd_cert expired, or not signed by a CA they trust), or want one and "
-		       "no etcd_cert was given";
+		return "TLS: the peer (the etcd members, or rmemd's listen.tls) refused this "
+		       "client's certificate (expired, or not signed by a CA it trusts), or wants "
+		       "one and no etcd_cert was given (tls://: tls_cert)";
 	default:
 		return NULL;
 	}

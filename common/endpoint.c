@@ -5,6 +5,7 @@
  * rather than resolve to something surprising later in getaddrinfo().
  */
 #include "endpoint.h"
+#include "urldecode.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -133,6 +134,63 @@ static bool valid_ipv6(const char *s, size_t len)
 	return true;
 }
 
+static const struct {
+	const char *key;
+	size_t offset;
+} tls_params[] = {
+	{ "tls_ca=", offsetof(struct endpoint, tls_ca) },
+	{ "tls_cert=", offsetof(struct endpoint, tls_cert) },
+	{ "tls_key=", offsetof(struct endpoint, tls_key) },
+	{ "tls_name=", offsetof(struct endpoint, tls_name) },
+};
+
+#define NPARAMS (sizeof tls_params / sizeof tls_params[0])
+
+/* One parameter, len bytes at p. */
+static int parse_param(const char *p, size_t len, struct endpoint *ep, bool *tls_param)
+{
+	if (len == 5 && !strncmp(p, "tls=1", 5)) {
+		if (ep->tls && !ep->explicit_scheme)
+			return -EINVAL; /* twice */
+		ep->tls = true;
+		return 0;
+	}
+	for (size_t i = 0; i < NPARAMS; i++) {
+		size_t klen = strlen(tls_params[i].key);
+		char *field = (char *)ep + tls_params[i].offset;
+
+		if (len < klen || strncmp(p, tls_params[i].key, klen))
+			continue;
+		if (field[0])
+			return -EINVAL;
+		*tls_param = true;
+		return url_decode(p + klen, len - klen, field, ENDPOINT_TLS_MAX);
+	}
+	return -EINVAL;
+}
+
+/* "?PARAMS" after a TCP endpoint (endpoint.h). */
+static int parse_query(const char *q, struct endpoint *ep)
+{
+	bool tls_param = false;
+
+	for (;;) {
+		const char *amp = strchr(q, '&');
+		size_t len = amp ? (size_t)(amp - q) : strlen(q);
+
+		if (parse_param(q, len, ep, &tls_param) < 0)
+			return -EINVAL;
+		if (!amp)
+			break;
+		q = amp + 1;
+	}
+	if (tls_param && !ep->tls)
+		return -EINVAL;
+	if (!ep->tls_cert[0] != !ep->tls_key[0])
+		return -EINVAL;
+	return 0;
+}
+
 static int parse_host_port(const char *s, struct endpoint *ep)
 {
 	const char *host = s, *colon;
@@ -174,6 +232,24 @@ static int parse_unix(const char *path, struct endpoint *ep)
 	return 0;
 }
 
+/* HOST:PORT, and "?PARAMS" after it on TCP. */
+static int parse_host_port_query(const char *s, struct endpoint *ep)
+{
+	char hp[ENDPOINT_HOST_MAX + 8];
+	const char *q = strchr(s, '?');
+	size_t len = q ? (size_t)(q - s) : strlen(s);
+	int err;
+
+	if (!q)
+		return parse_host_port(s, ep);
+	if (ep->kind != ENDPOINT_TCP || len >= sizeof hp)
+		return -EINVAL;
+	memcpy(hp, s, len);
+	hp[len] = '\0';
+	err = parse_host_port(hp, ep);
+	return err ? err : parse_query(q + 1, ep);
+}
+
 int endpoint_parse(const char *s, struct endpoint *ep)
 {
 	int err;
@@ -191,10 +267,15 @@ int endpoint_parse(const char *s, struct endpoint *ep)
 		ep->kind = ENDPOINT_TCP;
 		ep->explicit_scheme = true;
 		s += strlen("tcp://");
+	} else if (has_prefix(s, "tls://")) {
+		ep->kind = ENDPOINT_TCP;
+		ep->explicit_scheme = true;
+		ep->tls = true;
+		s += strlen("tls://");
 	} else {
 		ep->kind = ENDPOINT_TCP;
 	}
-	err = parse_host_port(s, ep);
+	err = parse_host_port_query(s, ep);
 	if (err)
 		memset(ep, 0, sizeof(*ep));
 	return err;

@@ -5,8 +5,17 @@
  *
  *   HOST:PORT            stream (TCP)
  *   tcp://HOST:PORT      stream (TCP), said explicitly
+ *   tls://HOST:PORT      stream (TCP) under TLS 1.3
  *   rdma://HOST:PORT     RDMA
  *   unix:PATH            stream over a Unix socket
+ *
+ * A TCP endpoint may end in "?PARAMS", '&' between them: tls=1 (TLS, as
+ * tls:// says), tls_ca=PATH (the CA the daemon's certificate must verify
+ * against; default the system's), tls_cert=PATH and tls_key=PATH (a client
+ * certificate, both or neither), tls_name=NAME (the name the daemon's
+ * certificate must be made out to; default HOST).  Values are "%XX"
+ * decoded (urldecode.h).  Each at most once, and the tls_* ones only with
+ * TLS: nothing that asks for TLS ever means clear text.
  *
  * HOST is a name (letters, digits, '-', '_', dots between non-empty labels),
  * a dotted IPv4 address, or an IPv6 address in brackets, optionally with a
@@ -30,9 +39,16 @@ enum endpoint_kind {
 /* A DNS name is at most 253 characters; an IPv6 literal with zone is shorter. */
 #define ENDPOINT_HOST_MAX 254
 
+#define ENDPOINT_TLS_MAX 256        /* a TLS file's path or the name, NUL included */
+
 struct endpoint {
 	enum endpoint_kind kind;
-	bool explicit_scheme;          /* "tcp://" or "rdma://" was written */
+	bool explicit_scheme;          /* "tcp://", "tls://" or "rdma://" was written */
+	bool tls;                      /* tls:// or ?tls=1 */
+	char tls_ca[ENDPOINT_TLS_MAX]; /* "" when not given, and so on */
+	char tls_cert[ENDPOINT_TLS_MAX];
+	char tls_key[ENDPOINT_TLS_MAX];
+	char tls_name[ENDPOINT_TLS_MAX];
 	char host[ENDPOINT_HOST_MAX];  /* brackets removed; NUL-terminated */
 	char port[6];                  /* decimal, for getaddrinfo() */
 	uint16_t port_num;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "etcd_url.h"
+#include "urldecode.h"
 
 bool etcd_url_is(const char *url)
 {
@@ -27,41 +28,6 @@ static bool name_ok(const char *s, size_t len)
 			return false;
 	}
 	return true;
-}
-
-static int hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* len bytes at v, "%XX" decoded, into out (ETCD_TLS_PATH_MAX).  0 or -EINVAL. */
-static int decode_path(const char *v, size_t len, char *out)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		int c = (unsigned char)v[i];
-
-		if (c == '%') {
-			if (i + 2 >= len || hex(v[i + 1]) < 0 || hex(v[i + 2]) < 0)
-				return -EINVAL;
-			c = hex(v[i + 1]) * 16 + hex(v[i + 2]);
-			i += 2;
-		}
-		if (c == 0 || n + 1 >= ETCD_TLS_PATH_MAX)
-			return -EINVAL;
-		out[n++] = (char)c;
-	}
-	if (n == 0)
-		return -EINVAL;
-	out[n] = '\0';
-	return 0;
 }
 
 static const struct {
@@ -93,7 +59,7 @@ static int parse_query(const char *q, struct etcd_url *u, etcd_url_param_fn othe
 				snprintf(why, why_len, "%.*s is given twice", (int)klen - 1, q);
 				return -EINVAL;
 			}
-			if (decode_path(q + klen, len - klen, field) < 0) {
+			if (url_decode(q + klen, len - klen, field, ETCD_TLS_PATH_MAX) < 0) {
 				snprintf(why, why_len, "%.*s: not a path (at most %d bytes; %%XX for "
 					 "a byte)", (int)klen - 1, q, ETCD_TLS_PATH_MAX - 1);
 				return -EINVAL;

@@ -136,7 +136,7 @@ int state_hdr_decode(const uint8_t *in, size_t len, struct state_hdr *h)
 	if (proto_get_u32(in + HDR_CHECK_OFF) != state_crc32c(0, in, HDR_CHECK_OFF))
 		return -EBADMSG;
 	/* After the check, so that a garbled version reads as damage. */
-	if (proto_get_u32(in + 4) != STATE_VERSION)
+	if (proto_get_u32(in + 4) < STATE_VERSION_MIN || proto_get_u32(in + 4) > STATE_VERSION)
 		return -EPROTO;
 	nslots = proto_get_u32(in + 16);
 	npools = proto_get_u32(in + 20);
@@ -174,6 +174,11 @@ int state_hdr_decode(const uint8_t *in, size_t len, struct state_hdr *h)
 		return -EMSGSIZE;
 	*h = tmp;
 	return 0;
+}
+
+uint32_t state_hdr_version(const uint8_t *in)
+{
+	return proto_get_u32(in + 4);
 }
 
 /* ---- slots ------------------------------------------------------------------- */

@@ -27,8 +27,9 @@
  *  960   *   reserved   zero
  * 4088   4   check      CRC-32C of bytes [0, 4088)
  * 4092   4   reserved
- * The header is written once, when the memfd is made; only slots change.
- * That suits generation and server_id, the server's identity in a cluster
+ * The header is written when the memfd is made, and again only when a
+ * restart grows the pools (below); slots change all the time.
+ * generation and server_id never change: the server's identity in a cluster
  * (docs/architecture.md, "Cluster"): both are drawn when the memory is new
  * and must stay what they are for as long as the memory lives, so that a
  * server restarted without loss is the same server with the same memory.
@@ -84,6 +85,27 @@
  *             not know.
  * Strings (tenant, ns, charged): at most 31 bytes, NUL padded; a byte after
  * the first NUL that is not NUL, or 32 bytes without one, is -EBADMSG.
+ *
+ * Versions (docs/architecture.md, "Upgrade and rollback").  The header's
+ * version is the format's: what a reader must know to read every byte.  It
+ * is bumped when a state could hold something an older rmemd cannot read,
+ * so that an older rmemd says "a newer format" (-EPROTO) and refuses, and
+ * a newer one restores every version from STATE_VERSION_MIN on.  Version 1
+ * was written, unbumped, by every release so far, in steps that an older
+ * reader of version 1 refuses as damage when it meets them (before there
+ * was a rule; each step is optional, so all of them are still version 1):
+ *   1.2.0  the codec; generation and server_id (once reserved zeros)
+ *   1.2.1  PENDING slots
+ *   1.4.0  NAME flags (a redundant region's piece)
+ * "Starts fresh" in the notes on each step is what 1.3 and older do with a
+ * state they cannot read; from 1.4 on such a state is refused and kept
+ * (persist.c), never dropped without --discard-state.
+ * Pool sizes in the header may grow from one start to the next (rmemd
+ * rewrites the header then; the layout is the same), so the header is no
+ * longer written only once.  The writer's release is not in these bytes (a
+ * field here would make every state unreadable to 1.3 and older): the
+ * state memfd's name carries it, "rmem-state rmemd VERSION", for the log
+ * line of a refusal only (persist.c), never for a decision.
  */
 #ifndef RMEM_STATE_H
 #define RMEM_STATE_H
@@ -92,7 +114,8 @@
 #include <stdint.h>
 
 #define STATE_MAGIC      0x54534d52u /* "RMST" read as little-endian u32 */
-#define STATE_VERSION    1
+#define STATE_VERSION    1  /* what this rmemd writes */
+#define STATE_VERSION_MIN 1  /* the oldest it reads */
 #define STATE_HDR_LEN    4096u
 #define STATE_SLOT_LEN   384u
 #define STATE_MAX_POOLS  16
@@ -183,12 +206,16 @@ uint64_t state_size(uint32_t nslots);
  *            hdr_len or slot_len other than ours, nslots or npools out of
  *            range, a pool record that is not canonical (name empty, not
  *            NUL padded, size 0, page_size 0) or a record past npools not 0
- *  -EPROTO   good magic and check, another version
+ *  -EPROTO   good magic and check, a version outside STATE_VERSION_MIN..
+ *            STATE_VERSION (state_hdr_version says which)
  *  -EMSGSIZE len is not state_size(nslots)
  * and writes nothing to *h when it fails.
  */
 size_t state_hdr_encode(uint8_t *out, const struct state_hdr *h);
 int state_hdr_decode(const uint8_t *in, size_t len, struct state_hdr *h);
+/* The version field of a header that state_hdr_decode refused with
+ * -EPROTO (in is STATE_HDR_LEN bytes); meaningless otherwise. */
+uint32_t state_hdr_version(const uint8_t *in);
 
 /*
  * Slot codec.  encode writes STATE_SLOT_LEN bytes for slot number index (the

@@ -27,6 +27,7 @@
 #include "etcd_endpoints.h"
 #include "secret.h"
 #include "tcp_cc.h"
+#include "tls.h"
 
 _Static_assert(CONFIG_SECRET_MAX == SECRET_MAX, "the daemon keeps what secret_read reads");
 
@@ -365,6 +366,8 @@ static int store_value(struct ctx *ctx, const config_setting_t *s, const char *p
 		memset(field, 0, k->size);
 		memcpy(field, val->str, strlen(val->str));
 		return 0;
+	case KIND_GROUP: /* load_group and apply_defaults go into it */
+		return -EINVAL;
 	}
 	return -EINVAL;
 }
@@ -421,6 +424,9 @@ static int read_value(struct ctx *ctx, const config_setting_t *s, const char *pa
 			return 0;
 		}
 		break;
+	case KIND_GROUP:
+		want = "a group { key = value; ... }";
+		break;
 	}
 	return fail(ctx, s, path, "expected %s, got %s", want, type_name(type));
 }
@@ -455,7 +461,10 @@ static void apply_defaults(const struct key_desc *keys, size_t nkeys, void *base
 	for (size_t i = 0; i < nkeys; i++) {
 		struct value val = { .str = keys[i].def };
 
-		store_value(&quiet, NULL, keys[i].name, &keys[i], &val, base);
+		if (keys[i].kind == KIND_GROUP)
+			apply_defaults(keys[i].sub, keys[i].nsub, base);
+		else
+			store_value(&quiet, NULL, keys[i].name, &keys[i], &val, base);
 	}
 }
 
@@ -478,6 +487,12 @@ static int load_group(struct ctx *ctx, const config_setting_t *group, const char
 		snprintf(path, sizeof path, "%s.%s", prefix, name);
 		if (!k)
 			return unknown_key(ctx, s, path, keys, nkeys);
+		if (k->kind == KIND_GROUP && config_setting_is_group(s)) {
+			rc = load_group(ctx, s, path, k->sub, k->nsub, base);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
 		rc = read_value(ctx, s, path, k, &val);
 		if (rc < 0)
 			return rc;
@@ -652,8 +667,8 @@ void config_etcd_tls(const struct config *cfg, struct etcd_tls *tls)
 
 /* A TLS file of the cluster group (key "etcd_ca"...): it opens now, as
  * rmemd (and the user running rmemd -t) will open it. */
-static int check_tls_file(struct ctx *ctx, const config_setting_t *group, const char *key,
-			  const char *path)
+static int check_tls_file(struct ctx *ctx, const config_setting_t *group, const char *prefix,
+			  const char *key, const char *path)
 {
 	const config_setting_t *s = config_setting_get_member(group, key);
 	char name[CONFIG_PATH_MAX_LEN];
@@ -662,7 +677,7 @@ static int check_tls_file(struct ctx *ctx, const config_setting_t *group, const 
 
 	if (!path[0])
 		return 0;
-	snprintf(name, sizeof name, "cluster.%s", key);
+	snprintf(name, sizeof name, "%s.%s", prefix, key);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return fail(ctx, s, name, "cannot open \"%s\": %s", path, strerror(errno));
@@ -702,10 +717,75 @@ static int check_etcd_tls(struct ctx *ctx, const config_setting_t *group,
 	    etcd_tls_check(&e, &tls, why, sizeof why) < 0)
 		return fail(ctx, config_setting_get_member(group, "etcd"), "cluster.etcd", "%s",
 			    why);
-	rc = check_tls_file(ctx, group, "etcd_ca", tls.ca);
+	rc = check_tls_file(ctx, group, "cluster", "etcd_ca", tls.ca);
 	if (rc == 0)
-		rc = check_tls_file(ctx, group, "etcd_cert", tls.cert);
-	return rc < 0 ? rc : check_tls_file(ctx, group, "etcd_key", tls.key);
+		rc = check_tls_file(ctx, group, "cluster", "etcd_cert", tls.cert);
+	return rc < 0 ? rc : check_tls_file(ctx, group, "cluster", "etcd_key", tls.key);
+}
+
+/* ---- listen.tls --------------------------------------------------------------- */
+
+void config_listen_tls(const struct config *cfg, struct tls_config *tls)
+{
+	memset(tls, 0, sizeof *tls);
+	tls->server = true;
+	tls->cert = cfg->listen_tls_cert;
+	tls->key = cfg->listen_tls_key;
+	tls->ca = cfg->listen_tls_ca;
+	tls->require_peer_cert = cfg->listen_tls_require_cert;
+	tls->ktls = cfg->listen_tls_ktls;
+}
+
+/*
+ * TLS on listen.tcp: a certificate with its key, a CA when client
+ * certificates are required, and files OpenSSL takes, all tried now (the
+ * context made and dropped), so that rmemd -t says what rmemd would.
+ */
+static int check_listen_tls(struct ctx *ctx, const config_setting_t *root,
+			    const struct config *cfg)
+{
+	const config_setting_t *listen = config_setting_get_member(root, "listen");
+	const config_setting_t *g = listen ? config_setting_get_member(listen, "tls") : NULL;
+	const char *key = cfg->listen_tls_cert[0] ? "key" : "cert";
+	struct tls_config tc;
+	struct tls_ctx *tctx;
+	char why[512];
+	int rc;
+
+	if (!g || (!cfg->listen_tls_cert[0] && !cfg->listen_tls_key[0] &&
+		   !cfg->listen_tls_ca[0] && !cfg->listen_tls_require_cert &&
+		   !cfg->listen_tls_cert_tenants))
+		return 0;
+	if (!cfg->listen_tls_cert[0] || !cfg->listen_tls_key[0])
+		return fail(ctx, g, "listen.tls", "listen.tls.%s is missing (TLS needs a "
+			    "certificate and its key)", key);
+	if (cfg->listen_tls_require_cert && !cfg->listen_tls_ca[0])
+		return fail(ctx, config_setting_get_member(g, "require_client_cert"),
+			    "listen.tls.require_client_cert", "needs listen.tls.ca, the CA that "
+			    "clients' certificates verify against");
+	if (cfg->listen_tls_cert_tenants && !cfg->listen_tls_ca[0])
+		return fail(ctx, config_setting_get_member(g, "cert_tenants"),
+			    "listen.tls.cert_tenants", "needs listen.tls.ca, the CA that "
+			    "vouches for the certificates' names");
+	if (!cfg->listen_tcp[0])
+		return fail(ctx, g, "listen.tls", "listen.tcp is off: TLS has nothing to serve");
+	/* The port would be TLS only, and etcd:// clients (the repair agent
+	 * among them) dial servers in clear text: a broken cluster, unless
+	 * said here. */
+	if (cfg->cluster_etcd[0])
+		return fail(ctx, g, "listen.tls", "cluster.etcd is set: cluster clients (etcd://) "
+			    "reach their servers over plain TCP only so far");
+	rc = check_tls_file(ctx, g, "listen.tls", "cert", cfg->listen_tls_cert);
+	if (rc == 0)
+		rc = check_tls_file(ctx, g, "listen.tls", "key", cfg->listen_tls_key);
+	if (rc == 0)
+		rc = check_tls_file(ctx, g, "listen.tls", "ca", cfg->listen_tls_ca);
+	if (rc < 0)
+		return rc;
+	config_listen_tls(cfg, &tc);
+	rc = tls_ctx_new(&tc, &tctx, why, sizeof why);
+	tls_ctx_free(tctx);
+	return rc < 0 ? fail(ctx, g, "listen.tls", "%s", why) : 0;
 }
 
 /* What the other servers and the clients are told must be an address they
@@ -829,6 +909,8 @@ static int load_root(struct ctx *ctx, const config_setting_t *root, struct confi
 			return rc;
 	}
 	rc = check_cluster(ctx, root, cfg);
+	if (rc == 0)
+		rc = check_listen_tls(ctx, root, cfg);
 	if (rc == 0)
 		rc = check_slots(ctx, root, cfg);
 	return rc < 0 ? rc : check_tcp(ctx, root, cfg);

@@ -35,6 +35,10 @@ int config_parse_size(const char *s, uint64_t *out);
 struct etcd_tls;
 void config_etcd_tls(const struct config *cfg, struct etcd_tls *tls);
 
+/* listen.tls as common/tls.h takes it (its strings point into cfg). */
+struct tls_config;
+void config_listen_tls(const struct config *cfg, struct tls_config *tls);
+
 /* Writes the effective configuration as "key = value" lines through the
  * callback, so main can log it at start. */
 void config_dump(const struct config *cfg, void (*line)(void *arg, const char *text), void *arg);

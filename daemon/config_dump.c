@@ -20,6 +20,13 @@ static void dump_keys(const struct key_desc *keys, size_t nkeys, const char *pre
 		uint32_t v32;
 		int v;
 
+		if (k->kind == KIND_GROUP) {
+			if (!field[0]) /* off: nothing of it to show */
+				continue;
+			snprintf(text, sizeof text, "%s.%s", prefix, k->name);
+			dump_keys(k->sub, k->nsub, text, base, line, arg);
+			continue;
+		}
 		switch (k->kind) {
 		case KIND_U32:
 			memcpy(&v32, field, sizeof v32);

@@ -49,6 +49,30 @@ static const struct enum_word log_level_words[] = {
 	{ NULL, 0 },
 };
 
+/* listen.tls.ktls: kernel TLS when the kernel has it, or never. */
+static const struct enum_word ktls_words[] = {
+	{ "auto", 1 },
+	{ "off", 0 },
+	{ NULL, 0 },
+};
+
+static const struct key_desc listen_tls_keys[] = {
+	{ .name = "cert", .kind = KIND_FILE, FIELD(struct config, listen_tls_cert),
+	  .flags = KEY_EMPTY_OK, .def = "" },
+	{ .name = "key", .kind = KIND_FILE, FIELD(struct config, listen_tls_key),
+	  .flags = KEY_EMPTY_OK, .def = "" },
+	{ .name = "ca", .kind = KIND_FILE, FIELD(struct config, listen_tls_ca),
+	  .flags = KEY_EMPTY_OK, .def = "" },
+	{ .name = "require_client_cert", .kind = KIND_ENUM,
+	  FIELD(struct config, listen_tls_require_cert), .flags = KEY_BOOL_ONOFF,
+	  .words = required_words, .def = "off" },
+	{ .name = "ktls", .kind = KIND_ENUM, FIELD(struct config, listen_tls_ktls),
+	  .words = ktls_words, .def = "auto" },
+	{ .name = "cert_tenants", .kind = KIND_ENUM,
+	  FIELD(struct config, listen_tls_cert_tenants), .flags = KEY_BOOL_ONOFF,
+	  .words = required_words, .def = "off" },
+};
+
 static const struct key_desc listen_keys[] = {
 	{ .name = "tcp", .kind = KIND_HOSTPORT, FIELD(struct config, listen_tcp),
 	  .def = "0.0.0.0:7470" },
@@ -58,6 +82,9 @@ static const struct key_desc listen_keys[] = {
 	  .def = "/run/rmemd/rmemd.sock" },
 	{ .name = "metrics", .kind = KIND_HOSTPORT, FIELD(struct config, listen_metrics),
 	  .def = "127.0.0.1:9470" },
+	{ .name = "tls", .kind = KIND_GROUP, FIELD(struct config, listen_tls_cert),
+	  .sub = listen_tls_keys,
+	  .nsub = ARRAY_SIZE(listen_tls_keys) },
 };
 
 static const struct key_desc pool_keys[] = {

@@ -24,6 +24,9 @@ enum key_kind {
 	KIND_NAME,      /* 1..CONFIG_NAME_MAX-1 of [A-Za-z0-9_.-] */
 	KIND_FILE,      /* absolute path of a file */
 	KIND_ETCD,      /* "" or etcd endpoints "http://HOST:PORT,..." (etcd_endpoints.h) */
+	KIND_GROUP,     /* a group { } of its own keys, key->sub (listen.tls); its
+			   offset names the string that turns it on (the dump
+			   leaves it out while that is "") */
 };
 
 #define KEY_POW2       0x1  /* value must be a power of two */
@@ -44,6 +47,8 @@ struct key_desc {
 	unsigned flags;
 	const struct enum_word *words;  /* KIND_ENUM, ends with a NULL word */
 	const char *def;                /* default, as written in the file */
+	const struct key_desc *sub;     /* KIND_GROUP: its keys, offsets in the same struct */
+	size_t nsub;
 };
 
 struct section {

@@ -65,6 +65,16 @@ struct config {
 	char listen_admin[108];         /* Unix socket path; "" disables */
 	/* listen.metrics = "127.0.0.1:9470": Prometheus text at GET /metrics */
 	char listen_metrics[128];       /* "" disables the metrics endpoint */
+	/* listen.tls = { cert = "..."; key = "..."; ca = "..."; require_client_cert
+	 * = false; ktls = "auto"; }: TLS 1.3 on listen.tcp (common/tls.h); cert
+	 * and key set turn it on, checked at load (config.c, check_listen_tls). */
+	char listen_tls_cert[256];
+	char listen_tls_key[256];
+	char listen_tls_ca[256];        /* clients' certificates verify against it */
+	int listen_tls_require_cert;    /* 1: a client without a good certificate is refused */
+	int listen_tls_ktls;            /* 1 (auto): kernel TLS where the kernel has it */
+	int listen_tls_cert_tenants;    /* 1: a verified client certificate whose subject CN
+					   is a tenant's name proves that tenant (no HMAC) */
 	struct config_pool pools[CONFIG_MAX_POOLS];
 	size_t npools;                  /* >= 1; default one pool as above */
 	/* rdma = { device = "auto"; keys = "auto"; } */

@@ -25,6 +25,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "server.h"
+#include "tls.h"
 
 #define IN_CAP     (64u << 10)
 #define COPY_MAX   (64u << 10)  /* smaller READ replies are copied, not referenced */
@@ -57,6 +58,7 @@ static void conn_free(struct conn *c)
 		evbuffer_free(c->out);
 	session_unhold(srv, &c->rhold);
 	session_unhold(srv, &c->whold);
+	tls_conn_free(c->tls);
 	if (c->fd >= 0)
 		close(c->fd);
 	session_destroy(srv, c->s);
@@ -78,17 +80,19 @@ static void conn_close(struct conn *c, const char *why)
 	c->dead = true;
 }
 
-int conn_accept(struct server *srv, int fd, enum session_transport transport, bool admin,
-		const char *peer)
+static int accept_conn(struct server *srv, int fd, enum session_transport transport, bool admin,
+		       const char *peer, struct tls_conn *t)
 {
 	struct conn *c = calloc(1, sizeof *c);
 
 	if (!c) {
+		tls_conn_free(t);
 		close(fd);
 		return -ENOMEM;
 	}
 	c->srv = srv;
 	c->fd = fd;
+	c->tls = t;
 	c->clock_ns = c->last_rx_ns = (uint64_t)clock_mono_ns();
 	c->in = malloc(IN_CAP);
 	c->out = evbuffer_new();
@@ -106,7 +110,89 @@ int conn_accept(struct server *srv, int fd, enum session_transport transport, bo
 		conn_free(c);
 		return -ENOMEM;
 	}
+	if (t) {
+		c->s->tls_kind = tls_kind(t);
+		c->ktls_tx = tls_kernel_tx(t);
+		/* The handshake's last record may have brought requests with it. */
+		if (tls_pending(t))
+			event_active(c->ev_read, EV_READ, 0);
+	}
 	return 0;
+}
+
+int conn_accept(struct server *srv, int fd, enum session_transport transport, bool admin,
+		const char *peer)
+{
+	return accept_conn(srv, fd, transport, admin, peer, NULL);
+}
+
+int conn_accept_tls(struct server *srv, int fd, const char *peer, struct tls_conn *t,
+		    const struct config_tenant *tenant)
+{
+	int rc = accept_conn(srv, fd, SESSION_TCP, false, peer, t);
+	struct session *s;
+
+	/* As AUTH would have: before HELLO, so the session is charged to it.
+	 * (The new connection is the first of the list.) */
+	if (rc == 0 && tenant) {
+		s = srv->conns->s;
+		s->tenant = tenant;
+		s->cert_tenant = true;
+		snprintf(s->peer + strlen(s->peer), sizeof s->peer - strlen(s->peer),
+			 " tenant=%s(cert)", tenant->name);
+	}
+	return rc;
+}
+
+/* ---- the stream: the socket, or TLS over it ------------------------------------ */
+
+/* read() as the rest of this file expects it: bytes, 0 at EOF, or -1 with
+ * errno (EAGAIN when there is nothing). */
+static ssize_t conn_recv(struct conn *c, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (!c->tls)
+		return read(c->fd, buf, len);
+	n = tls_read(c->tls, buf, len);
+	if (n >= 0)
+		return n;
+	if (n == -ECONNRESET)
+		return 0;
+	if (n != -EAGAIN)
+		log_info("client %s: TLS: %s", c->s->peer, tls_error(c->tls));
+	errno = (int)-n;
+	return -1;
+}
+
+/* evbuffer_write() for the stream: the bytes sent, or -1 with errno.  Over
+ * TLS up to a batch of the buffer's chains are sealed and sent, then
+ * drained (which releases a READ's reference once its chain is gone). */
+static int conn_send_out(struct conn *c)
+{
+	struct evbuffer_iovec v[16];
+	struct iovec iov[16];
+	int cnt;
+	ssize_t n;
+
+	/* Kernel TLS seals what writev() hands it: the pool's bytes go out by
+	 * reference as on plain TCP (c->ktls_tx, set once after the handshake). */
+	if (!c->tls || c->ktls_tx)
+		return evbuffer_write(c->out, c->fd);
+	cnt = evbuffer_peek(c->out, -1, NULL, v, 16);
+	if (cnt > 16)
+		cnt = 16;
+	for (int i = 0; i < cnt; i++)
+		iov[i] = (struct iovec){ .iov_base = v[i].iov_base, .iov_len = v[i].iov_len };
+	n = tls_writev(c->tls, iov, cnt);
+	if (n < 0) {
+		if (n != -EAGAIN)
+			log_info("client %s: TLS: %s", c->s->peer, tls_error(c->tls));
+		errno = (int)-n;
+		return -1;
+	}
+	evbuffer_drain(c->out, (size_t)n);
+	return (int)n;
 }
 
 void conn_close_all(struct server *srv)
@@ -302,7 +388,10 @@ static void on_header(struct conn *c, const uint8_t *p)
 	if (rc < 0) {
 		/* Past a good magic the decoder has filled req_id: echo it. */
 		conn_fail(c, rc == -EBADMSG && c->hdr.magic != PROTO_MAGIC ? NULL : &c->hdr, rc,
-			  rc == -EPROTO ? "other protocol version" : "undecodable frame header");
+			  rc == -EPROTO ? "other protocol version" :
+			  p[0] == TLS_RECORD_HANDSHAKE && !c->tls && c->s->transport == SESSION_TCP
+				  ? "a TLS client on a plain port (listen.tls is off)"
+				  : "undecodable frame header");
 		return;
 	}
 	if (c->hdr.flags & PROTO_F_RESPONSE) {
@@ -467,7 +556,7 @@ static ssize_t conn_read_once(struct conn *c, bool *drained)
 		}
 		/* Bulk data streams in while we copy: keep reading (*drained
 		 * stays false) until the socket says EAGAIN. */
-		n = read(c->fd, dst, want);
+		n = conn_recv(c, dst, want);
 		if (n > 0) {
 			if (c->wdst) {
 				c->wdst += n;
@@ -494,7 +583,7 @@ static ssize_t conn_read_once(struct conn *c, bool *drained)
 	if (c->after_bulk && c->in_end == 0 && want > PROTO_HDR_LEN + PROTO_IO_REQ_LEN)
 		want = PROTO_HDR_LEN + PROTO_IO_REQ_LEN;
 	c->after_bulk = false;
-	n = read(c->fd, c->in + c->in_end, want);
+	n = conn_recv(c, c->in + c->in_end, want);
 	*drained = n > 0 && (size_t)n < want;
 	if (n > 0)
 		c->in_end += (size_t)n;
@@ -506,7 +595,7 @@ static ssize_t conn_read_once(struct conn *c, bool *drained)
 static void conn_flush(struct conn *c)
 {
 	while (!c->dead && evbuffer_get_length(c->out)) {
-		int n = evbuffer_write(c->out, c->fd);
+		int n = conn_send_out(c);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -545,8 +634,9 @@ static void conn_set_lowat(struct conn *c)
 	int want = 1, cur = c->rcvlowat ? c->rcvlowat : 1;
 
 	/* (Unix sockets wake their reader at every byte whatever the mark.) */
+	/* (Nor can a mark count TLS's plaintext: records are longer.) */
 	if (c->rx == RX_WDATA && c->in_start == c->in_end && c->wleft > 1 &&
-	    c->s->transport != SESSION_UNIX)
+	    c->s->transport != SESSION_UNIX && !c->tls)
 		want = c->wleft < LOWAT_MAX ? (int)c->wleft : LOWAT_MAX;
 	c->lowat_queued = 0; /* what was queued has been read */
 	if (want != cur && setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof want) == 0)
@@ -585,6 +675,9 @@ static void conn_pump(struct conn *c)
 	} else {
 		conn_set_lowat(c);
 		event_add(c->ev_read, NULL);
+		/* Plaintext TLS already holds is no event for epoll. */
+		if (c->tls && tls_pending(c->tls))
+			event_active(c->ev_read, EV_READ, 0);
 	}
 }
 
@@ -633,8 +726,11 @@ static bool conn_spin_read(void *arg)
  * epoll to report. */
 static bool conn_spin_ready(void *arg)
 {
-	struct pollfd pfd = { .fd = ((struct conn *)arg)->fd, .events = POLLIN };
+	struct conn *c = arg;
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 
+	if (c->tls && tls_pending(c->tls))
+		return true;
 	return poll(&pfd, 1, 0) != 0;
 }
 

@@ -27,6 +27,7 @@
 struct server;
 struct event;
 struct evbuffer;
+struct tls_conn;
 
 enum conn_rx { RX_HDR, RX_BODY, RX_WHDR, RX_WDATA };
 
@@ -64,6 +65,10 @@ struct conn {
 	uint64_t parked_since;
 	struct event *ev_retry;
 	struct busy_poll bp;    /* the spin for the next request (busypoll.h) */
+	/* TLS (common/tls.h), its handshake done (tlsaccept.c), or NULL: every
+	 * byte in and out goes through conn_recv() and conn_send_out(). */
+	struct tls_conn *tls;
+	bool ktls_tx;           /* the kernel seals what we send (tls_kernel_tx) */
 	struct conn *prev, *next;
 };
 
@@ -71,6 +76,13 @@ struct conn {
  * -errno on failure (fd closed). */
 int conn_accept(struct server *srv, int fd, enum session_transport transport, bool admin,
 		const char *peer);
+/* The same for a TCP connection whose TLS handshake is done: t is taken
+ * too (freed with the connection, or here on failure).  tenant: the one
+ * its verified client certificate proves (listen.tls.cert_tenants), or
+ * NULL. */
+struct config_tenant;
+int conn_accept_tls(struct server *srv, int fd, const char *peer, struct tls_conn *t,
+		    const struct config_tenant *tenant);
 /* Closes every connection (at shutdown); their sessions release their regions. */
 void conn_close_all(struct server *srv);
 

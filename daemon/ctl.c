@@ -180,8 +180,16 @@ static void do_auth_begin(struct server *srv, const struct ctl_req *q, struct ct
 
 	if (!decoded(proto_auth_begin_req_decode(q->payload, q->len, &req), rep))
 		return;
-	if (q->s->hello_done || q->s->tenant)
+	if (q->s->hello_done || (q->s->tenant && !q->s->cert_tenant))
 		return reply_status(rep, -EINVAL);
+	/* A certificate proved one tenant: HMAC may prove it again, not
+	 * another. */
+	if (q->s->cert_tenant && strncmp(req.tenant, q->s->tenant->name, sizeof req.tenant)) {
+		count_auth_failure(srv, COUNTERS_AUTH_TENANT);
+		snprintf(rep->why, sizeof rep->why, "AUTH as another tenant than the client "
+			 "certificate's (%s)", q->s->tenant->name);
+		return reply_close(rep, -EACCES, rep->why);
+	}
 	rc = tenant_auth_begin(srv, &q->s->auth, q->s->id, &req, &ar, rep->why, sizeof rep->why);
 	if (rc == -EACCES) {
 		count_auth_failure(srv, COUNTERS_AUTH_TENANT);
@@ -585,6 +593,8 @@ static const char *transport_name(const struct session *s)
 {
 	if (s->nic)
 		return "rdma";
+	if (s->tls_kind)
+		return s->tls_kind;
 	return s->transport == SESSION_UNIX ? "unix" : "tcp";
 }
 

@@ -22,6 +22,7 @@
 #include "server.h"
 #include "tcp_cc.h"
 #include "tenant.h"
+#include "tlsaccept.h"
 
 #define BACKLOG 1024
 /* Room for a whole 1 MiB transfer and its neighbour in the socket, as the
@@ -55,7 +56,10 @@ static void on_tcp_accept(struct evconnlistener *l, evutil_socket_t fd, struct s
 	if (rc < 0)
 		log_warn("client %s: congestion control \"%s\": %s; keeping the system's",
 			    peer, srv->cfg.tcp_congestion, strerror(-rc));
-	conn_accept(srv, fd, SESSION_TCP, false, peer);
+	if (srv->tls)
+		tlsaccept_start(srv, fd, peer);
+	else
+		conn_accept(srv, fd, SESSION_TCP, false, peer);
 }
 
 static void on_unix_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
@@ -188,7 +192,11 @@ int listeners_open(struct server *srv, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	srv->listeners = ls;
+	/* TLS before the port opens: no client is ever served in clear text
+	 * on a port that should have been TLS. */
 	if (srv->cfg.listen_tcp[0])
+		rc = tlsaccept_open(srv, err, errlen);
+	if (rc == 0 && srv->cfg.listen_tcp[0])
 		rc = open_tcp(srv, ls, err, errlen);
 	if (rc == 0 && srv->cfg.listen_admin[0])
 		rc = open_admin(srv, ls, err, errlen);
@@ -205,6 +213,7 @@ void listeners_close(struct server *srv)
 		return;
 	if (ls->tcp)
 		evconnlistener_free(ls->tcp);
+	tlsaccept_close(srv);
 	if (ls->admin) {
 		evconnlistener_free(ls->admin);
 		unlink(ls->admin_path);

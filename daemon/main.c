@@ -38,16 +38,20 @@ struct options {
 	const char *config_path;
 	bool config_given;
 	bool test_only;
+	bool discard_state;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: rmemd [-c FILE] [-t] [--version] [-h]\n"
+		"Usage: rmemd [-c FILE] [-t] [--discard-state] [--version] [-h]\n"
 		"Serves pinned memory regions to remote clients (see rmemd(8)).\n\n"
 		"  -c, --config FILE  configuration file (default %s;\n"
 		"                     when that is missing, embedded defaults are used)\n"
 		"  -t, --test         check the configuration and exit\n"
+		"      --discard-state  drop what systemd's fd store keeps (every region of\n"
+		"                     the last rmemd) and start fresh; without it a state\n"
+		"                     that cannot be restored is kept and nothing served\n"
 		"  -V, --version      print the version and exit\n"
 		"  -h, --help         print this help and exit\n",
 		CONFIG_DEFAULT_PATH);
@@ -59,6 +63,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "test", no_argument, NULL, 't' },
+		{ "discard-state", no_argument, NULL, 'D' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -74,6 +79,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 't':
 			o->test_only = true;
+			break;
+		case 'D':
+			o->discard_state = true;
 			break;
 		case 'V':
 			printf("rmemd %s (protocol %d)\n", RMEM_VERSION_STRING, PROTO_VERSION);
@@ -246,7 +254,39 @@ static void server_close(struct server *srv)
 		event_base_free(srv->base);
 }
 
-static int serve(struct server *srv)
+/* SIGTERM and SIGINT stop the loop (on_signal); the caller frees sigs. */
+static int watch_signals(struct server *srv, struct event **sigs, const int *signos)
+{
+	for (int i = 0; i < 2; i++) {
+		sigs[i] = evsignal_new(srv->base, signos[i], on_signal, srv);
+		if (!sigs[i] || evsignal_add(sigs[i], NULL) < 0) {
+			log_err("cannot watch signal %d", signos[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * A kept state that cannot be restored (persist.c said why): rmemd stays
+ * up and serves nothing, no listener, no cluster agent, until it is
+ * stopped.  Exiting would be a failed unit, and systemd before 254 empties
+ * the fd store of a failed unit (FileDescriptorStorePreserve= is newer):
+ * the memory would go without anyone asking.  READY=1 is sent, for the
+ * same reason: a start that never gets ready times out and fails the
+ * unit; STATUS= (sent by persist.c) says what is wrong instead.  A SIGTERM
+ * ends it with status 0 and the store untouched, so `systemctl restart`
+ * after the config is fixed restores.
+ */
+static int refuse(struct server *srv, struct event **sigs, const int *signos)
+{
+	if (watch_signals(srv, sigs, signos) < 0)
+		return -1;
+	sd_notify(0, "READY=1");
+	return event_base_dispatch(srv->base) < 0 ? -1 : 0;
+}
+
+static int serve(struct server *srv, bool discard)
 {
 	const struct nic_events nic_events = {
 		.arg = srv, .find = nic_find, .describe = nic_describe,
@@ -271,8 +311,22 @@ static int serve(struct server *srv)
 	/* Under systemd the pools and their state go into its fd store and
 	 * come back from it after a restart (persist.c); elsewhere a start is
 	 * fresh, as it always was. */
-	if ((persist_possible() ? persist_open(srv, pin_progress, open_pools) : open_pools(srv)) < 0)
-		goto out;
+	if (!persist_possible()) {
+		if (discard)
+			log_notice("--discard-state: no fd store here (no NOTIFY_SOCKET): nothing to "
+				   "discard");
+		if (open_pools(srv) < 0)
+			goto out;
+	} else {
+		int prc = persist_open(srv, pin_progress, open_pools, discard);
+
+		if (prc == PERSIST_REFUSED) {
+			rc = refuse(srv, sigs, signos);
+			goto out;
+		}
+		if (prc < 0)
+			goto out;
+	}
 	if (session_quarantine_init(srv) < 0 || lease_init(srv) < 0) {
 		log_err("out of memory");
 		goto out;
@@ -298,13 +352,8 @@ static int serve(struct server *srv)
 		log_err("%s", err);
 		goto out;
 	}
-	for (int i = 0; i < 2; i++) {
-		sigs[i] = evsignal_new(srv->base, signos[i], on_signal, srv);
-		if (!sigs[i] || evsignal_add(sigs[i], NULL) < 0) {
-			log_err("cannot watch signal %d", signos[i]);
-			goto out;
-		}
-	}
+	if (watch_signals(srv, sigs, signos) < 0)
+		goto out;
 	/* After the listeners and the NIC: what it advertises is true now.
 	 * etcd being out of reach is not an error: the agent keeps trying. */
 	rc = member_start(srv);
@@ -381,7 +430,7 @@ int main(int argc, char **argv)
 	/* A client that vanishes mid-reply must cost us an error, not our life. */
 	signal(SIGPIPE, SIG_IGN);
 	sd_notify(0, "STATUS=pinning pools");
-	rc = serve(srv);
+	rc = serve(srv, opts.discard_state);
 	free(srv);
 	libevent_global_shutdown();
 	return rc < 0 ? 1 : 0;

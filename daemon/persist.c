@@ -24,6 +24,9 @@
 #include "state.h"
 
 #define STATE_FDNAME "rmem-state"
+/* The state memfd's own name, which the fd store keeps with it: who wrote
+ * it, for a refusal's log line (state.h, "Versions"). */
+#define STATE_MEMFD_NAME STATE_FDNAME " rmemd " RMEM_VERSION_STRING
 #define POOL_FDNAME_PREFIX "rmem-pool-"
 /* A new state memfd has limits.state_slots slots: one per session,
  * anonymous region and handle, two per named object (tenant.h shares them
@@ -54,14 +57,39 @@ static void kept_close(struct restore_fds *k)
 	}
 }
 
+/* "rmemd VERSION" from the state memfd's name; a name without one is of
+ * a release before 1.4.0, which did not say. */
+static void writer_of(int fd, char *out, size_t len)
+{
+	static const char pre[] = "/memfd:" STATE_FDNAME;
+	char path[64], link[256];
+	ssize_t n;
+
+	out[0] = '\0';
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof link - 1);
+	if (n <= 0)
+		return;
+	link[n] = '\0';
+	if (strncmp(link, pre, strlen(pre)) || link[strlen(pre)] != ' ') {
+		snprintf(out, len, "rmemd 1.3 or older");
+		return;
+	}
+	snprintf(out, len, "%.*s", (int)strcspn(link + strlen(pre) + 1, "("),
+		 link + strlen(pre) + 1);
+	n = (ssize_t)strlen(out);
+	while (n > 0 && out[n - 1] == ' ')
+		out[--n] = '\0';
+}
+
 /* Ours by name; anything else is closed (rmemd takes no sockets from systemd). */
 static void take_fds(struct server *srv, struct restore_fds *k)
 {
 	char **names = NULL;
 	int n = sd_listen_fds_with_names(1, &names);
 
+	memset(k, 0, sizeof *k);
 	k->state_fd = -1;
-	k->npool_fds = k->others = k->nstale = 0;
 	for (unsigned i = 0; i < CONFIG_MAX_POOLS; i++)
 		k->pool_fd[i] = -1;
 	for (int i = 0; i < n; i++) {
@@ -71,6 +99,7 @@ static void take_fds(struct server *srv, struct restore_fds *k)
 
 		if (!strcmp(name, STATE_FDNAME) && k->state_fd < 0) {
 			k->state_fd = fd;
+			writer_of(fd, k->writer, sizeof k->writer);
 			taken = true;
 		}
 		for (uint32_t p = 0; !taken && p < srv->cfg.npools; p++) {
@@ -238,7 +267,7 @@ static int fresh_state(struct server *srv)
 		h.pools[i].alignment = srv->cfg.pools[i].alignment;
 		h.pools[i].page_size = srv->pools[i].page_size;
 	}
-	fd = memfd_create(STATE_FDNAME, MFD_CLOEXEC);
+	fd = memfd_create(STATE_MEMFD_NAME, MFD_CLOEXEC);
 	if (fd < 0 || ftruncate(fd, (off_t)len) < 0) {
 		log_err("state memfd: %s", strerror(errno));
 		if (fd >= 0)
@@ -290,17 +319,84 @@ static int fresh(struct server *srv, int (*open_pools)(struct server *srv))
 
 /* ---- persist_open ------------------------------------------------------------------ */
 
+/* The state names more pools, or larger ones, than it did: the new pools
+ * go into the store first, then the header is replaced (restore.h).  One
+ * pwrite of one whole page at offset 0: the kernel copies a page of a
+ * memfd under one check for a fatal signal, from a buffer just written
+ * (resident), so a SIGKILL leaves the old header or the new one, never a
+ * mix.  A crash before it finds the old header, pools already grown (which
+ * pool_adopt accepts) and new pools the header does not name (made anew). */
+static int commit_growth(struct server *srv, const struct restore_fds *k)
+{
+	char name[CONFIG_NAME_MAX + 16];
+
+	if (!k->hdr_changed)
+		return 0;
+	for (uint32_t p = k->kept_npools; p < srv->npools; p++) {
+		snprintf(name, sizeof name, POOL_FDNAME_PREFIX "%s", srv->pools[p].name);
+		sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", name);
+		store_push(srv->pools[p].fd, name);
+	}
+	if (pwrite(slots_fd(srv->slots), k->new_hdr, STATE_HDR_LEN, 0) != (ssize_t)STATE_HDR_LEN) {
+		log_err("restore: writing the grown state header: %s: exiting, the fd store keeps "
+			"the state as it was", strerror(errno));
+		return -EIO;
+	}
+	log_notice("restore: the state now names %u pool(s) at the config's sizes (%u new)",
+		   srv->npools, srv->npools - k->kept_npools);
+	return 0;
+}
+
+/* Says why the kept state is not restored, and how to get out: in the log
+ * and in STATUS=, which `systemctl status rmemd` shows. */
+static void say_refused(const struct restore_fds *k, const char *why)
+{
+	const char *fix = k->fix ? k->fix : "restart rmemd once the cause is gone";
+
+	log_err("fd store: not restoring: %s (the state was written by %s): serving nothing, "
+		"the fd store keeps every byte; %s, or discard the kept memory on purpose: "
+		"systemctl stop rmemd, then start it (under the shipped unit a stop empties the "
+		"store), or start rmemd once with --discard-state (rmemd(8), KEPT STATE)",
+		why, k->writer[0] ? k->writer : "an unknown rmemd", fix);
+	sd_notifyf(0, "STATUS=refused to restore, serving nothing, memory kept: %s; %s, or "
+		   "discard it: systemctl stop rmemd, then start (or rmemd --discard-state)",
+		   why, fix);
+}
+
 int persist_open(struct server *srv, pool_progress_fn progress,
-		 int (*open_pools)(struct server *srv))
+		 int (*open_pools)(struct server *srv), bool discard)
 {
 	struct restore_fds k;
 	char why[512];
 	int rc;
 
 	take_fds(srv, &k);
-	if (k.state_fd < 0 && !k.npool_fds) {
-		log_notice("fd store: nothing to restore%s: starting fresh",
-			   k.others ? " (closed fds that are not ours)" : "");
+	if (discard) {
+		/* The operator's explicit word, and the only one that drops a
+		 * state this rmemd could not read. */
+		if (k.state_fd >= 0 || k.npool_fds || k.nstale)
+			log_warn("fd store: discarding what it keeps, as asked (--discard-state): "
+				 "%s, %u pool memfd(s) and %u of pools not in the config: every "
+				 "region in them is gone", k.state_fd >= 0 ? "the state" : "no state",
+				 k.npool_fds, k.nstale);
+		else
+			log_notice("fd store: --discard-state: the store holds nothing of ours");
+		kept_close(&k);
+		store_forget(srv, &k);
+		rc = fresh(srv, open_pools);
+		goto out;
+	}
+	if (k.state_fd < 0) {
+		/* A fresh start keeps its pools first and its state last, before
+		 * READY: pools without a state are a start cut short that never
+		 * served, not memory anyone was given. */
+		if (k.npool_fds)
+			log_notice("fd store: %u pool memfd(s) and no state (a start cut short "
+				   "before it served): starting fresh", k.npool_fds);
+		else
+			log_notice("fd store: nothing to restore%s: starting fresh",
+				   k.others ? " (closed fds that are not ours)" : "");
+		kept_close(&k);
 		store_forget(srv, &k);
 		rc = fresh(srv, open_pools);
 		goto out;
@@ -319,18 +415,25 @@ int persist_open(struct server *srv, pool_progress_fn progress,
 		goto out;
 	}
 	if (rc == 0) {
+		rc = commit_growth(srv, &k);
+		if (rc < 0) {
+			slots_freeze(srv->slots);
+			srv->keep_state = true;
+			goto out;
+		}
 		for (unsigned i = 0; i < k.nstale; i++)
 			sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", k.stale[i]);
 		goto out;
 	}
-	/* One line that says why; then as if nothing had been kept. */
-	log_warn("fd store: not restoring: %s: starting fresh", why);
+	/* Refused: nothing is discarded, nothing is served.  The store is
+	 * told nothing, so it keeps what it has across this process and the
+	 * next (docs/architecture.md, "Invariant: no path discards memory
+	 * without the operator asking"). */
+	say_refused(&k, why);
 	for (uint32_t p = 0; p < srv->npools; p++)
 		pool_close(&srv->pools[p]);
 	srv->npools = 0;
-	kept_close(&k);
-	store_forget(srv, &k);
-	rc = fresh(srv, open_pools);
+	rc = PERSIST_REFUSED;
 out:
 	kept_close(&k);
 	return rc;

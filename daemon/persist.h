@@ -22,18 +22,25 @@ struct server;
 bool persist_possible(void);
 
 /*
- * Takes back what the fd store holds and restores from it, or, when there is
- * nothing or it fails a check, says why in one log line, removes the stale
- * fds from the store and starts fresh: new pools opened by open_pools
- * (main.c's, as a start without the store opens them; progress is for the
- * pools taken back) and a new state memfd, both pushed into the store.  Sets
- * srv->npools, srv->slots, srv->restored; restored sessions are detached
- * until RESUME or the restore timer that persist_ready starts.
- * srv->base, srv->regions and srv->names must exist.  0, or a negative
- * errno after logging (the daemon cannot start).
+ * Takes back what the fd store holds and restores from it.  When the store
+ * holds no state (nothing, or pools of a fresh start cut short), or when
+ * discard is set (the operator's --discard-state: the one way to drop a
+ * state, said in one line), it removes our fds from the store and starts
+ * fresh: new pools opened by open_pools (main.c's, as a start without the
+ * store opens them; progress is for the pools taken back) and a new state
+ * memfd, both pushed into the store.  When a state is there and cannot be
+ * restored (another format, damage, pools that differ from the config) it
+ * refuses: one log line and STATUS= say why and the ways out, nothing is
+ * opened, the store is told nothing, and it returns PERSIST_REFUSED (the
+ * caller serves nothing until it is stopped).  Sets srv->npools,
+ * srv->slots, srv->restored; restored sessions are detached until RESUME
+ * or the restore timer that persist_ready starts.  srv->base, srv->regions
+ * and srv->names must exist.  0, PERSIST_REFUSED, or a negative errno
+ * after logging (the daemon cannot start).
  */
+#define PERSIST_REFUSED 1
 int persist_open(struct server *srv, pool_progress_fn progress,
-		 int (*open_pools)(struct server *srv));
+		 int (*open_pools)(struct server *srv), bool discard);
 /*
  * Once clients can reach rmemd (the NIC up, the listeners open, just before
  * READY=1): after a restore, the restored sessions have from now lease_ms

@@ -389,11 +389,10 @@ int pool_open(struct pool *p, const struct config_pool *pc, uint32_t index,
 }
 
 int pool_adopt(struct pool *p, const struct config_pool *pc, uint32_t index, int fd,
-	       pool_progress_fn progress, void *arg, char *err, size_t errlen)
+	       uint64_t kept_size, pool_progress_fn progress, void *arg, char *err, size_t errlen)
 {
-	uint64_t small = round_up(pc->size, (uint64_t)sysconf(_SC_PAGESIZE));
-	uint64_t huge = round_up(pc->size, HUGEPAGE_2M);
 	struct stat st;
+	uint64_t kept;
 	int rc;
 
 	memset(p, 0, sizeof *p);
@@ -408,17 +407,30 @@ int pool_adopt(struct pool *p, const struct config_pool *pc, uint32_t index, int
 	/* hugetlbfs reports its page size as the block size. */
 	p->page_size = st.st_blksize >= (blksize_t)HUGEPAGE_2M ? (uint32_t)HUGEPAGE_2M
 							      : (uint32_t)sysconf(_SC_PAGESIZE);
-	p->size = p->page_size == HUGEPAGE_2M ? huge : small;
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != p->size ||
+	p->size = round_up(pc->size, p->page_size);
+	kept = round_up(kept_size, p->page_size);
+	/* Every kept byte must be there, and the config may only ask for as
+	 * much or more.  A memfd larger than what is kept is a growth that a
+	 * crash cut short before the header said so (persist.c): nothing past
+	 * the kept size was ever handed out, so the config's size is mapped. */
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < kept || p->size < kept ||
 	    (p->page_size == HUGEPAGE_2M && pc->hugepages == CONFIG_HUGEPAGES_OFF) ||
 	    (p->page_size != HUGEPAGE_2M && pc->hugepages == CONFIG_HUGEPAGES_ON)) {
 		snprintf(err, errlen,
-			 "pool %s: kept memfd is %" PRIu64 " bytes of %u-byte pages, the config "
-			 "asks for %" PRIu64 " bytes (hugepages %s)", pc->name,
-			 (uint64_t)st.st_size, p->page_size, pc->size,
+			 "pool %s: kept memfd is %" PRIu64 " bytes of %u-byte pages, %" PRIu64
+			 " of them kept; the config asks for %" PRIu64 " bytes (hugepages %s)",
+			 pc->name, (uint64_t)st.st_size, p->page_size, kept, pc->size,
 			 pc->hugepages == CONFIG_HUGEPAGES_OFF ? "off" :
 			 pc->hugepages == CONFIG_HUGEPAGES_ON ? "on" : "auto");
 		return -EINVAL;
+	}
+	/* A larger size: the file grows, every kept byte where it was.  The
+	 * new tail is holes until touched, and zero. */
+	if ((uint64_t)st.st_size < p->size && ftruncate(fd, (off_t)p->size) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "pool %s: growing the kept memfd to %" PRIu64 " bytes: %s",
+			 pc->name, p->size, strerror(-rc));
+		return rc;
 	}
 	p->base = map_fd(fd, p->size);
 	if (p->base == MAP_FAILED) {

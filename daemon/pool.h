@@ -49,13 +49,16 @@ int pool_open(struct pool *p, const struct config_pool *pc, uint32_t index,
  * on fault, not faulted in (on kernels with MADV_POPULATE_WRITE; older ones
  * pin it whole as pool_open does): a restart costs what is held, so the
  * caller faults in the ranges it keeps (pool_populate) and hands the rest to
- * pool_scrub.  fd must be a memfd of
- * exactly the size pool_open would map for pc and of the page size pc allows
- * (else -EINVAL, with the reason in err).  On success the pool owns fd; on
- * failure fd is still the caller's.
+ * pool_scrub.  fd must be a memfd of the page size pc allows and of at
+ * least kept_size bytes (the size the state says the pool had), and pc may
+ * not ask for less than kept_size (else -EINVAL, with the reason in err).
+ * When pc asks for more the memfd grows (ftruncate) and the pool is mapped
+ * at pc's size: a pool grows at a restart with every byte kept.  On success
+ * the pool owns fd; on failure fd is still the caller's.
  */
 int pool_adopt(struct pool *p, const struct config_pool *pc, uint32_t index, int fd,
-	       pool_progress_fn progress, void *arg, char *err, size_t errlen);
+	       uint64_t kept_size, pool_progress_fn progress, void *arg, char *err,
+	       size_t errlen);
 /* The kernel's policy for transparent hugepages in shared memory
  * (/sys/kernel/mm/transparent_hugepage/shmem_enabled, the selected word:
  * "never", "advise", "always"...) in word; "" when it cannot be read. */

@@ -284,13 +284,23 @@ static void find_orphans(struct server *srv, struct image *im)
 
 /* A saved range: in a pool, and free until now in its allocator (so two
  * ranges that overlap are caught here). */
-static int claim(struct server *srv, uint32_t pool, uint64_t off, uint64_t len,
-		 char *why, size_t whylen)
+static int claim(struct server *srv, const struct image *im, uint32_t pool, uint64_t off,
+		 uint64_t len, char *why, size_t whylen)
 {
+	uint64_t page, kept;
 	int rc;
 
 	if (pool >= srv->npools) {
 		snprintf(why, whylen, "a range in pool %u of %u", pool, srv->npools);
+		return -EBADMSG;
+	}
+	/* Within the size the state gave the pool, not the grown one: a
+	 * range past it was never handed out. */
+	page = srv->pools[pool].page_size;
+	kept = (im->hdr.pools[pool].size + page - 1) / page * page;
+	if (off > kept || len > kept - off) {
+		snprintf(why, whylen, "range [%" PRIu64 ", +%" PRIu64 ") of pool %s is past the %"
+			 PRIu64 " bytes the state gives it", off, len, srv->pools[pool].name, kept);
 		return -EBADMSG;
 	}
 	rc = alloc_claim(srv->pools[pool].alloc, off, len);
@@ -330,7 +340,7 @@ static int check_rec(struct server *srv, const struct image *im, const struct st
 		}
 		return 0;
 	case STATE_REGION:
-		return claim(srv, s->u.region.pool, s->u.region.offset, s->u.region.length, why,
+		return claim(srv, im, s->u.region.pool, s->u.region.offset, s->u.region.length, why,
 			     whylen);
 	case STATE_OBJECT:
 		if (!tenant_of(srv, s->u.object.ns, &t) || !tenant_of(srv, s->u.object.charged, &t)) {
@@ -338,7 +348,7 @@ static int check_rec(struct server *srv, const struct image *im, const struct st
 				 id);
 			return -EBADMSG;
 		}
-		return claim(srv, s->u.object.pool, s->u.object.offset, s->u.object.length, why,
+		return claim(srv, im, s->u.object.pool, s->u.object.offset, s->u.object.length, why,
 			     whylen);
 	case STATE_NAME:
 		if (names_valid(s->u.name.name, s->u.name.name_len) < 0) {
@@ -424,27 +434,129 @@ static int check_unique(const struct image *im, char *why, size_t whylen)
 	return rc;
 }
 
-/* The header against the config: the same pools, in the same order. */
-static int check_hdr(const struct server *srv, const struct state_hdr *h, char *why, size_t whylen)
-{
-	if (h->npools != srv->cfg.npools) {
-		snprintf(why, whylen, "the state has %u pools, the config %zu", h->npools,
-			 (size_t)srv->cfg.npools);
-		return -EINVAL;
-	}
-	for (uint32_t i = 0; i < h->npools; i++) {
-		const struct config_pool *pc = &srv->cfg.pools[i];
+#define FIX_POOLS "put the pools back as the state has them (a pool may grow, and new " \
+	"pools go after the others), then restart rmemd"
+#define FIX_NONE "nothing can repair it"
 
-		if (strcmp(h->pools[i].name, pc->name) || h->pools[i].size != pc->size ||
-		    h->pools[i].alignment != pc->alignment) {
-			snprintf(why, whylen,
-				 "pool %u is %s of %" PRIu64 " bytes (alignment %" PRIu64
-				 ") in the state, %s of %" PRIu64 " (alignment %" PRIu64 ") in the config",
-				 i, h->pools[i].name, h->pools[i].size, h->pools[i].alignment,
-				 pc->name, pc->size, pc->alignment);
+/* The state's pools that the config keeps: the first ones. */
+static uint32_t kept_pools(const struct server *srv, const struct state_hdr *h)
+{
+	return h->npools < srv->cfg.npools ? h->npools : srv->cfg.npools;
+}
+
+/* A pool removed from the config (one of the state's last) may go only
+ * empty: a kept range in it would be lost. */
+static int removed_pools(const struct server *srv, struct restore_fds *k, const struct image *im,
+			 char *why, size_t whylen)
+{
+	for (uint32_t p = kept_pools(srv, &im->hdr); p < im->hdr.npools; p++) {
+		uint64_t n = 0, bytes = 0;
+
+		for (size_t i = 0; i < im->n; i++) {
+			const struct state_slot *r = &im->rec[i].s;
+
+			if (im->rec[i].drop)
+				continue;
+			if ((r->type == STATE_REGION && r->u.region.pool == p) ||
+			    (r->type == STATE_OBJECT && r->u.object.pool == p)) {
+				n++;
+				bytes += r->type == STATE_REGION ? r->u.region.length : r->u.object.length;
+			}
+		}
+		if (n) {
+			snprintf(why, whylen, "pool %s is in the state but not in the config, and holds "
+				 "%" PRIu64 " region(s), %" PRIu64 " bytes", im->hdr.pools[p].name, n,
+				 bytes);
+			k->fix = FIX_POOLS;
 			return -EINVAL;
 		}
+		log_notice("pool %s: in the state, not in the config, empty: it goes",
+			   im->hdr.pools[p].name);
 	}
+	return 0;
+}
+
+/* The header against the config: the state's pools first, in the same
+ * order, with the same names and alignments, each as large or larger; the
+ * config's pools after them are new.  Anything else is refused: a range of
+ * a pool that is gone or smaller would be lost, and a pool moved or renamed
+ * would hand one pool's bytes out as another's. */
+static int plan_pools(const struct server *srv, struct restore_fds *k, const struct state_hdr *h,
+		      char *why, size_t whylen)
+{
+	k->fix = FIX_POOLS;
+	/* The state's pools past the config's are removed: allowed while no
+	 * kept range lies in them (removed_pools, once the slots are read). */
+	for (uint32_t i = 0; i < kept_pools(srv, h); i++) {
+		const struct config_pool *pc = &srv->cfg.pools[i];
+		const struct state_pool *sp = &h->pools[i];
+
+		if (strcmp(sp->name, pc->name) || sp->alignment != pc->alignment) {
+			snprintf(why, whylen, "pool %u is %s (alignment %" PRIu64 ") in the state, %s "
+				 "(alignment %" PRIu64 ") in the config", i, sp->name, sp->alignment,
+				 pc->name, pc->alignment);
+			return -EINVAL;
+		}
+		if (pc->size < sp->size) {
+			snprintf(why, whylen, "pool %s is %" PRIu64 " bytes in the state, %" PRIu64
+				 " in the config: a pool may grow at a restart, never shrink",
+				 sp->name, sp->size, pc->size);
+			return -EINVAL;
+		}
+		if (k->pool_fd[i] < 0) {
+			k->fix = FIX_NONE;
+			snprintf(why, whylen, "the fd store holds the state but no memfd for its pool %s",
+				 sp->name);
+			return -ENOENT;
+		}
+	}
+	/* A new pool's memfd in the store is a growth that a crash cut short
+	 * before the header named it: it holds nothing yet, and is made anew. */
+	for (uint32_t i = h->npools; i < srv->cfg.npools; i++) {
+		if (k->pool_fd[i] >= 0)
+			close(k->pool_fd[i]);
+		k->pool_fd[i] = -1;
+	}
+	k->fix = NULL;
+	return 0;
+}
+
+/* The pools the config adds, opened as a fresh start opens them (pinned
+ * whole, zero), and the header that names every pool at its new size. */
+static int open_new_pools(struct server *srv, struct restore_fds *k, const struct image *im,
+			  pool_progress_fn progress, char *why, size_t whylen)
+{
+	struct state_hdr nh = im->hdr;
+	char err[512];
+	int rc;
+
+	for (uint32_t p = srv->npools; p < srv->cfg.npools; p++) {
+		rc = pool_open(&srv->pools[p], &srv->cfg.pools[p], p, progress, srv, err, sizeof err);
+		if (rc < 0) {
+			snprintf(why, whylen, "new pool %s: %s", srv->cfg.pools[p].name, err);
+			k->fix = "free the memory it needs, or take it out of the config, then restart rmemd";
+			return rc;
+		}
+		srv->npools = p + 1;
+		log_info("pool %s: %" PRIu64 " bytes pinned at %p, %u-byte pages, alignment %" PRIu64
+			 " (new beside the kept pools)", srv->pools[p].name, srv->pools[p].size,
+			 (void *)srv->pools[p].base, srv->pools[p].page_size,
+			 srv->cfg.pools[p].alignment);
+	}
+	nh.npools = srv->cfg.npools;
+	for (uint32_t p = 0; p < srv->cfg.npools; p++) {
+		snprintf(nh.pools[p].name, sizeof nh.pools[p].name, "%s", srv->cfg.pools[p].name);
+		nh.pools[p].size = srv->cfg.pools[p].size;
+		nh.pools[p].alignment = srv->cfg.pools[p].alignment;
+		nh.pools[p].page_size = srv->pools[p].page_size;
+	}
+	if (state_hdr_encode(k->new_hdr, &nh) != STATE_HDR_LEN) {
+		snprintf(why, whylen, "the grown state header does not encode");
+		k->fix = FIX_NONE;
+		return -EINVAL;
+	}
+	k->kept_npools = kept_pools(srv, &im->hdr);
+	k->hdr_changed = memcmp(k->new_hdr, im->base, STATE_HDR_LEN) != 0;
 	return 0;
 }
 
@@ -458,10 +570,10 @@ static int check_all(struct server *srv, struct restore_fds *k, struct image *im
 	char err[512];
 	int rc;
 
-	if (k->state_fd < 0 || k->npool_fds != srv->cfg.npools) {
-		snprintf(why, whylen, "the fd store holds %s and %u of %zu pools",
-			 k->state_fd < 0 ? "no state" : "the state", k->npool_fds,
-			 (size_t)srv->cfg.npools);
+	k->fix = FIX_NONE;
+	if (k->state_fd < 0) {
+		snprintf(why, whylen, "the fd store holds %u pool memfd(s) and no state",
+			 k->npool_fds);
 		return -ENOENT;
 	}
 	if (fstat(k->state_fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < STATE_HDR_LEN) {
@@ -477,16 +589,25 @@ static int check_all(struct server *srv, struct restore_fds *k, struct image *im
 		return -EIO;
 	}
 	rc = state_hdr_decode(im->base, im->len, &im->hdr);
+	if (rc == -EPROTO) {
+		uint32_t v = state_hdr_version(im->base);
+
+		snprintf(why, whylen, "the state is of format %u, this rmemd %s reads formats %u "
+			 "to %u", v, RMEM_VERSION_STRING, STATE_VERSION_MIN, STATE_VERSION);
+		k->fix = v > STATE_VERSION ? "start the rmemd that wrote it (or a newer one) again"
+					   : "restore it with a release that reads it first";
+		return rc;
+	}
 	if (rc < 0) {
 		snprintf(why, whylen, "the state header is %s",
-			 rc == -EPROTO ? "of another version" :
 			 rc == -EMSGSIZE ? "not the size of its memfd (truncated?)" :
 			 "damaged (magic, check or fields)");
 		return rc;
 	}
-	rc = check_hdr(srv, &im->hdr, why, whylen);
+	rc = plan_pools(srv, k, &im->hdr, why, whylen);
 	if (rc < 0)
 		return rc;
+	k->fix = FIX_NONE;
 	rc = read_slots(k->state_fd, im, why, whylen);
 	if (rc < 0)
 		return rc;
@@ -501,13 +622,21 @@ static int check_all(struct server *srv, struct restore_fds *k, struct image *im
 		return rc;
 	find_orphans(srv, im);
 	im->ms_pin = clock_mono_ms();
-	for (uint32_t p = 0; p < srv->cfg.npools; p++) {
-		rc = pool_adopt(&srv->pools[p], &srv->cfg.pools[p], p, k->pool_fd[p], progress, srv,
-				err, sizeof err);
+	rc = removed_pools(srv, k, im, why, whylen);
+	if (rc < 0)
+		return rc;
+	for (uint32_t p = 0; p < kept_pools(srv, &im->hdr); p++) {
+		rc = pool_adopt(&srv->pools[p], &srv->cfg.pools[p], p, k->pool_fd[p],
+				im->hdr.pools[p].size, progress, srv, err, sizeof err);
 		if (rc < 0) {
 			snprintf(why, whylen, "%s", err);
+			k->fix = rc == -EINVAL ? FIX_POOLS : NULL;
 			return rc;
 		}
+		if (srv->cfg.pools[p].size > im->hdr.pools[p].size)
+			log_notice("pool %s: grown from %" PRIu64 " to %" PRIu64 " bytes, every kept "
+				   "byte where it was", srv->pools[p].name, im->hdr.pools[p].size,
+				   srv->pools[p].size);
 		k->pool_fd[p] = -1; /* the pool's now */
 		srv->npools = p + 1;
 		/* As a fresh start says it: the journal shows what is pinned. */
@@ -525,7 +654,7 @@ static int check_all(struct server *srv, struct restore_fds *k, struct image *im
 		if (rc < 0)
 			return rc;
 	}
-	return 0;
+	return open_new_pools(srv, k, im, progress, why, whylen);
 }
 
 /* ---- pass 2: build --------------------------------------------------------------- */
@@ -695,7 +824,8 @@ static int scrub_free(struct server *srv, const struct image *im)
 		free(gap);
 		return -ENOMEM;
 	}
-	for (uint32_t p = 0; p < srv->npools && rc == 0; p++) {
+	/* The kept pools only: a new one is zero, pinned whole. */
+	for (uint32_t p = 0; p < kept_pools(srv, &im->hdr) && rc == 0; p++) {
 		size_t n = 0, ng = 0;
 		uint64_t at = 0;
 
@@ -835,7 +965,7 @@ int restore_run(struct server *srv, struct restore_fds *fds, pool_progress_fn pr
 	if (rc == 0)
 		rc = rebuild(srv, fds, &im);
 	else
-		rc = RESTORE_FRESH;
+		rc = RESTORE_REFUSED;
 	image_free(&im);
 	return rc;
 }

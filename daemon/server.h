@@ -20,6 +20,8 @@ struct region_table;
 struct session;
 struct listeners;
 struct conn;
+struct tls_ctx;
+struct tls_pending;
 struct nic;
 struct key_ops;
 struct event;
@@ -46,6 +48,11 @@ struct server {
 	uint64_t allocs, frees;
 	struct listeners *listeners;
 	struct conn *conns;          /* open connections (conn.c) */
+	/* listen.tls (tlsaccept.c): the context, NULL when off, and the
+	 * handshakes in progress. */
+	struct tls_ctx *tls;
+	struct tls_pending *tls_pending;   /* newest first */
+	uint32_t tls_pending_n;
 	struct nic *nic;             /* the RDMA side (nic_*.c); NULL: TCP only */
 	/* What session.c and ctl.c know of the NIC, set by nic_open: the ops
 	 * that make and drop a session's keys (NULL: no RDMA), the rdma_cm port

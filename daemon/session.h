@@ -32,6 +32,7 @@ struct session {
 	bool hello_done;
 	bool admin_seat;       /* its HELLO took an admin seat (tenant_session_take) */
 	char peer[64];
+	const char *tls_kind;  /* "tls", "ktls"... (common/tls.h, tls_kind), NULL: clear text */
 	uint64_t started_ns, last_ns;
 	uint64_t used_bytes;
 	uint64_t nregions;
@@ -41,6 +42,8 @@ struct session {
 	struct nic_peer *nic;    /* our attached queue pair (nic_conn.c), or NULL */
 	/* tenants (tenant.c) */
 	const struct config_tenant *tenant;  /* proven by AUTH; NULL: anonymous */
+	bool cert_tenant;                    /* proven by the TLS client certificate
+						(listen.tls.cert_tenants) instead */
 	struct tenant_auth auth;             /* the handshake in progress */
 	struct session *prev, *next;
 	/* Restart without loss (docs/protocol.md 7.13): the secret that takes

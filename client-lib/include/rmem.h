@@ -146,6 +146,19 @@ struct rmem_opts {
 	const char *etcd_ca;
 	const char *etcd_cert;
 	const char *etcd_key;
+	/* Added after RMEM_1.4 (read only when o->size covers it): TLS 1.3
+	 * to a daemon with listen.tls, as the tls:// URL's "?tls_ca=PATH&
+	 * tls_cert=PATH&tls_key=PATH&tls_name=NAME" (where both give one,
+	 * they must agree): the CA file the daemon's certificate must verify
+	 * against (NULL: the system's), a client certificate and its key
+	 * (PEM; both or neither), and the name the daemon's certificate must
+	 * be made out to (NULL: the endpoint's host).  Any of them with an
+	 * endpoint that is not TLS (tls:// or "?tls=1") is -EINVAL: nothing
+	 * asked to be TLS ever goes in clear text.  See librmem(7), TLS. */
+	const char *tls_ca;
+	const char *tls_cert;
+	const char *tls_key;
+	const char *tls_name;
 };
 
 /* Fills *o with defaults.  size is sizeof(*o) as the caller sees it. */
@@ -175,6 +188,12 @@ RMEM_API void rmem_opts_init(struct rmem_opts *o, size_t size);
  * be read), -ENOKEY (etcd_cert or etcd_key cannot be read or used),
  * -EKEYREJECTED (the members refused etcd_cert, or want one and none was
  * given),
+ * tls:// (a TCP endpoint under TLS 1.3, with "?tls_ca=PATH&tls_cert=PATH&
+ * tls_key=PATH&tls_name=NAME"): -EBADE (the daemon's certificate does not
+ * verify: another CA, expired, or not made out to the name), -ENOKEY (a
+ * tls_* file cannot be read or used), -EKEYREJECTED (the daemon refused
+ * our certificate, or wants one and none was given), -EPROTO (TLS on one
+ * end only: a tls:// client on a plain port, or a plain one on a TLS port),
  * -EUSERS (the daemon is at its limits.max_clients), -EACCES (refused: wrong
  * tenant or secret, or anonymous where the daemon wants a tenant; also a
  * daemon that could not prove it knows the secret), -ENOENT and the other
@@ -186,7 +205,9 @@ RMEM_API int rmem_connect(const char *endpoint, const struct rmem_opts *o, rmem_
  * Accepts NULL. */
 RMEM_API void rmem_close(rmem_client *c);
 
-/* "rdma", "tcp" or "unix": the path this client really uses.  Never NULL. */
+/* "rdma", "tcp", "unix", or over TLS "tls" (user space) or "ktls" / "ktls-tx"
+ * (the kernel seals records both ways / when sending): the path this client
+ * really uses.  Never NULL. */
 RMEM_API const char *rmem_transport(const rmem_client *c);
 
 /*

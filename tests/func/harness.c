@@ -33,8 +33,19 @@ bool harness_rdma(void)
 	return t && !strcmp(t, "rdma");
 }
 
+bool harness_tls(void)
+{
+	const char *t = env_or_null("RMEM_TEST_TRANSPORT");
+
+	return t && !strcmp(t, "tls");
+}
+
 const char *harness_transport(void)
 {
+	const char *kind = env_or_null("RMEM_TEST_TLS_KIND");
+
+	if (harness_tls())
+		return kind ? kind : "tls";
 	return harness_rdma() ? "rdma" : "tcp";
 }
 
@@ -43,10 +54,31 @@ static int check_transport(void)
 {
 	const char *t = env_or_null("RMEM_TEST_TRANSPORT");
 
-	if (!t || !strcmp(t, "tcp") || !strcmp(t, "rdma"))
+	if (!t || !strcmp(t, "tcp") || !strcmp(t, "rdma") || !strcmp(t, "tls"))
 		return 0;
-	diag("RMEM_TEST_TRANSPORT=%s: not \"tcp\" or \"rdma\"", t);
+	diag("RMEM_TEST_TRANSPORT=%s: not \"tcp\", \"rdma\" or \"tls\"", t);
 	return -EINVAL;
+}
+
+/* Under tls: listen.tls with $RMEM_TEST_TLS_DIR's server certificate
+ * (tests/lib/tlscerts.sh), and the endpoint's CA that verifies it. */
+static int tls_opts(struct rmemd_opts *o)
+{
+	static char listen[600], query[320];
+	const char *dir = env_or_null("RMEM_TEST_TLS_DIR");
+
+	if (!harness_tls())
+		return 0;
+	if (!dir) {
+		diag("RMEM_TEST_TRANSPORT=tls needs RMEM_TEST_TLS_DIR (tests/func/tls/over-tls)");
+		return -EINVAL;
+	}
+	snprintf(listen, sizeof listen, "%s/server.pem,%s/server.key", dir, dir);
+	snprintf(query, sizeof query, "?tls_ca=%s/ca.pem", dir);
+	o->listen_tls = listen;
+	o->ep_scheme = "tls://";
+	o->ep_query = query;
+	return 0;
 }
 
 /* The address the daemon listens on: $RMEM_TEST_HOST (an IPv4 address, e.g.
@@ -96,7 +128,7 @@ int harness_opts(struct rmemd_opts *o, const char *pool_size, const char *extra)
 	o->pool_size = pool_size;
 	o->extra = extra;
 	o->ep_scheme = harness_rdma() ? "rdma://" : "";
-	return 0;
+	return tls_opts(o);
 }
 
 int rmemd_start(struct rmemd *d, const char *pool_size, const char *extra)

@@ -41,7 +41,14 @@
  * Another value makes rmemd_start() fail.
  */
 bool harness_rdma(void);
-/* "rdma" or "tcp": what rmem_transport() says of a client of tcp_ep. */
+/*
+ * "tls": tcp_ep is "tls://HOST:PORT?tls_ca=..." and rmemd has listen.tls,
+ * with the certificates in $RMEM_TEST_TLS_DIR (tests/func/tls/over-tls
+ * makes them with tests/lib/tlscerts.sh).
+ */
+bool harness_tls(void);
+/* "rdma", "tcp", or under tls $RMEM_TEST_TLS_KIND ("tls" unset: user-space
+ * TLS): what rmem_transport() says of a client of tcp_ep. */
 const char *harness_transport(void);
 
 /*

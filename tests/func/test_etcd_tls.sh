@@ -19,12 +19,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
-. tests/lib/tap.sh
-. tests/lib/rmemd.sh
-. tests/lib/etcd.sh
-. tests/lib/cluster.sh
-rmemd_setup rmem-etcd-tls
-etcd_setup
+. tests/lib/cluster_test.sh rmem-etcd-tls
 command -v openssl > /dev/null ||
 	skip_all "openssl is missing (scripts/install-deps installs it)"
 CLIENT=$B/tests/cluster_client
@@ -51,8 +46,7 @@ trap cleanup_all EXIT
 # nobody trusts (other) and a client certificate of it (stranger); a
 # client certificate of ca that expired yesterday (expired).
 etcd_tls_certs "$T" &&
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-keyout "$T/other.key" -out "$T/other.pem" -subj "/CN=another CA" 2> "$T/other.err" &&
+	tls_ca "$T" other &&
 	etcd_tls_cert "$T" stranger other 2 && etcd_tls_cert "$T" expired ca -1
 ok $? "openssl makes a CA, the members' and a client's certificates, another CA's and an" \
 	"expired one" || cat "$T"/*.err | diag

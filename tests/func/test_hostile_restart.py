@@ -1,5 +1,4 @@
 #!/usr/bin/env python3
-# run-tests-alone: its restore of 60000 names has a time limit (test_many_names).
 # run-tests-timeout: 600
 # test_hostile_restart.py - a restart needs nothing a client controls, and a
 # change is whole or absent after a crash (issue 20, items 2 and 5;
@@ -19,8 +18,9 @@
 #     has its creator's handle, never a name nobody was told was created;
 #   - a session with 3000 regions hangs up, SIGKILL 0-300 us later, 20
 #     rounds: it is restored whole (RESUME works, every region) or not at all;
-#   - 60000 named regions of one anonymous client restore in seconds, not in
-#     a time quadratic in them;
+#   - 60000 named regions of one anonymous client restore in a time linear
+#     in them, not quadratic: against 15000 in the same run, under 8 times
+#     as long (linear is 4, less the start's fixed cost; the old walk 15);
 #   - the resume window: a bring-up slower than resume_ms after the restore
 #     (listen() delayed by tests/lib/slowlisten.so) still lets a client RESUME;
 #   - a tenant removed from the config: the other tenant keeps its names,
@@ -45,8 +45,10 @@ REVOKE = 1
 
 def came_back(d, i, bad):
     """d.try_start() after the kill of round i: False, noted in bad with the
-    log's tail, when rmemd did not come up."""
+    log's tail, when rmemd did not come up or refused the kept state."""
     up, log = d.try_start()
+    if up and "not restoring" in log:
+        up = False  # READY=1, but it refused the state and serves nothing
     if not up:
         bad.append("round %d: rmemd did not come back: %s" % (i, log[-300:]))
     return up
@@ -251,10 +253,10 @@ def test_session_end_atomic(tmp, rounds, nregions):
 
 # ---- many names: the restore's time is not the client's to choose ----------------------
 
-def test_many_names(tmp, n, limit_s):
-    """One anonymous client makes n named regions (a handle each); the restore
-    must not take time quadratic in them (a walk of every name per handle
-    took 16.7 s for 60000)."""
+def restore_many(tmp, n):
+    """One anonymous client makes n named regions (a handle each), then the
+    daemon is killed and started again from its store: (seconds the start
+    took, whether it restored all n)."""
     d = Daemon(tmp, lease_ms=60000)
     d.start()
     c = d.tcp()
@@ -274,12 +276,24 @@ def test_many_names(tmp, n, limit_s):
     took = time.monotonic() - t0
     restored = [x for x in log.splitlines() if "restored from the fd store" in x]
     diag(restored)
-    ok(up and made == n and ("%d named region(s)" % n) in (restored or [""])[0] and
-       took < limit_s,
-       "%d named regions with a handle each restored in %.2f s (limit %d s)" %
-       (made, took, limit_s))
     d.stop()
     d.store.close()
+    return took, up and made == n and ("%d named region(s)" % n) in (restored or [""])[0]
+
+
+def test_many_names(tmp, n):
+    """The restore must not take time quadratic in the names (a walk of every
+    name per handle took 16.7 s for 60000, 15 times 15000's).  A ratio of
+    two sizes in one run, not a limit in seconds: the host's load moves
+    both alike, and the check holds beside other tests."""
+    for sub in ("quarter", "whole"):
+        os.mkdir(os.path.join(tmp, sub))
+    small, ok_small = restore_many(os.path.join(tmp, "quarter"), n // 4)
+    big, ok_big = restore_many(os.path.join(tmp, "whole"), n)
+    ok(ok_small and ok_big and big < 8 * max(small, 0.05),
+       "%d named regions with a handle each restored in %.2f s, %d in %.2f s: "
+       "%.1f times as long for 4 times as many (limit 8)" %
+       (n, big, n // 4, small, big / max(small, 0.05)))
 
 
 # ---- CREATE cut by a kill: whole or absent ---------------------------------------------
@@ -576,7 +590,7 @@ def main():
             s, int(os.environ.get("RMEM_CREATE_ROUNDS", "20")), 1500)),
         ("session", lambda s: test_session_end_atomic(
             s, int(os.environ.get("RMEM_SESSION_ROUNDS", "20")), 3000)),
-        ("many", lambda s: test_many_names(s, 60000, 6)),
+        ("many", lambda s: test_many_names(s, 60000)),
         ("window", lambda s: test_resume_window(s)),
         ("tenant", lambda s: test_tenant_removed(s)),
         ("crash", lambda s: test_crash_loop(s, int(os.environ.get("RMEM_CRASH_ROUNDS", "8")))),

@@ -12,13 +12,8 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
-. tests/lib/tap.sh
-. tests/lib/rmemd.sh
-. tests/lib/etcd.sh
-. tests/lib/cluster.sh
+. tests/lib/cluster_test.sh rmem-nbd-cluster
 . tests/lib/nbd.sh
-rmemd_setup rmem-nbd-cluster
-etcd_setup
 nbd_setup
 command -v fio > /dev/null || skip_all "fio is missing (scripts/install-deps)"
 command -v nbdcopy > /dev/null || skip_all "nbdcopy is missing (libnbd-bin)"

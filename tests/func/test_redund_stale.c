@@ -197,24 +197,34 @@ out:
 	free(got);
 }
 
+/* A 2+1 region NAME made, written with a (LEN bytes) and its handle freed:
+ * the writer's client (NULL if it could not connect), *rc the first error. */
+static rmem_client *written(const char *name, const unsigned char *a, int *rc)
+{
+	struct rmem_region wr;
+	rmem_client *W = connect_url(url21, 300, 2000, rc);
+
+	if (W)
+		*rc = rmem_create(W, name, LEN, 0, &wr);
+	if (W && !*rc)
+		*rc = rmem_write(W, &wr, 0, a, LEN);
+	if (W && !*rc)
+		*rc = rmem_free(W, &wr);
+	return W;
+}
+
 /* ---- 3: two of three servers out for a while ----------------------------------- */
 
 static void double_failure(void)
 {
 	unsigned char *a = malloc(LEN), *got = malloc(LEN);
-	struct rmem_region wr, rr;
+	struct rmem_region rr;
 	rmem_client *W, *C = NULL;
 	int rc, srv[8];
 	uint64_t bad = LEN;
 
 	pattern(a, LEN, 31);
-	W = connect_url(url21, 300, 2000, &rc);
-	if (W)
-		rc = rmem_create(W, "dbl", LEN, 0, &wr);
-	if (!rc)
-		rc = rmem_write(W, &wr, 0, a, LEN);
-	if (!rc)
-		rc = rmem_free(W, &wr);
+	W = written("dbl", a, &rc);
 	if (!ok(rc == 0 && pieces_of("dbl", srv, 8) == 3, "dbl: a 2+1 region written: %s",
 		rmem_strerror(rc))) {
 		skip(5, "no region");
@@ -259,18 +269,12 @@ out:
 static void real_loss(void)
 {
 	unsigned char *a = malloc(LEN);
-	struct rmem_region wr, rr;
+	struct rmem_region rr;
 	rmem_client *W;
 	int rc, srv[8];
 
 	pattern(a, LEN, 41);
-	W = connect_url(url21, 300, 2000, &rc);
-	if (W)
-		rc = rmem_create(W, "lost", LEN, 0, &wr);
-	if (!rc)
-		rc = rmem_write(W, &wr, 0, a, LEN);
-	if (!rc)
-		rc = rmem_free(W, &wr);
+	W = written("lost", a, &rc);
 	if (!ok(rc == 0 && pieces_of("lost", srv, 8) == 3, "lost: a 2+1 region written: %s",
 		rmem_strerror(rc))) {
 		skip(3, "no region");

@@ -7,7 +7,10 @@
  * them and, when bit 0 of the mode is set, seals every non-free slot (its
  * check computed as the writer would), so that inputs reach the checks
  * behind the CRC: ids, counters, tenants, ranges, overlaps, orphans, names.
- * Then restore_run() must either refuse (RESTORE_FRESH, with nothing of the
+ * When bit 1 is set the state (and its pool memfd) says half the pool the
+ * config asks for: the restore must grow it, keep every range the state
+ * holds within the half and refuse any past it.
+ * Then restore_run() must either refuse (RESTORE_REFUSED, with nothing of the
  * server changed) or restore a state that holds together: the allocator's
  * used bytes are what the regions and named objects hold, every region lies
  * in the pool, and once every session ends and every name is unlinked the
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -173,6 +177,14 @@ static void check_restored(struct server *srv)
 	      srv->tenants.use[0].regions == 0);
 }
 
+/* No restored range lies past what the state gave the pool. */
+static void check_no_range_past(struct server *srv, uint64_t kept)
+{
+	for (struct region *g = region_next_after(srv->regions, 0); g;
+	     g = region_next(srv->regions, g))
+		CHECK(g->offset + g->length <= kept);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint32_t nslots;
@@ -195,7 +207,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	h.nslots = nslots;
 	h.npools = 1;
 	snprintf(h.pools[0].name, sizeof h.pools[0].name, "fuzz");
-	h.pools[0].size = POOL_BYTES;
+	h.pools[0].size = data[0] & 2 ? POOL_BYTES / 2 : POOL_BYTES;
 	h.pools[0].alignment = 64;
 	h.pools[0].page_size = 4096;
 	CHECK(state_hdr_encode(state, &h) == STATE_HDR_LEN);
@@ -211,10 +223,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (unsigned i = 0; i < CONFIG_MAX_POOLS; i++)
 		fds.pool_fd[i] = -1;
 	fds.state_fd = memfd_of("state", state, len, len);
-	fds.pool_fd[0] = memfd_of("pool", NULL, 0, POOL_BYTES);
+	fds.pool_fd[0] = memfd_of("pool", NULL, 0, h.pools[0].size);
 	fds.npool_fds = 1;
 	rc = restore_run(srv, &fds, NULL, why, sizeof why);
-	CHECK(rc == 0 || rc == RESTORE_FRESH);
+	CHECK(rc == 0 || rc == RESTORE_REFUSED);
 	/* FUZZ_TRACE=1: what each input came to, to see what a seed reaches. */
 	if (getenv("FUZZ_TRACE"))
 		fprintf(stderr, "  %s: %llu sessions, %llu regions, %llu names, %llu bytes\n",
@@ -223,7 +235,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(unsigned long long)names_count(srv->names),
 			(unsigned long long)srv->used_bytes);
 	if (rc == 0) {
+		struct stat st;
+
 		CHECK(srv->restored == 1 && srv->slots && fds.state_fd < 0 && fds.pool_fd[0] < 0);
+		/* Grown: the memfd is the config's size, the header to write says so. */
+		CHECK(fstat(srv->pools[0].fd, &st) == 0 && st.st_size == POOL_BYTES &&
+		      srv->pools[0].size == POOL_BYTES && fds.hdr_changed == !!(data[0] & 2));
+		check_no_range_past(srv, h.pools[0].size);
 		check_restored(srv);
 	} else {
 		CHECK(why[0] && srv->clients == 0 && region_count(srv->regions) == 0 &&

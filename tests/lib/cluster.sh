@@ -10,6 +10,8 @@
 #   cluster_start I                                     rmemd sI, READY=1
 #   cluster_registered NAME I TRIES                     waits for sI's key
 #   cluster_keeper DIR I CMD                            its starter does CMD
+#   cluster_back I                                      start again, registered
+#   cluster_joins I / cluster_joined I N                its registrations
 
 # The hook of a test program sources this alone.
 declare -F rmemd_ctl > /dev/null || . tests/lib/rmemd.sh
@@ -65,6 +67,28 @@ cluster_start() {
 
 # cluster_keeper_start I: cluster_start, for the tests that say so.
 cluster_keeper_start() { cluster_start "$@"; }
+
+# cluster_back I: server sI started again from its store (cluster_keeper
+# start), 0 once it registered anew (cluster_joined, up to 30 s).  Its key
+# in etcd says nothing: a server killed -9 leaves its old key under the dead
+# process's lease, which may end only after the new one came up, and the
+# key is away until the new process registers.
+cluster_back() {
+	local n
+	n=$(cluster_joins "$1")
+	cluster_keeper "$tmp" "$1" start && cluster_joined "$1" "$n"
+}
+# cluster_joins I: how many times server sI's log says it registered.
+cluster_joins() { grep -c "cluster: registered" "$tmp/r$1.log"; }
+# cluster_joined I N: 0 once sI registered more than N times (up to 30 s).
+cluster_joined() {
+	local _
+	for _ in $(seq 300); do
+		[ "$(cluster_joins "$1")" -gt "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 # cluster_keeper DIR I CMD: server I's starter, of a test whose $tmp is
 # DIR, does CMD: kill (-9; the store keeps its memory), start (again, from

@@ -91,7 +91,8 @@ static uint16_t field_port(const char *line, const char *key)
 
 /* Takes in what a "ready ..." line says; 0, -ECHILD for "failed exit N",
  * -ETIMEDOUT for "failed timeout", -EPROTO for anything else. */
-static int take_ready(struct rmemd *d, const char *line, const char *ep_scheme)
+static int take_ready(struct rmemd *d, const char *line, const char *ep_scheme,
+		      const char *ep_query)
 {
 	char pid[16];
 
@@ -112,7 +113,8 @@ static int take_ready(struct rmemd *d, const char *line, const char *ep_scheme)
 		d->port = field_port(line, "port");
 		d->rdma_port = field_port(line, "rdma_port");
 		d->metrics_port = field_port(line, "metrics_port");
-		snprintf(d->tcp_ep, sizeof d->tcp_ep, "%s%s", ep_scheme, d->host_port);
+		snprintf(d->tcp_ep, sizeof d->tcp_ep, "%s%s%s", ep_scheme, d->host_port,
+			 ep_query ? ep_query : "");
 		snprintf(d->unix_ep, sizeof d->unix_ep, "unix:%s", d->admin_path);
 		field(line, "metrics_host_port", d->metrics_host_port,
 		      sizeof d->metrics_host_port);
@@ -165,6 +167,10 @@ static void build_argv(struct argv *a, const struct rmemd *d, const struct rmemd
 	if (o->extra) {
 		arg(a, "--extra");
 		arg(a, o->extra);
+	}
+	if (o->listen_tls) {
+		arg(a, "--listen-tls");
+		arg(a, o->listen_tls);
 	}
 	a->v[a->n] = NULL;
 }
@@ -250,7 +256,7 @@ int rmemd_start_opts(struct rmemd *d, const struct rmemd_opts *o)
 	if (rc == 0)
 		rc = read_reply(d, line, sizeof line);
 	if (rc == 0)
-		rc = take_ready(d, line, o->ep_scheme);
+		rc = take_ready(d, line, o->ep_scheme, o->ep_query);
 	if (rc == 0)
 		return 0;
 	diag("could not start %s/rmemd: %s", rmemd_build_dir(),
@@ -315,7 +321,7 @@ int rmemd_restart(struct rmemd *d, int sig, int ready_timeout_ms)
 	d->pid = 0;
 	rc = call(d, cmd, line, sizeof line);
 	if (rc == 0)
-		rc = take_ready(d, line, NULL);
+		rc = take_ready(d, line, NULL, NULL);
 	if (rc < 0) {
 		rmemd_log_tail(d, 40);
 		rmemd_kill(d);

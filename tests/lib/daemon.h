@@ -41,7 +41,11 @@ struct rmemd_opts {
 	const char *extra;
 	int lease_timeout_ms;     /* limits.lease_timeout_ms of the default limits */
 	int ready_timeout_ms;     /* how long to wait for READY=1 */
-	const char *ep_scheme;    /* prefix of tcp_ep: "" or "rdma://" */
+	const char *ep_scheme;    /* prefix of tcp_ep: "", "rdma://" or "tls://" */
+	const char *ep_query;     /* appended to tcp_ep ("?tls_ca=..."), or NULL */
+	/* "CERT,KEY[,CA[,require]]": listen.tls on listen.tcp (rmemd_start.py
+	 * --listen-tls), or NULL */
+	const char *listen_tls;
 	bool metrics;             /* listen.metrics on host at a port of its own; else "" */
 };
 
@@ -54,7 +58,7 @@ struct rmemd {
 	char notify_path[128];    /* its NOTIFY_SOCKET */
 	char addr[64];            /* opts.host */
 	char host_port[48];       /* "HOST:PORT" of listen.tcp ("[HOST]:PORT" for IPv6) */
-	char tcp_ep[56];          /* the network endpoint: ep_scheme + host_port */
+	char tcp_ep[512];         /* the network endpoint: ep_scheme + host_port + ep_query */
 	char unix_ep[136];        /* "unix:" admin_path */
 	uint16_t port;            /* listen.tcp */
 	uint16_t rdma_port;       /* listen.rdma; 0 when off */

@@ -3,9 +3,12 @@
 # Sourced after cluster_prog.sh (uses $tmp, $PROG).
 
 # A client: client_start TAG URL (its pid in $tmp/pids/cTAG); ask TAG CMD
-# [SECONDS] prints its answer to CMD (waited for up to SECONDS, 20 s).
+# [SECONDS] prints its answer to CMD (waited for up to SECONDS, 20 s; a
+# client's first answer, which includes its start, at least 60 s: on a
+# loaded host, ASan, an etcd read and a connection per server took over 20).
 client_start() {
 	mkfifo "$tmp/c$1.in"
+	: > "$tmp/c$1.first"
 	"$PROG" "$2" < "$tmp/c$1.in" > "$tmp/c$1.out" 2> "$tmp/c$1.err" &
 	echo $! > "$tmp/pids/c$1"
 	eval "exec {fd_$1}> \"$tmp/c$1.in\""
@@ -18,17 +21,20 @@ ask_send() {
 	return 0
 }
 ask_wait() {
-	local n _
+	local n _ s=${2:-20}
 	n=$(cat "$tmp/c$1.n")
-	for _ in $(seq $((${2:-20} * 20))); do
+	# Its marker goes once this answer came (ask runs in a subshell).
+	[ -e "$tmp/c$1.first" ] && [ "$s" -lt 60 ] && s=60
+	for _ in $(seq $((s * 20))); do
 		if [ "$(wc -l < "$tmp/c$1.out")" -gt "$n" ]; then
 			sed -n "$((n + 1))p" "$tmp/c$1.out"
+			rm -f "$tmp/c$1.first"
 			return 0
 		fi
 		sleep 0.05
 	done
 	if kill -0 "$(cat "$tmp/pids/c$1")" 2> /dev/null; then
-		echo "(no answer)"
+		echo "(no answer in $s s)"
 	else
 		echo "(client $1 exited: $(tr '\n' ' ' < "$tmp/c$1.err"))"
 	fi

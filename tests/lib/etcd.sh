@@ -83,34 +83,11 @@ etcdctl_tls_flags() {
 		--key "$ETCD_TLS_DIR/client.key"
 }
 
-# etcd_tls_cert DIR NAME CA DAYS [EXT]: DIR/NAME.key and DIR/NAME.pem (CN
-# NAME) signed by DIR/CA.pem, valid DAYS days from now (negative: expired
-# that long ago: its notAfter before its notBefore, which openssl x509 -req
-# allows and every verifier refuses as expired); EXT a section of
-# DIR/ext.cnf.
-etcd_tls_cert() {
-	local d=$1 n=$2 ca=$3 days=$4 ext=${5:-client}
-	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-		-keyout "$d/$n.key" -out "$d/$n.csr" -subj "/CN=$n" 2> "$d/$n.err" &&
-		openssl x509 -req -in "$d/$n.csr" -CA "$d/$ca.pem" -CAkey "$d/$ca.key" \
-			-days "$days" -extfile "$d/ext.cnf" -extensions "$ext" -out "$d/$n.pem" \
-			2>> "$d/$n.err"
-}
-
-# etcd_tls_certs DIR: a private CA (DIR/ca.pem, ca.key), the members'
-# certificate (DIR/server.pem: IP 127.0.0.1, server and client use: the
-# members' gateway dials its own gRPC port with it) and a client's
-# (DIR/client.pem).  0 when openssl made them all.
-etcd_tls_certs() {
-	local d=$1
-	mkdir -p "$d" || return 1
-	printf '%s\n' "[server]" "subjectAltName = IP:127.0.0.1" \
-		"extendedKeyUsage = serverAuth, clientAuth" "[client]" \
-		"extendedKeyUsage = clientAuth" > "$d/ext.cnf"
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-keyout "$d/ca.key" -out "$d/ca.pem" -subj "/CN=rmem test CA $$" 2> "$d/ca.err" &&
-		etcd_tls_cert "$d" server ca 2 server && etcd_tls_cert "$d" client ca 2 client
-}
+# The certificates of tests/lib/tlscerts.sh, under the names the etcd tests
+# know them by.
+. tests/lib/tlscerts.sh
+etcd_tls_cert() { tls_cert "$@"; }
+etcd_tls_certs() { tls_certs "$@"; }
 
 etcd_member_start() {
 	local i=$1 cluster=$2 state=$3 sch

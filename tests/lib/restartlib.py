@@ -1,5 +1,5 @@
-# restartlib.py - what test_restart.py, test_hostile_restart.py and
-# bench/restart.py share: TAP output, rmemd on private paths started through
+# restartlib.py - what test_restart.py, test_hostile_restart.py,
+# test_keepstate.py and bench/restart.py share: TAP output, rmemd on private paths started through
 # the emulated fd store (rmemd_start.py, fdstore.py), the raw pipelining helpers, and the
 # crash loop's storm of clients with the check of what a restart restored
 # against what was acknowledged.
@@ -10,7 +10,9 @@
 #   ok(cond, "what"); ...; sys.exit(done())
 import os
 import random
+import shutil
 import struct
+import tempfile
 import threading
 import time
 
@@ -46,6 +48,23 @@ class Daemon(Rmemd):
         c = Client(self.admin)
         c.hello(0)
         return c
+
+
+def run_cases(prefix, cases):
+    """Each (label, fn) of cases as fn(dir), a directory of its own under a
+    temporary one; the TAP plan's exit status (a skip without rmemd)."""
+    if not os.access(RMEMD, os.X_OK):
+        print("1..0 # SKIP %s is not built" % RMEMD)
+        return 0
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        for label, fn in cases:
+            sub = os.path.join(tmp, label)
+            os.mkdir(sub)
+            fn(sub)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return done()
 
 
 def pattern(seed, n):
@@ -244,6 +263,15 @@ def check_restored(d, storm, all_named, label):
 
 
 # ---- the state memfd (common/state.h) -------------------------------------------------
+
+def crc32c(data, crc=0):
+    crc ^= 0xffffffff
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xffffffff
+
 
 # Read from common/state.h, as rawcall reads proto.h: no number of the
 # format is written out again here.

@@ -80,7 +80,7 @@ class Rmemd:
                  metrics=False, metrics_addr=None, pool="64M", lease_ms=10000,
                  max_clients=64, log_level="debug", rdma_group=None, extra="",
                  cluster=None, conf=None, log=None, admin=None, checks=(), prefix=(),
-                 rdma_addr=None, die_with_parent=False, store=True):
+                 rdma_addr=None, die_with_parent=False, store=True, listen_tls=None):
         self.tmp = tmp or tempfile.mkdtemp(prefix="rmemt.", dir="/tmp")
         self.host = host
         self.fixed = (port, rdma_port)
@@ -89,6 +89,10 @@ class Rmemd:
         self.pool, self.lease_ms, self.max_clients = pool, lease_ms, max_clients
         self.log_level, self.rdma_group, self.extra = log_level, rdma_group, extra
         self.cluster = cluster        # dict: etcd, name, id (or None: drawn), lease_ms
+        # "CERT,KEY[,CA[,FLAG...]]": listen.tls (TLS on listen.tcp), or None;
+        # FLAG "require" (require_client_cert), "ktls-off" (ktls = "off"),
+        # "cert-tenants" (cert_tenants = true)
+        self.listen_tls = listen_tls
         # A config the caller wrote is used as it is (its ports are its own).
         self.own_conf = conf is None or not os.path.exists(conf)
         self.conf = conf or os.path.join(self.tmp, "rmemd.conf")
@@ -103,6 +107,7 @@ class Rmemd:
         self.notify_out = os.path.join(self.tmp, "notify.out")
         self.store = None             # made at the first start
         self.rmemd = RMEMD
+        self.args = []                # after "-c CONF": --discard-state and the like
         self.p = None
         self.mark = 0
         self.started = 0              # index into store.lines of this life
@@ -137,9 +142,21 @@ class Rmemd:
             metrics = hostport(self.host, self.metrics_port) if self.metrics_port else ""
         # listen.metrics is on by default (127.0.0.1:9470): off unless asked
         # for, so that daemons of tests running at once never meet.
+        tls = ""
+        if self.listen_tls:
+            f = self.listen_tls.split(",")
+            keys = ("cert", "key", "ca")
+            flags = f[3:]
+            tls = " tls = {%s%s%s%s };" % ("".join(' %s = "%s";' % (k, v)
+                                                   for k, v in zip(keys, f) if v),
+                                           " require_client_cert = true;"
+                                           if "require" in flags else "",
+                                           ' ktls = "off";' if "ktls-off" in flags else "",
+                                           " cert_tenants = true;"
+                                           if "cert-tenants" in flags else "")
         text = ['# written by tests/lib/rmemd_start.py',
-                'listen = { tcp = "%s"; rdma = "%s"; admin = "%s"; metrics = "%s"; };'
-                % (self.host_port, rdma, self.admin, metrics)]
+                'listen = { tcp = "%s"; rdma = "%s"; admin = "%s"; metrics = "%s";%s };'
+                % (self.host_port, rdma, self.admin, metrics, tls)]
         # Pools "default" and those a test adds after it in extra, as
         # "more_pools = ( {...}, ... );" (not a key of rmemd.conf: spliced in).
         more = re.search(r"^more_pools = \((.*?)\);$", self.extra, re.M | re.S)
@@ -206,7 +223,7 @@ class Rmemd:
             self.store = FdStore(self.tmp)
         self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
         self.started = len(self.store.lines)
-        argv = self.prefix + [self.rmemd, "-c", self.conf]
+        argv = self.prefix + [self.rmemd, "-c", self.conf] + self.args
         pre = _die_with_parent if self.die_with_parent else None
         if self.use_store:
             self.p = self.store.start(argv, self.log, env, pre)
@@ -448,6 +465,9 @@ def main():
                    "(ID may be empty)")
     a.add_argument("--cluster-tls", help="CA,CERT,KEY: the cluster block's etcd_ca, etcd_cert "
                    "and etcd_key (each may be empty: left out)")
+    a.add_argument("--listen-tls", help="CERT,KEY[,CA[,FLAG...]]: listen.tls on listen.tcp "
+                   "(CA: clients' certificates verified; FLAG require: and required, "
+                   "ktls-off: ktls = \"off\", cert-tenants: cert_tenants = true)")
     a.add_argument("--conf", help="config path; an existing file is used as it is")
     a.add_argument("--log", help="rmemd's stdout and stderr")
     a.add_argument("--admin", help="admin socket path")
@@ -480,7 +500,8 @@ def main():
               pool=o.pool, lease_ms=o.lease_ms, max_clients=o.max_clients,
               log_level=o.log_level, rdma_group=o.rdma_group, extra=o.extra,
               cluster=cluster, conf=o.conf, log=o.log, admin=o.admin, checks=o.check,
-              prefix=o.prefix, die_with_parent=True, store=not o.no_store)
+              prefix=o.prefix, die_with_parent=True, store=not o.no_store,
+              listen_tls=o.listen_tls)
     d.rmemd = o.rmemd
     if o.write_only:
         d.pick_ports()

@@ -498,6 +498,40 @@ static const struct bad_case bad_cases[] = {
 	  "cluster: cluster.etcd_key is set without cluster.etcd_cert" },
 	{ "cluster.etcd_ca relative", "cluster = { etcd_ca = \"ca.pem\"; };\n", 1,
 	  "cluster.etcd_ca: \"ca.pem\" is not an absolute path to a file" },
+	/* listen.tls (issue 33): a group of its own, each rule at its key. */
+	{ "listen.tls not a group", "listen = {\n tls = \"on\"; };\n", 2,
+	  "listen.tls: expected a group { key = value; ... }, got a string" },
+	{ "listen.tls unknown key", "listen = { tls = {\n certfile = \"/x\"; }; };\n", 2,
+	  "listen.tls.certfile: unknown key (known here: cert, key, ca, require_client_cert, "
+	  "ktls, cert_tenants)" },
+	{ "listen.tls.cert relative", "listen = { tls = {\n cert = \"c.pem\"; }; };\n", 2,
+	  "listen.tls.cert: \"c.pem\" is not an absolute path to a file" },
+	{ "listen.tls cert without key", "listen = {\n tls = { cert = \"/etc/passwd\"; }; };\n", 2,
+	  "listen.tls: listen.tls.key is missing" },
+	{ "listen.tls.require_client_cert without ca",
+	  "listen = { tls = { cert = \"/etc/passwd\"; key = \"/etc/passwd\";\n"
+	  " require_client_cert = true; }; };\n", 2,
+	  "listen.tls.require_client_cert: needs listen.tls.ca" },
+	{ "listen.tls.cert_tenants without ca",
+	  "listen = { tls = { cert = \"/etc/passwd\"; key = \"/etc/passwd\";\n"
+	  " cert_tenants = true; }; };\n", 2,
+	  "listen.tls.cert_tenants: needs listen.tls.ca" },
+	{ "listen.tls.ktls bad word", "listen = { tls = {\n ktls = \"on\"; }; };\n", 2,
+	  "listen.tls.ktls: \"on\" is not one of \"auto\", \"off\"" },
+	{ "listen.tls.cert missing file",
+	  "listen = {\n tls = {\n cert = \"/nonexistent/c.pem\";\n key = \"/etc/passwd\"; }; };\n",
+	  3, "listen.tls.cert: cannot open \"/nonexistent/c.pem\"" },
+	{ "listen.tls.cert no PEM",
+	  "listen = {\n tls = {\n cert = \"/etc/passwd\";\n key = \"/etc/passwd\"; }; };\n",
+	  2, "listen.tls: certificate \"/etc/passwd\" cannot be used" },
+	{ "listen.tls in a cluster",
+	  "cluster = { etcd = \"http://127.0.0.1:2379\"; advertise = \"127.0.0.1:7470\"; };\n"
+	  "listen = {\n tls = { cert = \"/etc/passwd\"; key = \"/etc/passwd\"; }; };\n", 3,
+	  "listen.tls: cluster.etcd is set: cluster clients (etcd://) reach their servers over "
+	  "plain TCP only" },
+	{ "listen.tls with listen.tcp off",
+	  "listen = { tcp = \"\";\n tls = { cert = \"/etc/passwd\"; key = \"/etc/passwd\"; }; };\n",
+	  2, "listen.tls: listen.tcp is off" },
 	{ "cluster.etcd_cert missing", "listen = { tcp = \"127.0.0.1:1\"; };\n"
 	  "cluster = { etcd = \"https://a:1\"; etcd_key = \"/etc/passwd\";\n"
 	  " etcd_cert = \"/nonexistent/c.pem\"; };\n", 3,

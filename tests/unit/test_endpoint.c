@@ -140,10 +140,43 @@ static void bad_inputs(void)
 	ok(endpoint_parse("localhost:1", NULL) == -EINVAL, "NULL output -> -EINVAL");
 }
 
+/* TLS: tls://, ?tls=1 and the tls_* parameters, which never come without
+ * TLS (issue 33: nothing that asks for TLS means clear text). */
+static void tls_inputs(void)
+{
+	static const char *const bad[] = {
+		"localhost:80?tls_ca=/ca.pem", "tcp://h:80?tls_name=x", "rdma://h:80?tls=1",
+		"tls://h:80?tls_ca=/a&tls_ca=/b", "tls://h:80?tls_cert=/c", "tls://h:80?tls_key=/k",
+		"tls://h:80?", "tls://h:80?tls=2", "tls://h:80?tls_ca=", "tls://h:80?tls_ca=%zz",
+		"tls://h:80?tls_ca=%00", "tls://h:80?other=1", "h:80?tls=1&tls=1", "tls://h",
+	};
+	struct endpoint ep;
+	int err;
+
+	check_inet("tls://localhost:7000", ENDPOINT_TCP, true, "localhost", 7000);
+	err = endpoint_parse("tls://127.0.0.1:7000", &ep);
+	ok(err == 0 && ep.tls && !ep.tls_ca[0] && !ep.tls_name[0], "tls:// is TLS with the "
+	   "system's CA and the host's name (%d)", err);
+	err = endpoint_parse("127.0.0.1:7000", &ep);
+	ok(err == 0 && !ep.tls, "HOST:PORT is no TLS (%d)", err);
+	err = endpoint_parse("tcp://h:7000?tls=1&tls_ca=/etc/a%26b.pem&tls_name=rmemd.example"
+			     "&tls_cert=/c.pem&tls_key=/k.pem", &ep);
+	ok(err == 0 && ep.tls && !strcmp(ep.host, "h") && ep.port_num == 7000 &&
+	   !strcmp(ep.tls_ca, "/etc/a&b.pem") && !strcmp(ep.tls_name, "rmemd.example") &&
+	   !strcmp(ep.tls_cert, "/c.pem") && !strcmp(ep.tls_key, "/k.pem"),
+	   "?tls=1 with every tls_* parameter, %%26 decoded (%d: %s %s)", err, ep.tls_ca,
+	   ep.tls_name);
+	err = endpoint_parse("[::1]:9?tls=1", &ep);
+	ok(err == 0 && ep.tls && !strcmp(ep.host, "::1"), "[::1]:9?tls=1 (%d)", err);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		check_bad(bad[i]);
+}
+
 int main(void)
 {
 	good_inputs();
 	long_inputs();
 	bad_inputs();
+	tls_inputs();
 	return tap_done();
 }

@@ -103,7 +103,17 @@ static void test_hdr(void)
 	proto_put_u32(buf + 4, STATE_VERSION + 1);
 	ok(state_hdr_decode(buf, len, &out) == -EBADMSG, "a garbled version fails the check");
 	reseal_hdr(buf);
-	ok(state_hdr_decode(buf, len, &out) == -EPROTO, "another version, sealed, is -EPROTO");
+	ok(state_hdr_decode(buf, len, &out) == -EPROTO &&
+	   state_hdr_version(buf) == STATE_VERSION + 1,
+	   "a newer version, sealed, is -EPROTO, and state_hdr_version names it");
+	proto_put_u32(buf + 4, STATE_VERSION_MIN - 1);
+	reseal_hdr(buf);
+	ok(state_hdr_decode(buf, len, &out) == -EPROTO, "a version below the oldest read is -EPROTO");
+	for (uint32_t v = STATE_VERSION_MIN; v <= STATE_VERSION; v++) {
+		proto_put_u32(buf + 4, v);
+		reseal_hdr(buf);
+		ok(state_hdr_decode(buf, len, &out) == 0, "version %u, every one read, decodes", v);
+	}
 	state_hdr_encode(buf, &h);
 	proto_put_u32(buf + 12, STATE_SLOT_LEN + 8);
 	reseal_hdr(buf);
