@@ -100,7 +100,7 @@ DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
 DAEMON_LIB_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
 CTL_SRCS := client-lib/tools/rmemctl.c client-lib/tools/output.c client-lib/tools/rmemctl_names.c \
 	client-lib/tools/rmemctl_cluster.c client-lib/tools/rmemctl_sweep.c
-CTL_SRCS += client-lib/tools/rmemctl_redundant.c
+CTL_SRCS += client-lib/tools/rmemctl_redundant.c client-lib/tools/rmemctl_drain.c
 
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/c/%.o)
 COMMON_LIB := $(B)/libcommon.a
@@ -181,6 +181,8 @@ CLUSTER_HELPERS += $(B)/tests/test_redund_stale
 # ...and the repair agent against look-alike names and a forger in etcd, by
 # tests/func/test_repair_hostile.sh.
 CLUSTER_HELPERS += $(B)/tests/test_repair_hostile
+# ...and a member drained under a writer and a reader, by tests/func/test_drain.sh.
+CLUSTER_HELPERS += $(B)/tests/test_drain
 # ...and a client that reports a tls:// connect's outcome, by tests/func/test_tls.sh.
 CLUSTER_HELPERS += $(B)/tests/tls_client
 # The functional suite's programs once more over tls:// (issue 33): each
@@ -280,6 +282,7 @@ $(B)/rmemd: $(DAEMON_OBJS) $(B)/librmem.a $(ETCD_LIB) $(COMMON_LIB)
 $(B)/tool/client-lib/tools/rmemctl_cluster.o: TOOL_INC += $(COMMON_INC)
 $(B)/tool/client-lib/tools/rmemctl_sweep.o: TOOL_INC += $(COMMON_INC)
 $(B)/tool/client-lib/tools/rmemctl_redundant.o: TOOL_INC += $(COMMON_INC)
+$(B)/tool/client-lib/tools/rmemctl_drain.o: TOOL_INC += $(COMMON_INC)
 CTL_LINK = $(CTL_OBJS) -L$(B) -lrmem $(ETCD_LIB) $(COMMON_LIB) $(ETCD_LIBS)
 $(B)/rmemctl: $(CTL_OBJS) $(B)/librmem.so.$(SOMAJOR) $(ETCD_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CTL_LINK) -Wl,-rpath,'$$ORIGIN'
@@ -737,7 +740,7 @@ fuzz-seeds: $(B)/tests/obj/fuzz/seeds_dispatch.o $(TESTLIB) $(TEST_CODEC)
 TSAN_B := build-tsan
 TSAN_TARGETS := rmemd rmemctl librmem.so.$(SOMAJOR) python/$(PY_EXT) $(PY_FILES) \
 	tests/test_redundancy tests/test_repair tests/test_cluster_lib tests/test_resume \
-	tests/test_atomic tests/test_redund_life tests/cputime
+	tests/test_atomic tests/test_redund_life tests/test_drain tests/cputime
 .PHONY: tsan check-tsan
 tsan:
 	@$(MAKE) -s --no-print-directory SANITIZE=thread $(TSAN_TARGETS:%=$(TSAN_B)/%)
@@ -768,6 +771,7 @@ HOST_TESTS += tests/func/test_starter.py
 HOST_TESTS += tests/func/test_redundancy.sh tests/func/test_repair.sh tests/func/test_repair_pace.sh
 HOST_TESTS += tests/func/test_redund_life.sh tests/func/test_redund_stale.sh
 HOST_TESTS += tests/func/test_repair_hostile.sh
+HOST_TESTS += tests/func/test_drain.sh
 HOST_TESTS += tests/func/test_hostile_writer.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
 HOST_TESTS += tests/func/test_etcd_client.sh

@@ -225,7 +225,7 @@ int router_alloc(struct router *cl, uint64_t size, uint32_t flags, struct rmem_r
 			members_tag(out, slot);
 			return 0;
 		}
-		if (err != -ENOMEM && err != -EHOSTDOWN && err != -EDQUOT)
+		if (!members_refused_room(err) && err != -EHOSTDOWN)
 			return err;
 		last = err;
 	}

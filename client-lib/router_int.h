@@ -213,6 +213,15 @@ size_t members_present(struct router *cl);
  * server present at all).
  */
 int members_pick(struct router *cl, uint64_t size, const uint64_t *tried, uint32_t *slot);
+/* Whether a server's answer to a placement (an ALLOC or CREATE) sends it
+ * on to the next choice: no room (-ENOMEM), the tenant's quota there
+ * (-EDQUOT), or the server is draining (-ESHUTDOWN: this client has not
+ * seen its record say so yet). */
+bool members_refused_room(int err);
+/* Whether slot's server is draining (its record says so): members_pick
+ * skips it, and the pieces on it are moved (router_redund_repair.c).
+ * Under mu. */
+bool members_draining_locked(const struct router *cl, uint32_t slot);
 /* size bytes were placed on slot (rc 0), freed there (rc 1), or it said
  * -ENOMEM (then its estimate drops below size, until its next record). */
 void members_placed(struct router *cl, uint32_t slot, uint64_t size, int rc);

@@ -217,6 +217,17 @@ static bool usable(const struct member *m)
 	return m->present && (!m->failed || retry(m));
 }
 
+bool members_refused_room(int err)
+{
+	return err == -ENOMEM || err == -EDQUOT || err == -ESHUTDOWN;
+}
+
+bool members_draining_locked(const struct router *cl, uint32_t slot)
+{
+	return slot < cl->nmembers && cl->members[slot].present &&
+	       cl->members[slot].rec.draining;
+}
+
 /* Keeps to the server of the last placement while it can hold size and
  * its free bytes are within an eighth of the chosen one's.  A client's
  * allocations then come in runs on one connection, batched and answered
@@ -233,7 +244,8 @@ static void keep_last(const struct router *cl, const uint64_t *tried, uint64_t s
 	if (!cl->last_placed)
 		return;
 	last = cl->last_placed - 1;
-	if (last >= cl->nmembers || last == *slot || tried_has(tried, last))
+	if (last >= cl->nmembers || last == *slot || tried_has(tried, last) ||
+	    cl->members[last].rec.draining)
 		return;
 	m = &cl->members[last];
 	if (usable(m) && m->free_est >= size &&
@@ -251,7 +263,8 @@ int members_pick(struct router *cl, uint64_t size, const uint64_t *tried, uint32
 	for (size_t i = 0; i < cl->nmembers; i++) {
 		const struct member *m = &cl->members[i];
 
-		if (!usable(m))
+		/* A draining server takes nothing new (it would refuse it). */
+		if (!usable(m) || m->rec.draining)
 			continue;
 		any++;
 		/* The estimate may be stale either way: a server whose record

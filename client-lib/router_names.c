@@ -584,7 +584,7 @@ static int place(struct router *cl, const char *name, uint64_t size, uint32_t fl
 		members_placed(cl, *slot, size, err);
 		if (!err)
 			return 0;
-		if (err != -ENOMEM && err != -EHOSTDOWN && err != -EEXIST && err != -EDQUOT)
+		if (!members_refused_room(err) && err != -EHOSTDOWN && err != -EEXIST)
 			return err;
 	}
 	return err == -EEXIST ? -ENOMEM : err;

@@ -317,7 +317,7 @@ static bool alloc_moved(struct router *cl, uint64_t idx, uint32_t from, int st)
 	uint64_t tried[CLUSTER_MAX_SERVERS / 64], size;
 	struct rmem_region *out;
 
-	if (st != -ENOMEM && st != -EDQUOT)
+	if (!members_refused_room(st))
 		return false;
 	pthread_mutex_lock(&cl->mu);
 	out = cl->pend[idx].out;

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "router.h"
 #include "router_int.h"
@@ -400,6 +401,31 @@ bool redund_validate(struct router *cl, struct rset *rs)
 	return moved;
 }
 
+bool redund_followed(struct router *cl, struct rset *rs)
+{
+	uint32_t gen[STRIPE_N_MAX];
+	bool moved = false;
+	int err = 0;
+
+	pthread_mutex_lock(&rs->wmu);
+	if (!redund_dead(cl, rs)) {
+		pthread_mutex_lock(&cl->mu);
+		memcpy(gen, rs->gen, sizeof gen);
+		pthread_mutex_unlock(&cl->mu);
+		err = redund_recheck(cl, rs);
+		pthread_mutex_lock(&cl->mu);
+		for (unsigned i = 0; i < rs->n && !moved; i++)
+			moved = rs->gen[i] != gen[i];
+		pthread_mutex_unlock(&cl->mu);
+	}
+	pthread_mutex_unlock(&rs->wmu);
+	if (moved || !err || err == -ENOENT || err == -ESTALE || err == -EPROTO)
+		return moved;
+	/* The record could not be read: not a word that nothing moved. */
+	nanosleep(&(struct timespec){ .tv_nsec = REDUND_MOVE_PAUSE_MS * 1000000L }, NULL);
+	return true;
+}
+
 /* One read of [off, off+len) into buf, as the pieces in are now. */
 static int read_once(struct router *cl, struct rset *rs, uint64_t off, void *buf, size_t len)
 {
@@ -479,7 +505,7 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 		return redund_dead(cl, rs) ? -EINVAL : err;
 	/* Degraded: a repair elsewhere may have moved the lost pieces, or it
 	 * is time this client repaired a region it may write. */
-	if (redund_pieces_in(cl, rs) < rs->n) {
+	if (redund_pieces_in(cl, rs) < rs->n || redund_moving(cl, rs)) {
 		pthread_mutex_lock(&rs->wmu);
 		if (!redund_dead(cl, rs)) {
 			redund_refresh(cl, rs);
@@ -490,9 +516,18 @@ int redund_read(struct router *cl, const struct rmem_region *r, uint64_t off, vo
 	/* Checked after the read: a piece's server that came back through
 	 * a resume did so before its reply (the epoch moved first), so bytes
 	 * it served are never trusted without the record's word. */
-	do
+	for (unsigned moves = 0;;) {
 		err = read_once(cl, rs, off, buf, len);
-	while (!err && redund_validate(cl, rs));
+		if (!err && redund_validate(cl, rs))
+			continue;
+		/* A piece unlinked under this handle: a drain moved it (the
+		 * record names the new one: followed), or the name was
+		 * unlinked with revoke (the read fails -ENOENT).  A few
+		 * looks: each move is one swap in the record. */
+		if (err == -ENOENT && rs->rec && moves++ < REDUND_MOVE_LOOKS && redund_followed(cl, rs))
+			continue;
+		break;
+	}
 	/* Freed by another thread meanwhile (its pieces with it): the
 	 * handle is stale, as for a call made after the free. */
 	return err && redund_dead(cl, rs) ? -EINVAL : err;
@@ -728,7 +763,7 @@ int redund_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 	/* Never after the right is lost: another writer may hold it now. */
 	if (!err)
 		err = redund_may_write(cl, rs);
-	if (!err && redund_pieces_in(cl, rs) < rs->n)
+	if (!err && (redund_pieces_in(cl, rs) < rs->n || redund_moving(cl, rs)))
 		redund_repair_due(cl, rs);
 	if (!err && fe > fs) {
 		err = write_delta(cl, rs, off, fs, buf, off, scratch);

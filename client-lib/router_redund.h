@@ -100,11 +100,20 @@ int redund_rset_of(struct router *cl, const struct rmem_region *r, struct rset *
  * the router's mu for the second. */
 void redund_piece_out(struct router *cl, struct rset *rs, unsigned i);
 void redund_piece_out_locked(struct rset *rs, unsigned i);
-/* Repair with rs->wmu held (redund_repair's work). */
+/* Repair with rs->wmu held (redund_repair's work): every piece that is
+ * out rebuilt elsewhere, and every piece in on a server that drains moved
+ * (docs/architecture.md, "Drain"). */
 int redund_repair_locked(struct router *cl, struct rset *rs);
+/* Whether this handle has a piece in on a draining server, and may move
+ * it (an anonymous region's, or a named one's writer). */
+bool redund_moving(struct router *cl, struct rset *rs);
+/* A call that finds pieces to move moves them at most this often. */
+#define REDUND_MOVE_RETRY_MS 1000
 /* A call on a region this client may write repairs it first once a piece
- * has been out for the router's repair_grace_ms (at most once a grace):
- * the call that does is slower by the repair.  Under wmu. */
+ * has been out for the router's repair_grace_ms (at most once a grace),
+ * and moves its pieces off draining servers at once (at most once
+ * REDUND_MOVE_RETRY_MS): the call that does is slower by the repair.
+ * Under wmu. */
 void redund_repair_due(struct router *cl, struct rset *rs);
 /* Piece i on a server none of tried (bits by slot) has, into *piece and
  * *slot; named pname when not NULL: 0, -ENOSPC, or the call's error. */
@@ -121,8 +130,9 @@ void redund_refresh(struct router *cl, struct rset *rs);
  * (router_redund_repair.c): as redund_refresh, and each piece's seen is
  * its server's epoch from before the record was read.  A piece whose
  * server's epoch moved is put out when the record cannot be read (nothing
- * vouches for it).  Under wmu. */
-void redund_recheck(struct router *cl, struct rset *rs);
+ * vouches for it).  0, or why the record could not be read or followed
+ * (refresh_now's error).  Under wmu. */
+int redund_recheck(struct router *cl, struct rset *rs);
 /* Each piece's seen, its server's epoch now.  Under the router's mu. */
 void redund_seen_locked(struct router *cl, struct rset *rs);
 /* A piece declared stale is never served (docs/architecture.md,
@@ -134,6 +144,18 @@ void redund_seen_locked(struct router *cl, struct rset *rs);
  * true: the caller reads again.  false, and nothing done, when nothing
  * moved: a few loads under the router's mu, no etcd. */
 bool redund_validate(struct router *cl, struct rset *rs);
+/* A named handle's read met -ENOENT on a piece: the record read again
+ * (redund_recheck, under wmu, which the caller must not hold); true when
+ * a piece moved (a drain's move, docs/architecture.md "Drain": the caller
+ * reads again, from the new piece), or when the record could not be read
+ * (etcd slow or away: after a pause, the caller tries again); false when
+ * nothing moved (the name was unlinked with revoke, its record gone or
+ * another's: the caller's -ENOENT stands). */
+bool redund_followed(struct router *cl, struct rset *rs);
+/* How many such looks one read makes at most, and the pause after a look
+ * that could not read the record. */
+#define REDUND_MOVE_LOOKS 4
+#define REDUND_MOVE_PAUSE_MS 100
 /* "<name>~<made>.<i>": 0, or -ENAMETOOLONG. */
 int redund_piece_name(const char *name, uint64_t made, unsigned i, char *out);
 

@@ -79,7 +79,7 @@ int redund_place(struct router *cl, struct rset *rs, uint64_t *tried, const char
 		}
 		/* A name left there (-EEXIST: a repair that died before its
 		 * record) is that server's to give back: the next one. */
-		if (err != -ENOMEM && err != -EHOSTDOWN && err != -EDQUOT && err != -EEXIST)
+		if (!members_refused_room(err) && err != -EHOSTDOWN && err != -EEXIST)
 			return err;
 		if (err == -EDQUOT)
 			last = err;

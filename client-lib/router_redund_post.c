@@ -368,15 +368,24 @@ static bool read_mend(struct router *cl, struct rset *rs, struct rpost *rp, int 
 static int read_finish(struct router *cl, struct rpost *rp)
 {
 	struct rset *rs;
-	bool mended = false;
+	bool mended = false, followed = false;
 	int err = redund_rset_of(cl, &rp->r, &rs); /* freed meanwhile: -EINVAL */
 
 	/* An error that no rebuild mends ends the call before any rebuild.
 	 * (-EOPNOTSUPP: a spaced read sent again after a resume found the
 	 * client on RDMA; the piece is not at fault, its bytes are rebuilt.) */
-	for (unsigned x = 0; x < rp->nparts && !err; x++)
-		if (rp->part[x].st && !lost(rp->part[x].st) && rp->part[x].st != -EOPNOTSUPP)
-			err = rp->part[x].st;
+	for (unsigned x = 0; x < rp->nparts && !err; x++) {
+		int st = rp->part[x].st;
+
+		/* A named piece unlinked under the call: a drain moved it
+		 * (docs/architecture.md, "Drain") when the record names
+		 * another now, followed here; the part is then rebuilt from
+		 * the pieces in, the new one among them. */
+		if (st == -ENOENT && rs->rec && !followed)
+			followed = redund_followed(cl, rs);
+		if (st && !lost(st) && st != -EOPNOTSUPP && !(st == -ENOENT && followed))
+			err = st;
+	}
 	/* Every part has landed: a piece whose server moved since the
 	 * handle checked it is checked against the record now (as a
 	 * synchronous read's, router_redund.c), and what a rebuild read is

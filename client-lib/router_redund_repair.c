@@ -29,8 +29,23 @@
 #include "single.h"
 #include "stripe.h"
 
-/* The new piece's bytes: rebuilt from K others, segment by segment. */
-static int fill(struct router *cl, struct rset *rs, unsigned i, rmem_client *c,
+/* Piece i's bytes [off, off+len): a move (its server drains, the piece is
+ * in) copies them from the piece itself, one read instead of K; anything
+ * else, or a move whose read fails, rebuilds them from K others. */
+static int segment(struct router *cl, struct rset *rs, unsigned i, bool move, uint64_t off,
+		   size_t len, unsigned char *buf)
+{
+	struct piece_ref p;
+	rmem_client *c;
+
+	if (move && redund_piece_take(cl, rs, i, &p) && members_client(cl, p.slot, &c) == 0 &&
+	    members_err(cl, p.slot, single_read(c, &p.h, off, buf, len)) == 0)
+		return 0;
+	return redund_piece_rebuild(cl, rs, i, off, len, buf);
+}
+
+/* The new piece's bytes, segment by segment. */
+static int fill(struct router *cl, struct rset *rs, unsigned i, bool move, rmem_client *c,
 		const struct rmem_region *np, unsigned char *buf)
 {
 	int err = 0;
@@ -39,7 +54,7 @@ static int fill(struct router *cl, struct rset *rs, unsigned i, rmem_client *c,
 		size_t len = (size_t)(rs->piece_len - off < REDUND_SEG ? rs->piece_len - off :
 									    REDUND_SEG);
 
-		err = redund_piece_rebuild(cl, rs, i, off, len, buf);
+		err = segment(cl, rs, i, move, off, len, buf);
 		if (!err)
 			err = single_write(c, np, off, buf, len);
 	}
@@ -193,10 +208,18 @@ static void put_piece(struct router *cl, struct rset *rs, unsigned i,
 	pthread_mutex_unlock(&cl->mu);
 }
 
-/* Piece i made anew and put in place.  lay: the record (named), whose
- * layout_gen + 1 names the new piece. */
+/*
+ * Piece i made anew and put in place.  lay: the record (named), whose
+ * layout_gen + 1 names the new piece.  move: piece i is in, on a server
+ * that drains (docs/architecture.md, "Drain"): its bytes are copied, and
+ * once the record names the new piece the old one is unlinked with revoke
+ * before anything else happens, so that no handle anywhere reads it after
+ * a write to the new one (a reader holding it meets -ENOENT, reads the
+ * record and follows: redund_read).  A write cannot land meanwhile: the
+ * caller holds the writer mutex, and for a named region the writer key.
+ */
 static int repair_one(struct router *cl, struct rset *rs, unsigned i,
-		      const struct cluster_layout *lay, unsigned char *buf)
+		      const struct cluster_layout *lay, bool move, unsigned char *buf)
 {
 	uint64_t tried[CLUSTER_MAX_SERVERS / 64] = { 0 };
 	char pname[RMEM_NAME_MAX + 1], oldname[RMEM_NAME_MAX + 1];
@@ -227,7 +250,7 @@ static int repair_one(struct router *cl, struct rset *rs, unsigned i,
 	if (!err)
 		err = members_client(cl, slot, &c);
 	if (!err)
-		err = members_err(cl, slot, fill(cl, rs, i, c, &np, buf));
+		err = members_err(cl, slot, fill(cl, rs, i, move, c, &np, buf));
 	if (!err && lay) {
 		piece_rec(cl, slot, &np, made, &newp);
 		err = rs->rec->swap(cl, rs->name, rs->release_arg, i, &lay->pieces[i], &newp);
@@ -243,11 +266,21 @@ static int repair_one(struct router *cl, struct rset *rs, unsigned i,
 		}
 		return err;
 	}
+	if (move && lay) {
+		/* Now, not once no call holds it (drop_old): the old piece
+		 * must serve no reader after the next write.  Its handle in
+		 * this client goes as a retiree, as any swap's. */
+		struct old_piece now = { .slot = rs->slot[i], .unlink = true,
+					 .recp = lay->pieces[i] };
+
+		snprintf(now.name, sizeof now.name, "%s", oldname);
+		old_piece_give(cl, &now);
+	}
 	put_piece(cl, rs, i, &np, slot, lay ? &newp : NULL, &old, &oldslot);
 	pthread_mutex_lock(&cl->mu);
 	cl->repaired_bytes += rs->piece_len;
 	pthread_mutex_unlock(&cl->mu);
-	drop_old(cl, rs, oldslot, &old, lay ? &lay->pieces[i] : NULL, oldname);
+	drop_old(cl, rs, oldslot, &old, lay && !move ? &lay->pieces[i] : NULL, oldname);
 	return 0;
 }
 
@@ -337,14 +370,14 @@ void redund_seen_locked(struct router *cl, struct rset *rs)
  * served.  The epochs are taken before the record is read: a move after
  * that is seen by the next redund_validate.
  */
-void redund_recheck(struct router *cl, struct rset *rs)
+int redund_recheck(struct router *cl, struct rset *rs)
 {
 	uint64_t ep[STRIPE_N_MAX];
 	uint32_t gen[STRIPE_N_MAX];
 	int err;
 
 	if (!rs->rec)
-		return;
+		return 0;
 	pthread_mutex_lock(&cl->mu);
 	for (unsigned i = 0; i < rs->n; i++) {
 		ep[i] = members_epoch_locked(cl, rs->slot[i]);
@@ -364,6 +397,7 @@ void redund_recheck(struct router *cl, struct rset *rs)
 		rs->seen[i] = ep[i];
 	}
 	pthread_mutex_unlock(&cl->mu);
+	return err;
 }
 
 int redund_repair_locked(struct router *cl, struct rset *rs)
@@ -379,7 +413,7 @@ int redund_repair_locked(struct router *cl, struct rset *rs)
 		err = -ENOMEM;
 
 	for (unsigned i = 0; i < rs->n && !err; i++) {
-		bool out;
+		bool out, move;
 
 		/* The record as it is now, for each piece: a swap moved it. */
 		if (rs->rec)
@@ -392,6 +426,7 @@ int redund_repair_locked(struct router *cl, struct rset *rs)
 		}
 		pthread_mutex_lock(&cl->mu);
 		out = rs->state[i] != PIECE_IN;
+		move = !out && members_draining_locked(cl, rs->slot[i]);
 		pthread_mutex_unlock(&cl->mu);
 		/* A piece the record calls stale or lost is out for us too: it
 		 * may have missed a write of another handle. */
@@ -400,13 +435,15 @@ int redund_repair_locked(struct router *cl, struct rset *rs)
 				redund_piece_out(cl, rs, i);
 			out = true;
 		}
-		if (out && rs->rec && !dropped) {
+		if (out)
+			move = false;
+		if ((out || move) && rs->rec && !dropped) {
 			rs->rec->repairing(cl, rs->name, rs->release_arg, true);
 			drop_orphans(cl, rs, &lay);
 			dropped = true;
 		}
-		if (out)
-			err = repair_one(cl, rs, i, rs->rec ? &lay : NULL, buf);
+		if (out || move)
+			err = repair_one(cl, rs, i, rs->rec ? &lay : NULL, move, buf);
 	}
 	if (dropped)
 		rs->rec->repairing(cl, rs->name, rs->release_arg, false);
@@ -414,12 +451,35 @@ int redund_repair_locked(struct router *cl, struct rset *rs)
 	return err;
 }
 
+bool redund_moving(struct router *cl, struct rset *rs)
+{
+	bool moving = false;
+
+	if (rs->named && !(rs->access & RMEM_WRITE))
+		return false; /* not this handle's to move */
+	pthread_mutex_lock(&cl->mu);
+	for (unsigned i = 0; i < rs->n && !moving; i++)
+		moving = rs->state[i] == PIECE_IN && members_draining_locked(cl, rs->slot[i]);
+	pthread_mutex_unlock(&cl->mu);
+	return moving;
+}
+
 void redund_repair_due(struct router *cl, struct rset *rs)
 {
 	int64_t now = clock_mono_ms(), grace = cl->repair_grace_ms;
 	bool due = false;
 
-	if (!grace || (rs->named && !(rs->access & RMEM_WRITE)) || now - rs->auto_ms < grace)
+	if (rs->named && !(rs->access & RMEM_WRITE))
+		return;
+	/* A drain moves the pieces off at once, whatever the grace (an
+	 * operator asked): a writer's own, since rmemd's agent cannot open
+	 * a region its writer holds.  Tried once a second at most. */
+	if (redund_moving(cl, rs) && now - rs->auto_ms >= REDUND_MOVE_RETRY_MS) {
+		rs->auto_ms = now;
+		(void)redund_repair_locked(cl, rs);
+		return;
+	}
+	if (!grace || now - rs->auto_ms < grace)
 		return;
 	pthread_mutex_lock(&cl->mu);
 	for (unsigned i = 0; i < rs->n; i++) {

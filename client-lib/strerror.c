@@ -69,6 +69,9 @@ static const char *rmem_meaning(int code)
 		return "name longer than RMEM_NAME_MAX (255) bytes";
 	case EBADMSG:
 		return "the daemon could not decode a request";
+	case ESHUTDOWN:
+		return "the server is draining (rmemctl cluster drain): it takes no new "
+		       "regions or names; a cluster client places them on the others";
 	case EBADE:
 		return "TLS: the peer's certificate does not verify against the etcd_ca file "
 		       "(tls://: tls_ca; rmemd: listen.tls.ca) (another CA, expired, or not made "

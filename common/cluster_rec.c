@@ -29,7 +29,8 @@ static bool rec_ok(const void *rec)
 	       text_ok(r->rdma, sizeof r->rdma, true) &&
 	       text_ok(r->version, sizeof r->version, true) && r->free_bytes <= r->pool_bytes &&
 	       r->largest_free <= r->free_bytes && r->pool_bytes <= INT64_MAX &&
-	       r->generation <= INT64_MAX && r->start_time_ms <= INT64_MAX;
+	       r->generation <= INT64_MAX && r->start_time_ms <= INT64_MAX && r->draining <= 1 &&
+	       r->regions <= INT64_MAX;
 }
 
 int cluster_rec_encode(const struct cluster_rec *r, char **out)
@@ -39,14 +40,16 @@ int cluster_rec_encode(const struct cluster_rec *r, char **out)
 	*out = NULL;
 	if (!rec_ok(r))
 		return -EINVAL;
-	o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s}",
+	o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I}",
 		      "id", r->id, "tcp", r->tcp, "rdma", r->rdma,
 		      "pool_bytes", (json_int_t)r->pool_bytes,
 		      "free_bytes", (json_int_t)r->free_bytes,
 		      "largest_free", (json_int_t)r->largest_free,
 		      "generation", (json_int_t)r->generation,
 		      "start_time_ms", (json_int_t)r->start_time_ms,
-		      "version", r->version);
+		      "version", r->version,
+		      "draining", (json_int_t)r->draining,
+		      "regions", (json_int_t)r->regions);
 	return cluster_json_dump(o, out);
 }
 
@@ -63,6 +66,9 @@ int cluster_rec_decode(const char *text, size_t len, struct cluster_rec *r)
 		{ "start_time_ms", .num = &r->start_time_ms },
 		/* informative: an older writer may lack it */
 		{ "version", .text = r->version, .max = sizeof r->version, .optional = true },
+		/* the drain's: an rmemd from before it writes neither */
+		{ "draining", .num = &r->draining, .optional = true },
+		{ "regions", .num = &r->regions, .optional = true },
 	};
 
 	return cluster_json_decode(text, len, f, sizeof f / sizeof f[0], r, sizeof *r, rec_ok);

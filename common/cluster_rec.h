@@ -5,7 +5,8 @@
  *
  * JSON, one object: {"id": "...", "tcp": "HOST:PORT", "rdma": "HOST:PORT" or
  * "", "pool_bytes": N, "free_bytes": N, "largest_free": N, "generation": N,
- * "start_time_ms": N, "version": "1.2.0"}.  Numbers are JSON integers (all
+ * "start_time_ms": N, "version": "1.2.0", "draining": 0 or 1, "regions": N}.
+ * Numbers are JSON integers (all
  * below 2^63).  A reader ignores fields it does not know (a newer rmemd may
  * add some) and refuses a record that lacks one it needs or has one of the
  * wrong type or out of range.  Pure, like etcd_codec.h.
@@ -30,6 +31,12 @@ struct cluster_rec {
 	uint64_t generation;              /* changes when the server's memory was lost */
 	uint64_t start_time_ms;           /* Unix time of this process's start */
 	char version[CLUSTER_VERSION_MAX];
+	/* Since the drain (issue 32): whether an operator drains the server
+	 * (/rmem/<cluster>/drain/<id>: it takes no new regions or names), and
+	 * how many regions it holds, which rmemctl cluster drain --wait
+	 * counts down.  Optional: an older writer's record has neither (0). */
+	uint64_t draining;                /* 0 or 1 */
+	uint64_t regions;
 };
 
 /* 0 and a malloc'd text in *out; -EINVAL for a record that would not

@@ -267,6 +267,8 @@ static void do_alloc(struct server *srv, const struct ctl_req *q, struct ctl_rep
 
 	if (!decoded(proto_alloc_req_decode(q->payload, q->len, &req), rep))
 		return;
+	if (srv->draining)
+		return reply_status(rep, -ESHUTDOWN);
 	rc = session_alloc(srv, q->s, req.size, req.flags, &r);
 	if (wait_for_quarantine(srv, q, req.size, rc, rep))
 		return;
@@ -402,6 +404,11 @@ static void do_create_open(struct server *srv, const struct ctl_req *q, struct c
 			return reply_status(rep, rc);
 		return reply_region(srv, r, granted, rep);
 	}
+	/* Draining (server.h): no new name here, a piece's neither, so the
+	 * drain's own moves never land back on it.  OPEN goes on: the names
+	 * it holds are read until they move. */
+	if (srv->draining)
+		return reply_status(rep, -ESHUTDOWN);
 	rc = session_create(srv, q->s, req.name, req.name_len, req.size, req.flags, &r);
 	if (wait_for_quarantine(srv, q, req.size, rc, rep))
 		return;

@@ -7,9 +7,10 @@
  * as blocking calls on a thread of its own it reads in order, and nothing it
  * does, however slow etcd is, can delay a client's request.  The price is
  * one thread that sleeps almost all the time, and a boundary that must stay
- * narrow: the loop writes three atomics (the figures) from a timer; the
- * agent reads them and never touches struct server; the agent's own state is
- * the agent's alone.  The only lock is the one the agent sleeps on, which
+ * narrow: the loop writes its figures (free bytes, largest free, regions)
+ * into atomics from a timer; the agent reads them and never touches struct
+ * server; the agent's own state (its registration, whether the drain key is
+ * there) is the agent's alone, and the loop copies what it needs.  The only lock is the one the agent sleeps on, which
  * main.c's thread takes only to stop it.
  */
 #include <errno.h>
@@ -23,6 +24,7 @@
 #include <time.h>
 
 #include <event2/event.h>
+#include <systemd/sd-daemon.h>
 
 #include "alloc.h"
 #include "clock.h"
@@ -32,6 +34,7 @@
 #include "etcd_client.h"
 #include "identity.h"
 #include "log.h"
+#include "region.h"
 #include "server.h"
 
 #ifndef RMEM_VERSION_STRING
@@ -41,10 +44,14 @@
 /* How often the loop publishes its figures, and the agent looks at them. */
 #define PUBLISH_MS 100
 #define CHECK_MS   250
+/* How often the agent reads the drain key (docs/architecture.md, "Drain"):
+ * an operator's drain takes effect within this, plus the loop's copy. */
+#define DRAIN_CHECK_MS 500
 
 struct member {
 	/* Set before the thread starts; read-only afterwards. */
 	char key[CONFIG_NAME_MAX * 2 + 32];  /* /rmem/<name>/servers/<id> */
+	char drain_key[CONFIG_NAME_MAX * 2 + 32]; /* /rmem/<name>/drain/<id> */
 	struct cluster_rec rec;              /* the fixed fields */
 	uint32_t lease_ms;
 	uint64_t step;
@@ -55,9 +62,12 @@ struct member {
 	struct etcd_client *etcd;
 
 	/* Written by the loop (publish timer), read by the agent. */
-	_Atomic uint64_t free_bytes, largest_free;
+	_Atomic uint64_t free_bytes, largest_free, regions;
 	/* Written by the agent, read by anyone. */
 	_Atomic int state;
+	/* Whether the drain key is there, as the agent last read it; the
+	 * loop copies it into srv->draining, which ALLOC and CREATE look at. */
+	_Atomic bool draining;
 	/* The agent's counts for the metrics (counters.h, struct
 	 * counters_cluster), copied by the loop's publish timer. */
 	_Atomic uint64_t registrations, leases_lost, renewals, renewal_failures, record_writes,
@@ -66,6 +76,9 @@ struct member {
 	_Atomic bool reachable;
 
 	struct event *timer;                 /* the loop's publish timer */
+	/* The loop's own: what STATUS= last said of the drain (regions left
+	 * + 1; 0: nothing, not draining). */
+	uint64_t drain_shown;
 	pthread_t thread;
 	bool thread_started;
 	pthread_mutex_t lock;                /* guards stop; the agent sleeps on cond */
@@ -97,6 +110,7 @@ static void publish(const struct server *srv, struct member *cl)
 	}
 	atomic_store_explicit(&cl->free_bytes, free_bytes, memory_order_relaxed);
 	atomic_store_explicit(&cl->largest_free, largest, memory_order_relaxed);
+	atomic_store_explicit(&cl->regions, region_count(srv->regions), memory_order_relaxed);
 }
 
 /* The agent's counts into srv->counters.cluster, for the metrics page, which
@@ -116,6 +130,22 @@ static void copy_counts(struct server *srv, struct member *cl)
 	c->registered = srv->member_state == MEMBER_REGISTERED;
 }
 
+/* systemd's STATUS= says how far a drain is (systemctl status rmemd), at
+ * its start, at each change of the regions left, and at its end. */
+static void drain_status(const struct server *srv, struct member *cl)
+{
+	uint64_t n = atomic_load_explicit(&cl->regions, memory_order_relaxed);
+
+	if (srv->draining && cl->drain_shown != n + 1) {
+		sd_notifyf(0, "STATUS=serving; draining: %" PRIu64 " region%s left", n,
+			   n == 1 ? "" : "s");
+		cl->drain_shown = n + 1;
+	} else if (!srv->draining && cl->drain_shown) {
+		sd_notify(0, "STATUS=serving");
+		cl->drain_shown = 0;
+	}
+}
+
 static void on_publish(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
@@ -125,6 +155,8 @@ static void on_publish(evutil_socket_t fd, short what, void *arg)
 	publish(srv, srv->cluster);
 	/* For the metrics page, which runs on this loop too. */
 	srv->member_state = atomic_load(&srv->cluster->state);
+	srv->draining = atomic_load(&srv->cluster->draining);
+	drain_status(srv, srv->cluster);
 	copy_counts(srv, srv->cluster);
 }
 
@@ -137,6 +169,9 @@ struct agent {
 	bool registered;          /* the key is ours, under lease */
 	int64_t ttl_s;
 	uint64_t put_free, put_largest;  /* the figures etcd has */
+	uint64_t put_regions;
+	bool put_draining;
+	int64_t next_drain_check; /* clock_mono_ms() */
 	int64_t next_keepalive;   /* clock_mono_ms() */
 	int64_t waiting_for;      /* the foreign lease on our key last logged */
 	int last_err;             /* the last failure logged (not a reachability one) */
@@ -213,8 +248,12 @@ static int make_value(struct agent *a, char **out)
 		r.free_bytes = r.pool_bytes;
 	if (r.largest_free > r.free_bytes)
 		r.largest_free = r.free_bytes;
+	r.regions = atomic_load_explicit(&a->cl->regions, memory_order_relaxed);
+	r.draining = atomic_load(&a->cl->draining);
 	a->put_free = r.free_bytes;
 	a->put_largest = r.largest_free;
+	a->put_regions = r.regions;
+	a->put_draining = r.draining;
 	return cluster_rec_encode(&r, out);
 }
 
@@ -359,17 +398,60 @@ static bool moved(uint64_t now, uint64_t then, uint64_t step)
 	return now > then ? now - then >= step : then - now >= step;
 }
 
-/* The figures, again, when they have moved by a step since etcd got them. */
+/*
+ * Whether an operator drains this server: its drain key is there (written
+ * by rmemctl cluster drain, without a lease, so it outlives this process
+ * and a restart: a server drained for a reboot comes back drained).  etcd
+ * is the truth, not a request to this rmemd, because an operator drains
+ * from anywhere (the admin socket is this host's) and every client must
+ * see it too (it reaches them in this server's record).  Read every
+ * DRAIN_CHECK_MS; etcd out of reach keeps the last answer.
+ */
+static void drain_check(struct agent *a)
+{
+	struct member *cl = a->cl;
+	struct etcd_range r;
+	bool on, was = atomic_load(&cl->draining);
+	int rc;
+
+	if (clock_mono_ms() < a->next_drain_check)
+		return;
+	a->next_drain_check = clock_mono_ms() + DRAIN_CHECK_MS;
+	rc = etcd_range(a->etcd, cl->drain_key, strlen(cl->drain_key), false, &r);
+	if (rc < 0) {
+		failed(a, "reading the drain key", rc);
+		return;
+	}
+	on = r.nkvs > 0;
+	etcd_range_free(&r);
+	if (on == was)
+		return;
+	atomic_store(&cl->draining, on);
+	if (on)
+		log_notice("cluster: draining (%s is set): no new regions or names here; "
+			   "redundant pieces move to other members", cl->drain_key);
+	else
+		log_notice("cluster: no longer draining: new regions and names are taken again");
+}
+
+/* The figures, again, when they have moved by a step since etcd got them;
+ * and at once when the drain began or ended, or (while draining) the count
+ * of regions moved: rmemctl cluster drain --wait counts it down, and the
+ * writes are bounded by the regions there are to move. */
 static void refresh(struct agent *a)
 {
 	struct member *cl = a->cl;
 	uint64_t f = atomic_load_explicit(&cl->free_bytes, memory_order_relaxed);
 	uint64_t l = atomic_load_explicit(&cl->largest_free, memory_order_relaxed);
-	uint64_t was_free = a->put_free, was_largest = a->put_largest;
+	uint64_t n = atomic_load_explicit(&cl->regions, memory_order_relaxed);
+	bool d = atomic_load(&cl->draining);
+	uint64_t was_free = a->put_free, was_largest = a->put_largest, was_regions = a->put_regions;
+	bool was_draining = a->put_draining;
 	char *value = NULL;
 	int rc;
 
-	if (!moved(f, was_free, cl->step) && !moved(l, was_largest, cl->step))
+	if (!moved(f, was_free, cl->step) && !moved(l, was_largest, cl->step) &&
+	    d == was_draining && (!d || n == was_regions))
 		return;
 	rc = make_value(a, &value);
 	if (rc == 0)
@@ -378,6 +460,8 @@ static void refresh(struct agent *a)
 	if (rc < 0) {
 		a->put_free = was_free; /* try again next time */
 		a->put_largest = was_largest;
+		a->put_regions = was_regions;
+		a->put_draining = was_draining;
 		if (rc == -ENOENT) {  /* the lease is gone */
 			count(&cl->leases_lost);
 			a->lease = 0;
@@ -418,6 +502,8 @@ static void *agent_main(void *arg)
 	while (!nap(cl, 0)) {
 		int64_t wait = CHECK_MS, until;
 
+		/* First, so that a drained server restarted registers drained. */
+		drain_check(&a);
 		if (!a.registered) {
 			/* Not every tick: a failed join waits a keepalive period. */
 			if (join(&a) < 0)
@@ -520,6 +606,8 @@ static int member_new(struct server *srv, struct member **out)
 		return rc;
 	}
 	snprintf(cl->key, sizeof cl->key, "/rmem/%s/servers/%s", cfg->cluster_name, cl->rec.id);
+	snprintf(cl->drain_key, sizeof cl->drain_key, "/rmem/%s/drain/%s", cfg->cluster_name,
+		 cl->rec.id);
 	snprintf(cl->rec.tcp, sizeof cl->rec.tcp, "%s",
 		 cfg->cluster_advertise[0] ? cfg->cluster_advertise : cfg->listen_tcp);
 	if (srv->nic_port)

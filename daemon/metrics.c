@@ -338,6 +338,10 @@ static void write_cluster(struct page *p, const struct server *srv)
 	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
 		labelled(p, "rmem_cluster_state", "state", states[i].name,
 			 srv->member_state == states[i].state);
+	one(p, "rmem_cluster_draining", "gauge",
+	    "1 while an operator drains this server (rmemctl cluster drain: it takes no new "
+	    "regions or names, its redundant pieces move to other members), else 0.",
+	    srv->draining);
 	write_cluster_counts(p, &srv->counters.cluster);
 }
 

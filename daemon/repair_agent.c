@@ -242,10 +242,11 @@ static rmem_client *client_of(struct repair_agent *a, const char *tenant)
 /* The region tenant/name, whose record says bad pieces of piece_len bytes
  * need a rebuild: opened as its writer, repaired, closed. */
 static void repair_region(struct repair_agent *a, const char *tenant, const char *name,
-			  unsigned bad, uint64_t piece_len)
+			  unsigned bad, unsigned moving, uint64_t piece_len)
 {
 	rmem_client *c = client_of(a, tenant);
 	struct rmem_region r;
+	int64_t t0, ms;
 	int rc;
 
 	if (!c) {
@@ -264,9 +265,15 @@ static void repair_region(struct repair_agent *a, const char *tenant, const char
 		return;
 	}
 	atomic_fetch_add(&a->repairing, 1);
-	log_info("repair: %s/%s: rebuilding %u piece%s of %" PRIu64 " bytes", tenant, name, bad,
-		 bad == 1 ? "" : "s", piece_len);
+	if (bad == moving)
+		log_info("repair: %s/%s: moving %u piece%s of %" PRIu64 " bytes off draining "
+			 "members", tenant, name, bad, bad == 1 ? "" : "s", piece_len);
+	else
+		log_info("repair: %s/%s: rebuilding %u piece%s of %" PRIu64 " bytes", tenant, name,
+			 bad, bad == 1 ? "" : "s", piece_len);
+	t0 = clock_mono_ms();
 	rc = rmem_repair(c, &r);
+	ms = clock_mono_ms() - t0;
 	atomic_fetch_sub(&a->repairing, 1);
 	(void)rmem_free(c, &r);
 	if (rc) {
@@ -276,8 +283,10 @@ static void repair_region(struct repair_agent *a, const char *tenant, const char
 	}
 	atomic_fetch_add(&a->pieces, bad);
 	atomic_fetch_add(&a->bytes, (uint64_t)bad * piece_len);
-	log_notice("repair: %s/%s: %u piece%s of %" PRIu64 " bytes rebuilt", tenant, name, bad,
-		   bad == 1 ? "" : "s", piece_len);
+	log_notice("repair: %s/%s: %u piece%s of %" PRIu64 " bytes %s in %" PRId64 " ms "
+		   "(%.1f MB/s)", tenant, name, bad, bad == 1 ? "" : "s", piece_len,
+		   bad == moving ? "moved" : "rebuilt", ms,
+		   ms > 0 ? (double)bad * (double)piece_len / 1e3 / (double)ms : 0.0);
 }
 
 /* ---- the scan ------------------------------------------------------------------------ */
@@ -311,19 +320,26 @@ static int present_read(struct repair_agent *a, struct present *p)
 	return 0;
 }
 
-/* Pieces of l that are not healthy where they are now. */
-static unsigned bad_pieces(const struct cluster_layout *l, const struct present *p)
+/* Pieces of l that are not healthy where they are now; of those, in
+ * *moving, the healthy ones on a server that drains (moved at once: an
+ * operator asked, and nothing is degraded). */
+static unsigned bad_pieces(const struct cluster_layout *l, const struct present *p,
+			   unsigned *moving)
 {
 	unsigned bad = 0;
 
+	*moving = 0;
 	for (unsigned i = 0; i < l->k + l->r; i++) {
 		const struct cluster_piece *pc = &l->pieces[i];
-		bool up = false;
+		const struct cluster_rec *at = NULL;
 
-		for (size_t s = 0; s < p->n && !up; s++)
-			up = !strcmp(p->recs[s].id, pc->server) &&
-			     p->recs[s].generation == pc->generation;
-		bad += !up || pc->state != PIECE_HEALTHY;
+		for (size_t s = 0; s < p->n && !at; s++)
+			if (!strcmp(p->recs[s].id, pc->server) &&
+			    p->recs[s].generation == pc->generation)
+				at = &p->recs[s];
+		if (at && pc->state == PIECE_HEALTHY && at->draining)
+			++*moving;
+		bad += !at || pc->state != PIECE_HEALTHY || at->draining;
 	}
 	return bad;
 }
@@ -374,25 +390,29 @@ static int scan(struct repair_agent *a)
 		struct cluster_layout l;
 		char tenant[CONFIG_NAME_MAX + 2], *name, *rest;
 		struct seen *s;
-		unsigned bad;
+		unsigned bad, moving;
 		int64_t now;
 
 		if (r.kvs[i].key_len >= KEY_MAX || r.kvs[i].key_len <= (size_t)k ||
 		    cluster_layout_decode((const char *)r.kvs[i].value, r.kvs[i].value_len, &l))
 			continue; /* a plain name's record, or not one at all */
-		bad = bad_pieces(&l, &p);
+		bad = bad_pieces(&l, &p, &moving);
 		if (!bad) {
 			healthy++;
 			continue;
 		}
-		degraded++;
+		/* Only moves: healthy, and due now. */
+		if (bad == moving)
+			healthy++;
+		else
+			degraded++;
 		memcpy(key, r.kvs[i].key, r.kvs[i].key_len);
 		key[r.kvs[i].key_len] = '\0';
 		now = clock_mono_ms();
 		if (!(s = seen_of(a, key, now)))
 			continue;
 		s->still = true;
-		if (now - s->since_ms < a->grace_ms)
+		if (bad != moving && now - s->since_ms < a->grace_ms)
 			continue;
 		/* <prefix>names/<tenant>/<name> */
 		rest = key + k;
@@ -401,7 +421,7 @@ static int scan(struct repair_agent *a)
 			continue;
 		memcpy(tenant, rest, (size_t)(name - rest));
 		tenant[name - rest] = '\0';
-		repair_region(a, tenant, name + 1, bad,
+		repair_region(a, tenant, name + 1, bad, moving,
 			      (l.size + (uint64_t)l.k * l.chunk - 1) / ((uint64_t)l.k * l.chunk) *
 				      l.chunk);
 	}

@@ -79,6 +79,11 @@ struct server {
 	 * timer copies it from the agent, so readers on the loop need no atomic.
 	 * 0 (MEMBER_OFF) without a cluster. */
 	int member_state;
+	/* Whether an operator drains this member (member.c copies it from its
+	 * agent, which reads /rmem/<cluster>/drain/<id>): ALLOC and CREATE are
+	 * refused with -ESHUTDOWN (ctl.c), so no client, raw or not, puts a
+	 * new region here.  false without a cluster. */
+	bool draining;
 	/* Restart without loss (persist.c, slots.c): the state memfd's writer
 	 * (NULL: persistence off, outside systemd's fd store), how many
 	 * sessions the last restore brought back (0: started fresh; for

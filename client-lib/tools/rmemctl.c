@@ -450,6 +450,8 @@ static void usage(FILE *out)
 		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [-s SOCKET] [--grace=S]\n"
 		"               cluster sweep\n"
 		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [--json] cluster redundant\n"
+		"       rmemctl -e etcd://HOST:PORT[,HOST:PORT...]/NAME [--wait [--timeout=S]]\n"
+		"               cluster drain|undrain ID\n"
 		"       (etcds://...?etcd_ca=PATH&etcd_cert=PATH&etcd_key=PATH: etcd over TLS)\n"
 		"Shows the state of rmemd, the rmem remote-memory daemon.\n"
 		"\n"
@@ -472,6 +474,11 @@ static void usage(FILE *out)
 		"  cluster redundant  each redundant named region: code, size, layout\n"
 		"               generation, state (healthy, degraded, lost), which server\n"
 		"               holds which piece and its state (-e only)\n"
+		"  cluster drain ID  member ID takes no new regions or names, and the pieces\n"
+		"               of redundant named regions on it move to other members;\n"
+		"               refused, with the figures, when the others lack the room;\n"
+		"               with --wait, ends once nothing is left on it (-e only)\n"
+		"  cluster undrain ID  member ID takes new regions and names again (-e only)\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket=PATH        the daemon's Unix socket (default: $RMEMD_SOCKET,\n"
@@ -488,6 +495,9 @@ static void usage(FILE *out)
 		"  -N, --namespace=TENANT   unlink: in TENANT's namespace (\"\": the anonymous\n"
 		"                           one), as an admin; not with -t, -k\n"		"  -g, --grace=SECONDS      cluster sweep: how long a server may be gone,\n"
 		"                           and a name be without a record (default 600)\n"
+		"  -w, --wait               cluster drain: wait until the member is empty;\n"
+		"                           undrain: until it takes regions again\n"
+		"  -T, --timeout=SECONDS    with --wait: give up after that long (exit 1)\n"
 		"  -h, --help               print this help and exit\n"
 		"  -V, --version            print the version and exit\n"
 		"\n"
@@ -505,6 +515,18 @@ static int usage_error(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\nTry 'rmemctl --help'.\n");
 	return EXIT_USAGE;
+}
+
+/* A count of seconds, up to a year, into *out: whether arg is one. */
+static bool seconds(const char *arg, unsigned *out)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (!*arg || *end || v > 86400 * 365)
+		return false;
+	*out = (unsigned)v;
+	return true;
 }
 
 static const struct command *find_command(const char *name)
@@ -592,14 +614,16 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 		{ "revoke", no_argument, NULL, 'r' },
 		{ "namespace", required_argument, NULL, 'N' },
 		{ "grace", required_argument, NULL, 'g' },
+		{ "wait", no_argument, NULL, 'w' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt, nargs;
-	bool grace = false, sweep, redundant;
+	bool grace = false, sweep, redundant, drain;
 
-	while ((opt = getopt_long(argc, argv, "s:c:e:jt:k:rN:g:hV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:c:e:jt:k:rN:g:wT:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			a->socket_path = optarg;
@@ -625,16 +649,18 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 		case 'N':
 			ctl->ns = optarg;
 			break;
-		case 'g': {
-			char *end;
-			unsigned long g = strtoul(optarg, &end, 10);
-
-			if (!*optarg || *end || g > 86400 * 365)
+		case 'g':
+			if (!seconds(optarg, &ctl->grace_s))
 				return usage_error("--grace needs seconds, not '%s'", optarg);
-			ctl->grace_s = (unsigned)g;
 			grace = true;
 			break;
-		}
+		case 'w':
+			ctl->wait = true;
+			break;
+		case 'T':
+			if (!seconds(optarg, &ctl->timeout_s))
+				return usage_error("--timeout needs seconds, not '%s'", optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -665,18 +691,26 @@ static int parse_args(int argc, char **argv, struct ctl *ctl, struct args *a)
 		!strcmp(argv[optind + 1], "sweep");
 	redundant = a->cmd->run == cmd_cluster && optind + 1 < argc &&
 		    !strcmp(argv[optind + 1], "redundant");
+	/* `cluster drain ID`, `cluster undrain ID`: two words. */
+	drain = a->cmd->run == cmd_cluster && optind + 1 < argc &&
+		(!strcmp(argv[optind + 1], "drain") || !strcmp(argv[optind + 1], "undrain"));
 	if (ctl->etcd && (a->tcp_endpoint || (a->socket_path && !sweep)))
 		return usage_error("%s", "-e excludes -s and -c (but for cluster sweep, -s)");
 	if (grace && !sweep)
 		return usage_error("%s", "--grace goes with cluster sweep only");
 	if (!grace)
 		ctl->grace_s = 600;
-	nargs = a->cmd->takes_arg || sweep || redundant ? 1 : 0;
-	if (nargs && optind + 1 >= argc)
-		return usage_error("%s needs an argument", a->cmd->name);
+	if ((ctl->wait || ctl->timeout_s) && !drain)
+		return usage_error("%s", "--wait and --timeout go with cluster drain and undrain only");
+	if (drain && ctl->json)
+		return usage_error("%s", "--json does not go with cluster drain or undrain");
+	nargs = drain ? 2 : a->cmd->takes_arg || sweep || redundant ? 1 : 0;
+	if (nargs && optind + nargs >= argc)
+		return usage_error("%s needs an argument", drain ? argv[optind + 1] : a->cmd->name);
 	if (optind + 1 + nargs < argc)
 		return usage_error("unexpected argument '%s'", argv[optind + 1 + nargs]);
 	ctl->arg = nargs ? argv[optind + 1] : NULL;
+	ctl->arg2 = nargs == 2 ? argv[optind + 2] : NULL;
 	if (ctl->revoke && a->cmd->run != cmd_unlink)
 		return usage_error("%s", "--revoke goes with unlink only");
 	if (ctl->ns && a->cmd->run != cmd_unlink)

@@ -25,6 +25,9 @@ struct ctl {
 	const char *ns;          /* unlink --namespace: an admin's, in this tenant's */
 	const char *etcd;        /* -e etcd://HOST:PORT,.../NAME: a cluster's etcd */
 	unsigned grace_s;        /* cluster sweep --grace */
+	const char *arg2;        /* the second: cluster drain ID */
+	bool wait;               /* cluster drain --wait */
+	unsigned timeout_s;      /* cluster drain --timeout (0: none) */
 	rmem_client *client;
 };
 
@@ -84,5 +87,8 @@ int cluster_sweep(struct ctl *ctl, struct etcd_client *etcd, const char *cluster
 /* `cluster redundant` (rmemctl_redundant.c): each redundant name's layout
  * and state, from etcd; the exit status. */
 int cluster_redundant(struct ctl *ctl, struct etcd_client *etcd, const char *cluster);
+/* `cluster drain ID` (on) and `cluster undrain ID` (rmemctl_drain.c; ID is
+ * ctl->arg2): the exit status. */
+int cluster_drain(struct ctl *ctl, struct etcd_client *etcd, const char *cluster, bool on);
 
 #endif /* RMEMCTL_H */

@@ -104,6 +104,8 @@ static void print_json(const char *name, const struct server_row *rows, size_t n
 		json_u64("lease", (uint64_t)r->lease, true);
 		printf("\"lease_ttl_s\":%" PRId64 ",", r->ttl_s);
 		json_u64("lease_granted_s", (uint64_t)r->granted_s, true);
+		json_bool("draining", c->draining != 0, true);
+		json_u64("regions", c->regions, true);
 		json_str("version", c->version, false);
 		printf("}");
 	}
@@ -115,7 +117,8 @@ static int print_table(const struct server_row *rows, size_t n, uint64_t now_ms)
 	static const struct column cols[] = {
 		{ "ID", false }, { "STATE", false }, { "TCP", false }, { "RDMA", false },
 		{ "POOL", true }, { "USED", true }, { "FREE", true }, { "LARGEST FREE", true },
-		{ "GENERATION", true }, { "UP", true }, { "LEASE", true },
+		{ "GENERATION", true }, { "UP", true }, { "LEASE", true }, { "REGIONS", true },
+		{ "DRAIN", false },
 	};
 	struct table t = { .cols = cols, .ncols = sizeof(cols) / sizeof(cols[0]) };
 
@@ -150,6 +153,8 @@ static int print_table(const struct server_row *rows, size_t n, uint64_t now_ms)
 		table_set(&t, 8, "%" PRIu64, c->generation);
 		table_set(&t, 9, "%s", up);
 		table_set(&t, 10, "%s", lease);
+		table_set(&t, 11, "%" PRIu64, c->regions);
+		table_set(&t, 12, "%s", c->draining ? "draining" : "-");
 	}
 	table_print(&t);
 	table_free(&t);
@@ -221,6 +226,8 @@ int cmd_cluster(struct ctl *ctl)
 	}
 	if (ctl->arg) {
 		rc = !strcmp(ctl->arg, "redundant") ? cluster_redundant(ctl, etcd, name) :
+		     !strcmp(ctl->arg, "drain")     ? cluster_drain(ctl, etcd, name, true) :
+		     !strcmp(ctl->arg, "undrain")   ? cluster_drain(ctl, etcd, name, false) :
 						       cluster_sweep(ctl, etcd, name);
 		goto out;
 	}

@@ -261,10 +261,10 @@ EURL="etcd://${ETCD_ENDPOINTS//http:\/\//}/$NAME"
 # table_ok FILE: the titles, and a row per server with its figures.
 table_ok() {
 	local i
-	head -1 "$1" | grep -q "^ID  *STATE  *TCP  *RDMA  *POOL  *USED  *FREE  *LARGEST FREE  *GENERATION  *UP  *LEASE$" &&
+	head -1 "$1" | grep -q "^ID  *STATE  *TCP  *RDMA  *POOL  *USED  *FREE  *LARGEST FREE  *GENERATION  *UP  *LEASE  *REGIONS  *DRAIN$" &&
 		[ "$(grep -c "^s[012] " "$1")" = 3 ] || return 1
 	for i in 0 1 2; do
-		grep -q "^s$i  *up  *$H:${rports[$i]}  *$(rdma_of "$i" | grep . || echo -)  *64.0 MiB  *0 B  *64.0 MiB  *64.0 MiB  *[0-9][0-9]*  .*[1-9][0-9]*/${TTL_S}s$" "$1" ||
+		grep -q "^s$i  *up  *$H:${rports[$i]}  *$(rdma_of "$i" | grep . || echo -)  *64.0 MiB  *0 B  *64.0 MiB  *64.0 MiB  *[0-9][0-9]*  .*[1-9][0-9]*/${TTL_S}s  *0  *-$" "$1" ||
 			return 1
 	done
 }
@@ -300,6 +300,7 @@ for i in range(3):
     assert s["lease"] > 0 and s["lease_granted_s"] == ttl, s
     assert 1 <= s["lease_ttl_s"] <= ttl, s
     assert 0 <= s["uptime_ms"] < 3600000, s
+    assert s["draining"] is False and s["regions"] == 0, s
 EOP
 # The same moment of "late" as above: up to 5 s for a listing all "up".
 for _ in $(seq 10); do

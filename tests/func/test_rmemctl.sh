@@ -130,6 +130,15 @@ for args in "unlink" "unlink a b" "--revoke names" "-t x unlink a" "--namespace 
 	[ $rc -eq 2 ] && [ -s "$tmp/err" ]
 	ok $? "rmemctl $args: usage error, exit 2 with a message (got $rc)"
 done
+# cluster drain's own: no ID, one too many, --wait or --timeout elsewhere, --json
+for args in "cluster drain" "cluster undrain" "cluster drain s0 s1" "--wait cluster" \
+	"--timeout 5 stats" "--timeout x cluster drain s0" "--json cluster drain s0"; do
+	# shellcheck disable=SC2086  # the words are the arguments
+	"$RMEMCTL" -e etcd://127.0.0.1:1/x $args > /dev/null 2> "$tmp/err"
+	rc=$?
+	[ $rc -eq 2 ] && [ -s "$tmp/err" ]
+	ok $? "rmemctl -e ... $args: usage error, exit 2 with a message (got $rc)"
+done
 "$RMEMCTL" -e "tcp://127.0.0.1:$port" cluster > /dev/null 2> "$tmp/err"
 rc=$?
 [ $rc -eq 2 ] && grep -q "needs an etcd:// or etcds:// endpoint" "$tmp/err"

@@ -26,6 +26,10 @@
 #                         error, no wrong byte and no TSan report; the held
 #                         handle had not followed the repaired pieces (open:
 #                         issue 30's stale-handle and swap items)
+#   test_drain.sh         a member drained under a writer, a reader and a
+#                         posted reader: the writer's client and the repair
+#                         agent moving pieces, readers following them, the
+#                         member agent reading the drain key
 #   test_cluster_lib.sh   the etcd:// client: watch, poller, keepalive, a
 #                         data-path thread while etcd's leader dies
 #   test_resume           the keepalive thread resuming a client
@@ -43,7 +47,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 T=${RMEM_TSAN_BUILD:-build-tsan}
 PROGS=(tests/func/test_redundancy.sh tests/func/test_redund_life.sh tests/func/test_repair_pace.sh
-	tests/func/test_cluster_lib.sh
+	tests/func/test_cluster_lib.sh tests/func/test_drain.sh
 	"$T/tests/test_resume" "$T/tests/test_atomic" tests/python/test_python_threads.sh)
 [ "${RMEM_TSAN_FULL:-0}" = 1 ] && PROGS+=(tests/func/test_repair.sh)
 

@@ -1,5 +1,6 @@
 # redund_hook.sh - the frame of the redundancy and repair tests
-# (tests/func/test_redund_life.sh, test_repair.sh, test_repair_hostile.sh):
+# (tests/func/test_redund_life.sh, test_repair.sh, test_repair_hostile.sh,
+# test_drain.sh):
 # NSRV rmemd under starters and fd stores on a 3-member etcd, and a C
 # program, their TAP stream, that calls the script back as its hook
 # ("$0 --hook DIR CMD ARGS", RMEM_CLUSTER_HOOK; tests/lib/redund_prog.h).

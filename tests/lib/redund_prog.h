@@ -1,6 +1,7 @@
 /*
  * redund_prog.h - what the C programs of the redundancy and repair tests
- * share (tests/func/test_redund_life.c, test_repair.c, test_repair_hostile.c):
+ * share (tests/func/test_redund_life.c, test_repair.c, test_repair_hostile.c,
+ * test_drain.c):
  * the script that runs them (tests/lib/redund_hook.sh) is their hook, their
  * clients are librmem's etcd:// ones, their bytes a pattern.
  *

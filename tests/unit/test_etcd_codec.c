@@ -329,11 +329,14 @@ static void records(void)
 		{ "id", "\"a/b\"", "an id with '/'" },
 		{ "generation", "-1", "negative generation" },
 		{ "rdma", NULL, "no rdma field" },
+		{ "draining", "2", "draining neither 0 nor 1" },
+		{ "regions", "-3", "negative regions" },
 	};
 	struct cluster_rec r = { .id = "s-1", .tcp = "10.0.0.1:7470", .rdma = "10.0.0.1:7471",
 				 .pool_bytes = 1u << 26, .free_bytes = 1u << 25,
 				 .largest_free = 1u << 24, .generation = 1795476421556552,
-				 .start_time_ms = 1795476421556, .version = "1.2.0" }, back;
+				 .start_time_ms = 1795476421556, .version = "1.2.0",
+				 .draining = 1, .regions = 12 }, back;
 	char *out = NULL;
 
 	ok(cluster_rec_encode(&r, &out) == 0 && cluster_rec_decode(out, strlen(out), &back) == 0 &&
@@ -342,7 +345,9 @@ static void records(void)
 	ok(cluster_rec_decode(S("{\"id\":\"a\",\"tcp\":\"h:1\",\"rdma\":\"\",\"pool_bytes\":10,"
 				"\"free_bytes\":5,\"largest_free\":5,\"generation\":1,"
 				"\"start_time_ms\":2,\"new_field\":[1]}"), &back) == 0 &&
-	   back.free_bytes == 5, "a record without version, with a field unknown to us");
+	   back.free_bytes == 5 && !back.draining && !back.regions,
+	   "a record without version, draining or regions (an older rmemd's), with a field "
+	   "unknown to us");
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		char *text = rec_with(bad[i].key, bad[i].val);
 

@@ -188,6 +188,15 @@ static void test_cluster(struct server *srv)
 	   !strstr(text, "rmem_cluster_last_answer_age_seconds"),
 	   "before etcd's first answer: not registered, not reachable, no answer age");
 	free(text);
+	srv->draining = true;
+	text = page(srv);
+	ok(text && has(text, "rmem_cluster_draining 1"), "a member drained: rmem_cluster_draining 1");
+	free(text);
+	srv->draining = false;
+	text = page(srv);
+	ok(text && has(text, "rmem_cluster_draining 0"), "undrained: rmem_cluster_draining 0");
+	free(text);
+
 	srv->member_state = MEMBER_REGISTERED;
 	srv->counters.cluster = (struct counters_cluster){
 		.registrations = 2, .leases_lost = 1, .renewals = 40, .renewal_failures = 3,

@@ -915,6 +915,36 @@ static void test_rights(struct server *srv)
 	session_destroy(srv, s);
 }
 
+/* A draining cluster member (issue 32): ALLOC and CREATE refused with
+ * -ESHUTDOWN as the wire sends them, whoever asks; OPEN, I/O and UNLINK
+ * go on; undrained, ALLOC works again. */
+static void test_draining(struct server *srv)
+{
+	struct session *a = attached(srv);
+	struct proto_region r, x;
+	struct ctl_reply rep;
+	uint8_t *w = NULL;
+	int rc;
+
+	rc = ctl_name(srv, a, PROTO_OP_CREATE, "d/kept", 4096, 0, &r);
+	ok(rc == 0, "before the drain: CREATE d/kept (%d)", rc);
+	srv->draining = true;
+	rc = ctl_alloc(srv, a, 4096, false, &rep, &x);
+	ok(rc == -ESHUTDOWN, "draining: ALLOC is -ESHUTDOWN (%d)", rc);
+	rc = ctl_name(srv, a, PROTO_OP_CREATE, "d/new", 4096, 0, &x);
+	ok(rc == -ESHUTDOWN && names_count(srv->names) == 1,
+	   "draining: CREATE is -ESHUTDOWN, no name made (%d)", rc);
+	rc = ctl_name(srv, a, PROTO_OP_OPEN, "d/kept", 0, PROTO_ACCESS_READ, &x);
+	ok(rc == 0 && io(srv, a, &r, PROTO_ACCESS_WRITE, &w) == 0,
+	   "draining: OPEN of a name it holds, and a write, go on (%d)", rc);
+	ok(ctl_name(srv, a, PROTO_OP_UNLINK, "d/kept", 0, 0, &x) == 0,
+	   "draining: UNLINK goes on");
+	srv->draining = false;
+	rc = ctl_alloc(srv, a, 4096, false, &rep, &x);
+	ok(rc == 0 && ctl_free(srv, a, &x) == 0, "undrained: ALLOC works again (%d)", rc);
+	session_destroy(srv, a);
+}
+
 int main(void)
 {
 	struct server *srv;
@@ -938,6 +968,7 @@ int main(void)
 	test_named_quota(srv);
 	test_names_listing(srv);
 	test_handle_limit(srv);
+	test_draining(srv);
 	ok(srv->sessions_first == NULL && srv->used_bytes == 0 && srv->clients == 0 &&
 	   pool_free_bytes(srv) == POOL_BYTES, "every session gone, the pool whole again");
 	inproc_free(srv);
