@@ -1,6 +1,4 @@
 #!/bin/bash
-# run-tests-alone: beside three others a fresh client's first call went unanswered
-# for over 60 s (#5, #14: 2026-12-03, cause not found yet; see architecture.md).
 # test_hostile_cluster.sh - issue 20 item 4 and its reading finds, as an
 # attacker (or bad luck) meets them: a real 3-member etcd on loopback
 # (tests/lib/etcd.sh), rmemd s0 and s1 in cluster $NAME and s2 alone in

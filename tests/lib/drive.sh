@@ -9,7 +9,13 @@
 client_start() {
 	mkfifo "$tmp/c$1.in"
 	: > "$tmp/c$1.first"
-	"$PROG" "$2" < "$tmp/c$1.in" > "$tmp/c$1.out" 2> "$tmp/c$1.err" &
+	# Made here, not by the child's redirection: the child opens its
+	# output only after the fifo (below) let this shell go on, and an ask
+	# that counted the lines of a file not there yet waited its whole
+	# timeout for an answer given at once (the "60 s" stalls of
+	# test_hostile_writer #28 and test_hostile_cluster #5, #14).
+	: > "$tmp/c$1.out"
+	"$PROG" "$2" < "$tmp/c$1.in" >> "$tmp/c$1.out" 2> "$tmp/c$1.err" &
 	echo $! > "$tmp/pids/c$1"
 	eval "exec {fd_$1}> \"$tmp/c$1.in\""
 }
@@ -35,6 +41,10 @@ ask_wait() {
 	done
 	if kill -0 "$(cat "$tmp/pids/c$1")" 2> /dev/null; then
 		echo "(no answer in $s s)"
+		# Where it waits, for the test's stderr (run-tests shows it).
+		command -v gdb > /dev/null &&
+			gdb -p "$(cat "$tmp/pids/c$1")" -batch -ex "thread apply all bt" 2>&1 |
+			grep "^#\|^Thread" | sed "s/^/client $1 stuck: /" >&2
 	else
 		echo "(client $1 exited: $(tr '\n' ' ' < "$tmp/c$1.err"))"
 	fi
