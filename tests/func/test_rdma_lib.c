@@ -385,7 +385,7 @@ int main(int argc, char **argv)
 	const char *addr = getenv("RMEM_VM_RDMA_ADDR");
 	struct rmemd d;
 	rmem_client *c = NULL, *c2 = NULL;
-	char ep[64];
+	char ep[sizeof ((struct rmemd *)0)->tcp_ep + 8];
 	int rc;
 
 	if (argc == 4 && !strcmp(argv[1], "--hold")) {
