@@ -4,7 +4,8 @@
 # checks is at the top of tests/func/test_redund_stale.c.  Three rmemd (s0..s2,
 # 64 MiB, membership lease 3000 ms, under starters and fd stores; their
 # repair agents off, so that nobody repairs behind the test's back) are
-# killed -9, started again from their stores, stopped and continued, or
+# killed -9, started again from their stores, stopped and continued (past
+# their lease, or for less than it), or
 # started fresh by the program through this script's hook.
 #
 #   RMEM_BUILD=build-san tests/run-tests tests/func/test_redund_stale.sh
@@ -25,6 +26,8 @@ hook_cmd() {
 		v=$(record "$1") || exit 1
 		echo "# record: $v" >&2
 		[ -n "$v" ] ;;
+	keyrev) # sI's key's create revision (a key that left etcd and came back has another)
+		etcdctl_ get "/rmem/$NAME/servers/s$1" -w fields | sed -n 's/^"CreateRevision" : //p' ;;
 	listing) # 0 when rmemctl cluster redundant lists name $1 in state $2
 		tab=$("$B/rmemctl" -e "$URL" cluster redundant) || exit 1
 		echo "$tab" | sed 's/^/# /' >&2
