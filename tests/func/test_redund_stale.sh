@@ -28,6 +28,8 @@ hook_cmd() {
 		[ -n "$v" ] ;;
 	keyrev) # sI's key's create revision (a key that left etcd and came back has another)
 		etcdctl_ get "/rmem/$NAME/servers/s$1" -w fields | sed -n 's/^"CreateRevision" : //p' ;;
+	ranges) # how many etcd reads (POST /v3/kv/range) went through the recording proxy
+		grep -ao "POST /v3/kv/range" "$dir/etcd.rec" | wc -l ;;
 	listing) # 0 when rmemctl cluster redundant lists name $1 in state $2
 		tab=$("$B/rmemctl" -e "$URL" cluster redundant) || exit 1
 		echo "$tab" | sed 's/^/# /' >&2
@@ -40,4 +42,12 @@ redund_hook "$@"
 . tests/lib/cluster_prog.sh rmem-redund-stale test_redund_stale
 NAME=rs$$
 redund_up 3000,0 info
-redund_run
+# st-short's reader reaches etcd through a recording proxy
+# (tests/lib/tcprecord.py), so that the program counts the etcd reads
+# its reads make (the hook's "ranges").
+: > "$tmp/etcd.rec"
+python3 tests/lib/tcprecord.py "127.0.0.1:${etcd_cports[0]}" "$tmp/etcd.rec" \
+	> "$tmp/etcd.rec.port" &
+echo $! > "$tmp/pids/etcdrec"
+for _ in $(seq 200); do [ -s "$tmp/etcd.rec.port" ] && break; sleep 0.05; done
+redund_run RMEM_CLUSTER_URL_REC="etcd://127.0.0.1:$(cat "$tmp/etcd.rec.port")/$NAME"
