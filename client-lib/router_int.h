@@ -5,8 +5,9 @@
  * router_poll.c (posted calls, rmem_poll) and router_names.c (names in
  * etcd) call router_members.c and the single-server calls; router.c also
  * starts and stops router_watch.c, whose thread feeds router_members.c.
- * router_members.c calls only the single-server calls; router_url.c is
- * pure.  Redundant regions: router.c and router_poll.c send a redundant
+ * router_redund.c starts the names watch (router_watch.c) and loads its
+ * buckets.  router_members.c calls only the single-server calls;
+ * router_url.c is pure.  Redundant regions: router.c and router_poll.c send a redundant
  * handle's calls to router_redund.c (reads, writes),
  * router_redund_post.c (posted reads and writes, which calls
  * router_redund.c) and router_redund_make.c (alloc, free), router_names.c

@@ -17,7 +17,8 @@
  *
  * Making, opening and freeing them is router_redund_make.c's.
  *
- * Calls downward only: router_members.c, the single-server calls, stripe.c.
+ * Calls downward only: router_members.c, the single-server calls, stripe.c,
+ * and router_watch.c's names watch (started, and its buckets loaded).
  */
 #include <errno.h>
 #include <stdbool.h>
