@@ -419,6 +419,16 @@ bool redund_validate(struct router *cl, struct rset *rs)
 		pthread_mutex_unlock(&rs->wmu);
 		return false;
 	}
+	/* Another thread looked since (at nrev or later): its look may have
+	 * put out a piece this read took, so the read is made again, but
+	 * the record need not be read twice. */
+	pthread_mutex_lock(&cl->mu);
+	named = named && nrev > rs->nseen;
+	pthread_mutex_unlock(&cl->mu);
+	if (!moved && !named) {
+		pthread_mutex_unlock(&rs->wmu);
+		return true;
+	}
 	err = redund_recheck(cl, rs);
 	if (named) {
 		/* nrev was taken before the record was read: a change since
