@@ -152,13 +152,15 @@ static int on_message(void *arg, const struct etcd_watch_msg *m)
 		char id[CLUSTER_ID_MAX];
 		size_t plen = strlen(w->prefix);
 
-		if (w->names && ev->kv.key_len >= plen) {
+		if (w->names) {
 			/* A put or a delete: the bucket at least its revision
 			 * (the message's, if a delete carries none). */
 			int64_t rev = ev->kv.mod_revision > m->header.revision ? ev->kv.mod_revision :
 										  m->header.revision;
 
-			names_raise(w->cl, bucket_of(ev->kv.key + plen, ev->kv.key_len - plen), rev);
+			if (ev->kv.key_len >= plen && !memcmp(ev->kv.key, w->prefix, plen))
+				names_raise(w->cl, bucket_of(ev->kv.key + plen, ev->kv.key_len - plen),
+					    rev);
 		} else if (ev->type == ETCD_EVENT_PUT && rec_of(w, &ev->kv, &rec))
 			members_put(w->cl, &rec, ev->kv.create_revision);
 		else if (ev->type == ETCD_EVENT_DELETE && key_id(w, &ev->kv, id, sizeof id))
@@ -236,7 +238,7 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-/* A watch of prefix (names: the names watch, from revision from), its
+/* The members watch, or (names) the names watch from revision from, its
  * thread started: 0 and *out, or the first error (*out is set either way,
  * for watch_stop). */
 static int watch_new(struct router *cl, unsigned timeout_ms, bool names, int64_t from,
