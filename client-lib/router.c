@@ -22,9 +22,6 @@
 #include "single.h"
 #include "stripe.h"
 
-/* Each etcd request's limit per endpoint: a dead member costs this once. */
-#define CLUSTER_ETCD_TIMEOUT_MS 2000u
-
 static char *dup_or_null(const char *s, int *err)
 {
 	char *d;
@@ -172,6 +169,7 @@ void router_close(struct router *cl)
 		return;
 	/* The watch feeds the table: it stops first. */
 	watch_stop(cl->watch);
+	watch_stop(cl->names_watch);
 	redund_fini(cl);
 	members_fini(cl);
 	etcd_client_free(cl->names_etcd);

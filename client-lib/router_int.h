@@ -5,8 +5,9 @@
  * router_poll.c (posted calls, rmem_poll) and router_names.c (names in
  * etcd) call router_members.c and the single-server calls; router.c also
  * starts and stops router_watch.c, whose thread feeds router_members.c.
- * router_members.c calls only the single-server calls; router_url.c is
- * pure.  Redundant regions: router.c and router_poll.c send a redundant
+ * router_redund.c starts the names watch (router_watch.c) and loads its
+ * buckets.  router_members.c calls only the single-server calls;
+ * router_url.c is pure.  Redundant regions: router.c and router_poll.c send a redundant
  * handle's calls to router_redund.c (reads, writes),
  * router_redund_post.c (posted reads and writes, which calls
  * router_redund.c) and router_redund_make.c (alloc, free), router_names.c
@@ -48,6 +49,12 @@
  * (a single-server client: 0) is refused with -EINVAL. */
 #define CLUSTER_REGION_TAG 0x636c7573u /* "clus" */
 #define CLUSTER_MAX_BUFS 64
+/* Each etcd request's limit per endpoint: a dead member costs this once. */
+#define CLUSTER_ETCD_TIMEOUT_MS 2000u
+/* Buckets of the names watch (router_watch.c): a record's change raises
+ * its name's bucket, so a change elsewhere in the same bucket costs a
+ * reader one needless look at its record, never a missed one. */
+#define ROUTER_NAME_BUCKETS 64
 #define CLUSTER_NAME_MAX 64            /* the cluster's name, NUL included */
 /* A name's claim lives under a lease of this many seconds, renewed every
  * third of it while its creator works (router_names.c); the URL's
@@ -120,6 +127,14 @@ struct router {
 	char *transport, *tenant, *secret_file;
 	/* The watch (router_watch.c). */
 	struct router_watch *watch;
+	/* The names watch (router_watch.c), started by the first read-only
+	 * open of a redundant name, from names_from (both under names_mu);
+	 * per bucket, the highest revision of a change it delivered to a
+	 * record of the tenant's names (written by its thread alone, read
+	 * with atomic loads: names_rev). */
+	struct router_watch *names_watch;
+	int64_t names_from;
+	int64_t name_rev[ROUTER_NAME_BUCKETS];
 	/* Names (router_names.c). */
 	pthread_mutex_t names_mu;
 	struct etcd_client *names_etcd;
@@ -316,6 +331,12 @@ struct redund_record_ops {
 typedef void (*redund_release_fn)(struct router *cl, void *arg);
 void redund_named(struct rset *rs, const char *name, const struct redund_record_ops *ops,
 		  redund_release_fn release, void *arg);
+/* A named handle opened read-only, whose record was read at revision rev:
+ * watched from now on (names_watch_ensure), so that a change of its
+ * record by anyone makes its next read look at it again, whatever the
+ * membership epochs say.  Without the watch (it could not start), only
+ * the epochs guard it. */
+void redund_watched(struct router *cl, struct rset *rs, int64_t rev);
 int redund_create(struct router *cl, const char *name, uint64_t size,
 		  struct cluster_layout *lay, struct rset **out);
 void redund_create_undo(struct router *cl, const char *name, struct rset *rs);
@@ -381,5 +402,14 @@ int watch_start(struct router *cl, unsigned timeout_ms);
 /* Stops and joins the thread (within about a second: libcurl polls the
  * stop at that pace on an idle stream).  Accepts NULL. */
 void watch_stop(struct router_watch *w);
+/* The names watch running, started now from rev + 1 if it was not (rev:
+ * the revision a record was just read at): 1 when every change after rev
+ * will reach name_rev, 0 when it started later (that record must be read
+ * again once), or why it could not start. */
+int names_watch_ensure(struct router *cl, int64_t rev);
+/* A name's bucket, and the highest revision the watch delivered for that
+ * bucket (an atomic load: the read path's whole cost). */
+unsigned names_bucket(const char *name);
+int64_t names_rev(struct router *cl, unsigned bucket);
 
 #endif /* RMEM_ROUTER_INT_H */

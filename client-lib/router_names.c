@@ -86,9 +86,9 @@ static int name_key(const struct router *cl, const char *name, char *key, size_t
 
 /* The record of key: 0 with it and its mod_revision, -ENOENT, or etcd's
  * error.  A redundant region's record (cluster_layout.h) goes into *lay
- * with *is_lay set. */
-static int read_name(struct router *cl, const char *key, size_t len, struct cluster_name *rec,
-		     int64_t *mod, struct cluster_layout *lay, bool *is_lay)
+ * with *is_lay set.  The revision it was read at into *at, when not NULL. */
+static int read_name_at(struct router *cl, const char *key, size_t len, struct cluster_name *rec,
+			int64_t *mod, struct cluster_layout *lay, bool *is_lay, int64_t *at)
 {
 	struct etcd_range r;
 	int rc;
@@ -109,8 +109,16 @@ static int read_name(struct router *cl, const char *key, size_t len, struct clus
 		*is_lay = lay->k != 0;
 	if (rc == 0)
 		*mod = r.kvs[0].mod_revision;
+	if (at)
+		*at = r.header.revision;
 	etcd_range_free(&r);
 	return rc;
+}
+
+static int read_name(struct router *cl, const char *key, size_t len, struct cluster_name *rec,
+		     int64_t *mod, struct cluster_layout *lay, bool *is_lay)
+{
+	return read_name_at(cl, key, len, rec, mod, lay, is_lay, NULL);
 }
 
 /* Deletes key if it is still the record read at mod (best effort). */
@@ -648,7 +656,7 @@ drop_claim:
 struct located {
 	char key[KEY_MAX];
 	size_t len;
-	int64_t mod;
+	int64_t mod, rev;           /* the record's mod_revision; read at rev */
 	bool is_lay;                /* a redundant region: lay, no slot */
 	struct cluster_layout lay;
 	uint32_t slot;
@@ -680,7 +688,8 @@ static int locate(struct router *cl, const char *name, struct located *at)
 	at->mod = 0;
 	err = name_key(cl, name, at->key, &at->len);
 	if (!err)
-		err = read_name(cl, at->key, at->len, &rec, &at->mod, &at->lay, &at->is_lay);
+		err = read_name_at(cl, at->key, at->len, &rec, &at->mod, &at->lay, &at->is_lay,
+				   &at->rev);
 	if (!err && at->is_lay)
 		return 0;
 	if (!err && rec.region == 0)
@@ -711,6 +720,10 @@ int router_open(struct router *cl, const char *name, uint32_t access, struct rme
 			err = redund_open(cl, name, &at.lay, access, &rs);
 		if (!err) {
 			redund_named(rs, name, &record_ops, hold ? writer_release : NULL, hold);
+			/* A reader is told of the writer's marks by the names
+			 * watch; the writer makes them (one at a time). */
+			if (!hold)
+				redund_watched(cl, rs, at.rev);
 			return redund_enter(cl, rs, access, out);
 		}
 		if (hold)

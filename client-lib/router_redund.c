@@ -17,7 +17,8 @@
  *
  * Making, opening and freeing them is router_redund_make.c's.
  *
- * Calls downward only: router_members.c, the single-server calls, stripe.c.
+ * Calls downward only: router_members.c, the single-server calls, stripe.c,
+ * and router_watch.c's names watch (started, and its buckets loaded).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -380,9 +381,22 @@ int redund_check_range(const struct rset *rs, uint64_t off, const void *buf, siz
 	return 0;
 }
 
+void redund_watched(struct router *cl, struct rset *rs, int64_t rev)
+{
+	int covered = names_watch_ensure(cl, rev);
+
+	pthread_mutex_lock(&cl->mu);
+	rs->watched = covered >= 0;
+	rs->nbucket = names_bucket(rs->name);
+	rs->nseen = covered > 0 ? rev : -1;
+	pthread_mutex_unlock(&cl->mu);
+}
+
 bool redund_validate(struct router *cl, struct rset *rs)
 {
-	bool moved = false;
+	bool moved = false, named = false;
+	int64_t nrev = 0;
+	int err;
 
 	if (!rs->rec)
 		return false; /* anonymous: this client's writes alone, which mark out */
@@ -390,15 +404,43 @@ bool redund_validate(struct router *cl, struct rset *rs)
 	for (unsigned i = 0; i < rs->n && !moved; i++)
 		moved = rs->state[i] == PIECE_IN &&
 			members_epoch_locked(cl, rs->slot[i]) != rs->seen[i];
+	if (rs->watched) {
+		nrev = names_rev(cl, rs->nbucket);
+		named = nrev > rs->nseen;
+	}
 	pthread_mutex_unlock(&cl->mu);
-	if (!moved)
+	if (!moved && !named)
 		return false;
 	pthread_mutex_lock(&rs->wmu);
-	moved = !redund_dead(cl, rs);
-	if (moved)
-		redund_recheck(cl, rs);
+	/* A look that could not read the record is tried again a second
+	 * later, not at every read: etcd away must not stall the reads. */
+	if (redund_dead(cl, rs) ||
+	    (!moved && rs->nlook_failed && clock_mono_ms() - rs->refreshed_ms < 1000)) {
+		pthread_mutex_unlock(&rs->wmu);
+		return false;
+	}
+	/* Another thread looked since (at nrev or later): its look may have
+	 * put out a piece this read took, so the read is made again, but
+	 * the record need not be read twice. */
+	pthread_mutex_lock(&cl->mu);
+	named = named && nrev > rs->nseen;
+	pthread_mutex_unlock(&cl->mu);
+	if (!moved && !named) {
+		pthread_mutex_unlock(&rs->wmu);
+		return true;
+	}
+	err = redund_recheck(cl, rs);
+	if (named) {
+		/* nrev was taken before the record was read: a change since
+		 * raises the bucket past it again. */
+		rs->nlook_failed = err != 0;
+		pthread_mutex_lock(&cl->mu);
+		if (!err && nrev > rs->nseen)
+			rs->nseen = nrev;
+		pthread_mutex_unlock(&cl->mu);
+	}
 	pthread_mutex_unlock(&rs->wmu);
-	return moved;
+	return moved || !err;
 }
 
 bool redund_followed(struct router *cl, struct rset *rs)

@@ -60,6 +60,17 @@ struct rset {
 	 * before the record is read again (redund_validate).  Under the
 	 * router's mu. */
 	uint64_t seen[STRIPE_N_MAX];
+	/* A named one opened read-only: its name's bucket of the names
+	 * watch (router_watch.c), and the revision as of which this handle
+	 * looked at its record (-1: look again before trusting a read).  A
+	 * bucket past it means the record changed (a writer that timed out
+	 * on a piece whose server stayed a member marked it stale; a repair
+	 * moved one): redund_validate reads it again.  Under the router's
+	 * mu; nlook_failed (the last such look could not read the record:
+	 * the next waits a second) under wmu. */
+	bool watched, nlook_failed;
+	unsigned nbucket;
+	int64_t nseen;
 	redund_release_fn release; /* the writer key, when this handle holds it */
 	void *release_arg;
 	/* Freed (rmem_free): set under mu with wmu held; then the rset waits
@@ -141,8 +152,10 @@ void redund_seen_locked(struct router *cl, struct rset *rs);
  * a new process, a new connection, a resumed session: it may have missed
  * a write, and come back with the old bytes); if so, the record is read
  * again (redund_recheck, under wmu, which the caller must not hold) and
- * true: the caller reads again.  false, and nothing done, when nothing
- * moved: a few loads under the router's mu, no etcd. */
+ * true: the caller reads again.  The same when the record changed since the
+ * handle looked (its bucket of the names watch, redund_watched).  false,
+ * and nothing done, when nothing moved: a few loads under the router's mu
+ * and one atomic load, no etcd. */
 bool redund_validate(struct router *cl, struct rset *rs);
 /* A named handle's read met -ENOENT on a piece: the record read again
  * (redund_recheck, under wmu, which the caller must not hold); true when

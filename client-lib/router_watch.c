@@ -11,6 +11,15 @@
  * The thread only feeds router_members.c; nothing on the data path waits
  * for it or for etcd, so an etcd leader's loss (or all of etcd's) stops no
  * read, write or alloc: placement uses the last set known.
+ *
+ * A second watch, of the tenant's names (/rmem/<name>/names/<tenant>/),
+ * runs the same loop once a redundant name is first opened read-only
+ * (names_watch_ensure): each change of a record raises its bucket of
+ * cl->name_rev to the change's revision, and nothing else, so that a
+ * reader's handle learns within the stream's delivery that its record
+ * moved (redund_validate; docs/architecture.md, "Invariant: a piece
+ * declared stale is never served").  Its full read, after a compaction,
+ * raises every bucket: what the lost history held is not known.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -32,9 +41,38 @@ struct router_watch {
 	pthread_mutex_t mu;       /* the stop's wake-up; guards fd */
 	pthread_cond_t cv;
 	int fd;                   /* the stream's socket, -1: none */
-	char prefix[CLUSTER_NAME_MAX + 32];
+	char prefix[CLUSTER_NAME_MAX + 32 + RMEM_NAME_MAX];
 	int64_t next_rev;         /* watch from here; 0: read everything first */
+	bool names;               /* the names watch: buckets, not members */
 };
+
+/* FNV-1a of a name (a record's key less the prefix), to its bucket. */
+static unsigned bucket_of(const void *name, size_t len)
+{
+	const unsigned char *p = name;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return (unsigned)(h % ROUTER_NAME_BUCKETS);
+}
+
+unsigned names_bucket(const char *name)
+{
+	return bucket_of(name, strlen(name));
+}
+
+int64_t names_rev(struct router *cl, unsigned bucket)
+{
+	return __atomic_load_n(&cl->name_rev[bucket], __ATOMIC_ACQUIRE);
+}
+
+/* Bucket b at least rev; the watch thread is its one writer. */
+static void names_raise(struct router *cl, unsigned b, int64_t rev)
+{
+	if (rev > __atomic_load_n(&cl->name_rev[b], __ATOMIC_RELAXED))
+		__atomic_store_n(&cl->name_rev[b], rev, __ATOMIC_RELEASE);
+}
 
 /* The id at the end of a server's key; NULL when it is not one. */
 static const char *key_id(const struct router_watch *w, const struct etcd_kv *kv,
@@ -71,6 +109,14 @@ static int full_read(struct router_watch *w)
 
 	if (rc < 0)
 		return rc;
+	if (w->names) {
+		/* History lost: every record may have moved. */
+		for (unsigned b = 0; b < ROUTER_NAME_BUCKETS; b++)
+			names_raise(w->cl, b, r.header.revision);
+		w->next_rev = r.header.revision + 1;
+		etcd_range_free(&r);
+		return 0;
+	}
 	recs = calloc(r.nkvs ? r.nkvs : 1, sizeof(*recs));
 	revs = calloc(r.nkvs ? r.nkvs : 1, sizeof(*revs));
 	if (!recs || !revs) {
@@ -104,8 +150,18 @@ static int on_message(void *arg, const struct etcd_watch_msg *m)
 		const struct etcd_event *ev = &m->events[i];
 		struct cluster_rec rec;
 		char id[CLUSTER_ID_MAX];
+		size_t plen = strlen(w->prefix);
 
-		if (ev->type == ETCD_EVENT_PUT && rec_of(w, &ev->kv, &rec))
+		if (w->names) {
+			/* A put or a delete: the bucket at least its revision
+			 * (the message's, if a delete carries none). */
+			int64_t rev = ev->kv.mod_revision > m->header.revision ? ev->kv.mod_revision :
+										  m->header.revision;
+
+			if (ev->kv.key_len >= plen && !memcmp(ev->kv.key, w->prefix, plen))
+				names_raise(w->cl, bucket_of(ev->kv.key + plen, ev->kv.key_len - plen),
+					    rev);
+		} else if (ev->type == ETCD_EVENT_PUT && rec_of(w, &ev->kv, &rec))
 			members_put(w->cl, &rec, ev->kv.create_revision);
 		else if (ev->type == ETCD_EVENT_DELETE && key_id(w, &ev->kv, id, sizeof id))
 			members_gone(w->cl, id);
@@ -182,28 +238,65 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-int watch_start(struct router *cl, unsigned timeout_ms)
+/* The members watch, or (names) the names watch from revision from, its
+ * thread started: 0 and *out, or the first error (*out is set either way,
+ * for watch_stop). */
+static int watch_new(struct router *cl, unsigned timeout_ms, bool names, int64_t from,
+		     struct router_watch **out)
 {
 	struct router_watch *w = calloc(1, sizeof(*w));
 	char why[160];
 	int rc;
 
+	*out = w;
 	if (!w)
 		return -ENOMEM;
 	w->cl = cl;
+	w->names = names;
 	atomic_init(&w->stop, false);
 	w->fd = -1;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
-	snprintf(w->prefix, sizeof w->prefix, "/rmem/%s/servers/", cl->name);
+	if (names)
+		snprintf(w->prefix, sizeof w->prefix, "/rmem/%s/names/%s/", cl->name,
+			 cl->tenant ? cl->tenant : CLUSTER_ANON_TENANT);
+	else
+		snprintf(w->prefix, sizeof w->prefix, "/rmem/%s/servers/", cl->name);
 	rc = etcd_client_new(cl->etcd_list, &cl->etcd_tls, timeout_ms, &w->etcd, why, sizeof why);
-	if (rc == 0)
+	if (rc == 0 && names)
+		w->next_rev = from;
+	else if (rc == 0)
 		rc = full_read(w);
 	if (rc == 0) {
 		rc = -pthread_create(&w->thread, NULL, watch_main, w);
 		w->started = rc == 0;
 	}
-	cl->watch = w;
+	return rc;
+}
+
+int watch_start(struct router *cl, unsigned timeout_ms)
+{
+	return watch_new(cl, timeout_ms, false, 0, &cl->watch);
+}
+
+int names_watch_ensure(struct router *cl, int64_t rev)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&cl->names_mu);
+	if (!cl->names_watch) {
+		cl->names_from = rev + 1;
+		rc = watch_new(cl, CLUSTER_ETCD_TIMEOUT_MS, true, rev + 1, &cl->names_watch);
+		if (rc < 0) {
+			watch_stop(cl->names_watch);
+			cl->names_watch = NULL;
+		}
+	}
+	/* Started after this record was read (two first opens at once): a
+	 * change in between would be missed. */
+	if (rc == 0)
+		rc = cl->names_from <= rev + 1;
+	pthread_mutex_unlock(&cl->names_mu);
 	return rc;
 }
 

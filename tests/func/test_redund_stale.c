@@ -9,12 +9,16 @@
  *
  * Environment (the script sets it):
  *   RMEM_CLUSTER_URL   etcd://H:P,H:P,H:P/NAME
+ *   RMEM_CLUSTER_URL_REC  the same cluster through a recording proxy of
+ *                      one etcd member (the hook's "ranges" counts the
+ *                      reads it carried)
  *   RMEM_CLUSTER_HOOK  the script's hook: kill I (kill -9, memory kept in the
  *                      store), start I (again from the store), fresh I (again,
  *                      memory gone), stop I / cont I (SIGSTOP / SIGCONT),
  *                      gone I / registered I (wait for sI's key to leave /
  *                      come back), stale NAME N, record NAME, listing NAME
- *                      STATE, pieces NAME
+ *                      STATE, pieces NAME, keyrev I (sI's key's create
+ *                      revision)
  *
  * Checks, as a crash and a stall meet them:
  * 1. A stale piece is never served to an older handle.  R opens a region
@@ -28,12 +32,23 @@
  *    stopped (SIGSTOP) until its membership lease ends, W writes, the
  *    server goes on (SIGCONT) and registers again; R's session to it never
  *    broke.  R reads the new bytes, and so does P's posted read.
- * 3. A double failure is not a loss: R+1 = 2 servers of a region die
+ * 3. The same with a stall shorter than the lease: W's timeout_ms is 600
+ *    ms, the server of piece 0 is stopped for under a second (its key
+ *    never leaves etcd, R's session to it never breaks: no epoch moves),
+ *    W writes (its call to piece 0 times out: the record marks it stale)
+ *    and the server goes on.  R, and P by a posted read, read the new
+ *    bytes within the names watch's delivery (at most 5 s here; before
+ *    the watch they read piece 0's old bytes for good).  What the watch
+ *    costs a read when nothing changed is counted, not timed: R reaches
+ *    etcd through a recording proxy, and 200 reads of the region, once
+ *    R has seen the write, make no etcd read (the write's own look at
+ *    the record, just before, is one: the count sees R's reads).
+ * 4. A double failure is not a loss: R+1 = 2 servers of a region die
  *    (kill -9, memory kept) and stay out until their keys leave etcd.  A
  *    client that never saw them opens the name: -EHOSTDOWN, and the record
  *    stays (etcd has it, rmemctl cluster redundant lists it); the servers
  *    start again from their stores, the open works and every byte reads.
- * 4. A real loss says so and keeps the record: 2 servers die and start
+ * 5. A real loss says so and keeps the record: 2 servers die and start
  *    fresh (their memory gone): the open is -ENODATA, the record stays and
  *    rmemctl lists it; rmem_unlink removes it, and the open is -ENOENT.
  */
@@ -53,7 +68,7 @@
 #define KiB 1024ull
 #define LEN (512 * KiB)
 
-static const char *base_url;
+static const char *base_url, *rec_url;
 static char url21[1024];
 
 /* How many bytes of buf are not model's. */
@@ -197,6 +212,139 @@ out:
 	free(got);
 }
 
+/* ---- 3: a stall shorter than the lease ------------------------------------------ */
+
+#define SLEN (4096 * KiB) /* 8 segments a piece: one may land late, not all */
+
+/* Reads of the whole region by c (posted when post) until none of its
+ * bytes differs from want, for up to ms: the wrong bytes of the last read,
+ * or SLEN when a read failed (*rc its error); *reads, *wrong_reads how
+ * many reads were made and how many were wrong. */
+static uint64_t read_until(rmem_client *c, const struct rmem_region *r, bool post,
+			   const unsigned char *want, unsigned char *got, int ms, int *rc,
+			   unsigned *reads, unsigned *wrong_reads)
+{
+	uint64_t bad = SLEN;
+
+	*reads = *wrong_reads = 0;
+	for (uint64_t end = now_ms() + (uint64_t)ms;;) {
+		struct rmem_completion cq;
+
+		memset(got, 0, SLEN);
+		*rc = post ? rmem_post_read(c, r, 0, got, SLEN, 9) : rmem_read(c, r, 0, got, SLEN);
+		if (post && *rc == 0) {
+			*rc = rmem_poll(c, &cq, 1, 20000);
+			*rc = *rc == 1 ? cq.status : *rc < 0 ? *rc : -ETIME;
+		}
+		++*reads;
+		bad = *rc ? SLEN : differ(got, want, SLEN);
+		if (bad == 0 || *rc)
+			return bad;
+		if (++*wrong_reads == 1)
+			diag("read 1 after the write: %llu bytes wrong", (unsigned long long)bad);
+		if (now_ms() > end)
+			return bad;
+		sleep_ms(20);
+	}
+}
+
+static void short_stall(void)
+{
+	unsigned char *a = malloc(SLEN), *b = malloc(SLEN), *got = malloc(SLEN);
+	struct rmem_region wr, rr, pr;
+	rmem_client *W, *R, *P = NULL;
+	unsigned reads, wrong;
+	long ranges[3] = { -1, -1, -1 };
+	char what[32];
+	int rc, srv[8];
+	long rev0 = -1, rev1 = -2;
+	uint64_t bad = SLEN, t0, stopped = 0;
+
+	pattern(a, SLEN, 51);
+	pattern(b, SLEN, 52);
+	/* W gives up on a piece's call after 600 ms (not less: a loaded
+	 * machine must not time out the other pieces), far less than the
+	 * server's lease (3000 ms); R and P wait 5 s, so the stall breaks
+	 * none of their sessions. */
+	W = connect_url(url21, 300, 600, &rc);
+	R = W ? connect_url(rec_url ? rec_url : base_url, 15000, 5000, &rc) : NULL;
+	P = R ? connect_url(base_url, 15000, 5000, &rc) : NULL;
+	if (P)
+		rc = rmem_create(W, "st-short", SLEN, 0, &wr);
+	if (!rc)
+		rc = write_all(W, &wr, a, SLEN, &rc) ? 0 : rc;
+	if (!rc)
+		rc = rmem_open(R, "st-short", RMEM_READ, &rr);
+	if (!rc && !reads_back(R, &rr, a, SLEN, &rc))
+		rc = rc ? rc : -EBADMSG;
+	if (!rc)
+		rc = rmem_open(P, "st-short", RMEM_READ, &pr);
+	if (!rc && read_until(P, &pr, true, a, got, 0, &rc, &reads, &wrong))
+		rc = rc ? rc : -EBADMSG;
+	if (!ok(rc == 0 && pieces_of("st-short", srv, 8) == 3,
+		"st-short: a 4 MiB 2+1 region written by W, opened read-only and read by R and "
+		"by P (posted): %s", rmem_strerror(rc))) {
+		skip(4, "no region");
+		goto out;
+	}
+	snprintf(what, sizeof what, "keyrev %d", srv[0]);
+	rev0 = hook_num(what);
+	t0 = now_ms();
+	rc = run_hook("stop %d", srv[0]);
+	if (!rc)
+		rc = rmem_write(W, &wr, 0, b, SLEN);
+	if (run_hook("cont %d", srv[0]))
+		rc = rc ? rc : -ECHILD;
+	stopped = now_ms() - t0;
+	rev1 = hook_num(what);
+	ok(rc == 0 && run_hook("stale st-short 1") == 0 && rev0 > 0 && rev1 == rev0,
+	   "st-short: s%d stopped for %llu ms (its key's create revision %ld, then %ld: it "
+	   "never left etcd); W's write meanwhile: %s, and the record marks piece 0 stale",
+	   srv[0], (unsigned long long)stopped, rev0, rev1, rmem_strerror(rc));
+	/* Issue 30 item 1, the case no epoch sees: R's handle holds piece 0
+	 * in, its server never left, R's session to it never broke.  Only the
+	 * record says the piece is stale; the names watch tells R. */
+	ranges[0] = hook_num("ranges");
+	t0 = now_ms();
+	bad = read_until(R, &rr, false, b, got, 5000, &rc, &reads, &wrong);
+	ranges[1] = hook_num("ranges");
+	diag("R: %u reads in %llu ms, %u of them wrong", reads,
+	     (unsigned long long)(now_ms() - t0), wrong);
+	if (rc == 0 && bad)
+		diag("%llu bytes differ; %llu of them are the old bytes", (unsigned long long)bad,
+		     (unsigned long long)(SLEN - differ(got, a, SLEN)));
+	ok(rc == 0 && bad == 0,
+	   "st-short: R reads the new bytes within 5 s, never the stale piece's old ones for "
+	   "good (%s, %llu bytes wrong)", rmem_strerror(rc), (unsigned long long)bad);
+	bad = read_until(P, &pr, true, b, got, 5000, &rc, &reads, &wrong);
+	diag("P: %u posted reads, %u of them wrong", reads, wrong);
+	ok(rc == 0 && bad == 0,
+	   "st-short: P's posted read too (%s, %llu bytes wrong)", rmem_strerror(rc),
+	   (unsigned long long)bad);
+	/* The cost when nothing changed: no etcd read, whatever the count. */
+	for (unsigned i = 0; i < 200 && rc == 0; i++)
+		rc = rmem_read(R, &rr, (uint64_t)(i % 1024) * 4 * KiB, got, 4 * KiB);
+	ranges[2] = hook_num("ranges");
+	if (!rec_url)
+		skip(1, "no recording proxy");
+	else
+		ok(rc == 0 && ranges[0] >= 0 && ranges[1] > ranges[0] && ranges[2] == ranges[1],
+		   "st-short: R's etcd reads: %ld for its first read after the write, %ld for "
+		   "200 reads of 4 KiB after it (%s)", ranges[1] - ranges[0],
+		   ranges[2] - ranges[1], rmem_strerror(rc));
+	rmem_free(P, &pr);
+	rmem_free(R, &rr);
+	rmem_free(W, &wr);
+	rmem_unlink(W, "st-short");
+out:
+	rmem_close(P);
+	rmem_close(R);
+	rmem_close(W);
+	free(a);
+	free(b);
+	free(got);
+}
+
 /* A 2+1 region NAME made, written with a (LEN bytes) and its handle freed:
  * the writer's client (NULL if it could not connect), *rc the first error. */
 static rmem_client *written(const char *name, const unsigned char *a, int *rc)
@@ -213,7 +361,7 @@ static rmem_client *written(const char *name, const unsigned char *a, int *rc)
 	return W;
 }
 
-/* ---- 3: two of three servers out for a while ----------------------------------- */
+/* ---- 4: two of three servers out for a while ----------------------------------- */
 
 static void double_failure(void)
 {
@@ -264,7 +412,7 @@ out:
 	free(got);
 }
 
-/* ---- 4: two of three servers' memory lost ----------------------------------------- */
+/* ---- 5: two of three servers' memory lost ----------------------------------------- */
 
 static void real_loss(void)
 {
@@ -303,9 +451,11 @@ out:
 int main(void)
 {
 	base_url = redund_env("RMEM_CLUSTER_URL and RMEM_CLUSTER_HOOK are the script's");
+	rec_url = getenv("RMEM_CLUSTER_URL_REC");
 	snprintf(url21, sizeof url21, "%s?redundancy=2+1&repair_grace_ms=0", base_url);
 	stale_reader("st-kill", false);
 	stale_reader("st-stall", true);
+	short_stall();
 	double_failure();
 	real_loss();
 	return tap_done();
