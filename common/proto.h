@@ -16,6 +16,8 @@
  *      (the reply is then PROTO_HELLO_REP_RESUME_LEN bytes); RESUME and REKEY.
  *      OPEN's PROTO_ACCESS_EXCL (additive, after 1.4.0): the one writer fences
  *      the others; an older daemon answers it -EINVAL.
+ *      OPEN's PROTO_ACCESS_FREEZE (additive, after 1.4.0): a move freezes
+ *      the name's writes; an older daemon answers it -EINVAL.
  *
  * Frame = header (PROTO_HDR_LEN bytes) + payload (hdr.length bytes).
  * All integers little-endian, fixed width.
@@ -517,6 +519,17 @@ static inline uint64_t proto_get_u64(const uint8_t *p)
  * besides when some handle was revoked. */
 #define PROTO_ACCESS_EXCL    0x4u
 #define PROTO_ACCESS_FENCED  0x8u  /* OPEN's reply: EXCL revoked another writer */
+/* OPEN only, with READ and without WRITE (additive, after 1.4.0): a move
+ * of the name to another server begins (docs/architecture.md, "Drain").
+ * Every handle of the name that has WRITE is revoked first, as EXCL
+ * revokes; while this handle lives the name is frozen: an OPEN with WRITE
+ * is -EAGAIN, another FREEZE -EBUSY.  The bit stays in the handle's access
+ * (granted, and kept across a restart), so the freeze outlives a crash of
+ * the server.  When the handle ends (freed, its session gone), every other
+ * handle of the name is revoked too: whoever holds one looks the name up
+ * again, and finds it where the record says, moved or not.  An older
+ * rmemd answers it -EINVAL. */
+#define PROTO_ACCESS_FREEZE  0x10u
 #define PROTO_UNLINK_REVOKE  0x1u  /* also invalidate every open handle now */
 #define PROTO_UNLINK_NS      0x100u /* admin: the name is "TENANT:NAME" (above); a
                                     * high bit, apart from the flags rmem_unlink2
