@@ -128,14 +128,13 @@ static bool install(struct router *cl, const struct rmem_region *r, uint64_t see
 		    uint32_t seen_slot, struct rmem_region *nr, uint32_t slot)
 {
 	struct plain_entry *e;
-	uint32_t at;
 	bool done = false;
 
 	members_tag(nr, slot);
 	pthread_mutex_lock(&cl->mu);
 	e = entry_locked(cl, r);
-	if (e && e->cur.id == seen_id && members_slot_of(cl, &e->cur, &at) == 0 &&
-	    at == seen_slot) {
+	/* (reserved[0]'s low half is the slot: members_tag) */
+	if (e && e->cur.id == seen_id && (uint32_t)e->cur.reserved[0] == seen_slot) {
 		e->cur = *nr;
 		done = true;
 	}

@@ -240,6 +240,15 @@ static rmem_client *client_of(struct repair_agent *a, const char *tenant)
 	return a->clients[t];
 }
 
+/* c, one of the kept clients, closed (the next client_of makes another). */
+static void client_drop(struct repair_agent *a, rmem_client *c)
+{
+	for (size_t t = 0; t <= a->ntenants; t++)
+		if (a->clients[t] == c)
+			a->clients[t] = NULL;
+	rmem_close(c);
+}
+
 /* The region tenant/name, whose record says bad pieces of piece_len bytes
  * need a rebuild: opened as its writer, repaired, closed. */
 static void repair_region(struct repair_agent *a, const char *tenant, const char *name,
@@ -322,9 +331,15 @@ static void move_plain(struct repair_agent *a, const char *tenant, const char *n
 	atomic_fetch_sub(&a->repairing, 1);
 	(void)rmem_free(c, &r);
 	if (rc) {
-		/* -EBUSY: another move holds it; the next scan looks again. */
+		/* -EBUSY: another move holds it; the next scan looks again.
+		 * Otherwise a member may have gone mid-move: this client goes
+		 * too, so that no session of it resumes there holding the
+		 * freeze (its end, once the member drops the session, lets the
+		 * name's writers in again). */
 		log_warn("repair: %s/%s: move: %s", tenant, name, rmem_strerror(rc));
 		atomic_fetch_add(&a->failures, 1);
+		if (rc != -EBUSY)
+			client_drop(a, c);
 		return;
 	}
 	atomic_fetch_add(&a->bytes, size);
