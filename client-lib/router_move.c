@@ -6,28 +6,28 @@
  * A plain named region has one copy, and any handle may write it at any
  * time (on RDMA one-sided), so a move stops its writes first.  The mover
  * (pnamed_move: rmemd's repair agent, through rmem_repair) opens the name
- * on its server with PROTO_ACCESS_FREEZE, which revokes every write handle
- * and refuses write opens (-EAGAIN) while the freezing handle lives; it
+ * on its server with PROTO_ACCESS_FREEZE, which revokes every other handle
+ * and refuses every open (-EAGAIN) while the freezing handle lives; it
  * creates a region of the same name on a member with room, copies the
  * bytes, swaps the name's record in etcd to the new region by a txn over
  * the mod_revision it read, and unlinks the old one with revoke.  The
  * record is the truth at every step: before the swap it names the old copy
- * (whole, frozen, every write refused); after it the new one, and the old
- * one is unlinked with revoke before the mover returns, or, if the mover
- * dies first, revoked whole when its freezing handle ends (the server does
- * that: session.c's release_handle), so no handle of it is left to serve.
+ * (whole, and nothing but the mover reads or writes it); after it the new
+ * one, and the old one has no handle but the mover's, unlinked with revoke
+ * before the mover returns.  Crashes at each step: docs/architecture.md,
+ * "Drain".
  *
  * A handle of a plain named region made by this client (rmem_create,
  * rmem_open) names an entry here (reserved[1]); the entry holds the name,
  * the access, the record's create revision and the handle in use now.  A
- * call that meets -ENOENT (its handle revoked by a freeze or its end, or
+ * call that meets -ENOENT (its handle revoked by a freeze, or
  * by the unlink that ends a move) reads the record and opens the name
  * again where the record says, and calls again (pnamed_follow).  The
  * create revision tells a move from an unlink: a name unlinked and made
  * again has another, and the handle then stays dead, -ENOENT, as a revoke
- * promises.  A write open refused while frozen (-EAGAIN) waits, polling
- * every PNAMED_PAUSE_MS, at most the options' timeout: a write is refused
- * or lands in the copy the record names, never in the old one.
+ * promises.  An open refused while frozen (-EAGAIN) waits, polling every
+ * PNAMED_PAUSE_MS, at most the options' timeout: a write is refused or
+ * lands in the copy the record names, and a read reads that copy.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -214,7 +214,7 @@ int pnamed_free(struct router *cl, const struct rmem_region *r)
 		e->used = false;
 	}
 	pthread_mutex_unlock(&cl->mu);
-	/* Revoked by a move (or a freeze's end) while the name lives on:
+	/* Revoked by a move (its freeze) while the name lives on:
 	 * the handle is gone, as the caller asked. */
 	if (err == -ENOENT && e && names_plain_at(cl, name, &at) == 0 && at.created == created)
 		err = 0;
@@ -303,7 +303,7 @@ int pnamed_move(struct router *cl, const struct rmem_region *r)
 	pthread_mutex_unlock(&cl->mu);
 	if (!draining)
 		return 0; /* where it should be */
-	/* 1. Writes stop: every write handle revoked, write opens wait. */
+	/* 1. Every other handle revoked, every open waits. */
 	err = members_err(cl, at.slot, single_open_freeze(at.c, name, &fr));
 	if (err)
 		return err;
@@ -329,16 +329,16 @@ int pnamed_move(struct router *cl, const struct rmem_region *r)
 	}
 	if (err) {
 		/* Ours alone (the record never named it): gone again.  The
-		 * freeze's end revokes the old one's handles: their holders
-		 * open it again, still there. */
+		 * freeze's end lets the old one's holders open it again. */
 		if (made && members_client(cl, to, &tc) == 0 &&
 		    single_unlink2(tc, name, RMEM_UNLINK_REVOKE) == 0)
 			members_placed(cl, to, at.rec.size, 1);
 		(void)single_free(at.c, &fr);
 		return err;
 	}
-	/* 5. The old one goes with every handle (the freeze's too); had this
-	 * failed, the freeze's end revokes them all the same. */
+	/* 5. The old one goes with its one handle, the freeze's (had this
+	 * failed: freed, and the old one holds no handle; the record names
+	 * the new one, so no cluster client opens it again). */
 	if (members_err(cl, at.slot, single_unlink2(at.c, name, RMEM_UNLINK_REVOKE)))
 		(void)single_free(at.c, &fr);
 	else

@@ -521,14 +521,13 @@ static inline uint64_t proto_get_u64(const uint8_t *p)
 #define PROTO_ACCESS_FENCED  0x8u  /* OPEN's reply: EXCL revoked another writer */
 /* OPEN only, with READ and without WRITE (additive, after 1.4.0): a move
  * of the name to another server begins (docs/architecture.md, "Drain").
- * Every handle of the name that has WRITE is revoked first, as EXCL
- * revokes; while this handle lives the name is frozen: an OPEN with WRITE
- * is -EAGAIN, another FREEZE -EBUSY.  The bit stays in the handle's access
- * (granted, and kept across a restart), so the freeze outlives a crash of
- * the server.  When the handle ends (freed, its session gone), every other
- * handle of the name is revoked too: whoever holds one looks the name up
- * again, and finds it where the record says, moved or not.  An older
- * rmemd answers it -EINVAL. */
+ * Every other handle of the name is revoked first, as PROTO_UNLINK_REVOKE
+ * revokes; while this handle lives the name is frozen: any other OPEN is
+ * -EAGAIN, another FREEZE -EBUSY, so the mover's is the one handle there
+ * and nothing is read or written there but by it.  The bit stays in the
+ * handle's access (granted, and kept across a restart), so the freeze
+ * outlives a crash of the server; it ends with the handle (freed, unlinked
+ * with revoke, its session gone).  An older rmemd answers it -EINVAL. */
 #define PROTO_ACCESS_FREEZE  0x10u
 #define PROTO_UNLINK_REVOKE  0x1u  /* also invalidate every open handle now */
 #define PROTO_UNLINK_NS      0x100u /* admin: the name is "TENANT:NAME" (above); a

@@ -395,20 +395,13 @@ static void object_maybe_free(struct server *srv, struct name_obj *o)
 	give_back(srv, pool, offset, length, charged, wait);
 }
 
-static unsigned revoke_handles(struct server *srv, struct name_obj *o, bool writers_only);
-
 /* A handle goes alone: its key and entry; its object only when that was the
- * last handle of an unlinked name.  A freeze's handle (proto.h,
- * PROTO_ACCESS_FREEZE) takes every other handle of its name along: the
- * move it held either swapped the name's record to a copy elsewhere
- * (this one must serve no one from here on) or gave up (then a holder's
- * next call opens the name here again, through the record). */
+ * last handle of an unlinked name.  (A freeze's handle, PROTO_ACCESS_FREEZE,
+ * was the name's only one: its end lets opens in again.) */
 static void release_handle(struct server *srv, struct session *s, struct region *r)
 {
 	struct name_handle *h = names_handle_find(srv->names, r->id);
-	bool thaw = h && (h->access & PROTO_ACCESS_FREEZE);
 	struct name_obj *o;
-	unsigned n;
 
 	slots_del(srv->slots, STATE_HANDLE, r->id);
 	tenant_slots_give(srv, s->tenant, 1);
@@ -423,9 +416,6 @@ static void release_handle(struct server *srv, struct session *s, struct region 
 		o->unconfirmed_ns = (uint64_t)clock_mono_ns();
 	names_handle_remove(srv->names, h);
 	s->nhandles--;
-	if (thaw && !o->unlinked && (n = revoke_handles(srv, o, false)))
-		log_info("named region %llu: its freeze ended; %u handle(s) revoked",
-			 (unsigned long long)o->id, n);
 	object_maybe_free(srv, o);
 }
 
@@ -841,13 +831,17 @@ int session_open(struct server *srv, struct session *s, const char *name, size_t
 		return -EMFILE; /* before anyone is fenced for nothing */
 	/* A frozen name takes no writer until its move ends: the writer
 	 * waits, and then opens wherever the record says. */
-	if (o->frozen && freeze)
-		return -EBUSY;
-	if (o->frozen && (access & PROTO_ACCESS_WRITE))
-		return -EAGAIN;
-	if ((excl || freeze) && (fenced = revoke_handles(srv, o, true)))
-		log_info("named region %llu: %u writer handle(s) fenced by %s open",
-			 (unsigned long long)o->id, fenced, freeze ? "a freezing" : "an exclusive");
+	/* A frozen name opens for no one until its move ends (the opener
+	 * waits, then opens wherever the record says): a reader let in now
+	 * would keep reading here after the record named the copy. */
+	if (o->frozen)
+		return freeze ? -EBUSY : -EAGAIN;
+	if (freeze && (fenced = revoke_handles(srv, o, false)))
+		log_info("named region %llu: %u handle(s) revoked by a freezing open",
+			 (unsigned long long)o->id, fenced);
+	if (excl && (fenced = revoke_handles(srv, o, true)))
+		log_info("named region %llu: %u writer handle(s) fenced by an exclusive open",
+			 (unsigned long long)o->id, fenced);
 	rc = open_handle(srv, s, o, access, out);
 	if (rc == 0)
 		*granted = access | (fenced ? PROTO_ACCESS_FENCED : 0);

@@ -138,9 +138,9 @@ void session_unhold(struct server *srv, struct range_hold *h);
  * first).  open with PROTO_ACCESS_EXCL (and WRITE) revokes every other
  * handle that may write first (proto.h); *granted is the reply's flags:
  * access, with PROTO_ACCESS_FENCED when it revoked any.  open with
- * PROTO_ACCESS_FREEZE (and READ alone) revokes the same and freezes the
- * name while its handle lives: -EAGAIN to an open with WRITE, -EBUSY to
- * another freeze; its handle's end revokes every other handle of the name.
+ * PROTO_ACCESS_FREEZE (and READ alone) revokes every other handle of the
+ * name and freezes it while its handle lives: -EAGAIN to any other open,
+ * -EBUSY to another freeze.
  * Errors: -EINVAL (a bad name, size, flags or access), -EEXIST,
  * -ENOENT, and session_alloc's.
  */
