@@ -27,7 +27,7 @@
  * 3. The draining member killed -9 mid-move: k (16 MiB, a client holding
  *    it read-write) on s0, s1 the one member it can go to, stopped
  *    (SIGSTOP) so that the move's create there waits; s0 drained, and
- *    killed -9 once the move froze k (its log: the writer fenced); s1
+ *    killed -9 once the move froze k (its log: the handle revoked); s1
  *    continued.  s0 started again from its fd store, still draining: the
  *    move is done again and --wait ends, k's record names one member that
  *    holds it, no other copy has a handle, every byte reads from a fresh
@@ -301,7 +301,7 @@ static void act_kill(rmem_client *c)
 	ok(kc && rmem_open(kc, "k", RMEM_READ | RMEM_WRITE, &kr) == 0, "a client opens k read-write");
 	ok(run_hook("stop 1") == 0, "s1 stopped (SIGSTOP): a move's create there waits");
 	ok(run_hook("freeze-kill k") == 0,
-	   "s0 drained; killed -9 once a move froze k (its writer fenced); s1 continued");
+	   "s0 drained; killed -9 once a move froze k (its handle revoked); s1 continued");
 	ok(run_hook("undrain 2") == 0 && run_hook("undrain 3") == 0, "s2 and s3 undrained");
 	ok(run_hook("start 0") == 0, "s0 started again from its fd store");
 	ok(run_hook("draining 0 1") == 0, "its record says draining");

@@ -61,10 +61,10 @@ for n in json.load(sys.stdin)["names"]:
 	freeze-kill) # s0 drained; once its log says a freeze fenced a writer
 		# (within 20 s), kill -9 of s0 and SIGCONT of s1 (stopped by the
 		# caller: the move's create waits on it): 0 when all happened
-		n0=$(grep -c "fenced by a freezing open" "$dir/r0.log")
+		n0=$(grep -c "revoked by a freezing open" "$dir/r0.log")
 		"$B/rmemctl" -e "$URL" cluster drain s0 > "$dir/ctl.out" 2>&1 || exit 1
 		for _ in $(seq 1000); do
-			if (($(grep -c "fenced by a freezing open" "$dir/r0.log") > n0)); then
+			if (($(grep -c "revoked by a freezing open" "$dir/r0.log") > n0)); then
 				cluster_keeper "$dir" 0 kill
 				kill -CONT "$(cat "$dir/pids/rmemd1")"
 				lead=$(grep -l "repair: @anonymous/$1: moving" "$dir"/r[0-9].log | head -1)
@@ -84,5 +84,5 @@ redund_hook "$@"
 NAME=dp$$
 # A membership lease of 3 s: s1 stays in the set while stopped for a moment.
 redund_up "${RMEM_REPAIR_LEASE_MS:-3000},1500" info
-server_diag() { grep "repair:.*mov\|freeze\|fenced by a freezing" "$tmp/r$1.log" | head -8 | sed "s/^/s$1: /" | diag; }
+server_diag() { grep "repair:.*mov\|freezing" "$tmp/r$1.log" | head -8 | sed "s/^/s$1: /" | diag; }
 redund_run
