@@ -277,6 +277,32 @@ static int copy_bytes(rmem_client *a, const struct rmem_region *from, rmem_clien
 	return err;
 }
 
+/* The swap's txn got no answer (etcd away): whether it applied, from the
+ * record read again, a few times, MOVE_LOOKS apart.  0 (it names rec),
+ * -ESTALE (something else), or -EIO (still unknown).  Unknown, neither
+ * undo is safe (unlinking the copy the record may name loses the region;
+ * ending the freeze may let the old copy serve beside it): the mover
+ * keeps both, frozen, and the name waits for an operator (or the mover's
+ * session's end, which lets the old copy's opens in again). */
+#define MOVE_LOOKS 10
+#define MOVE_LOOK_MS 300
+static int swap_outcome(struct router *cl, const char *name, const struct cluster_name *rec)
+{
+	for (int i = 0; i < MOVE_LOOKS; i++) {
+		struct plain_at now;
+		int err = names_plain_at(cl, name, &now);
+
+		if (err == -ENOENT)
+			return -ESTALE; /* unlinked meanwhile */
+		if (err == 0)
+			return now.rec.region == rec->region && !strcmp(now.rec.server, rec->server) ?
+				       0 :
+				       -ESTALE;
+		pause_ms(MOVE_LOOK_MS);
+	}
+	return -EIO;
+}
+
 int pnamed_move(struct router *cl, const struct rmem_region *r)
 {
 	char name[RMEM_NAME_MAX + 1];
@@ -326,6 +352,10 @@ int pnamed_move(struct router *cl, const struct rmem_region *r)
 		err = names_plain_swap(cl, name, at.mod, &rec);
 		if (err == -EEXIST || err == -ECANCELED)
 			err = -ESTALE;
+		else if (err)
+			err = swap_outcome(cl, name, &rec);
+		if (err == -EIO)
+			return err; /* the freeze and the copy stay: see swap_outcome */
 	}
 	if (err) {
 		/* Ours alone (the record never named it): gone again.  The

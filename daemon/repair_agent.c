@@ -338,7 +338,7 @@ static void move_plain(struct repair_agent *a, const char *tenant, const char *n
 		 * name's writers in again). */
 		log_warn("repair: %s/%s: move: %s", tenant, name, rmem_strerror(rc));
 		atomic_fetch_add(&a->failures, 1);
-		if (rc != -EBUSY)
+		if (rc != -EBUSY && rc != -EIO) /* -EIO: the freeze must stay */
 			client_drop(a, c);
 		return;
 	}
