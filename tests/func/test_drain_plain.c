@@ -33,6 +33,9 @@
  *    holds it, no other copy has a handle, every byte reads from a fresh
  *    client and through the old handle, and a write through that handle
  *    lands in the copy the record names.
+ *
+ * RMEM_DRAIN_BENCH_MIB=N adds a plain region of N MiB to the first drain and
+ * a plain copy of as many bytes, both timed, as comments (bench_mib below).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -183,6 +186,56 @@ static bool is_round(rmem_client *c, const char *name, uint64_t v)
 	return !rc && !bad;
 }
 
+/*
+ * With RMEM_DRAIN_BENCH_MIB=N (at most 48): a plain named region of N MiB
+ * ("big") on s0 moves with the drain, and the same bytes are then copied
+ * plainly, rmem_read from its new copy and rmem_write to a region on
+ * another member, in 4 MiB steps (as a move copies), for the ratio.  Comments only: no check depends on a rate.
+ */
+static uint64_t bench_mib(void)
+{
+	const char *v = getenv("RMEM_DRAIN_BENCH_MIB");
+	uint64_t n = v ? strtoull(v, NULL, 10) : 0;
+
+	return n > 48 ? 48 : n;
+}
+
+/* ms of a plain copy of name's bytes (on member from, opened there) to a
+ * new region on another member with room, in 4 MiB steps; 0 on failure. */
+static uint64_t plain_copy_ms(const char *name, int from, uint64_t bytes)
+{
+	rmem_client *a = from > 0 ? single((int)from) : NULL, *b = NULL;
+	struct rmem_region ra, rb;
+	unsigned char *buf = malloc(4 * MiB);
+	uint64_t t0, ms = 0;
+	bool good = a && buf && rmem_open(a, name, RMEM_READ, &ra) == 0;
+
+	for (int i = 1; good && i < 4 && !b; i++) {
+		if (i == from || !(b = single(i)))
+			continue;
+		if (rmem_alloc(b, bytes, 0, &rb)) {
+			rmem_close(b);
+			b = NULL;
+		}
+	}
+	good = good && b;
+
+	t0 = now_ms();
+	for (uint64_t off = 0; good && off < bytes; off += 4 * MiB) {
+		size_t n = bytes - off < 4 * MiB ? (size_t)(bytes - off) : 4 * MiB;
+
+		good = rmem_read(a, &ra, off, buf, n) == 0 && rmem_write(b, &rb, off, buf, n) == 0;
+	}
+	if (good)
+		ms = now_ms() - t0;
+	free(buf);
+	if (a)
+		rmem_close(a);
+	if (b)
+		rmem_close(b);
+	return ms ? ms : good;
+}
+
 static void act_traffic(rmem_client *c, rmem_client *hc, struct rmem_region *hh,
 			struct rmem_region *hw)
 {
@@ -196,6 +249,16 @@ static void act_traffic(rmem_client *c, rmem_client *hc, struct rmem_region *hh,
 	ok(others(true), "s1..s3 drained for the set-up: placement has only s0");
 	pattern(hb, HSIZE, 7);
 	ok(make_named(c, "h", hb, HSIZE), "h: plain, 64 KiB, named, filled, closed");
+	if (bench_mib()) {
+		unsigned char *bb = malloc(bench_mib() * MiB);
+
+		if (bb)
+			pattern(bb, bench_mib() * MiB, 99);
+		diag("bench: a %llu MiB plain region \"big\" on s0: %s",
+		     (unsigned long long)bench_mib(),
+		     bb && make_named(c, "big", bb, bench_mib() * MiB) ? "made" : "not made");
+		free(bb);
+	}
 	t.wc = connect_url(url, 300, 5000, &rc);
 	t.rc = connect_url(url, 300, 5000, &rc);
 	ok(t.wc && rmem_create(t.wc, "w", WSIZE, 0, &t.w) == 0, "w: plain, 1 MiB, its writer holds it");
@@ -253,6 +316,15 @@ static void act_traffic(rmem_client *c, rmem_client *hc, struct rmem_region *hh,
 	ok(rmem_free(t.wc, &t.w) == 0 && rmem_free(t.rc, &t.r) == 0, "and are freed");
 	(void)x;
 	ok(rmem_unlink(c, "w") == 0 && rmem_unlink(c, "h") == 0, "w and h unlinked");
+	if (bench_mib()) {
+		long moved = hook_num("moved big");
+		uint64_t plain = plain_copy_ms("big", (int)on("big"), bench_mib() * MiB);
+
+		diag("bench: big (%llu MiB) moved in %ld ms (the agent's log: freeze, create, copy, "
+		     "swap, unlink); a plain copy of as many bytes: %llu ms",
+		     (unsigned long long)bench_mib(), moved, (unsigned long long)plain);
+		(void)rmem_unlink(c, "big");
+	}
 	rmem_close(t.wc);
 	rmem_close(t.rc);
 	free(b);

@@ -55,6 +55,9 @@ for n in json.load(sys.stdin)["names"]:
     if n["name"] == sys.argv[1] and not n["unlinked"]:
         print("%s:%d" % (sys.argv[2], n["handles"]))' "$1" "$i"
 		done | paste -sd' ' ;;
+	moved) # the ms a repair agent logged for moving name $1 (its last move)
+		grep -h "repair: @anonymous/$1: [0-9]* bytes moved in" "$dir"/r[0-9].log | tail -1 |
+			sed 's/.* moved in \([0-9]*\) ms.*/\1/' ;;
 	regions) # how many regions sI holds (its admin socket)
 		"$B/rmemctl" -s "$dir/r$1.sock" --json regions |
 			python3 -c 'import json, sys; print(len(json.load(sys.stdin)["regions"]))' ;;
