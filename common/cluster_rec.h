@@ -33,8 +33,8 @@ struct cluster_rec {
 	char version[CLUSTER_VERSION_MAX];
 	/* Since the drain (issue 32): whether an operator drains the server
 	 * (/rmem/<cluster>/drain/<id>: it takes no new regions or names), and
-	 * how many regions it holds (anonymous regions and named objects,
-	 * open or not), which rmemctl cluster drain --wait counts down.  Optional: an older writer's record has neither (0). */
+	 * how many regions it holds, which rmemctl cluster drain --wait
+	 * counts down.  Optional: an older writer's record has neither (0). */
 	uint64_t draining;                /* 0 or 1 */
 	uint64_t regions;
 };

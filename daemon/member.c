@@ -29,7 +29,6 @@
 #include "alloc.h"
 #include "clock.h"
 #include "member.h"
-#include "names.h"
 #include "cluster_rec.h"
 #include "config.h"
 #include "etcd_client.h"
@@ -95,18 +94,6 @@ uint64_t member_refresh_step(uint64_t pool_bytes)
 	return step < (UINT64_C(1) << 20) ? UINT64_C(1) << 20 : step;
 }
 
-/* What is here to move: anonymous regions and named objects, held or not
- * (a named region nobody has open is no entry of the region table, and a
- * handle is no region of its own). */
-static uint64_t held_here(const struct server *srv)
-{
-	uint64_t n = region_count(srv->regions);
-
-	if (srv->names)
-		n = n - names_handle_count(srv->names) + names_count(srv->names);
-	return n;
-}
-
 /* ---- the loop's side ------------------------------------------------------------ */
 
 static void publish(const struct server *srv, struct member *cl)
@@ -123,7 +110,7 @@ static void publish(const struct server *srv, struct member *cl)
 	}
 	atomic_store_explicit(&cl->free_bytes, free_bytes, memory_order_relaxed);
 	atomic_store_explicit(&cl->largest_free, largest, memory_order_relaxed);
-	atomic_store_explicit(&cl->regions, held_here(srv), memory_order_relaxed);
+	atomic_store_explicit(&cl->regions, region_count(srv->regions), memory_order_relaxed);
 }
 
 /* The agent's counts into srv->counters.cluster, for the metrics page, which

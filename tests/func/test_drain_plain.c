@@ -381,6 +381,15 @@ static void act_kill(rmem_client *c)
 	{
 		char cp[128] = "", want[16];
 		long at = on("k");
+
+		/* --wait counts the member's open regions (its record's
+		 * "regions"): a named object nobody has open is none of them,
+		 * and every handle of k there went with the freeze.  So k's
+		 * record is what says the move is done. */
+		for (int t = 0; at == 0 && t < 600; t++) {
+			nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+			at = on("k");
+		}
 		unsigned others = 0, busy = 0;
 
 		(void)hook_line(cp, sizeof cp, "copies k");
