@@ -1,4 +1,6 @@
 #!/bin/bash
+# run-tests-alone: case 2 restarts s1 with SIGTERM and wants its key kept: beside
+# three others the restart outlived the lease (hostdown 108, key made again).
 # test_hostile_cluster.sh - issue 20 item 4 and its reading finds, as an
 # attacker (or bad luck) meets them: a real 3-member etcd on loopback
 # (tests/lib/etcd.sh), rmemd s0 and s1 in cluster $NAME and s2 alone in
