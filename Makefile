@@ -183,8 +183,6 @@ CLUSTER_HELPERS += $(B)/tests/test_redund_stale
 CLUSTER_HELPERS += $(B)/tests/test_repair_hostile
 # ...and a member drained under a writer and a reader, by tests/func/test_drain.sh.
 CLUSTER_HELPERS += $(B)/tests/test_drain
-# ...and named plain regions moved by a drain, by tests/func/test_drain_plain.sh.
-CLUSTER_HELPERS += $(B)/tests/test_drain_plain
 # ...and a client that reports a tls:// connect's outcome, by tests/func/test_tls.sh.
 CLUSTER_HELPERS += $(B)/tests/tls_client
 # The functional suite's programs once more over tls:// (issue 33): each
@@ -773,7 +771,7 @@ HOST_TESTS += tests/func/test_starter.py
 HOST_TESTS += tests/func/test_redundancy.sh tests/func/test_repair.sh tests/func/test_repair_pace.sh
 HOST_TESTS += tests/func/test_redund_life.sh tests/func/test_redund_stale.sh
 HOST_TESTS += tests/func/test_repair_hostile.sh
-HOST_TESTS += tests/func/test_drain.sh tests/func/test_drain_plain.sh
+HOST_TESTS += tests/func/test_drain.sh
 HOST_TESTS += tests/func/test_hostile_writer.sh
 HOST_TESTS += tests/func/test_rmemctl.sh tests/func/test_daemon.sh
 HOST_TESTS += tests/func/test_etcd_client.sh

@@ -122,23 +122,6 @@ int single_open_excl(rmem_client *c, const char *name, uint32_t access, struct r
 	return err;
 }
 
-int single_open_freeze(rmem_client *c, const char *name, struct rmem_region *out)
-{
-	struct proto_name_req req = { .flags = PROTO_ACCESS_READ | PROTO_ACCESS_FREEZE };
-	int err;
-
-	if (!c || !out)
-		return -EINVAL;
-	err = name_put(name, &req);
-	if (!err)
-		err = name_call(c, PROTO_OP_OPEN, &req, out);
-	if (err == -EINVAL)
-		return -EOPNOTSUPP; /* a daemon before the flag: no move */
-	if (!err)
-		out->flags &= ACCESS_ALL;
-	return err;
-}
-
 int single_unlink2(rmem_client *c, const char *name, uint32_t flags)
 {
 	struct proto_name_req req = { .flags = flags };

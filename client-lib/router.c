@@ -174,7 +174,6 @@ void router_close(struct router *cl)
 	members_fini(cl);
 	etcd_client_free(cl->names_etcd);
 	rpost_fini(cl);
-	pnamed_fini(cl);
 	free(cl->pend);
 	free(cl->transport);
 	free(cl->tenant);
@@ -240,30 +239,6 @@ static int region_client(struct router *cl, const struct rmem_region *r, rmem_cl
 	return err ? err : members_client(cl, *slot, c);
 }
 
-/*
- * call on the handle that r uses now: a plain named handle's after a move
- * (router_move.c), which the call follows when it meets -ENOENT, as often
- * as the name moves while it runs (PLAIN_FOLLOWS at most).  err_ is the
- * answer; c_ and cur_ are the call's client and region.
- */
-#define PLAIN_FOLLOWS 4
-#define PLAIN_CALL(cl_, r_, err_, call)                                                      \
-	do {                                                                                 \
-		for (int tries_ = 0;; tries_++) {                                            \
-			struct rmem_region tmp_;                                             \
-			const struct rmem_region *cur_ = pnamed_cur((cl_), (r_), &tmp_);     \
-			rmem_client *c_;                                                     \
-			uint32_t slot_;                                                      \
-                                                                                             \
-			(err_) = region_client((cl_), cur_, &c_, &slot_);                    \
-			if (!(err_))                                                         \
-				(err_) = members_err((cl_), slot_, (call));                  \
-			if ((err_) != -ENOENT || cur_ == (r_) || tries_ == PLAIN_FOLLOWS ||  \
-			    ((err_) = pnamed_follow((cl_), (r_), cur_)))                     \
-				break;                                                       \
-		}                                                                            \
-	} while (0)
-
 int router_free(struct router *cl, const struct rmem_region *r)
 {
 	rmem_client *c;
@@ -272,8 +247,6 @@ int router_free(struct router *cl, const struct rmem_region *r)
 
 	if (redund_is(r))
 		return redund_free(cl, r);
-	if (pnamed_is(r))
-		return pnamed_free(cl, r);
 	err = region_client(cl, r, &c, &slot);
 	if (!err)
 		err = members_err(cl, slot, single_free(c, r));
@@ -285,54 +258,64 @@ int router_free(struct router *cl, const struct rmem_region *r)
 int router_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		  const void *buf, size_t len)
 {
+	rmem_client *c;
+	uint32_t slot;
 	int err;
 
 	if (redund_is(r))
 		return redund_write(cl, r, off, buf, len);
-	PLAIN_CALL(cl, r, err, single_write(c_, cur_, off, buf, len));
-	return err;
+	err = region_client(cl, r, &c, &slot);
+
+	return err ? err : members_err(cl, slot, single_write(c, r, off, buf, len));
 }
 
 int router_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
 		 size_t len)
 {
+	rmem_client *c;
+	uint32_t slot;
 	int err;
 
 	if (redund_is(r))
 		return redund_read(cl, r, off, buf, len);
-	PLAIN_CALL(cl, r, err, single_read(c_, cur_, off, buf, len));
-	return err;
+	err = region_client(cl, r, &c, &slot);
+
+	return err ? err : members_err(cl, slot, single_read(c, r, off, buf, len));
 }
 
 int router_cas(struct router *cl, const struct rmem_region *r, uint64_t off, uint64_t expect,
 		uint64_t desired, uint64_t *old)
 {
+	rmem_client *c;
+	uint32_t slot;
 	int err;
 
 	/* Not exact across a server's death: "Redundancy", atomics. */
 	if (redund_is(r))
 		return -EOPNOTSUPP;
-	PLAIN_CALL(cl, r, err, single_cas(c_, cur_, off, expect, desired, old));
-	return err;
+	err = region_client(cl, r, &c, &slot);
+
+	return err ? err : members_err(cl, slot, single_cas(c, r, off, expect, desired, old));
 }
 
 int router_faa(struct router *cl, const struct rmem_region *r, uint64_t off, uint64_t add,
 		uint64_t *old)
 {
+	rmem_client *c;
+	uint32_t slot;
 	int err;
 
 	/* Not exact across a server's death: "Redundancy", atomics. */
 	if (redund_is(r))
 		return -EOPNOTSUPP;
-	PLAIN_CALL(cl, r, err, single_faa(c_, cur_, off, add, old));
-	return err;
+	err = region_client(cl, r, &c, &slot);
+
+	return err ? err : members_err(cl, slot, single_faa(c, r, off, add, old));
 }
 
 int router_repair(struct router *cl, const struct rmem_region *r)
 {
-	if (redund_is(r))
-		return redund_repair(cl, r);
-	return pnamed_is(r) ? pnamed_move(cl, r) : -EINVAL;
+	return redund_is(r) ? redund_repair(cl, r) : -EINVAL;
 }
 
 /* ---- calls on every server ------------------------------------------------------- */

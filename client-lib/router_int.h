@@ -37,7 +37,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster_name.h"
 #include "cluster_rec.h"
 #include "etcd_endpoints.h"
 #include "rmem.h"
@@ -189,10 +188,6 @@ struct router {
 #define RPOST_KEEP_BYTES (32u << 20)
 	struct { unsigned char *p; size_t len; } red_kept[RPOST_KEEP];
 	size_t red_nkept, red_kept_bytes;
-	/* Plain named handles, which follow a move (router_move.c): a
-	 * handle names its index here (reserved[1]).  Under mu. */
-	struct plain_entry *plain;
-	size_t nplain;
 };
 
 /* ---- router_url.c ------------------------------------------------------------- */
@@ -397,62 +392,6 @@ void rpost_queue(struct router *cl, const struct rmem_completion *done);
 int rpost_take(struct router *cl, struct rmem_completion *out, int max);
 /* At close: every call still in flight forgotten, the queue freed. */
 void rpost_fini(struct router *cl);
-
-/* ---- router_move.c --------------------------------------------------------------- */
-
-/* struct rmem_region.reserved[1] of a plain named handle (rmem_create,
- * rmem_open on a cluster client): this tag in the high 32 bits, its index
- * in the router's table of them in the low ones (reserved[0] names the
- * server it was opened on, as any plain region's).  The table holds the
- * name and the handle it uses now: a move of the name to another server
- * (a drain) revokes the old one, and the next call that meets -ENOENT
- * opens the name again where its record says (docs/architecture.md,
- * "Drain"). */
-#define PLAIN_NAMED_TAG 0x706c6e6du /* "plnm" */
-
-struct plain_entry;
-/* out (opened with access on its server, tagged) becomes a followed handle
- * of name, whose record was made at revision created; with no room in the
- * table it stays as it was (a handle that does not follow). */
-void pnamed_add(struct router *cl, const char *name, uint32_t access, int64_t created,
-		struct rmem_region *out);
-/* What a call on r uses: r itself, or (a followed handle) its handle now,
- * copied into *tmp. */
-const struct rmem_region *pnamed_cur(struct router *cl, const struct rmem_region *r,
-				     struct rmem_region *tmp);
-/* A call through cur (pnamed_cur's answer for r) met -ENOENT: opens the
- * name again where its record says now, waiting while a move freezes it,
- * at most the options' timeout.  0 (call again), or the call's answer:
- * -ENOENT (unlinked, or made again since), -EAGAIN (frozen past the
- * timeout), -EHOSTDOWN... */
-int pnamed_follow(struct router *cl, const struct rmem_region *r,
-		  const struct rmem_region *cur);
-/* rmem_free of a followed handle: the one it uses now; 0 when that one was
- * revoked by a move (the name lives on). */
-int pnamed_free(struct router *cl, const struct rmem_region *r);
-bool pnamed_is(const struct rmem_region *r);
-/* rmem_repair of a plain named handle: the name moves off its server when
- * that server drains (freeze, copy to a new region of the name on another
- * member, swap of the record over its mod_revision, unlink with revoke of
- * the old).  0 (moved, or nothing to move), -EBUSY (another move holds it),
- * -ESTALE (the record changed meanwhile), -ENOSPC (no member takes it), or
- * a call's error; whatever fails before the swap leaves the old one whole. */
-int pnamed_move(struct router *cl, const struct rmem_region *r);
-void pnamed_fini(struct router *cl);
-
-/* What router_move.c reads and writes of a plain region's record
- * (router_names.c): where it is (-ENOENT: no plain record, being made, or
- * its server lost its memory; -EHOSTDOWN), and a swap to *rec over the
- * mod_revision read (-EEXIST, -ECANCELED: changed or gone since). */
-struct plain_at {
-	uint32_t slot;
-	rmem_client *c;
-	struct cluster_name rec;
-	int64_t mod, created;
-};
-int names_plain_at(struct router *cl, const char *name, struct plain_at *out);
-int names_plain_swap(struct router *cl, const char *name, int64_t mod,
-		     const struct cluster_name *rec);
 
 /* ---- router_watch.c ------------------------------------------------------------- */
 

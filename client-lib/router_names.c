@@ -86,11 +86,9 @@ static int name_key(const struct router *cl, const char *name, char *key, size_t
 
 /* The record of key: 0 with it and its mod_revision, -ENOENT, or etcd's
  * error.  A redundant region's record (cluster_layout.h) goes into *lay
- * with *is_lay set.  Its create_revision into *created and the revision it
- * was read at into *at, each when not NULL. */
+ * with *is_lay set.  The revision it was read at into *at, when not NULL. */
 static int read_name_at(struct router *cl, const char *key, size_t len, struct cluster_name *rec,
-			int64_t *mod, int64_t *created, struct cluster_layout *lay, bool *is_lay,
-			int64_t *at)
+			int64_t *mod, struct cluster_layout *lay, bool *is_lay, int64_t *at)
 {
 	struct etcd_range r;
 	int rc;
@@ -109,11 +107,8 @@ static int read_name_at(struct router *cl, const char *key, size_t len, struct c
 		rc = -EPROTO;
 	else
 		*is_lay = lay->k != 0;
-	if (rc == 0) {
+	if (rc == 0)
 		*mod = r.kvs[0].mod_revision;
-		if (created)
-			*created = r.kvs[0].create_revision;
-	}
 	if (at)
 		*at = r.header.revision;
 	etcd_range_free(&r);
@@ -123,7 +118,7 @@ static int read_name_at(struct router *cl, const char *key, size_t len, struct c
 static int read_name(struct router *cl, const char *key, size_t len, struct cluster_name *rec,
 		     int64_t *mod, struct cluster_layout *lay, bool *is_lay)
 {
-	return read_name_at(cl, key, len, rec, mod, NULL, lay, is_lay, NULL);
+	return read_name_at(cl, key, len, rec, mod, lay, is_lay, NULL);
 }
 
 /* Deletes key if it is still the record read at mod (best effort). */
@@ -649,7 +644,6 @@ int router_create(struct router *cl, const char *name, uint64_t size, uint32_t f
 	}
 	keeper_stop(&keeper);
 	members_tag(out, slot);
-	pnamed_add(cl, name, RMEM_READ | RMEM_WRITE, rev, out);
 	return 0;
 drop_claim:
 	keeper_stop(&keeper);
@@ -662,8 +656,7 @@ drop_claim:
 struct located {
 	char key[KEY_MAX];
 	size_t len;
-	int64_t mod, created, rev;  /* the record's revisions; read at rev */
-	struct cluster_name rec;    /* a plain region's record */
+	int64_t mod, rev;           /* the record's mod_revision; read at rev */
 	bool is_lay;                /* a redundant region: lay, no slot */
 	struct cluster_layout lay;
 	uint32_t slot;
@@ -689,21 +682,21 @@ static bool other_generation(struct router *cl, uint32_t slot, uint64_t gen)
  * said. */
 static int locate(struct router *cl, const char *name, struct located *at)
 {
-	struct cluster_name *rec = &at->rec;
+	struct cluster_name rec;
 	int err;
 
-	at->mod = at->created = 0;
+	at->mod = 0;
 	err = name_key(cl, name, at->key, &at->len);
 	if (!err)
-		err = read_name_at(cl, at->key, at->len, rec, &at->mod, &at->created, &at->lay,
-				   &at->is_lay, &at->rev);
+		err = read_name_at(cl, at->key, at->len, &rec, &at->mod, &at->lay, &at->is_lay,
+				   &at->rev);
 	if (!err && at->is_lay)
 		return 0;
-	if (!err && rec->region == 0)
+	if (!err && rec.region == 0)
 		err = -ENOENT; /* still being made */
-	if (!err && members_find(cl, rec->server, &at->slot) < 0)
+	if (!err && members_find(cl, rec.server, &at->slot) < 0)
 		err = -EHOSTDOWN; /* never seen: not in the set now */
-	if (!err && other_generation(cl, at->slot, rec->generation))
+	if (!err && other_generation(cl, at->slot, rec.generation))
 		err = -ESTALE;
 	if (!err)
 		err = members_client(cl, at->slot, &at->c);
@@ -750,42 +743,9 @@ int router_open(struct router *cl, const char *name, uint32_t access, struct rme
 		drop_stale(cl, at.key, at.len, at.mod);
 		err = -ENOENT;
 	}
-	if (!err && !at.is_lay) {
+	if (!err && !at.is_lay)
 		members_tag(out, at.slot);
-		pnamed_add(cl, name, access, at.created, out);
-	}
 	return err;
-}
-
-/* ---- what router_move.c needs of a plain region's record ------------------------------- */
-
-int names_plain_at(struct router *cl, const char *name, struct plain_at *out)
-{
-	struct located at;
-	int err = locate(cl, name, &at);
-
-	if (!err && at.is_lay)
-		err = -ENOENT; /* a redundant region now: not the plain one it was */
-	if (err == -ESTALE)
-		err = -ENOENT; /* its server lost its memory: so did the region */
-	if (err)
-		return err;
-	out->slot = at.slot;
-	out->c = at.c;
-	out->rec = at.rec;
-	out->mod = at.mod;
-	out->created = at.created;
-	return 0;
-}
-
-int names_plain_swap(struct router *cl, const char *name, int64_t mod,
-		     const struct cluster_name *rec)
-{
-	char key[KEY_MAX];
-	size_t len;
-	int err = name_key(cl, name, key, &len);
-
-	return err ? err : write_record(cl, key, len, rec, mod);
 }
 
 int router_unlink(struct router *cl, const char *name, uint32_t flags)

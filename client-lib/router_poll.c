@@ -206,15 +206,11 @@ static int post_redund(struct router *cl, const struct rmem_region *r, bool writ
 int router_post_read(struct router *cl, const struct rmem_region *r, uint64_t off, void *buf,
 		      size_t len, uint64_t cookie)
 {
-	struct rmem_region tmp;
 	uint32_t slot;
 	int err;
 
 	if (redund_is(r))
 		return post_redund(cl, r, false, off, buf, len, cookie);
-	/* A plain named handle: the one it uses now (a posted call does
-	 * not follow a move: its completion says -ENOENT). */
-	r = pnamed_cur(cl, r, &tmp);
 	err = members_slot_of(cl, r, &slot);
 	if (!err)
 		POST(cl, slot, cookie, NULL, single_post_read(c_, r, off, buf, len, idx_));
@@ -224,16 +220,12 @@ int router_post_read(struct router *cl, const struct rmem_region *r, uint64_t of
 int router_post_write(struct router *cl, const struct rmem_region *r, uint64_t off,
 		       const void *buf, size_t len, uint64_t cookie)
 {
-	struct rmem_region tmp;
 	uint32_t slot;
 	int err;
 
 	/* (A write only reads buf: the cast keeps one posting path.) */
 	if (redund_is(r))
 		return post_redund(cl, r, true, off, (void *)buf, len, cookie);
-	/* A plain named handle: the one it uses now (a posted call does
-	 * not follow a move: its completion says -ENOENT). */
-	r = pnamed_cur(cl, r, &tmp);
 	err = members_slot_of(cl, r, &slot);
 	if (!err)
 		POST(cl, slot, cookie, NULL, single_post_write(c_, r, off, buf, len, idx_));
@@ -244,7 +236,7 @@ int router_post_free(struct router *cl, const struct rmem_region *r, uint64_t co
 {
 	uint32_t slot;
 	/* Redundant regions: synchronous calls only, for now. */
-	int err = redund_is(r) || pnamed_is(r) ? -EOPNOTSUPP : members_slot_of(cl, r, &slot);
+	int err = redund_is(r) ? -EOPNOTSUPP : members_slot_of(cl, r, &slot);
 
 	if (!err)
 		POST(cl, slot, cookie, NULL, single_post_free(c_, r, idx_));

@@ -99,11 +99,6 @@ int single_open(rmem_client *c, const char *name, uint32_t access, struct rmem_r
  * nothing fenced (docs/architecture.md, "Writer rule"). */
 int single_open_excl(rmem_client *c, const char *name, uint32_t access, struct rmem_region *out,
 		     bool *fenced);
-/* single_open to move the name elsewhere (PROTO_ACCESS_FREEZE, router_move.c):
- * a read-only handle, the name's only one: every other is revoked, and
- * opens are refused (-EAGAIN) while it lives.  -EBUSY: another move holds
- * it; -EOPNOTSUPP: an rmemd before the flag. */
-int single_open_freeze(rmem_client *c, const char *name, struct rmem_region *out);
 int single_unlink(rmem_client *c, const char *name);
 int single_unlink2(rmem_client *c, const char *name, uint32_t flags);
 int single_unlink_ns(rmem_client *c, const char *tenant, const char *name, uint32_t flags);

@@ -16,8 +16,6 @@
  *      (the reply is then PROTO_HELLO_REP_RESUME_LEN bytes); RESUME and REKEY.
  *      OPEN's PROTO_ACCESS_EXCL (additive, after 1.4.0): the one writer fences
  *      the others; an older daemon answers it -EINVAL.
- *      OPEN's PROTO_ACCESS_FREEZE (additive, after 1.4.0): a move freezes
- *      the name's writes; an older daemon answers it -EINVAL.
  *
  * Frame = header (PROTO_HDR_LEN bytes) + payload (hdr.length bytes).
  * All integers little-endian, fixed width.
@@ -519,16 +517,6 @@ static inline uint64_t proto_get_u64(const uint8_t *p)
  * besides when some handle was revoked. */
 #define PROTO_ACCESS_EXCL    0x4u
 #define PROTO_ACCESS_FENCED  0x8u  /* OPEN's reply: EXCL revoked another writer */
-/* OPEN only, with READ and without WRITE (additive, after 1.4.0): a move
- * of the name to another server begins (docs/architecture.md, "Drain").
- * Every other handle of the name is revoked first, as PROTO_UNLINK_REVOKE
- * revokes; while this handle lives the name is frozen: any other OPEN is
- * -EAGAIN, another FREEZE -EBUSY, so the mover's is the one handle there
- * and nothing is read or written there but by it.  The bit stays in the
- * handle's access (granted, and kept across a restart), so the freeze
- * outlives a crash of the server; it ends with the handle (freed, unlinked
- * with revoke, its session gone).  An older rmemd answers it -EINVAL. */
-#define PROTO_ACCESS_FREEZE  0x10u
 #define PROTO_UNLINK_REVOKE  0x1u  /* also invalidate every open handle now */
 #define PROTO_UNLINK_NS      0x100u /* admin: the name is "TENANT:NAME" (above); a
                                     * high bit, apart from the flags rmem_unlink2

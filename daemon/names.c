@@ -86,9 +86,6 @@ int names_access_valid(uint32_t access)
 {
 	const uint32_t all = PROTO_ACCESS_READ | PROTO_ACCESS_WRITE;
 
-	/* A freeze reads, and never writes (proto.h). */
-	if (access & PROTO_ACCESS_FREEZE)
-		return access == (PROTO_ACCESS_READ | PROTO_ACCESS_FREEZE) ? 0 : -EINVAL;
 	return access && !(access & ~all) ? 0 : -EINVAL;
 }
 
@@ -201,8 +198,6 @@ int names_handle_add(struct names *n, struct name_obj *o, uint64_t region_id, ui
 		o->first_handle->obj_prev = h;
 	o->first_handle = h;
 	o->handles++;
-	if (access & PROTO_ACCESS_FREEZE)
-		o->frozen++;
 	return 0;
 }
 
@@ -216,8 +211,6 @@ void names_handle_remove(struct names *n, struct name_handle *h)
 	if (h->obj_next)
 		h->obj_next->obj_prev = h->obj_prev;
 	h->obj->handles--;
-	if (h->access & PROTO_ACCESS_FREEZE)
-		h->obj->frozen--;
 	free(h);
 }
 

@@ -37,8 +37,6 @@ struct name_obj {
 	uint64_t offset, length;
 	uint64_t created_ns;
 	uint32_t handles;                    /* open handles */
-	uint32_t frozen;                     /* of them, PROTO_ACCESS_FREEZE ones
-						(0 or 1: a move holds it) */
 	bool unlinked;                       /* the name is gone; the object waits
 						for its last handle */
 	bool piece;                          /* a redundant region's piece

@@ -29,7 +29,6 @@
 
 #include "clock.h"
 #include "cluster_layout.h"
-#include "cluster_name.h"
 #include "cluster_rec.h"
 #include "counters.h"
 #include "etcd_client.h"
@@ -240,15 +239,6 @@ static rmem_client *client_of(struct repair_agent *a, const char *tenant)
 	return a->clients[t];
 }
 
-/* c, one of the kept clients, closed (the next client_of makes another). */
-static void client_drop(struct repair_agent *a, rmem_client *c)
-{
-	for (size_t t = 0; t <= a->ntenants; t++)
-		if (a->clients[t] == c)
-			a->clients[t] = NULL;
-	rmem_close(c);
-}
-
 /* The region tenant/name, whose record says bad pieces of piece_len bytes
  * need a rebuild: opened as its writer, repaired, closed. */
 static void repair_region(struct repair_agent *a, const char *tenant, const char *name,
@@ -299,69 +289,7 @@ static void repair_region(struct repair_agent *a, const char *tenant, const char
 		   ms > 0 ? (double)bad * (double)piece_len / 1e3 / (double)ms : 0.0);
 }
 
-/* The plain region tenant/name, on a draining member: moved to another
- * member by librmem (rmem_repair of a plain named handle: freeze, copy,
- * the record swapped, the old one unlinked with revoke; docs/architecture.md,
- * "Drain").  Clients keep their handles: theirs follow the record. */
-static void move_plain(struct repair_agent *a, const char *tenant, const char *name,
-		       uint64_t size)
-{
-	rmem_client *c = client_of(a, tenant);
-	struct rmem_region r;
-	int64_t t0, ms;
-	int rc;
-
-	if (!c) {
-		atomic_fetch_add(&a->failures, 1);
-		return;
-	}
-	rc = rmem_open(c, name, RMEM_READ, &r);
-	if (rc) {
-		if (rc != -ENOENT) /* unlinked meanwhile: nothing to move */
-			log_warn("repair: %s/%s: open: %s", tenant, name, rmem_strerror(rc));
-		atomic_fetch_add(&a->failures, rc != -ENOENT);
-		return;
-	}
-	atomic_fetch_add(&a->repairing, 1);
-	log_info("repair: %s/%s: moving %" PRIu64 " bytes off a draining member", tenant, name,
-		 size);
-	t0 = clock_mono_ms();
-	rc = rmem_repair(c, &r);
-	ms = clock_mono_ms() - t0;
-	atomic_fetch_sub(&a->repairing, 1);
-	(void)rmem_free(c, &r);
-	if (rc) {
-		/* -EBUSY: another move holds it; the next scan looks again.
-		 * Otherwise a member may have gone mid-move: this client goes
-		 * too, so that no session of it resumes there holding the
-		 * freeze (its end, once the member drops the session, lets the
-		 * name's writers in again). */
-		log_warn("repair: %s/%s: move: %s", tenant, name, rmem_strerror(rc));
-		atomic_fetch_add(&a->failures, 1);
-		if (rc != -EBUSY && rc != -EIO) /* -EIO: the freeze must stay */
-			client_drop(a, c);
-		return;
-	}
-	atomic_fetch_add(&a->bytes, size);
-	log_notice("repair: %s/%s: %" PRIu64 " bytes moved in %" PRId64 " ms (%.1f MB/s)", tenant,
-		   name, size, ms, ms > 0 ? (double)size / 1e3 / (double)ms : 0.0);
-}
-
 /* ---- the scan ------------------------------------------------------------------------ */
-
-/* tenant (TENANT_ANON included) and name of a name's key, past prefix k:
- * false when it is not one. */
-static bool split_key(const char *rest, char *tenant, size_t tlen, const char **name)
-{
-	const char *slash = strchr(rest, '/');
-
-	if (!slash || (size_t)(slash - rest) >= tlen)
-		return false;
-	memcpy(tenant, rest, (size_t)(slash - rest));
-	tenant[slash - rest] = '\0';
-	*name = slash + 1;
-	return true;
-}
 
 /* The servers in etcd now, decoded. */
 struct present {
@@ -390,15 +318,6 @@ static int present_read(struct repair_agent *a, struct present *p)
 			p->n++;
 	etcd_range_free(&r);
 	return 0;
-}
-
-/* Whether server id, present in generation gen, drains. */
-static bool draining_at(const struct present *p, const char *id, uint64_t gen)
-{
-	for (size_t s = 0; s < p->n; s++)
-		if (!strcmp(p->recs[s].id, id) && p->recs[s].generation == gen)
-			return p->recs[s].draining;
-	return false;
 }
 
 /* Pieces of l that are not healthy where they are now; of those, in
@@ -469,29 +388,14 @@ static int scan(struct repair_agent *a)
 	}
 	for (size_t i = 0; i < r.nkvs && !a->stop; i++) {
 		struct cluster_layout l;
-		char tenant[CONFIG_NAME_MAX + 2];
+		char tenant[CONFIG_NAME_MAX + 2], *name, *rest;
 		struct seen *s;
 		unsigned bad, moving;
 		int64_t now;
 
-		struct cluster_name pn;
-		const char *pname;
-
-		if (r.kvs[i].key_len >= KEY_MAX || r.kvs[i].key_len <= (size_t)k)
-			continue;
-		if (cluster_layout_decode((const char *)r.kvs[i].value, r.kvs[i].value_len, &l)) {
-			/* A plain name's record (or not one at all): moved when
-			 * its member drains. */
-			if (cluster_name_decode((const char *)r.kvs[i].value, r.kvs[i].value_len,
-						&pn) || pn.region == 0 ||
-			    !draining_at(&p, pn.server, pn.generation))
-				continue;
-			memcpy(key, r.kvs[i].key, r.kvs[i].key_len);
-			key[r.kvs[i].key_len] = '\0';
-			if (split_key(key + k, tenant, sizeof tenant, &pname))
-				move_plain(a, tenant, pname, pn.size);
-			continue;
-		}
+		if (r.kvs[i].key_len >= KEY_MAX || r.kvs[i].key_len <= (size_t)k ||
+		    cluster_layout_decode((const char *)r.kvs[i].value, r.kvs[i].value_len, &l))
+			continue; /* a plain name's record, or not one at all */
 		bad = bad_pieces(&l, &p, &moving);
 		if (!bad) {
 			healthy++;
@@ -511,9 +415,13 @@ static int scan(struct repair_agent *a)
 		if (bad != moving && now - s->since_ms < a->grace_ms)
 			continue;
 		/* <prefix>names/<tenant>/<name> */
-		if (!split_key(key + k, tenant, sizeof tenant, &pname))
+		rest = key + k;
+		name = strchr(rest, '/');
+		if (!name || name - rest >= (ptrdiff_t)sizeof tenant)
 			continue;
-		repair_region(a, tenant, pname, bad, moving,
+		memcpy(tenant, rest, (size_t)(name - rest));
+		tenant[name - rest] = '\0';
+		repair_region(a, tenant, name + 1, bad, moving,
 			      (l.size + (uint64_t)l.k * l.chunk - 1) / ((uint64_t)l.k * l.chunk) *
 				      l.chunk);
 	}

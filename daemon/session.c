@@ -396,8 +396,7 @@ static void object_maybe_free(struct server *srv, struct name_obj *o)
 }
 
 /* A handle goes alone: its key and entry; its object only when that was the
- * last handle of an unlinked name.  (A freeze's handle, PROTO_ACCESS_FREEZE,
- * was the name's only one: its end lets opens in again.) */
+ * last handle of an unlinked name. */
 static void release_handle(struct server *srv, struct session *s, struct region *r)
 {
 	struct name_handle *h = names_handle_find(srv->names, r->id);
@@ -815,7 +814,7 @@ static void revoke(struct server *srv, struct name_obj *o)
 int session_open(struct server *srv, struct session *s, const char *name, size_t name_len,
 		 uint32_t access, const struct region **out, uint32_t *granted)
 {
-	bool excl = access & PROTO_ACCESS_EXCL, freeze = access & PROTO_ACCESS_FREEZE;
+	bool excl = access & PROTO_ACCESS_EXCL;
 	struct name_obj *o;
 	unsigned fenced = 0;
 	int rc;
@@ -829,16 +828,6 @@ int session_open(struct server *srv, struct session *s, const char *name, size_t
 		return -ENOENT;
 	if (s->nhandles >= srv->cfg.max_handles)
 		return -EMFILE; /* before anyone is fenced for nothing */
-	/* A frozen name takes no writer until its move ends: the writer
-	 * waits, and then opens wherever the record says. */
-	/* A frozen name opens for no one until its move ends (the opener
-	 * waits, then opens wherever the record says): a reader let in now
-	 * would keep reading here after the record named the copy. */
-	if (o->frozen)
-		return freeze ? -EBUSY : -EAGAIN;
-	if (freeze && (fenced = revoke_handles(srv, o, false)))
-		log_info("named region %llu: %u handle(s) revoked by a freezing open",
-			 (unsigned long long)o->id, fenced);
 	if (excl && (fenced = revoke_handles(srv, o, true)))
 		log_info("named region %llu: %u writer handle(s) fenced by an exclusive open",
 			 (unsigned long long)o->id, fenced);

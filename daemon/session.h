@@ -137,10 +137,7 @@ void session_unhold(struct server *srv, struct range_hold *h);
  * PROTO_UNLINK_REVOKE, which releases every handle, whoever holds it (keys
  * first).  open with PROTO_ACCESS_EXCL (and WRITE) revokes every other
  * handle that may write first (proto.h); *granted is the reply's flags:
- * access, with PROTO_ACCESS_FENCED when it revoked any.  open with
- * PROTO_ACCESS_FREEZE (and READ alone) revokes every other handle of the
- * name and freezes it while its handle lives: -EAGAIN to any other open,
- * -EBUSY to another freeze.
+ * access, with PROTO_ACCESS_FENCED when it revoked any.
  * Errors: -EINVAL (a bad name, size, flags or access), -EEXIST,
  * -ENOENT, and session_alloc's.
  */

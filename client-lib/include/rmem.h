@@ -367,11 +367,6 @@ RMEM_API int rmem_fd(rmem_client *c);
  * RMEM_WRITE), -EHOSTDOWN (fewer than K pieces left), -ENOSPC (no server
  * to take a piece), -ESTALE (another repaired it meanwhile: open again),
  * -EOPNOTSUPP (not a cluster client), or a call's error.
- * A named plain region (since RMEM_1.4) on a draining member is moved to
- * another member instead: frozen there (every open -EAGAIN meanwhile),
- * copied, its record swapped, the old copy unlinked with revoke; every
- * handle of the name follows the record at its next call.  RMEM_READ is
- * enough; -EBUSY when another move holds it.
  */
 RMEM_API int rmem_repair(rmem_client *c, const struct rmem_region *r);
 

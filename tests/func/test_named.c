@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -718,61 +717,6 @@ static void raw_pieces(const struct rmemd *d, int fd)
 	   "%s: both unlinked", M);
 }
 
-/* OPEN with PROTO_ACCESS_FREEZE (a drain's move, docs/architecture.md,
- * "Drain"): read-only, one at a time; while it lives it is the name's only
- * handle (every other revoked, every open EAGAIN), so nothing opened before
- * or during it serves once a move may have swapped the record; its end
- * (here: the raw session closed, as when a mover dies) lets opens in. */
-static void raw_freeze(const struct rmemd *d, rmem_client *c)
-{
-	rmem_client *r = NULL;
-	struct rmem_region w, ro, x;
-	unsigned char b[8] = { 1 };
-	uint64_t deadline;
-	int fd, fd2, rc, rr, rd;
-
-	rc = rmem_create(c, "t/fz", SIZE, 0, &w);
-	rc = rc ? rc : client_connect(d->tcp_ep, WAIT_MS, &r);
-	rc = rc ? rc : rmem_open(r, "t/fz", RMEM_READ, &ro);
-	fd = raw_session(d, false);
-	fd2 = raw_session(d, false);
-	if (!ok(rc == 0 && fd >= 0 && fd2 >= 0, "%s: freeze: t/fz with a writer and a reader (%d)",
-		M, rc))
-		goto out;
-	rc = raw_name_req(fd, PROTO_OP_OPEN, "t/fz", 0,
-			  PROTO_ACCESS_READ | PROTO_ACCESS_WRITE | PROTO_ACCESS_FREEZE);
-	rr = raw_name_req(fd, PROTO_OP_OPEN, "t/fz", 0, PROTO_ACCESS_FREEZE);
-	ok(rc == EINVAL && rr == EINVAL, "%s: freeze: raw OPEN FREEZE with WRITE, or without READ: "
-	   "EINVAL (%d, %d)", M, rc, rr);
-	rc = raw_name_req(fd, PROTO_OP_OPEN, "t/fz", 0, PROTO_ACCESS_READ | PROTO_ACCESS_FREEZE);
-	ok(rc == 0, "%s: freeze: raw OPEN READ|FREEZE works (%d)", M, rc);
-	rc = rmem_write(c, &w, 0, b, sizeof b);
-	rr = rmem_read(r, &ro, 0, b, sizeof b);
-	ok(rc == -ENOENT && rr == -ENOENT, "%s: freeze: the writer's and the reader's handles are "
-	   "revoked (%d, %d)", M, rc, rr);
-	rc = rmem_open(c, "t/fz", RMEM_READ | RMEM_WRITE, &x);
-	rr = raw_name_req(fd2, PROTO_OP_OPEN, "t/fz", 0, PROTO_ACCESS_READ | PROTO_ACCESS_FREEZE);
-	rd = rmem_open(r, "t/fz", RMEM_READ, &x);
-	ok(rc == -EAGAIN && rr == EBUSY && rd == -EAGAIN, "%s: freeze: a write open EAGAIN (%d), "
-	   "another freeze EBUSY (%d), a read open EAGAIN (%d)", M, rc, rr, rd);
-	close_fd(fd);
-	fd = -1;
-	/* The session's end comes with the daemon's next turn: poll. */
-	deadline = now_ms() + WAIT_MS;
-	while ((rc = rmem_open(r, "t/fz", RMEM_READ, &x)) == -EAGAIN && now_ms() < deadline)
-		nanosleep(&(struct timespec){ .tv_nsec = 5000000 }, NULL);
-	ok(rc == 0, "%s: freeze: its end (the session closed) lets a read open in (%d)", M, rc);
-	rc = rmem_open(c, "t/fz", RMEM_READ | RMEM_WRITE, &x);
-	rc = rc ? rc : rmem_write(c, &x, 0, b, sizeof b);
-	ok(rc == 0, "%s: freeze: after it, a write open and a write work (%d)", M, rc);
-	ok(rmem_unlink(c, "t/fz") == 0, "%s: freeze: t/fz unlinked", M);
-out:
-	close_fd(fd);
-	close_fd(fd2);
-	if (r)
-		rmem_close(r);
-}
-
 static void daemon_checks(const struct rmemd *d)
 {
 	rmem_client *c = NULL;
@@ -805,7 +749,6 @@ static void daemon_checks(const struct rmemd *d)
 	rc = raw_name_req(fd, PROTO_OP_UNLINK, "t/raw", 0, 0);
 	ok(rc == 0, "%s: a raw UNLINK of \"t/raw\" works (%d)", M, rc);
 	raw_pieces(d, fd);
-	raw_freeze(d, c);
 	rc = rmem_free(c, &h);
 	ok(rc == 0, "%s: free the library's handle (%d)", M, rc);
 out:
