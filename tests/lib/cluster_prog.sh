@@ -16,12 +16,7 @@
 #   cluster_url NAME      etcd://H:P,H:P,H:P/NAME of that etcd
 # and $TRANSPORT (RMEM_TEST_TRANSPORT, tcp by default) with $HOST, the
 # address the servers listen on (the VM's rxe address for rdma).
-. tests/lib/tap.sh
-. tests/lib/rmemd.sh
-. tests/lib/etcd.sh
-. tests/lib/cluster.sh
-rmemd_setup "$1"
-etcd_setup
+. tests/lib/cluster_test.sh "$1"
 if [ -n "${2:-}" ]; then
 	PROG=$B/tests/$2
 	[ -x "$PROG" ] || skip_all "$PROG is not built"
